@@ -1,0 +1,1 @@
+//! convert (under construction).

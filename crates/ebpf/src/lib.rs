@@ -1,0 +1,8 @@
+//! Extended BPF (eBPF): instruction model and raw encoding.
+//!
+//! Knows nothing of classic BPF: the `convert` crate is the only one that sees both.
+
+pub mod insn;
+pub mod opcode;
+
+pub use insn::{decode, encode, DecodeError, Insn, Pc};

@@ -1,0 +1,1 @@
+//! seccomp (under construction).
