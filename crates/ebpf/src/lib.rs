@@ -4,5 +4,6 @@
 
 pub mod insn;
 pub mod opcode;
+pub mod skb;
 
 pub use insn::{decode, encode, DecodeError, Insn, Pc};
