@@ -1,1 +1,45 @@
-fn main() {}
+//! `cargo xtask <command>`: repository chores that are code, not shell.
+//!
+//! Each command lives in its own module; this file only dispatches.
+//! Commands:
+//! - `codegen [--check]`: regenerate `crates/seccomp/src/syscalls/generated.rs`
+//!   from the kernel syscall tables in `xtask/syscalls/` (`--check`: fail if
+//!   the committed file is stale).
+
+use std::process::ExitCode;
+
+mod codegen;
+
+const USAGE: &str = "usage: cargo xtask <command>\n\ncommands:\n  codegen [--check]   regenerate (or check) crates/seccomp/src/syscalls/generated.rs";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((command, rest)) = args.split_first() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let result = match command.as_str() {
+        "codegen" => codegen::run(rest),
+        "-h" | "--help" | "help" => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        other => {
+            eprintln!("error: unknown command `{other}`\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate's directory).
+pub fn workspace_root() -> std::path::PathBuf {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().unwrap_or(manifest).to_path_buf()
+}

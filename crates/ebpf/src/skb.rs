@@ -80,3 +80,417 @@ pub mod helper {
     /// `bpf_user_rnd_u32()`.
     pub const USER_RND_U32: i32 = 0x1008;
 }
+
+/// `SKF_NET_OFF` (include/uapi/linux/filter.h): negative offsets from here are
+/// relative to the network header.
+pub const SKF_NET_OFF: i32 = -0x100000;
+/// `SKF_LL_OFF`: negative offsets from here are relative to the MAC header.
+pub const SKF_LL_OFF: i32 = -0x200000;
+/// `-EFAULT`, what the load helpers return on a failed read.
+pub const EFAULT: i64 = -14;
+
+/// The fields of a socket buffer that a converted socket filter can observe.
+///
+/// [`SkbMeta::default`] gives the values of lib/test_bpf.c's `populate_skb()`
+/// (SPEC §8.1), so the kernel's test expectations hold unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkbMeta {
+    /// `ntohs(skb->protocol)`, e.g. 0x0800 (stored in network byte order).
+    pub protocol: u16,
+    /// `skb->pkt_type` (3 bits).
+    pub pkt_type: u8,
+    /// `skb->dev->ifindex`, or `None` for `skb->dev == NULL`.
+    pub ifindex: Option<u32>,
+    /// `skb->dev->type`.
+    pub hatype: u16,
+    pub mark: u32,
+    pub queue_mapping: u16,
+    pub vlan_tci: u16,
+    /// `ntohs(skb->vlan_proto)` (stored in network byte order).
+    pub vlan_proto: u16,
+    /// Whether a VLAN tag is present (`vlan_all != 0` in 6.18).
+    pub vlan_present: bool,
+    pub hash: u32,
+    /// What `SKF_AD_CPU` (`bpf_get_raw_cpu_id()`) returns.
+    pub cpu: u32,
+    /// What `SKF_AD_RANDOM` (`bpf_user_rnd_u32()`) returns.
+    pub random: u32,
+    /// Offset of the network header from `data`; `None` means
+    /// `min(headlen, 14)`, as `populate_skb()` sets it.
+    pub network_header: Option<u32>,
+    /// Offset of the MAC header from `data`; `None` means "not set"
+    /// (`skb_mac_header_was_set()` is false).
+    pub mac_header: Option<u32>,
+    /// Bytes in the linear area; the rest of the packet is paged data
+    /// (reachable only through the load helpers). `None`: all linear.
+    pub headlen: Option<usize>,
+}
+
+impl Default for SkbMeta {
+    fn default() -> Self {
+        SkbMeta {
+            protocol: 0x0800,
+            pkt_type: 3,
+            ifindex: Some(577),
+            hatype: 588,
+            mark: 0x1234_aaaa,
+            queue_mapping: 123,
+            vlan_tci: 0xffff,
+            vlan_proto: 0x0800,
+            vlan_present: true,
+            hash: 0x1234_aaab,
+            cpu: 0,
+            random: 0,
+            network_header: None,
+            mac_header: Some(0),
+            headlen: None,
+        }
+    }
+}
+
+/// A socket buffer ready to run a program on: the [`CTX_SIZE`]-byte context
+/// (layout above) and the packet (linear part first, then paged data).
+///
+/// Build it once per packet; [`crate::interp::Input::Skb`] borrows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkbContext {
+    ctx: [u8; CTX_SIZE],
+    packet: Vec<u8>,
+    headlen: usize,
+    meta: SkbMeta,
+}
+
+fn put(ctx: &mut [u8; CTX_SIZE], off: i16, bytes: &[u8]) {
+    let start = off as usize;
+    if let Some(dst) = ctx.get_mut(start..start + bytes.len()) {
+        dst.copy_from_slice(bytes);
+    }
+}
+
+impl SkbContext {
+    /// Builds the context for `packet` (linear bytes, then paged bytes past
+    /// `meta.headlen`). Packets must be shorter than 4 GiB.
+    pub fn new(packet: &[u8], meta: &SkbMeta) -> SkbContext {
+        use crate::interp::{CTX_BASE, PACKET_BASE};
+        let headlen = meta.headlen.unwrap_or(packet.len()).min(packet.len());
+        let network = meta.network_header.unwrap_or(headlen.min(14) as u32);
+        let mut ctx = [0u8; CTX_SIZE];
+        put(&mut ctx, OFF_DATA, &PACKET_BASE.to_le_bytes());
+        put(&mut ctx, OFF_LEN, &(packet.len() as u32).to_le_bytes());
+        put(&mut ctx, OFF_DATA_LEN, &((packet.len() - headlen) as u32).to_le_bytes());
+        put(&mut ctx, OFF_PROTOCOL, &meta.protocol.to_be_bytes());
+        put(&mut ctx, OFF_PKT_TYPE, &[meta.pkt_type & 7]);
+        put(&mut ctx, OFF_MARK, &meta.mark.to_le_bytes());
+        put(&mut ctx, OFF_QUEUE_MAPPING, &meta.queue_mapping.to_le_bytes());
+        put(&mut ctx, OFF_VLAN_TCI, &meta.vlan_tci.to_le_bytes());
+        put(&mut ctx, OFF_VLAN_PROTO, &meta.vlan_proto.to_be_bytes());
+        // The kernel's vlan_all overlays {__be16 vlan_proto; u16 vlan_tci};
+        // present-but-all-zero still reads as present here.
+        let vlan_all = if meta.vlan_present {
+            let v = u32::from(u16::from_le_bytes(meta.vlan_proto.to_be_bytes())) | (u32::from(meta.vlan_tci) << 16);
+            v.max(1)
+        } else {
+            0
+        };
+        put(&mut ctx, OFF_VLAN_ALL, &vlan_all.to_le_bytes());
+        put(&mut ctx, OFF_HASH, &meta.hash.to_le_bytes());
+        let dev = if meta.ifindex.is_some() { CTX_BASE + DEV_RECORD as u64 } else { 0 };
+        put(&mut ctx, OFF_DEV, &dev.to_le_bytes());
+        put(&mut ctx, OFF_NETWORK_HEADER, &network.to_le_bytes());
+        put(&mut ctx, OFF_MAC_HEADER, &meta.mac_header.unwrap_or(MAC_HEADER_UNSET).to_le_bytes());
+        put(&mut ctx, OFF_CPU, &meta.cpu.to_le_bytes());
+        put(&mut ctx, OFF_RANDOM, &meta.random.to_le_bytes());
+        put(&mut ctx, DEV_RECORD + DEV_OFF_IFINDEX, &meta.ifindex.unwrap_or(0).to_le_bytes());
+        put(&mut ctx, DEV_RECORD + DEV_OFF_TYPE, &meta.hatype.to_le_bytes());
+        let mut meta = meta.clone();
+        meta.network_header = Some(network);
+        meta.headlen = Some(headlen);
+        SkbContext { ctx, packet: packet.to_vec(), headlen, meta }
+    }
+
+    /// The context bytes (`r1` points at them).
+    pub fn ctx_bytes(&self) -> &[u8] {
+        &self.ctx
+    }
+
+    /// The linear part of the packet (`skb->data`, `skb_headlen()` bytes).
+    pub fn linear(&self) -> &[u8] {
+        self.packet.get(..self.headlen).unwrap_or(&self.packet)
+    }
+
+    /// The whole packet, linear then paged (`skb->len` bytes).
+    pub fn packet(&self) -> &[u8] {
+        &self.packet
+    }
+
+    /// The metadata, with `network_header` and `headlen` resolved.
+    pub fn meta(&self) -> &SkbMeta {
+        &self.meta
+    }
+
+    fn network_header(&self) -> i64 {
+        i64::from(self.meta.network_header.unwrap_or(0))
+    }
+
+    /// Mirrors `skb_copy_bits()` in net/core/skbuff.c (Linux 6.18) for a
+    /// read of `len` bytes at `offset` into the linear + paged packet.
+    ///
+    /// # Deviations
+    /// None (our paged data is one contiguous fragment).
+    pub fn copy_bits(&self, offset: i32, len: usize) -> Option<&[u8]> {
+        if offset < 0 || i64::from(offset) > self.packet.len() as i64 - len as i64 {
+            return None;
+        }
+        let start = offset as usize;
+        self.packet.get(start..start + len)
+    }
+
+    /// Mirrors `bpf_internal_load_pointer_neg_helper()` in kernel/bpf/core.c
+    /// (Linux 6.18): resolves a negative `SKF_NET_OFF`/`SKF_LL_OFF` offset to
+    /// `size` bytes of the linear area, or `None`.
+    ///
+    /// # Deviations
+    /// None. (Offsets below `SKF_LL_OFF` give the kernel's NULL pointer,
+    /// which fails the `ptr >= skb->head` test.)
+    pub fn load_pointer_neg(&self, k: i32, size: usize) -> Option<&[u8]> {
+        let ptr = if k >= SKF_NET_OFF {
+            self.network_header() + i64::from(k) - i64::from(SKF_NET_OFF)
+        } else if k >= SKF_LL_OFF {
+            let mac = self.meta.mac_header?;
+            i64::from(mac) + i64::from(k) - i64::from(SKF_LL_OFF)
+        } else {
+            return None;
+        };
+        if ptr >= 0 && ptr + size as i64 <= self.headlen as i64 {
+            self.packet.get(ptr as usize..ptr as usize + size)
+        } else {
+            None
+        }
+    }
+
+    /// Mirrors the pre-4.18 `bpf_load_pointer()` (`skb_header_pointer()` for
+    /// `k >= 0`, else the negative-offset helper) followed by the big-endian
+    /// read of `LD_ABS`/`LD_IND`; `size` is 1, 2 or 4.
+    ///
+    /// # Deviations
+    /// None.
+    pub fn header_pointer(&self, k: i32, size: usize) -> Option<u32> {
+        let bytes = if k >= 0 {
+            if (self.headlen as i64) - i64::from(k) >= size as i64 {
+                self.packet.get(k as usize..k as usize + size)
+            } else {
+                self.copy_bits(k, size)
+            }
+        } else {
+            self.load_pointer_neg(k, size)
+        }?;
+        Some(be(bytes))
+    }
+}
+
+fn be(bytes: &[u8]) -> u32 {
+    bytes.iter().fold(0u32, |acc, b| (acc << 8) | u32::from(*b))
+}
+
+use crate::helpers::HelperError;
+use crate::interp::Memory;
+
+/// Mirrors `bpf_skb_load_helper_8/16/32()` in net/core/filter.c (Linux
+/// 6.18): `(skb, data, headlen, offset)`; reads the linear area through
+/// `data` when `headlen - offset >= size`, else `skb_copy_bits()`; negative
+/// offsets via `bpf_internal_load_pointer_neg_helper()`; `-EFAULT` on failure.
+///
+/// # Deviations
+/// `skb` (r1) is not dereferenced: the run's [`SkbContext`] is used. A read
+/// through `data` that leaves every memory region is a [`HelperError`]
+/// where the kernel would read wild memory.
+fn skb_load(mem: &mut Memory<'_>, args: [u64; 5], size: usize) -> Result<u64, HelperError> {
+    let skb = mem.skb().ok_or(HelperError::NoSkb)?;
+    let [_, data, headlen, offset, _] = args;
+    let (headlen, offset) = (headlen as i32, offset as i32);
+    let bytes: Option<&[u8]> = if offset >= 0 {
+        if i64::from(headlen) - i64::from(offset) >= size as i64 {
+            let addr = data.wrapping_add(offset as u64);
+            Some(mem.bytes(addr, size).ok_or(HelperError::BadAccess { addr, size })?)
+        } else {
+            skb.copy_bits(offset, size)
+        }
+    } else {
+        skb.load_pointer_neg(offset, size)
+    };
+    Ok(match bytes {
+        Some(b) => u64::from(be(b)),
+        None => EFAULT as u64,
+    })
+}
+
+/// Helper [`helper::SKB_LOAD_8`]; see [`skb_load`]'s mirror notes.
+pub fn helper_skb_load_8(mem: &mut Memory<'_>, args: [u64; 5]) -> Result<u64, HelperError> {
+    skb_load(mem, args, 1)
+}
+
+/// Helper [`helper::SKB_LOAD_16`] (big-endian result).
+pub fn helper_skb_load_16(mem: &mut Memory<'_>, args: [u64; 5]) -> Result<u64, HelperError> {
+    skb_load(mem, args, 2)
+}
+
+/// Helper [`helper::SKB_LOAD_32`] (big-endian result).
+pub fn helper_skb_load_32(mem: &mut Memory<'_>, args: [u64; 5]) -> Result<u64, HelperError> {
+    skb_load(mem, args, 4)
+}
+
+const NLA_HDRLEN: usize = 4;
+const NLA_TYPE_MASK: u16 = 0x3fff;
+
+/// `(nla_len, nla_type)` of the header at `pos`, host (little-endian) order.
+fn nla_header(buf: &[u8], pos: usize) -> Option<(u16, u16)> {
+    let h = buf.get(pos..pos + NLA_HDRLEN)?;
+    Some((u16::from_le_bytes([*h.first()?, *h.get(1)?]), u16::from_le_bytes([*h.get(2)?, *h.get(3)?])))
+}
+
+/// Mirrors `nla_ok()` in include/net/netlink.h (Linux 6.18).
+///
+/// # Deviations
+/// None.
+fn nla_ok(nla_len: u16, remaining: i64) -> bool {
+    remaining >= NLA_HDRLEN as i64 && usize::from(nla_len) >= NLA_HDRLEN && i64::from(nla_len) <= remaining
+}
+
+/// Mirrors `nla_find()` in lib/nlattr.c (Linux 6.18): the first attribute of
+/// type `attrtype` in `buf[start..start + len]`, as an offset into `buf`.
+///
+/// # Deviations
+/// None.
+fn nla_find(buf: &[u8], start: usize, len: i64, attrtype: i32) -> Option<usize> {
+    let mut pos = start;
+    let mut rem = len;
+    loop {
+        let (nla_len, nla_type) = nla_header(buf, pos)?;
+        if !nla_ok(nla_len, rem) {
+            return None;
+        }
+        if i32::from(nla_type & NLA_TYPE_MASK) == attrtype {
+            return Some(pos);
+        }
+        let aligned = (usize::from(nla_len) + 3) & !3;
+        rem -= aligned as i64;
+        pos += aligned;
+    }
+}
+
+/// Mirrors `bpf_skb_get_nlattr()` in net/core/filter.c (Linux 6.18):
+/// `(skb, a, x)` -> offset from `data` of the attribute of type `x` found
+/// from offset `a`, or 0.
+///
+/// # Deviations
+/// `skb` (r1) is not dereferenced: the run's [`SkbContext`] is used.
+pub fn helper_skb_get_nlattr(mem: &mut Memory<'_>, args: [u64; 5]) -> Result<u64, HelperError> {
+    let skb = mem.skb().ok_or(HelperError::NoSkb)?;
+    let (a, x) = (args[1] as u32, args[2] as u32);
+    let Some(len) = nlattr_guard(skb, a) else { return Ok(0) };
+    let found = nla_find(&skb.packet, a as usize, len - i64::from(a), x as i32);
+    Ok(found.map_or(0, |p| p as u64))
+}
+
+/// Common guards of the two nlattr helpers; returns `skb->len`.
+fn nlattr_guard(skb: &SkbContext, a: u32) -> Option<i64> {
+    let len = skb.packet.len() as i64;
+    // skb_is_nonlinear(), skb->len < sizeof(struct nlattr), a > len - 4.
+    if skb.headlen != skb.packet.len() || len < NLA_HDRLEN as i64 || i64::from(a) > len - NLA_HDRLEN as i64 {
+        return None;
+    }
+    Some(len)
+}
+
+/// Mirrors `bpf_skb_get_nlattr_nest()` in net/core/filter.c (Linux 6.18):
+/// the attribute at offset `a` must pass `nla_ok(nla, len - a)`; then
+/// `nla_find_nested(nla, x)`, as an offset from `data`, or 0.
+///
+/// # Deviations
+/// `skb` (r1) is not dereferenced: the run's [`SkbContext`] is used.
+pub fn helper_skb_get_nlattr_nest(mem: &mut Memory<'_>, args: [u64; 5]) -> Result<u64, HelperError> {
+    let skb = mem.skb().ok_or(HelperError::NoSkb)?;
+    let (a, x) = (args[1] as u32, args[2] as u32);
+    let Some(len) = nlattr_guard(skb, a) else { return Ok(0) };
+    let Some((nla_len, _)) = nla_header(&skb.packet, a as usize) else { return Ok(0) };
+    if !nla_ok(nla_len, len - i64::from(a)) {
+        return Ok(0);
+    }
+    // nla_find_nested(): nla_find(nla_data(nla), nla_len(nla), x).
+    let inner = i64::from(nla_len) - NLA_HDRLEN as i64;
+    let found = nla_find(&skb.packet, a as usize + NLA_HDRLEN, inner, x as i32);
+    Ok(found.map_or(0, |p| p as u64))
+}
+
+/// Mirrors `bpf_get_raw_cpu_id()` in net/core/filter.c: returns the
+/// context's `cpu` field ([`SkbMeta::cpu`]).
+///
+/// # Deviations
+/// The value is fixed per context instead of `raw_smp_processor_id()`.
+pub fn helper_get_raw_cpu_id(mem: &mut Memory<'_>, _: [u64; 5]) -> Result<u64, HelperError> {
+    Ok(u64::from(mem.skb().ok_or(HelperError::NoSkb)?.meta.cpu))
+}
+
+/// Mirrors `bpf_user_rnd_u32()` in kernel/bpf/core.c: returns the context's
+/// `random` field ([`SkbMeta::random`]).
+///
+/// # Deviations
+/// Fixed per context (reproducible) instead of `prandom_u32_state()`.
+pub fn helper_user_rnd_u32(mem: &mut Memory<'_>, _: [u64; 5]) -> Result<u64, HelperError> {
+    Ok(u64::from(mem.skb().ok_or(HelperError::NoSkb)?.meta.random))
+}
+
+/// Mirrors `bpf_skb_get_pay_offset()` -> `skb_get_poff()` in
+/// net/core/flow_dissector.c (Linux 6.18) for the cases we model: the
+/// transport header offset found by dissecting IPv4 (`protocol` 0x0800) or
+/// IPv6 (0x86dd, no extension headers) at the network header, plus the
+/// transport header length (`__skb_get_poff()`: TCP `doff * 4` (at least 20),
+/// UDP/UDP-Lite 8, ICMP 8, ICMPv6 8, IGMP 8, DCCP 16, SCTP 12). Returns 0
+/// when dissection fails (truncated header, `ihl < 5`, other protocols).
+///
+/// # Deviations
+/// The flow dissector is not modelled beyond this: VLAN, MPLS, tunnels and
+/// IPv6 extension headers give 0 where the kernel would dissect further.
+pub fn helper_skb_get_pay_offset(mem: &mut Memory<'_>, _: [u64; 5]) -> Result<u64, HelperError> {
+    let skb = mem.skb().ok_or(HelperError::NoSkb)?;
+    Ok(u64::from(pay_offset(skb).unwrap_or(0)))
+}
+
+fn pay_offset(skb: &SkbContext) -> Option<u32> {
+    let p = skb.linear();
+    let nh = skb.meta.network_header.unwrap_or(0) as usize;
+    let (thoff, proto, later_fragment) = match skb.meta.protocol {
+        0x0800 => {
+            let ip = p.get(nh..nh + 20)?;
+            let ihl = usize::from(*ip.first()? & 0x0f);
+            if ihl < 5 {
+                return None;
+            }
+            let frag = u16::from_be_bytes([*ip.get(6)?, *ip.get(7)?]);
+            // IP_MF | IP_OFFSET set: a fragment; offset != 0: not the first.
+            let later = frag & 0x1fff != 0;
+            (nh + ihl * 4, *ip.get(9)?, later)
+        }
+        0x86dd => {
+            let ip = p.get(nh..nh + 40)?;
+            (nh + 40, *ip.get(6)?, false)
+        }
+        _ => return None,
+    };
+    let mut poff = thoff as u32;
+    if later_fragment {
+        return Some(poff);
+    }
+    poff += match proto {
+        6 => match p.get(thoff + 12) {
+            Some(doff) => u32::from((doff & 0xf0) >> 2).max(20),
+            None => return Some(poff),
+        },
+        17 | 136 => 8,
+        1 | 58 | 2 => 8,
+        33 => 16,
+        132 => 12,
+        _ => 0,
+    };
+    Some(poff)
+}

@@ -1,1 +1,3 @@
-//! engine (under construction).
+//! Every engine behind one interface.
+
+pub mod rbpf_adapter;

@@ -1,0 +1,371 @@
+//! A fast classic-BPF interpreter: the reference oracle for the converter.
+//!
+//! It runs a validated [`Program`] with the semantics of the program the
+//! kernel actually executes today, i.e. the eBPF that `bpf_convert_filter()`
+//! (net/core/filter.c, Linux 6.18) makes of it, not the pre-3.15
+//! `sk_run_filter()`. Where the two differ (a missing `skb->dev`, shifts by
+//! `X >= 32`, negative-offset loads into paged data) the converted program
+//! wins; each case is documented where it is implemented.
+//!
+//! Two contexts:
+//! - seccomp ([`Interp::run_seccomp`]): the 64-byte `struct seccomp_data`
+//!   ([`SeccompData::to_bytes`]); the only load is the rewritten 0x21, a
+//!   native-endian 32-bit word at an aligned offset below 64;
+//! - socket ([`Interp::run_socket`]): packet bytes plus the `sk_buff`
+//!   metadata in [`Skb`].
+//!
+//! Speed: [`Interp::new`] pre-decodes the program once into a compact
+//! internal form (absolute jump targets, one variant per operation, `div #k`
+//! divisors as `NonZeroU32`). A run allocates nothing (`M[]` lives on the
+//! stack of the run function) and always terminates because classic jumps
+//! only go forward. Runs of consecutive `jeq/jgt/jge/jset #k` are executed by
+//! one "compare run" superinstruction: a tight loop that evaluates every
+//! comparison in order, falls through to the next one without going back to
+//! the dispatcher, and leaves only on a jump elsewhere. That is what makes the
+//! long `ld [0]; jeq #n1; jeq #n2; ...` chains of libseccomp filters cheap.
+//!
+//! A separate, slower entry point ([`Interp::trace_seccomp`],
+//! [`Interp::trace_socket`]) steps the raw instructions and reports each one
+//! with `A`, `X` and `M[]` to a callback; it shares no dispatch code with the
+//! fast path, so tests use each as a check on the other.
+
+mod compile;
+mod socket;
+mod trace;
+
+use crate::insn::Insn;
+use crate::validate::{Mode, Program};
+
+pub use socket::{NetDevice, Skb};
+pub use trace::TraceStep;
+
+use compile::{Cmp, CmpOp, Op, NEXT};
+use socket::Ancillary;
+
+/// Size of `struct seccomp_data` (include/uapi/linux/seccomp.h).
+pub const SECCOMP_DATA_SIZE: usize = 64;
+
+/// Mirror of `struct seccomp_data` (include/uapi/linux/seccomp.h): what a
+/// seccomp filter sees of a system call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct SeccompData {
+    /// System call number (`int nr`; x32 calls carry bit 30).
+    pub nr: i32,
+    /// `AUDIT_ARCH_*` value of the calling convention.
+    pub arch: u32,
+    /// Address of the system call instruction.
+    pub instruction_pointer: u64,
+    /// System call arguments, widened to 64 bits.
+    pub args: [u64; 6],
+}
+
+impl SeccompData {
+    /// The 64 bytes the kernel fills in (`populate_seccomp_data()`), in host
+    /// byte order: the kernel does no byte swapping, so a filter's `ld [16]`
+    /// reads the low half of `args[0]` on a little-endian host.
+    pub fn to_bytes(&self) -> [u8; SECCOMP_DATA_SIZE] {
+        let mut out = [0u8; SECCOMP_DATA_SIZE];
+        let fields = self.nr.to_ne_bytes().into_iter().chain(self.arch.to_ne_bytes());
+        let fields = fields.chain(self.instruction_pointer.to_ne_bytes());
+        let fields = fields.chain(self.args.iter().flat_map(|a| a.to_ne_bytes()));
+        for (dst, src) in out.iter_mut().zip(fields) {
+            *dst = src;
+        }
+        out
+    }
+}
+
+/// Why a run could not start. A program's own outcome (a seccomp KILL, a
+/// packet load out of range returning 0) is never an error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// The program was validated for one kernel entry point and run with the
+    /// context of the other (seccomp programs contain the seccomp-only 0x21
+    /// load; socket programs read packets).
+    #[error("program was validated in {program} mode but run with a {context} context")]
+    ModeMismatch { program: Mode, context: Mode },
+}
+
+/// A pre-decoded classic program, ready to run any number of times.
+///
+/// Built from a validated [`Program`] by [`Interp::new`]; runs never allocate.
+#[derive(Debug, Clone)]
+pub struct Interp {
+    /// One operation per classic instruction, indexed by pc.
+    ops: Box<[Op]>,
+    /// Compare-run table, indexed by pc; meaningful where `ops[pc]` is
+    /// [`Op::Cmp`].
+    cmps: Box<[Cmp]>,
+    /// The instructions as validated (`Program::insns()`), for tracing.
+    insns: Box<[Insn]>,
+    mode: Mode,
+}
+
+/// What a run needs from its context. Implemented by the seccomp and socket
+/// contexts; the run loop is monomorphised for each.
+trait Context {
+    /// Seccomp-internal `LDX|W|ABS` (0x21): the native-endian word at `k`.
+    fn seccomp_word(&self, k: u32) -> u32;
+    /// Packet load of `size` (1, 2 or 4) bytes at the classic offset
+    /// `offset`, big-endian; `None` makes the filter return 0.
+    fn load(&self, size: usize, offset: i32) -> Option<u32>;
+    /// `skb->len`.
+    fn len(&self) -> u32;
+    /// An ancillary load; `None` makes the filter return the current A.
+    fn ancillary(&self, which: Ancillary, a: u32, x: u32) -> Option<u32>;
+}
+
+/// The seccomp context: `struct seccomp_data` as bytes.
+struct SeccompCtx<'a>(&'a [u8; SECCOMP_DATA_SIZE]);
+
+impl Context for SeccompCtx<'_> {
+    #[inline(always)]
+    fn seccomp_word(&self, k: u32) -> u32 {
+        // seccomp_check_filter() guarantees k < 64 and k % 4 == 0.
+        let at = k as usize;
+        match self.0.get(at..at + 4) {
+            Some(&[b0, b1, b2, b3]) => u32::from_ne_bytes([b0, b1, b2, b3]),
+            _ => 0,
+        }
+    }
+
+    // seccomp_check_filter() rejects every packet and ancillary load, and
+    // rewrites `len`; these are unreachable for seccomp-mode programs.
+    fn load(&self, _size: usize, _offset: i32) -> Option<u32> {
+        None
+    }
+
+    fn len(&self) -> u32 {
+        SECCOMP_DATA_SIZE as u32
+    }
+
+    fn ancillary(&self, _which: Ancillary, _a: u32, _x: u32) -> Option<u32> {
+        Some(0)
+    }
+}
+
+impl Interp {
+    /// Pre-decodes `program` (its [`Program::insns`], the form the kernel
+    /// keeps after `seccomp_check_filter()`'s rewrites).
+    pub fn new(program: &Program) -> Self {
+        let insns = program.insns();
+        let (ops, cmps) = compile::compile(insns);
+        Interp { ops, cmps, insns: insns.into(), mode: program.mode() }
+    }
+
+    /// The mode the program was validated for.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Number of classic instructions.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Always false: validated programs have at least one instruction.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// The instructions this interpreter runs (`Program::insns()`).
+    pub fn insns(&self) -> &[Insn] {
+        &self.insns
+    }
+
+    /// Runs a seccomp-mode program on `struct seccomp_data` bytes and returns
+    /// the filter's 32-bit `SECCOMP_RET_*` value.
+    ///
+    /// Mirrors what `bpf_prog_run_pin_on_cpu()` computes with the converted
+    /// program in `seccomp_run_filters()` (kernel/seccomp.c, Linux 6.18).
+    ///
+    /// # Deviations
+    /// None.
+    pub fn run_seccomp(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> Result<u32, ExecError> {
+        self.check_mode(Mode::Seccomp)?;
+        Ok(self.exec(&SeccompCtx(data)))
+    }
+
+    /// Runs a socket-mode program on a packet and returns the filter's value
+    /// (for `SO_ATTACH_FILTER`, the number of bytes to keep; 0 drops).
+    ///
+    /// Mirrors the converted program of `bpf_migrate_filter()`
+    /// (net/core/filter.c, Linux 6.18) with its load helpers; see [`Skb`] for
+    /// the context model.
+    ///
+    /// # Deviations
+    /// Those of the context model, documented on [`Skb`].
+    pub fn run_socket(&self, skb: &Skb<'_>) -> Result<u32, ExecError> {
+        self.check_mode(Mode::Socket)?;
+        Ok(self.exec(&socket::SocketCtx::new(skb)))
+    }
+
+    /// Like [`Interp::run_seccomp`], calling `on_step` before each executed
+    /// instruction with the machine state it starts from. Slow; for `--trace`.
+    pub fn trace_seccomp(
+        &self,
+        data: &[u8; SECCOMP_DATA_SIZE],
+        on_step: impl FnMut(&TraceStep),
+    ) -> Result<u32, ExecError> {
+        self.check_mode(Mode::Seccomp)?;
+        Ok(trace::run(&self.insns, &SeccompCtx(data), on_step))
+    }
+
+    /// Like [`Interp::run_socket`], calling `on_step` before each executed
+    /// instruction with the machine state it starts from. Slow; for `--trace`.
+    pub fn trace_socket(
+        &self,
+        skb: &Skb<'_>,
+        on_step: impl FnMut(&TraceStep),
+    ) -> Result<u32, ExecError> {
+        self.check_mode(Mode::Socket)?;
+        Ok(trace::run(&self.insns, &socket::SocketCtx::new(skb), on_step))
+    }
+
+    fn check_mode(&self, context: Mode) -> Result<(), ExecError> {
+        if self.mode == context {
+            Ok(())
+        } else {
+            Err(ExecError::ModeMismatch { program: self.mode, context })
+        }
+    }
+
+    /// The fast path.
+    ///
+    /// Mirrors the classic semantics of SPEC §1.4 as realised by the
+    /// converted program (`bpf_convert_filter()` in net/core/filter.c and
+    /// `___bpf_prog_run()` in kernel/bpf/core.c, Linux 6.18): A and X start
+    /// at 0; ALU is 32-bit wrapping; `div x`/`mod x` with X == 0 return 0;
+    /// `lsh x`/`rsh x` shift by `X & 31` (eBPF ALU32 register shifts mask the
+    /// count, in the interpreter and the x86-64 JIT alike); `M[]` is not
+    /// zeroed by the kernel, but `check_load_and_stores()` makes that
+    /// unobservable, so zeroing it here changes nothing.
+    ///
+    /// # Deviations
+    /// None.
+    #[inline(always)]
+    fn exec<C: Context>(&self, ctx: &C) -> u32 {
+        let ops = &*self.ops;
+        let cmps = &*self.cmps;
+        let mut a: u32 = 0;
+        let mut x: u32 = 0;
+        let mut mem = [0u32; 16];
+        let mut pc: usize = 0;
+        // Every iteration moves pc strictly forward (validated jumps are
+        // forward and in range, the last instruction is a ret), so the loop
+        // ends within `ops.len()` iterations. A pc outside `ops` cannot
+        // happen; it would end the run with 0.
+        loop {
+            let Some(op) = ops.get(pc) else { return 0 };
+            pc += 1;
+            match *op {
+                Op::LdImm(k) => a = k,
+                Op::LdxImm(k) => x = k,
+                Op::LdMem(i) => a = mem_get(&mem, i),
+                Op::LdxMem(i) => x = mem_get(&mem, i),
+                Op::St(i) => mem_set(&mut mem, i, a),
+                Op::Stx(i) => mem_set(&mut mem, i, x),
+                Op::LdSeccomp(k) => a = ctx.seccomp_word(k),
+                Op::LdAbs { size, k } => match ctx.load(size as usize, k as i32) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                Op::LdInd { size, k } => match ctx.load(size as usize, x.wrapping_add(k) as i32) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                Op::LdLen => a = ctx.len(),
+                Op::LdxLen => x = ctx.len(),
+                Op::LdxMsh(k) => match ctx.load(1, k as i32) {
+                    Some(v) => x = (v & 0xf) << 2,
+                    None => return 0,
+                },
+                Op::Anc(which) => match ctx.ancillary(which, a, x) {
+                    Some(v) => a = v,
+                    None => return a,
+                },
+                Op::AddK(k) => a = a.wrapping_add(k),
+                Op::AddX => a = a.wrapping_add(x),
+                Op::SubK(k) => a = a.wrapping_sub(k),
+                Op::SubX => a = a.wrapping_sub(x),
+                Op::MulK(k) => a = a.wrapping_mul(k),
+                Op::MulX => a = a.wrapping_mul(x),
+                Op::DivK(k) => a /= k,
+                Op::DivX => match a.checked_div(x) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                Op::ModK(k) => a %= k,
+                Op::ModX => match a.checked_rem(x) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                Op::AndK(k) => a &= k,
+                Op::AndX => a &= x,
+                Op::OrK(k) => a |= k,
+                Op::OrX => a |= x,
+                Op::XorK(k) => a ^= k,
+                Op::XorX => a ^= x,
+                // K < 32 is guaranteed by bpf_check_classic(); X is masked.
+                Op::LshK(k) => a = a.wrapping_shl(k),
+                Op::LshX => a = a.wrapping_shl(x),
+                Op::RshK(k) => a = a.wrapping_shr(k),
+                Op::RshX => a = a.wrapping_shr(x),
+                Op::Neg => a = a.wrapping_neg(),
+                Op::Tax => x = a,
+                Op::Txa => a = x,
+                Op::Ja(target) => pc = usize::from(target),
+                Op::JmpX { op, jt, jf } => {
+                    pc = usize::from(if op.eval(a, x) { jt } else { jf });
+                }
+                Op::Cmp => pc = compare_run(cmps, pc - 1, a),
+                Op::RetK(k) => return k,
+                Op::RetA => return a,
+            }
+        }
+    }
+}
+
+/// The compare-run superinstruction: starting at `pc`, evaluates each
+/// `j* #k` of the run in order until one jumps somewhere other than the next
+/// compare of the run, and returns that target.
+///
+/// The last compare of a run never falls through to [`NEXT`] (compile
+/// guarantees it), so the loop ends inside the run.
+#[inline(always)]
+fn compare_run(cmps: &[Cmp], pc: usize, a: u32) -> usize {
+    let Some(run) = cmps.get(pc..) else { return usize::MAX };
+    for c in run {
+        let taken = match c.op {
+            CmpOp::Jeq => a == c.k,
+            CmpOp::Jgt => a > c.k,
+            CmpOp::Jge => a >= c.k,
+            CmpOp::Jset => a & c.k != 0,
+        };
+        if taken {
+            if c.jt != NEXT {
+                return usize::from(c.jt);
+            }
+        } else if c.jf != NEXT {
+            return usize::from(c.jf);
+        }
+    }
+    usize::MAX
+}
+
+#[inline(always)]
+fn mem_get(mem: &[u32; 16], i: u8) -> u32 {
+    // i < 16 by bpf_check_classic(); the mask makes the index provably in range.
+    #[allow(clippy::indexing_slicing)]
+    mem[usize::from(i & 15)]
+}
+
+#[inline(always)]
+fn mem_set(mem: &mut [u32; 16], i: u8, v: u32) {
+    // i < 16 by bpf_check_classic(); the mask makes the index provably in range.
+    #[allow(clippy::indexing_slicing)]
+    {
+        mem[usize::from(i & 15)] = v;
+    }
+}

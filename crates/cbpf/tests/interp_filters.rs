@@ -1,0 +1,83 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+//! libseccomp-generated filters (testdata/filters) with kernel-checked test
+//! vectors, run on the classic interpreter in seccomp mode.
+
+use std::path::{Path, PathBuf};
+
+use cbpf::{raw, validate, Interp, Mode, SeccompData};
+use serde_json::Value;
+
+const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
+
+fn filters() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(FILTERS)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "bpf"))
+        .collect();
+    v.sort();
+    v
+}
+
+fn vector(line: &str) -> (SeccompData, u32) {
+    let v: Value = serde_json::from_str(line).unwrap();
+    let args: Vec<u64> = v["args"].as_array().unwrap().iter().map(|a| a.as_u64().unwrap()).collect();
+    let data = SeccompData {
+        nr: v["nr"].as_i64().unwrap() as i32,
+        arch: v["arch"].as_u64().unwrap() as u32,
+        instruction_pointer: v["ip"].as_u64().unwrap(),
+        args: args.try_into().unwrap(),
+    };
+    (data, v["action"].as_u64().unwrap() as u32)
+}
+
+fn check_vectors(suffix: &str) -> (usize, Vec<String>) {
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for bpf in filters() {
+        let name = bpf.file_stem().unwrap().to_string_lossy().into_owned();
+        let insns = raw::decode(&std::fs::read(&bpf).unwrap()).unwrap();
+        let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+        let path = Path::new(FILTERS).join(format!("{name}.{suffix}"));
+        for (line_no, line) in std::fs::read_to_string(&path).unwrap().lines().enumerate() {
+            let (data, want) = vector(line);
+            let got = interp.run_seccomp(&data.to_bytes()).unwrap();
+            let traced = interp.trace_seccomp(&data.to_bytes(), |_| {}).unwrap();
+            count += 1;
+            if got != want || traced != want {
+                failures.push(format!(
+                    "{name}.{suffix}:{}: nr {} arch {:#x}: got {got:#x} (trace {traced:#x}), want {want:#x}",
+                    line_no + 1,
+                    data.nr,
+                    data.arch
+                ));
+            }
+        }
+    }
+    (count, failures)
+}
+
+#[test]
+fn every_kernel_checked_vector_gives_the_expected_action() {
+    let (count, failures) = check_vectors("vectors.jsonl");
+    assert!(failures.is_empty(), "{} of {count} failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(count > 1000, "only {count} vectors");
+}
+
+#[test]
+fn every_simulator_checked_vector_gives_the_expected_action() {
+    let (count, failures) = check_vectors("sim_only.jsonl");
+    assert!(failures.is_empty(), "{} of {count} failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(count > 100, "only {count} vectors");
+}
+
+#[test]
+fn seccomp_data_layout_is_native_endian() {
+    let d = SeccompData { nr: -1, arch: 0xc000_003e, instruction_pointer: 0x1122_3344_5566_7788, args: [1, 2, 3, 4, 5, 0xaabb_ccdd_0000_0006] };
+    let b = d.to_bytes();
+    assert_eq!(&b[0..4], &(-1i32).to_ne_bytes());
+    assert_eq!(&b[4..8], &0xc000_003eu32.to_ne_bytes());
+    assert_eq!(&b[8..16], &0x1122_3344_5566_7788u64.to_ne_bytes());
+    assert_eq!(&b[16..24], &1u64.to_ne_bytes());
+    assert_eq!(&b[56..64], &0xaabb_ccdd_0000_0006u64.to_ne_bytes());
+}

@@ -1,0 +1,1001 @@
+//! The classic-to-extended converter of net/core/filter.c (Linux 6.18).
+//!
+//! [`convert`] mirrors `bpf_migrate_filter()`: a length-only call of
+//! `bpf_convert_filter()`, then a second call that emits the program in two
+//! passes over the classic instructions (pass 0 with an incomplete `addrs[]`,
+//! pass 1 with the final one). Each classic instruction becomes a *group* of
+//! 1 to 20 eBPF instructions, built in a scratch buffer like the kernel's
+//! `tmp_insns[32]`; [`PcMap`] records where each group starts (`addrs[]`).
+//!
+//! Register roles (include/linux/filter.h): A = r0, X = r7, TMP = r2,
+//! CTX = r6, D = r8 (cached `skb->data`), H = r9 (cached headlen), FP = r10;
+//! scratch word `M[k]` lives at `fp - (4k + 4)`.
+//!
+//! Socket-buffer fields are read at the offsets of OUR context layout
+//! ([`ebpf::skb`]), and helpers are called by OUR ids
+//! ([`ebpf::skb::helper`]): a real kernel uses `offsetof(struct sk_buff, ..)`
+//! of its own build and helper addresses. Everything else is byte-exact.
+//!
+//! Packet loads are converted as on x86_64: `CONFIG_HAVE_EFFICIENT_UNALIGNED_ACCESS`
+//! is set, so `convert_bpf_ld_abs()` takes its inline fast path for every
+//! direct load with a non-negative offset and `NET_IP_ALIGN` never matters;
+//! bitfields are little-endian, so `SKF_AD_PKTTYPE` has no shift.
+
+use std::ops::Range;
+
+use cbpf::opcode as c;
+use cbpf::Pc;
+use ebpf::opcode as e;
+use ebpf::skb;
+use ebpf::Insn;
+
+/// `BPF_REG_A`: the classic accumulator, also the return value.
+pub const REG_A: u8 = e::R0;
+/// `BPF_REG_X`: the classic index register.
+pub const REG_X: u8 = e::R7;
+/// `BPF_REG_TMP`: scratch register (r2 since Linux 4.18, r8 before).
+pub const REG_TMP: u8 = e::R2;
+/// `BPF_REG_CTX`: the context (`struct sk_buff *` or `struct seccomp_data *`).
+pub const REG_CTX: u8 = e::R6;
+/// `BPF_REG_D`: cached `skb->data` (only with `seen_ld_abs`).
+pub const REG_D: u8 = e::R8;
+/// `BPF_REG_H`: cached headlen `skb->len - skb->data_len` (only with `seen_ld_abs`).
+pub const REG_H: u8 = e::R9;
+/// `BPF_REG_FP`: the read-only frame pointer; `M[]` lives below it.
+pub const REG_FP: u8 = e::R10;
+/// `BPF_REG_ARG1`: first helper argument; the context arrives here.
+pub const REG_ARG1: u8 = e::R1;
+const REG_ARG2: u8 = e::R2;
+const REG_ARG3: u8 = e::R3;
+const REG_ARG4: u8 = e::R4;
+/// `BPF_REG_TMP` of Linux 3.15 ..= 4.17, used by the legacy `ldxb 4*([k]&0xf)` shape.
+const LEGACY_REG_TMP: u8 = e::R8;
+
+/// `BPF_MAXINSNS`.
+const MAX_INSNS: usize = c::BPF_MAXINSNS;
+/// The prologue the length-only call counts (`new_insn += 3`).
+const PROLOGUE_LEN: usize = 3;
+/// Extra prologue instructions when `seen_ld_abs` (`*new_len += 4`).
+const LD_ABS_PROLOGUE_LEN: usize = 4;
+/// `PKT_TYPE_MAX` (include/linux/skbuff.h): the mask of the 3-bit `pkt_type` field.
+const PKT_TYPE_MAX: i32 = 7;
+
+/// How to convert.
+///
+/// # Legacy packet loads (`legacy_ld_abs`)
+///
+/// Reproduces what `bpf_convert_filter()` emitted for packet loads in Linux
+/// 4.14 ..= 4.17 (read from that era's net/core/filter.c), before "bpf:
+/// implement ld_abs/ld_ind in native bpf" (4.18) removed `LD_ABS`/`LD_IND`
+/// from the interpreter:
+/// - `ld{,h,b} [k]` (non-ancillary) and `ld{,h,b} [x + k]` fall through to the
+///   raw copy `BPF_RAW_INSN(code, A, X, 0, k)`: eBPF code 0x20/0x28/0x30 or
+///   0x40/0x48/0x50 (same byte), dst r0, src r7 (the index for `IND`), imm k;
+/// - `ldxb 4*([k]&0xf)` is the 6-instruction `r8 = r0; r0 = LD_ABS_B k;
+///   w0 &= 0xf; w0 <<= 2; r7 = r0; r0 = r8` (that era's `BPF_REG_TMP` was r8);
+/// - no `seen_ld_abs` prologue, so [`Converted::seen_ld_abs`] stays false.
+///
+/// Not reproduced (kept in their 6.18 form, with the same meaning): 4.17
+/// cleared A and X with 64-bit XOR (0xaf) and used r8 for jump constants
+/// `>= 2^31`; its `SKF_AD_VLAN_TAG*` loads read `vlan_tci` bits. Ancillary
+/// loads and `ld len` still read our [`ebpf::skb`] context through r6, so an
+/// engine that passes the bare packet as the context (rbpf) runs only
+/// programs without them correctly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Options {
+    /// Emit packet loads in the pre-4.18 shape: `ld [k]` / `ld [x + k]` become
+    /// the eBPF `BPF_LD|BPF_ABS|size` / `BPF_LD|BPF_IND|size` instructions
+    /// (as Linux 4.14 ..= 4.17 did, and as engines such as rbpf still execute)
+    /// instead of the inline fast path and `bpf_skb_load_helper_*` calls; no
+    /// `seen_ld_abs` prologue. Everything else keeps its 6.18 shape.
+    pub legacy_ld_abs: bool,
+}
+
+impl Options {
+    /// The Linux 6.18 conversion (the default).
+    pub const fn kernel() -> Self {
+        Options { legacy_ld_abs: false }
+    }
+
+    /// The pre-4.18 packet-load shape; see [`Options::legacy_ld_abs`].
+    pub const fn legacy() -> Self {
+        Options { legacy_ld_abs: true }
+    }
+}
+
+/// Which run of the conversion loop refused a jump.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pass {
+    /// The first, length-only call (`new_prog == NULL`): offsets are computed
+    /// as if every target were the jump itself.
+    LengthOnly,
+    /// Pass 0 of the emitting call: `addrs[]` of forward targets are still 0.
+    Pass0,
+    /// Pass 1 of the emitting call: final offsets.
+    Pass1,
+}
+
+impl std::fmt::Display for Pass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Pass::LengthOnly => "length-only pass",
+            Pass::Pass0 => "pass 0",
+            Pass::Pass1 => "pass 1",
+        })
+    }
+}
+
+/// Why the kernel's converter would return `-EINVAL` for a program.
+///
+/// For a program that passed [`cbpf::validate`], only
+/// [`ConvertError::JumpOffset`] can happen; the other variants mirror checks
+/// the kernel's converter makes on its own.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConvertError {
+    #[error("bpf_convert_filter: program length {len} outside 1..=4096")]
+    BadLength { len: usize },
+    #[error("insn {pc}: bpf_convert_filter: unknown opcode {code:#06x}")]
+    UnknownOpcode { pc: Pc, code: u16 },
+    #[error("insn {pc}: bpf_convert_filter: jump target {target} outside the program ({pass})")]
+    JumpTarget { pc: Pc, target: i64, pass: Pass },
+    #[error("insn {pc}: bpf_convert_filter: jump offset {off} to insn {target} does not fit in 16 bits ({pass})")]
+    JumpOffset { pc: Pc, target: Pc, off: i64, pass: Pass },
+    #[error("bpf_migrate_filter: converted length {got} differs from the counted {expected}")]
+    LengthMismatch { expected: usize, got: usize },
+}
+
+impl ConvertError {
+    /// The classic instruction the error is about, if any.
+    pub fn pc(&self) -> Option<Pc> {
+        match *self {
+            ConvertError::BadLength { .. } | ConvertError::LengthMismatch { .. } => None,
+            ConvertError::UnknownOpcode { pc, .. }
+            | ConvertError::JumpTarget { pc, .. }
+            | ConvertError::JumpOffset { pc, .. } => Some(pc),
+        }
+    }
+}
+
+/// Where each classic instruction went: the kernel's `addrs[]` (index of the
+/// first eBPF instruction of each group, counting the prologue) plus the
+/// total length, so every group's range is known.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PcMap {
+    addrs: Vec<usize>,
+    end: usize,
+}
+
+impl PcMap {
+    /// The kernel's `addrs[]`: `addrs()[i]` is the first eBPF index of classic insn `i`.
+    pub fn addrs(&self) -> &[usize] {
+        &self.addrs
+    }
+
+    /// The eBPF instructions classic insn `pc` became, or `None` past the end.
+    pub fn range(&self, pc: Pc) -> Option<Range<usize>> {
+        let start = *self.addrs.get(pc.0)?;
+        let end = self.addrs.get(pc.0 + 1).copied().unwrap_or(self.end);
+        Some(start..end)
+    }
+
+    /// The classic instruction eBPF instruction `epc` belongs to; `None` for
+    /// the prologue and past the end.
+    pub fn classic_pc(&self, epc: ebpf::Pc) -> Option<Pc> {
+        if epc.0 >= self.end || self.addrs.first().is_none_or(|&first| epc.0 < first) {
+            return None;
+        }
+        // Groups are never empty, so the last start <= epc is the owner.
+        let owner = self.addrs.partition_point(|&start| start <= epc.0);
+        owner.checked_sub(1).map(Pc)
+    }
+
+    /// Length of the prologue (3, or 7 with `seen_ld_abs`).
+    pub fn prologue_len(&self) -> usize {
+        self.addrs.first().copied().unwrap_or(self.end)
+    }
+
+    /// Number of classic instructions mapped.
+    pub fn len(&self) -> usize {
+        self.addrs.len()
+    }
+
+    /// True when no classic instruction is mapped (never for a conversion result).
+    pub fn is_empty(&self) -> bool {
+        self.addrs.is_empty()
+    }
+}
+
+/// A converted program, as `bpf_migrate_filter()` leaves it in `fp`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Converted {
+    /// The eBPF program (`fp->insnsi`, `fp->len` instructions).
+    pub insns: Vec<Insn>,
+    /// Classic index → eBPF range (`addrs[]` of the last pass).
+    pub pc_map: PcMap,
+    /// `fp->aux->stack_depth`: `max(4k + 4)` over every `st`/`stx M[k]`, 0 if none.
+    pub stack_depth: u32,
+    /// The converter saw a packet load (`ld{,h,b} [k]` outside the ancillary
+    /// range, `ld [x + k]` or `ldxb 4*([k]&0xf)`) and emitted the 4-instruction
+    /// `skb->data` / headlen prologue. Always false for seccomp and in legacy mode.
+    pub seen_ld_abs: bool,
+}
+
+/// Converts a validated classic program to eBPF exactly as Linux 6.18 does.
+///
+/// Reads [`cbpf::Program::insns`] (after `seccomp_check_filter()`'s rewrites,
+/// as the kernel converts them).
+///
+/// Mirrors `bpf_migrate_filter()` in net/core/filter.c (Linux 6.18): a
+/// length-only `bpf_convert_filter()` call, then the emitting call.
+///
+/// # Deviations
+/// - Socket-buffer offsets and helper ids are ours ([`ebpf::skb`]), not a
+///   kernel build's.
+/// - With [`Options::legacy_ld_abs`], packet loads take their Linux 4.17
+///   shape (see [`Options`]).
+/// - No runtime is selected (`bpf_prog_select_runtime()`): the caller picks an engine.
+pub fn convert(prog: &cbpf::Program, opts: &Options) -> Result<Converted, ConvertError> {
+    let insns = prog.insns();
+    let mut seen_ld_abs = false;
+    let mut new_len = 0;
+    // 1st call: calculate the new program length.
+    bpf_convert_filter(insns, opts, None, &mut new_len, &mut seen_ld_abs)?;
+    let mut new_prog = NewProg { insns: Vec::with_capacity(new_len), stack_depth: 0, addrs: Vec::new() };
+    // 2nd call: remap in two passes.
+    bpf_convert_filter(insns, opts, Some(&mut new_prog), &mut new_len, &mut seen_ld_abs)?;
+    let end = new_prog.insns.len();
+    Ok(Converted {
+        insns: new_prog.insns,
+        pc_map: PcMap { addrs: new_prog.addrs, end },
+        stack_depth: new_prog.stack_depth,
+        seen_ld_abs,
+    })
+}
+
+/// The parts of `struct bpf_prog` the emitting call fills in.
+struct NewProg {
+    insns: Vec<Insn>,
+    stack_depth: u32,
+    addrs: Vec<usize>,
+}
+
+/// Per-instruction state the `BPF_EMIT_JMP` macro reads.
+struct JmpCtx<'a> {
+    pc: usize,
+    len: usize,
+    addrs: Option<&'a [usize]>,
+    pass: Pass,
+}
+
+impl JmpCtx<'_> {
+    /// Emits one jump of the current group.
+    ///
+    /// Mirrors the `BPF_EMIT_JMP` macro of `bpf_convert_filter()` in
+    /// net/core/filter.c (Linux 6.18): range-checks `target`, computes
+    /// `off = addrs[target] - addrs[i] - 1 - (index of the jump in its group)`
+    /// (0 - index in the length-only call) and rejects offsets outside `s16`.
+    ///
+    /// # Deviations
+    /// None.
+    fn emit(&self, group: &mut Vec<Insn>, mut insn: Insn, target: i64) -> Result<(), ConvertError> {
+        let pc = Pc(self.pc);
+        let target_idx = usize::try_from(target).ok().filter(|&t| t < self.len).ok_or(ConvertError::JumpTarget {
+            pc,
+            target,
+            pass: self.pass,
+        })?;
+        let base = match self.addrs {
+            Some(addrs) => {
+                let to = addrs.get(target_idx).copied().unwrap_or(0) as i64;
+                let from = addrs.get(self.pc).copied().unwrap_or(0) as i64;
+                to - from - 1
+            }
+            None => 0,
+        };
+        let off = base - group.len() as i64;
+        insn.off = i16::try_from(off).map_err(|_| ConvertError::JumpOffset {
+            pc,
+            target: Pc(target_idx),
+            off,
+            pass: self.pass,
+        })?;
+        group.push(insn);
+        Ok(())
+    }
+}
+
+/// Remaps classic instructions to eBPF; with `new_prog == None` only counts.
+///
+/// Mirrors `bpf_convert_filter()` in net/core/filter.c (Linux 6.18): the
+/// `do_pass` loop, the prologue, the per-opcode `switch` (same case order)
+/// and the `BPF_EMIT_JMP` offset rules, including the pass-0 quirk: forward
+/// targets still have `addrs[target] == 0`, so a jump placed after eBPF
+/// index 32767 fails even when its real offset is small.
+///
+/// # Deviations
+/// - `target = i + k + 1` is computed without C's unsigned wrap-around
+///   (`k = 0xffffffff` would wrap to `i` in the kernel); `bpf_check_classic()`
+///   rejects such jumps first, so validated programs never differ.
+/// - `BUG_ON(*new_len != new_flen)` becomes [`ConvertError::LengthMismatch`].
+fn bpf_convert_filter(
+    prog: &[cbpf::Insn],
+    opts: &Options,
+    mut new_prog: Option<&mut NewProg>,
+    new_len: &mut usize,
+    seen_ld_abs: &mut bool,
+) -> Result<(), ConvertError> {
+    let len = prog.len();
+    if len == 0 || len > MAX_INSNS {
+        return Err(ConvertError::BadLength { len });
+    }
+    let emitting = new_prog.is_some();
+    let mut addrs: Option<Vec<usize>> = emitting.then(|| vec![0; len]);
+    let mut new_flen = 0usize;
+    let mut pass = 0u32;
+    let mut group: Vec<Insn> = Vec::with_capacity(32);
+    loop {
+        // do_pass:
+        let mut out: Vec<Insn> = Vec::new();
+        let mut count = 0usize;
+        if emitting {
+            // Classic BPF expects A and X to be reset first.
+            out.push(alu32_reg(e::BPF_XOR, REG_A, REG_A));
+            out.push(alu32_reg(e::BPF_XOR, REG_X, REG_X));
+            out.push(mov64_reg(REG_CTX, REG_ARG1));
+            if *seen_ld_abs {
+                out.push(ldx_mem(e::BPF_DW, REG_D, REG_CTX, skb::OFF_DATA));
+                out.push(ldx_mem(e::BPF_W, REG_H, REG_CTX, skb::OFF_LEN));
+                out.push(ldx_mem(e::BPF_W, REG_TMP, REG_CTX, skb::OFF_DATA_LEN));
+                out.push(alu32_reg(e::BPF_SUB, REG_H, REG_TMP));
+            }
+            count = out.len();
+        } else {
+            count += PROLOGUE_LEN;
+        }
+        let pass_name = match (emitting, pass) {
+            (false, _) => Pass::LengthOnly,
+            (true, 0) => Pass::Pass0,
+            (true, _) => Pass::Pass1,
+        };
+        for (i, fp) in prog.iter().enumerate() {
+            if let Some(slot) = addrs.as_mut().and_then(|a| a.get_mut(i)) {
+                *slot = count;
+            }
+            group.clear();
+            let jmp = JmpCtx { pc: i, len, addrs: addrs.as_deref(), pass: pass_name };
+            let mut stack_off = None;
+            convert_one(fp, opts, &jmp, &mut group, seen_ld_abs, &mut stack_off)?;
+            if let (Some(np), Some(off)) = (new_prog.as_deref_mut(), stack_off) {
+                np.stack_depth = np.stack_depth.max(off);
+            }
+            if emitting {
+                out.extend_from_slice(&group);
+            }
+            count += group.len();
+        }
+        let Some(np) = new_prog.as_deref_mut() else {
+            // Only calculating the new length.
+            *new_len = count + if *seen_ld_abs { LD_ABS_PROLOGUE_LEN } else { 0 };
+            return Ok(());
+        };
+        pass += 1;
+        if new_flen != count {
+            new_flen = count;
+            if pass > 2 {
+                return Err(ConvertError::LengthMismatch { expected: *new_len, got: count });
+            }
+            continue;
+        }
+        if *new_len != new_flen {
+            return Err(ConvertError::LengthMismatch { expected: *new_len, got: new_flen });
+        }
+        np.insns = out;
+        np.addrs = addrs.unwrap_or_default();
+        return Ok(());
+    }
+}
+
+/// One classic instruction to its eBPF group.
+///
+/// Mirrors the `switch (fp->code)` body of `bpf_convert_filter()` in
+/// net/core/filter.c (Linux 6.18), cases in the kernel's order. Sets
+/// `stack_off` for `st`/`stx` (the caller raises `stack_depth`).
+///
+/// # Deviations
+/// - With [`Options::legacy_ld_abs`], packet loads and `ldxb` take their
+///   Linux 4.17 shape (see [`Options`]).
+fn convert_one(
+    fp: &cbpf::Insn,
+    opts: &Options,
+    jmp: &JmpCtx<'_>,
+    g: &mut Vec<Insn>,
+    seen_ld_abs: &mut bool,
+    stack_off: &mut Option<u32>,
+) -> Result<(), ConvertError> {
+    let i = jmp.pc as i64;
+    let code = fp.code;
+    let class = code & 0x07;
+    let k = fp.k as i32;
+    // All codes matched below are < 0x100 (the classic table ends at 0xb1).
+    let code8 = (code & 0xff) as u8;
+    match code {
+        // All arithmetic insns and skb loads map as-is.
+        c::ALU_ADD_X
+        | c::ALU_ADD_K
+        | c::ALU_SUB_X
+        | c::ALU_SUB_K
+        | c::ALU_AND_X
+        | c::ALU_AND_K
+        | c::ALU_OR_X
+        | c::ALU_OR_K
+        | c::ALU_LSH_X
+        | c::ALU_LSH_K
+        | c::ALU_RSH_X
+        | c::ALU_RSH_K
+        | c::ALU_XOR_X
+        | c::ALU_XOR_K
+        | c::ALU_MUL_X
+        | c::ALU_MUL_K
+        | c::ALU_DIV_X
+        | c::ALU_DIV_K
+        | c::ALU_MOD_X
+        | c::ALU_MOD_K
+        | c::ALU_NEG
+        | c::LD_W_ABS
+        | c::LD_H_ABS
+        | c::LD_B_ABS
+        | c::LD_W_IND
+        | c::LD_H_IND
+        | c::LD_B_IND => {
+            // Check for an overloaded BPF extension and convert it directly.
+            if class == c::BPF_LD && code & 0xe0 == c::BPF_ABS && convert_bpf_extensions(fp, g) {
+                return Ok(());
+            }
+            if class == c::BPF_LD && !opts.legacy_ld_abs && convert_bpf_ld_abs(fp, g) {
+                *seen_ld_abs = true;
+                return Ok(());
+            }
+            if code == c::ALU_DIV_X || code == c::ALU_MOD_X {
+                g.push(mov32_reg(REG_X, REG_X));
+                // Division by zero terminates a classic program with 0.
+                g.push(jmp_imm(e::BPF_JNE, REG_X, 0, 2));
+                g.push(alu32_reg(e::BPF_XOR, REG_A, REG_A));
+                g.push(exit());
+            }
+            // Legacy packet loads land here too, as in Linux 4.17.
+            g.push(Insn::new(code8, REG_A, REG_X, 0, k));
+        }
+        c::JMP_JA => {
+            let target = i + i64::from(fp.k) + 1;
+            jmp.emit(g, Insn::new(code8, 0, 0, 0, 0), target)?;
+        }
+        c::JMP_JEQ_K
+        | c::JMP_JEQ_X
+        | c::JMP_JSET_K
+        | c::JMP_JSET_X
+        | c::JMP_JGT_K
+        | c::JMP_JGT_X
+        | c::JMP_JGE_K
+        | c::JMP_JGE_X => {
+            let op = (code & 0xf0) as u8;
+            let (mut insn, bpf_src) = if code & c::BPF_X == c::BPF_K && k < 0 {
+                // eBPF immediates are sign-extended: zero-extend k into TMP
+                // and compare against the register instead.
+                g.push(mov32_imm(REG_TMP, k));
+                (Insn::new(0, REG_A, REG_TMP, 0, 0), e::BPF_X)
+            } else {
+                let bpf_src = (code & c::BPF_X) as u8;
+                let src = if bpf_src == e::BPF_X { REG_X } else { 0 };
+                (Insn::new(0, REG_A, src, 0, k), bpf_src)
+            };
+            // Common case where 'jump_false' is the next insn.
+            if fp.jf == 0 {
+                insn.code = e::BPF_JMP | op | bpf_src;
+                return jmp.emit(g, insn, i + i64::from(fp.jt) + 1);
+            }
+            // Convert some jumps when 'jump_true' is the next insn.
+            if fp.jt == 0 {
+                let inverted = match op {
+                    e::BPF_JEQ => Some(e::BPF_JNE),
+                    e::BPF_JGT => Some(e::BPF_JLE),
+                    e::BPF_JGE => Some(e::BPF_JLT),
+                    _ => None, // goto jmp_rest
+                };
+                if let Some(inv) = inverted {
+                    insn.code = e::BPF_JMP | inv | bpf_src;
+                    return jmp.emit(g, insn, i + i64::from(fp.jf) + 1);
+                }
+            }
+            // jmp_rest: other jumps are mapped into two insns, Jxx and JA.
+            insn.code = e::BPF_JMP | op | bpf_src;
+            jmp.emit(g, insn, i + i64::from(fp.jt) + 1)?;
+            jmp.emit(g, Insn::new(e::BPF_JMP | e::BPF_JA, 0, 0, 0, 0), i + i64::from(fp.jf) + 1)?;
+        }
+        // ldxb 4 * ([k] & 0xf)
+        c::LDX_B_MSH => {
+            if opts.legacy_ld_abs {
+                legacy_ldx_msh(fp, g);
+                return Ok(());
+            }
+            *seen_ld_abs = true;
+            // X = A (X is the save slot: TMP is clobbered by the helper call).
+            g.push(mov64_reg(REG_X, REG_A));
+            // A = *(u8 *) (skb->data + k), without the ancillary check.
+            let tmp = cbpf::Insn::stmt(c::LD_B_ABS, fp.k);
+            convert_bpf_ld_abs(&tmp, g);
+            g.push(alu32_imm(e::BPF_AND, REG_A, 0xf));
+            g.push(alu32_imm(e::BPF_LSH, REG_A, 2));
+            g.push(mov64_reg(REG_TMP, REG_X));
+            g.push(mov64_reg(REG_X, REG_A));
+            g.push(mov64_reg(REG_A, REG_TMP));
+        }
+        // RET_K becomes 2 insns; RET_A needs no mov as A already is r0.
+        c::RET_A | c::RET_K => {
+            if code & 0x18 == c::BPF_K {
+                g.push(mov32_imm(e::R0, k));
+            }
+            g.push(exit());
+        }
+        // Store to stack.
+        c::ST | c::STX => {
+            let off = stack_offset(fp.k);
+            let src = if class == c::BPF_ST { REG_A } else { REG_X };
+            g.push(stx_mem(e::BPF_W, REG_FP, src, neg_off(off)));
+            // check_load_and_stores() guarantees loads follow stores, so
+            // tracking ST/STX alone gives the depth.
+            *stack_off = Some(off);
+        }
+        // Load from stack.
+        c::LD_MEM | c::LDX_MEM => {
+            let off = stack_offset(fp.k);
+            let dst = if class == c::BPF_LD { REG_A } else { REG_X };
+            g.push(ldx_mem(e::BPF_W, dst, REG_FP, neg_off(off)));
+        }
+        // A = K or X = K
+        c::LD_IMM | c::LDX_IMM => {
+            let dst = if class == c::BPF_LD { REG_A } else { REG_X };
+            g.push(mov32_imm(dst, k));
+        }
+        // X = A
+        c::MISC_TAX => g.push(mov64_reg(REG_X, REG_A)),
+        // A = X
+        c::MISC_TXA => g.push(mov64_reg(REG_A, REG_X)),
+        // A = skb->len or X = skb->len
+        c::LD_W_LEN | c::LDX_W_LEN => {
+            let dst = if class == c::BPF_LD { REG_A } else { REG_X };
+            g.push(ldx_mem(e::BPF_W, dst, REG_CTX, skb::OFF_LEN));
+        }
+        // Access seccomp_data fields: A = *(u32 *) (ctx + k).
+        c::LDX_W_ABS => g.push(Insn::new(e::BPF_LDX | e::BPF_W | e::BPF_MEM, REG_A, REG_CTX, k as i16, 0)),
+        _ => return Err(ConvertError::UnknownOpcode { pc: Pc(jmp.pc), code }),
+    }
+    Ok(())
+}
+
+/// `stack_off = k * 4 + 4`. `k < 16` for validated programs; wrapping keeps
+/// unvalidated input from panicking.
+fn stack_offset(k: u32) -> u32 {
+    k.wrapping_mul(4).wrapping_add(4)
+}
+
+/// `-stack_off` as an `s16` instruction offset (truncated as C's implicit conversion).
+fn neg_off(stack_off: u32) -> i16 {
+    (stack_off as i32).wrapping_neg() as i16
+}
+
+/// Converts `ld{,h,b} [SKF_AD_OFF + x]` ancillary loads; false for any other `k`.
+///
+/// Mirrors `convert_bpf_extensions()` and the `convert_skb_access()` cases it
+/// uses, in net/core/filter.c (Linux 6.18), case order kept.
+///
+/// # Deviations
+/// - `sk_buff` / `net_device` offsets and helper ids are ours ([`ebpf::skb`]).
+/// - `SKF_AD_PKTTYPE` has the little-endian-bitfield shape (no `>>= 5`).
+fn convert_bpf_extensions(fp: &cbpf::Insn, g: &mut Vec<Insn>) -> bool {
+    let Some(x) = fp.k.checked_sub(c::SKF_AD_OFF) else {
+        return false;
+    };
+    match x {
+        c::SKF_AD_PROTOCOL => {
+            // A = ntohs(*(u16 *) (CTX + offsetof(protocol)))
+            g.push(ldx_mem(e::BPF_H, REG_A, REG_CTX, skb::OFF_PROTOCOL));
+            g.push(endian_from_be(REG_A, 16));
+        }
+        c::SKF_AD_PKTTYPE => convert_skb_access(c::SKF_AD_PKTTYPE, REG_A, REG_CTX, g),
+        c::SKF_AD_IFINDEX | c::SKF_AD_HATYPE => {
+            // tmp = skb->dev; if (tmp == NULL) return A;
+            g.push(ldx_mem(e::BPF_DW, REG_TMP, REG_CTX, skb::OFF_DEV));
+            g.push(jmp_imm(e::BPF_JNE, REG_TMP, 0, 1));
+            g.push(exit());
+            if x == c::SKF_AD_IFINDEX {
+                g.push(ldx_mem(e::BPF_W, REG_A, REG_TMP, skb::DEV_OFF_IFINDEX));
+            } else {
+                g.push(ldx_mem(e::BPF_H, REG_A, REG_TMP, skb::DEV_OFF_TYPE));
+            }
+        }
+        c::SKF_AD_MARK => convert_skb_access(c::SKF_AD_MARK, REG_A, REG_CTX, g),
+        c::SKF_AD_RXHASH => g.push(ldx_mem(e::BPF_W, REG_A, REG_CTX, skb::OFF_HASH)),
+        c::SKF_AD_QUEUE => convert_skb_access(c::SKF_AD_QUEUE, REG_A, REG_CTX, g),
+        c::SKF_AD_VLAN_TAG => convert_skb_access(c::SKF_AD_VLAN_TAG, REG_A, REG_CTX, g),
+        c::SKF_AD_VLAN_TAG_PRESENT => convert_skb_access(c::SKF_AD_VLAN_TAG_PRESENT, REG_A, REG_CTX, g),
+        c::SKF_AD_VLAN_TPID => {
+            // A = ntohs(*(u16 *) (CTX + offsetof(vlan_proto)))
+            g.push(ldx_mem(e::BPF_H, REG_A, REG_CTX, skb::OFF_VLAN_PROTO));
+            g.push(endian_from_be(REG_A, 16));
+        }
+        c::SKF_AD_PAY_OFFSET | c::SKF_AD_NLATTR | c::SKF_AD_NLATTR_NEST | c::SKF_AD_CPU | c::SKF_AD_RANDOM => {
+            // call(arg1 = CTX, arg2 = A, arg3 = X)
+            g.push(mov64_reg(REG_ARG1, REG_CTX));
+            g.push(mov64_reg(REG_ARG2, REG_A));
+            g.push(mov64_reg(REG_ARG3, REG_X));
+            let id = match x {
+                c::SKF_AD_PAY_OFFSET => skb::helper::SKB_GET_PAY_OFFSET,
+                c::SKF_AD_NLATTR => skb::helper::SKB_GET_NLATTR,
+                c::SKF_AD_NLATTR_NEST => skb::helper::SKB_GET_NLATTR_NEST,
+                c::SKF_AD_CPU => skb::helper::GET_RAW_CPU_ID,
+                _ => skb::helper::USER_RND_U32,
+            };
+            g.push(call(id));
+        }
+        c::SKF_AD_ALU_XOR_X => g.push(alu32_reg(e::BPF_XOR, REG_A, REG_X)),
+        _ => return false,
+    }
+    true
+}
+
+/// Reads one `sk_buff` field for an ancillary load.
+///
+/// Mirrors `convert_skb_access()` in net/core/filter.c (Linux 6.18), for the
+/// five fields `convert_bpf_extensions()` passes to it.
+///
+/// # Deviations
+/// - Offsets are ours ([`ebpf::skb`]); `pkt_type` is read as the low 3 bits
+///   of the byte at [`skb::OFF_PKT_TYPE`] (little-endian bitfield).
+fn convert_skb_access(skb_field: u32, dst: u8, src: u8, g: &mut Vec<Insn>) {
+    match skb_field {
+        c::SKF_AD_MARK => g.push(ldx_mem(e::BPF_W, dst, src, skb::OFF_MARK)),
+        c::SKF_AD_PKTTYPE => {
+            g.push(ldx_mem(e::BPF_B, dst, src, skb::OFF_PKT_TYPE));
+            g.push(alu32_imm(e::BPF_AND, dst, PKT_TYPE_MAX));
+        }
+        c::SKF_AD_QUEUE => g.push(ldx_mem(e::BPF_H, dst, src, skb::OFF_QUEUE_MAPPING)),
+        c::SKF_AD_VLAN_TAG => g.push(ldx_mem(e::BPF_H, dst, src, skb::OFF_VLAN_TCI)),
+        c::SKF_AD_VLAN_TAG_PRESENT => {
+            // dst = vlan_all != 0
+            g.push(ldx_mem(e::BPF_W, dst, src, skb::OFF_VLAN_ALL));
+            g.push(jmp_imm(e::BPF_JEQ, dst, 0, 1));
+            g.push(mov32_imm(dst, 1));
+        }
+        _ => {}
+    }
+}
+
+/// Converts a packet load `ld{,h,b} [k]` / `ld{,h,b} [x + k]`.
+///
+/// Mirrors `convert_bpf_ld_abs()` in net/core/filter.c (Linux 6.18) with
+/// `CONFIG_HAVE_EFFICIENT_UNALIGNED_ACCESS` set (x86_64, arm64): the inline
+/// fast path (`headlen - offset >= size` → load from the cached `skb->data`)
+/// is emitted for every direct load with `offset >= 0`, then the slow path
+/// calling `bpf_skb_load_helper_{8,16,32}(skb, data, headlen, offset)`,
+/// which on failure makes the filter return 0.
+///
+/// # Deviations
+/// - Helper ids are ours ([`ebpf::skb::helper`]).
+/// - Strict-alignment builds (the `!unaligned_ok` branch with `NET_IP_ALIGN`)
+///   are not modelled.
+fn convert_bpf_ld_abs(fp: &cbpf::Insn, g: &mut Vec<Insn>) -> bool {
+    let size_bits = (fp.code & 0x18) as u8;
+    let (size, helper) = match size_bits {
+        e::BPF_B => (1, skb::helper::SKB_LOAD_8),
+        e::BPF_H => (2, skb::helper::SKB_LOAD_16),
+        e::BPF_W => (4, skb::helper::SKB_LOAD_32),
+        _ => return false,
+    };
+    let endian = size_bits == e::BPF_H || size_bits == e::BPF_W;
+    let indirect = fp.code & 0xe0 == c::BPF_IND;
+    let offset = fp.k as i32;
+    if !indirect && offset >= 0 {
+        let ldx_off_ok = offset <= i32::from(i16::MAX);
+        g.push(mov64_reg(REG_TMP, REG_H));
+        if offset != 0 {
+            g.push(alu64_imm(e::BPF_SUB, REG_TMP, offset));
+        }
+        let skip = 2 + i16::from(endian) + if ldx_off_ok { 0 } else { 2 };
+        g.push(jmp_imm(e::BPF_JSLT, REG_TMP, size, skip));
+        if ldx_off_ok {
+            g.push(ldx_mem(size_bits, REG_A, REG_D, offset as i16));
+        } else {
+            g.push(mov64_reg(REG_TMP, REG_D));
+            g.push(alu64_imm(e::BPF_ADD, REG_TMP, offset));
+            g.push(ldx_mem(size_bits, REG_A, REG_TMP, 0));
+        }
+        if endian {
+            g.push(endian_from_be(REG_A, size * 8));
+        }
+        g.push(jmp_a(8));
+    }
+    g.push(mov64_reg(REG_ARG1, REG_CTX));
+    g.push(mov64_reg(REG_ARG2, REG_D));
+    g.push(mov64_reg(REG_ARG3, REG_H));
+    if !indirect {
+        g.push(mov64_imm(REG_ARG4, offset));
+    } else {
+        g.push(mov64_reg(REG_ARG4, REG_X));
+        if fp.k != 0 {
+            g.push(alu64_imm(e::BPF_ADD, REG_ARG4, offset));
+        }
+    }
+    g.push(call(helper));
+    g.push(jmp_imm(e::BPF_JSGE, REG_A, 0, 2));
+    g.push(alu32_reg(e::BPF_XOR, REG_A, REG_A));
+    g.push(exit());
+    true
+}
+
+/// `ldxb 4*([k]&0xf)` in its pre-4.18 shape, around an eBPF `LD|ABS|B`.
+///
+/// Mirrors the `BPF_LDX | BPF_MSH | BPF_B` case of `bpf_convert_filter()` in
+/// net/core/filter.c (Linux 4.14 ..= 4.17): `tmp = A; A = LD_ABS_B k;
+/// A &= 0xf; A <<= 2; X = A; A = tmp` with that era's `BPF_REG_TMP` (r8).
+///
+/// # Deviations
+/// None for this instruction (the legacy mode's other instructions keep
+/// their 6.18 shapes).
+fn legacy_ldx_msh(fp: &cbpf::Insn, g: &mut Vec<Insn>) {
+    g.push(mov64_reg(LEGACY_REG_TMP, REG_A));
+    g.push(Insn::new(e::BPF_LD | e::BPF_ABS | e::BPF_B, 0, 0, 0, fp.k as i32));
+    g.push(alu32_imm(e::BPF_AND, REG_A, 0xf));
+    g.push(alu32_imm(e::BPF_LSH, REG_A, 2));
+    g.push(mov64_reg(REG_X, REG_A));
+    g.push(mov64_reg(REG_A, LEGACY_REG_TMP));
+}
+
+// Instruction builders named after the kernel macros (include/linux/filter.h).
+
+/// `BPF_ALU32_REG(op, dst, src)`.
+fn alu32_reg(op: u8, dst: u8, src: u8) -> Insn {
+    Insn::new(e::BPF_ALU | op | e::BPF_X, dst, src, 0, 0)
+}
+
+/// `BPF_ALU32_IMM(op, dst, imm)`.
+fn alu32_imm(op: u8, dst: u8, imm: i32) -> Insn {
+    Insn::new(e::BPF_ALU | op | e::BPF_K, dst, 0, 0, imm)
+}
+
+/// `BPF_ALU64_IMM(op, dst, imm)`.
+fn alu64_imm(op: u8, dst: u8, imm: i32) -> Insn {
+    Insn::new(e::BPF_ALU64 | op | e::BPF_K, dst, 0, 0, imm)
+}
+
+/// `BPF_MOV64_REG(dst, src)`.
+fn mov64_reg(dst: u8, src: u8) -> Insn {
+    Insn::new(e::BPF_ALU64 | e::BPF_MOV | e::BPF_X, dst, src, 0, 0)
+}
+
+/// `BPF_MOV32_REG(dst, src)`.
+fn mov32_reg(dst: u8, src: u8) -> Insn {
+    Insn::new(e::BPF_ALU | e::BPF_MOV | e::BPF_X, dst, src, 0, 0)
+}
+
+/// `BPF_MOV64_IMM(dst, imm)`.
+fn mov64_imm(dst: u8, imm: i32) -> Insn {
+    Insn::new(e::BPF_ALU64 | e::BPF_MOV | e::BPF_K, dst, 0, 0, imm)
+}
+
+/// `BPF_MOV32_IMM(dst, imm)` (also `BPF_MOV32_RAW(BPF_K, dst, 0, imm)`).
+fn mov32_imm(dst: u8, imm: i32) -> Insn {
+    Insn::new(e::BPF_ALU | e::BPF_MOV | e::BPF_K, dst, 0, 0, imm)
+}
+
+/// `BPF_ENDIAN(BPF_FROM_BE, dst, bits)` (`BPF_FROM_BE == BPF_TO_BE`).
+fn endian_from_be(dst: u8, bits: i32) -> Insn {
+    Insn::new(e::BPF_ALU | e::BPF_END | e::BPF_TO_BE, dst, 0, 0, bits)
+}
+
+/// `BPF_LDX_MEM(size, dst, src, off)`.
+fn ldx_mem(size: u8, dst: u8, src: u8, off: i16) -> Insn {
+    Insn::new(e::BPF_LDX | size | e::BPF_MEM, dst, src, off, 0)
+}
+
+/// `BPF_STX_MEM(size, dst, src, off)`.
+fn stx_mem(size: u8, dst: u8, src: u8, off: i16) -> Insn {
+    Insn::new(e::BPF_STX | size | e::BPF_MEM, dst, src, off, 0)
+}
+
+/// `BPF_JMP_IMM(op, dst, imm, off)`.
+fn jmp_imm(op: u8, dst: u8, imm: i32, off: i16) -> Insn {
+    Insn::new(e::BPF_JMP | op | e::BPF_K, dst, 0, off, imm)
+}
+
+/// `BPF_JMP_A(off)`.
+fn jmp_a(off: i16) -> Insn {
+    Insn::new(e::BPF_JMP | e::BPF_JA, 0, 0, off, 0)
+}
+
+/// `BPF_EMIT_CALL(func)`, with our helper id as `imm`.
+fn call(id: i32) -> Insn {
+    Insn::new(e::BPF_JMP | e::BPF_CALL, 0, 0, 0, id)
+}
+
+/// `BPF_EXIT_INSN()`.
+fn exit() -> Insn {
+    Insn::new(e::EXIT, 0, 0, 0, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cbpf::{validate, Insn as C, Mode};
+
+    fn conv(mode: Mode, insns: &[C]) -> Converted {
+        let prog = validate(insns, mode).unwrap();
+        convert(&prog, &Options::default()).unwrap()
+    }
+
+    fn bytes(insns: &[Insn]) -> Vec<[u8; 8]> {
+        insns.iter().map(|i| i.to_bytes()).collect()
+    }
+
+    /// SPEC §4.8: arch check then allow, byte for byte.
+    #[test]
+    fn worked_example_a() {
+        let out = conv(
+            Mode::Seccomp,
+            &[
+                C::stmt(0x20, 4),
+                C::jump(0x15, 0xc000003e, 1, 0),
+                C::stmt(0x06, 0x8000_0000),
+                C::stmt(0x20, 0),
+                C::stmt(0x06, 0x7fff_0000),
+            ],
+        );
+        let want: [[u8; 8]; 11] = [
+            [0xac, 0x00, 0, 0, 0, 0, 0, 0],
+            [0xac, 0x77, 0, 0, 0, 0, 0, 0],
+            [0xbf, 0x16, 0, 0, 0, 0, 0, 0],
+            [0x61, 0x60, 4, 0, 0, 0, 0, 0],
+            [0xb4, 0x02, 0, 0, 0x3e, 0, 0, 0xc0],
+            [0x1d, 0x20, 2, 0, 0, 0, 0, 0],
+            [0xb4, 0x00, 0, 0, 0, 0, 0, 0x80],
+            [0x95, 0x00, 0, 0, 0, 0, 0, 0],
+            [0x61, 0x60, 0, 0, 0, 0, 0, 0],
+            [0xb4, 0x00, 0, 0, 0, 0, 0xff, 0x7f],
+            [0x95, 0x00, 0, 0, 0, 0, 0, 0],
+        ];
+        assert_eq!(bytes(&out.insns), want);
+        assert_eq!(out.pc_map.addrs(), [3, 4, 6, 8, 9]);
+        assert_eq!(out.stack_depth, 0);
+        assert!(!out.seen_ld_abs);
+    }
+
+    /// SPEC §4.8 variant: `jeq #k, 0, 1` becomes JNE X.
+    #[test]
+    fn worked_example_a_inverted() {
+        let out = conv(
+            Mode::Seccomp,
+            &[
+                C::stmt(0x20, 4),
+                C::jump(0x15, 0xc000003e, 0, 1),
+                C::stmt(0x06, 0x7fff_0000),
+                C::stmt(0x06, 0x8000_0000),
+            ],
+        );
+        assert_eq!(out.insns.len(), 10);
+        assert_eq!(out.insns[5], Insn::new(0x5d, 0, 2, 2, 0));
+    }
+
+    /// SPEC §4.9: DIV by X, jt==0 JGT (inverted), jt==0 JSET (not inverted).
+    #[test]
+    fn worked_example_b() {
+        let out = conv(
+            Mode::Seccomp,
+            &[
+                C::stmt(0x20, 0),
+                C::stmt(0x07, 0),
+                C::stmt(0x00, 1000),
+                C::stmt(0x3c, 0),
+                C::jump(0x25, 10, 0, 2),
+                C::jump(0x45, 1, 0, 1),
+                C::stmt(0x06, 0x7fff_0000),
+                C::stmt(0x06, 0x0005_0001),
+            ],
+        );
+        let want: [[u8; 8]; 18] = [
+            [0xac, 0x00, 0, 0, 0, 0, 0, 0],
+            [0xac, 0x77, 0, 0, 0, 0, 0, 0],
+            [0xbf, 0x16, 0, 0, 0, 0, 0, 0],
+            [0x61, 0x60, 0, 0, 0, 0, 0, 0],
+            [0xbf, 0x07, 0, 0, 0, 0, 0, 0],
+            [0xb4, 0x00, 0, 0, 0xe8, 0x03, 0, 0],
+            [0xbc, 0x77, 0, 0, 0, 0, 0, 0],
+            [0x55, 0x07, 2, 0, 0, 0, 0, 0],
+            [0xac, 0x00, 0, 0, 0, 0, 0, 0],
+            [0x95, 0x00, 0, 0, 0, 0, 0, 0],
+            [0x3c, 0x70, 0, 0, 0, 0, 0, 0],
+            [0xb5, 0x00, 4, 0, 0x0a, 0, 0, 0],
+            [0x45, 0x00, 1, 0, 0x01, 0, 0, 0],
+            [0x05, 0x00, 2, 0, 0, 0, 0, 0],
+            [0xb4, 0x00, 0, 0, 0, 0, 0xff, 0x7f],
+            [0x95, 0x00, 0, 0, 0, 0, 0, 0],
+            [0xb4, 0x00, 0, 0, 0x01, 0, 0x05, 0],
+            [0x95, 0x00, 0, 0, 0, 0, 0, 0],
+        ];
+        assert_eq!(bytes(&out.insns), want);
+        assert_eq!(out.pc_map.addrs(), [3, 4, 5, 6, 11, 12, 14, 16]);
+    }
+
+    /// SPEC §4.9's list of verified single-instruction translations.
+    #[test]
+    fn verified_single_instructions() {
+        let cases: &[(Mode, C, Insn)] = &[
+            (Mode::Seccomp, C::stmt(0x80, 0), Insn::new(0xb4, 0, 0, 0, 64)),
+            (Mode::Seccomp, C::stmt(0x81, 0), Insn::new(0xb4, 7, 0, 0, 64)),
+            (Mode::Seccomp, C::stmt(0x84, 0), Insn::new(0x84, 0, 7, 0, 0)),
+            (Mode::Seccomp, C::stmt(0x64, 31), Insn::new(0x64, 0, 7, 0, 31)),
+            (Mode::Seccomp, C::stmt(0x7c, 0), Insn::new(0x7c, 0, 7, 0, 0)),
+            (Mode::Seccomp, C::stmt(0x87, 0), Insn::new(0xbf, 0, 7, 0, 0)),
+            (Mode::Seccomp, C::stmt(0x01, 0xffff_ffff), Insn::new(0xb4, 7, 0, 0, -1)),
+            (Mode::Seccomp, C::stmt(0x02, 0), Insn::new(0x63, 10, 0, -4, 0)),
+            (Mode::Seccomp, C::stmt(0x03, 15), Insn::new(0x63, 10, 7, -64, 0)),
+            (Mode::Seccomp, C::stmt(0x05, 0), Insn::new(0x05, 0, 0, 0, 0)),
+            (Mode::Socket, C::stmt(0x94, 7), Insn::new(0x94, 0, 7, 0, 7)),
+        ];
+        for (mode, insn, want) in cases {
+            let out = conv(*mode, &[*insn, C::stmt(0x06, 0)]);
+            assert_eq!(out.insns[3], *want, "{insn:?}");
+        }
+        let out = conv(Mode::Seccomp, &[C::stmt(0x03, 15), C::stmt(0x61, 15), C::stmt(0x06, 0)]);
+        assert_eq!(out.stack_depth, 64);
+        assert_eq!(out.insns[4], Insn::new(0x61, 7, 10, -64, 0));
+    }
+
+    /// SPEC §4.5's verified jump shapes.
+    #[test]
+    fn jump_shapes() {
+        let run = |j: C| conv(Mode::Seccomp, &[j, C::stmt(6, 0), C::stmt(6, 1), C::stmt(6, 2)]);
+        let out = run(C::jump(0x15, 5, 0, 0));
+        assert_eq!(out.insns[3], Insn::new(0x15, 0, 0, 0, 5));
+        // jge x, 0, 1 -> JLT X to i+2 (ret #1 at e6): off 2.
+        let out = run(C::jump(0x3d, 0, 0, 1));
+        assert_eq!(out.insns[3], Insn::new(0xad, 0, 7, 2, 0));
+        let out = run(C::jump(0x4d, 0, 0, 1));
+        assert_eq!(&out.insns[3..5], [Insn::new(0x4d, 0, 7, 1, 0), Insn::new(0x05, 0, 0, 2, 0)]);
+        let out = run(C::jump(0x25, 0xffff_ff00, 1, 2));
+        assert_eq!(
+            &out.insns[3..6],
+            [Insn::new(0xb4, 2, 0, 0, 0xffff_ff00u32 as i32), Insn::new(0x2d, 0, 2, 3, 0), Insn::new(0x05, 0, 0, 4, 0)]
+        );
+    }
+
+    #[test]
+    fn msh_program_size_limit_matches_kernel_quirk() {
+        let msh = |n: usize| {
+            let mut p = vec![C::stmt(0xb1, 0); n];
+            p.push(C::jump(0x15, 0, 1, 0));
+            p.push(C::stmt(6, 1));
+            p.push(C::stmt(6, 0));
+            validate(&p, Mode::Socket).unwrap()
+        };
+        let err = convert(&msh(2000), &Options::default()).unwrap_err();
+        assert!(matches!(err, ConvertError::JumpOffset { pc: Pc(2000), pass: Pass::Pass0, .. }), "{err}");
+        let ok = convert(&msh(1800), &Options::default()).unwrap();
+        assert!(ok.seen_ld_abs);
+        // 7 prologue + 18 per ldxb + jeq + 2 (ret #1) + 2 (ret #0).
+        assert_eq!(ok.insns.len(), 7 + 18 * 1800 + 1 + 2 + 2);
+    }
+
+    #[test]
+    fn pc_map_reverse_lookup() {
+        let out =
+            conv(Mode::Seccomp, &[C::stmt(0x20, 4), C::jump(0x15, 0xc000003e, 1, 0), C::stmt(6, 0), C::stmt(6, 1)]);
+        assert_eq!(out.pc_map.classic_pc(ebpf::Pc(0)), None);
+        assert_eq!(out.pc_map.classic_pc(ebpf::Pc(3)), Some(Pc(0)));
+        assert_eq!(out.pc_map.classic_pc(ebpf::Pc(5)), Some(Pc(1)));
+        assert_eq!(out.pc_map.classic_pc(ebpf::Pc(9)), Some(Pc(3)));
+        assert_eq!(out.pc_map.classic_pc(ebpf::Pc(10)), None);
+        assert_eq!(out.pc_map.range(Pc(1)), Some(4..6));
+        assert_eq!(out.pc_map.range(Pc(3)), Some(8..10));
+        assert_eq!(out.pc_map.prologue_len(), 3);
+    }
+}

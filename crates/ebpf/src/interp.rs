@@ -1,0 +1,767 @@
+//! The eBPF interpreter: the semantics of the kernel's `___bpf_prog_run()`
+//! (kernel/bpf/core.c, Linux 6.18) and RFC 9669, over pre-decoded
+//! instructions, memory-safe by construction.
+//!
+//! # Memory model
+//!
+//! Memory is a set of regions, each at its own virtual base address; a
+//! pointer's upper 32 bits name the region and its lower 32 bits the offset,
+//! so every load, store and atomic is one bounds check against one slice:
+//!
+//! | region | base | access |
+//! |---|---|---|
+//! | context (`Input::Ctx`, or the [`SkbContext`] bytes) | [`CTX_BASE`] | read-only |
+//! | packet, linear part (`Input::Skb`) | [`PACKET_BASE`] | read-only |
+//! | stack: [`MAX_FRAMES`] frames of [`STACK_SIZE`] bytes | [`STACK_BASE`] | read-write, current frame and its callers only |
+//! | user memory (`Input::Memory`) | [`MEM_BASE`] | read-write |
+//!
+//! Anything else (including address 0) is an [`ExecError`]. The stack is not
+//! cleared between runs (the kernel's is uninitialised too); it belongs to the
+//! [`Vm`], so a run never reads another `Vm`'s data.
+//!
+//! # Semantics chosen where the kernel and RFC 9669 could differ
+//!
+//! - Shift amounts are masked to 31/63 for both K and X forms (RFC 9669). The
+//!   kernel masks only X; its verifier rejects out-of-range K, so the two
+//!   agree on every program the kernel would run.
+//! - Division and modulo by zero follow the verifier's `do_misc_fixups()`:
+//!   `x / 0 = 0`, `x % 0 = x` (ALU32: the zero-extended low half); signed
+//!   `MIN / -1 = MIN`, `x % -1 = 0`.
+//! - Legacy `LD|ABS` / `LD|IND` (removed from the interpreter in 4.18) run with
+//!   their pre-4.18 meaning: a big-endian read of the run's socket buffer at
+//!   `imm` (ABS) or `(s32)(src + imm)` (IND), negative offsets through
+//!   `SKF_NET_OFF`/`SKF_LL_OFF`; a failed read (or a run without a socket
+//!   buffer) ends the program, returning 0. The buffer is the run's
+//!   [`SkbContext`], not whatever `r6` points to.
+//! - Local calls (`call` with src = 1) get a fresh 512-byte frame (`r10`
+//!   moves down by 512) and find `r6`..`r9` restored on return, as RFC 9669
+//!   requires; at most [`MAX_FRAMES`] frames are live.
+//! - `callx` (`call` with the X bit; not in RFC 9669, accepted unless strict)
+//!   calls the helper whose id is in `dst`.
+//! - Steps: every executed instruction slot counts one (an `ld_imm64` two);
+//!   the count is exact and is compared with the budget at every taken jump,
+//!   call, return and exit, so a run that would exceed the budget fails
+//!   (at the latest one straight-line stretch after crossing it).
+//!
+//! # Speed
+//!
+//! Instructions are decoded once by [`Program::load`] into 16-byte ops whose
+//! K and X forms share one handler (`operand = regs[src] | imm`, with K forms
+//! reading an always-zero register). The loop is a plain `loop { match }`;
+//! runs of compare-and-branch instructions on one register (the body of
+//! converted seccomp filters) are fused at load time into one dispatch that
+//! still evaluates, in order, each instruction's compare and register write.
+//! A run allocates nothing.
+
+use crate::helpers::HelperError;
+use crate::insn::Pc;
+use crate::program::{Kind, Program};
+use crate::skb::SkbContext;
+
+/// Base address of the context region.
+pub const CTX_BASE: u64 = 1 << 32;
+/// Base address of the packet region (linear part of the socket buffer).
+pub const PACKET_BASE: u64 = 2 << 32;
+/// Base address of the stack region; `r10` starts at `STACK_BASE + MAX_FRAMES * STACK_SIZE`.
+pub const STACK_BASE: u64 = 3 << 32;
+/// Base address of the user memory region (`Input::Memory`).
+pub const MEM_BASE: u64 = 4 << 32;
+/// Bytes of stack per frame (`MAX_BPF_STACK`).
+pub const STACK_SIZE: usize = 512;
+/// Most frames live at once: the main program plus 7 nested local calls
+/// (`MAX_CALL_FRAMES`).
+pub const MAX_FRAMES: usize = 8;
+/// Default step budget of a new [`Vm`].
+pub const DEFAULT_STEP_BUDGET: u64 = 1 << 20;
+
+const STACK_TOTAL: usize = MAX_FRAMES * STACK_SIZE;
+const REGION_LIMIT: usize = 1 << 32;
+
+/// What a run sees in `r1` (and `r2`).
+#[derive(Debug)]
+pub enum Input<'a> {
+    /// `r1 = 0` (test_bpf's `FLAG_NO_DATA`).
+    None,
+    /// A read-only context, e.g. the 64-byte `struct seccomp_data`; `r1` = its address.
+    Ctx(&'a [u8]),
+    /// A socket buffer: `r1` = its context (layout in [`crate::skb`]), whose
+    /// `data` field points at the packet region.
+    Skb(&'a SkbContext),
+    /// Writable memory, bpf_conformance convention: `r1` = its address, `r2` = its length.
+    Memory(&'a mut [u8]),
+}
+
+/// Why a run stopped without a result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    #[error("pc {pc}: {access} of {size} bytes at {addr:#x} is outside every memory region")]
+    OutOfBounds { pc: Pc, addr: u64, size: usize, access: Access },
+    #[error("pc {pc}: store of {size} bytes at {addr:#x} targets a read-only region")]
+    ReadOnly { pc: Pc, addr: u64, size: usize },
+    #[error("pc {pc}: step budget of {budget} instructions exhausted")]
+    StepBudgetExceeded { pc: Pc, budget: u64 },
+    #[error("pc {pc}: local call exceeds {max} stack frames")]
+    CallDepthExceeded { pc: Pc, max: usize },
+    #[error("pc {pc}: execution fell off the end of the program")]
+    FellOffEnd { pc: Pc },
+    #[error("pc {pc}: helper {id}: {source}")]
+    Helper { pc: Pc, id: i64, source: HelperError },
+    #[error("pc {pc}: callx to {id}, which is not a registered helper")]
+    UnknownHelper { pc: Pc, id: u64 },
+    #[error("input region of {len} bytes exceeds the 4 GiB region limit")]
+    InputTooLarge { len: usize },
+}
+
+/// Kind of a faulting memory access.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Load,
+    Store,
+}
+
+impl std::fmt::Display for Access {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Access::Load => "load",
+            Access::Store => "store",
+        })
+    }
+}
+
+/// The memory regions of one run, as helpers see them.
+#[derive(Debug)]
+pub struct Memory<'a> {
+    ctx: &'a [u8],
+    packet: &'a [u8],
+    stack: &'a mut [u8],
+    /// Lowest stack offset the current frame may touch.
+    stack_lo: usize,
+    user: &'a mut [u8],
+    skb: Option<&'a SkbContext>,
+}
+
+impl<'a> Memory<'a> {
+    #[inline(always)]
+    fn read<const N: usize>(&self, addr: u64) -> Option<[u8; N]> {
+        let off = addr as u32 as usize;
+        let region: &[u8] = match addr >> 32 {
+            1 => self.ctx,
+            2 => self.packet,
+            3 => {
+                if off < self.stack_lo {
+                    return None;
+                }
+                self.stack
+            }
+            4 => self.user,
+            _ => return None,
+        };
+        region.get(off..off + N)?.try_into().ok()
+    }
+
+    #[inline(always)]
+    fn slot<const N: usize>(&mut self, addr: u64) -> Option<&mut [u8; N]> {
+        let off = addr as u32 as usize;
+        let region: &mut [u8] = match addr >> 32 {
+            3 => {
+                if off < self.stack_lo {
+                    return None;
+                }
+                self.stack
+            }
+            4 => self.user,
+            _ => return None,
+        };
+        region.get_mut(off..off + N)?.try_into().ok()
+    }
+
+    /// Reads `len` bytes at `addr` from any region, or `None` if they are not
+    /// all inside one.
+    pub fn bytes(&self, addr: u64, len: usize) -> Option<&[u8]> {
+        let off = addr as u32 as usize;
+        let region: &[u8] = match addr >> 32 {
+            1 => self.ctx,
+            2 => self.packet,
+            3 if off >= self.stack_lo => self.stack,
+            4 => self.user,
+            _ => return None,
+        };
+        region.get(off..off.checked_add(len)?)
+    }
+
+    /// Little-endian load of 1, 2, 4 or 8 bytes at `addr`.
+    pub fn load(&self, addr: u64, size: usize) -> Option<u64> {
+        let b = self.bytes(addr, size)?;
+        let mut buf = [0u8; 8];
+        buf.get_mut(..size)?.copy_from_slice(b);
+        Some(u64::from_le_bytes(buf))
+    }
+
+    /// The run's socket buffer, if it has one.
+    pub fn skb(&self) -> Option<&'a SkbContext> {
+        self.skb
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Frame {
+    ret: usize,
+    saved: [u64; 4],
+}
+
+/// Reusable interpreter state: the stack, the call frames and the step
+/// budget. Create one per thread and run any number of programs on it; a run
+/// performs no heap allocation.
+#[derive(Debug, Clone)]
+pub struct Vm {
+    stack: Box<[u8]>,
+    frames: [Frame; MAX_FRAMES],
+    budget: u64,
+    executed: u64,
+}
+
+impl Default for Vm {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Vm {
+    /// A VM with a zeroed stack and the [`DEFAULT_STEP_BUDGET`].
+    pub fn new() -> Self {
+        Vm {
+            stack: vec![0u8; STACK_TOTAL].into_boxed_slice(),
+            frames: [Frame::default(); MAX_FRAMES],
+            budget: DEFAULT_STEP_BUDGET,
+            executed: 0,
+        }
+    }
+
+    /// Sets the most instructions a run may execute.
+    pub fn set_step_budget(&mut self, budget: u64) -> &mut Self {
+        self.budget = budget;
+        self
+    }
+
+    /// The step budget.
+    pub fn step_budget(&self) -> u64 {
+        self.budget
+    }
+
+    /// Instructions executed by the last run that returned `Ok`.
+    pub fn executed(&self) -> u64 {
+        self.executed
+    }
+
+    /// Runs `prog` on `input` and returns the whole 64-bit `r0` at the
+    /// top-level `exit`. (The kernel's `bpf_prog_run()` returns its low 32
+    /// bits; truncate if you mirror that.)
+    pub fn run(&mut self, prog: &Program, input: Input<'_>) -> Result<u64, ExecError> {
+        let (ctx, packet, user, skb, r1, r2): (&[u8], &[u8], &mut [u8], _, u64, u64) = match input {
+            Input::None => (&[], &[], &mut [], None, 0, 0),
+            Input::Ctx(c) => (c, &[], &mut [], None, CTX_BASE, 0),
+            Input::Skb(s) => (s.ctx_bytes(), s.linear(), &mut [], Some(s), CTX_BASE, 0),
+            Input::Memory(m) => {
+                let len = m.len() as u64;
+                (&[], &[], m, None, MEM_BASE, len)
+            }
+        };
+        for len in [ctx.len(), packet.len(), user.len()] {
+            if len >= REGION_LIMIT {
+                return Err(ExecError::InputTooLarge { len });
+            }
+        }
+        let mut mem = Memory { ctx, packet, stack: &mut self.stack, stack_lo: STACK_TOTAL - STACK_SIZE, user, skb };
+        let mut regs = [0u64; 16];
+        regs[1] = r1;
+        regs[2] = r2;
+        regs[10] = STACK_BASE + STACK_TOTAL as u64;
+        execute(prog, &mut regs, &mut mem, &mut self.frames, self.budget, &mut self.executed)
+    }
+
+    /// Seccomp entry point: runs `prog` on a `struct seccomp_data` and returns
+    /// the low 32 bits of `r0`, as `bpf_prog_run()` does.
+    pub fn run_seccomp(&mut self, prog: &Program, data: &[u8; 64]) -> Result<u32, ExecError> {
+        self.run(prog, Input::Ctx(data)).map(|r0| r0 as u32)
+    }
+}
+
+/// Evaluates a conditional jump's condition (reference form for the chain
+/// fusion's tests).
+#[cfg(test)]
+pub(crate) fn condition(kind: Kind, x: u64, v: u64) -> bool {
+    let (a, b) = (x as u32, v as u32);
+    match kind {
+        Kind::Jeq64 => x == v,
+        Kind::Jgt64 => x > v,
+        Kind::Jge64 => x >= v,
+        Kind::Jset64 => x & v != 0,
+        Kind::Jne64 => x != v,
+        Kind::Jsgt64 => (x as i64) > (v as i64),
+        Kind::Jsge64 => (x as i64) >= (v as i64),
+        Kind::Jlt64 => x < v,
+        Kind::Jle64 => x <= v,
+        Kind::Jslt64 => (x as i64) < (v as i64),
+        Kind::Jsle64 => (x as i64) <= (v as i64),
+        Kind::Jeq32 => a == b,
+        Kind::Jgt32 => a > b,
+        Kind::Jge32 => a >= b,
+        Kind::Jset32 => a & b != 0,
+        Kind::Jne32 => a != b,
+        Kind::Jsgt32 => (a as i32) > (b as i32),
+        Kind::Jsge32 => (a as i32) >= (b as i32),
+        Kind::Jlt32 => a < b,
+        Kind::Jle32 => a <= b,
+        Kind::Jslt32 => (a as i32) < (b as i32),
+        Kind::Jsle32 => (a as i32) <= (b as i32),
+        _ => false,
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn fault(pc: usize, addr: u64, size: usize, access: Access, mem: &Memory<'_>) -> ExecError {
+    let region = addr >> 32;
+    if access == Access::Store && (region == 1 || region == 2) && mem.bytes(addr, size).is_some() {
+        ExecError::ReadOnly { pc: Pc(pc), addr, size }
+    } else {
+        ExecError::OutOfBounds { pc: Pc(pc), addr, size, access }
+    }
+}
+
+#[inline(always)]
+fn mem_off(a: u32) -> u64 {
+    a as i32 as i64 as u64
+}
+
+/// Mirrors `___bpf_prog_run()` in kernel/bpf/core.c (Linux 6.18), case
+/// order following the opcode groups of `BPF_INSN_MAP` (ALU, ALU64, END,
+/// JMP, JMP32, CALL/EXIT, LD/LDX/ST/STX, atomics).
+///
+/// # Deviations
+/// Memory accesses are bounds-checked against regions (the kernel trusts
+/// the verifier); shift K is masked; local calls, `callx`, legacy
+/// `LD|ABS/IND` and the step budget are as described in the module docs.
+/// The result is the whole 64-bit `r0`.
+// Indexing: `regs` is `[u64; 16]` and every register index is masked with
+// `& 15`; `prog.helpers[op.a]` and `prog.chain[a..imm]` are validated by
+// `Program::load` (and use `get` anyway where a failure has a meaning).
+#[allow(clippy::indexing_slicing)]
+fn execute(
+    prog: &Program,
+    regs: &mut [u64; 16],
+    mem: &mut Memory<'_>,
+    frames: &mut [Frame; MAX_FRAMES],
+    budget: u64,
+    executed_out: &mut u64,
+) -> Result<u64, ExecError> {
+    let ops = &prog.ops[..];
+    let mut pc: usize = 0;
+    // First pc of the current straight-line stretch: executed instructions
+    // are accounted a stretch at a time, when control leaves it.
+    let mut seg: usize = 0;
+    let mut executed: u64 = 0;
+    let mut depth: usize = 0;
+
+    macro_rules! account {
+        () => {{
+            executed = executed.wrapping_add(pc.wrapping_sub(seg) as u64 + 1);
+            if executed > budget {
+                return Err(ExecError::StepBudgetExceeded { pc: Pc(pc), budget });
+            }
+        }};
+    }
+    macro_rules! jump {
+        ($label:lifetime, $target:expr) => {{
+            account!();
+            pc = $target as usize;
+            seg = pc;
+            continue $label;
+        }};
+    }
+    macro_rules! finish {
+        ($v:expr) => {{
+            account!();
+            *executed_out = executed;
+            return Ok($v);
+        }};
+    }
+    macro_rules! load {
+        ($n:literal, $addr:expr) => {{
+            let addr: u64 = $addr;
+            match mem.read::<$n>(addr) {
+                Some(b) => b,
+                None => return Err(fault(pc, addr, $n, Access::Load, mem)),
+            }
+        }};
+    }
+    macro_rules! store {
+        ($n:literal, $addr:expr, $bytes:expr) => {{
+            let addr: u64 = $addr;
+            match mem.slot::<$n>(addr) {
+                Some(s) => *s = $bytes,
+                None => return Err(fault(pc, addr, $n, Access::Store, mem)),
+            }
+        }};
+    }
+
+    'run: loop {
+        let Some(&op) = ops.get(pc) else {
+            return Err(ExecError::FellOffEnd { pc: Pc(pc) });
+        };
+        let d = (op.dst & 15) as usize;
+        let s = (op.src & 15) as usize;
+        match op.kind {
+            // ALU64 (K and X share: operand = regs[src] | imm).
+            Kind::Add64 => regs[d] = regs[d].wrapping_add(regs[s] | op.imm),
+            Kind::Sub64 => regs[d] = regs[d].wrapping_sub(regs[s] | op.imm),
+            Kind::Mul64 => regs[d] = regs[d].wrapping_mul(regs[s] | op.imm),
+            Kind::Div64 => regs[d] = regs[d].checked_div(regs[s] | op.imm).unwrap_or(0),
+            Kind::SDiv64 => {
+                let v = (regs[s] | op.imm) as i64;
+                regs[d] = if v == 0 { 0 } else { (regs[d] as i64).wrapping_div(v) as u64 };
+            }
+            Kind::Or64 => regs[d] |= regs[s] | op.imm,
+            Kind::And64 => regs[d] &= regs[s] | op.imm,
+            Kind::Lsh64 => regs[d] = regs[d].wrapping_shl((regs[s] | op.imm) as u32),
+            Kind::Rsh64 => regs[d] = regs[d].wrapping_shr((regs[s] | op.imm) as u32),
+            Kind::Neg64 => regs[d] = regs[d].wrapping_neg(),
+            Kind::Mod64 => {
+                let v = regs[s] | op.imm;
+                regs[d] = regs[d].checked_rem(v).unwrap_or(regs[d]);
+            }
+            Kind::SMod64 => {
+                let v = (regs[s] | op.imm) as i64;
+                if v != 0 {
+                    regs[d] = (regs[d] as i64).wrapping_rem(v) as u64;
+                }
+            }
+            Kind::Xor64 => regs[d] ^= regs[s] | op.imm,
+            Kind::Mov64 => regs[d] = regs[s] | op.imm,
+            Kind::MovSx64B => regs[d] = regs[s] as i8 as i64 as u64,
+            Kind::MovSx64H => regs[d] = regs[s] as i16 as i64 as u64,
+            Kind::MovSx64W => regs[d] = regs[s] as i32 as i64 as u64,
+            Kind::Arsh64 => regs[d] = (regs[d] as i64).wrapping_shr((regs[s] | op.imm) as u32) as u64,
+            Kind::Bswap16 => regs[d] = u64::from((regs[d] as u16).swap_bytes()),
+            Kind::Bswap32 => regs[d] = u64::from((regs[d] as u32).swap_bytes()),
+            Kind::Bswap64 => regs[d] = regs[d].swap_bytes(),
+            // ALU32: operate on the low halves, zero-extend the result.
+            Kind::Add32 => regs[d] = u64::from((regs[d] as u32).wrapping_add((regs[s] | op.imm) as u32)),
+            Kind::Sub32 => regs[d] = u64::from((regs[d] as u32).wrapping_sub((regs[s] | op.imm) as u32)),
+            Kind::Mul32 => regs[d] = u64::from((regs[d] as u32).wrapping_mul((regs[s] | op.imm) as u32)),
+            Kind::Div32 => {
+                regs[d] = u64::from((regs[d] as u32).checked_div((regs[s] | op.imm) as u32).unwrap_or(0));
+            }
+            Kind::SDiv32 => {
+                let v = (regs[s] | op.imm) as i32;
+                regs[d] = if v == 0 { 0 } else { u64::from((regs[d] as i32).wrapping_div(v) as u32) };
+            }
+            Kind::Or32 => regs[d] = u64::from(regs[d] as u32 | (regs[s] | op.imm) as u32),
+            Kind::And32 => regs[d] = u64::from(regs[d] as u32 & (regs[s] | op.imm) as u32),
+            Kind::Lsh32 => regs[d] = u64::from((regs[d] as u32).wrapping_shl((regs[s] | op.imm) as u32)),
+            Kind::Rsh32 => regs[d] = u64::from((regs[d] as u32).wrapping_shr((regs[s] | op.imm) as u32)),
+            Kind::Neg32 => regs[d] = u64::from((regs[d] as u32).wrapping_neg()),
+            Kind::Mod32 => {
+                let x = regs[d] as u32;
+                regs[d] = u64::from(x.checked_rem((regs[s] | op.imm) as u32).unwrap_or(x));
+            }
+            Kind::SMod32 => {
+                let v = (regs[s] | op.imm) as i32;
+                let x = regs[d] as i32;
+                regs[d] = u64::from(if v == 0 { x } else { x.wrapping_rem(v) } as u32);
+            }
+            Kind::Xor32 => regs[d] = u64::from(regs[d] as u32 ^ (regs[s] | op.imm) as u32),
+            Kind::Mov32 => regs[d] = u64::from((regs[s] | op.imm) as u32),
+            Kind::MovSx32B => regs[d] = u64::from(regs[s] as i8 as i32 as u32),
+            Kind::MovSx32H => regs[d] = u64::from(regs[s] as i16 as i32 as u32),
+            Kind::Arsh32 => {
+                regs[d] = u64::from((regs[d] as u32 as i32).wrapping_shr((regs[s] | op.imm) as u32) as u32);
+            }
+            // END: host (little-endian) <-> LE truncates, <-> BE swaps.
+            Kind::Le16 => regs[d] = u64::from(regs[d] as u16),
+            Kind::Le32 => regs[d] = u64::from(regs[d] as u32),
+            Kind::Le64 => {}
+            Kind::Be16 => regs[d] = u64::from((regs[d] as u16).swap_bytes()),
+            Kind::Be32 => regs[d] = u64::from((regs[d] as u32).swap_bytes()),
+            Kind::Be64 => regs[d] = regs[d].swap_bytes(),
+            // JMP: 64-bit compares, K sign-extended at load.
+            Kind::Ja => jump!('run, op.a),
+            Kind::Jeq64 => {
+                if regs[d] == regs[s] | op.imm {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jgt64 => {
+                if regs[d] > regs[s] | op.imm {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jge64 => {
+                if regs[d] >= regs[s] | op.imm {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jset64 => {
+                if regs[d] & (regs[s] | op.imm) != 0 {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jne64 => {
+                if regs[d] != regs[s] | op.imm {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jsgt64 => {
+                if (regs[d] as i64) > (regs[s] | op.imm) as i64 {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jsge64 => {
+                if (regs[d] as i64) >= (regs[s] | op.imm) as i64 {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jlt64 => {
+                if regs[d] < regs[s] | op.imm {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jle64 => {
+                if regs[d] <= regs[s] | op.imm {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jslt64 => {
+                if (regs[d] as i64) < (regs[s] | op.imm) as i64 {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jsle64 => {
+                if (regs[d] as i64) <= (regs[s] | op.imm) as i64 {
+                    jump!('run, op.a)
+                }
+            }
+            // JMP32: compare the low halves.
+            Kind::Jeq32 => {
+                if regs[d] as u32 == (regs[s] | op.imm) as u32 {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jgt32 => {
+                if regs[d] as u32 > (regs[s] | op.imm) as u32 {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jge32 => {
+                if regs[d] as u32 >= (regs[s] | op.imm) as u32 {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jset32 => {
+                if (regs[d] as u32) & ((regs[s] | op.imm) as u32) != 0 {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jne32 => {
+                if regs[d] as u32 != (regs[s] | op.imm) as u32 {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jsgt32 => {
+                if (regs[d] as i32) > ((regs[s] | op.imm) as i32) {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jsge32 => {
+                if (regs[d] as i32) >= ((regs[s] | op.imm) as i32) {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jlt32 => {
+                if (regs[d] as u32) < ((regs[s] | op.imm) as u32) {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jle32 => {
+                if regs[d] as u32 <= (regs[s] | op.imm) as u32 {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jslt32 => {
+                if (regs[d] as i32) < ((regs[s] | op.imm) as i32) {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Jsle32 => {
+                if (regs[d] as i32) <= ((regs[s] | op.imm) as i32) {
+                    jump!('run, op.a)
+                }
+            }
+            Kind::Chain => {
+                // A run of `[mov rW, v;] if rX <cond> v goto t` elements, all on
+                // the same rX (never written inside the run): each element's
+                // register write, then its compare, in program order.
+                let first = op.a as usize;
+                let entries = prog.chain.get(first..op.imm as usize).unwrap_or(&[]);
+                let x = regs[(prog.chain_reg.get(first).copied().unwrap_or(0) & 15) as usize];
+                for e in entries {
+                    regs[(e.write_reg & 15) as usize] = e.write_val;
+                    if ((((x & e.mask) ^ e.flip).wrapping_sub(e.lo)) <= e.span) != e.negate {
+                        pc = e.jump_pc as usize;
+                        jump!('run, e.target)
+                    }
+                }
+                // Nothing taken: continue after the last element.
+                if let Some(last) = entries.last() {
+                    pc = last.jump_pc as usize;
+                }
+            }
+            Kind::Call => {
+                let (id, f) = prog.helpers[op.a as usize];
+                match f(mem, [regs[1], regs[2], regs[3], regs[4], regs[5]]) {
+                    Ok(v) => regs[0] = v,
+                    Err(source) => return Err(ExecError::Helper { pc: Pc(pc), id: i64::from(id), source }),
+                }
+            }
+            Kind::Callx => {
+                let id = regs[d];
+                let found = i32::try_from(id).ok().and_then(|id| prog.helpers.iter().find(|(i, _)| *i == id));
+                let Some(&(id, f)) = found else {
+                    return Err(ExecError::UnknownHelper { pc: Pc(pc), id });
+                };
+                match f(mem, [regs[1], regs[2], regs[3], regs[4], regs[5]]) {
+                    Ok(v) => regs[0] = v,
+                    Err(source) => return Err(ExecError::Helper { pc: Pc(pc), id: i64::from(id), source }),
+                }
+            }
+            Kind::CallLocal => {
+                let Some(frame) = frames.get_mut(depth).filter(|_| depth + 1 < MAX_FRAMES) else {
+                    return Err(ExecError::CallDepthExceeded { pc: Pc(pc), max: MAX_FRAMES });
+                };
+                *frame = Frame { ret: pc + 1, saved: [regs[6], regs[7], regs[8], regs[9]] };
+                depth += 1;
+                regs[10] = regs[10].wrapping_sub(STACK_SIZE as u64);
+                mem.stack_lo = mem.stack_lo.saturating_sub(STACK_SIZE);
+                jump!('run, op.a)
+            }
+            Kind::Exit => {
+                if depth == 0 {
+                    finish!(regs[0])
+                }
+                depth -= 1;
+                let f = frames.get(depth).copied().unwrap_or_default();
+                regs[6] = f.saved[0];
+                regs[7] = f.saved[1];
+                regs[8] = f.saved[2];
+                regs[9] = f.saved[3];
+                regs[10] = regs[10].wrapping_add(STACK_SIZE as u64);
+                mem.stack_lo += STACK_SIZE;
+                jump!('run, f.ret)
+            }
+            Kind::LdImm64 => {
+                regs[d] = op.imm;
+                pc += 2;
+                continue 'run;
+            }
+            Kind::LdAbs | Kind::LdInd => {
+                // Pre-4.18 `LD_ABS_*` / `LD_IND_*`: off = (int)(IMM + SRC).
+                let off = (op.imm as u32).wrapping_add(regs[s] as u32) as i32;
+                match mem.skb.and_then(|skb| skb.header_pointer(off, usize::from(op.size))) {
+                    Some(v) => regs[0] = u64::from(v),
+                    None => finish!(0),
+                }
+            }
+            Kind::LdxB => regs[d] = u64::from(load!(1, regs[s].wrapping_add(mem_off(op.a)))[0]),
+            Kind::LdxH => regs[d] = u64::from(u16::from_le_bytes(load!(2, regs[s].wrapping_add(mem_off(op.a))))),
+            Kind::LdxW => regs[d] = u64::from(u32::from_le_bytes(load!(4, regs[s].wrapping_add(mem_off(op.a))))),
+            Kind::LdxDw => regs[d] = u64::from_le_bytes(load!(8, regs[s].wrapping_add(mem_off(op.a)))),
+            Kind::LdxSb => regs[d] = load!(1, regs[s].wrapping_add(mem_off(op.a)))[0] as i8 as i64 as u64,
+            Kind::LdxSh => {
+                regs[d] = i16::from_le_bytes(load!(2, regs[s].wrapping_add(mem_off(op.a)))) as i64 as u64;
+            }
+            Kind::LdxSw => {
+                regs[d] = i32::from_le_bytes(load!(4, regs[s].wrapping_add(mem_off(op.a)))) as i64 as u64;
+            }
+            Kind::StB => store!(1, regs[d].wrapping_add(mem_off(op.a)), [(regs[s] | op.imm) as u8]),
+            Kind::StH => store!(2, regs[d].wrapping_add(mem_off(op.a)), ((regs[s] | op.imm) as u16).to_le_bytes()),
+            Kind::StW => store!(4, regs[d].wrapping_add(mem_off(op.a)), ((regs[s] | op.imm) as u32).to_le_bytes()),
+            Kind::StDw => store!(8, regs[d].wrapping_add(mem_off(op.a)), (regs[s] | op.imm).to_le_bytes()),
+            Kind::Atomic => {
+                let addr = regs[d].wrapping_add(mem_off(op.a));
+                let code = op.imm as i32;
+                if op.size == 4 {
+                    let Some(slot) = mem.slot::<4>(addr) else {
+                        return Err(fault(pc, addr, 4, Access::Store, mem));
+                    };
+                    let old = u32::from_le_bytes(*slot);
+                    let v = regs[s] as u32;
+                    let new = atomic_value(code, u64::from(old), u64::from(v), regs[0] & 0xffff_ffff) as u32;
+                    *slot = new.to_le_bytes();
+                    atomic_writeback(code, regs, s, u64::from(old));
+                } else {
+                    let Some(slot) = mem.slot::<8>(addr) else {
+                        return Err(fault(pc, addr, 8, Access::Store, mem));
+                    };
+                    let old = u64::from_le_bytes(*slot);
+                    let new = atomic_value(code, old, regs[s], regs[0]);
+                    *slot = new.to_le_bytes();
+                    atomic_writeback(code, regs, s, old);
+                }
+            }
+            Kind::LoadAcq => {
+                let addr = regs[s].wrapping_add(mem_off(op.a));
+                regs[d] = match op.size {
+                    1 => u64::from(load!(1, addr)[0]),
+                    2 => u64::from(u16::from_le_bytes(load!(2, addr))),
+                    4 => u64::from(u32::from_le_bytes(load!(4, addr))),
+                    _ => u64::from_le_bytes(load!(8, addr)),
+                };
+            }
+            Kind::StoreRel => {
+                let addr = regs[d].wrapping_add(mem_off(op.a));
+                let v = regs[s];
+                match op.size {
+                    1 => store!(1, addr, [v as u8]),
+                    2 => store!(2, addr, (v as u16).to_le_bytes()),
+                    4 => store!(4, addr, (v as u32).to_le_bytes()),
+                    _ => store!(8, addr, v.to_le_bytes()),
+                }
+            }
+        }
+        pc += 1;
+    }
+}
+
+/// New memory value of an atomic read-modify-write (`cmp` = `r0`, already
+/// truncated for 32-bit operations).
+#[inline(always)]
+fn atomic_value(code: i32, old: u64, v: u64, cmp: u64) -> u64 {
+    match code & !crate::opcode::BPF_FETCH {
+        0x00 => old.wrapping_add(v),
+        0x40 => old | v,
+        0x50 => old & v,
+        0xa0 => old ^ v,
+        0xe0 => v,
+        // CMPXCHG
+        _ => {
+            if old == cmp {
+                v
+            } else {
+                old
+            }
+        }
+    }
+}
+
+/// Register effects of an atomic: FETCH and XCHG load the old value into
+/// `src`, CMPXCHG into `r0` (zero-extended for 32-bit operations).
+#[inline(always)]
+#[allow(clippy::indexing_slicing)] // s = src & 15 < 16 = regs.len()
+fn atomic_writeback(code: i32, regs: &mut [u64; 16], s: usize, old: u64) {
+    if code == crate::opcode::BPF_CMPXCHG {
+        regs[0] = old;
+    } else if code & crate::opcode::BPF_FETCH != 0 {
+        regs[s & 15] = old;
+    }
+}

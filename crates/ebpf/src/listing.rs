@@ -1,0 +1,443 @@
+//! Readable listings of eBPF programs, in the text of the kernel verifier log
+//! and `bpftool prog dump xlated`.
+//!
+//! Users diff our listings against the kernel's, so each line is the exact
+//! text `print_bpf_insn()` in kernel/bpf/disasm.c (Linux 6.18) prints:
+//! `(61) r0 = *(u32 *)(r6 +4)`, `(15) if r0 == 0x3b goto pc+2`,
+//! `(b4) w0 = 2147418112`, `(85) call bpf_ktime_get_ns#5`. A whole program is
+//! printed the way bpftool does it: `   0: (ac) w0 ^= w0`, one line per
+//! instruction, the second slot of a `ld_imm64` folded into the first.
+//!
+//! ```
+//! use ebpf::{listing, Insn};
+//! let prog = [Insn::new(0xac, 0, 0, 0, 0), Insn::new(0x95, 0, 0, 0, 0)];
+//! assert_eq!(listing::listing(&prog), "   0: (ac) w0 ^= w0\n   1: (95) exit\n");
+//! ```
+
+use std::fmt::Write as _;
+
+use crate::insn::Insn;
+use crate::opcode::{BPF_ABS, BPF_ADD, BPF_AND, BPF_ATOMIC, BPF_OR, BPF_XOR};
+use crate::opcode::{
+    BPF_ALU, BPF_ALU64, BPF_CALL, BPF_CMPXCHG, BPF_DIV, BPF_DW, BPF_END, BPF_EXIT, BPF_FETCH, BPF_IMM, BPF_IND, BPF_JA,
+    BPF_JMP, BPF_JMP32, BPF_LD, BPF_LDX, BPF_MEM, BPF_MEMSX, BPF_MOD, BPF_MOV, BPF_NEG, BPF_PSEUDO_CALL, BPF_ST,
+    BPF_STX, BPF_TO_BE, BPF_X, BPF_XCHG, LD_IMM64,
+};
+use crate::skb::helper;
+
+/// Resolves a helper id to its name, for `call` instructions whose id the
+/// kernel's own table does not know (the `cb_call` callback of
+/// `struct bpf_insn_cbs`). Return `None` to fall back to `unknown`.
+pub type HelperNameFn = fn(i32) -> Option<&'static str>;
+
+/// `BPF_PSEUDO_KFUNC_CALL`: src_reg of a call to a kernel function.
+const BPF_PSEUDO_KFUNC_CALL: u8 = 2;
+/// `BPF_JCOND` (kernel-internal jump op, used by `may_goto`).
+const BPF_JCOND: u8 = 0xe0;
+/// `BPF_MAY_GOTO`: src_reg of a `BPF_JCOND`.
+const BPF_MAY_GOTO: u8 = 0;
+/// `BPF_ADDR_SPACE_CAST`: off of an `addr_space_cast` (`ALU64|MOV|X`).
+const BPF_ADDR_SPACE_CAST: i16 = 1;
+/// `BPF_NOSPEC` mode of class `BPF_ST` (kernel-internal, not UAPI).
+const BPF_NOSPEC: u8 = 0xc0;
+/// `BPF_LOAD_ACQ` atomic operation (imm).
+const BPF_LOAD_ACQ: i32 = 0x100;
+/// `BPF_STORE_REL` atomic operation (imm).
+const BPF_STORE_REL: i32 = 0x110;
+
+/// The kernel's `func_id_str[]`: names of the helpers `__BPF_FUNC_MAPPER` in
+/// include/uapi/linux/bpf.h (Linux 6.18) defines, indexed by id. The list is
+/// frozen upstream; new kernel functions are kfuncs.
+#[rustfmt::skip]
+const FUNC_ID_STR: [&str; 212] = [
+    "bpf_unspec", "bpf_map_lookup_elem", "bpf_map_update_elem", "bpf_map_delete_elem",
+    "bpf_probe_read", "bpf_ktime_get_ns", "bpf_trace_printk", "bpf_get_prandom_u32",
+    "bpf_get_smp_processor_id", "bpf_skb_store_bytes", "bpf_l3_csum_replace",
+    "bpf_l4_csum_replace", "bpf_tail_call", "bpf_clone_redirect", "bpf_get_current_pid_tgid",
+    "bpf_get_current_uid_gid", "bpf_get_current_comm", "bpf_get_cgroup_classid",
+    "bpf_skb_vlan_push", "bpf_skb_vlan_pop", "bpf_skb_get_tunnel_key", "bpf_skb_set_tunnel_key",
+    "bpf_perf_event_read", "bpf_redirect", "bpf_get_route_realm", "bpf_perf_event_output",
+    "bpf_skb_load_bytes", "bpf_get_stackid", "bpf_csum_diff", "bpf_skb_get_tunnel_opt",
+    "bpf_skb_set_tunnel_opt", "bpf_skb_change_proto", "bpf_skb_change_type",
+    "bpf_skb_under_cgroup", "bpf_get_hash_recalc", "bpf_get_current_task", "bpf_probe_write_user",
+    "bpf_current_task_under_cgroup", "bpf_skb_change_tail", "bpf_skb_pull_data", "bpf_csum_update",
+    "bpf_set_hash_invalid", "bpf_get_numa_node_id", "bpf_skb_change_head", "bpf_xdp_adjust_head",
+    "bpf_probe_read_str", "bpf_get_socket_cookie", "bpf_get_socket_uid", "bpf_set_hash",
+    "bpf_setsockopt", "bpf_skb_adjust_room", "bpf_redirect_map", "bpf_sk_redirect_map",
+    "bpf_sock_map_update", "bpf_xdp_adjust_meta", "bpf_perf_event_read_value",
+    "bpf_perf_prog_read_value", "bpf_getsockopt", "bpf_override_return",
+    "bpf_sock_ops_cb_flags_set", "bpf_msg_redirect_map", "bpf_msg_apply_bytes",
+    "bpf_msg_cork_bytes", "bpf_msg_pull_data", "bpf_bind", "bpf_xdp_adjust_tail",
+    "bpf_skb_get_xfrm_state", "bpf_get_stack", "bpf_skb_load_bytes_relative", "bpf_fib_lookup",
+    "bpf_sock_hash_update", "bpf_msg_redirect_hash", "bpf_sk_redirect_hash", "bpf_lwt_push_encap",
+    "bpf_lwt_seg6_store_bytes", "bpf_lwt_seg6_adjust_srh", "bpf_lwt_seg6_action", "bpf_rc_repeat",
+    "bpf_rc_keydown", "bpf_skb_cgroup_id", "bpf_get_current_cgroup_id", "bpf_get_local_storage",
+    "bpf_sk_select_reuseport", "bpf_skb_ancestor_cgroup_id", "bpf_sk_lookup_tcp",
+    "bpf_sk_lookup_udp", "bpf_sk_release", "bpf_map_push_elem", "bpf_map_pop_elem",
+    "bpf_map_peek_elem", "bpf_msg_push_data", "bpf_msg_pop_data", "bpf_rc_pointer_rel",
+    "bpf_spin_lock", "bpf_spin_unlock", "bpf_sk_fullsock", "bpf_tcp_sock", "bpf_skb_ecn_set_ce",
+    "bpf_get_listener_sock", "bpf_skc_lookup_tcp", "bpf_tcp_check_syncookie",
+    "bpf_sysctl_get_name", "bpf_sysctl_get_current_value", "bpf_sysctl_get_new_value",
+    "bpf_sysctl_set_new_value", "bpf_strtol", "bpf_strtoul", "bpf_sk_storage_get",
+    "bpf_sk_storage_delete", "bpf_send_signal", "bpf_tcp_gen_syncookie", "bpf_skb_output",
+    "bpf_probe_read_user", "bpf_probe_read_kernel", "bpf_probe_read_user_str",
+    "bpf_probe_read_kernel_str", "bpf_tcp_send_ack", "bpf_send_signal_thread", "bpf_jiffies64",
+    "bpf_read_branch_records", "bpf_get_ns_current_pid_tgid", "bpf_xdp_output",
+    "bpf_get_netns_cookie", "bpf_get_current_ancestor_cgroup_id", "bpf_sk_assign",
+    "bpf_ktime_get_boot_ns", "bpf_seq_printf", "bpf_seq_write", "bpf_sk_cgroup_id",
+    "bpf_sk_ancestor_cgroup_id", "bpf_ringbuf_output", "bpf_ringbuf_reserve", "bpf_ringbuf_submit",
+    "bpf_ringbuf_discard", "bpf_ringbuf_query", "bpf_csum_level", "bpf_skc_to_tcp6_sock",
+    "bpf_skc_to_tcp_sock", "bpf_skc_to_tcp_timewait_sock", "bpf_skc_to_tcp_request_sock",
+    "bpf_skc_to_udp6_sock", "bpf_get_task_stack", "bpf_load_hdr_opt", "bpf_store_hdr_opt",
+    "bpf_reserve_hdr_opt", "bpf_inode_storage_get", "bpf_inode_storage_delete", "bpf_d_path",
+    "bpf_copy_from_user", "bpf_snprintf_btf", "bpf_seq_printf_btf", "bpf_skb_cgroup_classid",
+    "bpf_redirect_neigh", "bpf_per_cpu_ptr", "bpf_this_cpu_ptr", "bpf_redirect_peer",
+    "bpf_task_storage_get", "bpf_task_storage_delete", "bpf_get_current_task_btf",
+    "bpf_bprm_opts_set", "bpf_ktime_get_coarse_ns", "bpf_ima_inode_hash", "bpf_sock_from_file",
+    "bpf_check_mtu", "bpf_for_each_map_elem", "bpf_snprintf", "bpf_sys_bpf",
+    "bpf_btf_find_by_name_kind", "bpf_sys_close", "bpf_timer_init", "bpf_timer_set_callback",
+    "bpf_timer_start", "bpf_timer_cancel", "bpf_get_func_ip", "bpf_get_attach_cookie",
+    "bpf_task_pt_regs", "bpf_get_branch_snapshot", "bpf_trace_vprintk", "bpf_skc_to_unix_sock",
+    "bpf_kallsyms_lookup_name", "bpf_find_vma", "bpf_loop", "bpf_strncmp", "bpf_get_func_arg",
+    "bpf_get_func_ret", "bpf_get_func_arg_cnt", "bpf_get_retval", "bpf_set_retval",
+    "bpf_xdp_get_buff_len", "bpf_xdp_load_bytes", "bpf_xdp_store_bytes", "bpf_copy_from_user_task",
+    "bpf_skb_set_tstamp", "bpf_ima_file_hash", "bpf_kptr_xchg", "bpf_map_lookup_percpu_elem",
+    "bpf_skc_to_mptcp_sock", "bpf_dynptr_from_mem", "bpf_ringbuf_reserve_dynptr",
+    "bpf_ringbuf_submit_dynptr", "bpf_ringbuf_discard_dynptr", "bpf_dynptr_read",
+    "bpf_dynptr_write", "bpf_dynptr_data", "bpf_tcp_raw_gen_syncookie_ipv4",
+    "bpf_tcp_raw_gen_syncookie_ipv6", "bpf_tcp_raw_check_syncookie_ipv4",
+    "bpf_tcp_raw_check_syncookie_ipv6", "bpf_ktime_get_tai_ns", "bpf_user_ringbuf_drain",
+    "bpf_cgrp_storage_get", "bpf_cgrp_storage_delete",
+];
+
+/// Name the kernel prints for helper `id` (`func_id_name()` in kernel/bpf/disasm.c
+/// without its `unknown` fallback): `Some("bpf_ktime_get_ns")` for 5.
+pub fn kernel_helper_name(id: i32) -> Option<&'static str> {
+    usize::try_from(id).ok().and_then(|i| FUNC_ID_STR.get(i).copied())
+}
+
+/// Names of the socket-filter helpers our converter calls ([`crate::skb::helper`]),
+/// the kernel function each id stands for. Use it as the [`HelperNameFn`] when
+/// listing converted socket filters: `call bpf_skb_load_helper_32#4099`.
+pub fn skb_helper_name(id: i32) -> Option<&'static str> {
+    match id {
+        helper::SKB_LOAD_8 => Some("bpf_skb_load_helper_8"),
+        helper::SKB_LOAD_16 => Some("bpf_skb_load_helper_16"),
+        helper::SKB_LOAD_32 => Some("bpf_skb_load_helper_32"),
+        helper::SKB_GET_NLATTR => Some("bpf_skb_get_nlattr"),
+        helper::SKB_GET_NLATTR_NEST => Some("bpf_skb_get_nlattr_nest"),
+        helper::GET_RAW_CPU_ID => Some("bpf_get_raw_cpu_id"),
+        helper::SKB_GET_PAY_OFFSET => Some("bpf_skb_get_pay_offset"),
+        helper::USER_RND_U32 => Some("bpf_user_rnd_u32"),
+        _ => None,
+    }
+}
+
+/// A [`HelperNameFn`] that knows no extra names.
+fn no_helper_names(_: i32) -> Option<&'static str> {
+    None
+}
+
+/// Formats one instruction as the kernel verifier prints it, without the
+/// trailing newline. `next` is the following slot, read only when `insn` is a
+/// `ld_imm64` (its high 32 bits). Helper ids outside the kernel's table print
+/// as `unknown`; see [`format_insn_with`].
+pub fn format_insn(insn: &Insn, next: Option<&Insn>) -> String {
+    format_insn_with(insn, next, no_helper_names)
+}
+
+/// [`format_insn`] with a resolver for helper ids the kernel table does not
+/// name (the kernel consults its table first, then the callback).
+///
+/// Mirrors `print_bpf_insn()` in kernel/bpf/disasm.c (Linux 6.18), as called by
+/// bpftool with `allow_ptr_leaks` true and no `cb_imm`.
+///
+/// # Deviations
+/// - A `ld_imm64` without a second slot (`next` is `None`) prints
+///   `(18) BUG_ld_imm64_truncated` where the kernel would read past the end
+///   (its verifier rejects such programs before printing).
+/// - `BPF_LDX|BPF_MEMSX|BPF_DW` (0x99) prints its size as `s64`; the kernel
+///   indexes past the end of `bpf_ldsx_string[]` there.
+/// - A `NULL` operator string (ALU ops 0xe0/0xf0, jump ops 0xe0/0xf0) prints
+///   `(null)`, as the kernel's `vsnprintf()` does.
+/// - The resolver is consulted only for helper calls (src_reg 0 and
+///   unknown to the kernel table, or any other non-pseudo src_reg); the
+///   kernel's `cb_call` also sees `call pc+N` instructions.
+pub fn format_insn_with(insn: &Insn, next: Option<&Insn>, helper_name: HelperNameFn) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let _ = write_insn(&mut out, insn, next, helper_name);
+    out
+}
+
+/// The atomic read-modify-write operations `lock *(..) op= rS` prints (imm).
+const ATOMIC_ALU_OPS: [i32; 4] = [BPF_ADD as i32, BPF_AND as i32, BPF_OR as i32, BPF_XOR as i32];
+
+/// A bpftool-style listing: one line per instruction, `% 4d: ` index prefix,
+/// every line ending in `\n`. A `ld_imm64` prints once, at its first slot, and
+/// the index skips its second slot. Helper ids outside the kernel's table
+/// print as `unknown`; see [`listing_with`].
+pub fn listing(insns: &[Insn]) -> String {
+    listing_with(insns, no_helper_names)
+}
+
+/// [`listing`] with a helper-name resolver ([`skb_helper_name`] for
+/// converted socket filters).
+///
+/// Mirrors `dump_xlated_plain()` in tools/bpf/bpftool/xlated_dumper.c
+/// (Linux 6.18) without the `opcodes` byte dump.
+///
+/// # Deviations
+/// - Calls print through [`format_insn_with`], not bpftool's `print_call()`
+///   (which resolves kernel addresses of JITed programs).
+pub fn listing_with(insns: &[Insn], helper_name: HelperNameFn) -> String {
+    let mut out = String::new();
+    let mut pc = 0;
+    while let Some(insn) = insns.get(pc) {
+        let next = insns.get(pc + 1);
+        let _ = writeln!(out, "{pc:4}: {}", format_insn_with(insn, next, helper_name));
+        pc += if insn.code == LD_IMM64 { 2 } else { 1 };
+    }
+    out
+}
+
+/// `bpf_alu_string[]`, indexed by `BPF_OP(code) >> 4`; `(null)` where the
+/// kernel table has a hole.
+fn alu_string(op: u8) -> &'static str {
+    match op {
+        0x00 => "+=",
+        0x10 => "-=",
+        0x20 => "*=",
+        0x30 => "/=",
+        0x40 => "|=",
+        0x50 => "&=",
+        0x60 => "<<=",
+        0x70 => ">>=",
+        0x80 => "neg",
+        0x90 => "%=",
+        0xa0 => "^=",
+        0xb0 => "=",
+        0xc0 => "s>>=",
+        0xd0 => "endian",
+        _ => "(null)",
+    }
+}
+
+/// `bpf_atomic_alu_string[]`, indexed by `BPF_OP(imm) >> 4`.
+fn atomic_alu_string(op: i32) -> &'static str {
+    match op & 0xf0 {
+        0x00 => "add",
+        0x50 => "and",
+        0x40 => "or",
+        0xa0 => "xor",
+        _ => "(null)",
+    }
+}
+
+/// `bpf_jmp_string[]`, indexed by `BPF_OP(code) >> 4`.
+fn jmp_string(op: u8) -> &'static str {
+    match op {
+        0x00 => "jmp",
+        0x10 => "==",
+        0x20 => ">",
+        0xa0 => "<",
+        0x30 => ">=",
+        0xb0 => "<=",
+        0x40 => "&",
+        0x50 => "!=",
+        0x60 => "s>",
+        0xc0 => "s<",
+        0x70 => "s>=",
+        0xd0 => "s<=",
+        0x80 => "call",
+        0x90 => "exit",
+        _ => "(null)",
+    }
+}
+
+/// `bpf_ldst_string[]`, indexed by `BPF_SIZE(code) >> 3`.
+fn ldst_string(code: u8) -> &'static str {
+    match code & 0x18 {
+        0x00 => "u32",
+        0x08 => "u16",
+        0x10 => "u8",
+        _ => "u64",
+    }
+}
+
+/// `bpf_ldsx_string[]`, indexed by `BPF_SIZE(code) >> 3` (see the deviation
+/// on `s64` in [`format_insn_with`]).
+fn ldsx_string(code: u8) -> &'static str {
+    match code & 0x18 {
+        0x00 => "s32",
+        0x08 => "s16",
+        0x10 => "s8",
+        _ => "s64",
+    }
+}
+
+/// `bpf_movsx_string[]`: the cast printed for `movsx`, by `off`.
+fn movsx_string(off: i16) -> &'static str {
+    match off {
+        8 => "(s8)",
+        16 => "(s16)",
+        _ => "(s32)",
+    }
+}
+
+/// `is_sdiv_smod()`.
+fn is_sdiv_smod(insn: &Insn) -> bool {
+    let op = insn.code & 0xf0;
+    (op == BPF_DIV || op == BPF_MOD) && insn.off == 1
+}
+
+/// `is_movsx()`.
+fn is_movsx(insn: &Insn) -> bool {
+    insn.code & 0xf0 == BPF_MOV && matches!(insn.off, 8 | 16 | 32)
+}
+
+/// `is_addr_space_cast()`.
+fn is_addr_space_cast(insn: &Insn) -> bool {
+    insn.code == (BPF_ALU64 | BPF_MOV | BPF_X) && insn.off == BPF_ADDR_SPACE_CAST
+}
+
+/// `__func_get_name()`: the name printed after `call`.
+fn func_get_name(insn: &Insn, helper_name: HelperNameFn) -> String {
+    if insn.src() == 0 {
+        if let Some(name) = kernel_helper_name(insn.imm) {
+            return name.to_owned();
+        }
+    }
+    if insn.src() != BPF_PSEUDO_CALL {
+        if let Some(name) = helper_name(insn.imm) {
+            return name.to_owned();
+        }
+    }
+    match insn.src() {
+        BPF_PSEUDO_CALL => format!("{:+}", insn.imm),
+        BPF_PSEUDO_KFUNC_CALL => "kernel-function".to_owned(),
+        _ => "unknown".to_owned(),
+    }
+}
+
+/// The body of [`format_insn_with`], writing into an empty `out` (the `BUG_`
+/// cases clear the opcode prefix). Cases in the kernel's order.
+fn write_insn(out: &mut String, insn: &Insn, next: Option<&Insn>, helper_name: HelperNameFn) -> std::fmt::Result {
+    let code = insn.code;
+    let class = insn.class();
+    let (dst, src, off, imm) = (insn.dst(), insn.src(), insn.off, insn.imm);
+    let op = code & 0xf0;
+    let mode = code & 0xe0;
+    write!(out, "({code:02x}) ")?;
+    if class == BPF_ALU || class == BPF_ALU64 {
+        let r = if class == BPF_ALU { 'w' } else { 'r' };
+        if op == BPF_END {
+            if class == BPF_ALU64 {
+                write!(out, "r{dst} = bswap{imm} r{dst}")
+            } else {
+                let dir = if code & BPF_X == BPF_TO_BE { "be" } else { "le" };
+                write!(out, "r{dst} = {dir}{imm} r{dst}")
+            }
+        } else if op == BPF_NEG {
+            write!(out, "{r}{dst} = -{r}{dst}")
+        } else if is_addr_space_cast(insn) {
+            let (dst_as, src_as) = ((imm as u32) >> 16, imm as u16);
+            write!(out, "r{dst} = addr_space_cast(r{src}, {dst_as}, {src_as})")
+        } else {
+            let op_str = if is_sdiv_smod(insn) {
+                if op == BPF_DIV {
+                    "s/="
+                } else {
+                    "s%="
+                }
+            } else {
+                alu_string(op)
+            };
+            if code & BPF_X == BPF_X {
+                let cast = if is_movsx(insn) { movsx_string(off) } else { "" };
+                write!(out, "{r}{dst} {op_str} {cast}{r}{src}")
+            } else {
+                write!(out, "{r}{dst} {op_str} {imm}")
+            }
+        }
+    } else if class == BPF_STX {
+        let size = ldst_string(code);
+        let bits = if code & 0x18 == BPF_DW { "64" } else { "" };
+        if mode == BPF_MEM {
+            write!(out, "*({size} *)(r{dst} {off:+}) = r{src}")
+        } else if mode == BPF_ATOMIC && ATOMIC_ALU_OPS.contains(&imm) {
+            let op_str = alu_string((imm & 0xf0) as u8);
+            write!(out, "lock *({size} *)(r{dst} {off:+}) {op_str} r{src}")
+        } else if mode == BPF_ATOMIC && ATOMIC_ALU_OPS.contains(&(imm & !BPF_FETCH)) && imm & BPF_FETCH != 0 {
+            let name = atomic_alu_string(imm);
+            write!(out, "r{src} = atomic{bits}_fetch_{name}(({size} *)(r{dst} {off:+}), r{src})")
+        } else if mode == BPF_ATOMIC && imm == BPF_CMPXCHG {
+            write!(out, "r0 = atomic{bits}_cmpxchg(({size} *)(r{dst} {off:+}), r0, r{src})")
+        } else if mode == BPF_ATOMIC && imm == BPF_XCHG {
+            write!(out, "r{src} = atomic{bits}_xchg(({size} *)(r{dst} {off:+}), r{src})")
+        } else if mode == BPF_ATOMIC && imm == BPF_LOAD_ACQ {
+            write!(out, "r{dst} = load_acquire(({size} *)(r{src} {off:+}))")
+        } else if mode == BPF_ATOMIC && imm == BPF_STORE_REL {
+            write!(out, "store_release(({size} *)(r{dst} {off:+}), r{src})")
+        } else {
+            out.clear();
+            write!(out, "BUG_{code:02x}")
+        }
+    } else if class == BPF_ST {
+        if mode == BPF_MEM {
+            write!(out, "*({} *)(r{dst} {off:+}) = {imm}", ldst_string(code))
+        } else if mode == BPF_NOSPEC {
+            write!(out, "nospec")
+        } else {
+            out.clear();
+            write!(out, "BUG_st_{code:02x}")
+        }
+    } else if class == BPF_LDX {
+        if mode != BPF_MEM && mode != BPF_MEMSX {
+            out.clear();
+            return write!(out, "BUG_ldx_{code:02x}");
+        }
+        let size = if mode == BPF_MEM { ldst_string(code) } else { ldsx_string(code) };
+        write!(out, "r{dst} = *({size} *)(r{src} {off:+})")
+    } else if class == BPF_LD {
+        if mode == BPF_ABS {
+            write!(out, "r0 = *({} *)skb[{imm}]", ldst_string(code))
+        } else if mode == BPF_IND {
+            write!(out, "r0 = *({} *)skb[r{src} + {imm}]", ldst_string(code))
+        } else if mode == BPF_IMM && code & 0x18 == BPF_DW {
+            match next {
+                Some(hi) => {
+                    let full = (u64::from(hi.imm as u32) << 32) | u64::from(imm as u32);
+                    write!(out, "r{dst} = {full:#x}")
+                }
+                None => write!(out, "BUG_ld_imm64_truncated"),
+            }
+        } else {
+            out.clear();
+            write!(out, "BUG_ld_{code:02x}")
+        }
+    } else {
+        // BPF_JMP or BPF_JMP32: the eight classes are exhausted here.
+        let r = if class == BPF_JMP32 { 'w' } else { 'r' };
+        if op == BPF_CALL {
+            let name = func_get_name(insn, helper_name);
+            if src == BPF_PSEUDO_CALL {
+                write!(out, "call pc{name}")
+            } else {
+                write!(out, "call {name}#{imm}")
+            }
+        } else if code == BPF_JMP | BPF_JA {
+            write!(out, "goto pc{off:+}")
+        } else if code == BPF_JMP | BPF_JCOND && src == BPF_MAY_GOTO {
+            write!(out, "may_goto pc{off:+}")
+        } else if code == BPF_JMP32 | BPF_JA {
+            write!(out, "gotol pc{imm:+}")
+        } else if code == BPF_JMP | BPF_EXIT {
+            write!(out, "exit")
+        } else if code & BPF_X == BPF_X {
+            write!(out, "if {r}{dst} {} {r}{src} goto pc{off:+}", jmp_string(op))
+        } else {
+            write!(out, "if {r}{dst} {} {:#x} goto pc{off:+}", jmp_string(op), imm as u32)
+        }
+    }
+}

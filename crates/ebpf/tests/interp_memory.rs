@@ -1,0 +1,166 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+//! Memory safety and limits: every region is bounds-checked, read-only
+//! regions refuse stores, the step budget stops loops, and arbitrary bytes
+//! never panic or hang.
+
+use ebpf::interp::{Access, ExecError, Input, Vm, CTX_BASE, MEM_BASE, PACKET_BASE, STACK_BASE};
+use ebpf::{Helpers, Insn, LoadOptions, Program, SkbContext, SkbMeta};
+use proptest::prelude::*;
+
+fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+    Insn::new(code, dst, src, off, imm)
+}
+const EXIT: Insn = Insn::new(0x95, 0, 0, 0, 0);
+
+fn load(p: &[Insn]) -> Program {
+    Program::load(p, &LoadOptions::default(), &Helpers::socket()).unwrap()
+}
+
+fn lddw(dst: u8, v: u64) -> [Insn; 2] {
+    [i(0x18, dst, 0, 0, v as u32 as i32), i(0, 0, 0, 0, (v >> 32) as u32 as i32)]
+}
+
+/// r1 = addr; r0 = *(u32 *)(r1 + off) (or a store when `store`).
+fn access(addr: u64, off: i16, store: bool) -> Program {
+    let mut p = lddw(1, addr).to_vec();
+    p.push(if store { i(0x62, 1, 0, off, 7) } else { i(0x61, 0, 1, off, 0) });
+    p.push(EXIT);
+    load(&p)
+}
+
+#[test]
+fn out_of_bounds_in_every_region_is_an_error() {
+    let skb = SkbContext::new(&[0u8; 20], &SkbMeta::default());
+    let mut mem = [0u8; 16];
+    let cases: [(u64, i16, usize); 6] = [
+        (CTX_BASE, 70, 72),   // skb ctx is 72 bytes: a 4-byte read at 70 crosses the end
+        (PACKET_BASE, 17, 20), // packet of 20
+        (STACK_BASE, -4, 0),  // below the stack
+        (STACK_BASE + 4096, 0, 0),
+        (MEM_BASE, 13, 16),
+        (0, 0, 0), // NULL
+    ];
+    for (base, off, _) in cases {
+        for store in [false, true] {
+            let prog = access(base, off, store);
+            let input = if base == MEM_BASE { Input::Memory(&mut mem) } else { Input::Skb(&skb) };
+            let err = Vm::new().run(&prog, input).unwrap_err();
+            assert!(matches!(err, ExecError::OutOfBounds { .. }), "{base:#x}+{off} store={store}: {err}");
+        }
+    }
+    // In-bounds neighbours succeed.
+    assert!(Vm::new().run(&access(CTX_BASE, 68, false), Input::Skb(&skb)).is_ok());
+    assert!(Vm::new().run(&access(PACKET_BASE, 16, false), Input::Skb(&skb)).is_ok());
+    assert!(Vm::new().run(&access(MEM_BASE, 12, true), Input::Memory(&mut mem)).is_ok());
+    assert_eq!(mem[12], 7);
+}
+
+#[test]
+fn context_and_packet_are_read_only() {
+    let skb = SkbContext::new(&[0u8; 20], &SkbMeta::default());
+    for base in [CTX_BASE, PACKET_BASE] {
+        let err = Vm::new().run(&access(base, 0, true), Input::Skb(&skb)).unwrap_err();
+        assert!(matches!(err, ExecError::ReadOnly { .. }), "{err}");
+    }
+    let data = [0u8; 64];
+    let err = Vm::new().run(&access(CTX_BASE, 0, true), Input::Ctx(&data)).unwrap_err();
+    assert!(matches!(err, ExecError::ReadOnly { .. }), "{err}");
+    // Atomics need a writable region too.
+    let mut p = lddw(1, CTX_BASE).to_vec();
+    p.extend([i(0xc3, 1, 2, 0, 0), EXIT]);
+    let err = Vm::new().run(&load(&p), Input::Ctx(&data)).unwrap_err();
+    assert!(matches!(err, ExecError::OutOfBounds { access: Access::Store, .. } | ExecError::ReadOnly { .. }), "{err}");
+}
+
+#[test]
+fn a_frame_cannot_reach_below_itself() {
+    // The main frame may use fp-512..fp, not fp-513.
+    let ok = load(&[i(0x72, 10, 0, -512, 1), i(0x71, 0, 10, -512, 0), EXIT]);
+    assert_eq!(Vm::new().run(&ok, Input::None).unwrap(), 1);
+    let bad = load(&[i(0x72, 10, 0, -513, 1), EXIT]);
+    assert!(matches!(Vm::new().run(&bad, Input::None).unwrap_err(), ExecError::OutOfBounds { .. }));
+}
+
+#[test]
+fn step_budget_stops_an_infinite_loop() {
+    let prog = load(&[i(0x07, 0, 0, 0, 1), i(0x05, 0, 0, -2, 0)]);
+    let mut vm = Vm::new();
+    vm.set_step_budget(10_000);
+    let err = vm.run(&prog, Input::None).unwrap_err();
+    assert!(matches!(err, ExecError::StepBudgetExceeded { budget: 10_000, .. }), "{err}");
+    // A fused compare chain inside the loop is counted too.
+    let prog = load(&[
+        i(0x15, 0, 0, 3, 100),
+        i(0x15, 0, 0, 2, 200),
+        i(0x15, 0, 0, 1, 300),
+        i(0x05, 0, 0, -4, 0),
+        EXIT,
+    ]);
+    assert!(prog.fused_chains() > 0);
+    assert!(matches!(vm.run(&prog, Input::None).unwrap_err(), ExecError::StepBudgetExceeded { .. }));
+}
+
+#[test]
+fn step_count_is_exact() {
+    let prog = load(&[i(0xb7, 0, 0, 0, 3), i(0x17, 0, 0, 0, 1), i(0x55, 0, 0, -2, 0), EXIT]);
+    let mut vm = Vm::new();
+    assert_eq!(vm.run(&prog, Input::None).unwrap(), 0);
+    assert_eq!(vm.executed(), 1 + 3 * 2 + 1);
+    vm.set_step_budget(7);
+    assert!(vm.run(&prog, Input::None).is_err());
+    vm.set_step_budget(8);
+    assert!(vm.run(&prog, Input::None).is_ok());
+}
+
+#[test]
+fn falling_off_the_end_is_an_error() {
+    let prog = load(&[i(0xb7, 0, 0, 0, 3)]);
+    assert!(matches!(Vm::new().run(&prog, Input::None).unwrap_err(), ExecError::FellOffEnd { .. }));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_bytes_never_panic_or_hang(words in proptest::collection::vec(any::<u64>(), 1..64), strict in any::<bool>()) {
+        let insns: Vec<Insn> = words.iter().map(|w| Insn::from_bytes(w.to_le_bytes())).collect();
+        let opts = LoadOptions { strict, ..LoadOptions::default() };
+        if let Ok(prog) = Program::load(&insns, &opts, &Helpers::socket().with(5, ebpf::helpers::conformance_helper_5)) {
+            let mut vm = Vm::new();
+            vm.set_step_budget(10_000);
+            let skb = SkbContext::new(&[0x45u8; 60], &SkbMeta::default());
+            let _ = vm.run(&prog, Input::Skb(&skb));
+            let mut buf = [0u8; 32];
+            let _ = vm.run(&prog, Input::Memory(&mut buf));
+            let _ = vm.run(&prog, Input::None);
+        }
+    }
+
+    #[test]
+    fn mostly_valid_programs_never_panic(ops in proptest::collection::vec(insn_strategy(), 1..48)) {
+        let insns: Vec<Insn> = ops.iter().map(|&(c, d, s, o, m)| Insn::new(c, d, s, o, m)).collect();
+        if let Ok(prog) = Program::load(&insns, &LoadOptions::default(), &Helpers::socket()) {
+            let mut vm = Vm::new();
+            vm.set_step_budget(5_000);
+            let skb = SkbContext::new(&[0x45u8; 60], &SkbMeta::default());
+            let _ = vm.run(&prog, Input::Skb(&skb));
+            let mut buf = [0u8; 32];
+            let _ = vm.run(&prog, Input::Memory(&mut buf));
+        }
+    }
+}
+
+const CODES: &[u8] = &[
+    0x04, 0x07, 0x0c, 0x0f, 0x14, 0x17, 0x1c, 0x1f, 0x24, 0x27, 0x2f, 0x34, 0x37, 0x3c, 0x3f, 0x44, 0x4f, 0x54, 0x5f,
+    0x64, 0x67, 0x6c, 0x6f, 0x74, 0x77, 0x7c, 0x84, 0x87, 0x94, 0x97, 0x9c, 0x9f, 0xa4, 0xaf, 0xb4, 0xb7, 0xbc, 0xbf,
+    0xc4, 0xc7, 0xcc, 0xcf, 0xd4, 0xdc, 0xd7, 0x05, 0x06, 0x15, 0x1d, 0x25, 0x2d, 0x35, 0x3d, 0x45, 0x4d, 0x55, 0x5d,
+    0x65, 0x6d, 0x75, 0x7d, 0xa5, 0xad, 0xb5, 0xbd, 0xc5, 0xcd, 0xd5, 0xdd, 0x16, 0x1e, 0x56, 0x5e, 0xc6, 0xce, 0x61,
+    0x69, 0x71, 0x79, 0x81, 0x89, 0x91, 0x62, 0x6a, 0x72, 0x7a, 0x63, 0x6b, 0x73, 0x7b, 0xc3, 0xdb, 0x20, 0x28, 0x30,
+    0x40, 0x48, 0x50, 0x85, 0x95,
+];
+const IMMS: &[i32] = &[0, 1, -1, 8, 16, 32, 64, 0xe1, 0xf1, 0x1001, i32::MIN, 5];
+
+/// Instructions drawn from valid opcodes and small fields, so most programs load.
+fn insn_strategy() -> impl Strategy<Value = (u8, u8, u8, i16, i32)> {
+    (prop::sample::select(CODES), 0u8..11, 0u8..11, -8i16..8, prop::sample::select(IMMS))
+}

@@ -1,0 +1,304 @@
+//! Benchmark primitives for the published tables: the cost of a system call
+//! under a stack of real seccomp filters, and the cost of attaching one.
+//!
+//! Filters are installed unmodified, in a forked child, so the numbers are
+//! the kernel's own (constant-action cache included).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use cbpf::Insn;
+
+use crate::sys::{self, Exit};
+use crate::KernelError;
+
+/// Timed runs per measurement; the median is reported.
+pub const REPEATS: usize = 5;
+/// A benchmark child may run this long before it is killed.
+const TIMEOUT: Duration = Duration::from_secs(300);
+/// Size of the zeroed buffer behind [`SyscallArg::ZeroedBuffer`].
+pub const BUFFER_LEN: usize = 256;
+
+/// One system call argument.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyscallArg {
+    /// This exact register value.
+    Value(u64),
+    /// A pointer to a zeroed, writable [`BUFFER_LEN`]-byte buffer (e.g. the
+    /// name argument of `fremovexattr` in the classic `syscall(199, ...)`
+    /// workload, which faults with a NULL pointer).
+    ZeroedBuffer,
+}
+
+/// Which clock timed the loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimingClock {
+    /// `CLOCK_THREAD_CPUTIME_ID`, read by the looping thread around the loop.
+    ThreadCpu,
+    /// Used when the filter stack kills or denies `clock_gettime` itself (as
+    /// filters that allow a single syscall do): the total CPU time of a child
+    /// looping 2N times minus that of one looping N times, both from
+    /// `wait4()`'s rusage (microsecond resolution), which cancels the fixed
+    /// cost of fork, filter install and exit. CPU time, like `ThreadCpu`, so
+    /// the load of other processes does not inflate it.
+    ChildCpuDifference,
+}
+
+/// Result of [`time_syscalls`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SyscallTiming {
+    /// Median over the repeats of the time per call.
+    pub per_call: Duration,
+    /// Time per call of each repeat, in run order.
+    pub samples: Vec<Duration>,
+    /// The clock used.
+    pub clock: TimingClock,
+}
+
+/// Times `iterations` calls of `syscall(nr, args)` in a forked child that
+/// first installs `filters` (oldest first, unmodified; an empty slice
+/// measures the unfiltered cost).
+///
+/// The loop runs five times after one warm-up; the median per-call
+/// time is returned. The child's result of the syscall is ignored, but a
+/// stack that kills it is an error ([`KernelError::BenchmarkKilled`]).
+pub fn time_syscalls(
+    filters: &[Vec<Insn>],
+    nr: i64,
+    args: [SyscallArg; 6],
+    iterations: u64,
+) -> Result<SyscallTiming, KernelError> {
+    crate::engine::seccomp_available()?;
+    let iterations = iterations.max(1);
+    let progs: Vec<Vec<libc::sock_filter>> = filters.iter().map(|f| to_sock_filters(f)).collect();
+    let mut buffer = Box::new([0_u8; BUFFER_LEN]);
+    let buffer_addr = buffer.as_mut_ptr() as u64;
+    let regs = args.map(|a| match a {
+        SyscallArg::Value(v) => v,
+        SyscallArg::ZeroedBuffer => buffer_addr,
+    });
+    match time_in_child(&progs, nr, regs, iterations)? {
+        Some(t) => Ok(t),
+        None => time_by_difference(&progs, nr, regs, iterations),
+    }
+}
+
+/// `Ok(None)`: the clock itself was unusable under the filters.
+fn time_in_child(
+    progs: &[Vec<libc::sock_filter>],
+    nr: i64,
+    regs: [u64; 6],
+    iterations: u64,
+) -> Result<Option<SyscallTiming>, KernelError> {
+    let clock_id = libc::CLOCK_THREAD_CPUTIME_ID;
+    // words[0] = clock worked once, [1] = setup errno, [2] = samples done,
+    // [3..] = nanoseconds of each run (warm-up first).
+    let shared =
+        sys::SharedWords::new(3 + REPEATS + 1).map_err(|errno| KernelError::Os { op: "mmap shared results", errno })?;
+    let words = shared.words();
+    let child = || -> i32 {
+        sys::harden_child(false);
+        if let Err(e) = setup(progs) {
+            put(words, 1, e as u64);
+            return EXIT_SETUP;
+        }
+        for run in 0..=REPEATS {
+            let Some(t0) = sys::clock_ns(clock_id) else {
+                return EXIT_CLOCK;
+            };
+            put(words, 0, 1);
+            for _ in 0..iterations {
+                // SAFETY: this child exists only to run this call; pointer
+                // arguments point at the live zeroed buffer.
+                std::hint::black_box(unsafe { sys::raw_syscall(nr, std::hint::black_box(regs)) });
+            }
+            let Some(t1) = sys::clock_ns(clock_id) else {
+                return EXIT_CLOCK;
+            };
+            put(words, 3 + run, t1.saturating_sub(t0));
+            put(words, 2, run as u64 + 1);
+        }
+        0
+    };
+    // SAFETY: the closure uses only async-signal-safe wrappers (prctl,
+    // seccomp, clock_gettime, syscall) and shared atomics prepared before.
+    let pid = unsafe { sys::fork_child(child) }.map_err(|errno| KernelError::Os { op: "fork", errno })?;
+    let exit = wait(pid)?;
+    let clock_ok = get(words, 0) == 1;
+    let done = get(words, 2) as usize;
+    if done < REPEATS + 1 {
+        match exit {
+            Exit::Code(EXIT_SETUP) => return Err(setup_error(get(words, 1) as i32)),
+            Exit::Code(EXIT_CLOCK) => return Ok(None),
+            Exit::Signal(_) if !clock_ok => return Ok(None),
+            Exit::Signal(signal) => return Err(KernelError::BenchmarkKilled { signal, nr }),
+            Exit::Code(code) => return Err(KernelError::ChildExit { code }),
+        }
+    }
+    // Completed: a death afterwards (the filter killing exit_group) is fine.
+    let samples: Vec<Duration> =
+        (1..=REPEATS).map(|run| Duration::from_nanos(get(words, 3 + run) / iterations)).collect();
+    Ok(Some(SyscallTiming { per_call: median(&samples), samples, clock: TimingClock::ThreadCpu }))
+}
+
+/// The [`TimingClock::ChildCpuDifference`] measurement.
+fn time_by_difference(
+    progs: &[Vec<libc::sock_filter>],
+    nr: i64,
+    regs: [u64; 6],
+    iterations: u64,
+) -> Result<SyscallTiming, KernelError> {
+    let mut samples = Vec::with_capacity(REPEATS);
+    for _ in 0..REPEATS {
+        let once = loop_cpu(progs, nr, regs, iterations)?;
+        let twice = loop_cpu(progs, nr, regs, iterations.saturating_mul(2))?;
+        let extra = twice.saturating_sub(once);
+        samples
+            .push(Duration::from_nanos(u64::try_from(extra.as_nanos() / u128::from(iterations)).unwrap_or(u64::MAX)));
+    }
+    Ok(SyscallTiming { per_call: median(&samples), samples, clock: TimingClock::ChildCpuDifference })
+}
+
+/// Total CPU time of a child that installs `progs` and loops `iterations`
+/// times, reading no clock itself.
+fn loop_cpu(
+    progs: &[Vec<libc::sock_filter>],
+    nr: i64,
+    regs: [u64; 6],
+    iterations: u64,
+) -> Result<Duration, KernelError> {
+    // words[0] = loop finished, [1] = setup errno.
+    let shared = sys::SharedWords::new(2).map_err(|errno| KernelError::Os { op: "mmap shared results", errno })?;
+    let words = shared.words();
+    let child = || -> i32 {
+        sys::harden_child(false);
+        if let Err(e) = setup(progs) {
+            put(words, 1, e as u64);
+            return EXIT_SETUP;
+        }
+        for _ in 0..iterations {
+            // SAFETY: this child exists only to run this call; pointer
+            // arguments point at the live zeroed buffer.
+            std::hint::black_box(unsafe { sys::raw_syscall(nr, std::hint::black_box(regs)) });
+        }
+        put(words, 0, 1);
+        0
+    };
+    // SAFETY: async-signal-safe closure (prctl, seccomp, the syscall, shared
+    // atomics), all data prepared before the fork.
+    let pid = unsafe { sys::fork_child(child) }.map_err(|errno| KernelError::Os { op: "fork", errno })?;
+    let reaped = match sys::wait_child_usage(pid, TIMEOUT) {
+        Ok(Some(r)) => r,
+        Ok(None) => {
+            sys::kill_child(pid);
+            return Err(KernelError::Timeout { timeout: TIMEOUT });
+        }
+        Err(errno) => {
+            sys::kill_child(pid);
+            return Err(KernelError::Os { op: "waitpid", errno });
+        }
+    };
+    if get(words, 0) == 1 {
+        // A death afterwards (the filter killing exit_group) is fine.
+        return Ok(reaped.cpu);
+    }
+    Err(match reaped.exit {
+        Exit::Code(EXIT_SETUP) => setup_error(get(words, 1) as i32),
+        Exit::Code(code) => KernelError::ChildExit { code },
+        Exit::Signal(signal) => KernelError::BenchmarkKilled { signal, nr },
+    })
+}
+
+/// Median wall time of `seccomp(SECCOMP_SET_MODE_FILTER)` attaching `filter`
+/// (after `PR_SET_NO_NEW_PRIVS`), over five fresh children, timed with
+/// `CLOCK_MONOTONIC` through the vDSO so the filter cannot interfere.
+pub fn attach_time(filter: &[Insn]) -> Result<Duration, KernelError> {
+    crate::engine::seccomp_available()?;
+    let prog = to_sock_filters(filter);
+    let mut samples = Vec::with_capacity(REPEATS);
+    for _ in 0..REPEATS {
+        // words[0] = ns, [1] = errno, [2] = done.
+        let shared = sys::SharedWords::new(3).map_err(|errno| KernelError::Os { op: "mmap shared results", errno })?;
+        let words = shared.words();
+        let child = || -> i32 {
+            sys::harden_child(false);
+            if let Err(e) = sys::set_no_new_privs() {
+                put(words, 1, e as u64);
+                return EXIT_SETUP;
+            }
+            let t0 = sys::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
+            if let Err(e) = sys::install_filter(&prog) {
+                put(words, 1, e as u64);
+                return EXIT_SETUP;
+            }
+            let t1 = sys::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
+            put(words, 0, t1.saturating_sub(t0));
+            put(words, 2, 1);
+            0
+        };
+        // SAFETY: async-signal-safe closure, as in time_in_child.
+        let pid = unsafe { sys::fork_child(child) }.map_err(|errno| KernelError::Os { op: "fork", errno })?;
+        let exit = wait(pid)?;
+        if get(words, 2) != 1 {
+            return Err(match exit {
+                Exit::Code(EXIT_SETUP) => setup_error(get(words, 1) as i32),
+                Exit::Code(code) => KernelError::ChildExit { code },
+                Exit::Signal(signal) => KernelError::ChildDied { signal },
+            });
+        }
+        samples.push(Duration::from_nanos(get(words, 0)));
+    }
+    Ok(median(&samples))
+}
+
+const EXIT_SETUP: i32 = 70;
+const EXIT_CLOCK: i32 = 72;
+
+fn setup(progs: &[Vec<libc::sock_filter>]) -> Result<(), i32> {
+    if progs.is_empty() {
+        return Ok(());
+    }
+    sys::set_no_new_privs()?;
+    for prog in progs {
+        sys::install_filter(prog)?;
+    }
+    Ok(())
+}
+
+fn setup_error(errno: i32) -> KernelError {
+    KernelError::Os { op: "install benchmark filters", errno }
+}
+
+fn wait(pid: i32) -> Result<Exit, KernelError> {
+    match sys::wait_child(pid, TIMEOUT) {
+        Ok(Some(exit)) => Ok(exit),
+        Ok(None) => {
+            sys::kill_child(pid);
+            Err(KernelError::Timeout { timeout: TIMEOUT })
+        }
+        Err(errno) => {
+            sys::kill_child(pid);
+            Err(KernelError::Os { op: "waitpid", errno })
+        }
+    }
+}
+
+pub(crate) fn to_sock_filters(filter: &[Insn]) -> Vec<libc::sock_filter> {
+    filter.iter().map(|i| libc::sock_filter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect()
+}
+
+fn put(words: &[AtomicU64], at: usize, value: u64) {
+    if let Some(w) = words.get(at) {
+        w.store(value, Ordering::SeqCst);
+    }
+}
+
+fn get(words: &[AtomicU64], at: usize) -> u64 {
+    words.get(at).map_or(0, |w| w.load(Ordering::SeqCst))
+}
+
+fn median(samples: &[Duration]) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+}

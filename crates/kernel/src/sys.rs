@@ -1,0 +1,497 @@
+//! Every `unsafe` operation of the crate, each behind a small safe (or
+//! narrowly `unsafe`) function with its `// SAFETY:` argument.
+//!
+//! Nothing outside this module calls libc directly: the engine, the
+//! benchmark and the dump are written against these wrappers.
+
+use std::sync::atomic::AtomicU64;
+use std::time::{Duration, Instant};
+
+/// `PTRACE_SECCOMP_GET_FILTER` (include/uapi/linux/ptrace.h); not in libc.
+const PTRACE_SECCOMP_GET_FILTER: libc::c_uint = 0x420c;
+
+/// The calling thread's `errno`.
+pub(crate) fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+/// A `MAP_SHARED` anonymous mapping of `len` zeroed 64-bit words, visible to
+/// the parent and to every child forked after it was made.
+///
+/// Children write their results here with plain atomic stores, which need no
+/// system call and so cannot be stopped by the filter under test.
+#[derive(Debug)]
+pub(crate) struct SharedWords {
+    ptr: *mut AtomicU64,
+    len: usize,
+}
+
+impl SharedWords {
+    pub(crate) fn new(len: usize) -> Result<Self, i32> {
+        let len = len.max(1);
+        let bytes = len.checked_mul(8).ok_or(libc::ENOMEM)?;
+        // SAFETY: an anonymous mapping at an address of the kernel's choice
+        // touches no existing memory; the result is checked for MAP_FAILED.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(errno());
+        }
+        Ok(SharedWords { ptr: ptr.cast(), len })
+    }
+
+    pub(crate) fn words(&self) -> &[AtomicU64] {
+        // SAFETY: `ptr` is a live, page-aligned mapping of `len * 8` bytes,
+        // zero-filled by the kernel (a valid AtomicU64 bit pattern); it is
+        // unmapped only in Drop, which needs `&mut self`, so no borrow
+        // outlives it. Cross-process sharing is sound for atomics.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for SharedWords {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the region mapped in `new`; no reference
+        // into it can exist because `words()` borrows `self`.
+        unsafe {
+            libc::munmap(self.ptr.cast(), self.len * 8);
+        }
+    }
+}
+
+/// How a child ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Exit {
+    Code(i32),
+    Signal(i32),
+}
+
+/// Forks; the child runs `child` and `_exit`s with its return value.
+///
+/// # Safety
+///
+/// The caller may be multi-threaded, so `child` must be async-signal-safe:
+/// no allocation, no locks, no panics, no stdio. Everything it needs must be
+/// prepared before the call.
+pub(crate) unsafe fn fork_child(child: impl FnOnce() -> i32) -> Result<i32, i32> {
+    // SAFETY: fork has no memory-safety preconditions of its own; what the
+    // child may do afterwards is this function's documented contract.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(errno());
+    }
+    if pid == 0 {
+        let code = child();
+        // SAFETY: _exit ends the child without running the parent's atexit
+        // handlers or destructors, which must not run twice.
+        unsafe { libc::_exit(code) }
+    }
+    Ok(pid)
+}
+
+fn decode_status(status: i32) -> Exit {
+    if libc::WIFSIGNALED(status) {
+        Exit::Signal(libc::WTERMSIG(status))
+    } else {
+        Exit::Code(libc::WEXITSTATUS(status))
+    }
+}
+
+/// How a child ended and the CPU time (user + system) it used in total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Reaped {
+    pub(crate) exit: Exit,
+    pub(crate) cpu: Duration,
+}
+
+fn timeval(tv: libc::timeval) -> Duration {
+    Duration::from_secs(u64::try_from(tv.tv_sec).unwrap_or(0))
+        + Duration::from_micros(u64::try_from(tv.tv_usec).unwrap_or(0))
+}
+
+/// Non-blocking reap: `Some(..)` once the child has ended.
+fn try_reap(pid: i32) -> Result<Option<Reaped>, i32> {
+    let mut status = 0;
+    // SAFETY: all-zero is a valid rusage.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `status` and `usage` are valid out-pointers for the call.
+    let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+    match r {
+        0 => Ok(None),
+        r if r == pid => {
+            Ok(Some(Reaped { exit: decode_status(status), cpu: timeval(usage.ru_utime) + timeval(usage.ru_stime) }))
+        }
+        _ => Err(errno()),
+    }
+}
+
+/// Waits up to `timeout` for child `pid`; `Ok(None)` on timeout (the child is
+/// then still running and must be killed by the caller).
+pub(crate) fn wait_child(pid: i32, timeout: Duration) -> Result<Option<Exit>, i32> {
+    wait_child_usage(pid, timeout).map(|r| r.map(|r| r.exit))
+}
+
+/// [`wait_child`] that also reports the child's CPU time.
+pub(crate) fn wait_child_usage(pid: i32, timeout: Duration) -> Result<Option<Reaped>, i32> {
+    let deadline = Instant::now() + timeout;
+    // SAFETY: pidfd_open takes two integers and returns a new descriptor or -1.
+    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let pidfd = i32::try_from(pidfd).unwrap_or(-1);
+    let result = loop {
+        match try_reap(pid) {
+            Ok(Some(exit)) => break Ok(Some(exit)),
+            Ok(None) => {}
+            Err(e) => break Err(e),
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break Ok(None);
+        }
+        if pidfd >= 0 {
+            let mut pfd = libc::pollfd { fd: pidfd, events: libc::POLLIN, revents: 0 };
+            let ms = i32::try_from(left.as_millis().saturating_add(1)).unwrap_or(i32::MAX);
+            // SAFETY: one valid pollfd for the call's duration.
+            unsafe { libc::poll(&mut pfd, 1, ms) };
+        } else {
+            std::thread::sleep(left.min(Duration::from_millis(1)));
+        }
+    };
+    if pidfd >= 0 {
+        // SAFETY: closes the descriptor opened above, exactly once.
+        unsafe { libc::close(pidfd) };
+    }
+    result
+}
+
+/// SIGKILLs child `pid` and reaps it.
+pub(crate) fn kill_child(pid: i32) {
+    // SAFETY: signals and reaps our own child; the pid cannot be recycled
+    // before the waitpid below reaps it.
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+        let mut status = 0;
+        libc::waitpid(pid, &mut status, 0);
+    }
+}
+
+/// In a child: die with the parent, never dump core (a seccomp kill of the
+/// last thread would otherwise produce one per killed input).
+/// Async-signal-safe.
+pub(crate) fn harden_child(dumpable: bool) {
+    let no_core = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: plain integer/pointer arguments valid for the calls' duration.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        libc::setrlimit(libc::RLIMIT_CORE, &no_core);
+        if !dumpable {
+            libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0);
+        }
+    }
+}
+
+/// `prctl(PR_SET_NO_NEW_PRIVS, 1)`. Async-signal-safe.
+pub(crate) fn set_no_new_privs() -> Result<(), i32> {
+    // SAFETY: integer arguments only.
+    let r = unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// `seccomp(SECCOMP_SET_MODE_FILTER, 0, prog)`. Async-signal-safe.
+pub(crate) fn install_filter(prog: &[libc::sock_filter]) -> Result<(), i32> {
+    let len = u16::try_from(prog.len()).map_err(|_| libc::EINVAL)?;
+    let fprog = libc::sock_fprog { len, filter: prog.as_ptr().cast_mut() };
+    // SAFETY: `fprog` points at `len` initialised sock_filter entries that
+    // outlive the call; the kernel only reads them.
+    let r = unsafe {
+        libc::syscall(libc::SYS_seccomp, libc::SECCOMP_SET_MODE_FILTER, 0, &fprog as *const libc::sock_fprog)
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// `seccomp(SECCOMP_GET_ACTION_AVAIL, 0, &action)`: `Ok` when filter mode
+/// and `action` are supported.
+pub(crate) fn action_available(action: u32) -> Result<(), i32> {
+    // SAFETY: points at a live u32 the kernel only reads.
+    let r = unsafe { libc::syscall(libc::SYS_seccomp, libc::SECCOMP_GET_ACTION_AVAIL, 0, &action as *const u32) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// A raw system call with six register arguments. Async-signal-safe.
+///
+/// # Safety
+///
+/// An arbitrary system call can do anything to this process (unmap memory,
+/// close descriptors): call it only in a forked child that exists to run it,
+/// with pointer arguments that point at live buffers.
+pub(crate) unsafe fn raw_syscall(nr: i64, a: [u64; 6]) -> i64 {
+    // SAFETY: forwarded to the caller, see above.
+    unsafe { libc::syscall(nr, a[0], a[1], a[2], a[3], a[4], a[5]) }
+}
+
+/// `clock_gettime(clock)` in nanoseconds, `None` if the call failed.
+/// Async-signal-safe.
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid out-pointer.
+    let r = unsafe { libc::clock_gettime(clock, &mut ts) };
+    if r != 0 {
+        return None;
+    }
+    let secs = u64::try_from(ts.tv_sec).ok()?;
+    let nanos = u64::try_from(ts.tv_nsec).ok()?;
+    Some(secs.saturating_mul(1_000_000_000).saturating_add(nanos))
+}
+
+/// Blocks until a signal arrives. Async-signal-safe.
+pub(crate) fn pause() {
+    // SAFETY: no arguments.
+    unsafe { libc::pause() };
+}
+
+/// `getpid()`.
+pub(crate) fn getpid() -> i32 {
+    // SAFETY: no arguments, cannot fail.
+    unsafe { libc::getpid() }
+}
+
+/// The ptrace requests the dump needs, on one tracee.
+pub(crate) mod ptrace {
+    use super::{errno, PTRACE_SECCOMP_GET_FILTER};
+
+    fn request(req: libc::c_uint, pid: i32, addr: usize, data: *mut libc::c_void) -> Result<i64, i32> {
+        // SAFETY: `data` is either null or a buffer the caller sized for the
+        // request (see get_filter); the other requests take no pointer.
+        let r = unsafe { libc::ptrace(req, pid, addr as *mut libc::c_void, data) };
+        if r < 0 {
+            Err(errno())
+        } else {
+            Ok(r)
+        }
+    }
+
+    pub(crate) fn seize(pid: i32) -> Result<(), i32> {
+        request(libc::PTRACE_SEIZE, pid, 0, std::ptr::null_mut()).map(|_| ())
+    }
+
+    pub(crate) fn interrupt(pid: i32) -> Result<(), i32> {
+        request(libc::PTRACE_INTERRUPT, pid, 0, std::ptr::null_mut()).map(|_| ())
+    }
+
+    pub(crate) fn detach(pid: i32) -> Result<(), i32> {
+        request(libc::PTRACE_DETACH, pid, 0, std::ptr::null_mut()).map(|_| ())
+    }
+
+    /// Length of filter `index` (buffer `None`) or copy it into `buf`,
+    /// which must hold at least the length returned before.
+    pub(crate) fn get_filter(pid: i32, index: usize, buf: Option<&mut [libc::sock_filter]>) -> Result<usize, i32> {
+        let data = match buf {
+            Some(b) => b.as_mut_ptr().cast(),
+            None => std::ptr::null_mut(),
+        };
+        let n = request(PTRACE_SECCOMP_GET_FILTER, pid, index, data)?;
+        usize::try_from(n).map_err(|_| libc::EINVAL)
+    }
+
+    /// Waits (non-blocking) for a ptrace stop of `pid`: `Ok(Some(true))`
+    /// stopped, `Ok(Some(false))` the process ended, `Ok(None)` not yet.
+    pub(crate) fn poll_stop(pid: i32) -> Result<Option<bool>, i32> {
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, libc::__WALL | libc::WNOHANG) };
+        match r {
+            0 => Ok(None),
+            r if r == pid => Ok(Some(libc::WIFSTOPPED(status))),
+            _ => Err(errno()),
+        }
+    }
+}
+
+/// An executable page holding the two entry stubs whose `syscall` and
+/// `int 0x80` instructions sit at fixed offsets, so the
+/// `instruction_pointer` the kernel reports for them is known exactly.
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod stub {
+    use super::errno;
+
+    /// Where we ask for the page: the address the kernel-checked vectors in
+    /// testdata/filters were recorded with, so their `ip` is reproduced.
+    pub(crate) const PREFERRED_BASE: usize = 0x5ec0_0000_0000;
+    /// Offset of the 2-byte `syscall` instruction (ip = base + 0x19).
+    pub(crate) const SYSCALL_OFFSET: usize = 0x17;
+    /// Offset of the 2-byte `int 0x80` instruction (ip = base + 0x11a).
+    pub(crate) const INT80_OFFSET: usize = 0x118;
+    const SYSCALL_ENTRY: usize = 0x40;
+    const INT80_ENTRY: usize = 0x140;
+    const PAGE: usize = 4096;
+    const MAP_FIXED_NOREPLACE: libc::c_int = 0x10_0000;
+
+    /// `syscall; ret` at SYSCALL_OFFSET.
+    const SYSCALL_TAIL: [u8; 3] = [0x0f, 0x05, 0xc3];
+    /// At SYSCALL_ENTRY, `rdi` = &StubArgs: load rax, rsi, rdx, r10, r8, r9,
+    /// then rdi last, and jump back to the `syscall` at 0x17.
+    const SYSCALL_HEAD: [u8; 29] = [
+        0x48, 0x8b, 0x07, // mov rax, [rdi]
+        0x48, 0x8b, 0x77, 0x10, // mov rsi, [rdi+0x10]
+        0x48, 0x8b, 0x57, 0x18, // mov rdx, [rdi+0x18]
+        0x4c, 0x8b, 0x57, 0x20, // mov r10, [rdi+0x20]
+        0x4c, 0x8b, 0x47, 0x28, // mov r8,  [rdi+0x28]
+        0x4c, 0x8b, 0x4f, 0x30, // mov r9,  [rdi+0x30]
+        0x48, 0x8b, 0x7f, 0x08, // mov rdi, [rdi+0x08]
+        0xeb, 0xba, // jmp 0x17 (0x5d - 0x46)
+    ];
+    /// `int 0x80; pop rbp; pop rbx; ret` at INT80_OFFSET.
+    const INT80_TAIL: [u8; 5] = [0xcd, 0x80, 0x5d, 0x5b, 0xc3];
+    /// At INT80_ENTRY: save rbx/rbp (callee-saved), load the 32-bit
+    /// registers eax, ebx, ecx, edx, esi, ebp, edi (zero-extending), jump to
+    /// the `int 0x80` at 0x118.
+    const INT80_HEAD: [u8; 24] = [
+        0x53, // push rbx
+        0x55, // push rbp
+        0x8b, 0x07, // mov eax, [rdi]
+        0x8b, 0x5f, 0x08, // mov ebx, [rdi+0x08]
+        0x8b, 0x4f, 0x10, // mov ecx, [rdi+0x10]
+        0x8b, 0x57, 0x18, // mov edx, [rdi+0x18]
+        0x8b, 0x77, 0x20, // mov esi, [rdi+0x20]
+        0x8b, 0x6f, 0x30, // mov ebp, [rdi+0x30]
+        0x8b, 0x7f, 0x28, // mov edi, [rdi+0x28]
+        0xeb, 0xc0, // jmp 0x118 (0x158 - 0x40)
+    ];
+
+    /// Register image for one stub call: `nr` then the six arguments.
+    #[derive(Debug, Clone, Copy, Default)]
+    #[repr(C)]
+    pub(crate) struct StubArgs {
+        pub(crate) nr: u64,
+        pub(crate) args: [u64; 6],
+    }
+
+    /// Which entry path (and so which `seccomp_data.arch`) to use.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub(crate) enum Entry {
+        /// `syscall`: x86_64, and x32 numbers.
+        Syscall,
+        /// `int 0x80`: i386 (needs IA32 emulation).
+        Int80,
+    }
+
+    /// The mapped stub page. Never unmapped: children inherit it.
+    #[derive(Debug)]
+    pub(crate) struct StubPage {
+        base: usize,
+    }
+
+    impl StubPage {
+        /// Maps the page at PREFERRED_BASE if free, else anywhere.
+        pub(crate) fn map() -> Result<Self, i32> {
+            let base = map_page(PREFERRED_BASE as *mut libc::c_void, MAP_FIXED_NOREPLACE)
+                .or_else(|_| map_page(std::ptr::null_mut(), 0))?;
+            let mut page = [0xcc_u8; PAGE]; // int3 everywhere else
+            let pieces: [(usize, &[u8]); 4] = [
+                (SYSCALL_OFFSET, &SYSCALL_TAIL),
+                (SYSCALL_ENTRY, &SYSCALL_HEAD),
+                (INT80_OFFSET, &INT80_TAIL),
+                (INT80_ENTRY, &INT80_HEAD),
+            ];
+            for (at, bytes) in pieces {
+                let end = at + bytes.len();
+                if let Some(dst) = page.get_mut(at..end) {
+                    dst.copy_from_slice(bytes);
+                }
+            }
+            // SAFETY: `base` is a fresh private RW mapping of PAGE bytes that
+            // nothing else references; then it is made read+execute only.
+            let r = unsafe {
+                std::ptr::copy_nonoverlapping(page.as_ptr(), base as *mut u8, PAGE);
+                libc::mprotect(base as *mut libc::c_void, PAGE, libc::PROT_READ | libc::PROT_EXEC)
+            };
+            if r != 0 {
+                return Err(errno());
+            }
+            Ok(StubPage { base })
+        }
+
+        /// The `instruction_pointer` seccomp sees for the `syscall` stub.
+        pub(crate) fn syscall_ip(&self) -> u64 {
+            (self.base + SYSCALL_OFFSET + 2) as u64
+        }
+
+        /// The `instruction_pointer` seccomp sees for the `int 0x80` stub.
+        pub(crate) fn int80_ip(&self) -> u64 {
+            (self.base + INT80_OFFSET + 2) as u64
+        }
+
+        /// Issues one system call from the stub; returns the raw `rax`
+        /// (for `int 0x80`, the sign-extended `eax`). Async-signal-safe.
+        ///
+        /// # Safety
+        ///
+        /// The system call runs for real unless a filter stops it: call only
+        /// in a forked child whose installed filter answers every call from
+        /// the stub with an ERRNO or a kill (as the engine's rewrite does).
+        pub(crate) unsafe fn call(&self, entry: Entry, args: &StubArgs) -> i64 {
+            let at = match entry {
+                Entry::Syscall => SYSCALL_ENTRY,
+                Entry::Int80 => INT80_ENTRY,
+            };
+            // SAFETY: the page holds, at `at`, a complete function following
+            // the SysV C ABI (takes a pointer in rdi, returns in rax, saves
+            // rbx/rbp, touches only caller-saved registers otherwise; the
+            // kernel's syscall path clobbers only rcx/r11). The page stays
+            // mapped for the life of the process.
+            let raw = unsafe {
+                let f: extern "C" fn(*const StubArgs) -> i64 = std::mem::transmute(self.base + at);
+                f(args)
+            };
+            match entry {
+                Entry::Syscall => raw,
+                Entry::Int80 => i64::from(raw as i32),
+            }
+        }
+    }
+
+    fn map_page(hint: *mut libc::c_void, extra: libc::c_int) -> Result<usize, i32> {
+        // SAFETY: an anonymous private mapping; with MAP_FIXED_NOREPLACE the
+        // kernel refuses rather than replace an existing mapping.
+        let p = unsafe {
+            libc::mmap(
+                hint,
+                PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | extra,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(errno());
+        }
+        if extra != 0 && p != hint {
+            // An old kernel ignoring the flag placed it elsewhere: fine, but
+            // we only keep the page we asked for on this path.
+            // SAFETY: unmaps the page just mapped.
+            unsafe { libc::munmap(p, PAGE) };
+            return Err(libc::EEXIST);
+        }
+        Ok(p as usize)
+    }
+}

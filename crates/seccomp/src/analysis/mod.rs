@@ -1,0 +1,189 @@
+//! Constant-action analysis of seccomp filters.
+//!
+//! For one arch and one syscall number, which action does a filter return?
+//! Either the same value for every argument and instruction pointer (a
+//! *constant* action, a promise), or a value that depends on some of them.
+//! [`analyze`] answers for a list of numbers; [`explain`] turns the answers
+//! into a policy (per action: the numbers that always get it, and the
+//! conditions under which the others do); [`audit`] looks for common
+//! mistakes (no arch check, x32 bypass, default allow, ...).
+//!
+//! # How
+//!
+//! The validated, rewritten program ([`cbpf::Program::insns`]) runs on an
+//! abstract machine where `nr` and `arch` are concrete and every other
+//! `struct seccomp_data` half (`ip.lo/hi`, `args[i].lo/hi`) is symbolic.
+//! Each of A, X and `M[0..16]` is a known `u32`, exactly one field, or "some
+//! value computed from these fields". Arithmetic on known values is exact
+//! (the converted eBPF's semantics: wrapping 32-bit, shift amounts masked to
+//! 5 bits, division by zero returns 0); a branch on a known value goes one
+//! way, on anything else both ways.
+//!
+//! 1. A forward data-flow pass (jumps only go forward, so one pass in pc
+//!    order is the fixpoint) joins the states of paths that meet. It is
+//!    linear in the program and settles almost every (arch, nr).
+//! 2. When it cannot promise a constant, a path-sensitive exploration
+//!    follows each feasible path separately, remembering what the branches
+//!    taken imply about each field (`args[0].lo == 5` on this path, so a
+//!    later `args[0].lo == 6` is false). It has a step budget; when the
+//!    budget runs out the data-flow answer stands.
+//!
+//! Both are sound: a [`ActionResult::Constant`] is returned only if every
+//! path the real program can take for that (arch, nr) returns that value.
+//! When in doubt the answer is [`ActionResult::Depends`].
+//!
+//! The analysis never reads [`cbpf::Program::original`]; the kernel's own,
+//! much weaker, constant-action emulator is [`crate::cache`].
+
+mod audit;
+mod dataflow;
+mod domain;
+mod explain;
+mod paths;
+
+pub use audit::{audit, Finding, FindingKind, Severity, SIBLINGS_X86_64};
+pub use domain::{Field, FieldSet};
+pub use explain::{explain, ActionRules, NrPaths, Policy};
+pub use paths::{Cond, Operand, Relation};
+
+use cbpf::{Mode, Op, Program};
+
+use dataflow::Dataflow;
+use domain::{Env, Step, Val};
+use paths::{explore, Limits};
+
+/// Why a program cannot be analysed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AnalysisError {
+    /// The program was validated as a socket filter; the analysis needs the
+    /// seccomp rewrite (loads from `struct seccomp_data`).
+    #[error("program was validated in {mode} mode; the analysis needs a seccomp filter")]
+    NotSeccomp { mode: Mode },
+}
+
+/// What a filter returns for one (arch, nr).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ActionResult {
+    /// Exactly this value, whatever the arguments and instruction pointer.
+    Constant(u32),
+    /// Not provably constant; the value may depend on these fields
+    /// (`ip.lo/hi`, `args[i].lo/hi`), in [`Field::index`] order.
+    Depends(Vec<Field>),
+}
+
+/// The result for one syscall number.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Entry {
+    pub nr: u32,
+    pub result: ActionResult,
+}
+
+/// Instructions a path-sensitive refinement may execute for one (arch, nr)
+/// before the data-flow answer is kept.
+const REFINE_STEPS: usize = 1 << 20;
+
+/// Reusable analysis state for one program.
+#[derive(Debug)]
+pub struct Analyzer {
+    ops: Vec<Option<Op>>,
+    flow: Dataflow,
+}
+
+impl Analyzer {
+    /// Prepares `prog` (decoded once, buffers reused across calls).
+    pub fn new(prog: &Program) -> Result<Self, AnalysisError> {
+        if prog.mode() != Mode::Seccomp {
+            return Err(AnalysisError::NotSeccomp { mode: prog.mode() });
+        }
+        Ok(Analyzer { ops: prog.insns().iter().map(|i| i.op()).collect(), flow: Dataflow::default() })
+    }
+
+    /// What the filter returns for `nr` on `arch`.
+    pub fn result(&mut self, arch: u32, nr: u32) -> ActionResult {
+        let env = Env { nr: Some(nr), arch: Some(arch), layout_arch: arch };
+        let summary = self.flow.run(&self.ops, &env);
+        if let Some(v) = summary.constant() {
+            return ActionResult::Constant(v);
+        }
+        let mut returns: Vec<u32> = Vec::new();
+        let mut computed = false;
+        let mut deps = domain::FieldSet::EMPTY;
+        let limits = Limits { max_steps: REFINE_STEPS, max_paths: usize::MAX };
+        let complete = explore(&self.ops, &env, false, limits, |end| {
+            deps = deps.union(end.deps);
+            match end.ret {
+                Val::Known(v) if !returns.contains(&v) => returns.push(v),
+                Val::Known(_) => {}
+                _ => computed = true,
+            }
+        });
+        if !complete {
+            return ActionResult::Depends(summary.deps.to_vec());
+        }
+        match returns.as_slice() {
+            [v] if !computed => ActionResult::Constant(*v),
+            _ => ActionResult::Depends(deps.to_vec()),
+        }
+    }
+
+    /// The decoded program.
+    fn ops(&self) -> &[Option<Op>] {
+        &self.ops
+    }
+
+    /// Runs the data-flow pass under `env`, then calls `f` with every
+    /// reachable instruction's pc, entry state and step.
+    fn for_each_step(&mut self, env: &Env, mut f: impl FnMut(usize, &domain::State, Step)) {
+        self.flow.run(&self.ops, env);
+        for (pc, op) in self.ops.iter().enumerate() {
+            let Some(state) = self.flow.state_at(pc) else { continue };
+            let mut after = *state;
+            let step = domain::step(pc, *op, &mut after, env);
+            f(pc, state, step);
+        }
+    }
+
+    /// Every constant `k` that a reachable conditional jump compares the
+    /// field `field` itself against (`jeq/jgt/jge/jset`, either operand
+    /// order), with the other field of (`nr`, `arch`) fixed by `env`.
+    fn compared_constants(&mut self, env: &Env, field: Field) -> Vec<u32> {
+        let mut out = Vec::new();
+        self.for_each_step(env, |_, _, step| {
+            if let Step::Branch { cmp, .. } = step {
+                match (cmp.lhs, cmp.rhs) {
+                    (Val::Exact(f), Val::Known(k)) | (Val::Known(k), Val::Exact(f)) if f == field => out.push(k),
+                    _ => {}
+                }
+            }
+        });
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+}
+
+/// What `prog` returns for each of `nrs` on `arch`, in the order given.
+///
+/// Fast enough for whole syscall tables: one linear data-flow pass per
+/// number, plus a budgeted path exploration for the numbers it cannot settle.
+pub fn analyze(prog: &Program, arch: u32, nrs: impl IntoIterator<Item = u32>) -> Result<Vec<Entry>, AnalysisError> {
+    let mut analyzer = Analyzer::new(prog)?;
+    Ok(nrs.into_iter().map(|nr| Entry { nr, result: analyzer.result(arch, nr) }).collect())
+}
+
+/// Every constant the filter compares `nr` itself against on `arch`
+/// (ascending): the numbers outside a syscall table that still deserve an
+/// entry (FORMATS.md §3). Comparisons of a value computed from `nr` (say
+/// `nr & 0x3fffffff`) are not listed.
+pub fn compared_nrs(prog: &Program, arch: u32) -> Result<Vec<u32>, AnalysisError> {
+    let mut analyzer = Analyzer::new(prog)?;
+    Ok(analyzer.compared_constants(&Env { nr: None, arch: Some(arch), layout_arch: arch }, Field::Nr))
+}
+
+/// Every constant the filter compares `arch` against (ascending): the
+/// arches it handles explicitly.
+pub fn compared_arches(prog: &Program) -> Result<Vec<u32>, AnalysisError> {
+    let mut analyzer = Analyzer::new(prog)?;
+    Ok(analyzer.compared_constants(&Env { nr: None, arch: None, layout_arch: 0 }, Field::Arch))
+}

@@ -1,0 +1,401 @@
+//! Path-sensitive exploration: follows every feasible path of the program
+//! separately, keeping what the branches taken so far say about each field
+//! ([`Facts`]), so correlated tests (`args[0] == 5` checked twice) do not
+//! produce impossible paths. Exponential in the worst case, hence a step
+//! budget; callers fall back to the data-flow result when it runs out.
+
+use cbpf::{JmpOp, Op, Pc};
+
+use super::domain::{step, Cmp, Env, Field, FieldSet, State, Step, Val, DIV_BY_ZERO_RET};
+
+/// Number of fields tracked.
+const FIELDS: usize = 16;
+
+/// What the branches along one path imply about the (unchanging) fields of
+/// `struct seccomp_data`. Every fact is a true statement about the input on
+/// that path; decisions drawn from them are therefore sound.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Facts {
+    min: [u32; FIELDS],
+    max: [u32; FIELDS],
+    ones: [u32; FIELDS],
+    zeros: [u32; FIELDS],
+    not_equal: Vec<(Field, u32)>,
+}
+
+impl Default for Facts {
+    fn default() -> Self {
+        Facts {
+            min: [0; FIELDS],
+            max: [u32::MAX; FIELDS],
+            ones: [0; FIELDS],
+            zeros: [0; FIELDS],
+            not_equal: Vec::new(),
+        }
+    }
+}
+
+impl Facts {
+    fn idx(f: Field) -> usize {
+        (f.index() as usize).min(FIELDS - 1)
+    }
+
+    fn get(&self, f: Field) -> (u32, u32, u32, u32) {
+        let i = Facts::idx(f);
+        let pick = |a: &[u32; FIELDS], d: u32| a.get(i).copied().unwrap_or(d);
+        (pick(&self.min, 0), pick(&self.max, u32::MAX), pick(&self.ones, 0), pick(&self.zeros, 0))
+    }
+
+    fn set(&mut self, f: Field, (min, max, ones, zeros): (u32, u32, u32, u32)) {
+        let i = Facts::idx(f);
+        for (arr, v) in [(&mut self.min, min), (&mut self.max, max), (&mut self.ones, ones), (&mut self.zeros, zeros)]
+        {
+            if let Some(slot) = arr.get_mut(i) {
+                *slot = v;
+            }
+        }
+    }
+
+    /// Could field `f` hold `v`?
+    fn admits(&self, f: Field, v: u32) -> bool {
+        let (min, max, ones, zeros) = self.get(f);
+        (min..=max).contains(&v) && v & ones == ones && v & zeros == 0 && !self.not_equal.contains(&(f, v))
+    }
+
+    /// The outcome of `f OP k` if the facts decide it.
+    fn decide_field(&self, f: Field, op: JmpOp, k: u32) -> Option<bool> {
+        let (min, max, ones, zeros) = self.get(f);
+        if min == max {
+            return Some(op.eval(min, k));
+        }
+        match op {
+            JmpOp::Jeq => (!self.admits(f, k)).then_some(false),
+            JmpOp::Jgt if min > k => Some(true),
+            JmpOp::Jgt if max <= k => Some(false),
+            JmpOp::Jge if min >= k => Some(true),
+            JmpOp::Jge if max < k => Some(false),
+            JmpOp::Jset if ones & k != 0 => Some(true),
+            JmpOp::Jset if k & !zeros == 0 => Some(false),
+            _ => None,
+        }
+    }
+
+    /// Records that `f OP k` came out `holds`; false if that is impossible.
+    fn assume_field(&mut self, f: Field, op: JmpOp, k: u32, holds: bool) -> bool {
+        if let Some(known) = self.decide_field(f, op, k) {
+            return known == holds;
+        }
+        let (mut min, mut max, mut ones, mut zeros) = self.get(f);
+        match (op, holds) {
+            (JmpOp::Jeq, true) => {
+                min = k;
+                max = k;
+            }
+            (JmpOp::Jeq, false) => {
+                if min == k {
+                    min = k.saturating_add(1);
+                }
+                if max == k {
+                    max = k.saturating_sub(1);
+                }
+                self.not_equal.push((f, k));
+            }
+            (JmpOp::Jgt, true) => match k.checked_add(1) {
+                Some(k1) => min = min.max(k1),
+                None => return false,
+            },
+            (JmpOp::Jgt, false) => max = max.min(k),
+            (JmpOp::Jge, true) => min = min.max(k),
+            (JmpOp::Jge, false) => match k.checked_sub(1) {
+                Some(k1) => max = max.min(k1),
+                None => return false,
+            },
+            (JmpOp::Jset, true) => {
+                let candidates = k & !zeros;
+                if candidates.count_ones() == 1 {
+                    ones |= candidates;
+                }
+            }
+            (JmpOp::Jset, false) => zeros |= k,
+        }
+        if min > max || ones & zeros != 0 {
+            return false;
+        }
+        self.set(f, (min, max, ones, zeros));
+        min != max || self.admits(f, min)
+    }
+
+    /// The outcome of `cmp` if the facts (or known operands) decide it.
+    pub fn decide(&self, cmp: Cmp) -> Option<bool> {
+        match (cmp.lhs, cmp.rhs) {
+            (Val::Known(a), Val::Known(b)) => Some(cmp.op.eval(a, b)),
+            (Val::Exact(f), Val::Known(k)) => self.decide_field(f, cmp.op, k),
+            (Val::Known(k), Val::Exact(f)) => match cmp.op {
+                JmpOp::Jeq | JmpOp::Jset => self.decide_field(f, cmp.op, k),
+                // k > f  <=>  !(f >= k)
+                JmpOp::Jgt => self.decide_field(f, JmpOp::Jge, k).map(|b| !b),
+                // k >= f  <=>  !(f > k)
+                JmpOp::Jge => self.decide_field(f, JmpOp::Jgt, k).map(|b| !b),
+            },
+            (Val::Exact(f), Val::Exact(g)) if f == g => match cmp.op {
+                JmpOp::Jeq | JmpOp::Jge => Some(true),
+                JmpOp::Jgt => Some(false),
+                JmpOp::Jset => self.decide_field(f, JmpOp::Jset, u32::MAX),
+            },
+            _ => None,
+        }
+    }
+
+    /// Records that `cmp` came out `holds`; false if that is impossible.
+    pub fn assume(&mut self, cmp: Cmp, holds: bool) -> bool {
+        match (cmp.lhs, cmp.rhs) {
+            (Val::Known(a), Val::Known(b)) => cmp.op.eval(a, b) == holds,
+            (Val::Exact(f), Val::Known(k)) => self.assume_field(f, cmp.op, k, holds),
+            (Val::Known(k), Val::Exact(f)) => match cmp.op {
+                JmpOp::Jeq | JmpOp::Jset => self.assume_field(f, cmp.op, k, holds),
+                JmpOp::Jgt => self.assume_field(f, JmpOp::Jge, k, !holds),
+                JmpOp::Jge => self.assume_field(f, JmpOp::Jgt, k, !holds),
+            },
+            _ => self.decide(cmp).is_none_or(|b| b == holds),
+        }
+    }
+}
+
+/// One side of a [`Cond`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Operand {
+    /// A constant.
+    Const(u32),
+    /// The value of a field.
+    Field(Field),
+    /// A value the program computed from these fields.
+    Computed(FieldSet),
+}
+
+impl Operand {
+    fn of(v: Val) -> Operand {
+        match v {
+            Val::Known(k) => Operand::Const(k),
+            Val::Exact(f) => Operand::Field(f),
+            Val::Unknown(s) => Operand::Computed(s),
+        }
+    }
+}
+
+impl std::fmt::Display for Operand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Operand::Const(0) => f.write_str("0"),
+            Operand::Const(k) => write!(f, "{k:#x}"),
+            Operand::Field(field) => write!(f, "{field}"),
+            Operand::Computed(s) => {
+                f.write_str("f(")?;
+                for (i, field) in s.to_vec().iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{field}")?;
+                }
+                f.write_str(")")
+            }
+        }
+    }
+}
+
+/// How the two sides of a [`Cond`] relate (unsigned 32-bit comparisons).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Relation {
+    Eq,
+    Ne,
+    Gt,
+    Le,
+    Ge,
+    Lt,
+    /// `lhs & rhs != 0`.
+    AnyBitSet,
+    /// `lhs & rhs == 0`.
+    NoBitSet,
+}
+
+impl Relation {
+    fn of(op: JmpOp, holds: bool) -> Relation {
+        match (op, holds) {
+            (JmpOp::Jeq, true) => Relation::Eq,
+            (JmpOp::Jeq, false) => Relation::Ne,
+            (JmpOp::Jgt, true) => Relation::Gt,
+            (JmpOp::Jgt, false) => Relation::Le,
+            (JmpOp::Jge, true) => Relation::Ge,
+            (JmpOp::Jge, false) => Relation::Lt,
+            (JmpOp::Jset, true) => Relation::AnyBitSet,
+            (JmpOp::Jset, false) => Relation::NoBitSet,
+        }
+    }
+}
+
+/// One branch decision on a path: `lhs REL rhs` held at instruction `pc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cond {
+    /// The conditional jump (or `div x` / `mod x`) that decided.
+    pub pc: Pc,
+    pub lhs: Operand,
+    pub rel: Relation,
+    pub rhs: Operand,
+}
+
+impl std::fmt::Display for Cond {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (lhs, rhs) = (self.lhs, self.rhs);
+        match self.rel {
+            Relation::Eq => write!(f, "{lhs} == {rhs}"),
+            Relation::Ne => write!(f, "{lhs} != {rhs}"),
+            Relation::Gt => write!(f, "{lhs} > {rhs}"),
+            Relation::Le => write!(f, "{lhs} <= {rhs}"),
+            Relation::Ge => write!(f, "{lhs} >= {rhs}"),
+            Relation::Lt => write!(f, "{lhs} < {rhs}"),
+            Relation::AnyBitSet => write!(f, "{lhs} & {rhs} != 0"),
+            Relation::NoBitSet => write!(f, "{lhs} & {rhs} == 0"),
+        }
+    }
+}
+
+/// How one path ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathEnd<'a> {
+    /// The returned value: known, or computed by `ret a`.
+    pub ret: Val,
+    /// Fields the undecided branches of this path (and a computed return
+    /// value) depend on.
+    pub deps: FieldSet,
+    /// The undecided branches, in order (empty unless recording).
+    pub conds: &'a [Cond],
+}
+
+/// Limits of one exploration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Instructions executed over all paths.
+    pub max_steps: usize,
+    /// Paths reported.
+    pub max_paths: usize,
+}
+
+/// A pending path: where it continues and what it knows.
+struct Pending {
+    pc: usize,
+    state: State,
+    facts: Facts,
+    conds: Vec<Cond>,
+}
+
+/// Explores every feasible path of `ops` under `env`, calling `visit` at
+/// each path's end. Returns false if a limit stopped it before every path
+/// was seen (the visited ends are still real paths).
+pub fn explore(
+    ops: &[Option<Op>],
+    env: &Env,
+    record: bool,
+    limits: Limits,
+    mut visit: impl FnMut(PathEnd<'_>),
+) -> bool {
+    let mut stack = vec![Pending { pc: 0, state: State::entry(), facts: Facts::default(), conds: Vec::new() }];
+    let mut steps = 0usize;
+    let mut paths = 0usize;
+    while let Some(Pending { mut pc, mut state, mut facts, mut conds }) = stack.pop() {
+        if paths >= limits.max_paths {
+            return false;
+        }
+        loop {
+            steps += 1;
+            if steps > limits.max_steps {
+                return false;
+            }
+            let Some(op) = ops.get(pc) else {
+                // Validation keeps jumps inside the program.
+                return false;
+            };
+            let mut end = |ret: Val, state: &State, conds: &[Cond]| {
+                paths += 1;
+                let deps = state.ctrl.union(ret.deps());
+                visit(PathEnd { ret, deps, conds });
+            };
+            match step(pc, *op, &mut state, env) {
+                Step::Goto(t) => pc = t,
+                Step::Return(v) => {
+                    end(v, &state, &conds);
+                    break;
+                }
+                Step::Branch { cmp, taken, not_taken } => match facts.decide(cmp) {
+                    Some(true) => pc = taken,
+                    Some(false) => pc = not_taken,
+                    None => {
+                        state.ctrl = state.ctrl.union(cmp.deps());
+                        let mut facts_t = facts.clone();
+                        let feasible_t = facts_t.assume(cmp, true);
+                        let feasible_f = facts.assume(cmp, false);
+                        let cond = |holds: bool| Cond {
+                            pc: Pc(pc),
+                            lhs: Operand::of(cmp.lhs),
+                            rel: Relation::of(cmp.op, holds),
+                            rhs: Operand::of(cmp.rhs),
+                        };
+                        if feasible_t {
+                            let mut st = state;
+                            if let (JmpOp::Jeq, known @ Val::Known(_)) = (cmp.op, cmp.rhs) {
+                                st.a = known;
+                            }
+                            let mut conds_t = if record { conds.clone() } else { Vec::new() };
+                            if record {
+                                conds_t.push(cond(true));
+                            }
+                            if feasible_f {
+                                stack.push(Pending { pc: taken, state: st, facts: facts_t, conds: conds_t });
+                            } else {
+                                (pc, state, facts, conds) = (taken, st, facts_t, conds_t);
+                                continue;
+                            }
+                        }
+                        if !feasible_f {
+                            break;
+                        }
+                        if record {
+                            conds.push(cond(false));
+                        }
+                        pc = not_taken;
+                    }
+                },
+                Step::DivByX { divisor, next } => {
+                    let is_zero = Cmp { op: JmpOp::Jeq, lhs: divisor, rhs: Val::Known(0) };
+                    match facts.decide(is_zero) {
+                        Some(true) => {
+                            end(Val::Known(DIV_BY_ZERO_RET), &state, &conds);
+                            break;
+                        }
+                        Some(false) => pc = next,
+                        None => {
+                            state.ctrl = state.ctrl.union(divisor.deps());
+                            let cond = |holds: bool| Cond {
+                                pc: Pc(pc),
+                                lhs: Operand::of(divisor),
+                                rel: Relation::of(JmpOp::Jeq, holds),
+                                rhs: Operand::Const(0),
+                            };
+                            if record {
+                                let mut zero_conds = conds.clone();
+                                zero_conds.push(cond(true));
+                                end(Val::Known(DIV_BY_ZERO_RET), &state, &zero_conds);
+                                conds.push(cond(false));
+                            } else {
+                                end(Val::Known(DIV_BY_ZERO_RET), &state, &conds);
+                            }
+                            if !facts.assume(is_zero, false) {
+                                break;
+                            }
+                            pc = next;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    true
+}
