@@ -149,11 +149,7 @@ fn parse_delta(text: &str) -> Result<BTreeMap<String, Vec<Row>>, String> {
             return Err(format!("{DELTA}:{}: expected `<file> <number> <abi> <name> <release>`", i + 1));
         };
         let nr = nr.parse::<u32>().map_err(|e| format!("{DELTA}:{}: bad number {nr:?}: {e}", i + 1))?;
-        out.entry(file.to_string()).or_default().push(Row {
-            nr,
-            abi: abi.to_string(),
-            name: name.to_string(),
-        });
+        out.entry(file.to_string()).or_default().push(Row { nr, abi: abi.to_string(), name: name.to_string() });
     }
     Ok(out)
 }
@@ -225,10 +221,7 @@ mod tests {
         let root = crate::workspace_root();
         let generated = generate(&root.join(INPUT_DIR)).unwrap();
         let committed = std::fs::read_to_string(root.join(OUTPUT)).unwrap();
-        assert!(
-            committed == generated,
-            "{OUTPUT} is stale: run `cargo xtask codegen` and commit the result"
-        );
+        assert!(committed == generated, "{OUTPUT} is stale: run `cargo xtask codegen` and commit the result");
     }
 
     #[test]

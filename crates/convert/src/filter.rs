@@ -127,7 +127,7 @@ impl std::fmt::Display for Pass {
 
 /// Why the kernel's converter would return `-EINVAL` for a program.
 ///
-/// For a program that passed [`cbpf::validate`], only
+/// For a program that passed [`cbpf::validate()`], only
 /// [`ConvertError::JumpOffset`] can happen; the other variants mirror checks
 /// the kernel's converter makes on its own.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

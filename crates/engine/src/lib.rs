@@ -1,3 +1,277 @@
 //! Every engine behind one interface.
+//!
+//! ```text
+//! cbpf::Program ─► Prepared (validated + converted + raw eBPF bytes)
+//!                     └─► SeccompEngine::new(kind, &prepared) ─► eval / eval_batch
+//!                     └─► SocketEngine::new(kind, &prepared)  ─► run(&Skb)
+//! ```
+//!
+//! Engines (names as `bpfconv run --engine` takes them): `cbpf` (the classic
+//! interpreter), `ebpf` (the converted program on our interpreter), `rbpf`,
+//! `rbpf-jit`, `rbpf-cranelift` (rbpf 0.4's interpreter and compilers on the
+//! converted program), `kernel` (the running kernel, seccomp only) and `fast`
+//! (the per-syscall specialised engine, seccomp only).
 
 pub mod rbpf_adapter;
+pub mod vectors;
+
+use std::fmt;
+use std::str::FromStr;
+
+use cbpf::{Mode, SeccompData, Skb};
+use rbpf_adapter::{Backend, RbpfError, RbpfSeccomp};
+
+/// The engines `bpfconv run --engine` accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EngineKind {
+    Cbpf,
+    Ebpf,
+    Rbpf,
+    RbpfJit,
+    RbpfCranelift,
+    Kernel,
+    Fast,
+}
+
+impl EngineKind {
+    /// Every engine, in the order tables print them.
+    pub const ALL: [EngineKind; 7] = [
+        EngineKind::Cbpf,
+        EngineKind::Ebpf,
+        EngineKind::Rbpf,
+        EngineKind::RbpfJit,
+        EngineKind::RbpfCranelift,
+        EngineKind::Fast,
+        EngineKind::Kernel,
+    ];
+
+    /// The engine's command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::Cbpf => "cbpf",
+            EngineKind::Ebpf => "ebpf",
+            EngineKind::Rbpf => "rbpf",
+            EngineKind::RbpfJit => "rbpf-jit",
+            EngineKind::RbpfCranelift => "rbpf-cranelift",
+            EngineKind::Kernel => "kernel",
+            EngineKind::Fast => "fast",
+        }
+    }
+}
+
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for EngineKind {
+    type Err = EngineError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        EngineKind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| EngineError::UnknownEngine { name: s.to_string() })
+    }
+}
+
+/// Why an engine could not load or run a program.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    #[error("unknown engine `{name}` (expected one of cbpf, ebpf, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast)")]
+    UnknownEngine { name: String },
+    #[error("engine {engine} does not run {mode} filters")]
+    WrongMode { engine: EngineKind, mode: Mode },
+    #[error("engine {engine} is not available: {why}")]
+    Unavailable { engine: EngineKind, why: String },
+    #[error(transparent)]
+    Convert(#[from] convert::ConvertError),
+    #[error("ebpf: {0}")]
+    EbpfLoad(#[from] ebpf::LoadError),
+    #[error("ebpf: {0}")]
+    EbpfExec(#[from] ebpf::ExecError),
+    #[error("cbpf: {0}")]
+    CbpfExec(#[from] cbpf::ExecError),
+    #[error(transparent)]
+    Rbpf(#[from] RbpfError),
+    #[error("kernel: {0}")]
+    Kernel(#[from] kernel::KernelError),
+}
+
+/// What an engine says about one input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The filter's return value.
+    Action(u32),
+    /// The engine cannot observe this input (e.g. the kernel cannot produce a
+    /// foreign arch); the reason says why.
+    NotObservable(String),
+}
+
+/// A validated program with its conversion, ready for any engine.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    program: cbpf::Program,
+    converted: convert::Converted,
+    bytes: Vec<u8>,
+}
+
+impl Prepared {
+    /// Converts `program` as the kernel would (`bpf_migrate_filter`).
+    pub fn new(program: cbpf::Program) -> Result<Self, EngineError> {
+        let converted = convert::convert(&program, &convert::Options::default())?;
+        let bytes = ebpf::encode(&converted.insns);
+        Ok(Prepared { program, converted, bytes })
+    }
+
+    /// The validated classic program.
+    pub fn program(&self) -> &cbpf::Program {
+        &self.program
+    }
+
+    /// The kernel's conversion of it.
+    pub fn converted(&self) -> &convert::Converted {
+        &self.converted
+    }
+
+    /// The converted program as raw `struct bpf_insn` bytes.
+    pub fn ebpf_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+/// Loads the converted program into our eBPF interpreter with the helpers a
+/// converted program may call.
+pub fn load_ebpf(converted: &convert::Converted) -> Result<ebpf::Program, EngineError> {
+    Ok(ebpf::Program::load(&converted.insns, &ebpf::LoadOptions::default(), &ebpf::Helpers::socket())?)
+}
+
+/// A seccomp engine with its program loaded.
+#[derive(Debug)]
+pub enum SeccompEngine<'p> {
+    Cbpf(cbpf::Interp),
+    Ebpf { prog: Box<ebpf::Program>, vm: Box<ebpf::Vm> },
+    Rbpf(RbpfSeccomp<'p>),
+    Kernel { insns: Vec<cbpf::Insn> },
+}
+
+impl<'p> SeccompEngine<'p> {
+    /// Loads `prepared` (a seccomp-mode program) into engine `kind`.
+    pub fn new(kind: EngineKind, prepared: &'p Prepared) -> Result<Self, EngineError> {
+        let mode = prepared.program.mode();
+        if mode != Mode::Seccomp {
+            return Err(EngineError::WrongMode { engine: kind, mode });
+        }
+        let insns = &prepared.converted.insns;
+        Ok(match kind {
+            EngineKind::Cbpf => SeccompEngine::Cbpf(cbpf::Interp::new(&prepared.program)),
+            EngineKind::Ebpf => SeccompEngine::Ebpf {
+                prog: Box::new(load_ebpf(&prepared.converted)?),
+                vm: Box::new(ebpf::Vm::new()),
+            },
+            EngineKind::Rbpf => SeccompEngine::Rbpf(RbpfSeccomp::new(&prepared.bytes, insns, Backend::Interpreter)?),
+            EngineKind::RbpfJit => SeccompEngine::Rbpf(RbpfSeccomp::new(&prepared.bytes, insns, Backend::Jit)?),
+            EngineKind::RbpfCranelift => {
+                SeccompEngine::Rbpf(RbpfSeccomp::new(&prepared.bytes, insns, Backend::Cranelift)?)
+            }
+            EngineKind::Kernel => {
+                kernel::seccomp_available()?;
+                SeccompEngine::Kernel { insns: prepared.program.original().to_vec() }
+            }
+            EngineKind::Fast => {
+                return Err(EngineError::Unavailable { engine: kind, why: "not built yet".to_string() })
+            }
+        })
+    }
+
+    /// Evaluates one input. The kernel engine forks a child per call: use
+    /// [`SeccompEngine::eval_batch`] for many inputs.
+    pub fn eval(&mut self, data: &SeccompData) -> Result<Outcome, EngineError> {
+        match self {
+            SeccompEngine::Cbpf(interp) => Ok(Outcome::Action(interp.run_seccomp(&data.to_bytes())?)),
+            SeccompEngine::Ebpf { prog, vm } => Ok(Outcome::Action(vm.run_seccomp(prog, &data.to_bytes())?)),
+            SeccompEngine::Rbpf(r) => Ok(Outcome::Action(r.run(&mut data.to_bytes())?)),
+            SeccompEngine::Kernel { .. } => {
+                let mut out = self.eval_batch(std::slice::from_ref(data))?;
+                Ok(out.pop().unwrap_or_else(|| Outcome::NotObservable("no result".to_string())))
+            }
+        }
+    }
+
+    /// Evaluates every input, in order.
+    pub fn eval_batch(&mut self, inputs: &[SeccompData]) -> Result<Vec<Outcome>, EngineError> {
+        if let SeccompEngine::Kernel { insns } = self {
+            let inputs: Vec<kernel::Input> = inputs
+                .iter()
+                .map(|d| kernel::Input { arch: d.arch, nr: d.nr, args: d.args, ip: d.instruction_pointer })
+                .collect();
+            return Ok(kernel::run_vectors(insns, &inputs)?
+                .into_iter()
+                .map(|o| match o {
+                    kernel::Outcome::Action(a) => Outcome::Action(a),
+                    kernel::Outcome::NotObservable(why) => Outcome::NotObservable(why.to_string()),
+                })
+                .collect());
+        }
+        inputs.iter().map(|d| self.eval(d)).collect()
+    }
+}
+
+/// The eBPF interpreter's view of a classic [`Skb`]: the same packet and
+/// metadata in our documented context layout ([`ebpf::skb`]).
+pub fn skb_meta(skb: &Skb<'_>) -> ebpf::SkbMeta {
+    ebpf::SkbMeta {
+        protocol: skb.protocol,
+        pkt_type: skb.pkt_type,
+        ifindex: skb.dev.map(|d| d.ifindex as u32),
+        hatype: skb.dev.map(|d| d.hatype).unwrap_or(0),
+        mark: skb.mark,
+        queue_mapping: skb.queue_mapping,
+        vlan_tci: skb.vlan_tci,
+        vlan_proto: skb.vlan_proto,
+        vlan_present: skb.vlan_tci != 0 || skb.vlan_proto != 0,
+        hash: skb.rxhash,
+        cpu: skb.cpu,
+        random: skb.random,
+        network_header: Some(skb.network_offset as u32),
+        mac_header: skb.mac_offset.map(|m| m as u32),
+        headlen: Some(skb.headlen.min(skb.data.len())),
+    }
+}
+
+/// A socket-filter engine with its program loaded (`cbpf` or `ebpf`).
+#[derive(Debug)]
+pub enum SocketEngine {
+    Cbpf(cbpf::Interp),
+    Ebpf { prog: Box<ebpf::Program>, vm: Box<ebpf::Vm> },
+}
+
+impl SocketEngine {
+    /// Loads `prepared` (a socket-mode program) into engine `kind`.
+    pub fn new(kind: EngineKind, prepared: &Prepared) -> Result<Self, EngineError> {
+        let mode = prepared.program.mode();
+        if mode != Mode::Socket {
+            return Err(EngineError::WrongMode { engine: kind, mode });
+        }
+        match kind {
+            EngineKind::Cbpf => Ok(SocketEngine::Cbpf(cbpf::Interp::new(&prepared.program))),
+            EngineKind::Ebpf => Ok(SocketEngine::Ebpf {
+                prog: Box::new(load_ebpf(&prepared.converted)?),
+                vm: Box::new(ebpf::Vm::new()),
+            }),
+            other => Err(EngineError::WrongMode { engine: other, mode }),
+        }
+    }
+
+    /// Runs the filter on one packet; the result is the number of bytes to keep (0 = drop).
+    pub fn run(&mut self, skb: &Skb<'_>) -> Result<u32, EngineError> {
+        match self {
+            SocketEngine::Cbpf(interp) => Ok(interp.run_socket(skb)?),
+            SocketEngine::Ebpf { prog, vm } => {
+                let ctx = ebpf::SkbContext::new(skb.data, &skb_meta(skb));
+                Ok(vm.run(prog, ebpf::Input::Skb(&ctx))? as u32)
+            }
+        }
+    }
+}

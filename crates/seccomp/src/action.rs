@@ -210,10 +210,7 @@ impl FromStr for Action {
                 .map_err(|_| ParseActionError::UnknownName { text: text.to_string() });
         }
         let upper = t.to_ascii_uppercase();
-        let body = upper
-            .strip_prefix("SECCOMP_RET_")
-            .or_else(|| upper.strip_prefix("SCMP_ACT_"))
-            .unwrap_or(&upper);
+        let body = upper.strip_prefix("SECCOMP_RET_").or_else(|| upper.strip_prefix("SCMP_ACT_")).unwrap_or(&upper);
         let (name, data) = match body.split_once('(') {
             Some((name, rest)) => {
                 let Some(inner) = rest.trim_end().strip_suffix(')') else {

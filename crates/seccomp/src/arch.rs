@@ -139,10 +139,7 @@ impl Arch {
     /// The arch for an `AUDIT_ARCH` value (`AUDIT_ARCH_X86_64` gives
     /// [`Arch::X86_64`], never x32; unknown values give [`Arch::Other`]).
     pub fn from_audit_arch(value: u32) -> Arch {
-        Arch::ALL
-            .into_iter()
-            .find(|a| *a != Arch::X32 && a.audit_arch() == value)
-            .unwrap_or(Arch::Other(value))
+        Arch::ALL.into_iter().find(|a| *a != Arch::X32 && a.audit_arch() == value).unwrap_or(Arch::Other(value))
     }
 
     /// Lower-case name (`x86_64`, `aarch64`, ...); `None` for [`Arch::Other`].
@@ -220,10 +217,7 @@ impl FromStr for Arch {
                 .map_err(|_| ParseArchError::Unknown { text: text.to_string() });
         }
         let lower = t.to_ascii_lowercase();
-        let body = lower
-            .strip_prefix("audit_arch_")
-            .or_else(|| lower.strip_prefix("arch_"))
-            .unwrap_or(&lower);
+        let body = lower.strip_prefix("audit_arch_").or_else(|| lower.strip_prefix("arch_")).unwrap_or(&lower);
         let alias = match body {
             "amd64" | "x86-64" | "x64" => Some(Arch::X86_64),
             "x86" | "i686" | "i586" | "i486" | "ia32" => Some(Arch::I386),

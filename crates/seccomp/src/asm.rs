@@ -150,9 +150,11 @@ fn parse_raw(rest: &str) -> Option<Insn> {
 }
 
 fn number(text: &str, line: usize, col: usize) -> Result<u32, AsmError> {
-    parse_number(text)
-        .and_then(|v| u32::try_from(v).ok())
-        .ok_or_else(|| AsmError::BadNumber { line, col, text: text.to_string() })
+    parse_number(text).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| AsmError::BadNumber {
+        line,
+        col,
+        text: text.to_string(),
+    })
 }
 
 /// `mem[k]` → `k`.
@@ -194,7 +196,9 @@ fn parse_statement(s: &str, line: usize, col: usize) -> Result<Item, AsmError> {
         return parse_if(s, line, col);
     }
     // bpf_asm-style packet loads (not seccomp, but printed by disasm).
-    for (prefix, code_abs, code_ind) in [("ldh [", LD_H_ABS, LD_H_IND), ("ldb [", LD_B_ABS, LD_B_IND), ("ld [", LD_W_ABS, LD_W_IND)] {
+    for (prefix, code_abs, code_ind) in
+        [("ldh [", LD_H_ABS, LD_H_IND), ("ldb [", LD_B_ABS, LD_B_IND), ("ld [", LD_W_ABS, LD_W_IND)]
+    {
         if let Some(inner) = s.strip_prefix(prefix).and_then(|r| r.strip_suffix(']')) {
             return match inner.trim().strip_prefix("x + ") {
                 Some(k) => stmt(code_ind, number(k, line, col)?),
@@ -317,10 +321,12 @@ fn resolve(items: &[Located], labels: &HashMap<String, usize>, options: AsmOptio
     let offset = |t: Option<&Target>, pc: usize, l: &Located, max: u64| -> Result<u64, AsmError> {
         let Some(t) = t else { return Ok(0) };
         let target = abs(t, l)?;
-        target
-            .checked_sub(pc as u64 + 1)
-            .filter(|&off| off <= max)
-            .ok_or(AsmError::BadJump { line: l.line, col: l.col, pc, target })
+        target.checked_sub(pc as u64 + 1).filter(|&off| off <= max).ok_or(AsmError::BadJump {
+            line: l.line,
+            col: l.col,
+            pc,
+            target,
+        })
     };
     // Pass 1: everything but syscall names (placeholder 0).
     let mut insns = Vec::with_capacity(items.len());

@@ -249,9 +249,8 @@ fn operand_name(k: u32, facts: Option<PathFacts>, default_arch: Option<Arch>) ->
             }
         }
         Some(AValue::Nr) => {
-            if let Some(name) = naming_arch(facts, default_arch)
-                .and_then(crate::syscalls::table)
-                .and_then(|t| t.name(k))
+            if let Some(name) =
+                naming_arch(facts, default_arch).and_then(crate::syscalls::table).and_then(|t| t.name(k))
             {
                 return name.to_string();
             }
@@ -267,11 +266,8 @@ pub fn disasm(insns: &[Insn], options: DisasmOptions) -> String {
     let mut out = String::from(HEADER);
     for (pc, &insn) in insns.iter().enumerate() {
         let text = insn_text(pc, insn, facts.get(pc).copied().flatten(), options.default_arch);
-        let _ = writeln!(
-            out,
-            " {pc:04}: {:#04x} {:#04x} {:#04x} {:#010x}  {text}",
-            insn.code, insn.jt, insn.jf, insn.k
-        );
+        let _ =
+            writeln!(out, " {pc:04}: {:#04x} {:#04x} {:#04x} {:#010x}  {text}", insn.code, insn.jt, insn.jf, insn.k);
     }
     out
 }

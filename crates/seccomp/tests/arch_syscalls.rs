@@ -64,7 +64,11 @@ fn syscall_spot_checks() {
     let mut failures = Vec::new();
     for &(arch, name, nr) in cases {
         if syscalls::number(arch, name) != Some(nr) || syscalls::name(arch, nr) != Some(name) {
-            failures.push(format!("{arch} {name} {nr}: got {:?} / {:?}", syscalls::number(arch, name), syscalls::name(arch, nr)));
+            failures.push(format!(
+                "{arch} {name} {nr}: got {:?} / {:?}",
+                syscalls::number(arch, name),
+                syscalls::name(arch, nr)
+            ));
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");

@@ -8,14 +8,12 @@ use crate::validate::is_ancillary;
 
 use super::socket::Ancillary;
 
-/// Compare-run link meaning "fall through to the next compare of the run".
-pub(super) const NEXT: u16 = u16::MAX;
-/// Target of the filler entries of the compare table: a pc past any program
-/// (programs have at most 4096 instructions), which ends a run with 0.
-/// Unreachable; it only keeps a broken invariant from looping.
-const DEAD: u16 = u16::MAX - 1;
+/// Target pc for what can never be reached: past any program (at most 4096
+/// instructions), so landing there ends the run with 0. Only keeps a broken
+/// invariant from looping.
+const DEAD: u16 = u16::MAX;
 
-/// Comparison of a conditional jump, unsigned 32-bit as in classic BPF.
+/// Comparison of a conditional jump on X, unsigned 32-bit as in classic BPF.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum CmpOp {
     Jeq,
@@ -45,17 +43,118 @@ impl CmpOp {
     }
 }
 
-/// One entry of the compare-run table: `if (A op k)` go to `jt` else `jf`,
-/// where a target of [`NEXT`] means "the next entry, which is also a compare".
+/// An exit test of a compare chain: leave the chain iff
+/// `(A & mask) - lo <= span` (wrapping u32 arithmetic). Every outcome of
+/// `jeq/jgt/jge/jset #k` has this form (see [`exit_test`]), so one loop
+/// without per-entry dispatch runs a chain of mixed comparisons.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Cmp {
-    pub(super) k: u32,
-    pub(super) op: CmpOp,
-    pub(super) jt: u16,
-    pub(super) jf: u16,
+pub(super) struct ExitTest {
+    pub(super) mask: u32,
+    pub(super) lo: u32,
+    pub(super) span: u32,
 }
 
-const FILLER: Cmp = Cmp { k: 0, op: CmpOp::Jeq, jt: DEAD, jf: DEAD };
+impl ExitTest {
+    #[inline(always)]
+    pub(super) fn hits(self, a: u32) -> bool {
+        (a & self.mask).wrapping_sub(self.lo) <= self.span
+    }
+}
+
+/// The exit test equivalent to "`A op k` is `outcome`", or `None` when that
+/// can never happen (`jgt #0xffffffff` true, `jge #0` false, `jset #0` true).
+pub(super) fn exit_test(op: JmpOp, k: u32, outcome: bool) -> Option<ExitTest> {
+    const ALL: u32 = u32::MAX;
+    let t = |mask, lo, span| Some(ExitTest { mask, lo, span });
+    match (op, outcome) {
+        // A == k: the one value k. A != k: the MAX values from k + 1 round to k - 1.
+        (JmpOp::Jeq, true) => t(ALL, k, 0),
+        (JmpOp::Jeq, false) => t(ALL, k.wrapping_add(1), ALL - 1),
+        // A > k: k + 1 ..= MAX. A <= k: 0 ..= k.
+        (JmpOp::Jgt, true) => (k != ALL).then(|| ExitTest { mask: ALL, lo: k + 1, span: ALL - k - 1 }),
+        (JmpOp::Jgt, false) => t(ALL, 0, k),
+        // A >= k: k ..= MAX. A < k: 0 ..= k - 1.
+        (JmpOp::Jge, true) => t(ALL, k, ALL - k),
+        (JmpOp::Jge, false) => (k != 0).then(|| ExitTest { mask: ALL, lo: 0, span: k - 1 }),
+        // A & k != 0: (A & k) in 1 ..= MAX. A & k == 0: (A & k) == 0.
+        (JmpOp::Jset, true) => (k != 0).then_some(ExitTest { mask: k, lo: 1, span: ALL - 1 }),
+        (JmpOp::Jset, false) => t(k, 0, 0),
+    }
+}
+
+/// The exit tests of all compare chains, as parallel arrays (struct of
+/// arrays, so that blocks of tests vectorise), with the pc each one leaves to.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Chains {
+    pub(super) mask: Box<[u32]>,
+    pub(super) lo: Box<[u32]>,
+    pub(super) span: Box<[u32]>,
+    pub(super) target: Box<[u16]>,
+}
+
+/// Tests per block in [`Chains::first_exit`].
+const BLOCK: usize = 8;
+
+impl Chains {
+    /// The target of the first test in `from..to` that `a` hits.
+    ///
+    /// Tests are evaluated in program order; blocks of [`BLOCK`] are first
+    /// checked all at once (comparisons have no side effects, so evaluating a
+    /// few past the first hit changes nothing), then the block with the hit
+    /// is scanned for the first one.
+    #[inline(always)]
+    pub(super) fn first_exit(&self, a: u32, from: usize, to: usize) -> Option<u16> {
+        let mask = self.mask.get(from..to)?;
+        let lo = self.lo.get(from..to)?;
+        let span = self.span.get(from..to)?;
+        let target = self.target.get(from..to)?;
+        let mut start = 0;
+        let blocks = mask.chunks_exact(BLOCK).zip(lo.chunks_exact(BLOCK)).zip(span.chunks_exact(BLOCK));
+        for ((m, l), s) in blocks {
+            let (Ok(m), Ok(l), Ok(s)) =
+                (<&[u32; BLOCK]>::try_from(m), <&[u32; BLOCK]>::try_from(l), <&[u32; BLOCK]>::try_from(s))
+            else {
+                break;
+            };
+            let mut hit = false;
+            for j in 0..BLOCK {
+                // j < BLOCK, the length of the three arrays.
+                #[allow(clippy::indexing_slicing)]
+                {
+                    hit |= (a & m[j]).wrapping_sub(l[j]) <= s[j];
+                }
+            }
+            if hit {
+                break;
+            }
+            start += BLOCK;
+        }
+        let rest = mask.iter().zip(lo).zip(span).zip(target).skip(start);
+        for (((&mask, &lo), &span), &target) in rest {
+            if ExitTest { mask, lo, span }.hits(a) {
+                return Some(target);
+            }
+        }
+        None
+    }
+}
+
+#[derive(Default)]
+struct ChainBuilder {
+    mask: Vec<u32>,
+    lo: Vec<u32>,
+    span: Vec<u32>,
+    target: Vec<u16>,
+}
+
+impl ChainBuilder {
+    fn push(&mut self, test: ExitTest, target: u16) {
+        self.mask.push(test.mask);
+        self.lo.push(test.lo);
+        self.span.push(test.span);
+        self.target.push(target);
+    }
+}
 
 /// A pre-decoded classic instruction. Jump targets are absolute pcs (a
 /// program has at most 4096 instructions, so `u16` holds them); 8 bytes.
@@ -100,53 +199,93 @@ pub(super) enum Op {
     Txa,
     Ja(u16),
     JmpX { op: CmpOp, jt: u16, jf: u16 },
-    /// A conditional jump on `#k`: enter the compare run at this pc.
-    Cmp,
+    /// A conditional jump on `#k` and the ones after it (a compare chain):
+    /// go to the target of the first of `chains[from..to]` that hits, else
+    /// to `then`.
+    Chain { from: u16, to: u16, then: u16 },
     RetK(u32),
     RetA,
 }
 
-/// Absolute target `pc + 1 + off`, saturated into the dead zone if it could
-/// not be a pc (impossible for validated programs).
+/// Absolute target `pc + 1 + off`, or [`DEAD`] if it could not be a pc
+/// (impossible for validated programs).
 fn target(pc: usize, off: u64) -> u16 {
-    u16::try_from(pc as u64 + 1 + off).unwrap_or(DEAD).min(DEAD)
+    u16::try_from(pc as u64 + 1 + off).unwrap_or(DEAD)
 }
 
-fn is_cmp_k(insn: Option<&Insn>) -> bool {
-    matches!(insn.and_then(|i| i.op()), Some(View::Jmp { src: Src::K, .. }))
+/// The compare fields of a conditional jump on `#k`.
+fn cmp_k(insn: Option<&Insn>) -> Option<(JmpOp, u32, u8, u8)> {
+    match insn?.op()? {
+        View::Jmp { op, src: Src::K, k, jt, jf } => Some((op, k, jt, jf)),
+        _ => None,
+    }
 }
 
-/// Pre-decodes validated instructions into ops and the compare-run table.
+/// Pre-decodes validated instructions into ops and compare chains.
+///
+/// A compare chain is a maximal run of consecutive `j* #k` instructions in
+/// which each one either jumps out of the run or falls through to the next:
+/// each outcome that leaves becomes an [`ExitTest`]; an outcome that falls
+/// through adds nothing; a jump whose two outcomes both leave ends the chain
+/// (its false target is the chain's `then`). Every pc in a chain gets an
+/// [`Op::Chain`] starting at its own first test, so jumps into the middle of
+/// a chain work.
 ///
 /// Relies on what `validate()` checked: every code has a typed view, jumps
 /// land inside the program, `M[k]` has `k < 16`, `div/mod #k` has `k != 0`,
 /// shifts by `#k` have `k < 32`. An instruction that breaks this (impossible
 /// through the public API) becomes `ret #0`.
-pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Box<[Cmp]>) {
+pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
     let mut ops = Vec::with_capacity(insns.len());
-    let mut cmps = Vec::with_capacity(insns.len());
-    for (pc, insn) in insns.iter().enumerate() {
-        let mut cmp = FILLER;
-        let op = match insn.op() {
-            Some(View::Jmp { op, src: Src::K, k, jt, jf }) => {
-                let next_is_cmp = is_cmp_k(insns.get(pc + 1));
-                let link = |off: u8| {
-                    if off == 0 && next_is_cmp {
-                        NEXT
-                    } else {
-                        target(pc, u64::from(off))
+    let mut built = ChainBuilder::default();
+    let mut pc = 0;
+    while let Some(insn) = insns.get(pc) {
+        if cmp_k(Some(insn)).is_none() {
+            ops.push(insn.op().map_or(Op::RetK(0), |view| decode(pc, view)));
+            pc += 1;
+            continue;
+        }
+        let start = pc;
+        let mut firsts = Vec::new();
+        let then = loop {
+            let Some((op, k, jt, jf)) = cmp_k(insns.get(pc)) else { break u16::try_from(pc).unwrap_or(DEAD) };
+            firsts.push(built.target.len());
+            let (t, f) = (target(pc, u64::from(jt)), target(pc, u64::from(jf)));
+            pc += 1;
+            match (jt == 0, jf == 0) {
+                (true, true) => {}
+                (false, true) => {
+                    if let Some(test) = exit_test(op, k, true) {
+                        built.push(test, t);
                     }
-                };
-                cmp = Cmp { k, op: CmpOp::from_jmp(op), jt: link(jt), jf: link(jf) };
-                Op::Cmp
+                }
+                (true, false) => {
+                    if let Some(test) = exit_test(op, k, false) {
+                        built.push(test, f);
+                    }
+                }
+                (false, false) => {
+                    if let Some(test) = exit_test(op, k, true) {
+                        built.push(test, t);
+                    }
+                    break f;
+                }
             }
-            Some(view) => decode(pc, view),
-            None => Op::RetK(0),
         };
-        ops.push(op);
-        cmps.push(cmp);
+        let to = u16::try_from(built.target.len()).unwrap_or(0);
+        for (offset, first) in firsts.into_iter().enumerate() {
+            let from = u16::try_from(first).unwrap_or(to);
+            debug_assert_eq!(ops.len(), start + offset);
+            ops.push(Op::Chain { from, to, then });
+        }
     }
-    (ops.into_boxed_slice(), cmps.into_boxed_slice())
+    let chains = Chains {
+        mask: built.mask.into(),
+        lo: built.lo.into(),
+        span: built.span.into(),
+        target: built.target.into(),
+    };
+    (ops.into_boxed_slice(), chains)
 }
 
 fn mem_index(k: u32) -> u8 {
@@ -227,21 +366,70 @@ mod tests {
     }
 
     #[test]
-    fn compare_runs_link_fall_throughs_only_inside_the_run() {
+    fn exit_tests_match_the_comparisons() {
+        let interesting = [0u32, 1, 2, 0x7fff_ffff, 0x8000_0000, 0xffff_fffe, 0xffff_ffff, 0x40, 0x3f];
+        for op in JmpOp::ALL {
+            for &k in &interesting {
+                for &a in &interesting {
+                    for outcome in [true, false] {
+                        let want = op.eval(a, k) == outcome;
+                        let got = exit_test(op, k, outcome).is_some_and(|t| t.hits(a));
+                        assert_eq!(got, want, "{op:?} a={a:#x} k={k:#x} outcome={outcome}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn chains_cover_runs_of_k_compares() {
         use crate::opcode::*;
         let insns = [
             Insn::stmt(LD_IMM, 5),
-            Insn::jump(JMP_JEQ_K, 1, 3, 0),  // 1: jf falls into 2 (a compare)
-            Insn::jump(JMP_JGT_K, 9, 0, 1),  // 2: jt falls into 3 (a compare), jf -> 4
-            Insn::jump(JMP_JSET_K, 2, 1, 0), // 3: jf falls into 4 (not a compare)
+            Insn::jump(JMP_JEQ_K, 1, 3, 0),  // 1: exit to 5 if A == 1
+            Insn::jump(JMP_JGT_K, 9, 0, 1),  // 2: exit to 4 if A <= 9
+            Insn::jump(JMP_JSET_K, 2, 0, 0), // 3: no effect
             Insn::stmt(RET_K, 1),
             Insn::stmt(RET_K, 2),
         ];
-        let (ops, cmps) = compile(&insns);
-        assert_eq!(ops[1], Op::Cmp);
-        assert_eq!(cmps[1], Cmp { k: 1, op: CmpOp::Jeq, jt: 5, jf: NEXT });
-        assert_eq!(cmps[2], Cmp { k: 9, op: CmpOp::Jgt, jt: NEXT, jf: 4 });
-        assert_eq!(cmps[3], Cmp { k: 2, op: CmpOp::Jset, jt: 5, jf: 4 });
-        assert_eq!(cmps[0], FILLER);
+        let (ops, chains) = compile(&insns);
+        assert_eq!(ops[1], Op::Chain { from: 0, to: 2, then: 4 });
+        assert_eq!(ops[2], Op::Chain { from: 1, to: 2, then: 4 });
+        assert_eq!(ops[3], Op::Chain { from: 2, to: 2, then: 4 });
+        assert_eq!(&*chains.target, &[5, 4]);
+        assert_eq!(chains.first_exit(1, 0, 2), Some(5));
+        assert_eq!(chains.first_exit(5, 0, 2), Some(4));
+        assert_eq!(chains.first_exit(10, 0, 2), None);
+    }
+
+    #[test]
+    fn two_way_compares_end_a_chain() {
+        use crate::opcode::*;
+        let insns = [
+            Insn::jump(JMP_JEQ_K, 1, 1, 2), // two-way: chain ends, then = 3
+            Insn::jump(JMP_JEQ_K, 2, 1, 0), // a new chain
+            Insn::stmt(RET_K, 1),
+            Insn::stmt(RET_K, 2),
+        ];
+        let (ops, _) = compile(&insns);
+        assert_eq!(ops[0], Op::Chain { from: 0, to: 1, then: 3 });
+        assert_eq!(ops[1], Op::Chain { from: 1, to: 2, then: 2 });
+    }
+
+    #[test]
+    fn blocks_find_the_first_hit_in_order() {
+        use crate::opcode::*;
+        // 20 `jeq #i, exit_i, 0` with two equal keys: the first must win.
+        let mut insns: Vec<Insn> = (0..20u32).map(|i| Insn::jump(JMP_JEQ_K, i % 19, (40 - 2 * i) as u8, 0)).collect();
+        insns.extend((0..21).map(|i| Insn::stmt(RET_K, 100 + i)));
+        let (ops, chains) = compile(&insns);
+        assert_eq!(ops[0], Op::Chain { from: 0, to: 20, then: 20 });
+        for a in 0..19 {
+            let t = chains.first_exit(a, 0, 20).unwrap();
+            assert_eq!(usize::from(t), a as usize + 1 + 40 - 2 * a as usize, "a={a}");
+        }
+        // From pc 5, key 0 matches only at pc 19.
+        assert_eq!(chains.first_exit(0, 5, 20), Some(19 + 1 + 2));
+        assert_eq!(chains.first_exit(99, 0, 20), None);
     }
 }

@@ -19,10 +19,12 @@
 //! divisors as `NonZeroU32`). A run allocates nothing (`M[]` lives on the
 //! stack of the run function) and always terminates because classic jumps
 //! only go forward. Runs of consecutive `jeq/jgt/jge/jset #k` are executed by
-//! one "compare run" superinstruction: a tight loop that evaluates every
-//! comparison in order, falls through to the next one without going back to
-//! the dispatcher, and leaves only on a jump elsewhere. That is what makes the
-//! long `ld [0]; jeq #n1; jeq #n2; ...` chains of libseccomp filters cheap.
+//! one "compare chain" superinstruction: each outcome that leaves the run is
+//! pre-computed as a uniform test `(A & mask) - lo <= span`, and one tight
+//! loop (checking blocks of 8 tests at once, then the first hit in order)
+//! finds where the run is left, without going back to the dispatcher. That
+//! is what makes the long `ld [0]; jeq #n1; jeq #n2; ...` chains of
+//! libseccomp filters cheap.
 //!
 //! A separate, slower entry point ([`Interp::trace_seccomp`],
 //! [`Interp::trace_socket`]) steps the raw instructions and reports each one
@@ -39,7 +41,7 @@ use crate::validate::{Mode, Program};
 pub use socket::{NetDevice, Skb};
 pub use trace::TraceStep;
 
-use compile::{Cmp, CmpOp, Op, NEXT};
+use compile::{Chains, Op};
 use socket::Ancillary;
 
 /// Size of `struct seccomp_data` (include/uapi/linux/seccomp.h).
@@ -94,9 +96,8 @@ pub enum ExecError {
 pub struct Interp {
     /// One operation per classic instruction, indexed by pc.
     ops: Box<[Op]>,
-    /// Compare-run table, indexed by pc; meaningful where `ops[pc]` is
-    /// [`Op::Cmp`].
-    cmps: Box<[Cmp]>,
+    /// Exit tests of the compare chains ([`Op::Chain`]).
+    chains: Chains,
     /// The instructions as validated (`Program::insns()`), for tracing.
     insns: Box<[Insn]>,
     mode: Mode,
@@ -150,8 +151,8 @@ impl Interp {
     /// keeps after `seccomp_check_filter()`'s rewrites).
     pub fn new(program: &Program) -> Self {
         let insns = program.insns();
-        let (ops, cmps) = compile::compile(insns);
-        Interp { ops, cmps, insns: insns.into(), mode: program.mode() }
+        let (ops, chains) = compile::compile(insns);
+        Interp { ops, chains, insns: insns.into(), mode: program.mode() }
     }
 
     /// The mode the program was validated for.
@@ -247,7 +248,7 @@ impl Interp {
     #[inline(always)]
     fn exec<C: Context>(&self, ctx: &C) -> u32 {
         let ops = &*self.ops;
-        let cmps = &*self.cmps;
+        let chains = &self.chains;
         let mut a: u32 = 0;
         let mut x: u32 = 0;
         let mut mem = [0u32; 16];
@@ -319,39 +320,17 @@ impl Interp {
                 Op::JmpX { op, jt, jf } => {
                     pc = usize::from(if op.eval(a, x) { jt } else { jf });
                 }
-                Op::Cmp => pc = compare_run(cmps, pc - 1, a),
+                Op::Chain { from, to, then } => {
+                    pc = match chains.first_exit(a, usize::from(from), usize::from(to)) {
+                        Some(target) => usize::from(target),
+                        None => usize::from(then),
+                    };
+                }
                 Op::RetK(k) => return k,
                 Op::RetA => return a,
             }
         }
     }
-}
-
-/// The compare-run superinstruction: starting at `pc`, evaluates each
-/// `j* #k` of the run in order until one jumps somewhere other than the next
-/// compare of the run, and returns that target.
-///
-/// The last compare of a run never falls through to [`NEXT`] (compile
-/// guarantees it), so the loop ends inside the run.
-#[inline(always)]
-fn compare_run(cmps: &[Cmp], pc: usize, a: u32) -> usize {
-    let Some(run) = cmps.get(pc..) else { return usize::MAX };
-    for c in run {
-        let taken = match c.op {
-            CmpOp::Jeq => a == c.k,
-            CmpOp::Jgt => a > c.k,
-            CmpOp::Jge => a >= c.k,
-            CmpOp::Jset => a & c.k != 0,
-        };
-        if taken {
-            if c.jt != NEXT {
-                return usize::from(c.jt);
-            }
-        } else if c.jf != NEXT {
-            return usize::from(c.jf);
-        }
-    }
-    usize::MAX
 }
 
 #[inline(always)]

@@ -768,7 +768,7 @@ enum Form {
     /// `BPF_RET | BPF_X`, which bpf_asm writes as `ret x`.
     RetX,
     /// The `.raw` escape hatch, with a comment saying why.
-    Raw(&'static str),
+    Raw(String),
 }
 
 fn ancillary_name(k: u32) -> Option<&'static str> {
@@ -778,10 +778,20 @@ fn ancillary_name(k: u32) -> Option<&'static str> {
 
 fn form(pc: usize, insn: Insn, len: usize) -> Form {
     let Some(op) = insn.op() else {
-        return if insn == Insn::stmt(BPF_RET | BPF_X, 0) { Form::RetX } else { Form::Raw("unknown opcode") };
+        return if insn == Insn::stmt(BPF_RET | BPF_X, 0) {
+            Form::RetX
+        } else {
+            Form::Raw("unknown opcode".to_string())
+        };
     };
     if op.to_insn() != insn {
-        return Form::Raw("fields the kernel ignores are set");
+        // Name the instruction in the comment unless it is a jump, whose
+        // label might not exist.
+        let what = match form(pc, op.to_insn(), len) {
+            Form::Asm(s, targets) if targets.is_empty() => s,
+            _ => "jump".to_string(),
+        };
+        return Form::Raw(format!("{what}, with fields the kernel ignores set"));
     }
     let target = |off: u64| -> Option<usize> {
         let t = pc as u64 + 1 + off;
@@ -807,7 +817,9 @@ fn form(pc: usize, insn: Insn, len: usize) -> Form {
         Op::LdLen => "ld #len".to_string(),
         Op::LdxLen => "ldx #len".to_string(),
         Op::LdxMsh { k } => format!("ldxb 4*([{}]&0xf)", fmt_k(k)),
-        Op::LdxAbsSeccomp { .. } => return Form::Raw("seccomp-internal LDX|W|ABS: A = seccomp_data[k]"),
+        Op::LdxAbsSeccomp { k } => {
+            return Form::Raw(format!("seccomp-internal LDX|W|ABS (0x21): A = seccomp_data[{k}]"))
+        }
         Op::Alu { op, src, k } => match src {
             Src::X => format!("{} x", op.mnemonic()),
             Src::K => match op {
@@ -819,12 +831,12 @@ fn form(pc: usize, insn: Insn, len: usize) -> Form {
         },
         Op::Neg => "neg".to_string(),
         Op::Ja { k } => {
-            let Some(t) = target(u64::from(k)) else { return Form::Raw("jump past the last instruction") };
+            let Some(t) = target(u64::from(k)) else { return Form::Raw("jump past the last instruction".to_string()) };
             return Form::Asm(format!("ja L{t}"), vec![t]);
         }
         Op::Jmp { op, src, k, jt, jf } => {
             let (Some(tt), Some(tf)) = (target(u64::from(jt)), target(u64::from(jf))) else {
-                return Form::Raw("jump past the last instruction");
+                return Form::Raw("jump past the last instruction".to_string());
             };
             let operand = match (src, op) {
                 (Src::X, _) => "x".to_string(),

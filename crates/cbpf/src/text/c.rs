@@ -297,15 +297,15 @@ fn lex_int(src: Source<'_>, at: usize, hi: usize) -> Result<(u64, usize), ParseE
     let end = run(digits_end, |b| matches!(b, b'u' | b'U' | b'l' | b'L'));
     let glued_end = run(end, |b| b.is_ascii_alphanumeric() || b == b'_');
     let digits = src.text.get(digits_at..digits_end).unwrap_or("");
-    let (line, col) = src.pos(at);
-    let whole = src.text.get(at..glued_end).unwrap_or("").to_string();
+    let whole = || src.text.get(at..glued_end).unwrap_or("").to_string();
     if glued_end != end || digits.is_empty() {
-        return Err(ParseError::MalformedNumber { line, col, text: whole });
+        let (line, col) = src.pos(at);
+        return Err(ParseError::MalformedNumber { line, col, text: whole() });
     }
-    match u64::from_str_radix(digits, radix) {
-        Ok(v) => Ok((v, end)),
-        Err(_) => Err(ParseError::NumberOutOfRange { line, col, text: whole, range: "64-bit" }),
-    }
+    u64::from_str_radix(digits, radix).map(|v| (v, end)).map_err(|_| {
+        let (line, col) = src.pos(at);
+        ParseError::NumberOutOfRange { line, col, text: whole(), range: "64-bit" }
+    })
 }
 
 /// Integer types a cast or `sizeof` may name: (bits, signed).

@@ -1,0 +1,122 @@
+//! The engines compared in every table, behind one small trait.
+//!
+//! [`ENGINES`] is the list of columns. Adding an engine is one line there:
+//! its name (as `bpfconv run --engine` spells it) and a function that
+//! prepares a [`Filter`] for it, or says why it cannot.
+
+use engine::rbpf_adapter::{Backend, RbpfSeccomp};
+
+use crate::filters::Filter;
+
+/// One filter prepared for one engine: evaluates the filter on a 64-byte
+/// `struct seccomp_data`. Everything expensive happened in the preparation;
+/// a run allocates nothing (except where the engine itself does).
+pub trait Runner {
+    /// The filter's 32-bit `SECCOMP_RET_*` result, or why the engine failed.
+    fn run(&mut self, data: &[u8; 64]) -> Result<u32, String>;
+}
+
+/// Prepares a filter for an engine; `Err` says why the engine cannot run it
+/// (shown as "n/a" with that reason).
+pub type Prepare = for<'f> fn(&'f Filter) -> Result<Box<dyn Runner + 'f>, String>;
+
+/// A user-space engine column.
+#[derive(Clone, Copy)]
+pub struct Engine {
+    /// Column and JSON name (one of the `bpfconv run --engine` names).
+    pub name: &'static str,
+    /// What the column measures, for the report's legend.
+    pub about: &'static str,
+    /// Prepares a filter.
+    pub prepare: Prepare,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// Every user-space engine, in column order. The real kernel is a separate
+/// column ([`KERNEL`]): it times whole system calls, not evaluations.
+pub const ENGINES: &[Engine] = &[
+    Engine { name: "cbpf", about: "our classic interpreter (cbpf::Interp)", prepare: prepare_cbpf },
+    Engine { name: "ebpf", about: "convert::convert, then our eBPF interpreter (ebpf::Vm)", prepare: prepare_ebpf },
+    Engine { name: "rbpf", about: "rbpf 0.4 interpreter on the converted program", prepare: prepare_rbpf },
+    Engine { name: "rbpf-jit", about: "rbpf 0.4 x86-64 JIT (programs that fit its 4 KiB page)", prepare: prepare_rbpf_jit },
+    Engine { name: "rbpf-cranelift", about: "rbpf 0.4 cranelift backend", prepare: prepare_rbpf_cranelift },
+    Engine { name: "fast", about: "seccomp fast engine (lookup structure)", prepare: prepare_fast },
+];
+
+/// Name of the real-kernel column.
+pub const KERNEL: &str = "kernel";
+
+/// Looks an engine up by name.
+pub fn by_name(name: &str) -> Option<&'static Engine> {
+    ENGINES.iter().find(|e| e.name == name)
+}
+
+struct Cbpf<'f>(&'f cbpf::Interp);
+
+impl Runner for Cbpf<'_> {
+    #[inline]
+    fn run(&mut self, data: &[u8; 64]) -> Result<u32, String> {
+        self.0.run_seccomp(data).map_err(|e| e.to_string())
+    }
+}
+
+fn prepare_cbpf(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
+    Ok(Box::new(Cbpf(&filter.interp)))
+}
+
+struct Ebpf<'f> {
+    program: &'f ebpf::Program,
+    vm: ebpf::Vm,
+}
+
+impl Runner for Ebpf<'_> {
+    #[inline]
+    fn run(&mut self, data: &[u8; 64]) -> Result<u32, String> {
+        self.vm.run_seccomp(self.program, data).map_err(|e| e.to_string())
+    }
+}
+
+fn prepare_ebpf(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
+    Ok(Box::new(Ebpf { program: &filter.ebpf_program, vm: ebpf::Vm::new() }))
+}
+
+struct Rbpf<'f>(RbpfSeccomp<'f>);
+
+impl Runner for Rbpf<'_> {
+    #[inline]
+    fn run(&mut self, data: &[u8; 64]) -> Result<u32, String> {
+        // rbpf takes the context mutably; the filter cannot write it (checked
+        // by `check_seccomp_shaped` for the compiled backends), and the
+        // interpreter gets a copy so every run sees the same input.
+        let mut copy = *data;
+        self.0.run(&mut copy).map_err(|e| e.to_string())
+    }
+}
+
+fn prepare_rbpf_backend(filter: &Filter, backend: Backend) -> Result<Box<dyn Runner + '_>, String> {
+    let vm = RbpfSeccomp::new(&filter.ebpf_bytes, &filter.ebpf, backend).map_err(|e| e.to_string())?;
+    Ok(Box::new(Rbpf(vm)))
+}
+
+fn prepare_rbpf(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
+    prepare_rbpf_backend(filter, Backend::Interpreter)
+}
+
+fn prepare_rbpf_jit(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
+    prepare_rbpf_backend(filter, Backend::Jit)
+}
+
+fn prepare_rbpf_cranelift(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
+    prepare_rbpf_backend(filter, Backend::Cranelift)
+}
+
+/// Placeholder until the seccomp fast engine lands: replace the body with
+/// its constructor.
+fn prepare_fast(_filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
+    Err("the fast engine does not exist yet".to_string())
+}

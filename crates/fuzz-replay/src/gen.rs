@@ -1,0 +1,439 @@
+//! Valid classic programs and run contexts, built from fuzzer bytes.
+//!
+//! [`program`] turns any byte string into a program that [`cbpf::validate`]
+//! accepts, by construction rather than by luck, so the fuzzer spends its
+//! time in the converter and the interpreters instead of in the validator:
+//!
+//! - every one of the 49 classic opcodes is reachable in socket mode, and
+//!   every one of the 41 `seccomp_check_filter()` allows in seccomp mode;
+//! - jumps go forward and land inside the program (`ja k < len - pc - 1`,
+//!   `pc + 1 + jt/jf < len`);
+//! - shift constants are below 32, `div #k` / `mod #k` never divide by 0;
+//! - `M[k]` indices are below 16 and reads prefer words already stored;
+//! - seccomp loads are aligned words below 64; socket loads hit the packet,
+//!   its edges, the 16 ancillary offsets and the `SKF_NET_OFF`/`SKF_LL_OFF`
+//!   windows;
+//! - the last instruction is a `ret`.
+//!
+//! What construction cannot guarantee cheaply (`check_load_and_stores()`'s
+//! path-sensitive "no `M[k]` read before a write") is repaired afterwards:
+//! each instruction the validator names is replaced by `ld #k` until the
+//! program passes. The validator stays the single authority on validity.
+//!
+//! Constants are drawn from a per-program pool shared with the contexts
+//! ([`seccomp_data`], [`packet`]) so that comparisons are sometimes true.
+
+use arbitrary::{Error, Result, Unstructured};
+use cbpf::opcode::{
+    LD_IMM, RET_A, SKF_AD_OFF, SKF_AD_PAY_OFFSET, SKF_LL_OFF, SKF_NET_OFF, BPF_MEMWORDS,
+};
+use cbpf::{AluOp, Insn, JmpOp, Mode, NetDevice, Op, Program, Size, Skb, Src};
+
+/// Longest generated program. Long enough for every jump distance a
+/// converted group can stretch, short enough to run thousands per second.
+pub const MAX_LEN: usize = 96;
+
+/// Constants worth trying first: edges of widths and signedness, seccomp
+/// actions and arches.
+const EDGES: [u32; 28] = [
+    0,
+    1,
+    2,
+    3,
+    4,
+    7,
+    8,
+    14,
+    15,
+    16,
+    31,
+    32,
+    63,
+    64,
+    0x7f,
+    0x80,
+    0xff,
+    0x100,
+    0xffff,
+    0x1_0000,
+    0x7fff_ffff,
+    0x8000_0000,
+    0xffff_fffe,
+    0xffff_ffff,
+    0xc000_003e,
+    0x4000_0003,
+    0x7fff_0000,
+    0x0005_0001,
+];
+
+/// The constants of one program, reused by its contexts.
+#[derive(Debug, Clone, Default)]
+pub struct Pool {
+    values: Vec<u32>,
+}
+
+impl Pool {
+    const CAP: usize = 32;
+
+    /// Constants seen so far.
+    pub fn values(&self) -> &[u32] {
+        &self.values
+    }
+
+    fn remember(&mut self, v: u32) {
+        if self.values.len() < Self::CAP && !self.values.contains(&v) {
+            self.values.push(v);
+        }
+    }
+
+    /// An interesting 32-bit value: an edge, a pooled constant (or its
+    /// neighbour), or anything.
+    pub fn value(&mut self, u: &mut Unstructured<'_>) -> Result<u32> {
+        let v = match u.int_in_range(0..=5u8)? {
+            0 | 1 => *u.choose(&EDGES)?,
+            2 if !self.values.is_empty() => *u.choose(&self.values)?,
+            3 if !self.values.is_empty() => u.choose(&self.values)?.wrapping_add(u.int_in_range(0..=2u32)?).wrapping_sub(1),
+            4 => u.int_in_range(0..=64u32)?,
+            _ => u.arbitrary::<u32>()?,
+        };
+        self.remember(v);
+        Ok(v)
+    }
+}
+
+/// A generated program and the constants it uses.
+#[derive(Debug, Clone)]
+pub struct Generated {
+    pub program: Program,
+    pub pool: Pool,
+}
+
+/// Builds a valid program of `mode` from `u` (see the module docs).
+///
+/// # Errors
+/// Only when `u` cannot supply what the generator asks for in a way
+/// `arbitrary` refuses (it pads exhausted input with zeros, so in practice
+/// never) or when repair fails to converge, which would be a bug here.
+pub fn program(u: &mut Unstructured<'_>, mode: Mode) -> Result<Generated> {
+    let len = if u.ratio(1u8, 8u8)? { u.int_in_range(1..=MAX_LEN)? } else { u.int_in_range(1..=24usize)? };
+    let mut pool = Pool::default();
+    let mut insns = Vec::with_capacity(len);
+    let mut stored: u16 = 0;
+    for pc in 0..len {
+        let remaining = len - pc - 1;
+        let insn = insn(u, mode, remaining, &mut stored, &mut pool)?;
+        insns.push(insn);
+    }
+    let program = repair(insns, mode)?;
+    Ok(Generated { program, pool })
+}
+
+/// Replaces each instruction the validator refuses by `ld #k` until the
+/// program passes.
+fn repair(mut insns: Vec<Insn>, mode: Mode) -> Result<Program> {
+    for _ in 0..=insns.len() {
+        match cbpf::validate(&insns, mode) {
+            Ok(p) => return Ok(p),
+            Err(e) => {
+                let pc = e.pc().ok_or(Error::IncorrectFormat)?.0;
+                let last = pc + 1 == insns.len();
+                let slot = insns.get_mut(pc).ok_or(Error::IncorrectFormat)?;
+                let replacement = if last { Insn::stmt(RET_A, 0) } else { Insn::stmt(LD_IMM, slot.k) };
+                if *slot == replacement {
+                    return Err(Error::IncorrectFormat);
+                }
+                *slot = replacement;
+            }
+        }
+    }
+    Err(Error::IncorrectFormat)
+}
+
+/// One instruction at a pc with `remaining` instructions after it.
+fn insn(u: &mut Unstructured<'_>, mode: Mode, remaining: usize, stored: &mut u16, pool: &mut Pool) -> Result<Insn> {
+    if remaining == 0 {
+        return ret(u, pool);
+    }
+    let seccomp = mode == Mode::Seccomp;
+    // Weights: ALU and jumps dominate real filters; loads feed them.
+    let op = match u.int_in_range(0..=99u8)? {
+        0..=21 => alu(u, seccomp, pool)?,
+        22..=39 => {
+            let max = remaining.min(256) - 1;
+            let jt = jump_offset(u, max)?;
+            let jf = jump_offset(u, max)?;
+            let src = if u.ratio(1u8, 3u8)? { Src::X } else { Src::K };
+            Op::Jmp { op: *u.choose(&JmpOp::ALL)?, src, k: pool.value(u)?, jt, jf }
+        }
+        40..=43 => Op::Ja { k: u32::from(jump_offset(u, remaining.min(256) - 1)?) },
+        44..=57 => load_abs(u, seccomp, pool)?,
+        58..=61 if !seccomp => Op::LdInd { size: size(u)?, k: packet_offset(u, pool)? },
+        62..=63 if !seccomp => Op::LdxMsh { k: packet_offset(u, pool)? },
+        58..=63 => load_abs(u, seccomp, pool)?,
+        64..=67 => Op::LdImm { k: pool.value(u)? },
+        68..=70 => Op::LdxImm { k: pool.value(u)? },
+        71..=74 => {
+            let k = u.int_in_range(0..=BPF_MEMWORDS - 1)?;
+            *stored |= 1 << k;
+            if u.arbitrary()? {
+                Op::St { k }
+            } else {
+                Op::Stx { k }
+            }
+        }
+        75..=78 => {
+            let k = mem_read(u, *stored)?;
+            if u.arbitrary()? {
+                Op::LdMem { k }
+            } else {
+                Op::LdxMem { k }
+            }
+        }
+        79 => Op::LdLen,
+        80 => Op::LdxLen,
+        81..=84 => Op::Tax,
+        85..=88 => Op::Txa,
+        89 => Op::Neg,
+        _ => return ret(u, pool),
+    };
+    let mut insn = op.to_insn();
+    // The kernel ignores jt/jf of non-jumps and k of a few codes; the
+    // converter must too. Rarely, fill them with junk.
+    if !matches!(op, Op::Jmp { .. }) && u.ratio(1u8, 32u8)? {
+        insn.jt = u.arbitrary()?;
+        insn.jf = u.arbitrary()?;
+        if matches!(op, Op::Tax | Op::Txa | Op::Neg | Op::LdLen | Op::LdxLen) {
+            insn.k = u.arbitrary()?;
+        }
+    }
+    Ok(insn)
+}
+
+fn ret(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<Insn> {
+    Ok(if u.ratio(1u8, 4u8)? { Op::RetA } else { Op::RetK { k: pool.value(u)? } }.to_insn())
+}
+
+/// A jump offset in `0..=max`, mostly short.
+fn jump_offset(u: &mut Unstructured<'_>, max: usize) -> Result<u8> {
+    let max = u8::try_from(max.min(255)).unwrap_or(u8::MAX);
+    if u.ratio(3u8, 4u8)? {
+        u.int_in_range(0..=max.min(4))
+    } else {
+        u.int_in_range(0..=max)
+    }
+}
+
+fn alu(u: &mut Unstructured<'_>, seccomp: bool, pool: &mut Pool) -> Result<Op> {
+    let ops: &[AluOp] = if seccomp {
+        // seccomp_check_filter() has no BPF_MOD.
+        &[AluOp::Add, AluOp::Sub, AluOp::Mul, AluOp::Div, AluOp::Or, AluOp::And, AluOp::Lsh, AluOp::Rsh, AluOp::Xor]
+    } else {
+        &AluOp::ALL
+    };
+    let op = *u.choose(ops)?;
+    if u.ratio(1u8, 3u8)? {
+        return Ok(Op::Alu { op, src: Src::X, k: 0 });
+    }
+    let k = match op {
+        AluOp::Lsh | AluOp::Rsh => u.int_in_range(0..=31u32)?,
+        AluOp::Div | AluOp::Mod => pool.value(u)?.max(1),
+        _ => pool.value(u)?,
+    };
+    Ok(Op::Alu { op, src: Src::K, k })
+}
+
+fn size(u: &mut Unstructured<'_>) -> Result<Size> {
+    Ok(*u.choose(&[Size::W, Size::H, Size::B])?)
+}
+
+/// `ld{,h,b} [k]`: in seccomp mode an aligned word of `seccomp_data`; in
+/// socket mode a packet offset or one of the 16 ancillary loads.
+fn load_abs(u: &mut Unstructured<'_>, seccomp: bool, pool: &mut Pool) -> Result<Op> {
+    if seccomp {
+        return Ok(Op::LdAbs { size: Size::W, k: 4 * u.int_in_range(0..=15u32)? });
+    }
+    let size = size(u)?;
+    let k = if u.ratio(1u8, 3u8)? {
+        SKF_AD_OFF + 4 * u.int_in_range(0..=SKF_AD_PAY_OFFSET / 4 + 2)?
+    } else {
+        packet_offset(u, pool)?
+    };
+    Ok(Op::LdAbs { size, k })
+}
+
+/// A packet offset: inside small packets, at the negative windows, or wild
+/// (never in the ancillary range, which only named loads may use).
+fn packet_offset(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<u32> {
+    let k = match u.int_in_range(0..=5u8)? {
+        0..=2 => u.int_in_range(0..=80u32)?,
+        3 => SKF_NET_OFF + u.int_in_range(0..=64u32)?,
+        4 => SKF_LL_OFF + u.int_in_range(0..=64u32)?,
+        _ => pool.value(u)?,
+    };
+    Ok(if k >= SKF_AD_OFF { k - SKF_AD_OFF } else { k })
+}
+
+/// An `M[]` index, almost always one stored earlier in program order.
+fn mem_read(u: &mut Unstructured<'_>, stored: u16) -> Result<u32> {
+    let candidates: Vec<u32> = (0..BPF_MEMWORDS).filter(|k| stored & (1 << k) != 0).collect();
+    if candidates.is_empty() || u.ratio(1u8, 16u8)? {
+        u.int_in_range(0..=BPF_MEMWORDS - 1)
+    } else {
+        u.choose(&candidates).copied()
+    }
+}
+
+/// A `struct seccomp_data` whose 16 words are edges, program constants or
+/// anything (nr and arch usually a constant the program compares with).
+pub fn seccomp_data(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<[u8; 64]> {
+    let mut out = [0u8; 64];
+    for word in out.chunks_exact_mut(4) {
+        word.copy_from_slice(&pool.value(u)?.to_ne_bytes());
+    }
+    Ok(out)
+}
+
+/// A socket buffer in a form both interpreters can be given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet {
+    pub data: Vec<u8>,
+    pub headlen: usize,
+    pub protocol: u16,
+    pub pkt_type: u8,
+    pub dev: Option<NetDevice>,
+    pub mark: u32,
+    pub queue_mapping: u16,
+    pub rxhash: u32,
+    pub vlan_tci: u16,
+    pub vlan_proto: u16,
+    pub cpu: u32,
+    pub random: u32,
+    pub network_offset: usize,
+    pub mac_offset: Option<usize>,
+}
+
+impl Packet {
+    /// The classic interpreter's view.
+    pub fn cbpf_skb(&self) -> Skb<'_> {
+        Skb {
+            data: &self.data,
+            headlen: self.headlen,
+            protocol: self.protocol,
+            pkt_type: self.pkt_type,
+            dev: self.dev,
+            mark: self.mark,
+            queue_mapping: self.queue_mapping,
+            rxhash: self.rxhash,
+            vlan_tci: self.vlan_tci,
+            vlan_proto: self.vlan_proto,
+            cpu: self.cpu,
+            random: self.random,
+            network_offset: self.network_offset,
+            mac_offset: self.mac_offset,
+        }
+    }
+
+    /// The eBPF interpreter's view (our documented context layout).
+    pub fn ebpf_meta(&self) -> ebpf::SkbMeta {
+        ebpf::SkbMeta {
+            protocol: self.protocol,
+            pkt_type: self.pkt_type,
+            ifindex: self.dev.map(|d| d.ifindex as u32),
+            hatype: self.dev.map_or(0, |d| d.hatype),
+            mark: self.mark,
+            queue_mapping: self.queue_mapping,
+            vlan_tci: self.vlan_tci,
+            vlan_proto: self.vlan_proto,
+            vlan_present: self.vlan_tci != 0 || self.vlan_proto != 0,
+            hash: self.rxhash,
+            cpu: self.cpu,
+            random: self.random,
+            network_header: u32::try_from(self.network_offset).ok(),
+            mac_header: self.mac_offset.and_then(|m| u32::try_from(m).ok()),
+            headlen: Some(self.headlen),
+        }
+    }
+}
+
+/// A packet of up to 96 bytes, sometimes partly paged, with metadata drawn
+/// from the kernel's test values, protocols the flow dissector knows, and
+/// program constants.
+pub fn packet(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<Packet> {
+    let len = u.int_in_range(0..=96usize)?;
+    let mut data = Vec::with_capacity(len);
+    for _ in 0..len {
+        data.push(u.arbitrary::<u8>()?);
+    }
+    let headlen = if u.ratio(3u8, 4u8)? { len } else { u.int_in_range(0..=len)? };
+    let protocol = *u.choose(&[0x0800u16, 0x86dd, 0x8100, 0x88a8, 0x0806, 0])?;
+    let protocol = if u.ratio(1u8, 8u8)? { u.arbitrary()? } else { protocol };
+    let dev = if u.ratio(7u8, 8u8)? {
+        Some(NetDevice { ifindex: pool.value(u)? as i32, hatype: u.arbitrary()? })
+    } else {
+        None
+    };
+    let (vlan_tci, vlan_proto) = match u.int_in_range(0..=3u8)? {
+        0 => (0, 0),
+        1 => (0xffff, 0x0800),
+        2 => (u.arbitrary()?, *u.choose(&[0x8100u16, 0x88a8, 0x0800, 0x86dd])?),
+        _ => (u.arbitrary()?, u.arbitrary()?),
+    };
+    let network_offset = if u.ratio(3u8, 4u8)? { len.min(14) } else { u.int_in_range(0..=len)? };
+    let mac_offset = if u.ratio(7u8, 8u8)? { Some(0) } else if u.arbitrary()? { Some(u.int_in_range(0..=len)?) } else { None };
+    Ok(Packet {
+        data,
+        headlen,
+        protocol,
+        pkt_type: u.int_in_range(0..=7u8)?,
+        dev,
+        mark: pool.value(u)?,
+        queue_mapping: u.arbitrary()?,
+        rxhash: pool.value(u)?,
+        vlan_tci,
+        vlan_proto,
+        cpu: u.arbitrary()?,
+        random: u.arbitrary()?,
+        network_offset,
+        mac_offset,
+    })
+}
+
+/// One run input of either mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    Seccomp([u8; 64]),
+    Socket(Packet),
+}
+
+/// A valid program and up to four inputs to run it on.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub program: Program,
+    pub inputs: Vec<Input>,
+}
+
+/// A [`Case`] of either mode (the first byte decides).
+///
+/// # Errors
+/// See [`program`].
+pub fn case(u: &mut Unstructured<'_>) -> Result<Case> {
+    let mode = if u.arbitrary()? { Mode::Seccomp } else { Mode::Socket };
+    case_in(u, mode)
+}
+
+/// A [`Case`] of `mode`.
+///
+/// # Errors
+/// See [`program`].
+pub fn case_in(u: &mut Unstructured<'_>, mode: Mode) -> Result<Case> {
+    let Generated { program, mut pool } = program(u, mode)?;
+    let count = u.int_in_range(1..=4usize)?;
+    let mut inputs = Vec::with_capacity(count);
+    for _ in 0..count {
+        inputs.push(match mode {
+            Mode::Seccomp => Input::Seccomp(seccomp_data(u, &mut pool)?),
+            _ => Input::Socket(packet(u, &mut pool)?),
+        });
+    }
+    Ok(Case { program, inputs })
+}

@@ -1,0 +1,53 @@
+//! The bodies of bpfconv's fuzz targets, shared by two drivers:
+//!
+//! ```text
+//! fuzz/fuzz_targets/<name>.rs  (cargo +nightly fuzz run <name>)  ─┐
+//!                                                                  ├─► fuzz_replay::<name>(&[u8])
+//! crates/fuzz-replay/tests/replay.rs (cargo test, stable)  ──────┘     panics iff a property fails
+//! ```
+//!
+//! Each target is a plain function from bytes to `()` that panics (with a
+//! message naming the property) when the code under test misbehaves, so a
+//! crash found by libFuzzer replays on stable Rust from the very same file:
+//! `tests/replay.rs` runs every file under `fuzz/regressions/<target>/` and
+//! `fuzz/seeds/<target>/`.
+//!
+//! | target | input | property |
+//! |---|---|---|
+//! | [`decode_validate`] | raw `sock_filter` bytes | decode and validate (both modes) never panic; what validates converts, loads and agrees with the classic interpreter on a fixed context |
+//! | [`text_parse`] | text | every cBPF text parser, the seccomp assembler and the eBPF assembler never panic; what parses round-trips through the printers |
+//! | [`convert_equiv`] | a generated valid program + contexts ([`gen`]) | classic interpreter == converted eBPF on our interpreter (kernel and legacy shapes, with and without superinstructions) == rbpf's interpreter (seccomp) |
+//! | [`ebpf_exec`] | raw eBPF bytes | load + run with a step budget never panics or hangs; memory outside the regions is never touched; superinstructions change nothing; disassembly round-trips |
+//! | [`analysis_sound`] | a generated valid seccomp program | every constant action the analysis promises holds on random arguments |
+//! | [`fast_equiv`] | (stub) | reserved for the seccomp fast engine |
+//!
+//! The functions take `&[u8]` rather than `arbitrary` types so a regression
+//! file is exactly the bytes libFuzzer wrote.
+
+pub mod gen;
+mod targets;
+
+pub use targets::{analysis_sound, convert_equiv, decode_validate, ebpf_exec, fast_equiv, text_parse};
+
+/// A fuzz target: its name (also its directory under `fuzz/regressions/`
+/// and `fuzz/seeds/`) and its body.
+#[derive(Debug, Clone, Copy)]
+pub struct Target {
+    pub name: &'static str,
+    pub run: fn(&[u8]),
+}
+
+/// Every target, in the order the xtask runs them.
+pub const TARGETS: [Target; 6] = [
+    Target { name: "decode_validate", run: decode_validate },
+    Target { name: "text_parse", run: text_parse },
+    Target { name: "convert_equiv", run: convert_equiv },
+    Target { name: "ebpf_exec", run: ebpf_exec },
+    Target { name: "analysis_sound", run: analysis_sound },
+    Target { name: "fast_equiv", run: fast_equiv },
+];
+
+/// The target called `name`.
+pub fn target(name: &str) -> Option<Target> {
+    TARGETS.iter().copied().find(|t| t.name == name)
+}

@@ -1,0 +1,429 @@
+//! The target bodies. Each panics, through [`fail`], exactly when a property
+//! the crate docs list is broken; any other panic is a crash in the code
+//! under test.
+
+use std::fmt;
+
+use arbitrary::Unstructured;
+use cbpf::text::{self, Format};
+use cbpf::{Interp, Mode, Program};
+use convert::{ConvertError, Options};
+use ebpf::interp::Input as EInput;
+use ebpf::{Helpers, LoadOptions, SkbContext, Vm};
+use seccomp::analysis::{ActionResult, Analyzer, Field};
+
+use crate::gen::{self, Input, Packet};
+
+/// Reports a broken property. Panicking is the interface: libFuzzer records
+/// the input as a crash and the replayer's `catch_unwind` reports it.
+#[allow(clippy::panic)] // the one place a fuzz check turns a finding into a crash
+#[cold]
+#[track_caller]
+fn fail(what: fmt::Arguments<'_>) -> ! {
+    panic!("property violated: {what}")
+}
+
+/// Step budget for runs of arbitrary eBPF: small enough that a loop costs
+/// microseconds, large enough for every straight-line program the fuzzer
+/// writes (libFuzzer's default `-max_len` of 4096 bytes is 512 slots).
+const EBPF_STEP_BUDGET: u64 = 1 << 14;
+
+// ---------------------------------------------------------------- decode_validate
+
+/// Any bytes: [`cbpf::raw::decode`] then [`cbpf::validate`] in both modes
+/// never panic; decoding round-trips; a program that validates keeps its
+/// length and original, converts, loads into the eBPF interpreter, and gives
+/// the classic interpreter's answer on fixed contexts.
+pub fn decode_validate(data: &[u8]) {
+    let Ok(insns) = cbpf::raw::decode(data) else { return };
+    if cbpf::raw::encode(&insns) != data {
+        fail(format_args!("encode(decode(bytes)) differs from the bytes"));
+    }
+    for mode in [Mode::Seccomp, Mode::Socket] {
+        let Ok(prog) = cbpf::validate(&insns, mode) else { continue };
+        if prog.original() != insns.as_slice() || prog.insns().len() != insns.len() || prog.mode() != mode {
+            fail(format_args!("validate({mode}) changed the program's length, original or mode"));
+        }
+        let inputs = match mode {
+            Mode::Seccomp => fixed_seccomp_inputs(),
+            _ => vec![Input::Socket(fixed_packet())],
+        };
+        equiv(&prog, &inputs);
+    }
+}
+
+fn fixed_seccomp_inputs() -> Vec<Input> {
+    let mut pattern = [0u8; 64];
+    for (i, b) in pattern.iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(37).wrapping_add(1);
+    }
+    let mut x86_64 = [0u8; 64];
+    if let Some(arch) = x86_64.get_mut(4..8) {
+        arch.copy_from_slice(&0xc000_003eu32.to_ne_bytes());
+    }
+    vec![Input::Seccomp([0; 64]), Input::Seccomp(x86_64), Input::Seccomp(pattern)]
+}
+
+/// An IPv4/UDP-looking frame with lib/test_bpf.c's metadata.
+fn fixed_packet() -> Packet {
+    let mut data = vec![0u8; 60];
+    for (i, b) in data.iter_mut().enumerate() {
+        *b = (i as u8).wrapping_mul(13);
+    }
+    for (at, v) in [(12, 0x08), (13, 0x00), (14, 0x45), (23, 17)] {
+        if let Some(b) = data.get_mut(at) {
+            *b = v;
+        }
+    }
+    let skb = cbpf::Skb::test_bpf(&data);
+    Packet {
+        headlen: skb.headlen,
+        protocol: skb.protocol,
+        pkt_type: skb.pkt_type,
+        dev: skb.dev,
+        mark: skb.mark,
+        queue_mapping: skb.queue_mapping,
+        rxhash: skb.rxhash,
+        vlan_tci: skb.vlan_tci,
+        vlan_proto: skb.vlan_proto,
+        cpu: skb.cpu,
+        random: skb.random,
+        network_offset: skb.network_offset,
+        mac_offset: skb.mac_offset,
+        data,
+    }
+}
+
+// ---------------------------------------------------------------- convert_equiv
+
+/// A generated valid program ([`gen::case`]) and contexts: the classic
+/// interpreter, the converted program on our eBPF interpreter (kernel
+/// shape, and legacy shape for socket filters; with and without
+/// superinstructions) and, for seccomp, rbpf's interpreter all agree.
+pub fn convert_equiv(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let Ok(case) = gen::case(&mut u) else { return };
+    equiv(&case.program, &case.inputs);
+}
+
+/// The equivalence oracle: every engine gives the classic interpreter's answer.
+fn equiv(prog: &Program, inputs: &[Input]) {
+    let interp = Interp::new(prog);
+    let mut expected = Vec::with_capacity(inputs.len());
+    for input in inputs {
+        let r = match input {
+            Input::Seccomp(d) => interp.run_seccomp(d),
+            Input::Socket(p) => interp.run_socket(&p.cbpf_skb()),
+        };
+        match r {
+            Ok(v) => expected.push(v),
+            Err(e) => fail(format_args!("classic interpreter refused a run of its own mode: {e}")),
+        }
+    }
+    let shapes: &[Options] = match prog.mode() {
+        Mode::Seccomp => &[Options::kernel()],
+        _ => &[Options::kernel(), Options::legacy()],
+    };
+    for opts in shapes {
+        let out = match convert::convert(prog, opts) {
+            Ok(out) => out,
+            // The one refusal a validated program can meet (a 16-bit jump
+            // offset overflow), only possible for programs far longer than
+            // the generator's.
+            Err(ConvertError::JumpOffset { .. }) => continue,
+            Err(e) => fail(format_args!("convert({opts:?}) refused a validated program: {e}\n{}", listing(prog))),
+        };
+        for no_superinstructions in [false, true] {
+            let lo = LoadOptions { strict: false, no_superinstructions };
+            let eprog = match ebpf::Program::load(&out.insns, &lo, &Helpers::socket()) {
+                Ok(p) => p,
+                Err(e) => fail(format_args!(
+                    "converted program ({opts:?}) does not load: {e}\n{}",
+                    listing(prog)
+                )),
+            };
+            let mut vm = Vm::new();
+            for (input, want) in inputs.iter().zip(&expected) {
+                let got = match input {
+                    Input::Seccomp(d) => vm.run_seccomp(&eprog, d),
+                    Input::Socket(p) => {
+                        let ctx = SkbContext::new(&p.data, &p.ebpf_meta());
+                        vm.run(&eprog, EInput::Skb(&ctx)).map(|r0| r0 as u32)
+                    }
+                };
+                if got.as_ref() != Ok(want) {
+                    fail(format_args!(
+                        "classic interpreter returned {want:#x}, converted program ({opts:?}, \
+                         no_superinstructions={no_superinstructions}) on the eBPF interpreter {got:x?}\n\
+                         input: {input:x?}\n{}",
+                        listing(prog)
+                    ));
+                }
+            }
+        }
+        if prog.mode() == Mode::Seccomp {
+            rbpf_agrees(prog, &out.insns, inputs, &expected);
+        }
+    }
+}
+
+/// rbpf 0.4's interpreter on a converted seccomp filter.
+fn rbpf_agrees(prog: &Program, insns: &[ebpf::Insn], inputs: &[Input], expected: &[u32]) {
+    let bytes = ebpf::encode(insns);
+    let vm = match rbpf::EbpfVmRaw::new(Some(&bytes)) {
+        Ok(vm) => vm,
+        Err(e) => fail(format_args!("rbpf refused a converted seccomp filter: {e}\n{}", listing(prog))),
+    };
+    for (input, want) in inputs.iter().zip(expected) {
+        let Input::Seccomp(d) = input else { continue };
+        let mut mem = *d;
+        let got = vm.execute_program(&mut mem).map(|r0| r0 as u32).map_err(|e| e.to_string());
+        if got.as_ref() != Ok(want) {
+            fail(format_args!(
+                "classic interpreter returned {want:#x}, rbpf's interpreter {got:x?}\ninput: {input:x?}\n{}",
+                listing(prog)
+            ));
+        }
+    }
+}
+
+fn listing(prog: &Program) -> String {
+    format!("program ({} mode):\n{}", prog.mode(), text::print_asm(prog.original()))
+}
+
+// ---------------------------------------------------------------- text_parse
+
+/// Any text: every cBPF text parser (and format detection), the
+/// seccomp-tools assembler, the eBPF assembler and the conformance-file
+/// parser never panic; whatever parses round-trips through the printers.
+pub fn text_parse(data: &[u8]) {
+    let _ = text::detect(data);
+    let _ = text::parse_auto(data);
+    for format in [Format::Raw, Format::C, Format::Ddd, Format::Asm] {
+        if let Ok(insns) = text::parse(data, format) {
+            cbpf_printers_round_trip(&insns, format);
+        }
+    }
+    let Ok(source) = std::str::from_utf8(data) else { return };
+    if let Ok(insns) = ebpf::asm::assemble(source) {
+        let _ = ebpf::listing::listing(&insns);
+        if let Ok(back) = ebpf::disasm::disassemble(&insns) {
+            let again = ebpf::asm::assemble(&back);
+            if again.as_ref() != Ok(&insns) {
+                fail(format_args!("eBPF assemble(disassemble(p)) != p: {again:?}\ndisassembly:\n{back}"));
+            }
+        }
+    }
+    for default_arch in [None, Some(seccomp::Arch::X86_64)] {
+        let options = seccomp::asm::AsmOptions { default_arch };
+        if let Ok(insns) = seccomp::asm::assemble(source, options) {
+            let printed = seccomp::disasm::disasm(&insns, seccomp::disasm::DisasmOptions { default_arch });
+            let again = seccomp::asm::assemble(&printed, options);
+            if again.as_ref() != Ok(&insns) {
+                fail(format_args!("seccomp assemble(disasm(p)) != p: {again:?}\nlisting:\n{printed}"));
+            }
+            let _ = seccomp::disasm::disasm_text(&insns, seccomp::disasm::DisasmOptions { default_arch });
+        }
+    }
+    let _ = ebpf::conformance::parse(source);
+}
+
+/// `parse(print(p)) == p` for every printer whose output is an input syntax,
+/// both with the format named and with the format detected.
+fn cbpf_printers_round_trip(insns: &[cbpf::Insn], parsed_as: Format) {
+    let _ = text::print_pcap(insns);
+    let raw = cbpf::raw::encode(insns);
+    let printed = [
+        ("print_asm", text::print_asm(insns).into_bytes(), Format::Asm),
+        ("print_c", text::print_c(insns).into_bytes(), Format::C),
+        ("print_ddd", text::print_ddd(insns).into_bytes(), Format::Ddd),
+        ("print_ddd_line", text::print_ddd_line(insns).into_bytes(), Format::Ddd),
+        ("raw::encode", raw, Format::Raw),
+    ];
+    for (printer, out, format) in printed {
+        let back = text::parse(&out, format);
+        if back.as_deref() != Ok(insns) {
+            fail(format_args!(
+                "parse({format}, {printer}(p)) != p for p parsed as {parsed_as}: {back:?}\noutput:\n{}",
+                String::from_utf8_lossy(&out)
+            ));
+        }
+        if format != Format::Raw {
+            let auto = text::parse_auto(&out);
+            if auto.as_ref().map(|(_, p)| p.as_slice()) != Ok(insns) {
+                fail(format_args!(
+                    "parse_auto({printer}(p)) != p for p parsed as {parsed_as}: {auto:?}\noutput:\n{}",
+                    String::from_utf8_lossy(&out)
+                ));
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------- ebpf_exec
+
+/// Guard bytes around the writable memory of a run; they must survive it.
+const GUARD: u8 = 0xa5;
+const GUARD_LEN: usize = 16;
+const USER_MEM_LEN: usize = 64;
+
+/// Arbitrary eBPF: `data[0]` picks the helpers, strictness and the input
+/// kind; the rest (cut to whole instructions) is the program. Loading never
+/// panics and strict loading accepts a subset; a loaded program runs within
+/// a step budget without panicking, touches no byte outside the memory it
+/// was given, and gives the same result, step count and memory with and
+/// without superinstructions. What disassembles re-assembles to the same
+/// instructions.
+pub fn ebpf_exec(data: &[u8]) {
+    let Some((&selector, code)) = data.split_first() else { return };
+    let whole = code.len() / ebpf::insn::INSN_SIZE * ebpf::insn::INSN_SIZE;
+    let Ok(insns) = ebpf::decode(code.get(..whole).unwrap_or_default()) else { return };
+    let _ = ebpf::listing::listing(&insns);
+    if let Ok(text) = ebpf::disasm::disassemble(&insns) {
+        let again = ebpf::asm::assemble(&text);
+        if again.as_ref() != Ok(&insns) {
+            fail(format_args!("eBPF assemble(disassemble(p)) != p: {again:?}\ndisassembly:\n{text}"));
+        }
+    }
+    let helpers = if selector & 1 == 0 { Helpers::socket() } else { Helpers::conformance() };
+    let strict = selector & 2 != 0;
+    let load = |strict, no_superinstructions| {
+        ebpf::Program::load(&insns, &LoadOptions { strict, no_superinstructions }, &helpers)
+    };
+    let fused = load(strict, false);
+    let plain = load(strict, true);
+    if fused.as_ref().err() != plain.as_ref().err() {
+        fail(format_args!(
+            "superinstructions change loading: {:?} vs {:?}",
+            fused.as_ref().err(),
+            plain.as_ref().err()
+        ));
+    }
+    if strict && fused.is_ok() && load(false, false).is_err() {
+        fail(format_args!("a program that loads strictly is refused without `strict`"));
+    }
+    let (Ok(fused), Ok(plain)) = (fused, plain) else { return };
+    let packet = fixed_packet();
+    let skb = SkbContext::new(&packet.data, &packet.ebpf_meta());
+    let ctx: [u8; 64] = std::array::from_fn(|i| (i as u8) ^ 0x5a);
+    let run = |prog: &ebpf::Program| {
+        let mut buffer = [GUARD; GUARD_LEN + USER_MEM_LEN + GUARD_LEN];
+        for (i, b) in buffer.iter_mut().skip(GUARD_LEN).take(USER_MEM_LEN).enumerate() {
+            *b = i as u8;
+        }
+        let mut vm = Vm::new();
+        vm.set_step_budget(EBPF_STEP_BUDGET);
+        let input = match (selector >> 2) & 3 {
+            0 => EInput::None,
+            1 => EInput::Ctx(&ctx),
+            2 => EInput::Skb(&skb),
+            _ => EInput::Memory(buffer.get_mut(GUARD_LEN..GUARD_LEN + USER_MEM_LEN).unwrap_or_default()),
+        };
+        let result = vm.run(prog, input);
+        let outside = buffer.iter().take(GUARD_LEN).chain(buffer.iter().skip(GUARD_LEN + USER_MEM_LEN));
+        if outside.clone().any(|&b| b != GUARD) {
+            fail(format_args!("a run wrote outside its memory region"));
+        }
+        (result.map(|r0| (r0, vm.executed())), buffer)
+    };
+    let (a, mem_a) = run(&fused);
+    let (b, mem_b) = run(&plain);
+    let budget = |r: &Result<(u64, u64), ebpf::ExecError>| matches!(r, Err(ebpf::ExecError::StepBudgetExceeded { .. }));
+    if budget(&a) || budget(&b) {
+        // Where the budget is checked may differ inside a fused chain.
+        return;
+    }
+    if a != b || mem_a != mem_b {
+        fail(format_args!(
+            "superinstructions change a run: {a:x?} vs {b:x?} (memory equal: {})",
+            mem_a == mem_b
+        ));
+    }
+}
+
+// ---------------------------------------------------------------- analysis_sound
+
+/// Arches the analysis is asked about; s390x is big-endian (its argument
+/// halves swap places).
+const ARCHES: [u32; 4] = [0xc000_003e, 0x4000_0003, 0xc000_00b7, 0x8000_0016];
+
+/// A generated valid seccomp program: for a few (arch, nr), every
+/// [`ActionResult::Constant`] the analysis promises is what the classic
+/// interpreter returns on random instruction pointers and arguments, and an
+/// [`ActionResult::Depends`] result does not change when only fields
+/// outside its list change.
+pub fn analysis_sound(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let Ok(gen::Generated { program, mut pool }) = gen::program(&mut u, Mode::Seccomp) else { return };
+    let mut analyzer = match Analyzer::new(&program) {
+        Ok(a) => a,
+        Err(e) => fail(format_args!("analysis refused a seccomp program: {e}")),
+    };
+    let interp = Interp::new(&program);
+    let rounds = u.int_in_range(1..=3u8).unwrap_or(1);
+    for _ in 0..rounds {
+        let arch = if u.ratio(3u8, 4u8).unwrap_or(true) {
+            u.choose(&ARCHES).copied().unwrap_or(ARCHES[0])
+        } else {
+            pool.value(&mut u).unwrap_or(0)
+        };
+        let nr = pool.value(&mut u).unwrap_or(0);
+        let result = analyzer.result(arch, nr);
+        let mut base: Option<([u8; 64], u32)> = None;
+        for _ in 0..8 {
+            let Ok(mut d) = gen::seccomp_data(&mut u, &mut pool) else { return };
+            if let Some(w) = d.get_mut(0..8) {
+                w.get_mut(0..4).map(|b| b.copy_from_slice(&nr.to_ne_bytes()));
+                w.get_mut(4..8).map(|b| b.copy_from_slice(&arch.to_ne_bytes()));
+            }
+            let got = match interp.run_seccomp(&d) {
+                Ok(v) => v,
+                Err(e) => fail(format_args!("classic interpreter refused a seccomp run: {e}")),
+            };
+            match &result {
+                ActionResult::Constant(c) if got != *c => fail(format_args!(
+                    "analysis promised {c:#x} for arch {arch:#x} nr {nr:#x}, the filter returned {got:#x}\n\
+                     data: {d:x?}\n{}",
+                    listing(&program)
+                )),
+                ActionResult::Constant(_) => {}
+                ActionResult::Depends(fields) => match base {
+                    None => base = Some((d, got)),
+                    Some((b, want)) => {
+                        // Keep every listed field of `b`, take the rest from `d`.
+                        let mut mixed = d;
+                        for (word, (m, o)) in mixed.chunks_exact_mut(4).zip(b.chunks_exact(4)).enumerate() {
+                            let listed = Field::from_offset(4 * word as u32, arch)
+                                .is_none_or(|f| matches!(f, Field::Nr | Field::Arch) || fields.contains(&f));
+                            if listed {
+                                m.copy_from_slice(o);
+                            }
+                        }
+                        let again = interp.run_seccomp(&mixed).unwrap_or(want);
+                        if again != want {
+                            fail(format_args!(
+                                "analysis says arch {arch:#x} nr {nr:#x} depends only on {fields:?}, \
+                                 but changing other fields changes {want:#x} to {again:#x}\n\
+                                 base: {b:x?}\nmixed: {mixed:x?}\n{}",
+                                listing(&program)
+                            ));
+                        }
+                    }
+                },
+            }
+        }
+    }
+    let _ = seccomp::analysis::compared_arches(&program);
+    let _ = seccomp::analysis::compared_nrs(&program, ARCHES[0]);
+}
+
+// ---------------------------------------------------------------- fast_equiv
+
+/// Reserved for the seccomp fast engine: once it exists, a generated valid
+/// seccomp program and contexts must give the classic interpreter's answer
+/// on it. Until then the body only builds the case, so the target, its seed
+/// directory and the replayer are already wired.
+pub fn fast_equiv(data: &[u8]) {
+    let mut u = Unstructured::new(data);
+    let _ = gen::case_in(&mut u, Mode::Seccomp);
+}

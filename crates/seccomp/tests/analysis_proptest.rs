@@ -1,0 +1,238 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+//! Soundness of the constant-action analysis on random seccomp programs:
+//! whenever [`analyze`] promises a constant action for (arch, nr), running the
+//! program (on `cbpf::Interp`, the reference interpreter) with any args and
+//! ip gives exactly that action; and every path [`explain`] reports is real:
+//! inputs satisfying its conditions get its action.
+
+use cbpf::opcode::*;
+use cbpf::{validate, AluOp, Insn, Interp, JmpOp, Mode, Program, SeccompData};
+use proptest::prelude::*;
+use seccomp::analysis::{analyze, explain, ActionResult, Cond, Field, Operand, Relation};
+
+const X86_64: u32 = 0xc000_003e;
+const I386: u32 = 0x4000_0003;
+
+/// Values likely to make comparisons come out both ways.
+fn interesting() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        3 => 0u32..8,
+        1 => Just(0x7fff_0000u32),
+        1 => Just(X86_64),
+        1 => Just(I386),
+        1 => Just(0x4000_0000u32),
+        1 => Just(u32::MAX),
+        1 => Just(0x8000_0000u32),
+        2 => any::<u32>(),
+    ]
+}
+
+/// One instruction of a random program, before jump offsets are fitted.
+#[derive(Debug, Clone)]
+enum Gen {
+    /// `ld [4 * word]`.
+    LdData(u32),
+    LdImm(u32),
+    LdxImm(u32),
+    Tax,
+    Txa,
+    /// Scratch words 0..4 (the prologue initialises them).
+    St(u32),
+    Stx(u32),
+    LdMem(u32),
+    LdxMem(u32),
+    Alu(AluOp, bool, u32),
+    Neg,
+    Ja(u8),
+    Jmp(JmpOp, bool, u32, u8, u8),
+    RetK(u32),
+    RetA,
+}
+
+fn gen_insn() -> impl Strategy<Value = Gen> {
+    // seccomp_check_filter() has no `mod`.
+    let alu_op = prop::sample::select(AluOp::ALL.into_iter().filter(|op| *op != AluOp::Mod).collect::<Vec<_>>());
+    let jmp_op = prop::sample::select(JmpOp::ALL.to_vec());
+    prop_oneof![
+        4 => (0u32..16).prop_map(Gen::LdData),
+        1 => interesting().prop_map(Gen::LdImm),
+        1 => interesting().prop_map(Gen::LdxImm),
+        1 => Just(Gen::Tax),
+        1 => Just(Gen::Txa),
+        1 => (0u32..4).prop_map(Gen::St),
+        1 => (0u32..4).prop_map(Gen::Stx),
+        1 => (0u32..4).prop_map(Gen::LdMem),
+        1 => (0u32..4).prop_map(Gen::LdxMem),
+        3 => (alu_op, any::<bool>(), interesting()).prop_map(|(o, x, k)| Gen::Alu(o, x, k)),
+        1 => Just(Gen::Neg),
+        1 => any::<u8>().prop_map(Gen::Ja),
+        8 => (jmp_op, prop::bool::weighted(0.2), interesting(), any::<u8>(), any::<u8>())
+            .prop_map(|(o, x, k, jt, jf)| Gen::Jmp(o, x, k, jt, jf)),
+        2 => interesting().prop_map(Gen::RetK),
+        1 => Just(Gen::RetA),
+    ]
+}
+
+/// A valid seccomp program: a prologue initialising M[0..4], the random
+/// body with jumps fitted inside the program, and one to three returns.
+fn gen_program() -> impl Strategy<Value = Vec<Insn>> {
+    let ret = prop_oneof![4 => prop::sample::select(vec![0x7fff_0000u32, 0, 0x0005_0001, 0x8000_0000]), 1 => any::<u32>()]
+        .prop_map(|k| Insn::stmt(RET_K, k));
+    let last = prop_oneof![4 => ret.clone(), 1 => Just(Insn::stmt(RET_A, 0))];
+    (prop::collection::vec(gen_insn(), 1..40), prop::collection::vec(last, 1..4)).prop_map(|(body, tail)| {
+        let mut prog = vec![Insn::stmt(ST, 0), Insn::stmt(ST, 1), Insn::stmt(STX, 2), Insn::stmt(STX, 3)];
+        let len = prog.len() + body.len() + tail.len();
+        for g in body {
+            let pc = prog.len();
+            // Largest offset that stays inside the program.
+            let room = (len - pc - 2) as u32;
+            let fit = |off: u8| (u32::from(off) % (room + 1).min(256)) as u8;
+            prog.push(match g {
+                Gen::LdData(w) => Insn::stmt(LD_W_ABS, 4 * w),
+                Gen::LdImm(k) => Insn::stmt(LD_IMM, k),
+                Gen::LdxImm(k) => Insn::stmt(LDX_IMM, k),
+                Gen::Tax => Insn::stmt(MISC_TAX, 0),
+                Gen::Txa => Insn::stmt(MISC_TXA, 0),
+                Gen::St(m) => Insn::stmt(ST, m),
+                Gen::Stx(m) => Insn::stmt(STX, m),
+                Gen::LdMem(m) => Insn::stmt(LD_MEM, m),
+                Gen::LdxMem(m) => Insn::stmt(LDX_MEM, m),
+                Gen::Alu(op, x, k) => {
+                    let k = match op {
+                        AluOp::Div | AluOp::Mod if k == 0 => 1,
+                        AluOp::Lsh | AluOp::Rsh => k % 32,
+                        _ => k,
+                    };
+                    Insn::stmt(BPF_ALU | op.bits() | if x { BPF_X } else { BPF_K }, k)
+                }
+                Gen::Neg => Insn::stmt(ALU_NEG, 0),
+                Gen::Ja(k) => Insn::stmt(JMP_JA, u32::from(fit(k))),
+                Gen::Jmp(op, x, k, jt, jf) => {
+                    Insn::jump(BPF_JMP | op.bits() | if x { BPF_X } else { BPF_K }, k, fit(jt), fit(jf))
+                }
+                Gen::RetK(k) => Insn::stmt(RET_K, k),
+                Gen::RetA => Insn::stmt(RET_A, 0),
+            });
+        }
+        prog.extend(tail);
+        prog
+    })
+}
+
+/// `(ip, args)` drawn so that their halves often equal interesting values.
+fn gen_data() -> impl Strategy<Value = (u64, [u64; 6])> {
+    let word = || (interesting(), interesting()).prop_map(|(lo, hi)| u64::from(lo) | u64::from(hi) << 32);
+    (word(), prop::array::uniform6(word()))
+}
+
+fn run(interp: &Interp, arch: u32, nr: u32, (ip, args): (u64, [u64; 6])) -> u32 {
+    let data = SeccompData { nr: nr as i32, arch, instruction_pointer: ip, args };
+    interp.run_seccomp(&data.to_bytes()).unwrap()
+}
+
+/// The value of a field (little-endian layout, as on x86_64 and i386).
+fn field_value(f: Field, arch: u32, nr: u32, (ip, args): (u64, [u64; 6])) -> u32 {
+    match f {
+        Field::Nr => nr,
+        Field::Arch => arch,
+        Field::IpLo => ip as u32,
+        Field::IpHi => (ip >> 32) as u32,
+        Field::ArgLo(i) => args[usize::from(i)] as u32,
+        Field::ArgHi(i) => (args[usize::from(i)] >> 32) as u32,
+    }
+}
+
+/// Does `cond` hold for this input? `None` when it compares a computed value.
+fn holds(cond: &Cond, arch: u32, nr: u32, data: (u64, [u64; 6])) -> Option<bool> {
+    let value = |o: Operand| match o {
+        Operand::Const(k) => Some(k),
+        Operand::Field(f) => Some(field_value(f, arch, nr, data)),
+        Operand::Computed(_) => None,
+    };
+    let (a, b) = (value(cond.lhs)?, value(cond.rhs)?);
+    Some(match cond.rel {
+        Relation::Eq => a == b,
+        Relation::Ne => a != b,
+        Relation::Gt => a > b,
+        Relation::Le => a <= b,
+        Relation::Ge => a >= b,
+        Relation::Lt => a < b,
+        Relation::AnyBitSet => a & b != 0,
+        Relation::NoBitSet => a & b == 0,
+    })
+}
+
+fn valid(insns: &[Insn]) -> Program {
+    validate(insns, Mode::Seccomp).unwrap_or_else(|e| panic!("generator made an invalid program: {e}\n{insns:?}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn constant_promises_hold_for_every_input(
+        insns in gen_program(),
+        nrs in prop::collection::vec(interesting(), 1..4),
+        inputs in prop::collection::vec(gen_data(), 1..12),
+    ) {
+        let prog = valid(&insns);
+        let interp = Interp::new(&prog);
+        for arch in [X86_64, I386] {
+            for entry in analyze(&prog, arch, nrs.iter().copied()).unwrap() {
+                if let ActionResult::Constant(v) = entry.result {
+                    for data in &inputs {
+                        let got = run(&interp, arch, entry.nr, *data);
+                        prop_assert_eq!(got, v, "arch {:#x} nr {} data {:?}", arch, entry.nr, data);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn explained_paths_are_real(
+        insns in gen_program(),
+        nr in interesting(),
+        inputs in prop::collection::vec(gen_data(), 1..12),
+    ) {
+        let prog = valid(&insns);
+        let interp = Interp::new(&prog);
+        let policy = explain(&prog, X86_64, [nr]).unwrap();
+        let truncated = policy.actions.iter().flat_map(|r| &r.when).chain(&policy.computed).any(|p| p.truncated);
+        for data in &inputs {
+            let got = run(&interp, X86_64, nr, *data);
+            let mut matching = 0;
+            let mut evaluable = true;
+            for rules in &policy.actions {
+                if rules.always.contains(&nr) {
+                    prop_assert_eq!(got, rules.action);
+                    matching += 1;
+                }
+                for path in rules.when.iter().flat_map(|p| &p.paths) {
+                    match path.iter().map(|c| holds(c, X86_64, nr, *data)).collect::<Option<Vec<bool>>>() {
+                        Some(h) if h.iter().all(|b| *b) => {
+                            prop_assert_eq!(got, rules.action, "path {:?}", path);
+                            matching += 1;
+                        }
+                        Some(_) => {}
+                        None => evaluable = false,
+                    }
+                }
+            }
+            for path in policy.computed.iter().flat_map(|p| &p.paths) {
+                match path.iter().map(|c| holds(c, X86_64, nr, *data)).collect::<Option<Vec<bool>>>() {
+                    Some(h) if h.iter().all(|b| *b) => matching += 1,
+                    Some(_) => {}
+                    None => evaluable = false,
+                }
+            }
+            // Paths split on branch outcomes, so at most one matches; and
+            // when every condition can be evaluated and none was cut off,
+            // the path the program really took is among them.
+            prop_assert!(matching <= 1, "{} paths match {:?}", matching, data);
+            if evaluable && !truncated {
+                prop_assert_eq!(matching, 1, "no path matches {:?} (result {:#x})", data, got);
+            }
+        }
+    }
+}
