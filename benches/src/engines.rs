@@ -11,9 +11,13 @@ use crate::filters::Filter;
 /// One filter prepared for one engine: evaluates the filter on a 64-byte
 /// `struct seccomp_data`. Everything expensive happened in the preparation;
 /// a run allocates nothing (except where the engine itself does).
+///
+/// The context is `&mut` only because rbpf's API takes it so; converted
+/// seccomp filters never write it (their stores all go to the stack), so
+/// callers reuse one buffer without copying it per run.
 pub trait Runner {
     /// The filter's 32-bit `SECCOMP_RET_*` result, or why the engine failed.
-    fn run(&mut self, data: &[u8; 64]) -> Result<u32, String>;
+    fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String>;
 }
 
 /// Prepares a filter for an engine; `Err` says why the engine cannot run it
@@ -60,7 +64,7 @@ struct Cbpf<'f>(&'f cbpf::Interp);
 
 impl Runner for Cbpf<'_> {
     #[inline]
-    fn run(&mut self, data: &[u8; 64]) -> Result<u32, String> {
+    fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String> {
         self.0.run_seccomp(data).map_err(|e| e.to_string())
     }
 }
@@ -76,7 +80,7 @@ struct Ebpf<'f> {
 
 impl Runner for Ebpf<'_> {
     #[inline]
-    fn run(&mut self, data: &[u8; 64]) -> Result<u32, String> {
+    fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String> {
         self.vm.run_seccomp(self.program, data).map_err(|e| e.to_string())
     }
 }
@@ -89,12 +93,8 @@ struct Rbpf<'f>(RbpfSeccomp<'f>);
 
 impl Runner for Rbpf<'_> {
     #[inline]
-    fn run(&mut self, data: &[u8; 64]) -> Result<u32, String> {
-        // rbpf takes the context mutably; the filter cannot write it (checked
-        // by `check_seccomp_shaped` for the compiled backends), and the
-        // interpreter gets a copy so every run sees the same input.
-        let mut copy = *data;
-        self.0.run(&mut copy).map_err(|e| e.to_string())
+    fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String> {
+        self.0.run(data).map_err(|e| e.to_string())
     }
 }
 

@@ -127,18 +127,16 @@ fn every_ancillary_name_with_every_load_size() {
 
 #[test]
 fn jumps_one_and_two_targets_and_inverted_forms() {
-    let p = asm(
-        "        jeq #1, t, f      ; 0
-                 jneq #2, f        ; 1: JEQ, jf only
-                 jlt #3, f         ; 2: JGE, jf only
-                 jle x, f          ; 3: JGT|X, jf only
-                 jgt %x, t         ; 4: jt only, jf 0
-                 jge #4, t, f      ; 5
-                 jset #8, t        ; 6
-                 ja f              ; 7
-         t:      ret #1            ; 8
-         f:      ret #0            ; 9",
-    );
+    let p = asm("        jeq #1, tt, ff     ; 0
+                 jneq #2, ff       ; 1: JEQ, jf only
+                 jlt #3, ff        ; 2: JGE, jf only
+                 jle x, ff         ; 3: JGT|X, jf only
+                 jgt %x, tt        ; 4: jt only, jf 0
+                 jge #4, tt, ff     ; 5
+                 jset #8, tt       ; 6
+                 ja ff             ; 7
+         tt:     ret #1            ; 8
+         ff:     ret #0            ; 9");
     assert_eq!(
         p,
         vec![
@@ -155,7 +153,7 @@ fn jumps_one_and_two_targets_and_inverted_forms() {
         ]
     );
     // Aliases: jne = jneq, jmp = ja; X forms for every conditional.
-    let p = asm("jne #2, e\njmp e\njeq x, e\njge x, e, e\njset %x, e\ne: ret a");
+    let p = asm("jne #2, ee\njmp ee\njeq x, ee\njge x, ee, ee\njset %x, ee\nee: ret a");
     assert_eq!(p, vec![j(0x15, 2, 0, 4), s(0x05, 3), j(0x1d, 0, 2, 0), j(0x3d, 0, 1, 1), j(0x4d, 0, 0, 0), s(0x16, 0)]);
     // A target 255 instructions ahead still fits jt.
     let mut text = String::from("jeq #0, far\n");
@@ -191,15 +189,13 @@ fn numbers_as_the_lexer_reads_them() {
 
 #[test]
 fn comments_case_and_labels() {
-    let p = asm(
-        "# a comment line (first column)\n\
+    let p = asm("# a comment line (first column)\n\
          #define NOT_C_HERE 1\n\
          /* block\n comment */ LD [12] ; trailing\n\
          Lbl_2:\n\
          \tJEQ #0x800, Lbl_2x /* inline */\n\
          ldx m[1]\n\
-         Lbl_2x: RET #0\r\n",
-    );
+         Lbl_2x: RET #0\r\n");
     assert_eq!(p, vec![s(0x20, 12), j(0x15, 0x800, 1, 0), s(0x61, 1), s(0x06, 0)]);
     // Labels are case-sensitive.
     assert!(parse(b"ja Foo\nfoo: ret #0", Format::Asm).is_err());

@@ -27,7 +27,11 @@ fn round_trip_failures(name: &str, insns: &[Insn]) -> Vec<String> {
             Ok(back) if back == insns => {}
             Ok(back) => {
                 let at = back.iter().zip(insns).position(|(a, b)| a != b).unwrap_or(back.len().min(insns.len()));
-                failures.push(format!("{name} via {pname}: differs at insn {at} (len {} vs {})", back.len(), insns.len()));
+                failures.push(format!(
+                    "{name} via {pname}: differs at insn {at} (len {} vs {})",
+                    back.len(),
+                    insns.len()
+                ));
             }
             Err(e) => failures.push(format!("{name} via {pname}: {e}")),
         }

@@ -1,2 +1,91 @@
-//! `bpfconv`: the command-line front end (the only crate that prints).
-fn main() {}
+//! `bpfconv`: classic BPF → eBPF exactly as the Linux kernel converts it.
+//!
+//! The only crate that does IO and prints. The command-line contract (exit
+//! codes, `-` for stdin/stdout, one-line `error: ...` messages) is fixed by
+//! the project's FORMATS.md §1.
+
+mod cmd;
+mod fail;
+mod io;
+mod pcap;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::io::From;
+
+#[derive(Parser, Debug)]
+#[command(name = "bpfconv", version, about = "Classic BPF (seccomp, socket filters) → eBPF, exactly as Linux converts it")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Which kernel entry point a program is checked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+enum ModeArg {
+    #[default]
+    Seccomp,
+    Socket,
+}
+
+impl ModeArg {
+    fn mode(self) -> cbpf::Mode {
+        match self {
+            ModeArg::Seccomp => cbpf::Mode::Seccomp,
+            ModeArg::Socket => cbpf::Mode::Socket,
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+struct InputArgs {
+    /// Input file (`-` for stdin): raw sock_filter bytes, C array, tcpdump -ddd, bpf_asm or seccomp-tools text.
+    file: String,
+    /// Input syntax; auto-detected when absent.
+    #[arg(long, value_enum)]
+    from: Option<From>,
+    /// Kernel entry point the program is validated for.
+    #[arg(long, value_enum, default_value_t)]
+    mode: ModeArg,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Validate as the kernel would (bpf_check_classic, plus seccomp_check_filter in seccomp mode).
+    Check(InputArgs),
+    /// Print a classic program in one of the text syntaxes.
+    Disasm(cmd::disasm::DisasmArgs),
+    /// Assemble text (any input syntax) to raw sock_filter bytes or a C array.
+    Asm(cmd::disasm::AsmArgs),
+    /// Convert to eBPF exactly as bpf_convert_filter() does; without -o, print a side-by-side listing.
+    Convert(cmd::convert::ConvertArgs),
+    /// Evaluate a filter on one of the engines.
+    Run(Box<cmd::run::RunArgs>),
+    /// Constant-action analysis of a seccomp filter (FORMATS.md §3), with explain and audit.
+    Analyze(cmd::analyze::AnalyzeArgs),
+    /// Read every seccomp filter of a running process (PTRACE_SECCOMP_GET_FILTER), oldest first.
+    Dump(cmd::dump::DumpArgs),
+    /// eBPF tools: assembler, disassembler, interpreter, bpf_conformance plugin.
+    Ebpf(cmd::ebpf::EbpfArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Check(a) => cmd::check(&a),
+        Command::Disasm(a) => cmd::disasm::disasm(&a),
+        Command::Asm(a) => cmd::disasm::asm(&a),
+        Command::Convert(a) => cmd::convert::convert(&a),
+        Command::Run(a) => cmd::run::run(&a),
+        Command::Analyze(a) => cmd::analyze::analyze(&a),
+        Command::Dump(a) => cmd::dump::dump(&a),
+        Command::Ebpf(a) => cmd::ebpf::ebpf(&a),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(f) => {
+            eprintln!("error: {}", f.message);
+            std::process::exit(f.code);
+        }
+    }
+}

@@ -22,6 +22,7 @@
 
 pub mod filter;
 pub mod listing;
+pub mod oracle;
 
 pub use filter::{convert, ConvertError, Converted, Options, Pass, PcMap};
 pub use listing::side_by_side;

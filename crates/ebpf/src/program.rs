@@ -734,8 +734,7 @@ fn fuse_chains(prog: &mut Program) {
     // Element at pc: (cmp_reg, entry, next pc).
     let element = |ops: &[Op], pc: usize| -> Option<(u8, ChainEntry, usize)> {
         let o = ops.get(pc)?;
-        if o.src == ZERO_REG {
-            let (mask, flip, lo, span, negate) = range_test(o.kind, o.imm)?;
+        if let Some((mask, flip, lo, span, negate)) = range_test(o.kind, o.imm).filter(|_| o.src == ZERO_REG) {
             let e = ChainEntry {
                 mask,
                 flip,

@@ -372,10 +372,10 @@ pub fn analysis_sound(data: &[u8]) {
         let mut base: Option<([u8; 64], u32)> = None;
         for _ in 0..8 {
             let Ok(mut d) = gen::seccomp_data(&mut u, &mut pool) else { return };
-            if let Some(w) = d.get_mut(0..8) {
-                w.get_mut(0..4).map(|b| b.copy_from_slice(&nr.to_ne_bytes()));
-                w.get_mut(4..8).map(|b| b.copy_from_slice(&arch.to_ne_bytes()));
-            }
+            let (head, _) = d.split_at_mut(8);
+            let (nr_word, arch_word) = head.split_at_mut(4);
+            nr_word.copy_from_slice(&nr.to_ne_bytes());
+            arch_word.copy_from_slice(&arch.to_ne_bytes());
             let got = match interp.run_seccomp(&d) {
                 Ok(v) => v,
                 Err(e) => fail(format_args!("classic interpreter refused a seccomp run: {e}")),

@@ -131,7 +131,7 @@ impl Chains {
         }
         let rest = mask.iter().zip(lo).zip(span).zip(target).skip(start);
         for (((&mask, &lo), &span), &target) in rest {
-            if ExitTest { mask, lo, span }.hits(a) {
+            if (ExitTest { mask, lo, span }).hits(a) {
                 return Some(target);
             }
         }

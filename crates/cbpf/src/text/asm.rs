@@ -150,7 +150,10 @@ enum Tok<'a> {
     /// `len` / `#len`.
     PktLen,
     /// A number; `plus` when written with an explicit `+` sign.
-    Num { value: u32, plus: bool },
+    Num {
+        value: u32,
+        plus: bool,
+    },
     Label(&'a str),
     Punct(u8),
     X,
@@ -183,11 +186,9 @@ fn lex(src: Source<'_>) -> Result<Vec<Token<'_>>, ParseError> {
         let ch = text.get(at..).and_then(|s| s.chars().next()).unwrap_or('\u{fffd}');
         ParseError::UnexpectedChar { line, col, ch }
     };
-    let word_end = |from: usize| {
-        bytes.iter().skip(from).position(|&b| !is_word_byte(b)).map_or(bytes.len(), |n| from + n)
-    };
-    let line_end =
-        |from: usize| bytes.iter().skip(from).position(|&b| b == b'\n').map_or(bytes.len(), |n| from + n);
+    let word_end =
+        |from: usize| bytes.iter().skip(from).position(|&b| !is_word_byte(b)).map_or(bytes.len(), |n| from + n);
+    let line_end = |from: usize| bytes.iter().skip(from).position(|&b| b == b'\n').map_or(bytes.len(), |n| from + n);
     while let Some(&b) = bytes.get(i) {
         let start = i;
         let tok = match b {
@@ -216,11 +217,8 @@ fn lex(src: Source<'_>) -> Result<Vec<Token<'_>>, ParseError> {
                 let at_line_start = i == 0 || bytes.get(i - 1) == Some(&b'\n');
                 let end = word_end(i + 1);
                 let word = text.get(i + 1..end).unwrap_or("");
-                let keyword = if word.eq_ignore_ascii_case("len") {
-                    Some(Tok::PktLen)
-                } else {
-                    extension(word).map(Tok::Ext)
-                };
+                let keyword =
+                    if word.eq_ignore_ascii_case("len") { Some(Tok::PktLen) } else { extension(word).map(Tok::Ext) };
                 // `^#.*` is a comment, unless `#keyword` is the whole line
                 // (flex prefers the earlier rule on an equally long match).
                 if at_line_start && !(keyword.is_some() && line_end(i) == end) {
@@ -318,11 +316,7 @@ fn lex_number(src: Source<'_>, at: usize) -> Result<(u32, usize), ParseError> {
     if bytes.get(end).is_some_and(|&b| is_word_byte(b)) {
         let glued = run_end(end, is_word_byte);
         let (line, col) = src.pos(at);
-        return Err(ParseError::MalformedNumber {
-            line,
-            col,
-            text: src.text.get(at..glued).unwrap_or("").to_string(),
-        });
+        return Err(ParseError::MalformedNumber { line, col, text: src.text.get(at..glued).unwrap_or("").to_string() });
     }
     let digits = src.text.get(digits_at..end).unwrap_or("");
     let magnitude = u64::from_str_radix(digits, radix).ok();
@@ -386,13 +380,7 @@ pub(crate) fn parse(src: Source<'_>) -> Result<Vec<Insn>, ParseError> {
             if let Some(&(_, first)) = labels.get(name) {
                 let (line, col) = src.pos(at);
                 let (first_line, first_col) = src.pos(first);
-                return Err(ParseError::DuplicateLabel {
-                    line,
-                    col,
-                    label: name.to_string(),
-                    first_line,
-                    first_col,
-                });
+                return Err(ParseError::DuplicateLabel { line, col, label: name.to_string(), first_line, first_col });
             }
             labels.insert(name, (p.insns.len(), at));
             p.i += 2;
@@ -784,10 +772,21 @@ fn form(pc: usize, insn: Insn, len: usize) -> Form {
             Form::Raw("unknown opcode".to_string())
         };
     };
-    if op.to_insn() != insn {
+    // `Op` keeps `k` for the X forms of ALU and jumps, but bpf_asm always
+    // writes 0 there, so a non-zero `k` is an ignored field too.
+    let x_with_k = match op {
+        Op::Alu { src: Src::X, k, .. } | Op::Jmp { src: Src::X, k, .. } => k != 0,
+        _ => false,
+    };
+    if op.to_insn() != insn || x_with_k {
         // Name the instruction in the comment unless it is a jump, whose
         // label might not exist.
-        let what = match form(pc, op.to_insn(), len) {
+        let canonical = match op {
+            Op::Alu { op, src: Src::X, .. } => Op::Alu { op, src: Src::X, k: 0 },
+            Op::Jmp { op, src: Src::X, jt, jf, .. } => Op::Jmp { op, src: Src::X, k: 0, jt, jf },
+            other => other,
+        };
+        let what = match form(pc, canonical.to_insn(), len) {
             Form::Asm(s, targets) if targets.is_empty() => s,
             _ => "jump".to_string(),
         };
@@ -884,10 +883,9 @@ pub fn print_asm(insns: &[Insn]) -> String {
         match f {
             Form::Asm(s, _) => out.push_str(s),
             Form::RetX => out.push_str("ret x"),
-            Form::Raw(why) => out.push_str(&format!(
-                ".raw {:#06x}, {}, {}, {:#010x}\t; {why}",
-                insn.code, insn.jt, insn.jf, insn.k
-            )),
+            Form::Raw(why) => {
+                out.push_str(&format!(".raw {:#06x}, {}, {}, {:#010x}\t; {why}", insn.code, insn.jt, insn.jf, insn.k))
+            }
         }
         out.push('\n');
     }

@@ -51,8 +51,8 @@ struct T<'a> {
 }
 
 const PUNCTS: [&str; 24] = [
-    "<<", ">>", "{", "}", "(", ")", "[", "]", ",", ";", "=", ".", "|", "&", "^", "~", "!", "+", "-", "*", "/",
-    "%", "<", ">",
+    "<<", ">>", "{", "}", "(", ")", "[", "]", ",", ";", "=", ".", "|", "&", "^", "~", "!", "+", "-", "*", "/", "%",
+    "<", ">",
 ];
 const MORE_PUNCTS: [&str; 2] = ["?", ":"];
 
@@ -191,9 +191,8 @@ impl<'a> Lexer<'a> {
             let rest = self.src.text.get(after..end).unwrap_or("");
             let name_rest = rest.trim_start_matches([' ', '\t']);
             let name_at = after + (rest.len() - name_rest.len());
-            let name_len = name_rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(name_rest.len());
+            let name_len =
+                name_rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(name_rest.len());
             let name = self.src.text.get(name_at..name_at + name_len).unwrap_or("");
             if word == "undef" {
                 self.macros.remove(name);
@@ -401,7 +400,12 @@ impl<'a> Expr<'_, 'a> {
         Ok(v)
     }
 
-    fn binary(&mut self, ops: &[&'static str], next: fn(&mut Self) -> Val, apply: fn(&str, i64, i64) -> Option<i64>) -> Val {
+    fn binary(
+        &mut self,
+        ops: &[&'static str],
+        next: fn(&mut Self) -> Val,
+        apply: fn(&str, i64, i64) -> Option<i64>,
+    ) -> Val {
         let mut v = next(self)?;
         while let Some(T { tok: Tok::Punct(p), at, .. }) = self.peek() {
             if !ops.contains(&p) {
@@ -641,7 +645,10 @@ impl<'a> Reader<'a> {
                 _ => {}
             }
         }
-        Err(self.syntax(hi, &format!("`{c}` closing the `{o}` at {}:{}", self.src.pos(self.at(open)).0, self.src.pos(self.at(open)).1)))
+        Err(self.syntax(
+            hi,
+            &format!("`{c}` closing the `{o}` at {}:{}", self.src.pos(self.at(open)).0, self.src.pos(self.at(open)).1),
+        ))
     }
 
     /// Splits `lo..hi` at commas outside brackets; drops a trailing empty item.
@@ -769,7 +776,13 @@ impl<'a> Reader<'a> {
         Ok(v)
     }
 
-    fn insn_of(&self, code: (usize, usize), jt: (usize, usize), jf: (usize, usize), k: (usize, usize)) -> Result<Insn, ParseError> {
+    fn insn_of(
+        &self,
+        code: (usize, usize),
+        jt: (usize, usize),
+        jf: (usize, usize),
+        k: (usize, usize),
+    ) -> Result<Insn, ParseError> {
         let code = self.field(code, 0, 0xffff, "code: 0 to 0xffff")?;
         let jt = self.field(jt, 0, 0xff, "jt: 0 to 255")?;
         let jf = self.field(jf, 0, 0xff, "jf: 0 to 255")?;
@@ -807,7 +820,12 @@ impl<'a> Reader<'a> {
             }
         }
         let mut v = [0i64; 4];
-        let limits = [(0, 0xffff, "code: 0 to 0xffff"), (0, 0xff, "jt: 0 to 255"), (0, 0xff, "jf: 0 to 255"), (-(1 << 31), 0xffff_ffff, "k: 32-bit")];
+        let limits = [
+            (0, 0xffff, "code: 0 to 0xffff"),
+            (0, 0xff, "jt: 0 to 255"),
+            (0, 0xff, "jf: 0 to 255"),
+            (-(1 << 31), 0xffff_ffff, "k: 32-bit"),
+        ];
         for ((slot, f), (min, max, range)) in v.iter_mut().zip(fields).zip(limits) {
             if let Some(span) = f {
                 *slot = self.field(span, min, max, range)?;

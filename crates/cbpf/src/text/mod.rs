@@ -232,9 +232,8 @@ pub fn detect(input: &[u8]) -> Format {
         return Format::Raw;
     }
     let Ok(text) = std::str::from_utf8(input) else { return Format::Raw };
-    let binary_control = text
-        .bytes()
-        .any(|b| (b < 0x20 && !matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r')) || b == 0x7f);
+    let binary_control =
+        text.bytes().any(|b| (b < 0x20 && !matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r')) || b == 0x7f);
     if binary_control && input.len() % 8 == 0 {
         return Format::Raw;
     }
@@ -274,11 +273,7 @@ fn classify_text(text: &str) -> Format {
                     .map_or(bytes.len(), |n| i + n);
                 let word = text.get(i..end).unwrap_or("");
                 let next = bytes.iter().skip(end).find(|c| !matches!(c, b' ' | b'\t'));
-                return if asm::is_mnemonic(word) || next == Some(&b':') {
-                    Format::Asm
-                } else {
-                    Format::C
-                };
+                return if asm::is_mnemonic(word) || next == Some(&b':') { Format::Asm } else { Format::C };
             }
             _ => return Format::Asm,
         }

@@ -27,10 +27,8 @@ const PCAP_ANCILLARY: [(u32, &str); 16] = [
 /// `bpf_print_abs_load_operand()`: `[proto]` for a known ancillary offset,
 /// else the offset as a signed decimal.
 fn abs_operand(k: u32) -> String {
-    let name = k
-        .checked_sub(SKF_AD_OFF)
-        .and_then(|x| PCAP_ANCILLARY.iter().find(|&&(off, _)| off == x))
-        .map(|&(_, n)| n);
+    let name =
+        k.checked_sub(SKF_AD_OFF).and_then(|x| PCAP_ANCILLARY.iter().find(|&&(off, _)| off == x)).map(|&(_, n)| n);
     match name {
         Some(n) => format!("[{n}]"),
         None => format!("[{}]", k as i32),

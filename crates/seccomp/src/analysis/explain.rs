@@ -57,7 +57,7 @@ impl Policy {
 }
 
 /// Limits of the exploration of one dependent number.
-const EXPLAIN_LIMITS: Limits = Limits { max_steps: 1 << 22, max_paths: 4096 };
+const EXPLAIN_LIMITS: Limits = Limits { max_steps: 1 << 18, max_paths: 2048 };
 
 /// The policy of `prog` on `arch` over the syscall numbers `nrs`.
 ///

@@ -81,7 +81,7 @@ pub struct Entry {
 
 /// Instructions a path-sensitive refinement may execute for one (arch, nr)
 /// before the data-flow answer is kept.
-const REFINE_STEPS: usize = 1 << 20;
+const REFINE_STEPS: usize = 1 << 16;
 
 /// Reusable analysis state for one program.
 #[derive(Debug)]

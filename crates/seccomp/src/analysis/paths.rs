@@ -399,3 +399,59 @@ pub fn explore(
     }
     true
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// libseccomp's chdir rules in long_jumps_large (100 rules on three
+    /// 64-bit arguments) explore completely within the analysis budget:
+    /// the facts make every later `args[0] == j` test decided.
+    #[test]
+    fn long_jumps_chdir_fits_the_refinement_budget() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters/long_jumps_large.bpf");
+        let insns = cbpf::raw::decode(&std::fs::read(path).unwrap()).unwrap();
+        let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp).unwrap();
+        let ops: Vec<Option<Op>> = prog.insns().iter().map(|i| i.op()).collect();
+        let env = Env { nr: Some(80), arch: Some(0xc000_003e), layout_arch: 0xc000_003e };
+        let mut paths = 0;
+        let limits = Limits { max_steps: super::super::REFINE_STEPS, max_paths: usize::MAX };
+        assert!(explore(&ops, &env, false, limits, |_| paths += 1));
+        assert_eq!(paths, 902);
+        // Without the facts every rule's tests would be independent and the
+        // paths would multiply; a tiny budget must report incompleteness.
+        let tiny = Limits { max_steps: 1000, max_paths: usize::MAX };
+        assert!(!explore(&ops, &env, false, tiny, |_| {}));
+        let few = Limits { max_steps: usize::MAX, max_paths: 10 };
+        assert!(!explore(&ops, &env, false, few, |_| {}));
+    }
+
+    #[test]
+    fn facts_decide_and_reject() {
+        let f = Field::ArgLo(0);
+        let mut facts = Facts::default();
+        assert!(facts.assume_field(f, JmpOp::Jgt, 10, true));
+        assert_eq!(facts.decide_field(f, JmpOp::Jeq, 10), Some(false));
+        assert_eq!(facts.decide_field(f, JmpOp::Jge, 11), Some(true));
+        assert!(facts.assume_field(f, JmpOp::Jge, 13, false));
+        assert!(facts.assume_field(f, JmpOp::Jeq, 11, false));
+        // 11 <= v <= 12 and v != 11 leave only 12.
+        assert_eq!(facts.decide_field(f, JmpOp::Jeq, 12), Some(true));
+        assert!(!facts.clone().assume_field(f, JmpOp::Jeq, 12, false));
+        assert!(!facts.clone().assume_field(f, JmpOp::Jgt, 12, true));
+        let mut bits = Facts::default();
+        assert!(bits.assume_field(f, JmpOp::Jset, 0b100, true));
+        assert_eq!(bits.decide_field(f, JmpOp::Jset, 0b110), Some(true));
+        assert!(bits.assume_field(f, JmpOp::Jset, 0b011, false));
+        assert_eq!(bits.decide_field(f, JmpOp::Jeq, 0b101), Some(false));
+        assert!(!bits.clone().assume_field(f, JmpOp::Jeq, 0b001, true));
+        assert!(bits.assume_field(f, JmpOp::Jeq, 0b100, true));
+        assert_eq!(bits.decide_field(f, JmpOp::Jgt, 3), Some(true));
+        // Mirrored operands: 5 > f  <=>  f < 5.
+        let mut m = Facts::default();
+        let cmp = Cmp { op: JmpOp::Jgt, lhs: Val::Known(5), rhs: Val::Exact(f) };
+        assert!(m.assume(cmp, true));
+        assert_eq!(m.decide_field(f, JmpOp::Jge, 5), Some(false));
+        assert_eq!(m.decide(Cmp { op: JmpOp::Jge, lhs: Val::Known(4), rhs: Val::Exact(f) }), Some(true));
+    }
+}

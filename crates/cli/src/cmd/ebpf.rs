@@ -1,0 +1,139 @@
+//! `bpfconv ebpf ...`: tools for eBPF programs (bpf_conformance assembly syntax).
+
+use std::io::Read;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use crate::fail::{io, Failure, Result};
+use crate::io::{parse_hex, read_input, write_output};
+
+#[derive(Args, Debug)]
+pub struct EbpfArgs {
+    #[command(subcommand)]
+    command: EbpfCommand,
+}
+
+/// eBPF program input syntaxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EbpfFrom {
+    /// Raw `struct bpf_insn` records.
+    Raw,
+    /// bpf_conformance / uBPF assembly.
+    Asm,
+}
+
+/// eBPF program output syntaxes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum EbpfListing {
+    /// bpf_conformance / uBPF assembly (assembles back with `bpfconv ebpf asm`).
+    #[default]
+    Asm,
+    /// The kernel verifier / bpftool listing style.
+    Kernel,
+}
+
+#[derive(Subcommand, Debug)]
+enum EbpfCommand {
+    /// Assemble bpf_conformance syntax to raw `struct bpf_insn` bytes.
+    Asm {
+        file: String,
+        #[arg(short, long, default_value = "-")]
+        output: String,
+    },
+    /// Print a raw eBPF program.
+    Disasm {
+        file: String,
+        #[arg(long, value_enum, default_value_t)]
+        format: EbpfListing,
+    },
+    /// Run an eBPF program on our interpreter; r1 = the memory, r2 = its length. Prints r0 in hex.
+    Run {
+        file: String,
+        /// Input syntax; auto-detected (text that assembles, else raw).
+        #[arg(long, value_enum)]
+        from: Option<EbpfFrom>,
+        /// Memory as hex.
+        #[arg(long, default_value = "")]
+        mem: String,
+        /// Step budget (instructions executed before the run is stopped).
+        #[arg(long, default_value_t = ebpf::interp::DEFAULT_STEP_BUDGET)]
+        budget: u64,
+    },
+    /// The bpf_conformance runner's plugin protocol (program as hex on stdin, memory as hex argument).
+    ConformancePlugin {
+        /// Memory as hex.
+        mem: Option<String>,
+    },
+}
+
+fn read_program(path: &str, from: Option<EbpfFrom>) -> Result<Vec<ebpf::Insn>> {
+    let bytes = read_input(path)?;
+    let as_text = || std::str::from_utf8(&bytes).ok().map(ebpf::asm::assemble);
+    match from {
+        Some(EbpfFrom::Raw) => Ok(ebpf::decode(&bytes)?),
+        Some(EbpfFrom::Asm) => match as_text() {
+            Some(r) => Ok(r?),
+            None => Err(Failure::rejected(format!("{path}: not UTF-8 text"))),
+        },
+        None => match as_text() {
+            Some(Ok(p)) if !p.is_empty() => Ok(p),
+            Some(Err(e)) if !bytes.contains(&0) => Err(e.into()),
+            _ => Ok(ebpf::decode(&bytes)?),
+        },
+    }
+}
+
+fn run_on(insns: &[ebpf::Insn], mem: &mut [u8], budget: u64) -> Result<u64> {
+    let prog = ebpf::Program::load(insns, &ebpf::LoadOptions::default(), &ebpf::Helpers::conformance())?;
+    let mut vm = ebpf::Vm::new();
+    vm.set_step_budget(budget);
+    Ok(vm.run(&prog, ebpf::Input::Memory(mem))?)
+}
+
+/// `bpfconv ebpf`.
+pub fn ebpf(args: &EbpfArgs) -> Result<i32> {
+    match &args.command {
+        EbpfCommand::Asm { file, output } => {
+            let text = String::from_utf8(read_input(file)?).map_err(|e| Failure::rejected(format!("{file}: {e}")))?;
+            let insns = ebpf::asm::assemble(&text)?;
+            write_output(output, &ebpf::encode(&insns))?;
+        }
+        EbpfCommand::Disasm { file, format } => {
+            let insns = ebpf::decode(&read_input(file)?)?;
+            let text = match format {
+                EbpfListing::Asm => ebpf::disasm::disassemble(&insns).map_err(Failure::rejected)?,
+                EbpfListing::Kernel => ebpf::listing::listing_with(&insns, ebpf::listing::skb_helper_name),
+            };
+            print!("{text}");
+        }
+        EbpfCommand::Run { file, from, mem, budget } => {
+            let insns = read_program(file, *from)?;
+            let mut mem = parse_hex(mem)?;
+            println!("{:#x}", run_on(&insns, &mut mem, *budget)?);
+        }
+        EbpfCommand::ConformancePlugin { mem } => return Ok(conformance_plugin(mem.as_deref())),
+    }
+    Ok(0)
+}
+
+/// FORMATS.md §4: print r0 as lowercase hex without `0x`, or one line saying
+/// why the program could not be loaded or run, with a non-zero exit.
+fn conformance_plugin(mem: Option<&str>) -> i32 {
+    let result = (|| -> Result<u64> {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map_err(io("reading stdin"))?;
+        let insns = ebpf::decode(&parse_hex(&text)?)?;
+        let mut mem = parse_hex(mem.unwrap_or(""))?;
+        run_on(&insns, &mut mem, ebpf::interp::DEFAULT_STEP_BUDGET)
+    })();
+    match result {
+        Ok(r0) => {
+            println!("{r0:x}");
+            0
+        }
+        Err(f) => {
+            println!("{}", f.message);
+            1
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! One module per subcommand. Each returns the process exit code.
+
+pub mod analyze;
+pub mod convert;
+pub mod disasm;
+pub mod dump;
+pub mod ebpf;
+pub mod run;
+
+use crate::fail::Result;
+use crate::io::read_classic;
+use crate::InputArgs;
+
+/// Reads, parses and validates the program named by `args`.
+pub fn load(args: &InputArgs) -> Result<cbpf::Program> {
+    let insns = read_classic(&args.file, args.from)?;
+    Ok(cbpf::validate(&insns, args.mode.mode())?)
+}
+
+/// `bpfconv check`.
+pub fn check(args: &InputArgs) -> Result<i32> {
+    let prog = load(args)?;
+    println!("ok: {} instructions, valid {} filter", prog.len(), prog.mode());
+    Ok(0)
+}

@@ -1,0 +1,352 @@
+//! `bpfconv run`: evaluate a filter on one engine (FORMATS.md §2, §2b).
+
+use clap::{Args, ValueEnum};
+use engine::{EngineKind, Outcome, Prepared, SeccompEngine, SocketEngine};
+
+use crate::cmd::disasm::parse_arch;
+use crate::fail::{Failure, Result};
+use crate::io::{parse_hex, read_classic, read_input, From};
+use crate::pcap;
+use crate::ModeArg;
+
+/// Output of `--pcap`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum PcapFormat {
+    /// A summary line (`M of N packets accepted`).
+    #[default]
+    Text,
+    /// One line per packet: `{"packet": i, "ret": N}`.
+    Json,
+}
+
+/// What `ld len` sees for a captured packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum LenSource {
+    /// The original wire length of the pcap record (libpcap's `bpf_filter`, as `tcpdump -r`).
+    #[default]
+    Wire,
+    /// The captured bytes only (what a socket receives).
+    Captured,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    /// Filter file (`-` for stdin).
+    file: String,
+    /// Input syntax; auto-detected when absent.
+    #[arg(long, value_enum)]
+    from: Option<From>,
+    /// Kernel entry point the filter is for.
+    #[arg(long, value_enum, default_value_t)]
+    mode: ModeArg,
+    /// Engine: cbpf, ebpf, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast.
+    #[arg(long, default_value = "cbpf")]
+    engine: String,
+
+    /// Seccomp: a JSON Lines file of vectors (FORMATS.md §2).
+    #[arg(long, conflicts_with_all = ["nr", "packet", "pcap"])]
+    vectors: Option<String>,
+    /// With --vectors: compare with each vector's `action` and print `N passed, M failed`.
+    #[arg(long, requires = "vectors")]
+    check: bool,
+    /// Seccomp single input: the arch (name or AUDIT_ARCH value).
+    #[arg(long, default_value = "x86_64")]
+    arch: String,
+    /// Seccomp single input: syscall number or name (resolved for --arch).
+    #[arg(long)]
+    nr: Option<String>,
+    /// Seccomp single input: up to six comma-separated arguments (decimal or 0x hex).
+    #[arg(long, default_value = "")]
+    args: String,
+    /// Seccomp single input: the instruction pointer.
+    #[arg(long, default_value = "0")]
+    ip: String,
+
+    /// Socket: one packet as hex.
+    #[arg(long, conflicts_with = "pcap")]
+    packet: Option<String>,
+    /// Socket: run over every packet of a pcap capture.
+    #[arg(long)]
+    pcap: Option<String>,
+    /// Socket with --pcap: output form.
+    #[arg(long, value_enum, default_value_t)]
+    format: PcapFormat,
+    /// Socket with --pcap: which length `ld len` sees.
+    #[arg(long, value_enum, default_value_t)]
+    len: LenSource,
+    #[command(flatten)]
+    skb: SkbArgs,
+
+    /// Print each executed instruction with the machine state (cbpf engine).
+    #[arg(long)]
+    trace: bool,
+}
+
+/// skb metadata for ancillary loads. Defaults describe a packet received on
+/// an Ethernet device: protocol from the frame's EtherType (else IPv4),
+/// PACKET_HOST, ifindex 1, ARPHRD_ETHER, everything else 0.
+#[derive(Args, Debug)]
+pub struct SkbArgs {
+    /// `skb->protocol` (host order); default: the Ethernet frame's EtherType.
+    #[arg(long)]
+    protocol: Option<String>,
+    /// `skb->pkt_type` (0 = PACKET_HOST).
+    #[arg(long, default_value = "0")]
+    pkt_type: String,
+    /// `skb->dev->ifindex`; `none` for no device.
+    #[arg(long, default_value = "1")]
+    ifindex: String,
+    /// `skb->dev->type` (1 = ARPHRD_ETHER).
+    #[arg(long, default_value = "1")]
+    hatype: String,
+    /// `skb->mark`.
+    #[arg(long, default_value = "0")]
+    mark: String,
+    /// `skb->queue_mapping`.
+    #[arg(long, default_value = "0")]
+    queue: String,
+    /// `skb->hash`.
+    #[arg(long, default_value = "0")]
+    rxhash: String,
+    /// `skb->vlan_tci`.
+    #[arg(long, default_value = "0")]
+    vlan_tci: String,
+    /// `skb->vlan_proto` (host order).
+    #[arg(long, default_value = "0")]
+    vlan_proto: String,
+    /// What SKF_AD_CPU reads.
+    #[arg(long, default_value = "0")]
+    cpu: String,
+    /// What SKF_AD_RANDOM reads.
+    #[arg(long, default_value = "0")]
+    random: String,
+    /// Offset of the network header (default 14, after an Ethernet header).
+    #[arg(long, default_value = "14")]
+    net_offset: String,
+}
+
+/// Parses a decimal or `0x` hex number.
+pub fn number(text: &str, what: &str) -> Result<u64> {
+    let t = text.trim();
+    let parsed = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => t.parse::<u64>(),
+    };
+    parsed.map_err(|_| Failure::usage(format!("{what}: `{text}` is not a number")))
+}
+
+fn small<T: TryFrom<u64>>(text: &str, what: &str) -> Result<T> {
+    T::try_from(number(text, what)?).map_err(|_| Failure::usage(format!("{what}: `{text}` is out of range")))
+}
+
+/// `bpfconv run`.
+pub fn run(args: &RunArgs) -> Result<i32> {
+    let kind: EngineKind = args.engine.parse().map_err(Failure::usage)?;
+    let insns = read_classic(&args.file, args.from)?;
+    let prog = cbpf::validate(&insns, args.mode.mode())?;
+    let prepared = Prepared::new(prog)?;
+    match args.mode {
+        ModeArg::Seccomp => run_seccomp(args, kind, &prepared),
+        ModeArg::Socket => run_socket(args, kind, &prepared),
+    }
+}
+
+fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared) -> Result<i32> {
+    if args.packet.is_some() || args.pcap.is_some() {
+        return Err(Failure::usage("--packet and --pcap need --mode socket"));
+    }
+    if let Some(path) = &args.vectors {
+        let text = String::from_utf8(read_input(path)?)
+            .map_err(|e| Failure::rejected(format!("{path}: not UTF-8 text: {e}")))?;
+        let vectors = engine::vectors::parse(&text).map_err(|e| Failure::rejected(format!("{path}: {e}")))?;
+        let mut engine = SeccompEngine::new(kind, prepared)?;
+        let inputs: Vec<cbpf::SeccompData> = vectors.iter().map(|v| v.data).collect();
+        let outcomes = engine.eval_batch(&inputs)?;
+        return report_vectors(args.check, path, &vectors, &outcomes);
+    }
+    let arch = parse_arch(Some(&args.arch))?.unwrap_or(seccomp::Arch::X86_64);
+    let nr_text = args.nr.as_deref().ok_or_else(|| Failure::usage("give --vectors FILE or --nr N (with --arch, --args, --ip)"))?;
+    let nr = match number(nr_text, "--nr") {
+        Ok(n) => u32::try_from(n).map_err(|_| Failure::usage(format!("--nr {nr_text} is out of range")))? | arch.nr_bit(),
+        Err(_) => seccomp::syscalls::number(arch, nr_text)
+            .ok_or_else(|| Failure::usage(format!("--nr: no syscall `{nr_text}` for {arch}")))?,
+    };
+    let mut sargs = [0u64; 6];
+    let given: Vec<&str> = args.args.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    if given.len() > 6 {
+        return Err(Failure::usage("--args takes at most 6 values"));
+    }
+    for (slot, text) in sargs.iter_mut().zip(&given) {
+        *slot = number(text, "--args")?;
+    }
+    let data = cbpf::SeccompData {
+        nr: nr as i32,
+        arch: arch.audit_arch(),
+        instruction_pointer: number(&args.ip, "--ip")?,
+        args: sargs,
+    };
+    if args.trace {
+        return trace_seccomp(kind, prepared, &data);
+    }
+    let mut engine = SeccompEngine::new(kind, prepared)?;
+    match engine.eval(&data)? {
+        Outcome::Action(a) => {
+            println!("{} ({a:#010x})", seccomp::Action::from_u32(a));
+            Ok(0)
+        }
+        Outcome::NotObservable(why) => Err(Failure::rejected(format!("engine {kind} cannot observe this input: {why}"))),
+    }
+}
+
+fn report_vectors(check: bool, path: &str, vectors: &[engine::vectors::Vector], outcomes: &[Outcome]) -> Result<i32> {
+    let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
+    for (v, o) in vectors.iter().zip(outcomes) {
+        if !check {
+            match o {
+                Outcome::Action(a) => println!("{{\"action\": {a}}}"),
+                Outcome::NotObservable(why) => println!("{{\"action\": null, \"not_observable\": {}}}", json_str(why)),
+            }
+            continue;
+        }
+        match (o, v.action) {
+            (_, None) => return Err(Failure::rejected(format!("{path}: line {}: no `action` to check against", v.line))),
+            (Outcome::NotObservable(why), Some(_)) => {
+                skipped += 1;
+                if skipped <= 3 {
+                    eprintln!("{path}:{}: skipped, not observable: {why}", v.line);
+                }
+            }
+            (Outcome::Action(a), Some(want)) if *a == want => passed += 1,
+            (Outcome::Action(a), Some(want)) => {
+                failed += 1;
+                if failed <= 10 {
+                    eprintln!(
+                        "{path}:{}: arch {:#x} nr {} args {:?}: got {} ({a:#010x}), want {} ({want:#010x})",
+                        v.line,
+                        v.data.arch,
+                        v.data.nr,
+                        v.data.args,
+                        seccomp::Action::from_u32(*a),
+                        seccomp::Action::from_u32(want)
+                    );
+                }
+            }
+        }
+    }
+    if check {
+        if skipped > 0 {
+            println!("{passed} passed, {failed} failed, {skipped} skipped");
+        } else {
+            println!("{passed} passed, {failed} failed");
+        }
+        return Ok(if failed > 0 { 1 } else { 0 });
+    }
+    Ok(0)
+}
+
+fn json_str(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
+
+fn trace_seccomp(kind: EngineKind, prepared: &Prepared, data: &cbpf::SeccompData) -> Result<i32> {
+    if kind != EngineKind::Cbpf {
+        return Err(Failure::usage(format!("--trace is available on the cbpf engine (not {kind})")));
+    }
+    let interp = cbpf::Interp::new(prepared.program());
+    let ret = interp.trace_seccomp(&data.to_bytes(), step_printer(prepared.program()))?;
+    println!("=> {} ({ret:#010x})", seccomp::Action::from_u32(ret));
+    Ok(0)
+}
+
+/// Prints one traced step: the instruction as `tcpdump -d` shows it, then A, X and M[].
+fn step_printer(prog: &cbpf::Program) -> impl FnMut(&cbpf::TraceStep) {
+    let lines: Vec<String> = cbpf::text::print_pcap(prog.original()).lines().map(str::to_string).collect();
+    move |s: &cbpf::TraceStep| {
+        let mem: Vec<String> = s.mem.iter().map(|m| format!("{m:x}")).collect();
+        let text = lines.get(s.pc.0).map(String::as_str).unwrap_or("?");
+        println!("{text:<40} A={:#010x} X={:#010x} M=[{}]", s.a, s.x, mem.join(" "));
+    }
+}
+
+fn skb_for<'a>(args: &SkbArgs, data: &'a [u8]) -> Result<cbpf::Skb<'a>> {
+    let mut skb = cbpf::Skb::test_bpf(data);
+    let ethertype = match (data.get(12), data.get(13)) {
+        (Some(&hi), Some(&lo)) => u16::from_be_bytes([hi, lo]),
+        _ => 0x0800,
+    };
+    skb.protocol = match &args.protocol {
+        Some(p) => small(p, "--protocol")?,
+        None => ethertype,
+    };
+    skb.pkt_type = small(&args.pkt_type, "--pkt-type")?;
+    skb.dev = if args.ifindex == "none" {
+        None
+    } else {
+        Some(cbpf::NetDevice { ifindex: small(&args.ifindex, "--ifindex")?, hatype: small(&args.hatype, "--hatype")? })
+    };
+    skb.mark = small(&args.mark, "--mark")?;
+    skb.queue_mapping = small(&args.queue, "--queue")?;
+    skb.rxhash = small(&args.rxhash, "--rxhash")?;
+    skb.vlan_tci = small(&args.vlan_tci, "--vlan-tci")?;
+    skb.vlan_proto = small(&args.vlan_proto, "--vlan-proto")?;
+    skb.cpu = small(&args.cpu, "--cpu")?;
+    skb.random = small(&args.random, "--random")?;
+    skb.network_offset = small::<usize>(&args.net_offset, "--net-offset")?.min(data.len());
+    skb.mac_offset = Some(0);
+    Ok(skb)
+}
+
+fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared) -> Result<i32> {
+    if args.vectors.is_some() || args.nr.is_some() {
+        return Err(Failure::usage("--vectors and --nr are for seccomp filters; socket filters take --packet or --pcap"));
+    }
+    let mut engine = SocketEngine::new(kind, prepared)?;
+    if let Some(hex) = &args.packet {
+        let data = parse_hex(hex)?;
+        let skb = skb_for(&args.skb, &data)?;
+        if args.trace {
+            if kind != EngineKind::Cbpf {
+                return Err(Failure::usage(format!("--trace is available on the cbpf engine (not {kind})")));
+            }
+            let ret = cbpf::Interp::new(prepared.program()).trace_socket(&skb, step_printer(prepared.program()))?;
+            println!("=> {ret}");
+            return Ok(0);
+        }
+        println!("{}", engine.run(&skb)?);
+        return Ok(0);
+    }
+    let Some(path) = &args.pcap else {
+        return Err(Failure::usage("socket filters need --packet HEX or --pcap FILE"));
+    };
+    let bytes = read_input(path)?;
+    let capture = pcap::parse(&bytes).map_err(|e| Failure::rejected(format!("{path}: {e}")))?;
+    let (mut accepted, mut total) = (0usize, 0usize);
+    for (i, rec) in capture.records.iter().enumerate() {
+        let mut skb = skb_for(&args.skb, rec.data)?;
+        if capture.link_type == pcap::LINKTYPE_RAW {
+            skb.network_offset = 0;
+            skb.mac_offset = None;
+            if args.skb.protocol.is_none() {
+                skb.protocol = match rec.data.first().map(|b| b >> 4) {
+                    Some(6) => 0x86dd,
+                    _ => 0x0800,
+                };
+            }
+        }
+        if args.len == LenSource::Wire {
+            let _ = rec.orig_len; // TODO wire length
+        }
+        let ret = engine.run(&skb)?;
+        total += 1;
+        if ret != 0 {
+            accepted += 1;
+        }
+        if args.format == PcapFormat::Json {
+            println!("{{\"packet\": {i}, \"ret\": {ret}}}");
+        }
+    }
+    if args.format == PcapFormat::Text {
+        println!("{accepted} of {total} packets accepted");
+    }
+    Ok(0)
+}

@@ -1,0 +1,209 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+//! The command-line contract of FORMATS.md §1: exit codes, `-` for stdin and
+//! stdout, one-line `error: ...` messages naming where.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_bpfconv");
+const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
+
+fn run(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts a rejection: exit 1, exactly one stderr line starting `error: ` and containing `needle`.
+fn assert_rejected(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(1), "stderr: {err}");
+    assert_eq!(err.lines().count(), 1, "one-line error expected: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(err.contains(needle), "`{needle}` not in: {err}");
+}
+
+fn filter(name: &str) -> String {
+    format!("{FILTERS}/{name}")
+}
+
+#[test]
+fn check_accepts_every_shared_filter() {
+    for e in std::fs::read_dir(FILTERS).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_some_and(|x| x == "bpf") {
+            let o = run(&["check", p.to_str().unwrap()], b"");
+            assert_eq!(o.status.code(), Some(0), "{}: {}", p.display(), stderr(&o));
+        }
+    }
+}
+
+#[test]
+fn bad_inputs_get_one_line_errors_and_exit_1() {
+    let ret = [0x06u8, 0, 0, 0, 0, 0, 0xff, 0x7f];
+    let mut long = Vec::new();
+    for _ in 0..4097 {
+        long.extend_from_slice(&ret);
+    }
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (vec![], "empty"),
+        (vec![0x06, 0, 0, 0, 0, 0, 0xff, 0x7f, 1], "multiple of 8"),
+        (long, "4097"),
+        (vec![0xff, 0, 0, 0, 0, 0, 0, 0, 0x06, 0, 0, 0, 0, 0, 0, 0], "insn 0"),
+        (vec![0x06, 0x01, 0, 0, 0, 0, 0, 0], "insn 0"),
+        (vec![0x15, 0, 5, 0, 0, 0, 0, 0, 0x06, 0, 0, 0, 0, 0, 0, 0], "insn 0"),
+    ];
+    for (bytes, needle) in cases {
+        let o = run(&["check", "--from", "raw", "-"], &bytes);
+        assert_rejected(&o, needle);
+    }
+}
+
+#[test]
+fn bad_text_names_line_and_column() {
+    let cases: [(&str, &str); 4] = [
+        ("ld [0]\n  frobnicate #1\nret #0\n", "2:"),
+        ("ld [0]\n/* never closed\nret #0\n", "2:"),
+        ("l1: ld [0]\nl1: ret #0\n", "2:"),
+        ("ld [0]\njeq #1, nowhere, there\nthere: ret #0\n", "2:"),
+    ];
+    for (text, needle) in cases {
+        let o = run(&["check", "--from", "asm", "-"], text.as_bytes());
+        assert_rejected(&o, needle);
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let o = run(&["check"], b"");
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&["run", "--engine", "nope", &filter("seed_fast.bpf"), "--nr", "1"], b"");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn disasm_asm_round_trip_through_stdin_and_stdout() {
+    let raw = std::fs::read(filter("seed_slow.bpf")).unwrap();
+    for format in ["asm", "c", "ddd", "seccomp"] {
+        let text = run(&["disasm", "--format", format, &filter("seed_slow.bpf")], b"");
+        assert_eq!(text.status.code(), Some(0), "{format}: {}", stderr(&text));
+        let back = run(&["asm", "-", "-o", "-"], &text.stdout);
+        assert_eq!(back.status.code(), Some(0), "{format}: {}", stderr(&back));
+        assert_eq!(back.stdout, raw, "{format} did not round-trip");
+    }
+}
+
+#[test]
+fn convert_writes_the_kernels_bytes() {
+    // SPEC §4.8 worked example: arch check then allow.
+    let prog = "ld [4]\njeq #0xc000003e, ok, kill\nkill: ret #0x80000000\nok: ld [0]\nret #0x7fff0000\n";
+    let o = run(&["convert", "--from", "asm", "-", "-o", "-"], prog.as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let expect: [[u8; 8]; 11] = [
+        [0xac, 0, 0, 0, 0, 0, 0, 0],
+        [0xac, 0x77, 0, 0, 0, 0, 0, 0],
+        [0xbf, 0x16, 0, 0, 0, 0, 0, 0],
+        [0x61, 0x60, 4, 0, 0, 0, 0, 0],
+        [0xb4, 0x02, 0, 0, 0x3e, 0, 0, 0xc0],
+        [0x1d, 0x20, 2, 0, 0, 0, 0, 0],
+        [0xb4, 0, 0, 0, 0, 0, 0, 0x80],
+        [0x95, 0, 0, 0, 0, 0, 0, 0],
+        [0x61, 0x60, 0, 0, 0, 0, 0, 0],
+        [0xb4, 0, 0, 0, 0, 0, 0xff, 0x7f],
+        [0x95, 0, 0, 0, 0, 0, 0, 0],
+    ];
+    assert_eq!(o.stdout, expect.concat());
+    let listing = run(&["convert", "--from", "asm", "-"], prog.as_bytes());
+    assert!(stdout(&listing).contains("(61) r0 = *(u32 *)(r6 +4)"), "{}", stdout(&listing));
+}
+
+#[test]
+fn run_checks_vectors_on_every_in_process_engine() {
+    for engine in ["cbpf", "ebpf", "rbpf", "rbpf-jit", "rbpf-cranelift"] {
+        let o = run(
+            &[
+                "run",
+                "--engine",
+                engine,
+                &filter("seed_slow.bpf"),
+                "--vectors",
+                &filter("seed_slow.vectors.jsonl"),
+                "--check",
+            ],
+            b"",
+        );
+        assert_eq!(o.status.code(), Some(0), "{engine}: {}", stderr(&o));
+        let last = stdout(&o).lines().last().unwrap_or_default().to_string();
+        assert!(last.ends_with("passed, 0 failed"), "{engine}: {last}");
+    }
+}
+
+#[test]
+fn run_single_input_names_the_action() {
+    let o = run(&["run", &filter("seed_fast.bpf"), "--arch", "x86_64", "--nr", "getppid"], b"");
+    assert_eq!(stdout(&o).trim(), "ALLOW (0x7fff0000)");
+    let o = run(&["run", &filter("seed_fast.bpf"), "--nr", "39"], b"");
+    assert_eq!(stdout(&o).trim(), "KILL_PROCESS (0x80000000)");
+    let o = run(&["run", &filter("allow306_default.bpf"), "--nr", "400"], b"");
+    assert_eq!(stdout(&o).trim(), "ERRNO(1) (0x00050001)");
+}
+
+#[test]
+fn vectors_without_check_print_one_action_per_line() {
+    let vectors = "{\"arch\": 3221225534, \"nr\": 110, \"args\": [0,0,0,0,0,0]}\n{\"arch\": 3221225534, \"nr\": 1, \"args\": [0,0,0,0,0,0]}\n";
+    let o = run(&["run", &filter("seed_fast.bpf"), "--vectors", "-"], vectors.as_bytes());
+    assert_eq!(stdout(&o), "{\"action\": 2147418112}\n{\"action\": 2147483648}\n");
+}
+
+#[test]
+fn bad_vectors_name_the_line() {
+    let vectors = "{\"arch\": 3221225534, \"nr\": 110, \"args\": [0,0,0,0,0,0]}\n{\"arch\": \"x86_64\", \"nr\": 1}\n";
+    let o = run(&["run", &filter("seed_fast.bpf"), "--vectors", "-"], vectors.as_bytes());
+    assert_rejected(&o, "line 2");
+}
+
+#[test]
+fn socket_packets_run_on_both_engines() {
+    // tcpdump -dd 'ip' on Ethernet: ldh [12]; jeq #0x800, 0, 1; ret #262144; ret #0
+    let prog = "ldh [12]\njeq #0x800, yes, no\nyes: ret #262144\nno: ret #0\n";
+    let ip = "ffffffffffff0000000000000800450000140000000040060000c0a80001c0a80002";
+    let arp = "ffffffffffff0000000000000806";
+    for engine in ["cbpf", "ebpf"] {
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), prog).unwrap();
+        let path = f.path().to_str().unwrap();
+        let o = run(&["run", "--mode", "socket", "--engine", engine, path, "--packet", ip], b"");
+        assert_eq!(stdout(&o).trim(), "262144", "{engine}: {}", stderr(&o));
+        let o = run(&["run", "--mode", "socket", "--engine", engine, path, "--packet", arp], b"");
+        assert_eq!(stdout(&o).trim(), "0", "{engine}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn ebpf_conformance_plugin_speaks_the_protocol() {
+    // mov r0, 0x2a; exit
+    let o = run(&["ebpf", "conformance-plugin"], b"b7 00 00 00 2a 00 00 00 95 00 00 00 00 00 00 00");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "2a\n");
+    // ldxw r0, [r1+0] with memory 11223344 (little-endian load)
+    let o = run(&["ebpf", "conformance-plugin", "11223344"], b"61100000000000009500000000000000");
+    assert_eq!(stdout(&o), "44332211\n");
+    // A load outside memory is an error line and a non-zero exit.
+    let o = run(&["ebpf", "conformance-plugin"], b"6110000000000000 9500000000000000");
+    assert_ne!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o).lines().count(), 1);
+}

@@ -1,0 +1,1427 @@
+//! The equivalence oracle: a classic program run by the classic interpreter
+//! ([`cbpf::Interp`]) and its conversion ([`crate::convert`]) run by our eBPF
+//! interpreter ([`ebpf::Vm`]) must return the same value on every input.
+//!
+//! ```text
+//! Program ─► cbpf::Interp ────────────────────────► u32 ┐
+//!    └─────► convert() ─► ebpf::Program ─► ebpf::Vm ─► u32 ┴─ equal, else Mismatch
+//! ```
+//!
+//! Used by the property tests, the test_bpf and filter suites, the fuzz
+//! targets and the xtask alike, so "equivalent" means one thing everywhere.
+//! Four parts:
+//!
+//! - [`Oracle`]: one program, prepared once (classic pre-decode, conversion,
+//!   eBPF load), checked on any number of inputs; [`check_seccomp`] and
+//!   [`check_socket`] are the one-shot forms. A disagreement is a
+//!   [`Mismatch`] naming the program, the input and both results.
+//! - The socket context mapping: [`skb_meta`] turns the classic model of an
+//!   `sk_buff` ([`cbpf::Skb`]) into our eBPF context ([`ebpf::SkbMeta`]), and
+//!   [`socket_helpers`] is the helper table to load converted socket filters
+//!   with. `SKF_AD_PAY_OFFSET` comes from ONE place, the classic model
+//!   ([`cbpf::Skb::payload_offset`]): the eBPF helper is replaced by one that
+//!   rebuilds the classic view of the run's socket buffer and asks it.
+//! - Input generators that reach every branch: [`branch_inputs`] (seccomp)
+//!   and [`branch_packets`] (socket) run a small forward data flow over the
+//!   program to learn which field (seccomp word, packet bytes, ancillary
+//!   value, length) `A` holds at each comparison, then build inputs with that
+//!   field at `K - 1`, `K` and `K + 1` (and around AND masks), combined with
+//!   the values the path to the comparison has already tested for equality
+//!   (the arch, the syscall number); plus seeded random inputs.
+//! - A generator of random VALID programs, [`arbitrary_program`], driven by
+//!   any `FnMut() -> u64` ([`SplitMix64`] for seeded tests, [`ByteSource`]
+//!   for cargo-fuzz input bytes).
+
+use std::collections::HashSet;
+use std::fmt;
+
+use cbpf::opcode::*;
+use cbpf::{Insn, Mode, NetDevice, Op, Program, SeccompData, Skb, Src};
+
+use crate::filter::{convert, ConvertError, Converted, Options};
+
+// ---------------------------------------------------------------------------
+// Socket context mapping
+// ---------------------------------------------------------------------------
+
+/// Our eBPF socket context for the classic model of an `sk_buff`: the same
+/// packet and field values, so a converted socket filter reads what the
+/// classic interpreter reads.
+///
+/// `SKF_AD_PAY_OFFSET` is not part of the metadata: [`socket_helpers`]
+/// computes it from the packet with the classic model.
+pub fn skb_meta(skb: &Skb<'_>) -> ebpf::SkbMeta {
+    ebpf::SkbMeta {
+        protocol: skb.protocol,
+        pkt_type: skb.pkt_type,
+        ifindex: skb.dev.map(|d| d.ifindex as u32),
+        hatype: skb.dev.map(|d| d.hatype).unwrap_or(0),
+        mark: skb.mark,
+        queue_mapping: skb.queue_mapping,
+        vlan_tci: skb.vlan_tci,
+        vlan_proto: skb.vlan_proto,
+        vlan_present: skb.vlan_tci != 0 || skb.vlan_proto != 0,
+        hash: skb.rxhash,
+        cpu: skb.cpu,
+        random: skb.random,
+        network_header: Some(skb.network_offset as u32),
+        mac_header: skb.mac_offset.map(|m| m as u32),
+        headlen: Some(skb.headlen.min(skb.data.len())),
+    }
+}
+
+/// The helpers to load converted socket filters with: [`ebpf::Helpers::socket`]
+/// with `bpf_skb_get_pay_offset()` answered by the classic model
+/// ([`cbpf::Skb::payload_offset`]), so both interpreters take the payload
+/// offset from the same flow-dissector model.
+pub fn socket_helpers() -> ebpf::Helpers {
+    ebpf::Helpers::socket().with(ebpf::skb::helper::SKB_GET_PAY_OFFSET, pay_offset_helper)
+}
+
+/// `bpf_skb_get_pay_offset(skb)` via [`cbpf::Skb::payload_offset`] on the
+/// classic view of the run's socket buffer.
+fn pay_offset_helper(mem: &mut ebpf::interp::Memory<'_>, _args: [u64; 5]) -> Result<u64, ebpf::HelperError> {
+    let ctx = mem.skb().ok_or(ebpf::HelperError::NoSkb)?;
+    Ok(u64::from(classic_view(ctx).payload_offset()))
+}
+
+/// The classic model of an eBPF socket buffer (inverse of [`skb_meta`] for
+/// the fields the flow dissector reads).
+fn classic_view(ctx: &ebpf::SkbContext) -> Skb<'_> {
+    let meta = ctx.meta();
+    let data = ctx.packet();
+    // The classic model derives "tag present" from the two fields.
+    let (vlan_tci, vlan_proto) = if meta.vlan_present { (meta.vlan_tci, meta.vlan_proto) } else { (0, 0) };
+    Skb {
+        data,
+        headlen: meta.headlen.unwrap_or(data.len()),
+        protocol: meta.protocol,
+        pkt_type: meta.pkt_type,
+        dev: meta.ifindex.map(|ifindex| NetDevice { ifindex: ifindex as i32, hatype: meta.hatype }),
+        mark: meta.mark,
+        queue_mapping: meta.queue_mapping,
+        rxhash: meta.hash,
+        vlan_tci,
+        vlan_proto,
+        cpu: meta.cpu,
+        random: meta.random,
+        network_offset: meta.network_header.unwrap_or(0) as usize,
+        mac_offset: meta.mac_header.map(|m| m as usize),
+    }
+}
+
+/// An owned [`cbpf::Skb`]: a packet and its `sk_buff` fields, kept by
+/// generators and mismatch reports.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SocketInput {
+    /// All packet bytes: the linear area, then the paged data.
+    pub data: Vec<u8>,
+    /// Bytes of `data` in the linear area.
+    pub headlen: usize,
+    /// `ntohs(skb->protocol)`.
+    pub protocol: u16,
+    /// `skb->pkt_type`.
+    pub pkt_type: u8,
+    /// `skb->dev`.
+    pub dev: Option<NetDevice>,
+    /// `skb->mark`.
+    pub mark: u32,
+    /// `skb->queue_mapping`.
+    pub queue_mapping: u16,
+    /// `skb->hash`.
+    pub rxhash: u32,
+    /// `skb->vlan_tci`.
+    pub vlan_tci: u16,
+    /// `ntohs(skb->vlan_proto)`.
+    pub vlan_proto: u16,
+    /// `SKF_AD_CPU`.
+    pub cpu: u32,
+    /// `SKF_AD_RANDOM`.
+    pub random: u32,
+    /// `skb_network_offset()`.
+    pub network_offset: usize,
+    /// `skb_mac_offset()`, `None` when unset.
+    pub mac_offset: Option<usize>,
+}
+
+impl SocketInput {
+    /// A linear packet with lib/test_bpf.c's field values ([`Skb::test_bpf`]).
+    pub fn test_bpf(data: Vec<u8>) -> Self {
+        let mut input = SocketInput::from_skb(&Skb::test_bpf(&[]));
+        input.headlen = data.len();
+        input.network_offset = data.len().min(14);
+        input.data = data;
+        input
+    }
+
+    /// Copies a classic socket buffer.
+    pub fn from_skb(skb: &Skb<'_>) -> Self {
+        SocketInput {
+            data: skb.data.to_vec(),
+            headlen: skb.headlen,
+            protocol: skb.protocol,
+            pkt_type: skb.pkt_type,
+            dev: skb.dev,
+            mark: skb.mark,
+            queue_mapping: skb.queue_mapping,
+            rxhash: skb.rxhash,
+            vlan_tci: skb.vlan_tci,
+            vlan_proto: skb.vlan_proto,
+            cpu: skb.cpu,
+            random: skb.random,
+            network_offset: skb.network_offset,
+            mac_offset: skb.mac_offset,
+        }
+    }
+
+    /// The classic view, borrowing the packet.
+    pub fn skb(&self) -> Skb<'_> {
+        Skb {
+            data: &self.data,
+            headlen: self.headlen,
+            protocol: self.protocol,
+            pkt_type: self.pkt_type,
+            dev: self.dev,
+            mark: self.mark,
+            queue_mapping: self.queue_mapping,
+            rxhash: self.rxhash,
+            vlan_tci: self.vlan_tci,
+            vlan_proto: self.vlan_proto,
+            cpu: self.cpu,
+            random: self.random,
+            network_offset: self.network_offset,
+            mac_offset: self.mac_offset,
+        }
+    }
+}
+
+impl fmt::Display for SocketInput {
+    /// `packet=HEX` (the filetests' run syntax), then every field that
+    /// differs from lib/test_bpf.c's values.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("packet=")?;
+        for b in &self.data {
+            write!(f, "{b:02x}")?;
+        }
+        let base = SocketInput::test_bpf(self.data.clone());
+        if self.headlen != base.headlen {
+            write!(f, " headlen={}", self.headlen)?;
+        }
+        if self.network_offset != base.network_offset {
+            write!(f, " network_offset={}", self.network_offset)?;
+        }
+        if self.mac_offset != base.mac_offset {
+            write!(f, " mac_offset={:?}", self.mac_offset)?;
+        }
+        if self.protocol != base.protocol {
+            write!(f, " protocol={:#06x}", self.protocol)?;
+        }
+        if self.pkt_type != base.pkt_type {
+            write!(f, " pkt_type={}", self.pkt_type)?;
+        }
+        if self.dev != base.dev {
+            write!(f, " dev={:?}", self.dev)?;
+        }
+        if self.mark != base.mark {
+            write!(f, " mark={:#x}", self.mark)?;
+        }
+        if self.queue_mapping != base.queue_mapping {
+            write!(f, " queue_mapping={}", self.queue_mapping)?;
+        }
+        if self.rxhash != base.rxhash {
+            write!(f, " rxhash={:#x}", self.rxhash)?;
+        }
+        if self.vlan_tci != base.vlan_tci {
+            write!(f, " vlan_tci={:#x}", self.vlan_tci)?;
+        }
+        if self.vlan_proto != base.vlan_proto {
+            write!(f, " vlan_proto={:#06x}", self.vlan_proto)?;
+        }
+        if self.cpu != base.cpu {
+            write!(f, " cpu={}", self.cpu)?;
+        }
+        if self.random != base.random {
+            write!(f, " random={:#x}", self.random)?;
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The oracle
+// ---------------------------------------------------------------------------
+
+/// What a program was run on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OracleInput {
+    /// A system call (seccomp mode).
+    Seccomp(SeccompData),
+    /// A packet (socket mode).
+    Socket(SocketInput),
+    /// No context at all (lib/test_bpf.c's `FLAG_NO_DATA`): the eBPF program
+    /// gets `r1 = 0`, the classic one an empty packet.
+    NoData,
+}
+
+impl fmt::Display for OracleInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OracleInput::Seccomp(d) => {
+                write!(f, "nr={} arch={:#x} ip={:#x} args=", d.nr, d.arch, d.instruction_pointer)?;
+                for (i, a) in d.args.iter().enumerate() {
+                    write!(f, "{}{a:#x}", if i == 0 { "" } else { "," })?;
+                }
+                Ok(())
+            }
+            OracleInput::Socket(s) => s.fmt(f),
+            OracleInput::NoData => f.write_str("no data (r1 = 0)"),
+        }
+    }
+}
+
+/// The classic and the converted program disagreed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The name the program was checked under.
+    pub program: String,
+    /// The classic program as given ([`Program::original`]).
+    pub insns: Vec<Insn>,
+    /// The mode it was validated for.
+    pub mode: Mode,
+    /// The input both ran on.
+    pub input: OracleInput,
+    /// The classic interpreter's result.
+    pub cbpf: Result<u32, cbpf::ExecError>,
+    /// Our eBPF interpreter's result on the converted program.
+    pub ebpf: Result<u32, ebpf::ExecError>,
+}
+
+fn show<T: fmt::LowerHex, E: fmt::Display>(r: &Result<T, E>) -> String {
+    match r {
+        Ok(v) => format!("{v:#x}"),
+        Err(e) => format!("error ({e})"),
+    }
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: cbpf returned {}, converted ebpf returned {} on {}; {} program: {}",
+            self.program,
+            show(&self.cbpf),
+            show(&self.ebpf),
+            self.input,
+            self.mode,
+            cbpf::text::print_ddd_line(&self.insns).trim_end()
+        )
+    }
+}
+
+impl std::error::Error for Mismatch {}
+
+/// Why a program could not be prepared for checking.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SetupError {
+    /// The converter refused the program (as the kernel would at attach time).
+    #[error("{name}: {source}")]
+    Convert { name: String, source: ConvertError },
+    /// Our eBPF loader refused the converted program: always a bug.
+    #[error("{name}: loading the converted program: {source}")]
+    Load { name: String, source: ebpf::LoadError },
+}
+
+/// A one-shot check failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OracleError {
+    #[error(transparent)]
+    Setup(#[from] SetupError),
+    #[error("{0}")]
+    Mismatch(Box<Mismatch>),
+}
+
+/// One program prepared for equivalence checks: pre-decoded for the classic
+/// interpreter, converted, and loaded into our eBPF interpreter.
+#[derive(Debug)]
+pub struct Oracle {
+    name: String,
+    original: Vec<Insn>,
+    mode: Mode,
+    interp: cbpf::Interp,
+    converted: Converted,
+    ebpf: ebpf::Program,
+    vm: ebpf::Vm,
+}
+
+impl Oracle {
+    /// Prepares `program` with the Linux 6.18 conversion.
+    pub fn new(name: impl Into<String>, program: &Program) -> Result<Self, SetupError> {
+        Self::with_options(name, program, &Options::kernel())
+    }
+
+    /// Prepares `program` converted with `options`.
+    pub fn with_options(name: impl Into<String>, program: &Program, options: &Options) -> Result<Self, SetupError> {
+        let name = name.into();
+        let converted =
+            convert(program, options).map_err(|source| SetupError::Convert { name: name.clone(), source })?;
+        let ebpf = ebpf::Program::load(&converted.insns, &ebpf::LoadOptions::default(), &socket_helpers())
+            .map_err(|source| SetupError::Load { name: name.clone(), source })?;
+        Ok(Oracle {
+            name,
+            original: program.original().to_vec(),
+            mode: program.mode(),
+            interp: cbpf::Interp::new(program),
+            converted,
+            ebpf,
+            vm: ebpf::Vm::new(),
+        })
+    }
+
+    /// The name mismatches are reported under.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The converted program being checked.
+    pub fn converted(&self) -> &Converted {
+        &self.converted
+    }
+
+    fn compare(
+        &self,
+        input: impl FnOnce() -> OracleInput,
+        cbpf: Result<u32, cbpf::ExecError>,
+        ebpf: Result<u32, ebpf::ExecError>,
+    ) -> Result<u32, Box<Mismatch>> {
+        match (&cbpf, &ebpf) {
+            (Ok(c), Ok(e)) if c == e => Ok(*c),
+            _ => Err(Box::new(Mismatch {
+                program: self.name.clone(),
+                insns: self.original.clone(),
+                mode: self.mode,
+                input: input(),
+                cbpf,
+                ebpf,
+            })),
+        }
+    }
+
+    /// Runs both forms on a system call; `Ok` with the common result.
+    pub fn check_seccomp(&mut self, data: &SeccompData) -> Result<u32, Box<Mismatch>> {
+        let bytes = data.to_bytes();
+        let classic = self.interp.run_seccomp(&bytes);
+        let extended = self.vm.run_seccomp(&self.ebpf, &bytes);
+        self.compare(|| OracleInput::Seccomp(*data), classic, extended)
+    }
+
+    /// Runs both forms on a packet; `Ok` with the common result.
+    pub fn check_socket(&mut self, skb: &Skb<'_>) -> Result<u32, Box<Mismatch>> {
+        let classic = self.interp.run_socket(skb);
+        let ctx = ebpf::SkbContext::new(skb.data, &skb_meta(skb));
+        let extended = self.vm.run(&self.ebpf, ebpf::Input::Skb(&ctx)).map(|r0| r0 as u32);
+        self.compare(|| OracleInput::Socket(SocketInput::from_skb(skb)), classic, extended)
+    }
+
+    /// Runs a socket program without a context (lib/test_bpf.c's
+    /// `FLAG_NO_DATA`): the eBPF program gets `r1 = 0`, the classic one an
+    /// empty test_bpf packet. Only programs that never read the context
+    /// agree.
+    pub fn check_no_data(&mut self) -> Result<u32, Box<Mismatch>> {
+        let classic = self.interp.run_socket(&Skb::test_bpf(&[]));
+        let extended = self.vm.run(&self.ebpf, ebpf::Input::None).map(|r0| r0 as u32);
+        self.compare(|| OracleInput::NoData, classic, extended)
+    }
+
+    /// Checks the program on every input of [`branch_inputs`] (seccomp) or
+    /// [`branch_packets`] (socket); returns how many inputs agreed, or the
+    /// first disagreement.
+    pub fn check_branches(&mut self, program: &Program) -> Result<usize, Box<Mismatch>> {
+        match program.mode() {
+            Mode::Seccomp => {
+                let inputs = branch_inputs(program);
+                for data in &inputs {
+                    self.check_seccomp(data)?;
+                }
+                Ok(inputs.len())
+            }
+            Mode::Socket => {
+                let inputs = branch_packets(program);
+                for input in &inputs {
+                    self.check_socket(&input.skb())?;
+                }
+                Ok(inputs.len())
+            }
+        }
+    }
+}
+
+/// One-shot: `program` (seccomp mode) on `data`, classic vs converted.
+pub fn check_seccomp(program: &Program, data: &SeccompData) -> Result<u32, OracleError> {
+    Ok(Oracle::new("program", program)?.check_seccomp(data).map_err(OracleError::Mismatch)?)
+}
+
+/// One-shot: `program` (socket mode) on `skb`, classic vs converted.
+pub fn check_socket(program: &Program, skb: &Skb<'_>) -> Result<u32, OracleError> {
+    Ok(Oracle::new("program", program)?.check_socket(skb).map_err(OracleError::Mismatch)?)
+}
+
+// ---------------------------------------------------------------------------
+// Randomness
+// ---------------------------------------------------------------------------
+
+/// SplitMix64: a tiny seeded generator for reproducible inputs and programs.
+#[derive(Debug, Clone)]
+pub struct SplitMix64(u64);
+
+impl SplitMix64 {
+    /// A generator with `seed`.
+    pub fn new(seed: u64) -> Self {
+        SplitMix64(seed)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// Fuzzer bytes as a stream of `u64`s (8 little-endian bytes each, zero
+/// padded, then zeros forever), for [`arbitrary_program`] under cargo-fuzz:
+/// `arbitrary_program(&mut ByteSource::new(data).as_fn(), mode, 64)`.
+#[derive(Debug, Clone)]
+pub struct ByteSource<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> ByteSource<'a> {
+    /// Reads from `data`.
+    pub fn new(data: &'a [u8]) -> Self {
+        ByteSource { rest: data }
+    }
+
+    /// The next 8 bytes as a little-endian `u64`.
+    pub fn next_u64(&mut self) -> u64 {
+        let take = self.rest.len().min(8);
+        let (head, tail) = self.rest.split_at(take);
+        self.rest = tail;
+        let mut buf = [0u8; 8];
+        for (dst, src) in buf.iter_mut().zip(head) {
+            *dst = *src;
+        }
+        u64::from_le_bytes(buf)
+    }
+
+    /// Bytes not consumed yet.
+    pub fn remaining(&self) -> usize {
+        self.rest.len()
+    }
+
+    /// This source as the closure [`arbitrary_program`] takes.
+    pub fn as_fn(&mut self) -> impl FnMut() -> u64 + use<'_, 'a> {
+        move || self.next_u64()
+    }
+}
+
+/// `next() % n` as usize (`n > 0`).
+fn below(next: &mut impl FnMut() -> u64, n: usize) -> usize {
+    (next() % n.max(1) as u64) as usize
+}
+
+fn pick<T: Copy>(next: &mut impl FnMut() -> u64, items: &[T], fallback: T) -> T {
+    items.get(below(next, items.len())).copied().unwrap_or(fallback)
+}
+
+/// Constants worth trying: edges of widths and signedness, seccomp actions
+/// and arches.
+const EDGES: [u32; 24] = [
+    0,
+    1,
+    2,
+    3,
+    4,
+    8,
+    14,
+    15,
+    16,
+    31,
+    32,
+    64,
+    0x7f,
+    0x80,
+    0xff,
+    0xffff,
+    0x7fff_ffff,
+    0x8000_0000,
+    0xffff_ffff,
+    0xc000_003e,
+    0x4000_0003,
+    0x7fff_0000,
+    0x0005_0001,
+    0x8000_0000 | 0x0003_0000,
+];
+
+fn constant(next: &mut impl FnMut() -> u64) -> u32 {
+    match below(next, 4) {
+        0 | 1 => below(next, 65) as u32,
+        2 => pick(next, &EDGES, 0),
+        _ => next() as u32,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Random valid programs
+// ---------------------------------------------------------------------------
+
+/// The opcodes `seccomp_check_filter()` accepts (kernel/seccomp.c), before
+/// its rewrite of `ld [k]` and `len`.
+const SECCOMP_CODES: [u16; 41] = [
+    RET_K, RET_A, ALU_ADD_K, ALU_ADD_X, ALU_SUB_K, ALU_SUB_X, ALU_MUL_K, ALU_MUL_X, ALU_DIV_K, ALU_DIV_X,
+    ALU_AND_K, ALU_AND_X, ALU_OR_K, ALU_OR_X, ALU_XOR_K, ALU_XOR_X, ALU_LSH_K, ALU_LSH_X, ALU_RSH_K, ALU_RSH_X,
+    ALU_NEG, LD_IMM, LDX_IMM, MISC_TAX, MISC_TXA, LD_MEM, LDX_MEM, ST, STX, JMP_JA, JMP_JEQ_K, JMP_JEQ_X,
+    JMP_JGE_K, JMP_JGE_X, JMP_JGT_K, JMP_JGT_X, JMP_JSET_K, JMP_JSET_X, LD_W_ABS, LD_W_LEN, LDX_W_LEN,
+];
+
+const COND_JUMPS: [u16; 8] =
+    [JMP_JEQ_K, JMP_JEQ_X, JMP_JGT_K, JMP_JGT_X, JMP_JGE_K, JMP_JGE_X, JMP_JSET_K, JMP_JSET_X];
+
+const SOCKET_LOADS: [u16; 9] =
+    [LD_W_ABS, LD_H_ABS, LD_B_ABS, LD_W_IND, LD_H_IND, LD_B_IND, LDX_B_MSH, LD_W_LEN, LDX_W_LEN];
+
+/// A packet offset for `ld{,h,b} [k]` and `ldxb`: near the start of typical
+/// packets, an ancillary load (only when `ancillary`), the `SKF_NET_OFF` /
+/// `SKF_LL_OFF` windows, far away, or below `SKF_LL_OFF` (fails at run time).
+fn packet_offset(next: &mut impl FnMut() -> u64, ancillary: bool) -> u32 {
+    match below(next, 12) {
+        0..=4 => below(next, 64) as u32,
+        5 | 6 if ancillary => SKF_AD_OFF + 4 * below(next, 16) as u32,
+        5 | 6 => below(next, 16) as u32,
+        7 => SKF_NET_OFF + below(next, 48) as u32,
+        8 => SKF_LL_OFF + below(next, 48) as u32,
+        9 => below(next, 0x1_0000) as u32,
+        // [0x8000_0000, SKF_LL_OFF): negative, below every window.
+        10 => 0x8000_0000 + (next() as u32 % (SKF_LL_OFF - 0x8000_0000)),
+        _ => below(next, 2048) as u32,
+    }
+}
+
+/// A random program that [`cbpf::validate`] accepts in `mode`, of 1 ..=
+/// `max_len` (at most 4096) instructions, driven by `next`.
+///
+/// Valid by construction:
+/// - only the 49 classic opcodes (socket) or the 41 `seccomp_check_filter()`
+///   allows (seccomp), each of them reachable;
+/// - jumps go forward and land inside the program; `jt`/`jf` fit in a byte;
+/// - shifts by `#k` have `k < 32`, `div`/`mod` never by `#0`;
+/// - `M[k]` has `k < 16` and is read only where `check_load_and_stores()`
+///   (emulated instruction by instruction, with its quirks) knows it was
+///   written on every path;
+/// - seccomp loads are aligned words below 64; socket `ld [k]` with
+///   `k >= SKF_AD_OFF` names one of the 16 ancillary loads;
+/// - the last instruction is a `ret`.
+pub fn arbitrary_program(next: &mut impl FnMut() -> u64, mode: Mode, max_len: usize) -> Vec<Insn> {
+    let len = 1 + below(next, max_len.clamp(1, BPF_MAXINSNS));
+    // check_load_and_stores(): words written on every path into each pc.
+    let mut masks = vec![0xffffu16; len];
+    let mut memvalid: u16 = 0;
+    let mut out = Vec::with_capacity(len);
+    for pc in 0..len {
+        if let Some(m) = masks.get(pc) {
+            memvalid &= *m;
+        }
+        let room = len - pc - 1;
+        let insn = if room == 0 {
+            if next() % 2 == 0 {
+                Insn::stmt(RET_K, constant(next))
+            } else {
+                Insn::stmt(RET_A, 0)
+            }
+        } else {
+            random_insn(next, mode, room, memvalid)
+        };
+        let bit = 1u16.checked_shl(insn.k).unwrap_or(0);
+        let mut and_at = |target: usize, valid: u16| {
+            if let Some(m) = masks.get_mut(target) {
+                *m &= valid;
+            }
+        };
+        match insn.code {
+            ST | STX => memvalid |= bit,
+            JMP_JA => {
+                and_at(pc + 1 + insn.k as usize, memvalid);
+                memvalid = 0xffff;
+            }
+            code if COND_JUMPS.contains(&code) => {
+                and_at(pc + 1 + usize::from(insn.jt), memvalid);
+                and_at(pc + 1 + usize::from(insn.jf), memvalid);
+                memvalid = 0xffff;
+            }
+            _ => {}
+        }
+        out.push(insn);
+    }
+    out
+}
+
+/// One instruction at a pc with `room >= 1` instructions after it.
+fn random_insn(next: &mut impl FnMut() -> u64, mode: Mode, room: usize, memvalid: u16) -> Insn {
+    loop {
+        let code = match below(next, 8) {
+            // Loads and compares make programs look like filters.
+            0 | 1 => match mode {
+                Mode::Seccomp => LD_W_ABS,
+                Mode::Socket => pick(next, &SOCKET_LOADS, LD_W_ABS),
+            },
+            2 | 3 => pick(next, &COND_JUMPS, JMP_JEQ_K),
+            _ => match mode {
+                Mode::Seccomp => pick(next, &SECCOMP_CODES, RET_K),
+                Mode::Socket => pick(next, &ALLOWED_CODES, RET_K),
+            },
+        };
+        let max_off = room.saturating_sub(1).min(255);
+        let k = match code {
+            LD_MEM | LDX_MEM => {
+                if memvalid == 0 {
+                    continue;
+                }
+                let written: Vec<u32> = (0..16).filter(|i| memvalid & (1 << i) != 0).collect();
+                pick(next, &written, 0)
+            }
+            ST | STX => below(next, 16) as u32,
+            LD_W_ABS if mode == Mode::Seccomp => 4 * below(next, 16) as u32,
+            LD_W_ABS | LD_H_ABS | LD_B_ABS => packet_offset(next, true),
+            LDX_B_MSH => packet_offset(next, false),
+            LD_W_IND | LD_H_IND | LD_B_IND => match below(next, 4) {
+                0 => next() as u32,
+                1 => SKF_NET_OFF + below(next, 32) as u32,
+                _ => below(next, 64) as u32,
+            },
+            ALU_DIV_K | ALU_MOD_K => constant(next).max(1),
+            ALU_LSH_K | ALU_RSH_K => below(next, 32) as u32,
+            JMP_JA => below(next, room) as u32,
+            LD_W_LEN | LDX_W_LEN | ALU_NEG | RET_A | MISC_TAX | MISC_TXA => 0,
+            _ => constant(next),
+        };
+        let (jt, jf) = if COND_JUMPS.contains(&code) {
+            // Short jumps mostly, so that most code stays reachable.
+            let off = |next: &mut dyn FnMut() -> u64| {
+                let r = next();
+                let span = if r % 4 == 0 { max_off } else { max_off.min(4) };
+                ((r >> 8) % (span as u64 + 1)) as u8
+            };
+            (off(next), off(next))
+        } else {
+            (0, 0)
+        };
+        return Insn { code, jt, jf, k };
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Branch-reaching inputs: a forward data flow over the program
+// ---------------------------------------------------------------------------
+
+/// Where a value in A or X came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Field {
+    /// Seccomp-internal load of the word at this offset of `seccomp_data`.
+    Seccomp(u32),
+    /// Packet load of `size` bytes at classic offset `k` (may be negative).
+    Packet { k: u32, size: u8 },
+    /// Ancillary load `SKF_AD_OFF + x`.
+    Ancillary(u32),
+    /// `skb->len`.
+    Len,
+}
+
+/// Abstract value of a register or scratch word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Val {
+    Unknown,
+    Const(u32),
+    /// `field & mask`.
+    Field { field: Field, mask: u32 },
+}
+
+impl Val {
+    fn field(field: Field) -> Self {
+        Val::Field { field, mask: u32::MAX }
+    }
+}
+
+/// Machine state at a pc, plus the equalities every path to it has tested.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct State {
+    a: Val,
+    x: Val,
+    mem: [Val; 16],
+    known: Vec<(Field, u32)>,
+}
+
+impl State {
+    fn entry() -> Self {
+        State { a: Val::Const(0), x: Val::Const(0), mem: [Val::Unknown; 16], known: Vec::new() }
+    }
+
+    fn join(&mut self, other: &State) {
+        let meet = |a: &mut Val, b: Val| {
+            if *a != b {
+                *a = Val::Unknown;
+            }
+        };
+        meet(&mut self.a, other.a);
+        meet(&mut self.x, other.x);
+        for (m, o) in self.mem.iter_mut().zip(other.mem) {
+            meet(m, o);
+        }
+        self.known.retain(|fact| other.known.contains(fact));
+    }
+
+    fn with_known(&self, field: Field, value: u32) -> State {
+        let mut s = self.clone();
+        s.known.retain(|(f, _)| *f != field);
+        s.known.push((field, value));
+        s
+    }
+}
+
+/// One comparison of a loaded field against a constant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Compare {
+    field: Field,
+    mask: u32,
+    k: u32,
+    known: Vec<(Field, u32)>,
+}
+
+/// Runs the data flow; returns every comparison of a field with a constant
+/// and every field loaded anywhere.
+fn analyse(insns: &[Insn]) -> (Vec<Compare>, Vec<Field>) {
+    let mut states: Vec<Option<State>> = vec![None; insns.len()];
+    if let Some(first) = states.first_mut() {
+        *first = Some(State::entry());
+    }
+    let mut compares = Vec::new();
+    let mut loaded = Vec::new();
+    let flow = |states: &mut Vec<Option<State>>, target: usize, s: State| {
+        if let Some(slot) = states.get_mut(target) {
+            match slot {
+                Some(existing) => existing.join(&s),
+                None => *slot = Some(s),
+            }
+        }
+    };
+    for (pc, insn) in insns.iter().enumerate() {
+        let Some(mut s) = states.get_mut(pc).and_then(Option::take) else { continue };
+        let Some(op) = insn.op() else { continue };
+        let mut load = |s: &mut State, field: Field| {
+            note(&mut loaded, field);
+            s.a = Val::field(field);
+        };
+        match op {
+            Op::LdImm { k } => s.a = Val::Const(k),
+            Op::LdxImm { k } => s.x = Val::Const(k),
+            Op::LdMem { k } => s.a = s.mem.get(k as usize).copied().unwrap_or(Val::Unknown),
+            Op::LdxMem { k } => s.x = s.mem.get(k as usize).copied().unwrap_or(Val::Unknown),
+            Op::St { k } => {
+                if let Some(m) = s.mem.get_mut(k as usize) {
+                    *m = s.a;
+                }
+            }
+            Op::Stx { k } => {
+                if let Some(m) = s.mem.get_mut(k as usize) {
+                    *m = s.x;
+                }
+            }
+            Op::LdxAbsSeccomp { k } => load(&mut s, Field::Seccomp(k)),
+            Op::LdAbs { size, k } => {
+                if k >= SKF_AD_OFF {
+                    match k - SKF_AD_OFF {
+                        SKF_AD_NLATTR | SKF_AD_NLATTR_NEST | SKF_AD_ALU_XOR_X | SKF_AD_PAY_OFFSET => {
+                            s.a = Val::Unknown
+                        }
+                        x => load(&mut s, Field::Ancillary(x)),
+                    }
+                } else {
+                    load(&mut s, Field::Packet { k, size: size.bytes() as u8 });
+                }
+            }
+            Op::LdInd { size, k } => match s.x {
+                Val::Const(x) => load(&mut s, Field::Packet { k: x.wrapping_add(k), size: size.bytes() as u8 }),
+                _ => s.a = Val::Unknown,
+            },
+            Op::LdLen => load(&mut s, Field::Len),
+            Op::LdxLen => {
+                s.x = Val::field(Field::Len);
+            }
+            Op::LdxMsh { k } => {
+                note(&mut loaded, Field::Packet { k, size: 1 });
+                s.x = Val::Unknown;
+            }
+            Op::Alu { op, src, k } => {
+                let operand = match src {
+                    Src::K => Val::Const(k),
+                    Src::X => s.x,
+                };
+                s.a = match (s.a, operand, op) {
+                    (Val::Const(a), Val::Const(b), _) => {
+                        alu_const(op, a, b).map_or(Val::Unknown, Val::Const)
+                    }
+                    (Val::Field { field, mask }, Val::Const(b), cbpf::AluOp::And) => Val::Field { field, mask: mask & b },
+                    _ => Val::Unknown,
+                };
+            }
+            Op::Neg => {
+                s.a = match s.a {
+                    Val::Const(a) => Val::Const(a.wrapping_neg()),
+                    _ => Val::Unknown,
+                }
+            }
+            Op::Tax => s.x = s.a,
+            Op::Txa => s.a = s.x,
+            Op::Ja { k } => {
+                flow(&mut states, pc + 1 + k as usize, s);
+                continue;
+            }
+            Op::Jmp { op, src, k, jt, jf } => {
+                let operand = match src {
+                    Src::K => Val::Const(k),
+                    Src::X => s.x,
+                };
+                let compared = match (s.a, operand) {
+                    (Val::Field { field, mask }, Val::Const(k)) | (Val::Const(k), Val::Field { field, mask }) => {
+                        Some((field, mask, k))
+                    }
+                    _ => None,
+                };
+                let (t, f) = (pc + 1 + usize::from(jt), pc + 1 + usize::from(jf));
+                if let Some((field, mask, k)) = compared {
+                    compares.push(Compare { field, mask, k, known: s.known.clone() });
+                    if op == cbpf::JmpOp::Jeq && mask == u32::MAX {
+                        flow(&mut states, t, s.with_known(field, k));
+                        flow(&mut states, f, s);
+                        continue;
+                    }
+                }
+                flow(&mut states, t, s.clone());
+                flow(&mut states, f, s);
+                continue;
+            }
+            Op::RetK { .. } | Op::RetA => continue,
+        }
+        flow(&mut states, pc + 1, s);
+    }
+    (compares, loaded)
+}
+
+fn note(loaded: &mut Vec<Field>, field: Field) {
+    if !loaded.contains(&field) {
+        loaded.push(field);
+    }
+}
+
+fn alu_const(op: cbpf::AluOp, a: u32, b: u32) -> Option<u32> {
+    use cbpf::AluOp::*;
+    Some(match op {
+        Add => a.wrapping_add(b),
+        Sub => a.wrapping_sub(b),
+        Mul => a.wrapping_mul(b),
+        Div => a.checked_div(b)?,
+        Mod => a.checked_rem(b)?,
+        Or => a | b,
+        And => a & b,
+        Xor => a ^ b,
+        Lsh => a.wrapping_shl(b),
+        Rsh => a.wrapping_shr(b),
+    })
+}
+
+/// Values of a field around a comparison with `k` after `& mask`: `K - 1`,
+/// `K`, `K + 1`, and for masks the bits outside it set, the lowest masked bit
+/// flipped, all or none of the mask.
+fn candidates(k: u32, mask: u32) -> Vec<u32> {
+    let mut v = vec![k.wrapping_sub(1), k, k.wrapping_add(1)];
+    if mask != u32::MAX {
+        let low = mask & mask.wrapping_neg();
+        v.extend([k | !mask, (k & mask) ^ low, 0, mask, !k]);
+    }
+    v
+}
+
+/// Pushes `item` unless already present (keeps generation order).
+fn push_unique<T: Clone + Eq + std::hash::Hash>(seen: &mut HashSet<T>, out: &mut Vec<T>, item: T) {
+    if seen.insert(item.clone()) {
+        out.push(item);
+    }
+}
+
+/// `AUDIT_ARCH_X86_64`, the arch of inputs whose filter never tests one.
+const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+
+/// Seed of the random part of the generated inputs.
+const INPUT_SEED: u64 = 0x0bad_5eed_cafe_f00d;
+
+/// Random inputs added to the branch-reaching ones.
+const RANDOM_INPUTS: usize = 32;
+
+/// System calls that reach every branch of a seccomp filter that compares
+/// `seccomp_data` words (possibly after an AND mask) with constants.
+///
+/// For each comparison of a word with `K`, the word is set to `K - 1`, `K`
+/// and `K + 1` (and masked variants), in an input whose other words hold the
+/// values that every path to the comparison tested with `jeq` (so argument
+/// checks see the arch and syscall number that lead to them). Then
+/// [`RANDOM_INPUTS`] seeded random inputs built from the compared constants
+/// and random words. Deterministic; duplicates removed.
+pub fn branch_inputs(program: &Program) -> Vec<SeccompData> {
+    let (compares, _) = analyse(program.insns());
+    let default_arch = compares
+        .iter()
+        .find(|c| c.field == Field::Seccomp(4) && c.mask == u32::MAX)
+        .map_or(AUDIT_ARCH_X86_64, |c| c.k);
+    let base = |known: &[(Field, u32)]| {
+        let mut words = [0u32; 16];
+        if let Some(w) = words.get_mut(1) {
+            *w = default_arch;
+        }
+        for (field, v) in known {
+            if let Field::Seccomp(off) = field {
+                if let Some(w) = words.get_mut(*off as usize / 4) {
+                    *w = *v;
+                }
+            }
+        }
+        words
+    };
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    push_unique(&mut seen, &mut out, seccomp_from_words(&base(&[])));
+    let mut pool: Vec<(usize, u32)> = Vec::new();
+    for c in &compares {
+        let Field::Seccomp(off) = c.field else { continue };
+        let word = off as usize / 4;
+        let mut words = base(&c.known);
+        for v in candidates(c.k, c.mask) {
+            if let Some(w) = words.get_mut(word) {
+                *w = v;
+            }
+            push_unique(&mut seen, &mut out, seccomp_from_words(&words));
+            pool.push((word, v));
+        }
+    }
+    let mut rng = SplitMix64::new(INPUT_SEED ^ program.len() as u64);
+    for _ in 0..RANDOM_INPUTS {
+        let mut words = base(&[]);
+        for w in &mut words {
+            *w = match rng.next_u64() % 4 {
+                0 => rng.next_u64() as u32,
+                1 => 0,
+                _ => *w,
+            };
+        }
+        for _ in 0..3 {
+            if let Some(&(word, v)) = pool.get(below(&mut || rng.next_u64(), pool.len())) {
+                if let Some(w) = words.get_mut(word) {
+                    *w = v;
+                }
+            }
+        }
+        push_unique(&mut seen, &mut out, seccomp_from_words(&words));
+    }
+    out
+}
+
+/// `struct seccomp_data` from its 16 native-endian words.
+fn seccomp_from_words(words: &[u32; 16]) -> SeccompData {
+    let mut bytes = [0u8; 64];
+    for (chunk, w) in bytes.chunks_exact_mut(4).zip(words) {
+        chunk.copy_from_slice(&w.to_ne_bytes());
+    }
+    let u64_at = |at: usize| {
+        let mut b = [0u8; 8];
+        if let Some(src) = bytes.get(at..at + 8) {
+            b.copy_from_slice(src);
+        }
+        u64::from_ne_bytes(b)
+    };
+    let word = |i: usize| words.get(i).copied().unwrap_or(0);
+    SeccompData {
+        nr: word(0) as i32,
+        arch: word(1),
+        instruction_pointer: u64_at(8),
+        args: [u64_at(16), u64_at(24), u64_at(32), u64_at(40), u64_at(48), u64_at(56)],
+    }
+}
+
+/// The packet every socket input starts from: Ethernet, IPv4 (20 bytes, no
+/// fragment), TCP (20 bytes), 16 bytes of payload; 70 bytes.
+fn base_packet() -> Vec<u8> {
+    let mut p = vec![
+        // Ethernet: dst, src, ETH_P_IP.
+        0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0x08, 0x00,
+        // IPv4: version/ihl, tos, total length 56, id, DF, ttl 64, TCP, checksum, 10.0.0.1 -> 10.0.0.2.
+        0x45, 0x00, 0x00, 0x38, 0x12, 0x34, 0x40, 0x00, 0x40, 0x06, 0x00, 0x00, 10, 0, 0, 1, 10, 0, 0, 2,
+        // TCP: 1234 -> 80, seq, ack, doff 5, PSH|ACK, window, checksum, urgent.
+        0x04, 0xd2, 0x00, 0x50, 0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0,
+    ];
+    p.extend(b"0123456789abcdef");
+    p
+}
+
+/// The same packet as IPv6 with a hop-by-hop header before UDP.
+fn ipv6_packet() -> Vec<u8> {
+    let mut p = vec![0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0x86, 0xdd];
+    // Version 6, payload length 24, next header hop-by-hop (0), hop limit 64.
+    p.extend([0x60, 0, 0, 0, 0, 24, 0, 64]);
+    p.extend([0xfe, 0x80].iter().chain([0u8; 13].iter()).chain([1u8].iter()));
+    p.extend([0xfe, 0x80].iter().chain([0u8; 13].iter()).chain([2u8].iter()));
+    // Hop-by-hop: next UDP (17), length 0 (8 bytes), padding.
+    p.extend([17, 0, 1, 4, 0, 0, 0, 0]);
+    // UDP 53 -> 53, length 16, checksum, 8 bytes of payload.
+    p.extend([0, 53, 0, 53, 0, 16, 0, 0]);
+    p.extend(b"payload!");
+    p
+}
+
+/// A packet of netlink attributes (host byte order), one of them nested, for
+/// `SKF_AD_NLATTR` / `SKF_AD_NLATTR_NEST`.
+fn netlink_packet() -> Vec<u8> {
+    let mut p = Vec::new();
+    let mut attr = |len: u16, ty: u16, body: &[u8]| {
+        p.extend(len.to_ne_bytes());
+        p.extend(ty.to_ne_bytes());
+        p.extend(body);
+    };
+    attr(8, 1, &[1, 2, 3, 4]);
+    attr(8, 2, &[5, 6, 7, 8]);
+    // A nest of two attributes (types 3 and 4).
+    attr(20, 3, &[]);
+    attr(8, 3, &[9, 9, 9, 9]);
+    attr(8, 4, &[7, 7, 7, 7]);
+    attr(5, 5, &[0xee, 0, 0, 0]);
+    p
+}
+
+/// Largest packet a generated input gets (compared offsets beyond it are
+/// left to the short-packet cases).
+const MAX_PACKET: usize = 1 << 16;
+
+/// Where a packet load at classic offset `k` reads in `input`, if anywhere.
+fn packet_position(input: &SocketInput, k: u32) -> Option<usize> {
+    let k = k as i32;
+    if k >= 0 {
+        return usize::try_from(k).ok();
+    }
+    if k >= SKF_NET_OFF as i32 {
+        return usize::try_from(k - SKF_NET_OFF as i32).ok()?.checked_add(input.network_offset);
+    }
+    if k >= SKF_LL_OFF as i32 {
+        return usize::try_from(k - SKF_LL_OFF as i32).ok()?.checked_add(input.mac_offset?);
+    }
+    None
+}
+
+/// Sets `field` to `v` in `input` (growing the packet when a load needs it);
+/// false when it cannot be set.
+fn set_field(input: &mut SocketInput, field: Field, v: u32) -> bool {
+    match field {
+        Field::Seccomp(_) => false,
+        Field::Packet { k, size } => {
+            let Some(pos) = packet_position(input, k) else { return false };
+            let size = usize::from(size);
+            let end = pos + size;
+            if end > MAX_PACKET {
+                return false;
+            }
+            if input.data.len() < end {
+                input.data.resize(end, 0);
+                input.headlen = input.data.len();
+            }
+            let be = v.to_be_bytes();
+            match (input.data.get_mut(pos..end), be.get(4 - size..)) {
+                (Some(dst), Some(src)) => {
+                    dst.copy_from_slice(src);
+                    true
+                }
+                _ => false,
+            }
+        }
+        Field::Len => {
+            let len = v as usize;
+            if len > MAX_PACKET {
+                return false;
+            }
+            let was_linear = input.headlen >= input.data.len();
+            input.data.resize(len, 0);
+            input.headlen = if was_linear { len } else { input.headlen.min(len) };
+            input.network_offset = input.network_offset.min(len);
+            true
+        }
+        Field::Ancillary(x) => {
+            match x {
+                SKF_AD_PROTOCOL => input.protocol = v as u16,
+                SKF_AD_PKTTYPE => input.pkt_type = (v & 7) as u8,
+                SKF_AD_IFINDEX => {
+                    let hatype = input.dev.map_or(1, |d| d.hatype);
+                    input.dev = Some(NetDevice { ifindex: v as i32, hatype });
+                }
+                SKF_AD_HATYPE => {
+                    let ifindex = input.dev.map_or(1, |d| d.ifindex);
+                    input.dev = Some(NetDevice { ifindex, hatype: v as u16 });
+                }
+                SKF_AD_MARK => input.mark = v,
+                SKF_AD_QUEUE => input.queue_mapping = v as u16,
+                SKF_AD_RXHASH => input.rxhash = v,
+                SKF_AD_CPU => input.cpu = v,
+                SKF_AD_RANDOM => input.random = v,
+                SKF_AD_VLAN_TAG => input.vlan_tci = v as u16,
+                SKF_AD_VLAN_TPID => input.vlan_proto = v as u16,
+                SKF_AD_VLAN_TAG_PRESENT => {
+                    if v == 0 {
+                        input.vlan_tci = 0;
+                        input.vlan_proto = 0;
+                    } else if input.vlan_tci == 0 && input.vlan_proto == 0 {
+                        input.vlan_tci = 1;
+                    }
+                }
+                _ => return false,
+            }
+            true
+        }
+    }
+}
+
+/// Packets (with their `sk_buff` fields) that reach every branch of a socket
+/// filter and every way its loads can fail.
+///
+/// - For each comparison of a packet byte/half/word (absolute, `SKF_NET_OFF`,
+///   `SKF_LL_OFF`, or indirect with a known X), an ancillary value or the
+///   length with `K`: that field at `K - 1`, `K`, `K + 1` (and masked
+///   variants), on top of the equalities the path tested, in a typical
+///   Ethernet/IPv4/TCP packet grown to reach the field.
+/// - For each loaded field: the packet cut one byte short of it and just
+///   long enough, and split (linear / paged) at its first byte.
+/// - Structural variants: lengths 0, 1, 13, 14, 15, 34, 54; all paged;
+///   no device; no MAC header; IPv6 with an extension header; VLAN absent; a
+///   netlink attribute packet.
+/// - [`RANDOM_INPUTS`] seeded random packets and field values.
+///
+/// Deterministic; duplicates removed.
+pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
+    let (compares, loaded) = analyse(program.insns());
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    let mut base = SocketInput::test_bpf(base_packet());
+    // Grow the base so that every loaded field is inside it.
+    for field in &loaded {
+        if let Field::Packet { k, size } = *field {
+            if let Some(end) = packet_position(&base, k).map(|p| p + usize::from(size)) {
+                if end > base.data.len() && end <= MAX_PACKET {
+                    base.data.resize(end, 0x5a);
+                    base.headlen = base.data.len();
+                }
+            }
+        }
+    }
+    push_unique(&mut seen, &mut out, base.clone());
+    let mut pool: Vec<(Field, u32)> = Vec::new();
+    for c in &compares {
+        let mut input = base.clone();
+        for (field, v) in &c.known {
+            set_field(&mut input, *field, *v);
+        }
+        for v in candidates(c.k, c.mask) {
+            let mut variant = input.clone();
+            if set_field(&mut variant, c.field, v) {
+                push_unique(&mut seen, &mut out, variant);
+                pool.push((c.field, v));
+            }
+        }
+    }
+    // Loads that fail or straddle the linear/paged boundary.
+    for field in &loaded {
+        let Field::Packet { k, size } = *field else { continue };
+        let Some(pos) = packet_position(&base, k) else { continue };
+        let end = pos + usize::from(size);
+        if end <= base.data.len() {
+            for cut in [end - 1, end] {
+                let mut short = base.clone();
+                short.data.truncate(cut);
+                short.headlen = cut;
+                push_unique(&mut seen, &mut out, short);
+            }
+            for headlen in [pos, pos + 1] {
+                let mut paged = base.clone();
+                paged.headlen = headlen.min(paged.data.len());
+                push_unique(&mut seen, &mut out, paged);
+            }
+        }
+    }
+    for len in [0usize, 1, 13, 14, 15, 34, 54] {
+        let mut short = SocketInput::test_bpf(base.data.get(..len.min(base.data.len())).unwrap_or(&[]).to_vec());
+        short.data.resize(len, 0);
+        short.headlen = len;
+        push_unique(&mut seen, &mut out, short);
+    }
+    let variants: [fn(&mut SocketInput); 7] = [
+        |i| i.headlen = 0,
+        |i| i.headlen /= 2,
+        |i| i.dev = None,
+        |i| i.mac_offset = None,
+        |i| {
+            i.vlan_tci = 0;
+            i.vlan_proto = 0;
+        },
+        |i| {
+            *i = SocketInput::test_bpf(ipv6_packet());
+            i.protocol = 0x86dd;
+            i.vlan_tci = 0;
+            i.vlan_proto = 0;
+        },
+        |i| *i = SocketInput::test_bpf(netlink_packet()),
+    ];
+    for variant in variants {
+        let mut input = base.clone();
+        variant(&mut input);
+        push_unique(&mut seen, &mut out, input);
+    }
+    let mut rng = SplitMix64::new(INPUT_SEED ^ program.len() as u64);
+    for _ in 0..RANDOM_INPUTS {
+        let mut input = base.clone();
+        let mut next = || rng.next_u64();
+        match below(&mut next, 3) {
+            0 => {
+                for b in &mut input.data {
+                    *b = next() as u8;
+                }
+            }
+            1 => {
+                let len = below(&mut next, input.data.len() + 1);
+                input.data.truncate(len);
+                input.headlen = len;
+                input.network_offset = input.network_offset.min(len);
+            }
+            _ => input.headlen = below(&mut next, input.data.len() + 1),
+        }
+        for _ in 0..3 {
+            if let Some(&(field, v)) = pool.get(below(&mut next, pool.len())) {
+                set_field(&mut input, field, v);
+            }
+        }
+        if next() % 4 == 0 {
+            input.mark = next() as u32;
+            input.protocol = pick(&mut next, &[0x0800, 0x86dd, 0x0806, 0x8100], 0x0800);
+            input.pkt_type = (next() % 8) as u8;
+            input.cpu = next() as u32 % 64;
+            input.random = next() as u32;
+        }
+        push_unique(&mut seen, &mut out, input);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cbpf::validate;
+
+    #[test]
+    fn arbitrary_programs_validate_in_both_modes() {
+        let mut rng = SplitMix64::new(1);
+        for mode in [Mode::Seccomp, Mode::Socket] {
+            for _ in 0..3000 {
+                let insns = arbitrary_program(&mut || rng.next_u64(), mode, 64);
+                if let Err(e) = validate(&insns, mode) {
+                    panic!("{mode}: {e}\n{}", cbpf::text::print_ddd_line(&insns));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn arbitrary_programs_reach_every_opcode() {
+        let mut rng = SplitMix64::new(2);
+        for (mode, codes) in [(Mode::Seccomp, &SECCOMP_CODES[..]), (Mode::Socket, &ALLOWED_CODES[..])] {
+            let mut seen = HashSet::new();
+            for _ in 0..500 {
+                for insn in arbitrary_program(&mut || rng.next_u64(), mode, 64) {
+                    seen.insert(insn.code);
+                }
+            }
+            let missing: Vec<_> = codes.iter().filter(|c| !seen.contains(c)).collect();
+            assert!(missing.is_empty(), "{mode}: never generated {missing:x?}");
+        }
+    }
+
+    #[test]
+    fn byte_source_drives_the_generator_and_runs_dry() {
+        let data = [7u8; 20];
+        let mut src = ByteSource::new(&data);
+        let insns = arbitrary_program(&mut src.as_fn(), Mode::Socket, 32);
+        assert!(validate(&insns, Mode::Socket).is_ok());
+        assert_eq!(src.remaining(), 0);
+        assert_eq!(ByteSource::new(&[1, 2]).next_u64(), 0x0201);
+    }
+
+    #[test]
+    fn data_flow_sees_masked_argument_halves_and_the_path_equalities() {
+        // ld arch; jeq x86_64 else kill; ld nr; jeq 2 -> args; allow;
+        // args: ld [20] (high half of args[0]); and #0xff00; jeq #0x1200 -> errno; allow
+        let insns = [
+            Insn::stmt(LD_W_ABS, 4),
+            Insn::jump(JMP_JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
+            Insn::stmt(RET_K, 0),
+            Insn::stmt(LD_W_ABS, 0),
+            Insn::jump(JMP_JEQ_K, 2, 1, 0),
+            Insn::stmt(RET_K, 0x7fff_0000),
+            Insn::stmt(LD_W_ABS, 20),
+            Insn::stmt(ALU_AND_K, 0xff00),
+            Insn::jump(JMP_JEQ_K, 0x1200, 0, 1),
+            Insn::stmt(RET_K, 0x0005_0001),
+            Insn::stmt(RET_K, 0x7fff_0000),
+        ];
+        let prog = validate(&insns, Mode::Seccomp).unwrap();
+        let (compares, _) = analyse(prog.insns());
+        let arg = compares.iter().find(|c| c.field == Field::Seccomp(20)).unwrap();
+        assert_eq!((arg.mask, arg.k), (0xff00, 0x1200));
+        assert!(arg.known.contains(&(Field::Seccomp(4), AUDIT_ARCH_X86_64)));
+        assert!(arg.known.contains(&(Field::Seccomp(0), 2)));
+        let inputs = branch_inputs(&prog);
+        let interp = cbpf::Interp::new(&prog);
+        let results: HashSet<u32> = inputs.iter().map(|d| interp.run_seccomp(&d.to_bytes()).unwrap()).collect();
+        assert_eq!(results, HashSet::from([0, 0x7fff_0000, 0x0005_0001]), "every return reached");
+    }
+
+    #[test]
+    fn packets_reach_compared_bytes_and_short_lengths() {
+        // ldh [SKF_NET_OFF + 2]; jgt #1000 -> 1 ; ldb [60]; jeq #7 -> 2; 3
+        let insns = [
+            Insn::stmt(LD_H_ABS, SKF_NET_OFF + 2),
+            Insn::jump(JMP_JGT_K, 1000, 0, 1),
+            Insn::stmt(RET_K, 1),
+            Insn::stmt(LD_B_ABS, 60),
+            Insn::jump(JMP_JEQ_K, 7, 0, 1),
+            Insn::stmt(RET_K, 2),
+            Insn::stmt(RET_K, 3),
+        ];
+        let prog = validate(&insns, Mode::Socket).unwrap();
+        let interp = cbpf::Interp::new(&prog);
+        let results: HashSet<u32> =
+            branch_packets(&prog).iter().map(|p| interp.run_socket(&p.skb()).unwrap()).collect();
+        assert_eq!(results, HashSet::from([0, 1, 2, 3]), "every return, and a failing load, reached");
+    }
+
+    #[test]
+    fn seccomp_words_round_trip() {
+        let words: [u32; 16] = std::array::from_fn(|i| 0x1000_0000 * (i as u32 % 3) + i as u32);
+        let bytes = seccomp_from_words(&words).to_bytes();
+        for (i, chunk) in bytes.chunks_exact(4).enumerate() {
+            assert_eq!(u32::from_ne_bytes(chunk.try_into().unwrap()), words[i]);
+        }
+    }
+}

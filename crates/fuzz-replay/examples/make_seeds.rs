@@ -1,0 +1,108 @@
+//! Regenerates the committed seed corpus `fuzz/seeds/<target>/` from testdata/:
+//! `cargo run -p fuzz-replay --example make_seeds`.
+//!
+//! - `decode_validate`: the small libseccomp filters and the classic
+//!   programs of lib/test_bpf.c, as raw `sock_filter` bytes;
+//! - `text_parse`: the same programs printed in every cBPF text syntax and
+//!   as seccomp-tools listings, plus eBPF assembly from bpf_conformance;
+//! - `ebpf_exec`: a selector byte followed by assembled conformance programs;
+//! - `convert_equiv`, `analysis_sound`, `fast_equiv`: fixed pseudo-random
+//!   byte strings (the targets' generator turns any bytes into a valid case).
+//!
+//! Seeds are named after their source so a failing one says where it came from.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).to_path_buf()
+}
+
+fn write(target: &str, name: &str, bytes: &[u8]) {
+    let dir = root().join("fuzz/seeds").join(target);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(name), bytes).unwrap();
+}
+
+fn classic_programs() -> Vec<(String, Vec<cbpf::Insn>)> {
+    let mut out = Vec::new();
+    for name in ["seed_fast", "seed_slow", "long_jumps_short", "allow306_front"] {
+        let bytes = std::fs::read(root().join("testdata/filters").join(format!("{name}.bpf"))).unwrap();
+        out.push((name.to_string(), cbpf::raw::decode(&bytes).unwrap()));
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join("testdata/test_bpf/classic.json")).unwrap()).unwrap();
+    for test in json["tests"].as_array().unwrap().iter().step_by(5) {
+        let insns: Vec<cbpf::Insn> = test["insns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                let f: Vec<u64> = i.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+                cbpf::Insn { code: f[0] as u16, jt: f[1] as u8, jf: f[2] as u8, k: f[3] as u32 }
+            })
+            .collect();
+        if !insns.is_empty() && insns.len() <= 64 {
+            let name: String =
+                test["name"].as_str().unwrap().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+            out.push((format!("test_bpf_{}_{name}", test["index"]), insns));
+        }
+    }
+    out
+}
+
+fn conformance_programs() -> Vec<(String, String)> {
+    let dir = root().join("testdata/bpf_conformance/tests");
+    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    names.sort();
+    names
+        .iter()
+        .step_by(10)
+        .filter_map(|p| {
+            let text = std::fs::read_to_string(p).unwrap();
+            let asm = text.split("-- asm").nth(1)?.split("\n--").next()?.to_string();
+            Some((p.file_stem().unwrap().to_string_lossy().into_owned(), asm))
+        })
+        .collect()
+}
+
+fn main() {
+    let seeds = root().join("fuzz/seeds");
+    let _ = std::fs::remove_dir_all(&seeds);
+    let classic = classic_programs();
+    for (name, insns) in &classic {
+        write("decode_validate", name, &cbpf::raw::encode(insns));
+    }
+    for (name, insns) in classic.iter().take(12) {
+        write("text_parse", &format!("{name}.asm"), cbpf::text::print_asm(insns).as_bytes());
+        write("text_parse", &format!("{name}.c"), cbpf::text::print_c(insns).as_bytes());
+        write("text_parse", &format!("{name}.ddd"), cbpf::text::print_ddd(insns).as_bytes());
+        let listing = seccomp::disasm::disasm(insns, seccomp::disasm::DisasmOptions::default());
+        write("text_parse", &format!("{name}.seccomp"), listing.as_bytes());
+    }
+    write("text_parse", "seccomp_tools_text", b"A = arch\nif (A != ARCH_X86_64) goto kill\nA = sys_number\nif (A == getppid) goto ok\nkill: return KILL\nok: return ALLOW\n");
+    for (i, (name, asm)) in conformance_programs().iter().enumerate() {
+        write("text_parse", &format!("ebpf_{name}.s"), asm.as_bytes());
+        if let Ok(insns) = ebpf::asm::assemble(asm) {
+            let mut bytes = vec![(i as u8) & 0x0f];
+            bytes.extend(ebpf::encode(&insns));
+            write("ebpf_exec", &format!("{name}.sel{}", (i as u8) & 0x0f), &bytes);
+        }
+    }
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state as u8
+    };
+    for target in ["convert_equiv", "analysis_sound", "fast_equiv"] {
+        for i in 0..24 {
+            let len = 16 + 24 * i;
+            let bytes: Vec<u8> = (0..len).map(|_| next()).collect();
+            write(target, &format!("random_{i:02}"), &bytes);
+        }
+    }
+    println!("seeds written to {}", seeds.display());
+}

@@ -1,0 +1,4 @@
+
+ldxdw %r0, [%r1]
+le32 %r0
+exit

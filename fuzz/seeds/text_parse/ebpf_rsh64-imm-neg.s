@@ -1,0 +1,4 @@
+
+mov %r0, 0x10
+rsh %r0, -60
+exit

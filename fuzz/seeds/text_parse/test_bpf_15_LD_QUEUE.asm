@@ -1,0 +1,2 @@
+	ld #queue
+	ret a

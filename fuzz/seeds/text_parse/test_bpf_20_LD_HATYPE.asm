@@ -1,0 +1,2 @@
+	ld #hatype
+	ret a

@@ -1,0 +1,2 @@
+	txa
+	ret a

@@ -1,0 +1,4 @@
+	ld #0
+	jeq #0, L3
+	ret #0
+L3:	ret #1
