@@ -26,8 +26,8 @@
 //!   program to learn which field (seccomp word, packet bytes, ancillary
 //!   value, length) `A` holds at each comparison, then build inputs with that
 //!   field at `K - 1`, `K` and `K + 1` (and around AND masks), combined with
-//!   the values the path to the comparison has already tested for equality
-//!   (the arch, the syscall number); plus seeded random inputs.
+//!   what the path to the comparison has already tested (the arch, the
+//!   syscall number, earlier argument checks); plus seeded random inputs.
 //! - A generator of random VALID programs, [`arbitrary_program`], driven by
 //!   any `FnMut() -> u64` ([`SplitMix64`] for seeded tests, [`ByteSource`]
 //!   for cargo-fuzz input bytes).
@@ -754,13 +754,53 @@ impl Val {
     }
 }
 
-/// Machine state at a pc, plus the equalities every path to it has tested.
+/// What every path to a pc has tested about a field (full-width compares
+/// only): `lo <= field <= hi` and `field` is none of `ne`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Range {
+    lo: u32,
+    hi: u32,
+    ne: Vec<u32>,
+}
+
+impl Range {
+    const ALL: Range = Range { lo: 0, hi: u32::MAX, ne: Vec::new() };
+
+    fn contains(&self, v: u32) -> bool {
+        self.lo <= v && v <= self.hi && !self.ne.contains(&v)
+    }
+
+    /// A value inside the range: the smallest not excluded (or `lo` when the
+    /// range is empty, i.e. the path is infeasible).
+    fn pick(&self) -> u32 {
+        let mut v = self.lo;
+        for _ in 0..=self.ne.len() {
+            if self.contains(v) {
+                return v;
+            }
+            v = v.wrapping_add(1);
+        }
+        self.lo
+    }
+
+    /// The smallest range holding both (exclusions both have).
+    fn hull(&mut self, other: &Range) {
+        self.lo = self.lo.min(other.lo);
+        self.hi = self.hi.max(other.hi);
+        self.ne.retain(|v| other.ne.contains(v));
+    }
+}
+
+/// At most this many exclusions are kept per field.
+const MAX_NE: usize = 16;
+
+/// Machine state at a pc, plus what every path to it has tested.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct State {
     a: Val,
     x: Val,
     mem: [Val; 16],
-    known: Vec<(Field, u32)>,
+    known: Vec<(Field, Range)>,
 }
 
 impl State {
@@ -779,14 +819,48 @@ impl State {
         for (m, o) in self.mem.iter_mut().zip(other.mem) {
             meet(m, o);
         }
-        self.known.retain(|fact| other.known.contains(fact));
+        self.known.retain_mut(|(field, range)| match other.known.iter().find(|(f, _)| f == field) {
+            Some((_, theirs)) => {
+                range.hull(theirs);
+                true
+            }
+            None => false,
+        });
     }
 
-    fn with_known(&self, field: Field, value: u32) -> State {
+    /// This state with one more fact about `field`.
+    fn with_fact(&self, field: Field, fact: impl FnOnce(&mut Range)) -> State {
         let mut s = self.clone();
-        s.known.retain(|(f, _)| *f != field);
-        s.known.push((field, value));
+        match s.known.iter_mut().find(|(f, _)| *f == field) {
+            Some((_, range)) => fact(range),
+            None => {
+                let mut range = Range::ALL;
+                fact(&mut range);
+                s.known.push((field, range));
+            }
+        }
         s
+    }
+}
+
+/// The facts each outcome of `A op k` adds about A's field (full width).
+fn edge_facts(op: cbpf::JmpOp, k: u32, taken: bool, r: &mut Range) {
+    use cbpf::JmpOp::*;
+    match (op, taken) {
+        (Jeq, true) => {
+            r.lo = r.lo.max(k);
+            r.hi = r.hi.min(k);
+        }
+        (Jeq, false) => {
+            if r.ne.len() < MAX_NE && !r.ne.contains(&k) {
+                r.ne.push(k);
+            }
+        }
+        (Jgt, true) => r.lo = r.lo.max(k.saturating_add(1)),
+        (Jgt, false) => r.hi = r.hi.min(k),
+        (Jge, true) => r.lo = r.lo.max(k),
+        (Jge, false) => r.hi = r.hi.min(k.saturating_sub(1)),
+        (Jset, _) => {}
     }
 }
 
@@ -796,7 +870,21 @@ struct Compare {
     field: Field,
     mask: u32,
     k: u32,
-    known: Vec<(Field, u32)>,
+    known: Vec<(Field, Range)>,
+}
+
+impl Compare {
+    /// Values to give the compared field: around `K` (and the mask), plus
+    /// the edges of what the path allows; those the path allows first.
+    fn values(&self) -> Vec<u32> {
+        let mut v = candidates(self.k, self.mask);
+        if let Some((_, range)) = self.known.iter().find(|(f, _)| *f == self.field) {
+            v.extend([range.lo, range.hi, range.pick()]);
+            let (inside, outside): (Vec<u32>, Vec<u32>) = v.into_iter().partition(|&x| range.contains(x));
+            v = if inside.is_empty() { outside } else { inside };
+        }
+        v
+    }
 }
 
 /// Runs the data flow; returns every comparison of a field with a constant
@@ -902,9 +990,10 @@ fn analyse(insns: &[Insn]) -> (Vec<Compare>, Vec<Field>) {
                 let (t, f) = (pc + 1 + usize::from(jt), pc + 1 + usize::from(jf));
                 if let Some((field, mask, k)) = compared {
                     compares.push(Compare { field, mask, k, known: s.known.clone() });
-                    if op == cbpf::JmpOp::Jeq && mask == u32::MAX {
-                        flow(&mut states, t, s.with_known(field, k));
-                        flow(&mut states, f, s);
+                    // Facts only for `field op k` (not `k op field`), full width.
+                    if mask == u32::MAX && matches!(s.a, Val::Field { .. }) {
+                        flow(&mut states, t, s.with_fact(field, |r| edge_facts(op, k, true, r)));
+                        flow(&mut states, f, s.with_fact(field, |r| edge_facts(op, k, false, r)));
                         continue;
                     }
                 }
@@ -973,9 +1062,11 @@ const RANDOM_INPUTS: usize = 32;
 /// `seccomp_data` words (possibly after an AND mask) with constants.
 ///
 /// For each comparison of a word with `K`, the word is set to `K - 1`, `K`
-/// and `K + 1` (and masked variants), in an input whose other words hold the
-/// values that every path to the comparison tested with `jeq` (so argument
-/// checks see the arch and syscall number that lead to them). Then
+/// and `K + 1` (and masked variants, and the edges of the range the path
+/// allows), in an input whose other words satisfy what every path to the
+/// comparison tested: equalities (`jeq` taken), ranges (`jgt`/`jge`) and
+/// exclusions (`jeq` not taken), so argument checks see the arch and syscall
+/// number that lead to them and the earlier argument checks that let them run. Then
 /// [`RANDOM_INPUTS`] seeded random inputs built from the compared constants
 /// and random words. Deterministic; duplicates removed.
 pub fn branch_inputs(program: &Program) -> Vec<SeccompData> {
@@ -984,15 +1075,15 @@ pub fn branch_inputs(program: &Program) -> Vec<SeccompData> {
         .iter()
         .find(|c| c.field == Field::Seccomp(4) && c.mask == u32::MAX)
         .map_or(AUDIT_ARCH_X86_64, |c| c.k);
-    let base = |known: &[(Field, u32)]| {
+    let base = |known: &[(Field, Range)]| {
         let mut words = [0u32; 16];
         if let Some(w) = words.get_mut(1) {
             *w = default_arch;
         }
-        for (field, v) in known {
+        for (field, range) in known {
             if let Field::Seccomp(off) = field {
                 if let Some(w) = words.get_mut(*off as usize / 4) {
-                    *w = *v;
+                    *w = range.pick();
                 }
             }
         }
@@ -1006,7 +1097,7 @@ pub fn branch_inputs(program: &Program) -> Vec<SeccompData> {
         let Field::Seccomp(off) = c.field else { continue };
         let word = off as usize / 4;
         let mut words = base(&c.known);
-        for v in candidates(c.k, c.mask) {
+        for v in c.values() {
             if let Some(w) = words.get_mut(word) {
                 *w = v;
             }
@@ -1202,7 +1293,7 @@ fn set_field(input: &mut SocketInput, field: Field, v: u32) -> bool {
 /// - For each comparison of a packet byte/half/word (absolute, `SKF_NET_OFF`,
 ///   `SKF_LL_OFF`, or indirect with a known X), an ancillary value or the
 ///   length with `K`: that field at `K - 1`, `K`, `K + 1` (and masked
-///   variants), on top of the equalities the path tested, in a typical
+///   variants), on top of what the path tested (as for [`branch_inputs`]), in a typical
 ///   Ethernet/IPv4/TCP packet grown to reach the field.
 /// - For each loaded field: the packet cut one byte short of it and just
 ///   long enough, and split (linear / paged) at its first byte.
@@ -1232,10 +1323,10 @@ pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
     let mut pool: Vec<(Field, u32)> = Vec::new();
     for c in &compares {
         let mut input = base.clone();
-        for (field, v) in &c.known {
-            set_field(&mut input, *field, *v);
+        for (field, range) in &c.known {
+            set_field(&mut input, *field, range.pick());
         }
-        for v in candidates(c.k, c.mask) {
+        for v in c.values() {
             let mut variant = input.clone();
             if set_field(&mut variant, c.field, v) {
                 push_unique(&mut seen, &mut out, variant);
@@ -1389,8 +1480,9 @@ mod tests {
         let (compares, _) = analyse(prog.insns());
         let arg = compares.iter().find(|c| c.field == Field::Seccomp(20)).unwrap();
         assert_eq!((arg.mask, arg.k), (0xff00, 0x1200));
-        assert!(arg.known.contains(&(Field::Seccomp(4), AUDIT_ARCH_X86_64)));
-        assert!(arg.known.contains(&(Field::Seccomp(0), 2)));
+        let fact = |field| arg.known.iter().find(|(f, _)| *f == field).map(|(_, r)| r.pick());
+        assert_eq!(fact(Field::Seccomp(4)), Some(AUDIT_ARCH_X86_64));
+        assert_eq!(fact(Field::Seccomp(0)), Some(2));
         let inputs = branch_inputs(&prog);
         let interp = cbpf::Interp::new(&prog);
         let results: HashSet<u32> = inputs.iter().map(|d| interp.run_seccomp(&d.to_bytes()).unwrap()).collect();

@@ -167,7 +167,7 @@ fn valid(insns: &[Insn]) -> Program {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
     #[test]
     fn constant_promises_hold_for_every_input(

@@ -104,13 +104,13 @@ impl Chains {
     /// is scanned for the first one.
     #[inline(always)]
     pub(super) fn first_exit(&self, a: u32, from: usize, to: usize) -> Option<u16> {
-        let mask = self.mask.get(from..to)?;
-        let lo = self.lo.get(from..to)?;
-        let span = self.span.get(from..to)?;
-        let target = self.target.get(from..to)?;
-        let mut start = 0;
-        let blocks = mask.chunks_exact(BLOCK).zip(lo.chunks_exact(BLOCK)).zip(span.chunks_exact(BLOCK));
-        for ((m, l), s) in blocks {
+        let mut i = from;
+        while i + BLOCK <= to {
+            let (Some(m), Some(l), Some(s)) =
+                (self.mask.get(i..i + BLOCK), self.lo.get(i..i + BLOCK), self.span.get(i..i + BLOCK))
+            else {
+                break;
+            };
             let (Ok(m), Ok(l), Ok(s)) =
                 (<&[u32; BLOCK]>::try_from(m), <&[u32; BLOCK]>::try_from(l), <&[u32; BLOCK]>::try_from(s))
             else {
@@ -127,13 +127,17 @@ impl Chains {
             if hit {
                 break;
             }
-            start += BLOCK;
+            i += BLOCK;
         }
-        let rest = mask.iter().zip(lo).zip(span).zip(target).skip(start);
-        for (((&mask, &lo), &span), &target) in rest {
+        while i < to {
+            let (Some(&mask), Some(&lo), Some(&span)) = (self.mask.get(i), self.lo.get(i), self.span.get(i))
+            else {
+                return None;
+            };
             if (ExitTest { mask, lo, span }).hits(a) {
-                return Some(target);
+                return self.target.get(i).copied();
             }
+            i += 1;
         }
         None
     }
