@@ -63,6 +63,33 @@ pub fn forced(insns: &[Insn]) -> Option<Vec<Insn>> {
     (out.len() <= cbpf::opcode::BPF_MAXINSNS).then_some(out)
 }
 
+/// A synthetic seccomp allow-list of exactly `len` instructions (at least
+/// 7): arch check, then `jeq #nr; ret ALLOW` pairs for nr = 0, 1, ..., and a
+/// default KILL. Stands in for a maximal (`BPF_MAXINSNS` = 4096) filter in
+/// the conversion and validation benches.
+pub fn synthetic_allow_list(len: usize) -> Vec<Insn> {
+    use cbpf::opcode::JMP_JEQ_K;
+    const RET_KILL_PROCESS: u32 = 0x8000_0000;
+    let len = len.max(7);
+    let mut out = vec![
+        Insn::stmt(LD_W_ABS, 4),
+        Insn::jump(JMP_JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
+        Insn::stmt(RET_K, RET_KILL_PROCESS),
+        Insn::stmt(LD_W_ABS, OFFSET_NR),
+    ];
+    let pairs = (len - out.len() - 1) / 2;
+    for nr in 0..pairs as u32 {
+        out.push(Insn::jump(JMP_JEQ_K, nr, 0, 1));
+        out.push(Insn::stmt(RET_K, RET_ALLOW));
+    }
+    // An odd remainder: one more (harmless) load of nr.
+    if out.len() + 1 < len {
+        out.push(Insn::stmt(LD_W_ABS, OFFSET_NR));
+    }
+    out.push(Insn::stmt(RET_K, RET_KILL_PROCESS));
+    out
+}
+
 /// A filter validated for seccomp and converted to eBPF, ready for every engine.
 #[derive(Debug, Clone)]
 pub struct Filter {
@@ -160,6 +187,17 @@ mod tests {
         let filter = Filter::new("forced", &forced).unwrap();
         let data = cbpf::SeccompData { nr: 1, args: [5, 0, 0, 0, 0, 0], ..Default::default() }.to_bytes();
         assert_eq!(filter.interp.run_seccomp(&data).unwrap(), 0);
+    }
+
+    #[test]
+    fn synthetic_allow_lists_have_the_requested_length_and_validate() {
+        for len in [7, 8, 316, 4095, 4096] {
+            let insns = synthetic_allow_list(len);
+            assert_eq!(insns.len(), len);
+            let filter = Filter::new("synthetic", &insns).unwrap();
+            let data = cbpf::SeccompData { nr: 0, arch: AUDIT_ARCH_X86_64, ..Default::default() }.to_bytes();
+            assert_eq!(filter.interp.run_seccomp(&data).unwrap(), RET_ALLOW);
+        }
     }
 
     #[test]

@@ -19,6 +19,10 @@
 pub mod engines;
 pub mod filters;
 pub mod measure;
+pub mod plot;
+pub mod report;
+pub mod run;
+pub mod tables;
 
 /// Why a benchmark could not be set up.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -2,6 +2,7 @@
 //!
 //! Each command lives in its own module; this file only dispatches.
 //! Commands:
+//! - `demo`: the main job on the built-in example filters (see demo.rs).
 //! - `codegen [--check]`: regenerate `crates/seccomp/src/syscalls/generated.rs`
 //!   from the kernel syscall tables in `xtask/syscalls/` (`--check`: fail if
 //!   the committed file is stale).
@@ -9,8 +10,9 @@
 use std::process::ExitCode;
 
 mod codegen;
+mod demo;
 
-const USAGE: &str = "usage: cargo xtask <command>\n\ncommands:\n  codegen [--check]   regenerate (or check) crates/seccomp/src/syscalls/generated.rs";
+const USAGE: &str = "usage: cargo xtask <command>\n\ncommands:\n  demo                check, convert, run and analyse the built-in example filters\n  codegen [--check]   regenerate (or check) crates/seccomp/src/syscalls/generated.rs";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -20,6 +22,7 @@ fn main() -> ExitCode {
     };
     let result = match command.as_str() {
         "codegen" => codegen::run(rest),
+        "demo" => demo::run(rest),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

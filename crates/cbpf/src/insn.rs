@@ -300,20 +300,15 @@ impl Op {
             LDX_B_MSH => Op::LdxMsh { k },
             LDX_W_ABS => Op::LdxAbsSeccomp { k },
             ALU_NEG => Op::Neg,
-            ALU_ADD_K | ALU_ADD_X | ALU_SUB_K | ALU_SUB_X | ALU_MUL_K | ALU_MUL_X | ALU_DIV_K
-            | ALU_DIV_X | ALU_MOD_K | ALU_MOD_X | ALU_AND_K | ALU_AND_X | ALU_OR_K | ALU_OR_X
-            | ALU_XOR_K | ALU_XOR_X | ALU_LSH_K | ALU_LSH_X | ALU_RSH_K | ALU_RSH_X => {
-                let op = AluOp::ALL
-                    .into_iter()
-                    .find(|op| op.bits() == insn.code & 0xf0)?;
+            ALU_ADD_K | ALU_ADD_X | ALU_SUB_K | ALU_SUB_X | ALU_MUL_K | ALU_MUL_X | ALU_DIV_K | ALU_DIV_X
+            | ALU_MOD_K | ALU_MOD_X | ALU_AND_K | ALU_AND_X | ALU_OR_K | ALU_OR_X | ALU_XOR_K | ALU_XOR_X
+            | ALU_LSH_K | ALU_LSH_X | ALU_RSH_K | ALU_RSH_X => {
+                let op = AluOp::ALL.into_iter().find(|op| op.bits() == insn.code & 0xf0)?;
                 Op::Alu { op, src, k }
             }
             JMP_JA => Op::Ja { k },
-            JMP_JEQ_K | JMP_JEQ_X | JMP_JGT_K | JMP_JGT_X | JMP_JGE_K | JMP_JGE_X | JMP_JSET_K
-            | JMP_JSET_X => {
-                let op = JmpOp::ALL
-                    .into_iter()
-                    .find(|op| op.bits() == insn.code & 0xf0)?;
+            JMP_JEQ_K | JMP_JEQ_X | JMP_JGT_K | JMP_JGT_X | JMP_JGE_K | JMP_JGE_X | JMP_JSET_K | JMP_JSET_X => {
+                let op = JmpOp::ALL.into_iter().find(|op| op.bits() == insn.code & 0xf0)?;
                 Op::Jmp { op, src, k, jt: insn.jt, jf: insn.jf }
             }
             RET_K => Op::RetK { k },

@@ -21,7 +21,7 @@ pub mod raw;
 pub mod text;
 pub mod validate;
 
-pub use interp::{ExecError, Interp, NetDevice, SeccompData, Skb, TraceStep};
 pub use insn::{AluOp, Insn, JmpOp, Op, Pc, Size, Src};
+pub use interp::{ExecError, Interp, NetDevice, SeccompData, Skb, TraceStep};
 pub use text::{Format, ParseError};
 pub use validate::{validate, Mode, Program, ValidateError};

@@ -180,21 +180,12 @@ fn check_classic(insns: &[Insn]) -> Result<(), ValidateError> {
         match insn.code {
             ALU_DIV_K | ALU_MOD_K if k == 0 => return Err(ValidateError::DivByZero { pc }),
             ALU_LSH_K | ALU_RSH_K if k >= 32 => return Err(ValidateError::ShiftTooLarge { pc, k }),
-            LD_MEM | LDX_MEM | ST | STX if k >= BPF_MEMWORDS => {
-                return Err(ValidateError::MemIndex { pc, k })
+            LD_MEM | LDX_MEM | ST | STX if k >= BPF_MEMWORDS => return Err(ValidateError::MemIndex { pc, k }),
+            // The kernel compares `k >= (u32)(flen - pc - 1)`.
+            JMP_JA if u64::from(k) >= (len - i - 1) as u64 => {
+                return Err(ValidateError::JumpOutOfRange { pc, target: i as u64 + 1 + u64::from(k), last: len - 1 });
             }
-            JMP_JA => {
-                // The kernel compares `k >= (u32)(flen - pc - 1)`.
-                if u64::from(k) >= (len - i - 1) as u64 {
-                    return Err(ValidateError::JumpOutOfRange {
-                        pc,
-                        target: i as u64 + 1 + u64::from(k),
-                        last: len - 1,
-                    });
-                }
-            }
-            JMP_JEQ_K | JMP_JEQ_X | JMP_JGE_K | JMP_JGE_X | JMP_JGT_K | JMP_JGT_X
-            | JMP_JSET_K | JMP_JSET_X => {
+            JMP_JEQ_K | JMP_JEQ_X | JMP_JGE_K | JMP_JGE_X | JMP_JGT_K | JMP_JGT_X | JMP_JSET_K | JMP_JSET_X => {
                 for off in [insn.jt, insn.jf] {
                     let target = i + 1 + usize::from(off);
                     if target >= len {
@@ -202,10 +193,8 @@ fn check_classic(insns: &[Insn]) -> Result<(), ValidateError> {
                     }
                 }
             }
-            LD_W_ABS | LD_H_ABS | LD_B_ABS => {
-                if !is_ancillary(k) && k >= SKF_AD_OFF {
-                    return Err(ValidateError::BadAncillary { pc, k });
-                }
+            LD_W_ABS | LD_H_ABS | LD_B_ABS if !is_ancillary(k) && k >= SKF_AD_OFF => {
+                return Err(ValidateError::BadAncillary { pc, k });
             }
             _ => {}
         }
@@ -240,17 +229,14 @@ fn check_load_and_stores(insns: &[Insn]) -> Result<(), ValidateError> {
         };
         match insn.code {
             ST | STX => memvalid |= bit,
-            LD_MEM | LDX_MEM => {
-                if memvalid & bit == 0 {
-                    return Err(ValidateError::UninitMem { pc: Pc(i), k: insn.k });
-                }
+            LD_MEM | LDX_MEM if memvalid & bit == 0 => {
+                return Err(ValidateError::UninitMem { pc: Pc(i), k: insn.k });
             }
             JMP_JA => {
                 and_at(i + 1 + insn.k as usize, memvalid);
                 memvalid = 0xffff;
             }
-            JMP_JEQ_K | JMP_JEQ_X | JMP_JGE_K | JMP_JGE_X | JMP_JGT_K | JMP_JGT_X
-            | JMP_JSET_K | JMP_JSET_X => {
+            JMP_JEQ_K | JMP_JEQ_X | JMP_JGE_K | JMP_JGE_X | JMP_JGT_K | JMP_JGT_X | JMP_JSET_K | JMP_JSET_X => {
                 and_at(i + 1 + usize::from(insn.jt), memvalid);
                 and_at(i + 1 + usize::from(insn.jf), memvalid);
                 memvalid = 0xffff;
@@ -285,11 +271,10 @@ fn seccomp_check_filter(insns: &mut [Insn]) -> Result<(), ValidateError> {
                 insn.code = LDX_IMM;
                 insn.k = SECCOMP_DATA_SIZE;
             }
-            RET_K | RET_A | ALU_ADD_K | ALU_ADD_X | ALU_SUB_K | ALU_SUB_X | ALU_MUL_K
-            | ALU_MUL_X | ALU_DIV_K | ALU_DIV_X | ALU_AND_K | ALU_AND_X | ALU_OR_K | ALU_OR_X
-            | ALU_XOR_K | ALU_XOR_X | ALU_LSH_K | ALU_LSH_X | ALU_RSH_K | ALU_RSH_X | ALU_NEG
-            | LD_IMM | LDX_IMM | MISC_TAX | MISC_TXA | LD_MEM | LDX_MEM | ST | STX | JMP_JA
-            | JMP_JEQ_K | JMP_JEQ_X | JMP_JGE_K | JMP_JGE_X | JMP_JGT_K | JMP_JGT_X
+            RET_K | RET_A | ALU_ADD_K | ALU_ADD_X | ALU_SUB_K | ALU_SUB_X | ALU_MUL_K | ALU_MUL_X | ALU_DIV_K
+            | ALU_DIV_X | ALU_AND_K | ALU_AND_X | ALU_OR_K | ALU_OR_X | ALU_XOR_K | ALU_XOR_X | ALU_LSH_K
+            | ALU_LSH_X | ALU_RSH_K | ALU_RSH_X | ALU_NEG | LD_IMM | LDX_IMM | MISC_TAX | MISC_TXA | LD_MEM
+            | LDX_MEM | ST | STX | JMP_JA | JMP_JEQ_K | JMP_JEQ_X | JMP_JGE_K | JMP_JGE_X | JMP_JGT_K | JMP_JGT_X
             | JMP_JSET_K | JMP_JSET_X => {}
             code => return Err(ValidateError::SeccompOpcode { pc, code }),
         }

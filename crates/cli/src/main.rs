@@ -70,6 +70,7 @@ enum Command {
 }
 
 fn main() {
+    kernel::default_sigpipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Check(a) => cmd::check(&a),

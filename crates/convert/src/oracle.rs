@@ -459,12 +459,12 @@ impl Oracle {
 
 /// One-shot: `program` (seccomp mode) on `data`, classic vs converted.
 pub fn check_seccomp(program: &Program, data: &SeccompData) -> Result<u32, OracleError> {
-    Ok(Oracle::new("program", program)?.check_seccomp(data).map_err(OracleError::Mismatch)?)
+    Oracle::new("program", program)?.check_seccomp(data).map_err(OracleError::Mismatch)
 }
 
 /// One-shot: `program` (socket mode) on `skb`, classic vs converted.
 pub fn check_socket(program: &Program, skb: &Skb<'_>) -> Result<u32, OracleError> {
-    Ok(Oracle::new("program", program)?.check_socket(skb).map_err(OracleError::Mismatch)?)
+    Oracle::new("program", program)?.check_socket(skb).map_err(OracleError::Mismatch)
 }
 
 // ---------------------------------------------------------------------------
@@ -581,14 +581,13 @@ fn constant(next: &mut impl FnMut() -> u64) -> u32 {
 /// The opcodes `seccomp_check_filter()` accepts (kernel/seccomp.c), before
 /// its rewrite of `ld [k]` and `len`.
 const SECCOMP_CODES: [u16; 41] = [
-    RET_K, RET_A, ALU_ADD_K, ALU_ADD_X, ALU_SUB_K, ALU_SUB_X, ALU_MUL_K, ALU_MUL_X, ALU_DIV_K, ALU_DIV_X,
-    ALU_AND_K, ALU_AND_X, ALU_OR_K, ALU_OR_X, ALU_XOR_K, ALU_XOR_X, ALU_LSH_K, ALU_LSH_X, ALU_RSH_K, ALU_RSH_X,
-    ALU_NEG, LD_IMM, LDX_IMM, MISC_TAX, MISC_TXA, LD_MEM, LDX_MEM, ST, STX, JMP_JA, JMP_JEQ_K, JMP_JEQ_X,
-    JMP_JGE_K, JMP_JGE_X, JMP_JGT_K, JMP_JGT_X, JMP_JSET_K, JMP_JSET_X, LD_W_ABS, LD_W_LEN, LDX_W_LEN,
+    RET_K, RET_A, ALU_ADD_K, ALU_ADD_X, ALU_SUB_K, ALU_SUB_X, ALU_MUL_K, ALU_MUL_X, ALU_DIV_K, ALU_DIV_X, ALU_AND_K,
+    ALU_AND_X, ALU_OR_K, ALU_OR_X, ALU_XOR_K, ALU_XOR_X, ALU_LSH_K, ALU_LSH_X, ALU_RSH_K, ALU_RSH_X, ALU_NEG, LD_IMM,
+    LDX_IMM, MISC_TAX, MISC_TXA, LD_MEM, LDX_MEM, ST, STX, JMP_JA, JMP_JEQ_K, JMP_JEQ_X, JMP_JGE_K, JMP_JGE_X,
+    JMP_JGT_K, JMP_JGT_X, JMP_JSET_K, JMP_JSET_X, LD_W_ABS, LD_W_LEN, LDX_W_LEN,
 ];
 
-const COND_JUMPS: [u16; 8] =
-    [JMP_JEQ_K, JMP_JEQ_X, JMP_JGT_K, JMP_JGT_X, JMP_JGE_K, JMP_JGE_X, JMP_JSET_K, JMP_JSET_X];
+const COND_JUMPS: [u16; 8] = [JMP_JEQ_K, JMP_JEQ_X, JMP_JGT_K, JMP_JGT_X, JMP_JGE_K, JMP_JGE_X, JMP_JSET_K, JMP_JSET_X];
 
 const SOCKET_LOADS: [u16; 9] =
     [LD_W_ABS, LD_H_ABS, LD_B_ABS, LD_W_IND, LD_H_IND, LD_B_IND, LDX_B_MSH, LD_W_LEN, LDX_W_LEN];
@@ -745,7 +744,10 @@ enum Val {
     Unknown,
     Const(u32),
     /// `field & mask`.
-    Field { field: Field, mask: u32 },
+    Field {
+        field: Field,
+        mask: u32,
+    },
 }
 
 impl Val {
@@ -783,6 +785,15 @@ impl Range {
         self.lo
     }
 
+    /// No value satisfies the range.
+    fn is_empty(&self) -> bool {
+        if self.lo > self.hi {
+            return true;
+        }
+        let width = u64::from(self.hi - self.lo) + 1;
+        width <= self.ne.len() as u64 && (self.lo..=self.hi).all(|v| self.ne.contains(&v))
+    }
+
     /// The smallest range holding both (exclusions both have).
     fn hull(&mut self, other: &Range) {
         self.lo = self.lo.min(other.lo);
@@ -794,18 +805,51 @@ impl Range {
 /// At most this many exclusions are kept per field.
 const MAX_NE: usize = 16;
 
-/// Machine state at a pc, plus what every path to it has tested.
+/// At most this many witness paths are kept per pc.
+const MAX_WITNESSES: usize = 3;
+
+/// Facts about fields, one range per field tested.
+type Facts = Vec<(Field, Range)>;
+
+/// Adds `fact` about `field` to `facts`.
+fn add_fact(facts: &mut Facts, field: Field, fact: impl FnOnce(&mut Range)) {
+    match facts.iter_mut().find(|(f, _)| *f == field) {
+        Some((_, range)) => fact(range),
+        None => {
+            let mut range = Range::ALL;
+            fact(&mut range);
+            facts.push((field, range));
+        }
+    }
+}
+
+fn feasible(facts: &Facts) -> bool {
+    facts.iter().all(|(_, r)| !r.is_empty())
+}
+
+/// Machine state at a pc, plus what the paths to it have tested.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct State {
     a: Val,
     x: Val,
     mem: [Val; 16],
-    known: Vec<(Field, Range)>,
+    /// What EVERY path to the pc has tested (ranges joined by their hull):
+    /// sound, so an edge that contradicts it can never be taken.
+    known: Facts,
+    /// What SOME paths to the pc have tested, one fact list per path (the
+    /// first few to arrive): inputs built from one of them follow that path.
+    witnesses: Vec<Facts>,
 }
 
 impl State {
     fn entry() -> Self {
-        State { a: Val::Const(0), x: Val::Const(0), mem: [Val::Unknown; 16], known: Vec::new() }
+        State {
+            a: Val::Const(0),
+            x: Val::Const(0),
+            mem: [Val::Unknown; 16],
+            known: Vec::new(),
+            witnesses: vec![Vec::new()],
+        }
     }
 
     fn join(&mut self, other: &State) {
@@ -826,20 +870,29 @@ impl State {
             }
             None => false,
         });
-    }
-
-    /// This state with one more fact about `field`.
-    fn with_fact(&self, field: Field, fact: impl FnOnce(&mut Range)) -> State {
-        let mut s = self.clone();
-        match s.known.iter_mut().find(|(f, _)| *f == field) {
-            Some((_, range)) => fact(range),
-            None => {
-                let mut range = Range::ALL;
-                fact(&mut range);
-                s.known.push((field, range));
+        for w in &other.witnesses {
+            if self.witnesses.len() < MAX_WITNESSES && !self.witnesses.contains(w) {
+                self.witnesses.push(w.clone());
             }
         }
-        s
+    }
+
+    /// This state after an edge that tells `fact` about `field`; `None` when
+    /// what every path tested rules the edge out.
+    fn with_fact(&self, field: Field, fact: impl Fn(&mut Range)) -> Option<State> {
+        let mut s = self.clone();
+        add_fact(&mut s.known, field, &fact);
+        if !feasible(&s.known) {
+            return None;
+        }
+        for w in &mut s.witnesses {
+            add_fact(w, field, &fact);
+        }
+        s.witnesses.retain(feasible);
+        if s.witnesses.is_empty() {
+            s.witnesses.push(s.known.clone());
+        }
+        Some(s)
     }
 }
 
@@ -870,15 +923,17 @@ struct Compare {
     field: Field,
     mask: u32,
     k: u32,
-    known: Vec<(Field, Range)>,
+    /// The witness paths to the comparison.
+    witnesses: Vec<Facts>,
 }
 
 impl Compare {
-    /// Values to give the compared field: around `K` (and the mask), plus
-    /// the edges of what the path allows; those the path allows first.
-    fn values(&self) -> Vec<u32> {
+    /// Values to give the compared field on the path of `witness`: around
+    /// `K` (and the mask), plus the edges of what the path allows; only
+    /// those the path allows, when there are any.
+    fn values(&self, witness: &Facts) -> Vec<u32> {
         let mut v = candidates(self.k, self.mask);
-        if let Some((_, range)) = self.known.iter().find(|(f, _)| *f == self.field) {
+        if let Some((_, range)) = witness.iter().find(|(f, _)| *f == self.field) {
             v.extend([range.lo, range.hi, range.pick()]);
             let (inside, outside): (Vec<u32>, Vec<u32>) = v.into_iter().partition(|&x| range.contains(x));
             v = if inside.is_empty() { outside } else { inside };
@@ -887,15 +942,28 @@ impl Compare {
     }
 }
 
-/// Runs the data flow; returns every comparison of a field with a constant
-/// and every field loaded anywhere.
-fn analyse(insns: &[Insn]) -> (Vec<Compare>, Vec<Field>) {
+/// What the data flow found.
+#[derive(Debug, Default)]
+struct Analysis {
+    /// Every comparison of a field with a constant.
+    compares: Vec<Compare>,
+    /// Every field loaded anywhere.
+    loaded: Vec<Field>,
+    /// Outcomes `(pc, taken)` of conditional jumps that no input can take:
+    /// what every path to the jump tested contradicts them, or the jump is
+    /// never reached.
+    impossible: Vec<(usize, bool)>,
+}
+
+/// Runs the data flow over a validated program.
+fn analyse(insns: &[Insn]) -> Analysis {
     let mut states: Vec<Option<State>> = vec![None; insns.len()];
     if let Some(first) = states.first_mut() {
         *first = Some(State::entry());
     }
     let mut compares = Vec::new();
     let mut loaded = Vec::new();
+    let mut impossible = Vec::new();
     let flow = |states: &mut Vec<Option<State>>, target: usize, s: State| {
         if let Some(slot) = states.get_mut(target) {
             match slot {
@@ -905,8 +973,13 @@ fn analyse(insns: &[Insn]) -> (Vec<Compare>, Vec<Field>) {
         }
     };
     for (pc, insn) in insns.iter().enumerate() {
-        let Some(mut s) = states.get_mut(pc).and_then(Option::take) else { continue };
         let Some(op) = insn.op() else { continue };
+        let Some(mut s) = states.get_mut(pc).and_then(Option::take) else {
+            if let Op::Jmp { .. } = op {
+                impossible.extend([(pc, true), (pc, false)]);
+            }
+            continue;
+        };
         let mut load = |s: &mut State, field: Field| {
             note(&mut loaded, field);
             s.a = Val::field(field);
@@ -930,9 +1003,7 @@ fn analyse(insns: &[Insn]) -> (Vec<Compare>, Vec<Field>) {
             Op::LdAbs { size, k } => {
                 if k >= SKF_AD_OFF {
                     match k - SKF_AD_OFF {
-                        SKF_AD_NLATTR | SKF_AD_NLATTR_NEST | SKF_AD_ALU_XOR_X | SKF_AD_PAY_OFFSET => {
-                            s.a = Val::Unknown
-                        }
+                        SKF_AD_NLATTR | SKF_AD_NLATTR_NEST | SKF_AD_ALU_XOR_X | SKF_AD_PAY_OFFSET => s.a = Val::Unknown,
                         x => load(&mut s, Field::Ancillary(x)),
                     }
                 } else {
@@ -957,10 +1028,10 @@ fn analyse(insns: &[Insn]) -> (Vec<Compare>, Vec<Field>) {
                     Src::X => s.x,
                 };
                 s.a = match (s.a, operand, op) {
-                    (Val::Const(a), Val::Const(b), _) => {
-                        alu_const(op, a, b).map_or(Val::Unknown, Val::Const)
+                    (Val::Const(a), Val::Const(b), _) => alu_const(op, a, b).map_or(Val::Unknown, Val::Const),
+                    (Val::Field { field, mask }, Val::Const(b), cbpf::AluOp::And) => {
+                        Val::Field { field, mask: mask & b }
                     }
-                    (Val::Field { field, mask }, Val::Const(b), cbpf::AluOp::And) => Val::Field { field, mask: mask & b },
                     _ => Val::Unknown,
                 };
             }
@@ -989,11 +1060,15 @@ fn analyse(insns: &[Insn]) -> (Vec<Compare>, Vec<Field>) {
                 };
                 let (t, f) = (pc + 1 + usize::from(jt), pc + 1 + usize::from(jf));
                 if let Some((field, mask, k)) = compared {
-                    compares.push(Compare { field, mask, k, known: s.known.clone() });
+                    compares.push(Compare { field, mask, k, witnesses: s.witnesses.clone() });
                     // Facts only for `field op k` (not `k op field`), full width.
                     if mask == u32::MAX && matches!(s.a, Val::Field { .. }) {
-                        flow(&mut states, t, s.with_fact(field, |r| edge_facts(op, k, true, r)));
-                        flow(&mut states, f, s.with_fact(field, |r| edge_facts(op, k, false, r)));
+                        for (target, taken) in [(t, true), (f, false)] {
+                            match s.with_fact(field, |r| edge_facts(op, k, taken, r)) {
+                                Some(next) => flow(&mut states, target, next),
+                                None => impossible.push((pc, taken)),
+                            }
+                        }
                         continue;
                     }
                 }
@@ -1005,7 +1080,17 @@ fn analyse(insns: &[Insn]) -> (Vec<Compare>, Vec<Field>) {
         }
         flow(&mut states, pc + 1, s);
     }
-    (compares, loaded)
+    Analysis { compares, loaded, impossible }
+}
+
+/// Outcomes of conditional jumps that no input can take, as `(pc, taken)`:
+/// the program's own earlier comparisons rule them out (the leaves of
+/// libseccomp's binary trees, where every value of the range is handled) or
+/// the jump is unreachable. Conservative: an outcome not listed may still be
+/// impossible (only full-width comparisons of loaded fields with constants
+/// are tracked).
+pub fn impossible_outcomes(program: &Program) -> Vec<(cbpf::Pc, bool)> {
+    analyse(program.insns()).impossible.into_iter().map(|(pc, taken)| (cbpf::Pc(pc), taken)).collect()
 }
 
 fn note(loaded: &mut Vec<Field>, field: Field) {
@@ -1070,11 +1155,9 @@ const RANDOM_INPUTS: usize = 32;
 /// [`RANDOM_INPUTS`] seeded random inputs built from the compared constants
 /// and random words. Deterministic; duplicates removed.
 pub fn branch_inputs(program: &Program) -> Vec<SeccompData> {
-    let (compares, _) = analyse(program.insns());
-    let default_arch = compares
-        .iter()
-        .find(|c| c.field == Field::Seccomp(4) && c.mask == u32::MAX)
-        .map_or(AUDIT_ARCH_X86_64, |c| c.k);
+    let compares = analyse(program.insns()).compares;
+    let default_arch =
+        compares.iter().find(|c| c.field == Field::Seccomp(4) && c.mask == u32::MAX).map_or(AUDIT_ARCH_X86_64, |c| c.k);
     let base = |known: &[(Field, Range)]| {
         let mut words = [0u32; 16];
         if let Some(w) = words.get_mut(1) {
@@ -1096,13 +1179,15 @@ pub fn branch_inputs(program: &Program) -> Vec<SeccompData> {
     for c in &compares {
         let Field::Seccomp(off) = c.field else { continue };
         let word = off as usize / 4;
-        let mut words = base(&c.known);
-        for v in c.values() {
-            if let Some(w) = words.get_mut(word) {
-                *w = v;
+        for witness in &c.witnesses {
+            let mut words = base(witness);
+            for v in c.values(witness) {
+                if let Some(w) = words.get_mut(word) {
+                    *w = v;
+                }
+                push_unique(&mut seen, &mut out, seccomp_from_words(&words));
+                pool.push((word, v));
             }
-            push_unique(&mut seen, &mut out, seccomp_from_words(&words));
-            pool.push((word, v));
         }
     }
     let mut rng = SplitMix64::new(INPUT_SEED ^ program.len() as u64);
@@ -1304,7 +1389,7 @@ fn set_field(input: &mut SocketInput, field: Field, v: u32) -> bool {
 ///
 /// Deterministic; duplicates removed.
 pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
-    let (compares, loaded) = analyse(program.insns());
+    let Analysis { compares, loaded, .. } = analyse(program.insns());
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     let mut base = SocketInput::test_bpf(base_packet());
@@ -1322,15 +1407,17 @@ pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
     push_unique(&mut seen, &mut out, base.clone());
     let mut pool: Vec<(Field, u32)> = Vec::new();
     for c in &compares {
-        let mut input = base.clone();
-        for (field, range) in &c.known {
-            set_field(&mut input, *field, range.pick());
-        }
-        for v in c.values() {
-            let mut variant = input.clone();
-            if set_field(&mut variant, c.field, v) {
-                push_unique(&mut seen, &mut out, variant);
-                pool.push((c.field, v));
+        for witness in &c.witnesses {
+            let mut input = base.clone();
+            for (field, range) in witness {
+                set_field(&mut input, *field, range.pick());
+            }
+            for v in c.values(witness) {
+                let mut variant = input.clone();
+                if set_field(&mut variant, c.field, v) {
+                    push_unique(&mut seen, &mut out, variant);
+                    pool.push((c.field, v));
+                }
             }
         }
     }
@@ -1477,10 +1564,10 @@ mod tests {
             Insn::stmt(RET_K, 0x7fff_0000),
         ];
         let prog = validate(&insns, Mode::Seccomp).unwrap();
-        let (compares, _) = analyse(prog.insns());
+        let compares = analyse(prog.insns()).compares;
         let arg = compares.iter().find(|c| c.field == Field::Seccomp(20)).unwrap();
         assert_eq!((arg.mask, arg.k), (0xff00, 0x1200));
-        let fact = |field| arg.known.iter().find(|(f, _)| *f == field).map(|(_, r)| r.pick());
+        let fact = |field| arg.witnesses[0].iter().find(|(f, _)| *f == field).map(|(_, r)| r.pick());
         assert_eq!(fact(Field::Seccomp(4)), Some(AUDIT_ARCH_X86_64));
         assert_eq!(fact(Field::Seccomp(0)), Some(2));
         let inputs = branch_inputs(&prog);
@@ -1506,6 +1593,30 @@ mod tests {
         let results: HashSet<u32> =
             branch_packets(&prog).iter().map(|p| interp.run_socket(&p.skb()).unwrap()).collect();
         assert_eq!(results, HashSet::from([0, 1, 2, 3]), "every return, and a failing load, reached");
+    }
+
+    #[test]
+    fn impossible_outcomes_are_the_leaves_a_range_rules_out() {
+        // ld nr; jgt #2 -> ret 9; jeq #0 -> ret 0; jeq #1 -> ret 1;
+        // jeq #2 -> ret 2 else ret 3 (impossible: nr <= 2 and not 0, 1).
+        let insns = [
+            Insn::stmt(LD_W_ABS, 0),
+            Insn::jump(JMP_JGT_K, 2, 7, 0),
+            Insn::jump(JMP_JEQ_K, 0, 4, 0),
+            Insn::jump(JMP_JEQ_K, 1, 4, 0),
+            Insn::jump(JMP_JEQ_K, 2, 0, 1),
+            Insn::stmt(RET_K, 2),
+            Insn::stmt(RET_K, 3),
+            Insn::stmt(RET_K, 0),
+            Insn::stmt(RET_K, 1),
+            Insn::stmt(RET_K, 9),
+        ];
+        let prog = validate(&insns, Mode::Seccomp).unwrap();
+        assert_eq!(impossible_outcomes(&prog), [(cbpf::Pc(4), false)]);
+        let interp = cbpf::Interp::new(&prog);
+        let results: HashSet<u32> =
+            branch_inputs(&prog).iter().map(|d| interp.run_seccomp(&d.to_bytes()).unwrap()).collect();
+        assert_eq!(results, HashSet::from([0, 1, 2, 9]));
     }
 
     #[test]

@@ -1,7 +1,11 @@
 //! Converter filetests: every `testdata/convert/*.txt` is converted and its
 //! side-by-side listing compared with the file's expected block; its `; run:`
-//! lines are executed. All files are checked, every failure is reported with
-//! a diff, then the test fails. `UPDATE_EXPECT=1` rewrites expected blocks.
+//! lines are executed on both interpreters through the equivalence oracle
+//! (`convert::oracle`: classic interpreter == converted program on our eBPF
+//! interpreter == the expected value), and seccomp runs also on rbpf's
+//! interpreter as a third opinion. Socket runs use lib/test_bpf.c's skb
+//! values for the packet. All files are checked, every failure is reported
+//! with a diff, then the test fails. `UPDATE_EXPECT=1` rewrites expected blocks.
 //!
 //! File format (see testdata/convert/README.md):
 //!
@@ -9,7 +13,7 @@
 //! ; mode: seccomp            (or socket; required)
 //! ; options: legacy          (optional: Options::legacy_ld_abs)
 //! ; run: nr=59 arch=x86_64 ip=0 args=1,2 => 0x7fff0000
-//! ; run: packet=0800aabb => 0          (socket; parsed, not yet executed)
+//! ; run: packet=0800aabb => 0          (socket: lib/test_bpf.c skb values)
 //! ; any other comment
 //! 0x20 0 0 4                 ; code jt jf k, decimal or hex
 //! { 0x15, 1, 0, 0xc000003e }, // C-array form
@@ -25,7 +29,8 @@ mod common;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use cbpf::{validate, Insn, Mode};
+use cbpf::{validate, Insn, Mode, Program};
+use convert::oracle::{Oracle, SocketInput};
 use convert::{convert, side_by_side, Options};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/convert");
@@ -169,8 +174,8 @@ fn parse_file(text: &str) -> Result<FileTest, String> {
     Ok(FileTest { mode: mode.ok_or("no `; mode:` line")?, options, insns, runs, summary_only, head, expected })
 }
 
-/// The expected block for `t` and the converted program, if any.
-fn actual(t: &FileTest) -> (String, Option<Vec<ebpf::Insn>>) {
+/// The expected block for `t`, and the validated and converted program, if any.
+fn actual(t: &FileTest) -> (String, Option<(Program, Vec<ebpf::Insn>)>) {
     let prog = match validate(&t.insns, t.mode) {
         Ok(p) => p,
         Err(e) => return (format!("error: validate: {e}\n"), None),
@@ -187,7 +192,7 @@ fn actual(t: &FileTest) -> (String, Option<Vec<ebpf::Insn>>) {
             if !t.summary_only {
                 s.push_str(&side_by_side(&prog, &out));
             }
-            (s, Some(out.insns))
+            (s, Some((prog, out.insns)))
         }
     }
 }
@@ -228,7 +233,7 @@ fn files() -> Vec<PathBuf> {
 fn check_file(path: &Path, update: bool, stats: &mut Stats) -> Result<(), String> {
     let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
     let t = parse_file(&text)?;
-    let (got, insns) = actual(&t);
+    let (got, converted) = actual(&t);
     let mut problems = String::new();
     if got != t.expected {
         if update {
@@ -237,15 +242,31 @@ fn check_file(path: &Path, update: bool, stats: &mut Stats) -> Result<(), String
             let _ = write!(problems, "expected block differs (UPDATE_EXPECT=1 to bless):\n{}", diff(&t.expected, &got));
         }
     }
+    let mut oracle = match &converted {
+        Some((prog, _)) if !t.runs.is_empty() => {
+            let name = path.file_name().unwrap_or_default().to_string_lossy().into_owned();
+            match Oracle::with_options(name, prog, &t.options) {
+                Ok(o) => Some(o),
+                Err(e) => {
+                    let _ = writeln!(problems, "oracle: {e}");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     for run in &t.runs {
-        match run {
-            Run::Seccomp { data, want, line } => {
-                let Some(insns) = &insns else {
-                    let _ = writeln!(problems, "line {line}: run line but the program did not convert");
-                    continue;
-                };
+        let line = match run {
+            Run::Seccomp { line, .. } | Run::Socket { line, .. } => *line,
+        };
+        let (Some((_, insns)), Some(oracle)) = (&converted, oracle.as_mut()) else {
+            let _ = writeln!(problems, "line {line}: run line but the program did not convert");
+            continue;
+        };
+        let (both, want) = match run {
+            Run::Seccomp { data, want, .. } => {
+                stats.seccomp_runs += 1;
                 let mut ctx = *data;
-                stats.runs += 1;
                 match common::run_rbpf(insns, &mut ctx) {
                     Ok(got) if got == *want => {}
                     Ok(got) => {
@@ -255,12 +276,20 @@ fn check_file(path: &Path, update: bool, stats: &mut Stats) -> Result<(), String
                         let _ = writeln!(problems, "line {line}: {e}");
                     }
                 }
+                (oracle.check_seccomp(&seccomp_data(data)), *want)
             }
-            Run::Socket { packet, want, line } => {
-                // No engine here runs our skb context yet (rbpf knows only
-                // its own packet memory); kept for the interpreters to come.
-                let _ = (packet, want, line);
-                stats.skipped_socket_runs += 1;
+            Run::Socket { packet, want, .. } => {
+                stats.socket_runs += 1;
+                (oracle.check_socket(&SocketInput::test_bpf(packet.clone()).skb()), *want)
+            }
+        };
+        match both {
+            Ok(got) if got == want => {}
+            Ok(got) => {
+                let _ = writeln!(problems, "line {line}: cbpf and ebpf returned {got:#x}, expected {want:#x}");
+            }
+            Err(m) => {
+                let _ = writeln!(problems, "line {line}: {m} (expected {want:#x})");
             }
         }
     }
@@ -273,8 +302,21 @@ fn check_file(path: &Path, update: bool, stats: &mut Stats) -> Result<(), String
 
 #[derive(Default)]
 struct Stats {
-    runs: usize,
-    skipped_socket_runs: usize,
+    seccomp_runs: usize,
+    socket_runs: usize,
+}
+
+/// `struct seccomp_data` from the 64 bytes `common::seccomp_data` builds.
+fn seccomp_data(bytes: &[u8; 64]) -> cbpf::SeccompData {
+    let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let data = cbpf::SeccompData {
+        nr: i32::from_le_bytes(bytes[0..4].try_into().unwrap()),
+        arch: u32::from_le_bytes(bytes[4..8].try_into().unwrap()),
+        instruction_pointer: u64_at(8),
+        args: std::array::from_fn(|i| u64_at(16 + 8 * i)),
+    };
+    assert_eq!(&data.to_bytes(), bytes, "little-endian host");
+    data
 }
 
 #[test]
@@ -290,11 +332,12 @@ fn filetests() {
         }
     }
     println!(
-        "{} filetests, {} seccomp runs on rbpf, {} socket runs skipped (no skb engine yet)",
+        "{} filetests, {} seccomp runs (cbpf, ebpf, rbpf), {} socket runs (cbpf, ebpf)",
         files.len(),
-        stats.runs,
-        stats.skipped_socket_runs
+        stats.seccomp_runs,
+        stats.socket_runs
     );
+    assert!(stats.socket_runs > 0 && stats.seccomp_runs > 0, "run lines of both modes are executed");
     assert!(failures.is_empty(), "{} of {} filetests failed:\n\n{}", failures.len(), files.len(), failures.join("\n"));
 }
 

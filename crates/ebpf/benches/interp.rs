@@ -46,7 +46,11 @@ fn chain(n: usize) -> Vec<Insn> {
         }
         emitted += 1;
         let remaining = body_len - emitted;
-        p.push(if k % 10 == 9 { i(0x1d, 0, 2, (remaining + 2) as i16, 0) } else { i(0x15, 0, 0, (remaining + 2) as i16, value as i32) });
+        p.push(if k % 10 == 9 {
+            i(0x1d, 0, 2, (remaining + 2) as i16, 0)
+        } else {
+            i(0x15, 0, 0, (remaining + 2) as i16, value as i32)
+        });
     }
     p.push(i(0xb4, 0, 0, 0, 0));
     p.push(i(0x95, 0, 0, 0, 0));
@@ -74,7 +78,11 @@ fn bench(c: &mut Criterion) {
             let data = seccomp_data(nr);
             let mut vm = Vm::new();
             let r = vm.run_seccomp(&prog, &data).unwrap_or_else(|e| panic!("{name}: {e}"));
-            println!("{name}/{mode}: result {r:#x}, {} insns executed, {} fused chain starts", vm.executed(), prog.fused_chains());
+            println!(
+                "{name}/{mode}: result {r:#x}, {} insns executed, {} fused chain starts",
+                vm.executed(),
+                prog.fused_chains()
+            );
             g.bench_function(format!("{name}/{mode}"), |b| {
                 b.iter(|| vm.run_seccomp(black_box(&prog), black_box(&data)))
             });

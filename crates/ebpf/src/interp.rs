@@ -406,6 +406,45 @@ fn execute(
         }};
     }
 
+    // A run of `[mov rW, v;] if x <cond> v goto t` elements (x never written
+    // inside the run): each element's register write, then its compare, in
+    // program order; on no match, continue after the last element.
+    macro_rules! chain {
+        ($label:lifetime, $x:expr, $first:expr, $end:expr) => {{
+            let x: u64 = $x;
+            let entries = prog.chain.get($first..$end).unwrap_or(&[]);
+            for e in entries {
+                regs[(e.write_reg & 15) as usize] = e.write_val;
+                if ((((x & e.mask) ^ e.flip).wrapping_sub(e.lo)) <= e.span) != e.negate {
+                    pc = e.jump_pc as usize;
+                    jump!($label, e.target)
+                }
+            }
+            if let Some(last) = entries.last() {
+                pc = last.jump_pc as usize;
+            }
+        }};
+    }
+    // A run of `[mov rW, K;] if x == K goto t` (JMP64), in program order;
+    // rW's final value is stored when control leaves (see `EqEntry`).
+    macro_rules! eq_chain {
+        ($label:lifetime, $x:expr, $first:expr, $end:expr) => {{
+            let x: u64 = $x;
+            let entries = prog.eq.get($first..$end).unwrap_or(&[]);
+            for e in entries {
+                if x == e.value {
+                    regs[(e.wreg & 15) as usize] = e.wval;
+                    pc = e.jump_pc as usize;
+                    jump!($label, e.target)
+                }
+            }
+            if let Some(last) = entries.last() {
+                regs[(last.wreg & 15) as usize] = last.wval;
+                pc = last.jump_pc as usize;
+            }
+        }};
+    }
+
     'run: loop {
         let Some(&op) = ops.get(pc) else {
             return Err(ExecError::FellOffEnd { pc: Pc(pc) });
@@ -599,23 +638,38 @@ fn execute(
                 }
             }
             Kind::Chain => {
-                // A run of `[mov rW, v;] if rX <cond> v goto t` elements, all on
-                // the same rX (never written inside the run): each element's
-                // register write, then its compare, in program order.
-                let first = op.a as usize;
-                let entries = prog.chain.get(first..op.imm as usize).unwrap_or(&[]);
-                let x = regs[(prog.chain_reg.get(first).copied().unwrap_or(0) & 15) as usize];
-                for e in entries {
-                    regs[(e.write_reg & 15) as usize] = e.write_val;
-                    if ((((x & e.mask) ^ e.flip).wrapping_sub(e.lo)) <= e.span) != e.negate {
-                        pc = e.jump_pc as usize;
-                        jump!('run, e.target)
-                    }
+                let x = regs[d];
+                chain!('run, x, op.a as usize, op.imm as u32 as usize);
+            }
+            Kind::EqChain => {
+                let x = regs[d];
+                eq_chain!('run, x, op.a as usize, op.imm as u32 as usize);
+            }
+            Kind::LoadChain => {
+                let x = u64::from(u32::from_le_bytes(load!(4, regs[s].wrapping_add(mem_off((op.imm >> 32) as u32)))));
+                regs[d] = x;
+                chain!('run, x, op.a as usize, op.imm as u32 as usize);
+            }
+            Kind::LoadEqChain => {
+                let x = u64::from(u32::from_le_bytes(load!(4, regs[s].wrapping_add(mem_off((op.imm >> 32) as u32)))));
+                regs[d] = x;
+                eq_chain!('run, x, op.a as usize, op.imm as u32 as usize);
+            }
+            Kind::RetImm => {
+                regs[0] = op.imm;
+                pc += 1;
+                if depth == 0 {
+                    finish!(regs[0])
                 }
-                // Nothing taken: continue after the last element.
-                if let Some(last) = entries.last() {
-                    pc = last.jump_pc as usize;
-                }
+                // A local function's exit: the `exit` op at pc returns.
+                continue 'run;
+            }
+            Kind::Prologue => {
+                regs[d] = 0;
+                regs[s] = 0;
+                regs[(op.size & 15) as usize] = regs[(op.a & 15) as usize];
+                pc += 3;
+                continue 'run;
             }
             Kind::Call => {
                 let (id, f) = prog.helpers[op.a as usize];

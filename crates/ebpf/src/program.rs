@@ -165,8 +165,21 @@ pub(crate) enum Kind {
     Jle32,
     Jslt32,
     Jsle32,
-    /// Fused compare chain: `a` = first entry, `imm` = end entry (exclusive).
+    /// Fused compare chain on `regs[dst]`: `a` = first [`ChainEntry`],
+    /// `imm` = end entry (exclusive).
     Chain,
+    /// `LdxW` into `dst` from `src + off`, then a [`Kind::Chain`] on `dst`:
+    /// `a` = first entry, `imm` = end | (off as u32) << 32.
+    LoadChain,
+    /// Like [`Kind::Chain`] over [`EqEntry`]s (`if dst == K goto`, JMP64).
+    EqChain,
+    /// Like [`Kind::LoadChain`] over [`EqEntry`]s.
+    LoadEqChain,
+    /// `r0 = imm; exit` (a `MOV K` into r0 followed by `exit`).
+    RetImm,
+    /// The converter's prologue `wD ^= wD; wS ^= wS; rSIZE = rA`
+    /// (`dst`, `src`, `size`, `a` name the registers).
+    Prologue,
     Call,
     CallLocal,
     Callx,
@@ -225,6 +238,23 @@ pub(crate) struct ChainEntry {
     pub negate: bool,
 }
 
+/// Element of an [`Kind::EqChain`]: `if x == value goto target` (JMP64, K
+/// form, or X form against a register the element itself just set).
+///
+/// Every register write of an eq stretch goes to one register W, which
+/// nothing in the stretch reads; so instead of storing at each element, the
+/// chain stores, when control leaves at this element, the value W holds
+/// after it: `regs[wreg] = wval` (`wreg` = [`SCRATCH_REG`] if no element up
+/// to here wrote W).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EqEntry {
+    pub value: u64,
+    pub wval: u64,
+    pub jump_pc: u32,
+    pub target: u32,
+    pub wreg: u8,
+}
+
 /// A loaded, checked and pre-decoded program. Immutable; run it with
 /// [`crate::interp::Vm::run`] as often as wanted, from any number of `Vm`s.
 #[derive(Debug, Clone)]
@@ -232,8 +262,7 @@ pub struct Program {
     insns: Vec<Insn>,
     pub(crate) ops: Box<[Op]>,
     pub(crate) chain: Box<[ChainEntry]>,
-    /// Compare register of each chain run, indexed like `chain`.
-    pub(crate) chain_reg: Box<[u8]>,
+    pub(crate) eq: Box<[EqEntry]>,
     pub(crate) helpers: Box<[(i32, HelperFn)]>,
     fused: usize,
 }
@@ -284,12 +313,12 @@ impl Program {
             insns: insns.to_vec(),
             ops: ops.into_boxed_slice(),
             chain: Box::new([]),
-            chain_reg: Box::new([]),
+            eq: Box::new([]),
             helpers: table,
             fused: 0,
         };
         if !opts.no_superinstructions {
-            fuse_chains(&mut prog);
+            fuse(&mut prog);
         }
         Ok(prog)
     }
@@ -309,7 +338,8 @@ impl Program {
         self.insns.is_empty()
     }
 
-    /// Number of pcs that start a fused compare chain (a superinstruction).
+    /// Number of pcs whose op is a superinstruction (a fused compare chain,
+    /// a load-then-compare chain, `r0 = imm; exit`, or the converter's prologue).
     pub fn fused_chains(&self) -> usize {
         self.fused
     }
@@ -481,11 +511,8 @@ impl Decoder<'_> {
         // Shift amounts: RFC 9669 masks them (the kernel leaves K unmasked but
         // its verifier rejects K outside the width, so the two agree on every
         // program the kernel runs).
-        let imm = if matches!(opc, BPF_LSH | BPF_RSH | BPF_ARSH) && !x {
-            imm & if is64 { 63 } else { 31 }
-        } else {
-            imm
-        };
+        let imm =
+            if matches!(opc, BPF_LSH | BPF_RSH | BPF_ARSH) && !x { imm & if is64 { 63 } else { 31 } } else { imm };
         Ok(op(kind, dst, src, 0, imm))
     }
 
@@ -550,8 +577,8 @@ impl Decoder<'_> {
                 self.reserved(pc, insn.imm != 0, "imm")?;
                 Ok(op(Kind::Exit, 0, ZERO_REG, 0, 0))
             }
-            BPF_JEQ | BPF_JGT | BPF_JGE | BPF_JSET | BPF_JNE | BPF_JSGT | BPF_JSGE | BPF_JLT | BPF_JLE
-            | BPF_JSLT | BPF_JSLE => {
+            BPF_JEQ | BPF_JGT | BPF_JGE | BPF_JSET | BPF_JNE | BPF_JSGT | BPF_JSGE | BPF_JLT | BPF_JLE | BPF_JSLT
+            | BPF_JSLE => {
                 let dst = self.reg(pc, insn.dst())?;
                 let (src, imm) = if x {
                     self.reserved(pc, insn.imm != 0, "imm")?;
@@ -674,10 +701,8 @@ impl Decoder<'_> {
                 };
                 const LOAD_ACQ: i32 = 0x100;
                 const STORE_REL: i32 = 0x110;
-                let rmw = matches!(
-                    insn.imm,
-                    0x00 | 0x40 | 0x50 | 0xa0 | 0x01 | 0x41 | 0x51 | 0xa1 | BPF_XCHG | BPF_CMPXCHG
-                );
+                let rmw =
+                    matches!(insn.imm, 0x00 | 0x40 | 0x50 | 0xa0 | 0x01 | 0x41 | 0x51 | 0xa1 | BPF_XCHG | BPF_CMPXCHG);
                 return match insn.imm {
                     LOAD_ACQ => {
                         let dst = self.wreg(pc, insn.dst())?;
@@ -725,92 +750,203 @@ fn range_test(kind: Kind, v: u64) -> Option<(u64, u64, u64, u64, bool)> {
     Some((mask, flip, lo, span, negate))
 }
 
-/// Finds runs of compare-and-branch instructions on one register (each
-/// optionally preceded by `mov rS, imm` feeding an X-form compare) and
-/// replaces the op at every element start with a [`Kind::Chain`] that
-/// evaluates the rest of the run in one dispatch.
-fn fuse_chains(prog: &mut Program) {
-    let n = prog.ops.len();
-    // Element at pc: (cmp_reg, entry, next pc).
-    let element = |ops: &[Op], pc: usize| -> Option<(u8, ChainEntry, usize)> {
-        let o = ops.get(pc)?;
-        if let Some((mask, flip, lo, span, negate)) = range_test(o.kind, o.imm).filter(|_| o.src == ZERO_REG) {
-            let e = ChainEntry {
-                mask,
-                flip,
-                lo,
-                span,
-                write_val: 0,
-                jump_pc: pc as u32,
-                target: o.a,
-                write_reg: SCRATCH_REG,
-                negate,
-            };
-            return Some((o.dst, e, pc + 1));
-        }
-        let value = match o.kind {
-            Kind::Mov64 | Kind::Mov32 if o.src == ZERO_REG => o.imm,
-            _ => return None,
-        };
-        let j = ops.get(pc + 1)?;
-        if j.src != o.dst || j.dst == o.dst {
-            return None;
-        }
-        let (mask, flip, lo, span, negate) = range_test(j.kind, value)?;
-        let e = ChainEntry {
+/// One chain element found in the original ops.
+struct Element {
+    pc: usize,
+    reg: u8,
+    entry: ChainEntry,
+    /// `Some(v)` for `if reg == v goto` (JMP64 K), eligible for [`EqEntry`].
+    eq: Option<u64>,
+    next: usize,
+}
+
+/// The chain element starting at `pc`, if any: a compare-and-branch other
+/// than JSET, K form, or `mov rW, K` followed by an X-form compare of
+/// another register against rW.
+fn element(ops: &[Op], pc: usize) -> Option<Element> {
+    let o = ops.get(pc)?;
+    if let Some((mask, flip, lo, span, negate)) = range_test(o.kind, o.imm).filter(|_| o.src == ZERO_REG) {
+        let entry = ChainEntry {
             mask,
             flip,
             lo,
             span,
-            write_val: value,
-            jump_pc: pc as u32 + 1,
-            target: j.a,
-            write_reg: o.dst,
+            write_val: 0,
+            jump_pc: pc as u32,
+            target: o.a,
+            write_reg: SCRATCH_REG,
             negate,
         };
-        Some((j.dst, e, pc + 2))
+        let eq = (o.kind == Kind::Jeq64).then_some(o.imm);
+        return Some(Element { pc, reg: o.dst, entry, eq, next: pc + 1 });
+    }
+    let value = match o.kind {
+        Kind::Mov64 | Kind::Mov32 if o.src == ZERO_REG => o.imm,
+        _ => return None,
     };
-    let mut entries: Vec<ChainEntry> = Vec::new();
-    let mut regs: Vec<u8> = Vec::new();
-    let mut starts: Vec<(usize, u32, u32)> = Vec::new();
+    let j = ops.get(pc + 1)?;
+    if j.src != o.dst || j.dst == o.dst {
+        return None;
+    }
+    let (mask, flip, lo, span, negate) = range_test(j.kind, value)?;
+    let entry = ChainEntry {
+        mask,
+        flip,
+        lo,
+        span,
+        write_val: value,
+        jump_pc: pc as u32 + 1,
+        target: j.a,
+        write_reg: o.dst,
+        negate,
+    };
+    let eq = (j.kind == Kind::Jeq64).then_some(value);
+    Some(Element { pc, reg: j.dst, entry, eq, next: pc + 2 })
+}
+
+/// Load-time superinstructions. Each replaces the op at one pc and executes,
+/// in order, the semantics of every instruction it covers; the covered
+/// instructions keep their own ops, so jumps into the middle still work.
+///
+/// - Runs of compare-and-branch elements on one register (see [`element`])
+///   become [`Kind::Chain`] (or [`Kind::EqChain`] for stretches of
+///   `if rX == K goto`), evaluated in one dispatch;
+/// - `wX = *(u32 *)(rS + off)` right before a run on rX becomes a
+///   [`Kind::LoadChain`] / [`Kind::LoadEqChain`] (the `ld [k]; jeq` idiom);
+/// - `r0 = K; exit` becomes [`Kind::RetImm`];
+/// - the converter's prologue becomes [`Kind::Prologue`].
+fn fuse(prog: &mut Program) {
+    let orig: Vec<Op> = prog.ops.to_vec();
+    let mut ops = orig.clone();
+    let n = orig.len();
+    let mut chain: Vec<ChainEntry> = Vec::new();
+    let mut eq: Vec<EqEntry> = Vec::new();
+    let mut fused = 0usize;
     let mut pc = 0;
     while pc < n {
-        let Some((reg, first, mut next)) = element(&prog.ops, pc) else {
+        let Some(first) = element(&orig, pc) else {
             pc += 1;
             continue;
         };
-        let mut run = vec![(pc, first)];
-        while let Some((r, e, nx)) = element(&prog.ops, next) {
-            if r != reg {
-                break;
-            }
-            run.push((next, e));
-            next = nx;
+        let reg = first.reg;
+        let mut run = vec![first];
+        while let Some(e) = run.last().and_then(|l| element(&orig, l.next)).filter(|e| e.reg == reg) {
+            run.push(e);
         }
-        if run.len() >= 2 {
-            let base = entries.len() as u32;
-            let end = base + run.len() as u32;
-            for (k, (start_pc, e)) in run.iter().enumerate() {
-                entries.push(*e);
-                regs.push(reg);
-                // An element start with at least one element after it.
-                if k + 1 < run.len() {
-                    starts.push((*start_pc, base + k as u32, end));
+        // Segments: stretches of >= 2 eq elements, and the rest.
+        let mut segments: Vec<(usize, usize, bool)> = Vec::new();
+        // Length of the eq stretch starting at k whose writes all go to one register.
+        let eq_len = |k: usize| {
+            let mut w = None;
+            let mut j = k;
+            while let Some(e) = run.get(j).filter(|e| e.eq.is_some()) {
+                if e.entry.write_reg != SCRATCH_REG {
+                    if w.is_some_and(|w| w != e.entry.write_reg) {
+                        break;
+                    }
+                    w = Some(e.entry.write_reg);
+                }
+                j += 1;
+            }
+            j - k
+        };
+        let mut k = 0;
+        while k < run.len() {
+            let j = k + eq_len(k);
+            if j - k >= 2 {
+                segments.push((k, j, true));
+                k = j;
+                continue;
+            }
+            // Generic: up to the next eq stretch of length >= 2.
+            let mut j = k + 1;
+            while j < run.len() && eq_len(j) < 2 {
+                j += 1;
+            }
+            segments.push((k, j, false));
+            k = j;
+        }
+        let load_head = run.first().map(|e| e.pc).filter(|&p| p > 0).and_then(|p| {
+            let l = orig.get(p - 1)?;
+            (l.kind == Kind::LdxW && l.dst == reg).then_some(p - 1)
+        });
+        for &(s, e, is_eq) in &segments {
+            let base = if is_eq { eq.len() } else { chain.len() } as u32;
+            let (mut wreg, mut wval) = (SCRATCH_REG, 0);
+            for el in run.get(s..e).unwrap_or(&[]) {
+                if is_eq {
+                    if el.entry.write_reg != SCRATCH_REG {
+                        (wreg, wval) = (el.entry.write_reg, el.entry.write_val);
+                    }
+                    let (value, jump_pc, target) = (el.eq.unwrap_or(0), el.entry.jump_pc, el.entry.target);
+                    eq.push(EqEntry { value, wval, jump_pc, target, wreg });
+                } else {
+                    chain.push(el.entry);
+                }
+            }
+            let end = base + (e - s) as u32;
+            for k in s..e {
+                if e - k < 2 {
+                    continue;
+                }
+                let Some(el) = run.get(k) else { continue };
+                let kind = if is_eq { Kind::EqChain } else { Kind::Chain };
+                if let Some(o) = ops.get_mut(el.pc) {
+                    *o = Op { kind, dst: reg, src: ZERO_REG, size: 0, a: base + (k - s) as u32, imm: u64::from(end) };
+                    fused += 1;
+                }
+            }
+            if s == 0 {
+                if let Some(lp) = load_head {
+                    let l = orig.get(lp).copied();
+                    if let (Some(l), Some(o)) = (l, ops.get_mut(lp)) {
+                        let kind = if is_eq { Kind::LoadEqChain } else { Kind::LoadChain };
+                        *o = Op {
+                            kind,
+                            dst: reg,
+                            src: l.src,
+                            size: 0,
+                            a: base,
+                            imm: u64::from(end) | (u64::from(l.a) << 32),
+                        };
+                        fused += 1;
+                    }
                 }
             }
         }
-        pc = next;
+        pc = run.last().map_or(pc + 1, |e| e.next);
     }
-    let mut ops = std::mem::take(&mut prog.ops).into_vec();
-    for (start_pc, first, end) in &starts {
-        if let Some(o) = ops.get_mut(*start_pc) {
-            *o = Op { kind: Kind::Chain, dst: 0, src: ZERO_REG, size: 0, a: *first, imm: u64::from(*end) };
+    for pc in 0..n {
+        let (Some(o), Some(next)) = (orig.get(pc), orig.get(pc + 1)) else { continue };
+        // r0 = K; exit
+        if matches!(o.kind, Kind::Mov64 | Kind::Mov32) && o.src == ZERO_REG && o.dst == R0 && next.kind == Kind::Exit {
+            if let Some(slot) = ops.get_mut(pc).filter(|s| s.kind == o.kind) {
+                *slot = Op { kind: Kind::RetImm, ..*o };
+                fused += 1;
+            }
+        }
+        // wA ^= wA; wB ^= wB; rC = rE
+        if let Some(third) = orig.get(pc + 2) {
+            let zero = |x: &Op| x.kind == Kind::Xor32 && x.src == x.dst && x.imm == 0;
+            if zero(o) && zero(next) && third.kind == Kind::Mov64 && third.src != ZERO_REG {
+                if let Some(slot) = ops.get_mut(pc).filter(|s| s.kind == Kind::Xor32) {
+                    *slot = Op {
+                        kind: Kind::Prologue,
+                        dst: o.dst,
+                        src: next.dst,
+                        size: third.dst,
+                        a: u32::from(third.src),
+                        imm: 0,
+                    };
+                    fused += 1;
+                }
+            }
         }
     }
-    prog.fused = starts.len();
+    prog.fused = fused;
     prog.ops = ops.into_boxed_slice();
-    prog.chain = entries.into_boxed_slice();
-    prog.chain_reg = regs.into_boxed_slice();
+    prog.chain = chain.into_boxed_slice();
+    prog.eq = eq.into_boxed_slice();
 }
 
 #[cfg(test)]

@@ -33,9 +33,9 @@ fn out_of_bounds_in_every_region_is_an_error() {
     let skb = SkbContext::new(&[0u8; 20], &SkbMeta::default());
     let mut mem = [0u8; 16];
     let cases: [(u64, i16, usize); 6] = [
-        (CTX_BASE, 70, 72),   // skb ctx is 72 bytes: a 4-byte read at 70 crosses the end
+        (CTX_BASE, 70, 72),    // skb ctx is 72 bytes: a 4-byte read at 70 crosses the end
         (PACKET_BASE, 17, 20), // packet of 20
-        (STACK_BASE, -4, 0),  // below the stack
+        (STACK_BASE, -4, 0),   // below the stack
         (STACK_BASE + 4096, 0, 0),
         (MEM_BASE, 13, 16),
         (0, 0, 0), // NULL
@@ -89,13 +89,7 @@ fn step_budget_stops_an_infinite_loop() {
     let err = vm.run(&prog, Input::None).unwrap_err();
     assert!(matches!(err, ExecError::StepBudgetExceeded { budget: 10_000, .. }), "{err}");
     // A fused compare chain inside the loop is counted too.
-    let prog = load(&[
-        i(0x15, 0, 0, 3, 100),
-        i(0x15, 0, 0, 2, 200),
-        i(0x15, 0, 0, 1, 300),
-        i(0x05, 0, 0, -4, 0),
-        EXIT,
-    ]);
+    let prog = load(&[i(0x15, 0, 0, 3, 100), i(0x15, 0, 0, 2, 200), i(0x15, 0, 0, 1, 300), i(0x05, 0, 0, -4, 0), EXIT]);
     assert!(prog.fused_chains() > 0);
     assert!(matches!(vm.run(&prog, Input::None).unwrap_err(), ExecError::StepBudgetExceeded { .. }));
 }
@@ -163,4 +157,52 @@ const IMMS: &[i32] = &[0, 1, -1, 8, 16, 32, 64, 0xe1, 0xf1, 0x1001, i32::MIN, 5]
 /// Instructions drawn from valid opcodes and small fields, so most programs load.
 fn insn_strategy() -> impl Strategy<Value = (u8, u8, u8, i16, i32)> {
     (prop::sample::select(CODES), 0u8..11, 0u8..11, -8i16..8, prop::sample::select(IMMS))
+}
+
+/// Pieces of converted-seccomp-shaped code: loads from the context, compare
+/// chains (K, and `mov; X-compare` pairs), returns, prologues.
+fn seccomp_piece() -> impl Strategy<Value = Vec<(u8, u8, u8, i16, i32)>> {
+    let val = prop::sample::select(vec![0i32, 1, 2, 3, -1, i32::MIN, 0x7fff_0000]);
+    let jcode = prop::sample::select(vec![0x15u8, 0x55, 0x25, 0x35, 0xa5, 0xb5, 0x65, 0xd5, 0x16, 0x56, 0xc6, 0x45]);
+    let xcode = prop::sample::select(vec![0x1du8, 0x5d, 0x2d, 0x3d, 0xad, 0xbd, 0x6d, 0x1e, 0x4d]);
+    prop_oneof![
+        (jcode, val.clone(), -3i16..6).prop_map(|(c, v, o)| vec![(c, 0, 0, o, v)]),
+        (xcode, val.clone(), -3i16..6, prop::sample::select(vec![0xb4u8, 0xb7]))
+            .prop_map(|(c, v, o, m)| vec![(m, 2, 0, 0, v), (c, 0, 2, o, 0)]),
+        (0i16..8).prop_map(|k| vec![(0x61, 0, 6, k * 4, 0)]),
+        val.prop_map(|v| vec![(0xb4, 0, 0, 0, v), (0x95, 0, 0, 0, 0)]),
+        Just(vec![(0xac, 0, 0, 0, 0), (0xac, 7, 7, 0, 0), (0xbf, 6, 1, 0, 0)]),
+        Just(vec![(0x0f, 0, 2, 0, 0)]),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+
+    /// Superinstructions change nothing observable: same result or error,
+    /// same step count.
+    #[test]
+    fn fused_execution_equals_plain_execution(
+        pieces in proptest::collection::vec(seccomp_piece(), 1..40),
+        ctx in proptest::collection::vec(prop::sample::select(vec![0u8, 1, 2, 3, 0xff, 0x80]), 32),
+    ) {
+        let mut insns: Vec<Insn> = vec![i(0xbf, 6, 1, 0, 0)];
+        insns.extend(pieces.iter().flatten().map(|&(c, d, s, o, m)| Insn::new(c, d, s, o, m)));
+        insns.push(EXIT);
+        let fused = Program::load(&insns, &LoadOptions::default(), &Helpers::new());
+        let plain = Program::load(&insns, &LoadOptions { no_superinstructions: true, ..LoadOptions::default() }, &Helpers::new());
+        match (fused, plain) {
+            (Ok(f), Ok(p)) => {
+                let (mut a, mut b) = (Vm::new(), Vm::new());
+                a.set_step_budget(2_000);
+                b.set_step_budget(2_000);
+                let (ra, rb) = (a.run(&f, Input::Ctx(&ctx)), b.run(&p, Input::Ctx(&ctx)));
+                prop_assert_eq!(&ra, &rb);
+                if ra.is_ok() {
+                    prop_assert_eq!(a.executed(), b.executed());
+                }
+            }
+            (f, p) => prop_assert_eq!(f.is_ok(), p.is_ok()),
+        }
+    }
 }

@@ -166,7 +166,8 @@ fn compare_chains_match_unfused_execution() {
         let p = chain(nr);
         let fused = Program::load(&p, &LoadOptions::default(), &Helpers::new()).unwrap();
         let plain =
-            Program::load(&p, &LoadOptions { no_superinstructions: true, ..Default::default() }, &Helpers::new()).unwrap();
+            Program::load(&p, &LoadOptions { no_superinstructions: true, ..Default::default() }, &Helpers::new())
+                .unwrap();
         assert!(fused.fused_chains() > 0);
         let (mut a, mut b) = (Vm::new(), Vm::new());
         assert_eq!(a.run(&fused, Input::None), b.run(&plain, Input::None), "nr {nr}");
@@ -266,7 +267,8 @@ fn ld_imm64_and_helpers() {
     // Helper 5 of the conformance set returns r1; callx through r2.
     assert_eq!(run(&[i(0xb7, 1, 0, 0, 9), i(0x85, 0, 0, 0, 5), EXIT]), 9);
     assert_eq!(run(&[i(0xb7, 1, 0, 0, 9), i(0xb7, 2, 0, 0, 5), i(0x8d, 2, 0, 0, 0), EXIT]), 9);
-    let err = Program::load(&[i(0x85, 0, 0, 0, 6), EXIT], &LoadOptions::default(), &Helpers::conformance()).unwrap_err();
+    let err =
+        Program::load(&[i(0x85, 0, 0, 0, 6), EXIT], &LoadOptions::default(), &Helpers::conformance()).unwrap_err();
     assert_eq!(err, LoadError::UnknownHelper { pc: ebpf::Pc(0), id: 6 });
 }
 
@@ -277,7 +279,10 @@ fn structural_checks_at_load() {
     assert!(matches!(load(&[i(0x05, 0, 0, 5, 0), EXIT]), LoadError::JumpOutOfRange { .. }));
     assert!(matches!(load(&[i(0x05, 0, 0, -2, 0), EXIT]), LoadError::JumpOutOfRange { .. }));
     assert!(matches!(load(&[i(0x18, 0, 0, 0, 0)]), LoadError::IncompleteLdImm64 { .. }));
-    assert!(matches!(load(&[i(0x05, 0, 0, 1, 0), i(0x18, 0, 0, 0, 0), i(0, 0, 0, 0, 0), EXIT]), LoadError::JumpIntoLdImm64 { .. }));
+    assert!(matches!(
+        load(&[i(0x05, 0, 0, 1, 0), i(0x18, 0, 0, 0, 0), i(0, 0, 0, 0, 0), EXIT]),
+        LoadError::JumpIntoLdImm64 { .. }
+    ));
     assert!(matches!(load(&[i(0xb7, 10, 0, 0, 0), EXIT]), LoadError::WritesFramePointer { .. }));
     assert!(matches!(load(&[i(0xbf, 0, 11, 0, 0), EXIT]), LoadError::BadRegister { reg: 11, .. }));
     assert!(matches!(load(&[i(0xff, 0, 0, 0, 0), EXIT]), LoadError::UnknownOpcode { code: 0xff, .. }));

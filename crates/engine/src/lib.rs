@@ -144,7 +144,7 @@ impl Prepared {
 /// Loads the converted program into our eBPF interpreter with the helpers a
 /// converted program may call.
 pub fn load_ebpf(converted: &convert::Converted) -> Result<ebpf::Program, EngineError> {
-    Ok(ebpf::Program::load(&converted.insns, &ebpf::LoadOptions::default(), &ebpf::Helpers::socket())?)
+    Ok(ebpf::Program::load(&converted.insns, &ebpf::LoadOptions::default(), &convert::oracle::socket_helpers())?)
 }
 
 /// A seccomp engine with its program loaded.
@@ -220,25 +220,7 @@ impl<'p> SeccompEngine<'p> {
 
 /// The eBPF interpreter's view of a classic [`Skb`]: the same packet and
 /// metadata in our documented context layout ([`ebpf::skb`]).
-pub fn skb_meta(skb: &Skb<'_>) -> ebpf::SkbMeta {
-    ebpf::SkbMeta {
-        protocol: skb.protocol,
-        pkt_type: skb.pkt_type,
-        ifindex: skb.dev.map(|d| d.ifindex as u32),
-        hatype: skb.dev.map(|d| d.hatype).unwrap_or(0),
-        mark: skb.mark,
-        queue_mapping: skb.queue_mapping,
-        vlan_tci: skb.vlan_tci,
-        vlan_proto: skb.vlan_proto,
-        vlan_present: skb.vlan_tci != 0 || skb.vlan_proto != 0,
-        hash: skb.rxhash,
-        cpu: skb.cpu,
-        random: skb.random,
-        network_header: Some(skb.network_offset as u32),
-        mac_header: skb.mac_offset.map(|m| m as u32),
-        headlen: Some(skb.headlen.min(skb.data.len())),
-    }
-}
+pub use convert::oracle::skb_meta;
 
 /// A socket-filter engine with its program loaded (`cbpf` or `ebpf`).
 #[derive(Debug)]

@@ -67,3 +67,9 @@ pub enum KernelError {
 fn errno_text(errno: i32) -> String {
     std::io::Error::from_raw_os_error(errno).to_string()
 }
+
+/// Makes writes to a closed pipe end the process as Unix tools do (default
+/// SIGPIPE action) rather than returning `EPIPE`. For command-line front ends.
+pub fn default_sigpipe() {
+    sys::default_sigpipe();
+}

@@ -495,3 +495,15 @@ pub(crate) mod stub {
         Ok(p as usize)
     }
 }
+
+/// Restores the default SIGPIPE disposition (terminate), which the Rust
+/// runtime sets to "ignore" at start-up, so a command-line tool writing into
+/// a closed pipe (`bpfconv ... | head`) ends quietly like any Unix tool
+/// instead of failing every later write.
+pub(crate) fn default_sigpipe() {
+    // SAFETY: signal(2) with SIG_DFL installs no handler code; it only changes
+    // the disposition of SIGPIPE for this process.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}

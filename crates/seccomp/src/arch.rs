@@ -252,31 +252,50 @@ pub struct CacheArches {
     pub compat: Option<CacheArch>,
 }
 
-/// The seccomp cache arches of a kernel built for `kernel`.
+/// The seccomp cache arches of a kernel built for `kernel`, with the bitmap
+/// size of each.
 ///
 /// Mirrors `SECCOMP_ARCH_NATIVE(_NR)` / `SECCOMP_ARCH_COMPAT(_NR)` in
-/// arch/{x86,arm64,riscv,s390,powerpc,arm}/include/asm/seccomp.h (Linux 6.18):
-/// x86_64 → X86_64 + I386; arm64 → AARCH64 + ARM; riscv → RISCV64 or RISCV32;
-/// s390 → S390X + S390; powerpc → PPC64(LE) + PPC(LE); arm → ARM. Any other
-/// arch (mips, loongarch, ...) → `None` (no cache).
+/// arch/{x86,arm64,arm,riscv,s390,powerpc,loongarch}/include/asm/seccomp.h
+/// (Linux 6.18):
+///
+/// | kernel | native, `_NR` | compat, `_NR` |
+/// |---|---|---|
+/// | x86_64 | X86_64, `NR_syscalls` | I386, `IA32_NR_syscalls` |
+/// | i386 | I386, `NR_syscalls` | none |
+/// | arm64 | AARCH64, `NR_syscalls` | ARM, `__NR_compat32_syscalls` |
+/// | arm | ARM, `NR_syscalls` (padded) | none |
+/// | riscv | RISCV64 or RISCV32, `NR_syscalls` | none |
+/// | s390 | S390X, `NR_syscalls` | S390, the same `NR_syscalls` |
+/// | powerpc64 | PPC64(LE), `NR_syscalls` | PPC(LE), the same `NR_syscalls` |
+/// | powerpc32 | PPC, `NR_syscalls` | none |
+/// | loongarch | LOONGARCH64, `NR_syscalls` | none |
+///
+/// Any other arch (mips, which has sparse syscall numbers, big-endian arm,
+/// ...) → `None` (no cache).
 ///
 /// # Deviations
-/// `nr` is `None` where this crate has no syscall table (arm, s390, powerpc).
-/// x32 reports x86_64: its numbers are ≥ 0x40000000, outside the bitmap.
+/// x32 is given as the x86_64 kernel: its numbers are ≥ 0x40000000, outside
+/// the bitmap. `nr` is always `Some` for the arches above (every one has a
+/// generated table).
 pub fn cache_arches(kernel: Arch) -> Option<CacheArches> {
-    let ca = |arch: Arch| CacheArch { arch, nr: syscalls::table(arch).map(|t| t.nr_syscalls) };
+    let nr = |arch: Arch| syscalls::table(arch).map(|t| t.nr_syscalls);
+    let ca = |arch: Arch, nr: Option<u32>| CacheArch { arch, nr };
     let (native, compat) = match kernel {
-        Arch::X86_64 | Arch::X32 => (Arch::X86_64, Some(Arch::I386)),
-        Arch::Aarch64 => (Arch::Aarch64, Some(Arch::Arm)),
+        Arch::X86_64 | Arch::X32 => (Arch::X86_64, Some(ca(Arch::I386, nr(Arch::I386)))),
+        Arch::I386 => (Arch::I386, None),
+        Arch::Aarch64 => (Arch::Aarch64, Some(ca(Arch::Arm, Some(syscalls::arm64_compat_nr_syscalls())))),
+        Arch::Arm => (Arch::Arm, None),
         Arch::Riscv64 => (Arch::Riscv64, None),
         Arch::Riscv32 => (Arch::Riscv32, None),
-        Arch::S390x => (Arch::S390x, Some(Arch::S390)),
-        Arch::Ppc64le => (Arch::Ppc64le, Some(Arch::Ppcle)),
-        Arch::Ppc64 => (Arch::Ppc64, Some(Arch::Ppc)),
-        Arch::Arm => (Arch::Arm, None),
+        Arch::S390x => (Arch::S390x, Some(ca(Arch::S390, nr(Arch::S390x)))),
+        Arch::Ppc64le => (Arch::Ppc64le, Some(ca(Arch::Ppcle, nr(Arch::Ppc64le)))),
+        Arch::Ppc64 => (Arch::Ppc64, Some(ca(Arch::Ppc, nr(Arch::Ppc64)))),
+        Arch::Ppc => (Arch::Ppc, None),
+        Arch::Loongarch64 => (Arch::Loongarch64, None),
         _ => return None,
     };
-    Some(CacheArches { native: ca(native), compat: compat.map(ca) })
+    Some(CacheArches { native: ca(native, nr(native)), compat })
 }
 
 #[cfg(test)]

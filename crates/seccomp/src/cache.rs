@@ -27,9 +27,7 @@
 //! "Give up" means "not cacheable": the bit is cleared and the kernel runs the
 //! filters for that number.
 
-use cbpf::opcode::{
-    ALU_AND_K, JMP_JA, JMP_JEQ_K, JMP_JGE_K, JMP_JGT_K, JMP_JSET_K, LD_W_ABS, RET_K,
-};
+use cbpf::opcode::{ALU_AND_K, JMP_JA, JMP_JEQ_K, JMP_JGE_K, JMP_JGT_K, JMP_JSET_K, LD_W_ABS, RET_K};
 use cbpf::Insn;
 
 /// `SECCOMP_RET_ALLOW` (include/uapi/linux/seccomp.h).
@@ -81,9 +79,7 @@ impl CacheBitmap {
         if nr >= self.nr_count {
             return false;
         }
-        self.words
-            .get((nr / 64) as usize)
-            .is_some_and(|w| w & (1u64 << (nr % 64)) != 0)
+        self.words.get((nr / 64) as usize).is_some_and(|w| w & (1u64 << (nr % 64)) != 0)
     }
 
     /// `__clear_bit(nr)`.
@@ -123,9 +119,7 @@ impl CacheBitmap {
 /// skips the arch test, which changes nothing because it only ever prepares
 /// the native bitmap.
 pub fn seccomp_uprobe_exception(nr: u32, arch: u32, native_arch: u32) -> bool {
-    native_arch == AUDIT_ARCH_X86_64
-        && arch == native_arch
-        && (nr == X86_64_NR_URETPROBE || nr == X86_64_NR_UPROBE)
+    native_arch == AUDIT_ARCH_X86_64 && arch == native_arch && (nr == X86_64_NR_URETPROBE || nr == X86_64_NR_UPROBE)
 }
 
 /// Mirrors `seccomp_is_const_allow()` in kernel/seccomp.c (Linux 6.18): does

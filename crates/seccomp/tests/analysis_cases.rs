@@ -4,9 +4,7 @@
 
 use cbpf::opcode::*;
 use cbpf::{validate, Insn, Mode, Pc, Program};
-use seccomp::analysis::{
-    analyze, audit, explain, ActionResult, AnalysisError, Field, Finding, FindingKind, Severity,
-};
+use seccomp::analysis::{analyze, audit, explain, ActionResult, AnalysisError, Field, Finding, FindingKind, Severity};
 
 const X86_64: u32 = 0xc000_003e;
 const S390X: u32 = 0x8000_0016;
@@ -77,8 +75,7 @@ fn exact_arithmetic_on_known_values() {
     // Division by an X that is 0 returns 0; by an argument, it may.
     let div0 = prog(&[s(LD_IMM, 10), s(LDX_IMM, 0), s(ALU_DIV_X, 0), s(RET_K, ALLOW)]);
     assert_eq!(result(&div0, X86_64, 0), ActionResult::Constant(0));
-    let div_arg =
-        prog(&[s(LD_W_ABS, 16), s(MISC_TAX, 0), s(LD_IMM, 10), s(ALU_DIV_X, 0), s(RET_K, ALLOW)]);
+    let div_arg = prog(&[s(LD_W_ABS, 16), s(MISC_TAX, 0), s(LD_IMM, 10), s(ALU_DIV_X, 0), s(RET_K, ALLOW)]);
     assert_eq!(result(&div_arg, X86_64, 0), ActionResult::Depends(vec![Field::ArgLo(0)]));
     // `and #0` makes any value 0.
     let and0 = prog(&[s(LD_W_ABS, 16), s(ALU_AND_K, 0), j(JMP_JEQ_K, 0, 0, 1), s(RET_K, ALLOW), s(RET_K, KILL)]);

@@ -77,7 +77,9 @@ fn constant_promises_match_every_vector() {
                 ActionResult::Constant(v) => {
                     promised += 1;
                     if *v != action {
-                        failures.push(format!("{name}: arch {arch:#x} nr {nr:#x}: promised {v:#x}, vector says {action:#x}"));
+                        failures.push(format!(
+                            "{name}: arch {arch:#x} nr {nr:#x}: promised {v:#x}, vector says {action:#x}"
+                        ));
                     }
                 }
                 // Only the long_jumps filters test arguments; every other

@@ -76,8 +76,9 @@ fn gen_insn() -> impl Strategy<Value = Gen> {
 /// A valid seccomp program: a prologue initialising M[0..4], the random
 /// body with jumps fitted inside the program, and one to three returns.
 fn gen_program() -> impl Strategy<Value = Vec<Insn>> {
-    let ret = prop_oneof![4 => prop::sample::select(vec![0x7fff_0000u32, 0, 0x0005_0001, 0x8000_0000]), 1 => any::<u32>()]
-        .prop_map(|k| Insn::stmt(RET_K, k));
+    let ret =
+        prop_oneof![4 => prop::sample::select(vec![0x7fff_0000u32, 0, 0x0005_0001, 0x8000_0000]), 1 => any::<u32>()]
+            .prop_map(|k| Insn::stmt(RET_K, k));
     let last = prop_oneof![4 => ret.clone(), 1 => Just(Insn::stmt(RET_A, 0))];
     (prop::collection::vec(gen_insn(), 1..40), prop::collection::vec(last, 1..4)).prop_map(|(body, tail)| {
         let mut prog = vec![Insn::stmt(ST, 0), Insn::stmt(ST, 1), Insn::stmt(STX, 2), Insn::stmt(STX, 3)];

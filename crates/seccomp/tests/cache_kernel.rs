@@ -165,20 +165,10 @@ fn uprobe_exception_only_for_native_x86_64() {
 #[test]
 fn chains_and_lookup() {
     // Older filter allows 1..=3, newer allows 2..=4: the chain allows 2, 3.
-    let older = [
-        stmt(LD_W_ABS, 0),
-        jump(JMP_JGE_K, 1, 0, 2),
-        jump(JMP_JGT_K, 3, 1, 0),
-        stmt(RET_K, ALLOW),
-        stmt(RET_K, KILL),
-    ];
-    let newer = [
-        stmt(LD_W_ABS, 0),
-        jump(JMP_JGE_K, 2, 0, 2),
-        jump(JMP_JGT_K, 4, 1, 0),
-        stmt(RET_K, ALLOW),
-        stmt(RET_K, KILL),
-    ];
+    let older =
+        [stmt(LD_W_ABS, 0), jump(JMP_JGE_K, 1, 0, 2), jump(JMP_JGT_K, 3, 1, 0), stmt(RET_K, ALLOW), stmt(RET_K, KILL)];
+    let newer =
+        [stmt(LD_W_ABS, 0), jump(JMP_JGE_K, 2, 0, 2), jump(JMP_JGT_K, 4, 1, 0), stmt(RET_K, ALLOW), stmt(RET_K, KILL)];
     let n = 16;
     let x = AUDIT_ARCH_X86_64;
     assert_eq!(kernel_cache_allow(&older, x, n, x).allowed(), vec![1, 2, 3]);
@@ -250,12 +240,14 @@ fn allow306_filters_cache_0_to_305() {
 #[test]
 fn long_jumps_filters_do_not_cache_argument_checks() {
     for name in ["long_jumps_large", "long_jumps_large_opt2"] {
-        let allowed = kernel_cache_allow(load(name).original(), AUDIT_ARCH_X86_64, NR_COUNT, AUDIT_ARCH_X86_64).allowed();
+        let allowed =
+            kernel_cache_allow(load(name).original(), AUDIT_ARCH_X86_64, NR_COUNT, AUDIT_ARCH_X86_64).allowed();
         // brk and close are allowed outright; chdir (80) only for some args.
         assert_eq!(allowed, vec![3, 12, 335, 336], "{name}");
     }
     for name in ["long_jumps_short", "long_jumps_short_opt2"] {
-        let allowed = kernel_cache_allow(load(name).original(), AUDIT_ARCH_X86_64, NR_COUNT, AUDIT_ARCH_X86_64).allowed();
+        let allowed =
+            kernel_cache_allow(load(name).original(), AUDIT_ARCH_X86_64, NR_COUNT, AUDIT_ARCH_X86_64).allowed();
         assert_eq!(allowed, vec![3, 12, 335, 336], "{name}");
     }
 }

@@ -130,8 +130,7 @@ impl Chains {
             i += BLOCK;
         }
         while i < to {
-            let (Some(&mask), Some(&lo), Some(&span)) = (self.mask.get(i), self.lo.get(i), self.span.get(i))
-            else {
+            let (Some(&mask), Some(&lo), Some(&span)) = (self.mask.get(i), self.lo.get(i), self.span.get(i)) else {
                 return None;
             };
             if (ExitTest { mask, lo, span }).hits(a) {
@@ -172,8 +171,14 @@ pub(super) enum Op {
     Stx(u8),
     /// Seccomp-internal 0x21.
     LdSeccomp(u32),
-    LdAbs { size: u8, k: u32 },
-    LdInd { size: u8, k: u32 },
+    LdAbs {
+        size: u8,
+        k: u32,
+    },
+    LdInd {
+        size: u8,
+        k: u32,
+    },
     LdLen,
     LdxLen,
     LdxMsh(u32),
@@ -202,11 +207,23 @@ pub(super) enum Op {
     Tax,
     Txa,
     Ja(u16),
-    JmpX { op: CmpOp, jt: u16, jf: u16 },
+    JmpX {
+        op: CmpOp,
+        jt: u16,
+        jf: u16,
+    },
     /// A conditional jump on `#k` and the ones after it (a compare chain):
     /// go to the target of the first of `chains[from..to]` that hits, else
     /// to `then`.
-    Chain { from: u16, to: u16, then: u16 },
+    Chain {
+        from: u16,
+        to: u16,
+        then: u16,
+    },
+    /// Seccomp `ld [k]` fused with the compare chain right after it (the
+    /// shape of nearly every libseccomp test): one dispatch for both. The
+    /// chain's own pc keeps its [`Op::Chain`] for jumps that land on it.
+    LdChain { k: u8, from: u16, to: u16, then: u16 },
     RetK(u32),
     RetA,
 }
@@ -283,13 +300,21 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
             ops.push(Op::Chain { from, to, then });
         }
     }
-    let chains = Chains {
-        mask: built.mask.into(),
-        lo: built.lo.into(),
-        span: built.span.into(),
-        target: built.target.into(),
-    };
+    let chains =
+        Chains { mask: built.mask.into(), lo: built.lo.into(), span: built.span.into(), target: built.target.into() };
     (ops.into_boxed_slice(), chains)
+}
+
+/// Fuses each seccomp `ld [k]` that is followed by a compare chain into
+/// [`Op::LdChain`].
+fn fuse_loads(ops: &mut [Op]) {
+    for i in 1..ops.len() {
+        let (Some(&Op::LdSeccomp(k)), Some(&Op::Chain { from, to, then })) = (ops.get(i - 1), ops.get(i)) else {
+            continue;
+        };
+        let (Ok(k), Some(slot)) = (u8::try_from(k), ops.get_mut(i - 1)) else { continue };
+        *slot = Op::LdChain { k, from, to, then };
+    }
 }
 
 fn mem_index(k: u32) -> u8 {
@@ -323,11 +348,9 @@ fn decode(pc: usize, view: View) -> Op {
         View::Alu { op, src, k } => alu(op, src, k),
         View::Neg => Op::Neg,
         View::Ja { k } => Op::Ja(target(pc, u64::from(k))),
-        View::Jmp { op, src: _, k: _, jt, jf } => Op::JmpX {
-            op: CmpOp::from_jmp(op),
-            jt: target(pc, u64::from(jt)),
-            jf: target(pc, u64::from(jf)),
-        },
+        View::Jmp { op, src: _, k: _, jt, jf } => {
+            Op::JmpX { op: CmpOp::from_jmp(op), jt: target(pc, u64::from(jt)), jf: target(pc, u64::from(jf)) }
+        }
         View::RetK { k } => Op::RetK(k),
         View::RetA => Op::RetA,
         View::Tax => Op::Tax,

@@ -215,11 +215,7 @@ impl Interp {
 
     /// Like [`Interp::run_socket`], calling `on_step` before each executed
     /// instruction with the machine state it starts from. Slow; for `--trace`.
-    pub fn trace_socket(
-        &self,
-        skb: &Skb<'_>,
-        on_step: impl FnMut(&TraceStep),
-    ) -> Result<u32, ExecError> {
+    pub fn trace_socket(&self, skb: &Skb<'_>, on_step: impl FnMut(&TraceStep)) -> Result<u32, ExecError> {
         self.check_mode(Mode::Socket)?;
         Ok(trace::run(&self.insns, &socket::SocketCtx::new(skb), on_step))
     }
@@ -321,6 +317,13 @@ impl Interp {
                     pc = usize::from(if op.eval(a, x) { jt } else { jf });
                 }
                 Op::Chain { from, to, then } => {
+                    pc = match chains.first_exit(a, usize::from(from), usize::from(to)) {
+                        Some(target) => usize::from(target),
+                        None => usize::from(then),
+                    };
+                }
+                Op::LdChain { k, from, to, then } => {
+                    a = ctx.seccomp_word(u32::from(k));
                     pc = match chains.first_exit(a, usize::from(from), usize::from(to)) {
                         Some(target) => usize::from(target),
                         None => usize::from(then),

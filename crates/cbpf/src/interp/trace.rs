@@ -64,12 +64,10 @@ pub(super) fn run<C: Context>(insns: &[Insn], ctx: &C, mut on_step: impl FnMut(&
                 Some(v) => step.a = v,
                 None => return 0,
             },
-            Op::LdInd { size, k } => {
-                match ctx.load(size.bytes() as usize, x.wrapping_add(k) as i32) {
-                    Some(v) => step.a = v,
-                    None => return 0,
-                }
-            }
+            Op::LdInd { size, k } => match ctx.load(size.bytes() as usize, x.wrapping_add(k) as i32) {
+                Some(v) => step.a = v,
+                None => return 0,
+            },
             Op::LdLen => step.a = ctx.len(),
             Op::LdxLen => step.x = ctx.len(),
             Op::LdxMsh { k } => match ctx.load(1, k as i32) {

@@ -1,9 +1,13 @@
-//! `bpfconv analyze`: constant-action analysis (FORMATS.md §3).
+//! `bpfconv analyze`: constant-action analysis (FORMATS.md §3), the kernel's
+//! constant-action cache, the policy per action and an audit.
 
 use clap::{Args, ValueEnum};
+use seccomp::analysis::{self, ActionResult};
+use seccomp::{Action, Arch};
 
-use crate::fail::Result;
-use crate::io::From;
+use crate::cmd::disasm::parse_arch;
+use crate::fail::{Failure, Result};
+use crate::io::{read_classic, From};
 
 /// Output of `analyze`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -26,9 +30,116 @@ pub struct AnalyzeArgs {
     /// Output form.
     #[arg(long, value_enum, default_value_t)]
     format: AnalyzeFormat,
+    /// Text output: also print the policy per action (syscall lists and argument conditions).
+    #[arg(long)]
+    explain: bool,
+    /// Text output: also print audit findings.
+    #[arg(long)]
+    audit: bool,
+}
+
+/// The kernel whose constant-action cache covers `arch`, as (native arch, table size).
+fn cache_for(arch: Arch) -> Option<(u32, u32)> {
+    let kernels = [Arch::X86_64, Arch::Aarch64, Arch::Riscv64, Arch::S390x, Arch::Ppc64le, Arch::Arm, Arch::Loongarch64];
+    for k in kernels {
+        let Some(c) = seccomp::arch::cache_arches(k) else { continue };
+        if c.native.arch == arch {
+            return c.native.nr.map(|n| (c.native.arch.audit_arch(), n));
+        }
+        if let Some(compat) = c.compat.filter(|c| c.arch == arch) {
+            return compat.nr.map(|n| (c.native.arch.audit_arch(), n));
+        }
+    }
+    None
 }
 
 /// `bpfconv analyze`.
-pub fn analyze(_args: &AnalyzeArgs) -> Result<i32> {
-    Err(crate::fail::Failure::rejected("analyze: not wired yet"))
+pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
+    let insns = read_classic(&args.file, args.from)?;
+    let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp)?;
+    let arch = parse_arch(Some(&args.arch))?.unwrap_or(Arch::X86_64);
+    let audit_arch = arch.audit_arch();
+    let table = arch.syscalls();
+    let mut nrs: Vec<u32> = table.map(|t| t.iter().map(|(nr, _)| nr).collect()).unwrap_or_default();
+    let fail = |e: analysis::AnalysisError| Failure::rejected(e);
+    nrs.extend(analysis::compared_nrs(&prog, audit_arch).map_err(fail)?);
+    nrs.sort_unstable();
+    nrs.dedup();
+    let entries = analysis::analyze(&prog, audit_arch, nrs.iter().copied()).map_err(fail)?;
+    let cache: Vec<u32> = match cache_for(arch) {
+        Some((native, n)) => seccomp::cache::kernel_cache_allow(prog.original(), audit_arch, n, native).allowed(),
+        None => Vec::new(),
+    };
+    let name = |nr: u32| table.and_then(|t| t.name(nr));
+    match args.format {
+        AnalyzeFormat::Json => {
+            let entries: Vec<serde_json::Value> = entries
+                .iter()
+                .map(|e| {
+                    let mut o = serde_json::Map::new();
+                    o.insert("nr".into(), e.nr.into());
+                    o.insert("name".into(), name(e.nr).map(Into::into).unwrap_or(serde_json::Value::Null));
+                    match &e.result {
+                        ActionResult::Constant(a) => {
+                            o.insert("action".into(), (*a).into());
+                        }
+                        ActionResult::Depends(fields) => {
+                            o.insert("action".into(), serde_json::Value::Null);
+                            let d: Vec<serde_json::Value> = fields.iter().map(|f| f.to_string().into()).collect();
+                            o.insert("depends".into(), d.into());
+                        }
+                    }
+                    serde_json::Value::Object(o)
+                })
+                .collect();
+            let out = serde_json::json!({ "arch": audit_arch, "entries": entries, "kernel_cache_allow": cache });
+            println!("{out}");
+        }
+        AnalyzeFormat::Text => {
+            println!("arch {arch} ({audit_arch:#010x}): {} syscall numbers analysed", entries.len());
+            let constant = entries.iter().filter(|e| matches!(e.result, ActionResult::Constant(_))).count();
+            println!("constant action: {constant}; depends on arguments or ip: {}", entries.len() - constant);
+            println!("kernel constant-action cache (always ALLOW, never runs the filter): {} numbers", cache.len());
+            for e in &entries {
+                let n = name(e.nr).map(str::to_string).unwrap_or_else(|| format!("{:#x}", e.nr));
+                match &e.result {
+                    ActionResult::Constant(a) => println!("  {:>10} {n:<24} {}", e.nr, Action::from_u32(*a)),
+                    ActionResult::Depends(f) => {
+                        let f: Vec<String> = f.iter().map(|f| f.to_string()).collect();
+                        println!("  {:>10} {n:<24} depends on {}", e.nr, f.join(", "));
+                    }
+                }
+            }
+            if args.explain {
+                let policy = analysis::explain(&prog, audit_arch, nrs.iter().copied()).map_err(fail)?;
+                println!("\npolicy per action:");
+                for rules in &policy.actions {
+                    let always: Vec<String> =
+                        rules.always.iter().map(|nr| name(*nr).map(str::to_string).unwrap_or_else(|| nr.to_string())).collect();
+                    println!("{}:", Action::from_u32(rules.action));
+                    if !always.is_empty() {
+                        println!("  always: {}", always.join(" "));
+                    }
+                    for w in &rules.when {
+                        let n = name(w.nr).map(str::to_string).unwrap_or_else(|| w.nr.to_string());
+                        for path in &w.paths {
+                            let conds: Vec<String> = path.iter().map(|c| c.to_string()).collect();
+                            println!("  {n} when {}", if conds.is_empty() { "always".to_string() } else { conds.join(" && ") });
+                        }
+                        if w.truncated {
+                            println!("  {n}: (more paths not shown)");
+                        }
+                    }
+                }
+            }
+            if args.audit {
+                let findings = analysis::audit(&prog).map_err(fail)?;
+                println!("\naudit: {} findings", findings.len());
+                for f in &findings {
+                    println!("  {f}");
+                }
+            }
+        }
+    }
+    Ok(0)
 }

@@ -91,21 +91,27 @@ impl std::fmt::Display for Finding {
                 }
                 Ok(())
             }
-            FindingKind::DefaultAllow { arch: Some(arch), nr, action } => write!(
-                f,
-                "arch {arch:#x}: syscalls the filter does not name are allowed (nr {nr} gets {action:#010x})"
-            ),
-            FindingKind::DefaultAllow { arch: None, nr, action } => write!(
-                f,
-                "arches the filter does not name are allowed (nr {nr} gets {action:#010x})"
-            ),
+            FindingKind::DefaultAllow { arch: Some(arch), nr, action } => {
+                write!(f, "arch {arch:#x}: syscalls the filter does not name are allowed (nr {nr} gets {action:#010x})")
+            }
+            FindingKind::DefaultAllow { arch: None, nr, action } => {
+                write!(f, "arches the filter does not name are allowed (nr {nr} gets {action:#010x})")
+            }
             FindingKind::RetA => f.write_str("ret a: the action is computed at run time"),
             FindingKind::Unreachable { count } => write!(f, "{count} instruction(s) no path reaches"),
             FindingKind::SiblingNotFiltered { older, newer } => {
                 let name = |nr: u32| {
                     SIBLINGS_X86_64
                         .iter()
-                        .find_map(|s| if s.0 == nr { Some(s.1) } else if s.2 == nr { Some(s.3) } else { None })
+                        .find_map(|s| {
+                            if s.0 == nr {
+                                Some(s.1)
+                            } else if s.2 == nr {
+                                Some(s.3)
+                            } else {
+                                None
+                            }
+                        })
                         .unwrap_or("?")
                 };
                 write!(
@@ -120,7 +126,9 @@ impl std::fmt::Display for Finding {
                 for nr in allowed {
                     write!(f, " {nr}")?;
                 }
-                f.write_str(" are always allowed while other syscalls are restricted (io_uring operations bypass seccomp)")
+                f.write_str(
+                    " are always allowed while other syscalls are restricted (io_uring operations bypass seccomp)",
+                )
             }
         }
     }
@@ -245,7 +253,11 @@ pub fn audit(prog: &Program) -> Result<Vec<Finding>, AnalysisError> {
     while pc < reached.len() {
         if reached.get(pc) == Some(&false) {
             let count = reached.iter().skip(pc).take_while(|r| !**r).count();
-            findings.push(Finding { severity: Severity::Low, pc: Some(Pc(pc)), kind: FindingKind::Unreachable { count } });
+            findings.push(Finding {
+                severity: Severity::Low,
+                pc: Some(Pc(pc)),
+                kind: FindingKind::Unreachable { count },
+            });
             pc += count;
         } else {
             pc += 1;
@@ -269,7 +281,11 @@ pub fn audit(prog: &Program) -> Result<Vec<Finding>, AnalysisError> {
         let result = an.result(concrete, nr);
         if let ActionResult::Constant(action) = result {
             if allows(action) {
-                findings.push(Finding { severity: Severity::High, pc: None, kind: FindingKind::DefaultAllow { arch, nr, action } });
+                findings.push(Finding {
+                    severity: Severity::High,
+                    pc: None,
+                    kind: FindingKind::DefaultAllow { arch, nr, action },
+                });
             }
         }
         if arch == Some(AUDIT_ARCH_X86_64) {
@@ -331,7 +347,11 @@ fn audit_x86_64(
         let older_result = an.result(AUDIT_ARCH_X86_64, older);
         let specifically_filtered = !always_allowed(&older_result) && older_result != *default_result;
         if specifically_filtered && always_allowed(&an.result(AUDIT_ARCH_X86_64, newer)) {
-            findings.push(Finding { severity: Severity::Medium, pc: None, kind: FindingKind::SiblingNotFiltered { older, newer } });
+            findings.push(Finding {
+                severity: Severity::Medium,
+                pc: None,
+                kind: FindingKind::SiblingNotFiltered { older, newer },
+            });
         }
     }
 

@@ -48,8 +48,7 @@ impl Facts {
 
     fn set(&mut self, f: Field, (min, max, ones, zeros): (u32, u32, u32, u32)) {
         let i = Facts::idx(f);
-        for (arr, v) in [(&mut self.min, min), (&mut self.max, max), (&mut self.ones, ones), (&mut self.zeros, zeros)]
-        {
+        for (arr, v) in [(&mut self.min, min), (&mut self.max, max), (&mut self.ones, ones), (&mut self.zeros, zeros)] {
             if let Some(slot) = arr.get_mut(i) {
                 *slot = v;
             }
