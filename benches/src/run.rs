@@ -51,7 +51,7 @@ pub fn kernel_status() -> Result<(), String> {
 /// Progress units a table takes (cells, for a progress bar).
 pub fn cells_in(table: &Table, opts: Options) -> u64 {
     let per_row = ENGINES.len() as u64 + u64::from(opts.kernel);
-    let forced = if opts.kernel { table.rows.iter().filter(|r| r.kernel_skips_filters()).count() as u64 } else { 0 };
+    let forced = if opts.kernel { table.rows.iter().filter(|r| r.wants_forced()).count() as u64 } else { 0 };
     table.rows.len() as u64 * per_row + forced
 }
 
@@ -141,7 +141,7 @@ pub fn measure_table(table: &Table, opts: Options, progress: &mut dyn FnMut(&str
         if opts.kernel {
             progress(&format!("{}/{}/kernel", table.id.slug(), row.id));
             cells.push((KERNEL.to_string(), kernel_cell(&row.filters, row.syscall, opts.budget)));
-            if row.kernel_skips_filters() {
+            if row.wants_forced() {
                 progress(&format!("{}/{}-forced/kernel", table.id.slug(), row.id));
                 forced = Some(match row.forced() {
                     Some(filters) => Forced {

@@ -187,10 +187,18 @@ impl Row {
         !self.filters.is_empty() && self.filters.iter().all(|f| f.kernel_caches(nr))
     }
 
+    /// Should the kernel column also time the stack forced to run? Yes where
+    /// the cache would skip the filters, except in Table C, whose rows
+    /// measure the cache on purpose.
+    pub fn wants_forced(&self) -> bool {
+        !self.cached && self.kernel_skips_filters()
+    }
+
     /// The same stack with every filter forced to run under the kernel's
-    /// cache ([`filters::forced`]); `None` when forcing does not apply.
+    /// cache ([`filters::forced`]); `None` when [`Row::wants_forced`] is false
+    /// or a filter is too long to prepend to.
     pub fn forced(&self) -> Option<Vec<Filter>> {
-        if !self.kernel_skips_filters() {
+        if !self.wants_forced() {
             return None;
         }
         self.filters
@@ -254,6 +262,15 @@ pub struct ChainRunner<'f> {
     runners: Vec<Box<dyn Runner + 'f>>,
     /// The newest filter's constant-action cache, when caching.
     cache: Option<ActionCache>,
+}
+
+impl std::fmt::Debug for ChainRunner<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChainRunner")
+            .field("filters", &self.runners.len())
+            .field("cached", &self.cache.is_some())
+            .finish()
+    }
 }
 
 impl<'f> ChainRunner<'f> {

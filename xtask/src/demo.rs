@@ -58,7 +58,7 @@ pub fn run(_args: &[String]) -> Result<(), String> {
         let f = path.to_string_lossy().into_owned();
         let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let raw = std::fs::read(path).map_err(|e| format!("{f}: {e}"))?;
-        let (ok, out, err) = bpfconv(&bin, &["check", &f])?;
+        let (ok, _, err) = bpfconv(&bin, &["check", &f])?;
         let check = if ok { "ok".to_string() } else { format!("REJECTED {}", err.trim()) };
         if !ok {
             problems.push(format!("{stem}: check failed"));
@@ -103,7 +103,6 @@ pub fn run(_args: &[String]) -> Result<(), String> {
             trips.join(""),
             cells.join(" | ")
         );
-        let _ = &out;
     }
     if problems.is_empty() {
         println!("\nall filters checked, converted and run: every vector matched on every engine that ran it");

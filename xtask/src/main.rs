@@ -6,13 +6,16 @@
 //! - `codegen [--check]`: regenerate `crates/seccomp/src/syscalls/generated.rs`
 //!   from the kernel syscall tables in `xtask/syscalls/` (`--check`: fail if
 //!   the committed file is stale).
+//! - `bench [--quick] [--table A|B|C|D|all] [--json FILE]`: the four published
+//!   seccomp benchmark tables, measured in release mode (see bench/mod.rs).
 
 use std::process::ExitCode;
 
+mod bench;
 mod codegen;
 mod demo;
 
-const USAGE: &str = "usage: cargo xtask <command>\n\ncommands:\n  demo                check, convert, run and analyse the built-in example filters\n  codegen [--check]   regenerate (or check) crates/seccomp/src/syscalls/generated.rs";
+const USAGE: &str = "usage: cargo xtask <command>\n\ncommands:\n  demo                check, convert, run and analyse the built-in example filters\n  codegen [--check]   regenerate (or check) crates/seccomp/src/syscalls/generated.rs\n  bench [--quick] [--table A|B|C|D|all] [--json FILE]\n                      reproduce the four published seccomp benchmark tables (release build)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -21,6 +24,7 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     };
     let result = match command.as_str() {
+        "bench" => bench::run(rest),
         "codegen" => codegen::run(rest),
         "demo" => demo::run(rest),
         "-h" | "--help" | "help" => {

@@ -445,6 +445,20 @@ fn execute(
         }};
     }
 
+    // `wD = *(u32 *)(rS + off); if rD <cond> K goto a` (see `Kind::LoadJeq`).
+    macro_rules! load_jcc {
+        ($label:lifetime, $op:expr, $d:expr, $s:expr, |$x:ident, $v:ident| $cond:expr) => {{
+            let off = (($op.imm >> 32) as u16 as i16) as i64 as u64;
+            let $x = u64::from(u32::from_le_bytes(load!(4, regs[$s].wrapping_add(off))));
+            regs[$d] = $x;
+            pc += 1;
+            let $v = $op.imm as u32 as i32 as i64 as u64;
+            if $cond {
+                jump!($label, $op.a)
+            }
+        }};
+    }
+
     'run: loop {
         let Some(&op) = ops.get(pc) else {
             return Err(ExecError::FellOffEnd { pc: Pc(pc) });
@@ -655,6 +669,12 @@ fn execute(
                 regs[d] = x;
                 eq_chain!('run, x, op.a as usize, op.imm as u32 as usize);
             }
+            Kind::LoadJeq => load_jcc!('run, op, d, s, |x, v| x == v),
+            Kind::LoadJne => load_jcc!('run, op, d, s, |x, v| x != v),
+            Kind::LoadJgt => load_jcc!('run, op, d, s, |x, v| x > v),
+            Kind::LoadJge => load_jcc!('run, op, d, s, |x, v| x >= v),
+            Kind::LoadJlt => load_jcc!('run, op, d, s, |x, v| x < v),
+            Kind::LoadJle => load_jcc!('run, op, d, s, |x, v| x <= v),
             Kind::RetImm => {
                 regs[0] = op.imm;
                 pc += 1;

@@ -175,6 +175,14 @@ pub(crate) enum Kind {
     EqChain,
     /// Like [`Kind::LoadChain`] over [`EqEntry`]s.
     LoadEqChain,
+    /// `wD = *(u32 *)(rS + off); if rD <cond> K goto a` (JMP64, K form):
+    /// `imm` = (K as u32) | (off as u16) << 32.
+    LoadJeq,
+    LoadJne,
+    LoadJgt,
+    LoadJge,
+    LoadJlt,
+    LoadJle,
     /// `r0 = imm; exit` (a `MOV K` into r0 followed by `exit`).
     RetImm,
     /// The converter's prologue `wD ^= wD; wS ^= wS; rSIZE = rA`
@@ -896,7 +904,30 @@ fn fuse(prog: &mut Program) {
                     fused += 1;
                 }
             }
+            // A load followed by one plain K compare: one op, no chain table.
+            let single = run.get(s).filter(|el| e - s == 1 && el.entry.write_reg == SCRATCH_REG);
+            let load_cmp = single.and_then(|el| {
+                let j = orig.get(el.pc)?;
+                let kind = match j.kind {
+                    Kind::Jeq64 => Kind::LoadJeq,
+                    Kind::Jne64 => Kind::LoadJne,
+                    Kind::Jgt64 => Kind::LoadJgt,
+                    Kind::Jge64 => Kind::LoadJge,
+                    Kind::Jlt64 => Kind::LoadJlt,
+                    Kind::Jle64 => Kind::LoadJle,
+                    _ => return None,
+                };
+                Some((kind, j.imm, j.a))
+            });
             if s == 0 {
+                if let (Some(lp), Some((kind, k, target))) = (load_head, load_cmp) {
+                    if let (Some(l), Some(o)) = (orig.get(lp).copied(), ops.get_mut(lp)) {
+                        let imm = u64::from(k as u32) | (u64::from(l.a as u16) << 32);
+                        *o = Op { kind, dst: reg, src: l.src, size: 0, a: target, imm };
+                        fused += 1;
+                        continue;
+                    }
+                }
                 if let Some(lp) = load_head {
                     let l = orig.get(lp).copied();
                     if let (Some(l), Some(o)) = (l, ops.get_mut(lp)) {

@@ -84,12 +84,22 @@ pub(super) fn exit_test(op: JmpOp, k: u32, outcome: bool) -> Option<ExitTest> {
 
 /// The exit tests of all compare chains, as parallel arrays (struct of
 /// arrays, so that blocks of tests vectorise), with the pc each one leaves to.
+///
+/// The tests are also kept as one array of [`Exit`]s (array of structs, one
+/// bounds check per test) for the scalar scan and single-test chains.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Chains {
     pub(super) mask: Box<[u32]>,
     pub(super) lo: Box<[u32]>,
     pub(super) span: Box<[u32]>,
-    pub(super) target: Box<[u16]>,
+    pub(super) exits: Box<[Exit]>,
+}
+
+/// An exit test and the pc it leaves to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Exit {
+    pub(super) test: ExitTest,
+    pub(super) target: u16,
 }
 
 /// Tests per block in [`Chains::first_exit`].
@@ -129,16 +139,23 @@ impl Chains {
             }
             i += BLOCK;
         }
-        while i < to {
-            let (Some(&mask), Some(&lo), Some(&span)) = (self.mask.get(i), self.lo.get(i), self.span.get(i)) else {
-                return None;
-            };
-            if (ExitTest { mask, lo, span }).hits(a) {
-                return self.target.get(i).copied();
+        for exit in self.exits.get(i..to)? {
+            if exit.test.hits(a) {
+                return Some(exit.target);
             }
-            i += 1;
         }
         None
+    }
+
+    /// The target of test `i` if `a` hits it.
+    #[inline(always)]
+    pub(super) fn single(&self, a: u32, i: usize) -> Option<u16> {
+        let exit = self.exits.get(i)?;
+        if exit.test.hits(a) {
+            Some(exit.target)
+        } else {
+            None
+        }
     }
 }
 
@@ -147,7 +164,7 @@ struct ChainBuilder {
     mask: Vec<u32>,
     lo: Vec<u32>,
     span: Vec<u32>,
-    target: Vec<u16>,
+    exits: Vec<Exit>,
 }
 
 impl ChainBuilder {
@@ -155,12 +172,13 @@ impl ChainBuilder {
         self.mask.push(test.mask);
         self.lo.push(test.lo);
         self.span.push(test.span);
-        self.target.push(target);
+        self.exits.push(Exit { test, target });
     }
 }
 
 /// A pre-decoded classic instruction. Jump targets are absolute pcs (a
-/// program has at most 4096 instructions, so `u16` holds them); 8 bytes.
+/// program has at most 4096 instructions, so `u16` holds them); 16 bytes, so
+/// that single range tests fit inline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Op {
     LdImm(u32),
@@ -224,6 +242,16 @@ pub(super) enum Op {
     /// shape of nearly every libseccomp test): one dispatch for both. The
     /// chain's own pc keeps its [`Op::Chain`] for jumps that land on it.
     LdChain { k: u8, from: u16, to: u16, then: u16 },
+    /// A compare chain with a single exit test: go to its target if `A`
+    /// hits test `index`, else to `then`.
+    Test { index: u16, then: u16 },
+    /// Seccomp `ld [k]` fused with the single-test chain after it.
+    LdTest { k: u8, index: u16, then: u16 },
+    /// A single-test chain whose test is a range (`jeq`, `jgt`, `jge`), held
+    /// inline: go to `target` if `A - lo <= span` (wrapping), else `then`.
+    Range { lo: u32, span: u32, target: u16, then: u16 },
+    /// Seccomp `ld [k]` fused with the inline single range test after it.
+    LdRange { k: u8, lo: u32, span: u32, target: u16, then: u16 },
     RetK(u32),
     RetA,
 }
@@ -270,7 +298,7 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
         let mut firsts = Vec::new();
         let then = loop {
             let Some((op, k, jt, jf)) = cmp_k(insns.get(pc)) else { break u16::try_from(pc).unwrap_or(DEAD) };
-            firsts.push(built.target.len());
+            firsts.push(built.exits.len());
             let (t, f) = (target(pc, u64::from(jt)), target(pc, u64::from(jf)));
             pc += 1;
             match (jt == 0, jf == 0) {
@@ -293,15 +321,25 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
                 }
             }
         };
-        let to = u16::try_from(built.target.len()).unwrap_or(0);
+        let to = u16::try_from(built.exits.len()).unwrap_or(0);
         for (offset, first) in firsts.into_iter().enumerate() {
             let from = u16::try_from(first).unwrap_or(to);
             debug_assert_eq!(ops.len(), start + offset);
-            ops.push(Op::Chain { from, to, then });
+            ops.push(match to - from {
+                0 => Op::Ja(then),
+                1 => match built.exits.get(usize::from(from)) {
+                    Some(&Exit { test: ExitTest { mask: u32::MAX, lo, span }, target }) => {
+                        Op::Range { lo, span, target, then }
+                    }
+                    _ => Op::Test { index: from, then },
+                },
+                _ => Op::Chain { from, to, then },
+            });
         }
     }
+    fuse_loads(&mut ops);
     let chains =
-        Chains { mask: built.mask.into(), lo: built.lo.into(), span: built.span.into(), target: built.target.into() };
+        Chains { mask: built.mask.into(), lo: built.lo.into(), span: built.span.into(), exits: built.exits.into() };
     (ops.into_boxed_slice(), chains)
 }
 
@@ -309,11 +347,17 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
 /// [`Op::LdChain`].
 fn fuse_loads(ops: &mut [Op]) {
     for i in 1..ops.len() {
-        let (Some(&Op::LdSeccomp(k)), Some(&Op::Chain { from, to, then })) = (ops.get(i - 1), ops.get(i)) else {
-            continue;
+        let (Some(&Op::LdSeccomp(k)), Some(&next)) = (ops.get(i - 1), ops.get(i)) else { continue };
+        let Ok(k) = u8::try_from(k) else { continue };
+        let fused = match next {
+            Op::Chain { from, to, then } => Op::LdChain { k, from, to, then },
+            Op::Test { index, then } => Op::LdTest { k, index, then },
+            Op::Range { lo, span, target, then } => Op::LdRange { k, lo, span, target, then },
+            _ => continue,
         };
-        let (Ok(k), Some(slot)) = (u8::try_from(k), ops.get_mut(i - 1)) else { continue };
-        *slot = Op::LdChain { k, from, to, then };
+        if let Some(slot) = ops.get_mut(i - 1) {
+            *slot = fused;
+        }
     }
 }
 
@@ -388,8 +432,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn op_is_eight_bytes() {
-        assert_eq!(std::mem::size_of::<Op>(), 8);
+    fn op_is_sixteen_bytes() {
+        assert_eq!(std::mem::size_of::<Op>(), 16);
     }
 
     #[test]
@@ -421,9 +465,9 @@ mod tests {
         ];
         let (ops, chains) = compile(&insns);
         assert_eq!(ops[1], Op::Chain { from: 0, to: 2, then: 4 });
-        assert_eq!(ops[2], Op::Chain { from: 1, to: 2, then: 4 });
-        assert_eq!(ops[3], Op::Chain { from: 2, to: 2, then: 4 });
-        assert_eq!(&*chains.target, &[5, 4]);
+        assert_eq!(ops[2], Op::Range { lo: 0, span: 9, target: 4, then: 4 });
+        assert_eq!(ops[3], Op::Ja(4));
+        assert_eq!(chains.exits.iter().map(|e| e.target).collect::<Vec<_>>(), [5, 4]);
         assert_eq!(chains.first_exit(1, 0, 2), Some(5));
         assert_eq!(chains.first_exit(5, 0, 2), Some(4));
         assert_eq!(chains.first_exit(10, 0, 2), None);
@@ -439,8 +483,8 @@ mod tests {
             Insn::stmt(RET_K, 2),
         ];
         let (ops, _) = compile(&insns);
-        assert_eq!(ops[0], Op::Chain { from: 0, to: 1, then: 3 });
-        assert_eq!(ops[1], Op::Chain { from: 1, to: 2, then: 2 });
+        assert_eq!(ops[0], Op::Range { lo: 1, span: 0, target: 2, then: 3 });
+        assert_eq!(ops[1], Op::Range { lo: 2, span: 0, target: 3, then: 2 });
     }
 
     #[test]

@@ -329,6 +329,26 @@ impl Interp {
                         None => usize::from(then),
                     };
                 }
+                Op::Test { index, then } => {
+                    pc = match chains.single(a, usize::from(index)) {
+                        Some(target) => usize::from(target),
+                        None => usize::from(then),
+                    };
+                }
+                Op::LdTest { k, index, then } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    pc = match chains.single(a, usize::from(index)) {
+                        Some(target) => usize::from(target),
+                        None => usize::from(then),
+                    };
+                }
+                Op::Range { lo, span, target, then } => {
+                    pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
+                }
+                Op::LdRange { k, lo, span, target, then } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
+                }
                 Op::RetK(k) => return k,
                 Op::RetA => return a,
             }

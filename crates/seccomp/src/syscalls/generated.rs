@@ -776,7 +776,12 @@ static X86_64_BY_NAME: [(&str, u32); 383] = [
 ];
 
 /// `x86_64`: 383 syscalls, `arch/x86/entry/syscalls/syscall_64.tbl` (common,64).
-pub static X86_64: Table = Table { arch: "x86_64", nr_syscalls: 470, by_nr: &X86_64_BY_NR, by_name: &X86_64_BY_NAME };
+pub static X86_64: Table = Table {
+    arch: "x86_64",
+    nr_syscalls: 470,
+    by_nr: &X86_64_BY_NR,
+    by_name: &X86_64_BY_NAME,
+};
 
 static I386_BY_NR: [(u32, &str); 459] = [
     (0x0, "restart_syscall"),
@@ -1703,7 +1708,12 @@ static I386_BY_NAME: [(&str, u32); 459] = [
 ];
 
 /// `i386`: 459 syscalls, `arch/x86/entry/syscalls/syscall_32.tbl` (i386).
-pub static I386: Table = Table { arch: "i386", nr_syscalls: 470, by_nr: &I386_BY_NR, by_name: &I386_BY_NAME };
+pub static I386: Table = Table {
+    arch: "i386",
+    nr_syscalls: 470,
+    by_nr: &I386_BY_NR,
+    by_name: &I386_BY_NAME,
+};
 
 static X32_BY_NR: [(u32, &str); 372] = [
     (0x40000000, "read"),
@@ -2456,7 +2466,12 @@ static X32_BY_NAME: [(&str, u32); 372] = [
 ];
 
 /// `x32`: 372 syscalls, `arch/x86/entry/syscalls/syscall_64.tbl` (common,x32).
-pub static X32: Table = Table { arch: "x32", nr_syscalls: 548, by_nr: &X32_BY_NR, by_name: &X32_BY_NAME };
+pub static X32: Table = Table {
+    arch: "x32",
+    nr_syscalls: 548,
+    by_nr: &X32_BY_NR,
+    by_name: &X32_BY_NAME,
+};
 
 static AARCH64_BY_NR: [(u32, &str); 325] = [
     (0x0, "io_setup"),
@@ -3115,8 +3130,12 @@ static AARCH64_BY_NAME: [(&str, u32); 325] = [
 ];
 
 /// `aarch64`: 325 syscalls, `scripts/syscall.tbl` (common,64,renameat,rlimit,memfd_secret).
-pub static AARCH64: Table =
-    Table { arch: "aarch64", nr_syscalls: 470, by_nr: &AARCH64_BY_NR, by_name: &AARCH64_BY_NAME };
+pub static AARCH64: Table = Table {
+    arch: "aarch64",
+    nr_syscalls: 470,
+    by_nr: &AARCH64_BY_NR,
+    by_name: &AARCH64_BY_NAME,
+};
 
 static ARM_BY_NR: [(u32, &str); 428] = [
     (0x0, "restart_syscall"),
@@ -3981,10 +4000,20 @@ static ARM_BY_NAME: [(&str, u32); 428] = [
 ];
 
 /// `arm`: 428 syscalls, `arch/arm/tools/syscall.tbl` (common,eabi).
-pub static ARM: Table = Table { arch: "arm", nr_syscalls: 472, by_nr: &ARM_BY_NR, by_name: &ARM_BY_NAME };
+pub static ARM: Table = Table {
+    arch: "arm",
+    nr_syscalls: 472,
+    by_nr: &ARM_BY_NR,
+    by_name: &ARM_BY_NAME,
+};
 
 /// `armeb`: 428 syscalls, `arch/arm/tools/syscall.tbl` (common,eabi).
-pub static ARMEB: Table = Table { arch: "armeb", nr_syscalls: 472, by_nr: &ARM_BY_NR, by_name: &ARM_BY_NAME };
+pub static ARMEB: Table = Table {
+    arch: "armeb",
+    nr_syscalls: 472,
+    by_nr: &ARM_BY_NR,
+    by_name: &ARM_BY_NAME,
+};
 
 static RISCV64_BY_NR: [(u32, &str); 326] = [
     (0x0, "io_setup"),
@@ -4645,8 +4674,12 @@ static RISCV64_BY_NAME: [(&str, u32); 326] = [
 ];
 
 /// `riscv64`: 326 syscalls, `scripts/syscall.tbl` (common,64,riscv,rlimit,memfd_secret).
-pub static RISCV64: Table =
-    Table { arch: "riscv64", nr_syscalls: 470, by_nr: &RISCV64_BY_NR, by_name: &RISCV64_BY_NAME };
+pub static RISCV64: Table = Table {
+    arch: "riscv64",
+    nr_syscalls: 470,
+    by_nr: &RISCV64_BY_NR,
+    by_name: &RISCV64_BY_NAME,
+};
 
 static RISCV32_BY_NR: [(u32, &str); 316] = [
     (0x0, "io_setup"),
@@ -5287,8 +5320,12 @@ static RISCV32_BY_NAME: [(&str, u32); 316] = [
 ];
 
 /// `riscv32`: 316 syscalls, `scripts/syscall.tbl` (common,32,riscv,memfd_secret).
-pub static RISCV32: Table =
-    Table { arch: "riscv32", nr_syscalls: 470, by_nr: &RISCV32_BY_NR, by_name: &RISCV32_BY_NAME };
+pub static RISCV32: Table = Table {
+    arch: "riscv32",
+    nr_syscalls: 470,
+    by_nr: &RISCV32_BY_NR,
+    by_name: &RISCV32_BY_NAME,
+};
 
 static S390X_BY_NR: [(u32, &str); 388] = [
     (0x1, "exit"),
@@ -6073,7 +6110,12 @@ static S390X_BY_NAME: [(&str, u32); 388] = [
 ];
 
 /// `s390x`: 388 syscalls, `arch/s390/kernel/syscalls/syscall.tbl` (common,64).
-pub static S390X: Table = Table { arch: "s390x", nr_syscalls: 470, by_nr: &S390X_BY_NR, by_name: &S390X_BY_NAME };
+pub static S390X: Table = Table {
+    arch: "s390x",
+    nr_syscalls: 470,
+    by_nr: &S390X_BY_NR,
+    by_name: &S390X_BY_NAME,
+};
 
 static S390_BY_NR: [(u32, &str); 440] = [
     (0x1, "exit"),
@@ -6962,7 +7004,12 @@ static S390_BY_NAME: [(&str, u32); 440] = [
 ];
 
 /// `s390`: 440 syscalls, `arch/s390/kernel/syscalls/syscall.tbl` (common,32).
-pub static S390: Table = Table { arch: "s390", nr_syscalls: 470, by_nr: &S390_BY_NR, by_name: &S390_BY_NAME };
+pub static S390: Table = Table {
+    arch: "s390",
+    nr_syscalls: 470,
+    by_nr: &S390_BY_NR,
+    by_name: &S390_BY_NAME,
+};
 
 static PPC64LE_BY_NR: [(u32, &str); 422] = [
     (0x0, "restart_syscall"),
@@ -7815,11 +7862,20 @@ static PPC64LE_BY_NAME: [(&str, u32); 422] = [
 ];
 
 /// `ppc64le`: 422 syscalls, `arch/powerpc/kernel/syscalls/syscall.tbl` (common,nospu,64).
-pub static PPC64LE: Table =
-    Table { arch: "ppc64le", nr_syscalls: 470, by_nr: &PPC64LE_BY_NR, by_name: &PPC64LE_BY_NAME };
+pub static PPC64LE: Table = Table {
+    arch: "ppc64le",
+    nr_syscalls: 470,
+    by_nr: &PPC64LE_BY_NR,
+    by_name: &PPC64LE_BY_NAME,
+};
 
 /// `ppc64`: 422 syscalls, `arch/powerpc/kernel/syscalls/syscall.tbl` (common,nospu,64).
-pub static PPC64: Table = Table { arch: "ppc64", nr_syscalls: 470, by_nr: &PPC64LE_BY_NR, by_name: &PPC64LE_BY_NAME };
+pub static PPC64: Table = Table {
+    arch: "ppc64",
+    nr_syscalls: 470,
+    by_nr: &PPC64LE_BY_NR,
+    by_name: &PPC64LE_BY_NAME,
+};
 
 static PPC_BY_NR: [(u32, &str); 450] = [
     (0x0, "restart_syscall"),
@@ -8728,10 +8784,20 @@ static PPC_BY_NAME: [(&str, u32); 450] = [
 ];
 
 /// `ppc`: 450 syscalls, `arch/powerpc/kernel/syscalls/syscall.tbl` (common,nospu,32).
-pub static PPC: Table = Table { arch: "ppc", nr_syscalls: 470, by_nr: &PPC_BY_NR, by_name: &PPC_BY_NAME };
+pub static PPC: Table = Table {
+    arch: "ppc",
+    nr_syscalls: 470,
+    by_nr: &PPC_BY_NR,
+    by_name: &PPC_BY_NAME,
+};
 
 /// `ppcle`: 450 syscalls, `arch/powerpc/kernel/syscalls/syscall.tbl` (common,nospu,32).
-pub static PPCLE: Table = Table { arch: "ppcle", nr_syscalls: 470, by_nr: &PPC_BY_NR, by_name: &PPC_BY_NAME };
+pub static PPCLE: Table = Table {
+    arch: "ppcle",
+    nr_syscalls: 470,
+    by_nr: &PPC_BY_NR,
+    by_name: &PPC_BY_NAME,
+};
 
 static MIPS_BY_NR: [(u32, &str); 443] = [
     (0xfa0, "syscall"),
@@ -9626,10 +9692,20 @@ static MIPS_BY_NAME: [(&str, u32); 443] = [
 ];
 
 /// `mips`: 443 syscalls, `arch/mips/kernel/syscalls/syscall_o32.tbl` (all rows).
-pub static MIPS: Table = Table { arch: "mips", nr_syscalls: 4470, by_nr: &MIPS_BY_NR, by_name: &MIPS_BY_NAME };
+pub static MIPS: Table = Table {
+    arch: "mips",
+    nr_syscalls: 4470,
+    by_nr: &MIPS_BY_NR,
+    by_name: &MIPS_BY_NAME,
+};
 
 /// `mipsel`: 443 syscalls, `arch/mips/kernel/syscalls/syscall_o32.tbl` (all rows).
-pub static MIPSEL: Table = Table { arch: "mipsel", nr_syscalls: 4470, by_nr: &MIPS_BY_NR, by_name: &MIPS_BY_NAME };
+pub static MIPSEL: Table = Table {
+    arch: "mipsel",
+    nr_syscalls: 4470,
+    by_nr: &MIPS_BY_NR,
+    by_name: &MIPS_BY_NAME,
+};
 
 static MIPS64_BY_NR: [(u32, &str); 373] = [
     (0x1388, "read"),
@@ -10384,11 +10460,20 @@ static MIPS64_BY_NAME: [(&str, u32); 373] = [
 ];
 
 /// `mips64`: 373 syscalls, `arch/mips/kernel/syscalls/syscall_n64.tbl` (all rows).
-pub static MIPS64: Table = Table { arch: "mips64", nr_syscalls: 5470, by_nr: &MIPS64_BY_NR, by_name: &MIPS64_BY_NAME };
+pub static MIPS64: Table = Table {
+    arch: "mips64",
+    nr_syscalls: 5470,
+    by_nr: &MIPS64_BY_NR,
+    by_name: &MIPS64_BY_NAME,
+};
 
 /// `mipsel64`: 373 syscalls, `arch/mips/kernel/syscalls/syscall_n64.tbl` (all rows).
-pub static MIPSEL64: Table =
-    Table { arch: "mipsel64", nr_syscalls: 5470, by_nr: &MIPS64_BY_NR, by_name: &MIPS64_BY_NAME };
+pub static MIPSEL64: Table = Table {
+    arch: "mipsel64",
+    nr_syscalls: 5470,
+    by_nr: &MIPS64_BY_NR,
+    by_name: &MIPS64_BY_NAME,
+};
 
 static MIPS64N32_BY_NR: [(u32, &str); 397] = [
     (0x1770, "read"),
@@ -11191,12 +11276,20 @@ static MIPS64N32_BY_NAME: [(&str, u32); 397] = [
 ];
 
 /// `mips64n32`: 397 syscalls, `arch/mips/kernel/syscalls/syscall_n32.tbl` (all rows).
-pub static MIPS64N32: Table =
-    Table { arch: "mips64n32", nr_syscalls: 6470, by_nr: &MIPS64N32_BY_NR, by_name: &MIPS64N32_BY_NAME };
+pub static MIPS64N32: Table = Table {
+    arch: "mips64n32",
+    nr_syscalls: 6470,
+    by_nr: &MIPS64N32_BY_NR,
+    by_name: &MIPS64N32_BY_NAME,
+};
 
 /// `mipsel64n32`: 397 syscalls, `arch/mips/kernel/syscalls/syscall_n32.tbl` (all rows).
-pub static MIPSEL64N32: Table =
-    Table { arch: "mipsel64n32", nr_syscalls: 6470, by_nr: &MIPS64N32_BY_NR, by_name: &MIPS64N32_BY_NAME };
+pub static MIPSEL64N32: Table = Table {
+    arch: "mipsel64n32",
+    nr_syscalls: 6470,
+    by_nr: &MIPS64N32_BY_NR,
+    by_name: &MIPS64N32_BY_NAME,
+};
 
 static LOONGARCH64_BY_NR: [(u32, &str); 321] = [
     (0x0, "io_setup"),
@@ -11847,8 +11940,12 @@ static LOONGARCH64_BY_NAME: [(&str, u32); 321] = [
 ];
 
 /// `loongarch64`: 321 syscalls, `scripts/syscall.tbl` (common,64).
-pub static LOONGARCH64: Table =
-    Table { arch: "loongarch64", nr_syscalls: 470, by_nr: &LOONGARCH64_BY_NR, by_name: &LOONGARCH64_BY_NAME };
+pub static LOONGARCH64: Table = Table {
+    arch: "loongarch64",
+    nr_syscalls: 470,
+    by_nr: &LOONGARCH64_BY_NR,
+    by_name: &LOONGARCH64_BY_NAME,
+};
 
 /// `__NR_compat32_syscalls`: `SECCOMP_ARCH_COMPAT_NR` of an arm64 kernel
 /// (`arch/arm64/tools/syscall_32.tbl`, common,32).

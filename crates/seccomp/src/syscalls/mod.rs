@@ -6,6 +6,9 @@
 
 use crate::arch::Arch;
 
+// Kept byte-for-byte as `cargo xtask codegen` writes it (its drift check
+// compares bytes), so rustfmt must not touch it.
+#[rustfmt::skip]
 mod generated;
 
 /// One ABI's syscall table: both directions, each sorted for binary search.

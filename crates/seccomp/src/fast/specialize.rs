@@ -1,0 +1,691 @@
+//! Partial evaluation of a seccomp filter with `arch` and/or `nr` known.
+//!
+//! Three passes over the forward-only classic DAG, each linear in the
+//! instructions reachable under the given (arch, nr):
+//!
+//! 1. **Forward** (abstract interpretation in pc order): A, X and `M[0..16]`
+//!    are each `Known(u32)` or unknown. Loads of a known `nr`/`arch`, `ld #k`,
+//!    ALU on known operands, `tax`/`txa`, `st`/`ld M[]` of known values fold;
+//!    a conditional jump on known operands follows one edge only; the true
+//!    edge of `jeq` teaches that A equals the constant. States of paths that
+//!    meet are joined (equal constants stay known). Every reachable `ret`
+//!    (and every `div x` that may divide by zero, which returns 0) adds a
+//!    possible result: when all of them are one known value the entry is a
+//!    constant action and the other passes are skipped.
+//! 2. **Backward** (liveness over the pruned graph): which registers a kept
+//!    instruction still reads at run time. An instruction whose result was
+//!    folded is deleted, unless its register is live after it: then it
+//!    becomes `ld #c` / `ldx #c` (or stays a `st`/`stx` of a materialised
+//!    register). Pure instructions whose result is dead are deleted too.
+//!    `land[pc]` is where control that reaches `pc` actually goes next: the
+//!    first kept instruction, following decided jumps ("jump threading").
+//! 3. **Layout**: the kept instructions in their original order; a `ja` is
+//!    inserted only where a fall-through would otherwise land on the wrong
+//!    instruction, and each insertion stands for a decided jump that was in
+//!    that gap, so every forward distance only shrinks. Jump threading can
+//!    lengthen a conditional jump past 255; then the layout is redone with
+//!    decided jumps kept as `ja` in place (no threading), where distances
+//!    provably shrink.
+//!
+//! The result is a classic program in user form (seccomp loads as
+//! `ld [k]`, 0x20) that the caller validates with [`cbpf::validate`].
+
+use cbpf::opcode::*;
+use cbpf::{AluOp, Insn, JmpOp, Op, Program, Src};
+
+/// Register indices in an abstract state: A, X, then `M[0..16]`.
+const A: u32 = 0;
+const X: u32 = 1;
+const REGS: usize = 18;
+
+fn mem_reg(k: u32) -> u32 {
+    2 + (k & 15)
+}
+
+const fn bit(reg: u32) -> u32 {
+    1 << reg
+}
+
+/// Abstract machine state: bit `r` of `known` says `vals[r]` is the value
+/// register `r` holds on every path here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct State {
+    known: u32,
+    vals: [u32; REGS],
+}
+
+impl State {
+    /// At entry A and X are 0 (SPEC §1.4); `M[]` is unknown (never read
+    /// before a write, `check_load_and_stores()`).
+    const ENTRY: State = State { known: bit(A) | bit(X), vals: [0; REGS] };
+
+    #[inline(always)]
+    fn get(&self, reg: u32) -> Option<u32> {
+        if self.known & bit(reg) != 0 {
+            self.vals.get(reg as usize).copied()
+        } else {
+            None
+        }
+    }
+
+    #[inline(always)]
+    fn set(&mut self, reg: u32, value: Option<u32>) {
+        match (value, self.vals.get_mut(reg as usize)) {
+            (Some(v), Some(slot)) => {
+                *slot = v;
+                self.known |= bit(reg);
+            }
+            _ => self.known &= !bit(reg),
+        }
+    }
+
+    /// Keeps only what both states agree on.
+    #[inline(always)]
+    fn join(&mut self, other: &State) {
+        let mut both = self.known & other.known;
+        let mut scan = both;
+        while scan != 0 {
+            let r = scan.trailing_zeros();
+            scan &= scan - 1;
+            if self.vals.get(r as usize) != other.vals.get(r as usize) {
+                both &= !bit(r);
+            }
+        }
+        self.known = both;
+    }
+}
+
+/// What the forward pass decided for one reachable instruction.
+#[derive(Debug, Clone, Copy)]
+enum Plan {
+    /// Control goes to this pc (a decided branch, `ja`, or `pc + 1`).
+    Goto(u16),
+    /// The result in `reg` is known; at run time only `materialize` (which
+    /// reads `uses`) is needed, and only if `reg` is live afterwards.
+    Known { reg: u32, materialize: Insn, uses: u32 },
+    /// Kept straight-line instruction; `pure` ones may be deleted when
+    /// nothing reads what they write.
+    Step { insn: Insn, uses: u32, defs: u32, pure: bool },
+    /// Kept conditional jump to absolute pcs `t` / `f`.
+    Cond { insn: Insn, uses: u32, t: u16, f: u16 },
+    /// Kept return.
+    Ret { insn: Insn, uses: u32 },
+}
+
+/// What a kept instruction becomes in the layout.
+#[derive(Debug, Clone, Copy)]
+enum Emit {
+    /// Deleted.
+    None,
+    /// Straight-line: falls through to `land[pc + 1]`.
+    Fall(Insn),
+    /// Conditional jump to the kept pcs `t` / `f`.
+    Cond(Insn, u16, u16),
+    /// `ja` to the kept pc (only without jump threading).
+    Ja(u16),
+    /// Return.
+    Ret(Insn),
+}
+
+/// One slot of the residual layout.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    /// The kept instruction at this original pc.
+    At(u16),
+    /// An inserted `ja` to the kept instruction at this original pc.
+    Ja(u16),
+}
+
+/// What a filter does for one specialisation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Specialized<'a> {
+    /// Always this value.
+    Action(u32),
+    /// Run this program (user form, not yet validated).
+    Residual(&'a [Insn]),
+    /// The filter cannot be specialised (an instruction a validated seccomp
+    /// filter cannot contain); run the whole filter.
+    Whole,
+}
+
+/// The set of values the reachable returns can give.
+#[derive(Debug, Clone, Copy, Default)]
+struct Results {
+    first: Option<u32>,
+    varies: bool,
+}
+
+impl Results {
+    fn add(&mut self, value: Option<u32>) {
+        match (value, self.first) {
+            (Some(v), None) if !self.varies => self.first = Some(v),
+            (Some(v), Some(f)) if v == f => {}
+            _ => self.varies = true,
+        }
+    }
+
+    fn constant(self) -> Option<u32> {
+        if self.varies {
+            None
+        } else {
+            self.first
+        }
+    }
+}
+
+/// Reusable specialiser for one program: decoded once, scratch buffers
+/// reused across (arch, nr), so a whole syscall table allocates only for
+/// the residual programs it returns.
+#[derive(Debug)]
+pub(crate) struct Specializer {
+    ops: Vec<Option<Op>>,
+    /// Bit `pc`: some state is waiting in `pending[pc]`.
+    has: Vec<u64>,
+    pending: Vec<State>,
+    plans: Vec<Plan>,
+    /// Reachable pcs, ascending.
+    visited: Vec<u16>,
+    live: Vec<u32>,
+    land: Vec<u16>,
+    emit: Vec<Emit>,
+    new_index: Vec<u32>,
+    slots: Vec<Slot>,
+    out: Vec<Insn>,
+}
+
+/// The layout failed: a conditional jump would need an offset above 255
+/// (only possible with jump threading), or a broken invariant.
+#[derive(Debug)]
+struct LayoutFailed;
+
+impl Specializer {
+    /// Decodes `program.insns()` (the seccomp-rewritten form).
+    pub(crate) fn new(program: &Program) -> Self {
+        let ops: Vec<Option<Op>> = program.insns().iter().map(|i| i.op()).collect();
+        let n = ops.len();
+        Specializer {
+            ops,
+            has: vec![0; n.div_ceil(64) + 1],
+            pending: vec![State::ENTRY; n],
+            plans: vec![Plan::Goto(0); n],
+            visited: Vec::with_capacity(n),
+            live: vec![0; n + 1],
+            land: vec![0; n + 1],
+            emit: vec![Emit::None; n],
+            new_index: vec![0; n],
+            slots: Vec::with_capacity(n),
+            out: Vec::with_capacity(n),
+        }
+    }
+
+    /// The filter with `seccomp_data.arch` and `.nr` fixed where given.
+    pub(crate) fn specialize(&mut self, arch: Option<u32>, nr: Option<u32>) -> Specialized<'_> {
+        let Some(results) = self.forward(arch, nr) else { return Specialized::Whole };
+        if let Some(v) = results.constant() {
+            return Specialized::Action(v);
+        }
+        for threading in [true, false] {
+            self.backward(threading);
+            if self.layout().is_ok() {
+                return Specialized::Residual(&self.out);
+            }
+        }
+        Specialized::Whole
+    }
+
+    // ------------------------------------------------------------ forward
+
+    #[inline(always)]
+    fn deposit(&mut self, pc: u16, state: &State) {
+        let (word, b) = (usize::from(pc) / 64, 1u64 << (pc % 64));
+        let (Some(w), Some(slot)) = (self.has.get_mut(word), self.pending.get_mut(usize::from(pc))) else { return };
+        if *w & b != 0 {
+            slot.join(state);
+        } else {
+            *slot = *state;
+            *w |= b;
+        }
+    }
+
+    /// The lowest pc `>= from` with a waiting state.
+    #[inline(always)]
+    fn next_pending(&self, from: usize) -> Option<usize> {
+        let mut word = from / 64;
+        let mut bits = self.has.get(word)? & (u64::MAX << (from % 64));
+        loop {
+            if bits != 0 {
+                return Some(word * 64 + bits.trailing_zeros() as usize);
+            }
+            word += 1;
+            bits = *self.has.get(word)?;
+        }
+    }
+
+    /// Takes the waiting state at `pc`.
+    #[inline(always)]
+    fn take(&mut self, pc: usize) -> State {
+        if let Some(w) = self.has.get_mut(pc / 64) {
+            *w &= !(1u64 << (pc % 64));
+        }
+        self.pending.get(pc).copied().unwrap_or(State::ENTRY)
+    }
+
+    /// Pass 1. `None` when an instruction has no seccomp meaning (impossible
+    /// for a validated seccomp program); the pending bits are then cleared.
+    fn forward(&mut self, arch: Option<u32>, nr: Option<u32>) -> Option<Results> {
+        self.visited.clear();
+        let mut results = Results::default();
+        let mut state = State::ENTRY;
+        let mut pc = 0usize;
+        let n = self.ops.len();
+        loop {
+            let op = match self.ops.get(pc) {
+                Some(Some(op)) => *op,
+                _ => {
+                    self.has.iter_mut().for_each(|w| *w = 0);
+                    return None;
+                }
+            };
+            let pc16 = pc as u16; // pc < 4096
+            self.visited.push(pc16);
+            let Some((plan, next)) = step(pc16, op, &mut state, arch, nr, &mut results) else {
+                self.has.iter_mut().for_each(|w| *w = 0);
+                return None;
+            };
+            if let Some(p) = self.plans.get_mut(pc) {
+                *p = plan;
+            }
+            // Where to continue: the single successor with the running
+            // state when no waiting state comes before it.
+            let resume = match next {
+                Next::One(s) => {
+                    let s = usize::from(s);
+                    if s >= n {
+                        // Impossible after validation: the last instruction is a ret.
+                        self.has.iter_mut().for_each(|w| *w = 0);
+                        return None;
+                    }
+                    match self.next_pending(pc + 1) {
+                        Some(p) if p < s => {
+                            self.deposit(s as u16, &state);
+                            Some(p)
+                        }
+                        Some(p) if p == s => {
+                            let waiting = self.take(s);
+                            state.join(&waiting);
+                            pc = s;
+                            continue;
+                        }
+                        _ => {
+                            pc = s;
+                            continue;
+                        }
+                    }
+                }
+                Next::Two { t, t_state, f } => {
+                    self.deposit(f, &state);
+                    self.deposit(t, &t_state);
+                    self.next_pending(pc + 1)
+                }
+                Next::End => self.next_pending(pc + 1),
+            };
+            match resume {
+                Some(p) => {
+                    state = self.take(p);
+                    pc = p;
+                }
+                None => return Some(results),
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ backward
+
+    fn live_at(&self, pc: u16) -> u32 {
+        self.live.get(usize::from(pc)).copied().unwrap_or(0)
+    }
+
+    fn land_at(&self, pc: u16) -> u16 {
+        self.land.get(usize::from(pc)).copied().unwrap_or(pc)
+    }
+
+    /// Pass 2: liveness, deletions, materialisations and landing pcs.
+    fn backward(&mut self, threading: bool) {
+        for i in (0..self.visited.len()).rev() {
+            let Some(&pc) = self.visited.get(i) else { continue };
+            let next = pc + 1;
+            let Some(&plan) = self.plans.get(usize::from(pc)) else { continue };
+            // A decided jump to `t`: threaded (deleted, control lands where
+            // `t` lands), or without threading deleted only when falling
+            // through would land at the same place, else kept as `ja`.
+            let jump = |this: &Self, t: u16| {
+                let dest = this.land_at(t);
+                let falls_there = this.visited.get(i + 1) == Some(&next) && this.land_at(next) == dest;
+                if t == next || threading || falls_there {
+                    (this.live_at(t), dest, Emit::None)
+                } else {
+                    (this.live_at(t), pc, Emit::Ja(t))
+                }
+            };
+            let (live, land, emit) = match plan {
+                Plan::Goto(t) => jump(self, t),
+                Plan::Known { reg, materialize, uses } => {
+                    let out = self.live_at(next);
+                    if out & bit(reg) != 0 {
+                        ((out & !bit(reg)) | uses, pc, Emit::Fall(materialize))
+                    } else {
+                        (out, self.land_at(next), Emit::None)
+                    }
+                }
+                Plan::Step { insn, uses, defs, pure } => {
+                    let out = self.live_at(next);
+                    if pure && out & defs == 0 {
+                        (out, self.land_at(next), Emit::None)
+                    } else {
+                        ((out & !defs) | uses, pc, Emit::Fall(insn))
+                    }
+                }
+                Plan::Cond { insn, uses, t, f } => {
+                    let (lt, lf) = (self.land_at(t), self.land_at(f));
+                    if lt == lf {
+                        jump(self, t)
+                    } else {
+                        (self.live_at(t) | self.live_at(f) | uses, pc, Emit::Cond(insn, lt, lf))
+                    }
+                }
+                Plan::Ret { insn, uses } => (uses, pc, Emit::Ret(insn)),
+            };
+            let p = usize::from(pc);
+            if let (Some(l), Some(d), Some(e)) = (self.live.get_mut(p), self.land.get_mut(p), self.emit.get_mut(p)) {
+                *l = live;
+                *d = land;
+                *e = emit;
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ layout
+
+    fn index_of(&self, pc: u16) -> u32 {
+        self.new_index.get(usize::from(pc)).copied().unwrap_or(0)
+    }
+
+    /// Pass 3: the residual program into `self.out`.
+    fn layout(&mut self) -> Result<(), LayoutFailed> {
+        self.slots.clear();
+        self.out.clear();
+        let mut expected = Some(self.land_at(0));
+        for &pc in &self.visited {
+            let emit = self.emit.get(usize::from(pc)).copied().unwrap_or(Emit::None);
+            if matches!(emit, Emit::None) {
+                continue;
+            }
+            match expected {
+                Some(e) if e == pc => {}
+                Some(e) if e > pc => self.slots.push(Slot::Ja(e)),
+                Some(_) => return Err(LayoutFailed),
+                None => {}
+            }
+            if let Some(ix) = self.new_index.get_mut(usize::from(pc)) {
+                *ix = self.slots.len() as u32;
+            }
+            self.slots.push(Slot::At(pc));
+            expected = match emit {
+                Emit::Fall(_) => Some(self.land.get(usize::from(pc) + 1).copied().ok_or(LayoutFailed)?),
+                _ => None,
+            };
+        }
+        if expected.is_some() {
+            return Err(LayoutFailed);
+        }
+        for (i, slot) in self.slots.iter().enumerate() {
+            let i = i as u32;
+            let dist = |to: u16| self.index_of(to).checked_sub(i + 1).ok_or(LayoutFailed);
+            let insn = match *slot {
+                Slot::Ja(to) => Insn::stmt(JMP_JA, dist(to)?),
+                Slot::At(pc) => match self.emit.get(usize::from(pc)).copied().unwrap_or(Emit::None) {
+                    Emit::Fall(insn) | Emit::Ret(insn) => insn,
+                    Emit::Ja(t) => Insn::stmt(JMP_JA, dist(self.land_at(t))?),
+                    Emit::Cond(insn, t, f) => {
+                        let jt = u8::try_from(dist(t)?).map_err(|_| LayoutFailed)?;
+                        let jf = u8::try_from(dist(f)?).map_err(|_| LayoutFailed)?;
+                        Insn { jt, jf, ..insn }
+                    }
+                    Emit::None => return Err(LayoutFailed),
+                },
+            };
+            self.out.push(insn);
+        }
+        Ok(())
+    }
+}
+
+/// Where control goes after one instruction.
+enum Next {
+    One(u16),
+    Two { t: u16, t_state: State, f: u16 },
+    End,
+}
+
+fn alu_insn(op: AluOp, src: Src, k: u32) -> Insn {
+    Insn::stmt(BPF_ALU | op.bits() | src.bits(), k)
+}
+
+/// Constant folding of one ALU operation. `Err(())` when it ends the
+/// program with 0 (division or modulo by a zero X: `bpf_convert_filter()`
+/// emits `if X == 0 return 0`).
+fn fold(op: AluOp, a: u32, b: u32) -> Result<u32, ()> {
+    Ok(match op {
+        AluOp::Add => a.wrapping_add(b),
+        AluOp::Sub => a.wrapping_sub(b),
+        AluOp::Mul => a.wrapping_mul(b),
+        AluOp::Div => a.checked_div(b).ok_or(())?,
+        AluOp::Or => a | b,
+        AluOp::And => a & b,
+        // eBPF ALU32 shifts mask the count to 5 bits (same as `Interp`).
+        AluOp::Lsh => a.wrapping_shl(b),
+        AluOp::Rsh => a.wrapping_shr(b),
+        AluOp::Mod => a.checked_rem(b).ok_or(())?,
+        AluOp::Xor => a ^ b,
+    })
+}
+
+/// A result independent of an unknown A: `and #0`, `mul #0`, `or #~0`.
+fn absorbs(op: AluOp, b: u32) -> Option<u32> {
+    match (op, b) {
+        (AluOp::And | AluOp::Mul, 0) => Some(0),
+        (AluOp::Or, u32::MAX) => Some(u32::MAX),
+        _ => None,
+    }
+}
+
+/// A comparison decided by its constant alone, whatever A is.
+fn trivially(op: JmpOp, b: u32) -> Option<bool> {
+    match (op, b) {
+        (JmpOp::Jgt, u32::MAX) => Some(false),
+        (JmpOp::Jge, 0) => Some(true),
+        (JmpOp::Jset, 0) => Some(false),
+        _ => None,
+    }
+}
+
+/// The abstract transfer function: updates `state`, records possible
+/// results, and says what to keep and where control goes.
+///
+/// Mirrors the classic semantics of SPEC §1.4 as `cbpf::Interp` runs them
+/// (the converted program's: wrapping 32-bit ALU, register shift counts
+/// masked to 5 bits, `div x` / `mod x` by zero returning 0).
+///
+/// # Deviations
+/// None: every folded value is the value on every concrete path.
+#[inline(always)]
+fn step(
+    pc: u16,
+    op: Op,
+    s: &mut State,
+    arch: Option<u32>,
+    nr: Option<u32>,
+    results: &mut Results,
+) -> Option<(Plan, Next)> {
+    let next = pc + 1;
+    let known = |reg: u32, v: u32| {
+        let materialize = match reg {
+            A => Insn::stmt(LD_IMM, v),
+            X => Insn::stmt(LDX_IMM, v),
+            // Only reached for st/stx below, which pass their own insn.
+            _ => Insn::stmt(LD_IMM, v),
+        };
+        Plan::Known { reg, materialize, uses: 0 }
+    };
+    let keep = |insn: Insn, uses: u32, defs: u32| Plan::Step { insn, uses, defs, pure: true };
+    let plan = match op {
+        Op::LdImm { k } => {
+            s.set(A, Some(k));
+            known(A, k)
+        }
+        Op::LdxImm { k } => {
+            s.set(X, Some(k));
+            known(X, k)
+        }
+        Op::LdMem { k } | Op::LdxMem { k } => {
+            let dst = if matches!(op, Op::LdMem { .. }) { A } else { X };
+            let v = s.get(mem_reg(k));
+            s.set(dst, v);
+            match v {
+                Some(v) => known(dst, v),
+                None => keep(op.to_insn(), bit(mem_reg(k)), bit(dst)),
+            }
+        }
+        Op::St { k } | Op::Stx { k } => {
+            let src = if matches!(op, Op::St { .. }) { A } else { X };
+            let v = s.get(src);
+            s.set(mem_reg(k), v);
+            match v {
+                Some(_) => Plan::Known { reg: mem_reg(k), materialize: op.to_insn(), uses: bit(src) },
+                None => keep(op.to_insn(), bit(src), bit(mem_reg(k))),
+            }
+        }
+        Op::LdxAbsSeccomp { k } => {
+            let v = match k {
+                crate::data::OFFSET_NR => nr,
+                crate::data::OFFSET_ARCH => arch,
+                _ => None,
+            };
+            s.set(A, v);
+            match v {
+                Some(v) => known(A, v),
+                None => keep(Insn::stmt(LD_W_ABS, k), 0, bit(A)),
+            }
+        }
+        Op::Alu { op: alu, src, k } => {
+            let b = match src {
+                Src::K => Some(k),
+                Src::X => s.get(X),
+            };
+            match (s.get(A), b) {
+                (Some(a), Some(b)) => match fold(alu, a, b) {
+                    Ok(v) => {
+                        s.set(A, Some(v));
+                        known(A, v)
+                    }
+                    Err(()) => {
+                        results.add(Some(0));
+                        return Some((Plan::Ret { insn: Insn::stmt(RET_K, 0), uses: 0 }, Next::End));
+                    }
+                },
+                (None, Some(b)) => {
+                    if matches!(alu, AluOp::Div | AluOp::Mod) && b == 0 {
+                        results.add(Some(0));
+                        return Some((Plan::Ret { insn: Insn::stmt(RET_K, 0), uses: 0 }, Next::End));
+                    }
+                    match absorbs(alu, b) {
+                        Some(v) => {
+                            s.set(A, Some(v));
+                            known(A, v)
+                        }
+                        None => {
+                            s.set(A, None);
+                            let b = if matches!(alu, AluOp::Lsh | AluOp::Rsh) { b & 31 } else { b };
+                            keep(alu_insn(alu, Src::K, b), bit(A), bit(A))
+                        }
+                    }
+                }
+                (_, None) => {
+                    s.set(A, None);
+                    let exits = matches!(alu, AluOp::Div | AluOp::Mod);
+                    if exits {
+                        results.add(Some(0));
+                    }
+                    Plan::Step { insn: alu_insn(alu, Src::X, 0), uses: bit(A) | bit(X), defs: bit(A), pure: !exits }
+                }
+            }
+        }
+        Op::Neg => match s.get(A) {
+            Some(a) => {
+                let v = a.wrapping_neg();
+                s.set(A, Some(v));
+                known(A, v)
+            }
+            None => keep(Insn::stmt(ALU_NEG, 0), bit(A), bit(A)),
+        },
+        Op::Tax | Op::Txa => {
+            let (from, to) = if matches!(op, Op::Tax) { (A, X) } else { (X, A) };
+            let v = s.get(from);
+            s.set(to, v);
+            match v {
+                Some(v) => known(to, v),
+                None => keep(op.to_insn(), bit(from), bit(to)),
+            }
+        }
+        Op::Ja { k } => {
+            // k < len - pc - 1 (bpf_check_classic), so this fits in u16.
+            let t = (u32::from(next) + k) as u16;
+            return Some((Plan::Goto(t), Next::One(t)));
+        }
+        Op::Jmp { op: cmp, src, k, jt, jf } => {
+            let (t, f) = (next + u16::from(jt), next + u16::from(jf));
+            let b = match src {
+                Src::K => Some(k),
+                Src::X => s.get(X),
+            };
+            let decided = match (s.get(A), b) {
+                (Some(a), Some(b)) => Some(cmp.eval(a, b)),
+                (None, Some(b)) => trivially(cmp, b),
+                _ => None,
+            };
+            if let Some(taken) = decided.or((t == f).then_some(true)) {
+                let to = if taken { t } else { f };
+                return Some((Plan::Goto(to), Next::One(to)));
+            }
+            let (insn, uses) = match b {
+                Some(b) => (Insn::jump(BPF_JMP | cmp.bits() | BPF_K, b, jt, jf), bit(A)),
+                None => (Insn::jump(BPF_JMP | cmp.bits() | BPF_X, 0, jt, jf), bit(A) | bit(X)),
+            };
+            let mut t_state = *s;
+            if let (JmpOp::Jeq, Some(b)) = (cmp, b) {
+                // On the true edge of `jeq`, A is the constant.
+                t_state.set(A, Some(b ^ 1));
+            }
+            return Some((Plan::Cond { insn, uses, t, f }, Next::Two { t, t_state, f }));
+        }
+        Op::RetK { k } => {
+            results.add(Some(k));
+            return Some((Plan::Ret { insn: Insn::stmt(RET_K, k), uses: 0 }, Next::End));
+        }
+        Op::RetA => {
+            let a = s.get(A);
+            results.add(a);
+            let plan = match a {
+                Some(v) => Plan::Ret { insn: Insn::stmt(RET_K, v), uses: 0 },
+                None => Plan::Ret { insn: Insn::stmt(RET_A, 0), uses: bit(A) },
+            };
+            return Some((plan, Next::End));
+        }
+        // Packet loads never survive seccomp_check_filter(); `len` was
+        // rewritten to `#64`. Refuse rather than guess.
+        Op::LdAbs { .. } | Op::LdInd { .. } | Op::LdLen | Op::LdxLen | Op::LdxMsh { .. } => {
+            return Some((Plan::Goto(next), Next::One(u16::MAX)));
+        }
+    };
+    Some((plan, Next::One(next)))
+}

@@ -1,0 +1,223 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+//! The fast engine on the libseccomp filters of testdata/filters: the same
+//! action as the classic interpreter on every kernel-checked and simulated
+//! vector, and on a sweep of (arch, nr, args) around every table; table
+//! shapes (constants, residual sizes); stacks of filters.
+
+use cbpf::{raw, validate, Insn, Interp, Mode, Program, SeccompData};
+use seccomp::chain::combine;
+use seccomp::fast::{Entry, FastChain, FastFilter};
+
+const X86_64: u32 = 0xc000_003e;
+const I386: u32 = 0x4000_0003;
+const AARCH64: u32 = 0xc000_00b7;
+const ALLOW: u32 = 0x7fff_0000;
+const EPERM: u32 = 0x0005_0001;
+const X32_BIT: u32 = 0x4000_0000;
+
+fn dir() -> String {
+    format!("{}/../../testdata/filters", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn load(name: &str) -> Program {
+    let path = format!("{}/{name}.bpf", dir());
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    validate(&raw::decode(&bytes).unwrap(), Mode::Seccomp).unwrap()
+}
+
+fn filter_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok()?.strip_suffix(".bpf").map(str::to_owned))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 12, "expected the 12 benchmark filters, found {names:?}");
+    names
+}
+
+/// Every vector of `NAME.vectors.jsonl` and `NAME.sim_only.jsonl`, with its
+/// file and line, the input and the expected action.
+fn vectors(name: &str) -> Vec<(String, SeccompData, u32)> {
+    let mut out = Vec::new();
+    for suffix in ["vectors", "sim_only"] {
+        let file = format!("{name}.{suffix}.jsonl");
+        let text = std::fs::read_to_string(format!("{}/{file}", dir())).unwrap_or_else(|e| panic!("{file}: {e}"));
+        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{file}:{}: {e}", i + 1));
+            let num = |key: &str| v[key].as_i64().or_else(|| v[key].as_u64().map(|u| u as i64)).unwrap();
+            let args: Vec<u64> = v["args"].as_array().unwrap().iter().map(|a| a.as_u64().unwrap()).collect();
+            let data = SeccompData {
+                nr: num("nr") as i32,
+                arch: num("arch") as u32,
+                instruction_pointer: v["ip"].as_u64().unwrap(),
+                args: args.try_into().unwrap(),
+            };
+            out.push((format!("{file}:{}", i + 1), data, num("action") as u32));
+        }
+    }
+    out
+}
+
+#[test]
+fn fast_matches_the_interpreter_on_every_vector() {
+    let mut failures = Vec::new();
+    let mut checked = 0usize;
+    for name in filter_names() {
+        let prog = load(&name);
+        let interp = Interp::new(&prog);
+        let fast = FastFilter::build(&prog).unwrap();
+        let stats = fast.stats();
+        eprintln!("{name}: {} insns, {stats:?}", prog.len());
+        if stats.whole_filter_entries != 0 {
+            failures.push(format!("{name}: {} entries fell back to the whole filter", stats.whole_filter_entries));
+        }
+        for (at, data, action) in vectors(&name) {
+            checked += 1;
+            let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+            let got = fast.eval(&data);
+            let got_bytes = fast.eval_bytes(&data.to_bytes());
+            if got != want || got_bytes != want || want != action {
+                failures.push(format!(
+                    "{at}: fast {got:#x} (bytes {got_bytes:#x}), interpreter {want:#x}, vector {action:#x}"
+                ));
+            }
+        }
+    }
+    eprintln!("{checked} vectors");
+    assert!(checked > 20_000, "only {checked} vectors read");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Inputs around every table: each arch the filters name, i386/aarch64 and
+/// an unknown arch; every number up to past the x86_64 table, x32 numbers,
+/// negatives; arguments that satisfy and break long_jumps' chdir rules.
+fn sweep() -> Vec<SeccompData> {
+    let mut nrs: Vec<i32> = (0..600).collect();
+    nrs.extend([-1, -2, i32::MIN, i32::MAX, 0x3fff_ffff, 1023, 1024, 4096]);
+    nrs.extend([0, 1, 12, 80, 110, 305, 306, 0x200].map(|n| (n | X32_BIT) as i32));
+    let args_sets: [[u64; 6]; 5] = [
+        [0; 6],
+        [5, 1, 7, 0, 0, 0],
+        [99, 1, 0x7fff_ffff_ffff_fffe, 0, 0, 0],
+        [5, 0, 7, 0, 0, 0],
+        [100, 1, u64::MAX, 3, 4, 5],
+    ];
+    let mut out = Vec::new();
+    for arch in [X86_64, I386, AARCH64, 0x1234_5678] {
+        for &nr in &nrs {
+            for (i, args) in args_sets.iter().enumerate() {
+                // Full argument sets only where arguments matter.
+                if i > 0 && !(nr == 80 || nr % 7 == 0) {
+                    continue;
+                }
+                out.push(SeccompData { nr, arch, instruction_pointer: 0x7f00_0000_1000, args: *args });
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn fast_matches_the_interpreter_on_a_sweep_of_every_table() {
+    let inputs = sweep();
+    let mut failures = Vec::new();
+    for name in filter_names() {
+        let prog = load(&name);
+        let interp = Interp::new(&prog);
+        let fast = FastFilter::build(&prog).unwrap();
+        for data in &inputs {
+            let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+            let got = fast.eval(data);
+            if got != want {
+                failures.push(format!("{name}: {data:x?}: fast {got:#x}, interpreter {want:#x}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn allow306_is_a_constant_for_every_x86_64_number() {
+    for name in ["allow306_default", "allow306_front", "allow306_middle", "allow306_end", "allow306_opt2"] {
+        let fast = FastFilter::build(&load(name)).unwrap();
+        let stats = fast.stats();
+        assert_eq!(stats.residual_entries, 0, "{name}: {stats:?}");
+        assert_eq!(stats.arches, 1, "{name}: {stats:?}");
+        for nr in 0..470 {
+            let want = if nr <= 305 { ALLOW } else { EPERM };
+            assert_eq!(fast.entry(X86_64, nr), Entry::Action(want), "{name}: nr {nr}");
+        }
+        assert_eq!(fast.entry(X86_64, X32_BIT), Entry::Action(0), "{name}: x32");
+        assert_eq!(fast.entry(X86_64, u32::MAX), Entry::Action(EPERM), "{name}: -1");
+    }
+}
+
+#[test]
+fn long_jumps_residuals_keep_only_argument_checks() {
+    let prog = load("long_jumps_large");
+    let fast = FastFilter::build(&prog).unwrap();
+    for (nr, what) in [(12, "brk"), (3, "close")] {
+        assert_eq!(fast.entry(X86_64, nr), Entry::Action(ALLOW), "{what}");
+    }
+    let Entry::Residual(chdir) = fast.entry(X86_64, 80) else { panic!("chdir is not a residual") };
+    // No residual loads nr or arch: both are folded.
+    let loads_nr_or_arch = |p: &Program| p.original().iter().any(|i| i.code == 0x20 && i.k < 8);
+    assert!(!loads_nr_or_arch(chdir), "chdir residual still loads nr/arch");
+    // Only chdir's 100 rules remain, not the other 100 syscalls' checks.
+    assert!(chdir.len() < prog.len(), "chdir residual {} of {} insns", chdir.len(), prog.len());
+    // The 100 syscalls with `A0 != 0` share one residual program.
+    let mut shared: Vec<Vec<Insn>> = Vec::new();
+    for nr in 0..470 {
+        if let Entry::Residual(p) = fast.entry(X86_64, nr) {
+            assert!(!loads_nr_or_arch(p), "nr {nr}");
+            if !shared.contains(&p.original().to_vec()) {
+                shared.push(p.original().to_vec());
+            }
+        }
+    }
+    assert!(shared.len() <= 3, "{} distinct residuals", shared.len());
+    let stats = fast.stats();
+    eprintln!("long_jumps_large: {stats:?}, chdir residual {} insns", chdir.len());
+    assert!(stats.residual_entries >= 99, "{stats:?}");
+}
+
+#[test]
+fn chains_combine_as_the_kernel_does() {
+    let names = ["allow306_default", "seed_fast", "long_jumps_large", "allow306_end"];
+    let progs: Vec<Program> = names.iter().map(|n| load(n)).collect();
+    let interps: Vec<Interp> = progs.iter().map(Interp::new).collect();
+    let inputs = sweep();
+    let mut failures = Vec::new();
+    // Every stack of 1..=3 of these filters, newest first.
+    let mut stacks: Vec<Vec<usize>> = Vec::new();
+    for a in 0..names.len() {
+        stacks.push(vec![a]);
+        for b in 0..names.len() {
+            stacks.push(vec![a, b]);
+            stacks.push(vec![a, b, (a + b + 1) % names.len()]);
+        }
+    }
+    for stack in &stacks {
+        let chain = FastChain::build(&stack.iter().map(|&i| progs[i].clone()).collect::<Vec<_>>()).unwrap();
+        for data in &inputs {
+            let want = combine(stack.iter().map(|&i| interps[i].run_seccomp(&data.to_bytes()).unwrap()));
+            let got = chain.eval(data);
+            if got != want {
+                let stack: Vec<&str> = stack.iter().map(|&i| names[i]).collect();
+                failures.push(format!("{stack:?}: {data:x?}: fast chain {got:#x}, interpreters {want:#x}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    // seed_fast over allow306: getppid is ALLOW in both, the rest mostly
+    // constant kills or errnos: one lookup answers.
+    let chain = FastChain::build(&[progs[1].clone(), progs[0].clone()]).unwrap();
+    assert!(chain.constant_entries() >= 470, "{}", chain.constant_entries());
+    assert_eq!(FastChain::build(&[]).unwrap().eval(&SeccompData::default()), 0x8000_0000);
+}
+
+#[test]
+fn socket_filters_are_refused() {
+    let prog = validate(&[Insn::stmt(0x06, 0xffff)], Mode::Socket).unwrap();
+    assert!(FastFilter::build(&prog).is_err());
+}

@@ -1,0 +1,219 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+//! Equivalence of the fast engine with the classic interpreter on random
+//! valid seccomp programs: structured programs (loads of nr, arch, ip and
+//! argument halves, compares against constants the inputs will hit, ALU
+//! with masks, `tax`/`txa`, scratch memory, `ret` of random actions and of
+//! A), and inputs on both sides of every constant the program uses, outside
+//! every table, negative, with the x32 bit, on unknown arches.
+
+use cbpf::opcode::*;
+use cbpf::{validate, AluOp, Insn, Interp, JmpOp, Mode, Program, SeccompData};
+use proptest::prelude::*;
+use seccomp::chain::combine;
+use seccomp::fast::{FastChain, FastFilter};
+
+const X86_64: u32 = 0xc000_003e;
+const I386: u32 = 0x4000_0003;
+const AARCH64: u32 = 0xc000_00b7;
+
+/// Constants likely to make comparisons go both ways.
+fn constant() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        4 => 0u32..8,
+        2 => Just(X86_64),
+        1 => Just(I386),
+        1 => Just(AARCH64),
+        1 => Just(0x4000_0000u32),
+        1 => Just(0x3fff_ffffu32),
+        1 => Just(u32::MAX),
+        1 => Just(0x8000_0000u32),
+        1 => Just(0x7fff_0000u32),
+        2 => prop::sample::select(vec![59u32, 110, 305, 469, 470, 547, 548, 1023, 1024]),
+        2 => any::<u32>(),
+    ]
+}
+
+#[derive(Debug, Clone)]
+enum Gen {
+    /// `ld [4 * word]`; word 0 is nr, 1 is arch.
+    LdData(u32),
+    LdImm(u32),
+    LdxImm(u32),
+    Tax,
+    Txa,
+    St(u32),
+    Stx(u32),
+    LdMem(u32),
+    LdxMem(u32),
+    Alu(AluOp, bool, u32),
+    Neg,
+    Ja(u8),
+    Jmp(JmpOp, bool, u32, u8, u8),
+    RetK(u32),
+    RetA,
+}
+
+fn gen_insn() -> impl Strategy<Value = Gen> {
+    // seccomp_check_filter() allows no `mod`.
+    let alu_op = prop::sample::select(AluOp::ALL.into_iter().filter(|op| *op != AluOp::Mod).collect::<Vec<_>>());
+    let jmp_op = prop::sample::select(JmpOp::ALL.to_vec());
+    let mask = prop::sample::select(vec![0x3fff_ffffu32, 0x4000_0000, 0xffff, 0xff, 0, u32::MAX, 1]);
+    let word = prop_oneof![3 => Just(0u32), 2 => Just(1u32), 3 => 2u32..16];
+    prop_oneof![
+        6 => word.prop_map(Gen::LdData),
+        1 => constant().prop_map(Gen::LdImm),
+        1 => constant().prop_map(Gen::LdxImm),
+        1 => Just(Gen::Tax),
+        1 => Just(Gen::Txa),
+        1 => (0u32..4).prop_map(Gen::St),
+        1 => (0u32..4).prop_map(Gen::Stx),
+        1 => (0u32..4).prop_map(Gen::LdMem),
+        1 => (0u32..4).prop_map(Gen::LdxMem),
+        2 => (alu_op, prop::bool::weighted(0.3), constant()).prop_map(|(o, x, k)| Gen::Alu(o, x, k)),
+        1 => mask.prop_map(|m| Gen::Alu(AluOp::And, false, m)),
+        1 => Just(Gen::Neg),
+        1 => any::<u8>().prop_map(Gen::Ja),
+        10 => (jmp_op, prop::bool::weighted(0.2), constant(), any::<u8>(), any::<u8>())
+            .prop_map(|(o, x, k, jt, jf)| Gen::Jmp(o, x, k, jt, jf)),
+        2 => constant().prop_map(Gen::RetK),
+        1 => Just(Gen::RetA),
+    ]
+}
+
+fn action() -> impl Strategy<Value = u32> {
+    prop_oneof![
+        4 => prop::sample::select(vec![0x7fff_0000u32, 0, 0x0005_0001, 0x8000_0000, 0x0003_0000, 0x7ff0_0002]),
+        1 => any::<u32>(),
+    ]
+}
+
+/// A valid seccomp program: sometimes a libseccomp-like arch/nr prologue,
+/// scratch words initialised, a random body with jumps fitted inside the
+/// program (short and long), and one to three returns.
+fn gen_program() -> impl Strategy<Value = Vec<Insn>> {
+    let last = prop_oneof![4 => action().prop_map(|k| Insn::stmt(RET_K, k)), 1 => Just(Insn::stmt(RET_A, 0))];
+    (any::<bool>(), prop::collection::vec(gen_insn(), 1..60), prop::collection::vec(last, 1..4), action()).prop_map(
+        |(prologue, body, tail, kill)| {
+            let mut prog = Vec::new();
+            if prologue {
+                // ld [4]; jeq #x86_64, 0, <the last instruction, a ret of `kill`>.
+                let total = 2 + 4 + body.len() + tail.len() + 1;
+                prog.push(Insn::stmt(LD_W_ABS, 4));
+                prog.push(Insn::jump(JMP_JEQ_K, X86_64, 0, (total - 3) as u8));
+            }
+            prog.extend([Insn::stmt(ST, 0), Insn::stmt(ST, 1), Insn::stmt(STX, 2), Insn::stmt(STX, 3)]);
+            let len = prog.len() + body.len() + tail.len() + usize::from(prologue);
+            for g in body {
+                let pc = prog.len();
+                let room = (len - pc - 2) as u32;
+                let fit = |off: u8| (u32::from(off) % (room + 1).min(256)) as u8;
+                prog.push(match g {
+                    Gen::LdData(w) => Insn::stmt(LD_W_ABS, 4 * w),
+                    Gen::LdImm(k) => Insn::stmt(LD_IMM, k),
+                    Gen::LdxImm(k) => Insn::stmt(LDX_IMM, k),
+                    Gen::Tax => Insn::stmt(MISC_TAX, 0),
+                    Gen::Txa => Insn::stmt(MISC_TXA, 0),
+                    Gen::St(m) => Insn::stmt(ST, m),
+                    Gen::Stx(m) => Insn::stmt(STX, m),
+                    Gen::LdMem(m) => Insn::stmt(LD_MEM, m),
+                    Gen::LdxMem(m) => Insn::stmt(LDX_MEM, m),
+                    Gen::Alu(op, x, k) => {
+                        let k = match op {
+                            AluOp::Div if k == 0 => 3,
+                            AluOp::Lsh | AluOp::Rsh => k % 32,
+                            _ => k,
+                        };
+                        Insn::stmt(BPF_ALU | op.bits() | if x { BPF_X } else { BPF_K }, k)
+                    }
+                    Gen::Neg => Insn::stmt(ALU_NEG, 0),
+                    Gen::Ja(k) => Insn::stmt(JMP_JA, u32::from(fit(k))),
+                    Gen::Jmp(op, x, k, jt, jf) => {
+                        Insn::jump(BPF_JMP | op.bits() | if x { BPF_X } else { BPF_K }, k, fit(jt), fit(jf))
+                    }
+                    Gen::RetK(k) => Insn::stmt(RET_K, k),
+                    Gen::RetA => Insn::stmt(RET_A, 0),
+                });
+            }
+            prog.extend(tail);
+            if prologue {
+                prog.push(Insn::stmt(RET_K, kill));
+            }
+            prog
+        },
+    )
+}
+
+fn valid(insns: &[Insn]) -> Program {
+    validate(insns, Mode::Seccomp).unwrap_or_else(|e| panic!("generator made an invalid program: {e}\n{insns:?}"))
+}
+
+/// Boundary inputs: K-1, K, K+1 for every constant of the program as nr and
+/// argument halves, numbers outside the tables, negative and x32 numbers,
+/// named and unknown arches; plus the random inputs.
+fn inputs(prog: &Program, random: &[(u32, u32, u64, [u64; 6])]) -> Vec<SeccompData> {
+    let mut ks: Vec<u32> = prog.insns().iter().map(|i| i.k).collect();
+    ks.sort_unstable();
+    ks.dedup();
+    let mut near: Vec<u32> = ks.iter().flat_map(|&k| [k.wrapping_sub(1), k, k.wrapping_add(1)]).collect();
+    near.extend([0, 1, 469, 470, 471, 1023, 1024, 0x4000_0000, 0x4000_006e, u32::MAX, 0x8000_0000, 0xffff_fff0]);
+    let arches = [X86_64, I386, AARCH64, 0x1234_5678, 0];
+    let mut out = Vec::new();
+    for (i, &nr) in near.iter().enumerate() {
+        let arch = arches[i % arches.len()];
+        let half = near[(i * 7 + 3) % near.len()];
+        let word = u64::from(half) | u64::from(near[(i * 5 + 1) % near.len()]) << 32;
+        for a in [arch, X86_64] {
+            out.push(SeccompData { nr: nr as i32, arch: a, instruction_pointer: word, args: [word; 6] });
+            out.push(SeccompData {
+                nr: nr as i32,
+                arch: a,
+                instruction_pointer: u64::from(half),
+                args: [u64::from(half), word, 0, u64::from(nr), word.rotate_left(32), 1],
+            });
+        }
+    }
+    for &(arch, nr, ip, args) in random {
+        out.push(SeccompData { nr: nr as i32, arch, instruction_pointer: ip, args });
+        // The same call on the arches the filter most likely names.
+        out.push(SeccompData { nr: nr as i32, arch: X86_64, instruction_pointer: ip, args });
+    }
+    out
+}
+
+fn random_inputs() -> impl Strategy<Value = Vec<(u32, u32, u64, [u64; 6])>> {
+    let word = || (constant(), constant()).prop_map(|(lo, hi)| u64::from(lo) | u64::from(hi) << 32);
+    prop::collection::vec((constant(), constant(), word(), prop::array::uniform6(word())), 1..16)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fast_equals_the_interpreter(insns in gen_program(), random in random_inputs()) {
+        let prog = valid(&insns);
+        let interp = Interp::new(&prog);
+        let fast = FastFilter::build(&prog).unwrap();
+        prop_assert_eq!(fast.stats().whole_filter_entries, 0, "{}", cbpf::text::print_asm(&insns));
+        for data in inputs(&prog, &random) {
+            let bytes = data.to_bytes();
+            let want = interp.run_seccomp(&bytes).unwrap();
+            prop_assert_eq!(fast.eval(&data), want, "{:x?}\n{}", data, cbpf::text::print_asm(&insns));
+            prop_assert_eq!(fast.eval_bytes(&bytes), want);
+        }
+    }
+
+    #[test]
+    fn fast_chains_equal_the_interpreters(
+        newest in gen_program(),
+        oldest in gen_program(),
+        random in random_inputs(),
+    ) {
+        let progs = [valid(&newest), valid(&oldest)];
+        let interps = progs.each_ref().map(Interp::new);
+        let chain = FastChain::build(&progs).unwrap();
+        for data in inputs(&progs[0], &random).into_iter().chain(inputs(&progs[1], &random)) {
+            let want = combine(interps.iter().map(|i| i.run_seccomp(&data.to_bytes()).unwrap()));
+            prop_assert_eq!(chain.eval(&data), want, "{:x?}", data);
+        }
+    }
+}
