@@ -17,9 +17,10 @@ fn bench_convert(c: &mut Criterion) {
     ];
     let mut group = c.benchmark_group("convert");
     for (name, insns) in inputs {
-        let program = match insns.map_err(|e| e.to_string()).and_then(|i| {
-            cbpf::validate(&i, cbpf::Mode::Seccomp).map_err(|e| e.to_string())
-        }) {
+        let program = match insns
+            .map_err(|e| e.to_string())
+            .and_then(|i| cbpf::validate(&i, cbpf::Mode::Seccomp).map_err(|e| e.to_string()))
+        {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("skipping {name}: {e}");

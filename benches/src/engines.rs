@@ -47,9 +47,9 @@ pub const ENGINES: &[Engine] = &[
     Engine { name: "cbpf", about: "our classic interpreter (cbpf::Interp)", prepare: prepare_cbpf },
     Engine { name: "ebpf", about: "convert::convert, then our eBPF interpreter (ebpf::Vm)", prepare: prepare_ebpf },
     Engine { name: "rbpf", about: "rbpf 0.4 interpreter on the converted program", prepare: prepare_rbpf },
-    Engine { name: "rbpf-jit", about: "rbpf 0.4 x86-64 JIT (programs that fit its 4 KiB page)", prepare: prepare_rbpf_jit },
+    Engine { name: "rbpf-jit", about: "rbpf 0.4 x86-64 JIT (where it fits its 4 KiB page)", prepare: prepare_rbpf_jit },
     Engine { name: "rbpf-cranelift", about: "rbpf 0.4 cranelift backend", prepare: prepare_rbpf_cranelift },
-    Engine { name: "fast", about: "seccomp fast engine (lookup structure)", prepare: prepare_fast },
+    Engine { name: "fast", about: "seccomp::fast, the filter specialised per (arch, syscall): a table lookup plus any residual argument checks", prepare: prepare_fast },
 ];
 
 /// Name of the real-kernel column.
@@ -115,8 +115,16 @@ fn prepare_rbpf_cranelift(filter: &Filter) -> Result<Box<dyn Runner + '_>, Strin
     prepare_rbpf_backend(filter, Backend::Cranelift)
 }
 
-/// Placeholder until the seccomp fast engine lands: replace the body with
-/// its constructor.
-fn prepare_fast(_filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
-    Err("the fast engine does not exist yet".to_string())
+struct Fast(seccomp::fast::FastFilter);
+
+impl Runner for Fast {
+    #[inline]
+    fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String> {
+        Ok(self.0.eval_bytes(data))
+    }
+}
+
+fn prepare_fast(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
+    let fast = seccomp::fast::FastFilter::build(&filter.program).map_err(|e| e.to_string())?;
+    Ok(Box::new(Fast(fast)))
 }

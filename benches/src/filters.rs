@@ -113,9 +113,8 @@ impl Filter {
         let fail = |why: String| BenchError::Filter { name: name.to_string(), why };
         let program = cbpf::validate(insns, Mode::Seccomp).map_err(|e| fail(e.to_string()))?;
         let converted = convert::convert(&program, &convert::Options::kernel()).map_err(|e| fail(e.to_string()))?;
-        let ebpf_program =
-            ebpf::Program::load(&converted.insns, &ebpf::LoadOptions::default(), &ebpf::Helpers::new())
-                .map_err(|e| fail(e.to_string()))?;
+        let ebpf_program = ebpf::Program::load(&converted.insns, &ebpf::LoadOptions::default(), &ebpf::Helpers::new())
+            .map_err(|e| fail(e.to_string()))?;
         Ok(Filter {
             name: name.to_string(),
             interp: Interp::new(&program),

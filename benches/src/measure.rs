@@ -69,9 +69,8 @@ pub fn measure(budget: Budget, mut call: impl FnMut()) -> Stats {
         batch *= 2;
     };
     let batch = ((budget.sample_time.as_secs_f64() / per_call.max(1e-12)) as u64).clamp(1, 1 << 32);
-    let samples: Vec<f64> = (0..budget.samples.max(1))
-        .map(|_| time_batch(batch, &mut call).as_secs_f64() * 1e9 / batch as f64)
-        .collect();
+    let samples: Vec<f64> =
+        (0..budget.samples.max(1)).map(|_| time_batch(batch, &mut call).as_secs_f64() * 1e9 / batch as f64).collect();
     // `samples` is non-empty, so the summary exists.
     Stats::from_samples(&samples).unwrap_or(Stats { median: f64::NAN, min: f64::NAN, max: f64::NAN, samples: 0 })
 }

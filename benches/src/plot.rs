@@ -41,12 +41,7 @@ pub fn line_chart(path: &Path, title: &str, x_label: &str, series: &[Series]) ->
         .y_label_area_size(70)
         .build_cartesian_2d((x_min - x_pad)..(x_max + x_pad), ((y_min / 1.5)..(y_max * 1.5)).log_scale())
         .map_err(|e| err(&e))?;
-    chart
-        .configure_mesh()
-        .x_desc(x_label)
-        .y_desc("ns per evaluation (log scale)")
-        .draw()
-        .map_err(|e| err(&e))?;
+    chart.configure_mesh().x_desc(x_label).y_desc("ns per evaluation (log scale)").draw().map_err(|e| err(&e))?;
     for (i, s) in series.iter().enumerate() {
         let color = Palette99::pick(i).mix(0.9);
         let points: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
@@ -55,9 +50,7 @@ pub fn line_chart(path: &Path, title: &str, x_label: &str, series: &[Series]) ->
             .map_err(|e| err(&e))?
             .label(s.name.as_str())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-        chart
-            .draw_series(points.into_iter().map(|p| Circle::new(p, 3, color.filled())))
-            .map_err(|e| err(&e))?;
+        chart.draw_series(points.into_iter().map(|p| Circle::new(p, 3, color.filled()))).map_err(|e| err(&e))?;
     }
     chart
         .configure_series_labels()
@@ -102,12 +95,7 @@ pub fn position_series(report: &Report) -> Vec<Series> {
     let positions = [("front", 1.0), ("middle", 153.0), ("end", 306.0)];
     let engines = crate::report::columns();
     series_over(
-        |e| {
-            positions
-                .iter()
-                .filter_map(|(id, pos)| Some((*pos, cost(d, d.row(id)?, e, "native")?)))
-                .collect()
-        },
+        |e| positions.iter().filter_map(|(id, pos)| Some((*pos, cost(d, d.row(id)?, e, "native")?))).collect(),
         &engines,
     )
 }

@@ -327,12 +327,7 @@ fn figure_table(title: &str, lines: &[(&str, &str, Vec<Option<f64>>)]) -> String
 
 /// `f(row_a, row_b)` per column, where the kernel column uses the filter
 /// cost (forced run minus the no-filter baseline of the same call).
-fn per_column(
-    table: &TableResult,
-    num: &str,
-    den: &str,
-    kernel_native: (&str, &str),
-) -> Vec<Option<f64>> {
+fn per_column(table: &TableResult, num: &str, den: &str, kernel_native: (&str, &str)) -> Vec<Option<f64>> {
     let (Some(n), Some(d)) = (table.row(num), table.row(den)) else {
         return vec![None; columns().len()];
     };
@@ -365,14 +360,26 @@ fn derived_a(t: &TableResult) -> String {
 fn derived_b(t: &TableResult) -> String {
     let cb = |row: &str| ratio(t.row(row).and_then(|r| r.ns("cbpf")), t.row(row).and_then(|r| r.ns("ebpf")));
     let mut out = String::from("Derived:\n\n| figure | published (x86_64) | ours |\n|---|---:|---:|\n");
-    let _ = writeln!(out, "| eBPF speed-up over cBPF, short (cbpf / ebpf) | 1.05x (2.7/2.58) | {} |", fmt_ratio(cb("short")));
-    let _ = writeln!(out, "| eBPF speed-up over cBPF, large (cbpf / ebpf) | 1.51x (8.6/5.7) | {} |", fmt_ratio(cb("large")));
+    let _ = writeln!(
+        out,
+        "| eBPF speed-up over cBPF, short (cbpf / ebpf) | 1.05x (2.7/2.58) | {} |",
+        fmt_ratio(cb("short"))
+    );
+    let _ = writeln!(
+        out,
+        "| eBPF speed-up over cBPF, large (cbpf / ebpf) | 1.51x (8.6/5.7) | {} |",
+        fmt_ratio(cb("large"))
+    );
     let _ = writeln!(out, "| eBPF speed-up over cBPF, large binary tree | — | {} |", fmt_ratio(cb("large_opt2")));
     out.push('\n');
     out.push_str(&figure_table(
         "Per engine (kernel column: filter cost = forced run − no-filter run of the same call):",
         &[
-            ("large / short", "3.2x cBPF (8.6/2.7), 2.2x eBPF (5.7/2.58)", per_column(t, "large", "short", ("native_chdir", "native_brk"))),
+            (
+                "large / short",
+                "3.2x cBPF (8.6/2.7), 2.2x eBPF (5.7/2.58)",
+                per_column(t, "large", "short", ("native_chdir", "native_brk")),
+            ),
             ("large / large, binary tree", "—", per_column(t, "large", "large_opt2", ("native_chdir", "native_chdir"))),
         ],
     ));
@@ -384,7 +391,11 @@ fn derived_d(t: &TableResult) -> String {
     let mut out = figure_table(
         "Derived (kernel column: filter cost = forced run − no filter):",
         &[
-            ("end / front", "18x filter cost ((2452−620)/(722−620)); 3.4x per call (2452/722)", per_column(t, "end", "front", n)),
+            (
+                "end / front",
+                "18x filter cost ((2452−620)/(722−620)); 3.4x per call (2452/722)",
+                per_column(t, "end", "front", n),
+            ),
             ("middle / front", "7.5x filter cost; 1.9x per call", per_column(t, "middle", "front", n)),
             ("binary tree / front", "hash map: 1.8x filter cost; 1.1x per call", per_column(t, "opt2", "front", n)),
         ],
@@ -516,7 +527,12 @@ pub fn compass_markdown(report: &Report) -> String {
             Some(cbpf_goal),
         );
     }
-    goal_line(&mut out, "our cBPF / our eBPF, large filter (published 1.51x)", ratio(cell("large", "cbpf"), cell("large", "ebpf")), None);
+    goal_line(
+        &mut out,
+        "our cBPF / our eBPF, large filter (published 1.51x)",
+        ratio(cell("large", "cbpf"), cell("large", "ebpf")),
+        None,
+    );
     for conv in &report.conversions {
         goal_line(
             &mut out,
@@ -616,7 +632,12 @@ pub fn json(report: &Report) -> JsonReport {
         push("convert", "convert", &c.filter, "convert", &measured(c.convert));
         push("convert", "attach", &c.filter, KERNEL, &c.attach);
     }
-    JsonReport { machine: report.machine.machine.clone(), rustc: report.machine.rustc.clone(), git: report.machine.git.clone(), cells }
+    JsonReport {
+        machine: report.machine.machine.clone(),
+        rustc: report.machine.rustc.clone(),
+        git: report.machine.git.clone(),
+        cells,
+    }
 }
 
 #[cfg(test)]

@@ -127,8 +127,7 @@ impl Syscall {
 
     /// The `struct seccomp_data` bytes our engines evaluate.
     pub fn data(&self) -> [u8; 64] {
-        cbpf::SeccompData { nr: self.nr, arch: AUDIT_ARCH_X86_64, instruction_pointer: 0, args: self.args }
-            .to_bytes()
+        cbpf::SeccompData { nr: self.nr, arch: AUDIT_ARCH_X86_64, instruction_pointer: 0, args: self.args }.to_bytes()
     }
 
     /// `name(a0, a1, ...)` with the arguments that matter.

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use bpfconv_benches::measure::Budget;
+use bpfconv_benches::plot;
 use bpfconv_benches::report::{self, Machine, Report};
 use bpfconv_benches::run::{self, Options};
 use bpfconv_benches::tables::{self, TableId};
-use bpfconv_benches::plot;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 

@@ -21,13 +21,13 @@ fn load(name: &str) -> Option<(Interp, Vec<[u8; 64]>)> {
     for line in text.lines() {
         let v: Value = serde_json::from_str(line).ok()?;
         let mut args = [0u64; 6];
-        for (slot, a) in args.iter_mut().zip(v["args"].as_array()?) {
+        for (slot, a) in args.iter_mut().zip(v.get("args")?.as_array()?) {
             *slot = a.as_u64()?;
         }
         let data = SeccompData {
-            nr: v["nr"].as_i64()? as i32,
-            arch: v["arch"].as_u64()? as u32,
-            instruction_pointer: v["ip"].as_u64()?,
+            nr: v.get("nr")?.as_i64()? as i32,
+            arch: v.get("arch")?.as_u64()? as u32,
+            instruction_pointer: v.get("ip")?.as_u64()?,
             args,
         };
         vectors.push(data.to_bytes());

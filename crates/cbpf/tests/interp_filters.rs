@@ -73,7 +73,12 @@ fn every_simulator_checked_vector_gives_the_expected_action() {
 
 #[test]
 fn seccomp_data_layout_is_native_endian() {
-    let d = SeccompData { nr: -1, arch: 0xc000_003e, instruction_pointer: 0x1122_3344_5566_7788, args: [1, 2, 3, 4, 5, 0xaabb_ccdd_0000_0006] };
+    let d = SeccompData {
+        nr: -1,
+        arch: 0xc000_003e,
+        instruction_pointer: 0x1122_3344_5566_7788,
+        args: [1, 2, 3, 4, 5, 0xaabb_ccdd_0000_0006],
+    };
     let b = d.to_bytes();
     assert_eq!(&b[0..4], &(-1i32).to_ne_bytes());
     assert_eq!(&b[4..8], &0xc000_003eu32.to_ne_bytes());

@@ -54,12 +54,7 @@ fn cases() -> Vec<Case> {
         accept("4096 instructions", Both, ret_at_end(4096)),
         // chk_code_allowed
         reject("ret x (0x0e)", Both, vec![s(LD_IMM, 0), s(0x0e, 0)], E::UnknownOpcode { pc: Pc(1), code: 0x0e }),
-        reject(
-            "0x21 from users",
-            Both,
-            vec![s(LDX_W_ABS, 0), RET0],
-            E::UnknownOpcode { pc: Pc(0), code: LDX_W_ABS },
-        ),
+        reject("0x21 from users", Both, vec![s(LDX_W_ABS, 0), RET0], E::UnknownOpcode { pc: Pc(0), code: LDX_W_ABS }),
         reject("code 0xb2", Both, vec![s(0xb2, 0), RET0], E::UnknownOpcode { pc: Pc(0), code: 0xb2 }),
         reject("code > 0xff", Both, vec![s(0x106, 0), RET0], E::UnknownOpcode { pc: Pc(0), code: 0x106 }),
         reject("ret #k with a high byte", Both, vec![s(0x8006, 0)], E::UnknownOpcode { pc: Pc(0), code: 0x8006 }),
@@ -71,7 +66,12 @@ fn cases() -> Vec<Case> {
         accept("div x (checked at run time)", Both, vec![s(ALU_DIV_X, 0), RET0]),
         // shifts
         reject("lsh #32", Both, vec![s(ALU_LSH_K, 32), RET0], E::ShiftTooLarge { pc: Pc(0), k: 32 }),
-        reject("rsh #0xffffffff", Both, vec![s(ALU_RSH_K, u32::MAX), RET0], E::ShiftTooLarge { pc: Pc(0), k: u32::MAX }),
+        reject(
+            "rsh #0xffffffff",
+            Both,
+            vec![s(ALU_RSH_K, u32::MAX), RET0],
+            E::ShiftTooLarge { pc: Pc(0), k: u32::MAX },
+        ),
         accept("lsh #31, rsh #31", Both, vec![s(ALU_LSH_K, 31), s(ALU_RSH_K, 31), RET0]),
         // scratch memory index
         reject("st M[16]", Both, vec![s(ST, 16), RET0], E::MemIndex { pc: Pc(0), k: 16 }),
@@ -80,12 +80,7 @@ fn cases() -> Vec<Case> {
         reject("ldx M[99]", Both, vec![s(LDX_MEM, 99), RET0], E::MemIndex { pc: Pc(0), k: 99 }),
         accept("st M[15]; ld M[15]", Both, vec![s(ST, 15), s(LD_MEM, 15), RET0]),
         // ja range: k < len - pc - 1
-        reject(
-            "ja onto the end",
-            Both,
-            vec![s(JMP_JA, 1), RET0],
-            E::JumpOutOfRange { pc: Pc(0), target: 2, last: 1 },
-        ),
+        reject("ja onto the end", Both, vec![s(JMP_JA, 1), RET0], E::JumpOutOfRange { pc: Pc(0), target: 2, last: 1 }),
         reject(
             "ja 0xffffffff",
             Both,
@@ -133,8 +128,16 @@ fn cases() -> Vec<Case> {
             E::BadAncillary { pc: Pc(0), k: SKF_AD_OFF + 2 },
         ),
         accept("ld [SKF_AD_OFF - 1]", Socket, vec![s(LD_W_ABS, SKF_AD_OFF - 1), RET_ACC]),
-        accept("ld [SKF_NET_OFF], ldb [SKF_LL_OFF]", Socket, vec![s(LD_W_ABS, SKF_NET_OFF), s(LD_B_ABS, SKF_LL_OFF), RET_ACC]),
-        accept("ldb [x - 1], ldxb 4*([-1]&0xf) (no check)", Socket, vec![s(LD_B_IND, u32::MAX), s(LDX_B_MSH, u32::MAX), RET_ACC]),
+        accept(
+            "ld [SKF_NET_OFF], ldb [SKF_LL_OFF]",
+            Socket,
+            vec![s(LD_W_ABS, SKF_NET_OFF), s(LD_B_ABS, SKF_LL_OFF), RET_ACC],
+        ),
+        accept(
+            "ldb [x - 1], ldxb 4*([-1]&0xf) (no check)",
+            Socket,
+            vec![s(LD_B_IND, u32::MAX), s(LDX_B_MSH, u32::MAX), RET_ACC],
+        ),
         reject(
             "ld [SKF_AD_OFF - 1] in seccomp",
             Seccomp,
@@ -162,31 +165,67 @@ fn cases() -> Vec<Case> {
         reject(
             "the ret quirk (SPEC §2.3)",
             Both,
-            vec![
-                j(JMP_JEQ_K, 0, 0, 2),
-                s(ST, 0),
-                s(JMP_JA, 2),
-                s(LD_IMM, 5),
-                s(RET_K, 1),
-                s(LD_MEM, 0),
-                RET_ACC,
-            ],
+            vec![j(JMP_JEQ_K, 0, 0, 2), s(ST, 0), s(JMP_JA, 2), s(LD_IMM, 5), s(RET_K, 1), s(LD_MEM, 0), RET_ACC],
             E::UninitMem { pc: Pc(5), k: 0 },
         ),
-        accept("st on both paths", Both, vec![j(JMP_JEQ_K, 0, 0, 2), s(ST, 0), s(JMP_JA, 1), s(STX, 0), s(LD_MEM, 0), RET_ACC]),
+        accept(
+            "st on both paths",
+            Both,
+            vec![j(JMP_JEQ_K, 0, 0, 2), s(ST, 0), s(JMP_JA, 1), s(STX, 0), s(LD_MEM, 0), RET_ACC],
+        ),
         // seccomp_check_filter
         reject("seccomp ld [1]", Seccomp, vec![s(LD_W_ABS, 1), RET_ACC], E::SeccompLoad { pc: Pc(0), k: 1 }),
         reject("seccomp ld [62]", Seccomp, vec![s(LD_W_ABS, 62), RET_ACC], E::SeccompLoad { pc: Pc(0), k: 62 }),
-        reject("seccomp ld [64]", Seccomp, vec![s(LD_W_ABS, 0), s(LD_W_ABS, 64), RET_ACC], E::SeccompLoad { pc: Pc(1), k: 64 }),
+        reject(
+            "seccomp ld [64]",
+            Seccomp,
+            vec![s(LD_W_ABS, 0), s(LD_W_ABS, 64), RET_ACC],
+            E::SeccompLoad { pc: Pc(1), k: 64 },
+        ),
         accept("seccomp ld [60]", Both, vec![s(LD_W_ABS, 60), RET_ACC]),
-        reject("seccomp mod #3", Seccomp, vec![s(ALU_MOD_K, 3), RET_ACC], E::SeccompOpcode { pc: Pc(0), code: ALU_MOD_K }),
-        reject("seccomp mod x", Seccomp, vec![s(ALU_MOD_X, 0), RET_ACC], E::SeccompOpcode { pc: Pc(0), code: ALU_MOD_X }),
+        reject(
+            "seccomp mod #3",
+            Seccomp,
+            vec![s(ALU_MOD_K, 3), RET_ACC],
+            E::SeccompOpcode { pc: Pc(0), code: ALU_MOD_K },
+        ),
+        reject(
+            "seccomp mod x",
+            Seccomp,
+            vec![s(ALU_MOD_X, 0), RET_ACC],
+            E::SeccompOpcode { pc: Pc(0), code: ALU_MOD_X },
+        ),
         accept("socket mod #3, mod x", Socket, vec![s(ALU_MOD_K, 3), s(ALU_MOD_X, 0), RET_ACC]),
-        reject("seccomp ldh [0]", Seccomp, vec![s(LD_H_ABS, 0), RET_ACC], E::SeccompOpcode { pc: Pc(0), code: LD_H_ABS }),
-        reject("seccomp ldb [0]", Seccomp, vec![s(LD_B_ABS, 0), RET_ACC], E::SeccompOpcode { pc: Pc(0), code: LD_B_ABS }),
-        reject("seccomp ld [x+0]", Seccomp, vec![s(LD_W_IND, 0), RET_ACC], E::SeccompOpcode { pc: Pc(0), code: LD_W_IND }),
-        reject("seccomp ldh [x+0]", Seccomp, vec![s(LD_H_IND, 0), RET_ACC], E::SeccompOpcode { pc: Pc(0), code: LD_H_IND }),
-        reject("seccomp ldb [x+0]", Seccomp, vec![s(LD_B_IND, 0), RET_ACC], E::SeccompOpcode { pc: Pc(0), code: LD_B_IND }),
+        reject(
+            "seccomp ldh [0]",
+            Seccomp,
+            vec![s(LD_H_ABS, 0), RET_ACC],
+            E::SeccompOpcode { pc: Pc(0), code: LD_H_ABS },
+        ),
+        reject(
+            "seccomp ldb [0]",
+            Seccomp,
+            vec![s(LD_B_ABS, 0), RET_ACC],
+            E::SeccompOpcode { pc: Pc(0), code: LD_B_ABS },
+        ),
+        reject(
+            "seccomp ld [x+0]",
+            Seccomp,
+            vec![s(LD_W_IND, 0), RET_ACC],
+            E::SeccompOpcode { pc: Pc(0), code: LD_W_IND },
+        ),
+        reject(
+            "seccomp ldh [x+0]",
+            Seccomp,
+            vec![s(LD_H_IND, 0), RET_ACC],
+            E::SeccompOpcode { pc: Pc(0), code: LD_H_IND },
+        ),
+        reject(
+            "seccomp ldb [x+0]",
+            Seccomp,
+            vec![s(LD_B_IND, 0), RET_ACC],
+            E::SeccompOpcode { pc: Pc(0), code: LD_B_IND },
+        ),
         reject("seccomp msh", Seccomp, vec![s(LDX_B_MSH, 0), RET_ACC], E::SeccompOpcode { pc: Pc(0), code: LDX_B_MSH }),
         // bpf_check_classic runs first: a classic failure later in the
         // program wins over a seccomp failure earlier.

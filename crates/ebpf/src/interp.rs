@@ -47,10 +47,19 @@
 //!
 //! Instructions are decoded once by [`Program::load`] into 16-byte ops whose
 //! K and X forms share one handler (`operand = regs[src] | imm`, with K forms
-//! reading an always-zero register). The loop is a plain `loop { match }`;
-//! runs of compare-and-branch instructions on one register (the body of
-//! converted seccomp filters) are fused at load time into one dispatch that
-//! still evaluates, in order, each instruction's compare and register write.
+//! reading an always-zero register). The loop is a plain, safe
+//! `loop { match }` (no `unsafe`, no reliance on tail calls). Load-time
+//! superinstructions cut dispatches on the shapes converted seccomp filters
+//! are made of, each still executing every covered instruction's semantics
+//! in program order (and counting every covered instruction as a step):
+//! runs of compare-and-branch on one register (`Chain`, and `EqChain` for
+//! `if rX == K` stretches, a tight scan of 16..32-byte entries), a `w0 = ld`
+//! fused with the compares that follow it (`LoadChain`, `LoadJ*`),
+//! `r0 = K; exit`, and the converter's 3-instruction prologue. Instructions
+//! covered by a superinstruction keep their own ops, so jumps into the
+//! middle of one behave as before. `LoadOptions::no_superinstructions`
+//! turns the fusion off (tests check both agree, results and step counts).
+//!
 //! A run allocates nothing.
 
 use crate::helpers::HelperError;
@@ -142,18 +151,27 @@ pub struct Memory<'a> {
 }
 
 impl<'a> Memory<'a> {
+    /// Reads `N` bytes at `addr`. The context (seccomp's and the socket
+    /// filter's hot case) and the stack are checked inline; the other
+    /// regions out of line.
     #[inline(always)]
     fn read<const N: usize>(&self, addr: u64) -> Option<[u8; N]> {
         let off = addr as u32 as usize;
+        let tag = addr >> 32;
+        if tag == CTX_BASE >> 32 {
+            return self.ctx.get(off..off + N)?.try_into().ok();
+        }
+        if tag == STACK_BASE >> 32 && off >= self.stack_lo {
+            return self.stack.get(off..off + N)?.try_into().ok();
+        }
+        self.read_other(addr)
+    }
+
+    #[inline(never)]
+    fn read_other<const N: usize>(&self, addr: u64) -> Option<[u8; N]> {
+        let off = addr as u32 as usize;
         let region: &[u8] = match addr >> 32 {
-            1 => self.ctx,
             2 => self.packet,
-            3 => {
-                if off < self.stack_lo {
-                    return None;
-                }
-                self.stack
-            }
             4 => self.user,
             _ => return None,
         };
@@ -412,16 +430,16 @@ fn execute(
     macro_rules! chain {
         ($label:lifetime, $x:expr, $first:expr, $end:expr) => {{
             let x: u64 = $x;
-            let entries = prog.chain.get($first..$end).unwrap_or(&[]);
-            for e in entries {
+            let (first, end): (usize, usize) = ($first, $end);
+            let mut k = first;
+            while let Some(e) = prog.chain.get(k).filter(|_| k < end) {
                 regs[(e.write_reg & 15) as usize] = e.write_val;
                 if ((((x & e.mask) ^ e.flip).wrapping_sub(e.lo)) <= e.span) != e.negate {
                     pc = e.jump_pc as usize;
                     jump!($label, e.target)
                 }
-            }
-            if let Some(last) = entries.last() {
-                pc = last.jump_pc as usize;
+                pc = e.jump_pc as usize;
+                k += 1;
             }
         }};
     }
@@ -430,15 +448,18 @@ fn execute(
     macro_rules! eq_chain {
         ($label:lifetime, $x:expr, $first:expr, $end:expr) => {{
             let x: u64 = $x;
-            let entries = prog.eq.get($first..$end).unwrap_or(&[]);
-            for e in entries {
+            let (first, end): (usize, usize) = ($first, $end);
+            let mut k = first;
+            while let Some(e) = prog.eq.get(k).filter(|_| k < end) {
                 if x == e.value {
                     regs[(e.wreg & 15) as usize] = e.wval;
                     pc = e.jump_pc as usize;
                     jump!($label, e.target)
                 }
+                k += 1;
             }
-            if let Some(last) = entries.last() {
+            // Nothing taken: continue after the last element.
+            if let Some(last) = prog.eq.get(end.wrapping_sub(1)).filter(|_| end > first) {
                 regs[(last.wreg & 15) as usize] = last.wval;
                 pc = last.jump_pc as usize;
             }

@@ -419,6 +419,26 @@ impl Decoder<'_> {
         let x = insn.code & BPF_X != 0;
         let opc = insn.code & 0xf0;
         let dst = self.wreg(pc, insn.dst())?;
+        if opc == BPF_END {
+            // The X bit selects TO_BE for ALU; ALU64 has only TO_LE (bswap);
+            // imm is the width, so it is not a reserved field here.
+            self.reserved(pc, insn.src() != 0, "src")?;
+            self.reserved(pc, insn.off != 0, "off")?;
+            let kind = match (is64, x, insn.imm) {
+                (false, false, 16) => Kind::Le16,
+                (false, false, 32) => Kind::Le32,
+                (false, false, 64) => Kind::Le64,
+                (false, true, 16) => Kind::Be16,
+                (false, true, 32) => Kind::Be32,
+                (false, true, 64) => Kind::Be64,
+                (true, false, 16) => Kind::Bswap16,
+                (true, false, 32) => Kind::Bswap32,
+                (true, false, 64) => Kind::Bswap64,
+                (true, true, _) => return Err(unknown),
+                (_, _, imm) => return Err(LoadError::BadImmediate { pc: Pc(pc), imm }),
+            };
+            return Ok(op(kind, dst, ZERO_REG, 0, 0));
+        }
         // Operand: `regs[src] | imm`.
         let (src, imm) = if x {
             self.reserved(pc, insn.imm != 0, "imm")?;
@@ -492,25 +512,6 @@ impl Decoder<'_> {
             }
             (BPF_ARSH, true) => Kind::Arsh64,
             (BPF_ARSH, false) => Kind::Arsh32,
-            (BPF_END, _) => {
-                // The X bit selects TO_BE for ALU; ALU64 has only TO_LE (bswap).
-                self.reserved(pc, insn.src() != 0, "src")?;
-                plain_off(self)?;
-                let kind = match (is64, x, insn.imm) {
-                    (false, false, 16) => Kind::Le16,
-                    (false, false, 32) => Kind::Le32,
-                    (false, false, 64) => Kind::Le64,
-                    (false, true, 16) => Kind::Be16,
-                    (false, true, 32) => Kind::Be32,
-                    (false, true, 64) => Kind::Be64,
-                    (true, false, 16) => Kind::Bswap16,
-                    (true, false, 32) => Kind::Bswap32,
-                    (true, false, 64) => Kind::Bswap64,
-                    (true, true, _) => return Err(unknown),
-                    (_, _, imm) => return Err(LoadError::BadImmediate { pc: Pc(pc), imm }),
-                };
-                return Ok(op(kind, dst, ZERO_REG, 0, 0));
-            }
             _ => return Err(unknown),
         };
         if !matches!(opc, BPF_DIV | BPF_MOD) {

@@ -250,8 +250,13 @@ impl SkbContext {
     /// `size` bytes of the linear area, or `None`.
     ///
     /// # Deviations
-    /// None. (Offsets below `SKF_LL_OFF` give the kernel's NULL pointer,
-    /// which fails the `ptr >= skb->head` test.)
+    /// None for the function as SPEC §4.6 describes it: the pointer must lie
+    /// in the linear area (offsets below `SKF_LL_OFF` give the kernel's NULL
+    /// pointer, which fails the `ptr >= skb->head` test). Note: a 2025 kernel
+    /// series ("support SKF_NET_OFF and SKF_LL_OFF on skb frags") resolves
+    /// negative offsets to data-relative ones and then also reads paged data;
+    /// if it is in your kernel, results differ only for negative offsets
+    /// that reach past the linear area.
     pub fn load_pointer_neg(&self, k: i32, size: usize) -> Option<&[u8]> {
         let ptr = if k >= SKF_NET_OFF {
             self.network_header() + i64::from(k) - i64::from(SKF_NET_OFF)

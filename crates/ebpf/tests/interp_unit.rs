@@ -336,3 +336,19 @@ fn memory_input_sets_r1_and_r2() {
     let prog = Program::load(&[i(0xbf, 0, 1, 0, 0), EXIT], &LoadOptions::default(), &Helpers::new()).unwrap();
     assert_eq!(Vm::new().run(&prog, Input::Memory(&mut buf)).unwrap(), MEM_BASE);
 }
+
+#[test]
+fn strict_mode_accepts_well_formed_end_and_rejects_junk() {
+    let strict = LoadOptions { strict: true, ..Default::default() };
+    for code in [0xd4u8, 0xdc, 0xd7] {
+        for imm in [16, 32, 64] {
+            Program::load(&[i(code, 0, 0, 0, imm), EXIT], &strict, &Helpers::new()).unwrap();
+        }
+        let err = Program::load(&[i(code, 0, 1, 0, 16), EXIT], &strict, &Helpers::new()).unwrap_err();
+        assert!(matches!(err, LoadError::ReservedField { field: "src", .. }), "{err}");
+    }
+    // X-form ALU with imm != 0 is refused in strict mode, accepted by default.
+    let p = [i(0x0f, 0, 1, 0, 3), EXIT];
+    assert!(Program::load(&p, &strict, &Helpers::new()).is_err());
+    assert!(Program::load(&p, &LoadOptions::default(), &Helpers::new()).is_ok());
+}

@@ -154,6 +154,7 @@ pub enum SeccompEngine<'p> {
     Ebpf { prog: Box<ebpf::Program>, vm: Box<ebpf::Vm> },
     Rbpf(RbpfSeccomp<'p>),
     Kernel { insns: Vec<cbpf::Insn> },
+    Fast(Box<seccomp::fast::FastFilter>),
 }
 
 impl<'p> SeccompEngine<'p> {
@@ -179,9 +180,10 @@ impl<'p> SeccompEngine<'p> {
                 kernel::seccomp_available()?;
                 SeccompEngine::Kernel { insns: prepared.program.original().to_vec() }
             }
-            EngineKind::Fast => {
-                return Err(EngineError::Unavailable { engine: kind, why: "not built yet".to_string() })
-            }
+            EngineKind::Fast => SeccompEngine::Fast(Box::new(
+                seccomp::fast::FastFilter::build(&prepared.program)
+                    .map_err(|e| EngineError::Unavailable { engine: kind, why: e.to_string() })?,
+            )),
         })
     }
 
@@ -192,6 +194,7 @@ impl<'p> SeccompEngine<'p> {
             SeccompEngine::Cbpf(interp) => Ok(Outcome::Action(interp.run_seccomp(&data.to_bytes())?)),
             SeccompEngine::Ebpf { prog, vm } => Ok(Outcome::Action(vm.run_seccomp(prog, &data.to_bytes())?)),
             SeccompEngine::Rbpf(r) => Ok(Outcome::Action(r.run(&mut data.to_bytes())?)),
+            SeccompEngine::Fast(fast) => Ok(Outcome::Action(fast.eval(data))),
             SeccompEngine::Kernel { .. } => {
                 let mut out = self.eval_batch(std::slice::from_ref(data))?;
                 Ok(out.pop().unwrap_or_else(|| Outcome::NotObservable("no result".to_string())))

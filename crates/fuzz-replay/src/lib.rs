@@ -19,7 +19,7 @@
 //! | [`convert_equiv`] | a generated valid program + contexts ([`gen`]) | classic interpreter == converted eBPF on our interpreter (kernel and legacy shapes, with and without superinstructions) == rbpf's interpreter (seccomp) |
 //! | [`ebpf_exec`] | raw eBPF bytes | load + run with a step budget never panics or hangs; memory outside the regions is never touched; superinstructions change nothing; disassembly round-trips |
 //! | [`analysis_sound`] | a generated valid seccomp program | every constant action the analysis promises holds on random arguments |
-//! | [`fast_equiv`] | (stub) | reserved for the seccomp fast engine |
+//! | [`fast_equiv`] | a generated valid seccomp program + contexts | the fast engine builds without whole-filter fallbacks and returns the classic interpreter's answer |
 //!
 //! The functions take `&[u8]` rather than `arbitrary` types so a regression
 //! file is exactly the bytes libFuzzer wrote.

@@ -419,11 +419,53 @@ pub fn analysis_sound(data: &[u8]) {
 
 // ---------------------------------------------------------------- fast_equiv
 
-/// Reserved for the seccomp fast engine: once it exists, a generated valid
-/// seccomp program and contexts must give the classic interpreter's answer
-/// on it. Until then the body only builds the case, so the target, its seed
-/// directory and the replayer are already wired.
+/// A generated valid seccomp program: the fast engine
+/// ([`seccomp::fast::FastFilter`]) builds without falling back to the whole
+/// filter (every residual program validates), and on generated contexts,
+/// with the arch often one the engine has a table for and the number
+/// nudged to both sides of itself, returns what the classic interpreter
+/// returns.
 pub fn fast_equiv(data: &[u8]) {
     let mut u = Unstructured::new(data);
-    let _ = gen::case_in(&mut u, Mode::Seccomp);
+    let Ok(gen::Generated { program, mut pool }) = gen::program(&mut u, Mode::Seccomp) else { return };
+    let fast = match seccomp::fast::FastFilter::build(&program) {
+        Ok(f) => f,
+        Err(e) => fail(format_args!("fast engine refused a seccomp program: {e}\n{}", listing(&program))),
+    };
+    let stats = fast.stats();
+    if stats.whole_filter_entries != 0 {
+        fail(format_args!(
+            "{} specialisations fell back to the whole filter (a residual failed validation): {stats:?}\n{}",
+            stats.whole_filter_entries,
+            listing(&program)
+        ));
+    }
+    let arches: Vec<u32> = fast.arches().collect();
+    let interp = Interp::new(&program);
+    let rounds = u.int_in_range(1..=6u8).unwrap_or(1);
+    for _ in 0..rounds {
+        let Ok(mut d) = gen::seccomp_data(&mut u, &mut pool) else { return };
+        if u.ratio(2u8, 3u8).unwrap_or(false) {
+            if let (Ok(&arch), Some(word)) = (u.choose(&arches), d.get_mut(4..8)) {
+                word.copy_from_slice(&arch.to_ne_bytes());
+            }
+        }
+        let nr = d.get(0..4).and_then(|w| <[u8; 4]>::try_from(w).ok()).map_or(0, u32::from_ne_bytes);
+        for delta in [0u32, 1, u32::MAX] {
+            if let Some(word) = d.get_mut(0..4) {
+                word.copy_from_slice(&nr.wrapping_add(delta).to_ne_bytes());
+            }
+            let want = match interp.run_seccomp(&d) {
+                Ok(v) => v,
+                Err(e) => fail(format_args!("classic interpreter refused a seccomp run: {e}")),
+            };
+            let got = fast.eval_bytes(&d);
+            if got != want {
+                fail(format_args!(
+                    "classic interpreter returned {want:#x}, the fast engine {got:#x}\ndata: {d:x?}\n{}",
+                    listing(&program)
+                ));
+            }
+        }
+    }
 }

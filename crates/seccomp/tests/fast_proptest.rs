@@ -158,19 +158,21 @@ fn inputs(prog: &Program, random: &[(u32, u32, u64, [u64; 6])]) -> Vec<SeccompDa
     near.extend([0, 1, 469, 470, 471, 1023, 1024, 0x4000_0000, 0x4000_006e, u32::MAX, 0x8000_0000, 0xffff_fff0]);
     let arches = [X86_64, I386, AARCH64, 0x1234_5678, 0];
     let mut out = Vec::new();
-    for (i, &nr) in near.iter().enumerate() {
+    for (i, &v) in near.iter().enumerate() {
         let arch = arches[i % arches.len()];
-        let half = near[(i * 7 + 3) % near.len()];
-        let word = u64::from(half) | u64::from(near[(i * 5 + 1) % near.len()]) << 32;
-        for a in [arch, X86_64] {
-            out.push(SeccompData { nr: nr as i32, arch: a, instruction_pointer: word, args: [word; 6] });
-            out.push(SeccompData {
-                nr: nr as i32,
-                arch: a,
-                instruction_pointer: u64::from(half),
-                args: [u64::from(half), word, 0, u64::from(nr), word.rotate_left(32), 1],
-            });
+        let other = near[(i * 7 + 3) % near.len()];
+        // Every word equal to v: whatever a compare loads, it sees v.
+        let same = u64::from(v) | u64::from(v) << 32;
+        let mixed = u64::from(v) | u64::from(other) << 32;
+        for (nr, arch, word) in [(v, X86_64, same), (v, arch, same), (other, X86_64, same), (v, X86_64, mixed)] {
+            out.push(SeccompData { nr: nr as i32, arch, instruction_pointer: word, args: [word; 6] });
         }
+        out.push(SeccompData {
+            nr: v as i32,
+            arch: X86_64,
+            instruction_pointer: u64::from(other),
+            args: [u64::from(other), mixed, 0, u64::from(v), mixed.rotate_left(32), 1],
+        });
     }
     for &(arch, nr, ip, args) in random {
         out.push(SeccompData { nr: nr as i32, arch, instruction_pointer: ip, args });

@@ -18,8 +18,15 @@ use std::process::Command;
 
 /// Flags the `tables` binary understands; anything else is a usage error
 /// here, before a release build is started.
-const FLAGS: &[(&str, bool)] =
-    &[("--quick", false), ("--table", true), ("--json", true), ("--no-kernel", false), ("--out-dir", true), ("--help", false), ("-h", false)];
+const FLAGS: &[(&str, bool)] = &[
+    ("--quick", false),
+    ("--table", true),
+    ("--json", true),
+    ("--no-kernel", false),
+    ("--out-dir", true),
+    ("--help", false),
+    ("-h", false),
+];
 
 /// Checks `args` against [`FLAGS`] (`--flag value` and `--flag=value` forms).
 fn check_args(args: &[String]) -> Result<(), String> {

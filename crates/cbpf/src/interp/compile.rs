@@ -241,17 +241,40 @@ pub(super) enum Op {
     /// Seccomp `ld [k]` fused with the compare chain right after it (the
     /// shape of nearly every libseccomp test): one dispatch for both. The
     /// chain's own pc keeps its [`Op::Chain`] for jumps that land on it.
-    LdChain { k: u8, from: u16, to: u16, then: u16 },
+    LdChain {
+        k: u8,
+        from: u16,
+        to: u16,
+        then: u16,
+    },
     /// A compare chain with a single exit test: go to its target if `A`
     /// hits test `index`, else to `then`.
-    Test { index: u16, then: u16 },
+    Test {
+        index: u16,
+        then: u16,
+    },
     /// Seccomp `ld [k]` fused with the single-test chain after it.
-    LdTest { k: u8, index: u16, then: u16 },
+    LdTest {
+        k: u8,
+        index: u16,
+        then: u16,
+    },
     /// A single-test chain whose test is a range (`jeq`, `jgt`, `jge`), held
     /// inline: go to `target` if `A - lo <= span` (wrapping), else `then`.
-    Range { lo: u32, span: u32, target: u16, then: u16 },
+    Range {
+        lo: u32,
+        span: u32,
+        target: u16,
+        then: u16,
+    },
     /// Seccomp `ld [k]` fused with the inline single range test after it.
-    LdRange { k: u8, lo: u32, span: u32, target: u16, then: u16 },
+    LdRange {
+        k: u8,
+        lo: u32,
+        span: u32,
+        target: u16,
+        then: u16,
+    },
     RetK(u32),
     RetA,
 }

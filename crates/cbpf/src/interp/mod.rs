@@ -342,17 +342,30 @@ impl Interp {
                         None => usize::from(then),
                     };
                 }
-                Op::Range { lo, span, target, then } => {
-                    pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
-                }
-                Op::LdRange { k, lo, span, target, then } => {
-                    a = ctx.seccomp_word(u32::from(k));
-                    pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
-                }
+                Op::Range { .. } | Op::LdRange { .. } => (pc, a) = range_run(ops, ctx, pc - 1, a),
                 Op::RetK(k) => return k,
                 Op::RetA => return a,
             }
         }
+    }
+}
+
+/// Runs single range tests ([`Op::Range`], [`Op::LdRange`]) back to back
+/// from `pc` for as long as one leads to another (the rule ladders and
+/// decision trees of libseccomp filters), without going back to the main
+/// dispatch; returns the first pc that is something else, and A.
+#[inline(always)]
+fn range_run<C: Context>(ops: &[Op], ctx: &C, mut pc: usize, mut a: u32) -> (usize, u32) {
+    loop {
+        let (lo, span, target, then) = match ops.get(pc) {
+            Some(&Op::LdRange { k, lo, span, target, then }) => {
+                a = ctx.seccomp_word(u32::from(k));
+                (lo, span, target, then)
+            }
+            Some(&Op::Range { lo, span, target, then }) => (lo, span, target, then),
+            _ => return (pc, a),
+        };
+        pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
     }
 }
 

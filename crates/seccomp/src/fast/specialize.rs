@@ -664,7 +664,7 @@ fn step(
             let mut t_state = *s;
             if let (JmpOp::Jeq, Some(b)) = (cmp, b) {
                 // On the true edge of `jeq`, A is the constant.
-                t_state.set(A, Some(b ^ 1));
+                t_state.set(A, Some(b));
             }
             return Some((Plan::Cond { insn, uses, t, f }, Next::Two { t, t_state, f }));
         }
