@@ -63,10 +63,16 @@ pub fn forced(insns: &[Insn]) -> Option<Vec<Insn>> {
     (out.len() <= cbpf::opcode::BPF_MAXINSNS).then_some(out)
 }
 
+/// `getppid` on x86_64: the call the synthetic allow-lists check last.
+pub const NR_GETPPID: u32 = 110;
+
 /// A synthetic seccomp allow-list of exactly `len` instructions (at least
-/// 7): arch check, then `jeq #nr; ret ALLOW` pairs for nr = 0, 1, ..., and a
-/// default KILL. Stands in for a maximal (`BPF_MAXINSNS` = 4096) filter in
-/// the conversion and validation benches.
+/// 7): arch check, then `jeq #nr; ret ALLOW` pairs for nr = 0, 1, 2, ...
+/// (skipping getppid), getppid's pair last, and a default KILL. getppid
+/// walks every comparison: its path is about half the filter's length (the
+/// `ret ALLOW` of each pair is jumped over).
+/// Stands in for filters of any length up to `BPF_MAXINSNS` (4096) in the
+/// length sweep and the conversion and validation benches.
 pub fn synthetic_allow_list(len: usize) -> Vec<Insn> {
     use cbpf::opcode::JMP_JEQ_K;
     const RET_KILL_PROCESS: u32 = 0x8000_0000;
@@ -78,7 +84,8 @@ pub fn synthetic_allow_list(len: usize) -> Vec<Insn> {
         Insn::stmt(LD_W_ABS, OFFSET_NR),
     ];
     let pairs = (len - out.len() - 1) / 2;
-    for nr in 0..pairs as u32 {
+    let others = (0..).filter(|&nr| nr != NR_GETPPID).take(pairs - 1);
+    for nr in others.chain([NR_GETPPID]) {
         out.push(Insn::jump(JMP_JEQ_K, nr, 0, 1));
         out.push(Insn::stmt(RET_K, RET_ALLOW));
     }
@@ -194,8 +201,12 @@ mod tests {
             let insns = synthetic_allow_list(len);
             assert_eq!(insns.len(), len);
             let filter = Filter::new("synthetic", &insns).unwrap();
-            let data = cbpf::SeccompData { nr: 0, arch: AUDIT_ARCH_X86_64, ..Default::default() }.to_bytes();
-            assert_eq!(filter.interp.run_seccomp(&data).unwrap(), RET_ALLOW);
+            let call = |nr| cbpf::SeccompData { nr, arch: AUDIT_ARCH_X86_64, ..Default::default() }.to_bytes();
+            assert_eq!(filter.interp.run_seccomp(&call(110)).unwrap(), RET_ALLOW);
+            assert_eq!(filter.path_length(&call(110)), (len - 5) / 2 + 4);
+            let zero_allowed = if len >= 9 { RET_ALLOW } else { 0x8000_0000 };
+            assert_eq!(filter.interp.run_seccomp(&call(0)).unwrap(), zero_allowed);
+            assert_eq!(filter.interp.run_seccomp(&call(5000)).unwrap(), 0x8000_0000);
         }
     }
 

@@ -20,13 +20,18 @@ pub struct Budget {
     pub sample_time: Duration,
     /// System calls per kernel sample (`kernel::time_syscalls` iterations).
     pub syscalls: u64,
+    /// `kernel::time_syscalls` calls per kernel cell (five samples each,
+    /// each call in a fresh child); their samples are pooled.
+    pub kernel_runs: usize,
 }
 
 impl Budget {
     /// `--quick`: the whole run fits in well under three minutes on two cores.
-    pub const QUICK: Budget = Budget { samples: 11, sample_time: Duration::from_micros(400), syscalls: 100_000 };
+    pub const QUICK: Budget =
+        Budget { samples: 31, sample_time: Duration::from_micros(200), syscalls: 100_000, kernel_runs: 3 };
     /// The default: tighter ranges.
-    pub const FULL: Budget = Budget { samples: 31, sample_time: Duration::from_millis(3), syscalls: 500_000 };
+    pub const FULL: Budget =
+        Budget { samples: 101, sample_time: Duration::from_millis(1), syscalls: 500_000, kernel_runs: 5 };
 }
 
 /// Nanoseconds per call: median and range over the samples.
@@ -96,7 +101,7 @@ mod tests {
 
     #[test]
     fn measure_returns_the_requested_number_of_samples() {
-        let budget = Budget { samples: 3, sample_time: Duration::from_micros(50), syscalls: 1 };
+        let budget = Budget { samples: 3, sample_time: Duration::from_micros(50), syscalls: 1, kernel_runs: 1 };
         let mut n = 0u64;
         let s = measure(budget, || n = std::hint::black_box(n + 1));
         assert_eq!(s.samples, 3);

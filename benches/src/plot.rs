@@ -21,9 +21,30 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+/// How the x axis is scaled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XScale {
+    Linear,
+    /// Logarithmic: points are placed at log2(x), ticks labelled with x.
+    Log2,
+}
+
 /// Draws `series` as lines with markers, log-scaled y axis.
-pub fn line_chart(path: &Path, title: &str, x_label: &str, series: &[Series]) -> Result<(), String> {
+pub fn line_chart(path: &Path, title: &str, x_label: &str, x_scale: XScale, series: &[Series]) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("plot {}: {e}", path.display());
+    let placed: Vec<Series> = series
+        .iter()
+        .map(|s| Series {
+            name: s.name.clone(),
+            points: s
+                .points
+                .iter()
+                .filter(|p| p.0 > 0.0 || x_scale == XScale::Linear)
+                .map(|&(x, y)| (if x_scale == XScale::Log2 { x.log2() } else { x }, y))
+                .collect(),
+        })
+        .collect();
+    let series = placed.as_slice();
     let ys = series.iter().flat_map(|s| s.points.iter().map(|p| p.1)).filter(|y| *y > 0.0);
     let (y_min, y_max) = ys.fold((f64::MAX, f64::MIN), |(lo, hi), y| (lo.min(y), hi.max(y)));
     let xs = series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
@@ -41,7 +62,17 @@ pub fn line_chart(path: &Path, title: &str, x_label: &str, series: &[Series]) ->
         .y_label_area_size(70)
         .build_cartesian_2d((x_min - x_pad)..(x_max + x_pad), ((y_min / 1.5)..(y_max * 1.5)).log_scale())
         .map_err(|e| err(&e))?;
-    chart.configure_mesh().x_desc(x_label).y_desc("ns per evaluation (log scale)").draw().map_err(|e| err(&e))?;
+    let x_ticks = |x: &f64| match x_scale {
+        XScale::Linear => format!("{x}"),
+        XScale::Log2 => format!("{:.0}", x.exp2()),
+    };
+    chart
+        .configure_mesh()
+        .x_desc(x_label)
+        .y_desc("ns per evaluation (log scale)")
+        .x_label_formatter(&x_ticks)
+        .draw()
+        .map_err(|e| err(&e))?;
     for (i, s) in series.iter().enumerate() {
         let color = Palette99::pick(i).mix(0.9);
         let points: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
@@ -64,11 +95,10 @@ pub fn line_chart(path: &Path, title: &str, x_label: &str, series: &[Series]) ->
 }
 
 /// The cost one engine's column shows for `row`; for the kernel, the filter
-/// cost (running filters minus the no-filter baseline of the same call).
+/// cost ([`RowResult::kernel_filter_cost`]).
 fn cost(table: &TableResult, row: &RowResult, engine: &str, native_row: &str) -> Option<f64> {
     if engine == KERNEL {
-        let native = table.row(native_row)?.ns(KERNEL)?;
-        Some(row.kernel_running_ns()? - native)
+        row.kernel_filter_cost(table.row(native_row).and_then(|r| r.ns(KERNEL)))
     } else {
         row.ns(engine)
     }
@@ -100,26 +130,12 @@ pub fn position_series(report: &Report) -> Vec<Series> {
     )
 }
 
-/// Tables A, B and D: cost against the classic instructions executed.
+/// The length sweep: cost against the filter's length in instructions.
 pub fn length_series(report: &Report) -> Vec<Series> {
+    let sweep = TableResult { id: TableId::D, rows: report.sweep.clone() };
     let engines = crate::report::columns();
     series_over(
-        |e| {
-            let mut pts = Vec::new();
-            for table in report.tables.iter().filter(|t| t.id != TableId::C) {
-                for row in table.rows.iter().filter(|r| r.insns.is_some()) {
-                    let native = match (table.id, row.syscall.starts_with("brk")) {
-                        (TableId::B, true) => "native_brk",
-                        (TableId::B, false) => "native_chdir",
-                        _ => "native",
-                    };
-                    if let Some(ns) = cost(table, row, e, native) {
-                        pts.push((row.path as f64, ns));
-                    }
-                }
-            }
-            pts
-        },
+        |e| sweep.rows.iter().filter_map(|row| Some((row.insns? as f64, cost(&sweep, row, e, "native")?))).collect(),
         &engines,
     )
 }
@@ -137,13 +153,16 @@ mod tests {
             Series { name: "cbpf".into(), points: vec![(1.0, 5.0), (153.0, 40.0), (306.0, 80.0)] },
             Series { name: "kernel (filter cost)".into(), points: vec![(1.0, 20.0), (306.0, 600.0)] },
         ];
-        line_chart(&path, "cost vs position", "position", &series).unwrap();
+        line_chart(&path, "cost vs position", "position", XScale::Linear, &series).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..100]);
         for text in ["cost vs position", "cbpf", "kernel (filter cost)", "position"] {
             assert!(svg.contains(text), "missing {text}");
         }
+        line_chart(&path, "cost vs length", "insns", XScale::Log2, &series).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        assert!(svg.lines().any(|l| l.trim() == "256"), "log2 ticks not labelled with x");
+        assert!(line_chart(&path, "empty", "x", XScale::Linear, &[]).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
-        assert!(line_chart(&path, "empty", "x", &[]).is_err());
     }
 }

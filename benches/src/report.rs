@@ -106,6 +106,17 @@ impl RowResult {
         self.cells.iter().find(|(e, _)| e == engine).and_then(|(_, c)| c.ns())
     }
 
+    /// What running the filters adds to the system call in the kernel:
+    /// where the cache skips them, the forced run minus the cached run (same
+    /// call, same clock); otherwise the run minus `native_ns`, the no-filter
+    /// run of the same call.
+    pub fn kernel_filter_cost(&self, native_ns: Option<f64>) -> Option<f64> {
+        match &self.forced {
+            Some(f) => Some(f.cell.ns()? - self.ns(KERNEL)?),
+            None => Some(self.ns(KERNEL)? - native_ns?),
+        }
+    }
+
     /// The kernel's time with the filters actually running: the forced
     /// variant where the cache would skip them, else the kernel cell.
     pub fn kernel_running_ns(&self) -> Option<f64> {
@@ -161,6 +172,8 @@ pub struct Report {
     pub tables: Vec<TableResult>,
     /// Conversion vs attach, per filter.
     pub conversions: Vec<Conversion>,
+    /// The filter-length sweep ([`crate::tables::length_sweep`]); empty when not run.
+    pub sweep: Vec<RowResult>,
 }
 
 impl Report {
@@ -200,10 +213,6 @@ fn ratio(num: Option<f64>, den: Option<f64>) -> Option<f64> {
         (Some(n), Some(d)) if d > 0.0 => Some(n / d),
         _ => None,
     }
-}
-
-fn minus(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    Some(a? - b?)
 }
 
 /// Collects "n/a" reasons as numbered footnotes.
@@ -259,6 +268,14 @@ pub fn markdown(report: &Report) -> String {
         out.push('\n');
         out.push_str(&table_markdown(table));
     }
+    if !report.sweep.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n## Filter length sweep (plotted in length.svg)\n\n\
+             Synthetic allow-lists that check getppid last; the path covers every comparison.\n"
+        );
+        out.push_str(&rows_markdown(&report.sweep));
+    }
     if !report.conversions.is_empty() || !report.tables.is_empty() {
         out.push('\n');
         out.push_str(&compass_markdown(report));
@@ -269,17 +286,32 @@ pub fn markdown(report: &Report) -> String {
 /// One table: the cells, its notes, then its derived figures.
 pub fn table_markdown(table: &TableResult) -> String {
     let mut out = String::new();
-    let mut notes = Notes::default();
-    let cols = columns();
     let _ = writeln!(out, "## {}\n", table.id.title());
     let _ = writeln!(out, "{}\n", table.id.published());
+    let _ = writeln!(out, "{}\n", table.id.workload());
+    out.push_str(&rows_markdown(&table.rows));
+    out.push('\n');
+    out.push_str(&match table.id {
+        TableId::A => derived_a(table),
+        TableId::B => derived_b(table),
+        TableId::C => derived_c(table),
+        TableId::D => derived_d(table),
+    });
+    out
+}
+
+/// Rows as a Markdown table, one column per engine, then the notes.
+pub fn rows_markdown(rows: &[RowResult]) -> String {
+    let mut out = String::new();
+    let mut notes = Notes::default();
+    let cols = columns();
     let _ = write!(out, "| row | call | insns | path |");
     for c in &cols {
         let _ = write!(out, " {c} |");
     }
     let _ = writeln!(out, " kernel, forced |");
     let _ = writeln!(out, "|---|---|---:|---:|{}---:|", "---:|".repeat(cols.len()));
-    for row in &table.rows {
+    for row in rows {
         let insns = row.insns.map_or("—".to_string(), |n| n.to_string());
         let _ = write!(out, "| {} | {} | {insns} | {} |", row.label, row.syscall, row.path);
         for (engine, cell) in &row.cells {
@@ -297,13 +329,6 @@ pub fn table_markdown(table: &TableResult) -> String {
             let _ = writeln!(out, "[{}] {why}  ", i + 1);
         }
     }
-    out.push('\n');
-    out.push_str(&match table.id {
-        TableId::A => derived_a(table),
-        TableId::B => derived_b(table),
-        TableId::C => derived_c(table),
-        TableId::D => derived_d(table),
-    });
     out
 }
 
@@ -325,8 +350,8 @@ fn figure_table(title: &str, lines: &[(&str, &str, Vec<Option<f64>>)]) -> String
     out
 }
 
-/// `f(row_a, row_b)` per column, where the kernel column uses the filter
-/// cost (forced run minus the no-filter baseline of the same call).
+/// `num / den` per column, where the kernel column uses the filter cost
+/// ([`RowResult::kernel_filter_cost`]).
 fn per_column(table: &TableResult, num: &str, den: &str, kernel_native: (&str, &str)) -> Vec<Option<f64>> {
     let (Some(n), Some(d)) = (table.row(num), table.row(den)) else {
         return vec![None; columns().len()];
@@ -337,7 +362,7 @@ fn per_column(table: &TableResult, num: &str, den: &str, kernel_native: (&str, &
             if c == KERNEL {
                 let base_n = table.row(kernel_native.0).and_then(|r| r.ns(KERNEL));
                 let base_d = table.row(kernel_native.1).and_then(|r| r.ns(KERNEL));
-                ratio(minus(n.kernel_running_ns(), base_n), minus(d.kernel_running_ns(), base_d))
+                ratio(n.kernel_filter_cost(base_n), d.kernel_filter_cost(base_d))
             } else {
                 ratio(n.ns(c), d.ns(c))
             }
@@ -345,10 +370,13 @@ fn per_column(table: &TableResult, num: &str, den: &str, kernel_native: (&str, &
         .collect()
 }
 
+const KERNEL_COST_NOTE: &str = "Derived (kernel column: filter cost = forced run − cached run of the same call, \
+     both on one clock; where the cache does not apply, run − no-filter run):";
+
 fn derived_a(t: &TableResult) -> String {
     let n = ("native", "native");
     figure_table(
-        "Derived (kernel column: filter cost = forced run − no filter):",
+        KERNEL_COST_NOTE,
         &[
             ("slow / fast", "4.2 no JIT (1.688/0.406), 1.3 JIT (0.480/0.365)", per_column(t, "slow", "fast", n)),
             ("slow, binary tree / fast", "—", per_column(t, "slow_opt2", "fast", n)),
@@ -373,7 +401,7 @@ fn derived_b(t: &TableResult) -> String {
     let _ = writeln!(out, "| eBPF speed-up over cBPF, large binary tree | — | {} |", fmt_ratio(cb("large_opt2")));
     out.push('\n');
     out.push_str(&figure_table(
-        "Per engine (kernel column: filter cost = forced run − no-filter run of the same call):",
+        KERNEL_COST_NOTE,
         &[
             (
                 "large / short",
@@ -389,7 +417,7 @@ fn derived_b(t: &TableResult) -> String {
 fn derived_d(t: &TableResult) -> String {
     let n = ("native", "native");
     let mut out = figure_table(
-        "Derived (kernel column: filter cost = forced run − no filter):",
+        KERNEL_COST_NOTE,
         &[
             (
                 "end / front",
@@ -587,6 +615,18 @@ pub struct JsonCell {
     pub clock: Option<&'static str>,
 }
 
+/// Conversion against attach for one filter (an extension of FORMATS.md §5).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct JsonConversion {
+    pub filter: String,
+    pub insns: usize,
+    pub ebpf_insns: usize,
+    pub validate_ns: f64,
+    pub convert_ns: f64,
+    /// `None` where the kernel column was unavailable.
+    pub attach_ns: Option<f64>,
+}
+
 /// The JSON document of FORMATS.md §5.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct JsonReport {
@@ -594,49 +634,62 @@ pub struct JsonReport {
     pub rustc: String,
     pub git: String,
     pub cells: Vec<JsonCell>,
+    pub conversions: Vec<JsonConversion>,
 }
 
 /// Every measured cell. Forced kernel runs are rows `<row>-forced` with
-/// filter `<name>+ld16`; conversions are table `convert`, engines
-/// `validate`, `convert` and `kernel` (attach).
+/// filter `<name>+ld16`; the length sweep is table `length`. Conversion
+/// timings go to `conversions`, outside `cells`, whose engines stay the
+/// `bpfconv run` engine names.
 pub fn json(report: &Report) -> JsonReport {
     let mut cells = Vec::new();
-    let mut push = |table: &str, row: &str, filter: &str, engine: &str, cell: &Cell| {
-        if let Cell::Measured { stats, clock } = cell {
-            cells.push(JsonCell {
-                table: table.to_string(),
-                row: row.to_string(),
-                filter: filter.to_string(),
-                engine: engine.to_string(),
-                ns: stats.median,
-                min_ns: stats.min,
-                max_ns: stats.max,
-                samples: stats.samples,
-                clock: clock.map(Clock::name),
-            });
+    let mut push_rows = |table: &str, rows: &[RowResult]| {
+        let mut push = |row: &str, filter: &str, engine: &str, cell: &Cell| {
+            if let Cell::Measured { stats, clock } = cell {
+                cells.push(JsonCell {
+                    table: table.to_string(),
+                    row: row.to_string(),
+                    filter: filter.to_string(),
+                    engine: engine.to_string(),
+                    ns: stats.median,
+                    min_ns: stats.min,
+                    max_ns: stats.max,
+                    samples: stats.samples,
+                    clock: clock.map(Clock::name),
+                });
+            }
+        };
+        for r in rows {
+            for (engine, cell) in &r.cells {
+                push(&r.id, &r.filter, engine, cell);
+            }
+            if let Some(f) = &r.forced {
+                push(&format!("{}-forced", r.id), &f.filter, KERNEL, &f.cell);
+            }
         }
     };
     for t in &report.tables {
-        for r in &t.rows {
-            for (engine, cell) in &r.cells {
-                push(t.id.letter(), &r.id, &r.filter, engine, cell);
-            }
-            if let Some(f) = &r.forced {
-                push(t.id.letter(), &format!("{}-forced", r.id), &f.filter, KERNEL, &f.cell);
-            }
-        }
+        push_rows(t.id.letter(), &t.rows);
     }
-    for c in &report.conversions {
-        let measured = |stats: Stats| Cell::Measured { stats, clock: None };
-        push("convert", "validate", &c.filter, "validate", &measured(c.validate));
-        push("convert", "convert", &c.filter, "convert", &measured(c.convert));
-        push("convert", "attach", &c.filter, KERNEL, &c.attach);
-    }
+    push_rows("length", &report.sweep);
+    let conversions = report
+        .conversions
+        .iter()
+        .map(|c| JsonConversion {
+            filter: c.filter.clone(),
+            insns: c.insns,
+            ebpf_insns: c.ebpf_insns,
+            validate_ns: c.validate.median,
+            convert_ns: c.convert.median,
+            attach_ns: c.attach.ns(),
+        })
+        .collect();
     JsonReport {
         machine: report.machine.machine.clone(),
         rustc: report.machine.rustc.clone(),
         git: report.machine.git.clone(),
         cells,
+        conversions,
     }
 }
 
@@ -698,6 +751,7 @@ mod tests {
                 }],
             }],
             conversions: vec![],
+            sweep: vec![],
         };
         let v = serde_json::to_value(json(&report)).unwrap();
         assert_eq!(v["machine"], "m");

@@ -48,11 +48,11 @@ pub fn kernel_status() -> Result<(), String> {
     }
 }
 
-/// Progress units a table takes (cells, for a progress bar).
-pub fn cells_in(table: &Table, opts: Options) -> u64 {
+/// Progress units rows take (cells, for a progress bar).
+pub fn cells_in(rows: &[Row], opts: Options) -> u64 {
     let per_row = ENGINES.len() as u64 + u64::from(opts.kernel);
-    let forced = if opts.kernel { table.rows.iter().filter(|r| r.wants_forced()).count() as u64 } else { 0 };
-    table.rows.len() as u64 * per_row + forced
+    let forced = if opts.kernel { rows.iter().filter(|r| r.wants_forced()).count() as u64 } else { 0 };
+    rows.len() as u64 * per_row + forced
 }
 
 /// Progress units of [`measure_conversions`].
@@ -80,25 +80,29 @@ fn engine_cell(row: &Row, engine: &crate::engines::Engine, budget: Budget) -> Ce
     Cell::Measured { stats, clock: None }
 }
 
-/// Times `syscall` under `filters` (oldest first) in the kernel.
+/// Times `syscall` under `filters` (oldest first) in the kernel:
+/// [`Budget::kernel_runs`] calls of `kernel::time_syscalls`, samples pooled.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 fn kernel_cell(filters: &[Filter], syscall: Syscall, budget: Budget) -> Cell {
     use crate::report::Clock;
     let insns: Vec<Vec<cbpf::Insn>> = filters.iter().map(|f| f.original().to_vec()).collect();
     let args = syscall.args.map(kernel::SyscallArg::Value);
-    match kernel::time_syscalls(&insns, i64::from(syscall.nr), args, budget.syscalls) {
-        Ok(t) => {
-            let samples: Vec<f64> = t.samples.iter().map(|d| d.as_nanos() as f64).collect();
-            let clock = match t.clock {
-                kernel::TimingClock::ThreadCpu => Clock::ThreadCpu,
-                kernel::TimingClock::ChildCpuDifference => Clock::ChildCpuDifference,
-            };
-            match Stats::from_samples(&samples) {
-                Some(stats) => Cell::Measured { stats, clock: Some(clock) },
-                None => Cell::Unavailable("no samples".to_string()),
+    let mut samples = Vec::new();
+    let mut clock = Clock::ThreadCpu;
+    for _ in 0..budget.kernel_runs.max(1) {
+        match kernel::time_syscalls(&insns, i64::from(syscall.nr), args, budget.syscalls) {
+            Ok(t) => {
+                samples.extend(t.samples.iter().map(|d| d.as_nanos() as f64));
+                if t.clock == kernel::TimingClock::ChildCpuDifference {
+                    clock = Clock::ChildCpuDifference;
+                }
             }
+            Err(e) => return Cell::Unavailable(e.to_string()),
         }
-        Err(e) => Cell::Unavailable(e.to_string()),
+    }
+    match Stats::from_samples(&samples) {
+        Some(stats) => Cell::Measured { stats, clock: Some(clock) },
+        None => Cell::Unavailable("no samples".to_string()),
     }
 }
 
@@ -130,19 +134,25 @@ fn attach_cell(_filter: &Filter, _repeats: usize) -> Cell {
 
 /// Measures every cell of `table`; `progress` is called once per cell.
 pub fn measure_table(table: &Table, opts: Options, progress: &mut dyn FnMut(&str)) -> TableResult {
-    let mut rows = Vec::with_capacity(table.rows.len());
-    for row in &table.rows {
+    TableResult { id: table.id, rows: measure_rows(&table.rows, table.id.slug(), opts, progress) }
+}
+
+/// Measures every cell of `rows` (named `<slug>/<row>/<engine>` in progress
+/// messages); `progress` is called once per cell.
+pub fn measure_rows(rows: &[Row], slug: &str, opts: Options, progress: &mut dyn FnMut(&str)) -> Vec<RowResult> {
+    let mut results = Vec::with_capacity(rows.len());
+    for row in rows {
         let mut cells = Vec::with_capacity(ENGINES.len() + 1);
         for engine in ENGINES {
-            progress(&format!("{}/{}/{}", table.id.slug(), row.id, engine.name));
+            progress(&format!("{slug}/{}/{}", row.id, engine.name));
             cells.push((engine.name.to_string(), engine_cell(row, engine, opts.budget)));
         }
         let mut forced = None;
         if opts.kernel {
-            progress(&format!("{}/{}/kernel", table.id.slug(), row.id));
+            progress(&format!("{slug}/{}/kernel", row.id));
             cells.push((KERNEL.to_string(), kernel_cell(&row.filters, row.syscall, opts.budget)));
             if row.wants_forced() {
-                progress(&format!("{}/{}-forced/kernel", table.id.slug(), row.id));
+                progress(&format!("{slug}/{}-forced/kernel", row.id));
                 forced = Some(match row.forced() {
                     Some(filters) => Forced {
                         filter: filters.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(","),
@@ -157,7 +167,7 @@ pub fn measure_table(table: &Table, opts: Options, progress: &mut dyn FnMut(&str
         } else {
             cells.push((KERNEL.to_string(), Cell::Unavailable("kernel column disabled".to_string())));
         }
-        rows.push(RowResult {
+        results.push(RowResult {
             id: row.id.to_string(),
             label: row.label.clone(),
             filter: row.filter_name(),
@@ -169,7 +179,7 @@ pub fn measure_table(table: &Table, opts: Options, progress: &mut dyn FnMut(&str
             forced,
         });
     }
-    TableResult { id: table.id, rows }
+    results
 }
 
 /// Times validation and conversion of [`CONVERSION_FILTERS`] and the

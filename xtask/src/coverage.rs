@@ -68,7 +68,9 @@ fn succeeds(cmd: &mut Command) -> bool {
 
 fn ensure_tools() -> Result<(), String> {
     if !succeeds(Command::new("cargo").args(["llvm-cov", "--version"])) {
-        eprintln!("cargo-llvm-cov not found: rustup component add llvm-tools-preview; cargo install cargo-llvm-cov --locked");
+        eprintln!(
+            "cargo-llvm-cov not found: rustup component add llvm-tools-preview; cargo install cargo-llvm-cov --locked"
+        );
         // Failure here is reported by cargo-llvm-cov itself if the tools are really missing.
         let _ = Command::new("rustup").args(["component", "add", "llvm-tools-preview"]).status();
         let status = Command::new("cargo")

@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Every target of `fuzz/Cargo.toml`, in run order (same as `fuzz_replay::TARGETS`).
-pub const TARGETS: [&str; 6] = ["decode_validate", "text_parse", "convert_equiv", "ebpf_exec", "analysis_sound", "fast_equiv"];
+pub const TARGETS: [&str; 6] =
+    ["decode_validate", "text_parse", "convert_equiv", "ebpf_exec", "analysis_sound", "fast_equiv"];
 
 const USAGE: &str = "usage: cargo xtask fuzz [--time SECONDS] [--target NAME]... [--build-only]";
 
@@ -121,7 +122,10 @@ fn ensure_cargo_fuzz() -> Result<(), String> {
         .status()
         .map_err(|e| format!("cannot run cargo install: {e}"))?;
     if !status.success() {
-        return Err("cargo install cargo-fuzz failed (is a nightly toolchain installed? `rustup toolchain install nightly`)".into());
+        return Err(
+            "cargo install cargo-fuzz failed (is a nightly toolchain installed? `rustup toolchain install nightly`)"
+                .into(),
+        );
     }
     Ok(())
 }
@@ -153,10 +157,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     if crashed.is_empty() {
         Ok(())
     } else {
-        Err(format!(
-            "crashes in {}: write each root cause in fuzz/regressions/<target>/README.md",
-            crashed.join(", ")
-        ))
+        Err(format!("crashes in {}: write each root cause in fuzz/regressions/<target>/README.md", crashed.join(", ")))
     }
 }
 
@@ -171,7 +172,11 @@ fn run_target(root: &Path, target: &str, time: u64) -> Result<Stats, String> {
         cmd.arg(&seeds);
     }
     cmd.args(["--", &format!("-max_total_time={time}"), "-print_final_stats=1", "-timeout=10", "-rss_limit_mb=2048"]);
-    let out = cmd.stdout(Stdio::inherit()).stderr(Stdio::piped()).output().map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
+    let out = cmd
+        .stdout(Stdio::inherit())
+        .stderr(Stdio::piped())
+        .output()
+        .map_err(|e| format!("cannot run cargo fuzz: {e}"))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     let mut stats = parse_stats(&stderr);
     if !out.status.success() && stats.artifact.is_none() {

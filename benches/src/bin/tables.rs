@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
 use bpfconv_benches::measure::Budget;
-use bpfconv_benches::plot;
+use bpfconv_benches::plot::{self, XScale};
 use bpfconv_benches::report::{self, Machine, Report};
 use bpfconv_benches::run::{self, Options};
 use bpfconv_benches::tables::{self, TableId};
@@ -80,6 +80,18 @@ fn machine() -> Machine {
     Machine { machine: format!("{cpu}, {cores} cores, {kernel}"), rustc, git }
 }
 
+/// Timed loops per `kernel::time_syscalls` call.
+fn kernel_samples_per_run() -> usize {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        kernel::bench::REPEATS
+    }
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+    {
+        0
+    }
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
     match run(&args) {
@@ -98,10 +110,11 @@ fn run(args: &Args) -> Result<(), String> {
     };
     let budget = if args.quick { Budget::QUICK } else { Budget::FULL };
     let mut notes = vec![format!(
-        "mode: {} ({} samples of ~{} µs per in-process cell; kernel: {} calls per run, median of 5 runs)",
+        "mode: {} ({} samples of ~{} µs per in-process cell; kernel: {} loops of {} calls per cell, each in a fresh child)",
         if args.quick { "--quick" } else { "full" },
         budget.samples,
         budget.sample_time.as_micros(),
+        budget.kernel_runs * kernel_samples_per_run(),
         budget.syscalls
     )];
     let kernel = if args.no_kernel {
@@ -128,7 +141,12 @@ fn run(args: &Args) -> Result<(), String> {
     let opts = Options { budget, kernel };
     let built: Vec<tables::Table> =
         ids.iter().map(|&id| tables::build(id)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
-    let total = built.iter().map(|t| run::cells_in(t, opts)).sum::<u64>() + run::conversion_cells();
+    // The length sweep feeds length.svg; it runs with the full set of tables.
+    let sweep_rows =
+        if ids.len() == TableId::ALL.len() { tables::length_sweep().map_err(|e| e.to_string())? } else { Vec::new() };
+    let total = built.iter().map(|t| run::cells_in(&t.rows, opts)).sum::<u64>()
+        + run::cells_in(&sweep_rows, opts)
+        + run::conversion_cells();
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
@@ -143,10 +161,11 @@ fn run(args: &Args) -> Result<(), String> {
     for table in &built {
         results.push(run::measure_table(table, opts, &mut progress));
     }
+    let sweep = run::measure_rows(&sweep_rows, "length", opts, &mut progress);
     let conversions = run::measure_conversions(opts, &mut progress).map_err(|e| e.to_string())?;
     bar.finish_and_clear();
 
-    let report = Report { machine: machine(), notes, tables: results, conversions };
+    let report = Report { machine: machine(), notes, tables: results, conversions, sweep };
     let markdown = report::markdown(&report);
     print!("{markdown}");
 
@@ -160,21 +179,23 @@ fn run(args: &Args) -> Result<(), String> {
             "position.svg",
             "Table D: cost vs position of getppid in a 306-syscall allow-list",
             "position of getppid (comparison #)",
+            XScale::Linear,
             plot::position_series(&report),
         ),
         (
             "length.svg",
-            "Tables A, B, D: cost vs filter path length",
-            "classic instructions executed",
+            "Cost vs filter length: allow-lists checking getppid last",
+            "classic instructions in the filter (log scale)",
+            XScale::Log2,
             plot::length_series(&report),
         ),
     ];
-    for (file, title, x_label, series) in charts {
+    for (file, title, x_label, x_scale, series) in charts {
         if series.is_empty() {
             continue;
         }
         let path = out_dir.join(file);
-        plot::line_chart(&path, title, x_label, &series)?;
+        plot::line_chart(&path, title, x_label, x_scale, &series)?;
         written.push(path);
     }
     if let Some(json_path) = &args.json {

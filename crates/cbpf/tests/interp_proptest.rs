@@ -125,6 +125,7 @@ proptest! {
             random,
             network_offset: net,
             mac_offset: mac,
+            wire_len: None,
         };
         let mut steps = 0usize;
         let traced = interp.trace_socket(&skb, |_| steps += 1).unwrap();

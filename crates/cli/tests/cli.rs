@@ -207,3 +207,45 @@ fn ebpf_conformance_plugin_speaks_the_protocol() {
     assert_ne!(o.status.code(), Some(0));
     assert_eq!(stdout(&o).lines().count(), 1);
 }
+
+/// A little-endian pcap with Ethernet link type.
+fn pcap(packets: &[(&[u8], u32)]) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend(0xa1b2_c3d4u32.to_le_bytes());
+    out.extend(2u16.to_le_bytes());
+    out.extend(4u16.to_le_bytes());
+    out.extend([0u8; 8]);
+    out.extend(65535u32.to_le_bytes());
+    out.extend(1u32.to_le_bytes());
+    for (p, orig) in packets {
+        out.extend([0u8; 8]);
+        out.extend((p.len() as u32).to_le_bytes());
+        out.extend(orig.to_le_bytes());
+        out.extend(*p);
+    }
+    out
+}
+
+#[test]
+fn pcap_runs_every_packet_with_wire_or_captured_length() {
+    // Accept packets longer than 100 bytes: `ld len` decides.
+    let prog = "ld len\njgt #100, yes, no\nyes: ret #65535\nno: ret #0\n";
+    let dir = tempfile::tempdir().unwrap();
+    let fpath = dir.path().join("f.asm");
+    std::fs::write(&fpath, prog).unwrap();
+    let cpath = dir.path().join("c.pcap");
+    let short = [0u8; 60];
+    // Packet 0: 60 bytes captured of 1500 on the wire; packet 1: 60 of 60.
+    std::fs::write(&cpath, pcap(&[(&short, 1500), (&short, 60)])).unwrap();
+    let (f, c) = (fpath.to_str().unwrap(), cpath.to_str().unwrap());
+    let o = run(&["run", "--mode", "socket", f, "--pcap", c], b"");
+    assert_eq!(stdout(&o).trim(), "1 of 2 packets accepted", "{}", stderr(&o));
+    let o = run(&["run", "--mode", "socket", f, "--pcap", c, "--format", "json"], b"");
+    assert_eq!(stdout(&o), "{\"packet\": 0, \"ret\": 65535}\n{\"packet\": 1, \"ret\": 0}\n");
+    for engine in ["cbpf", "ebpf"] {
+        let o = run(&["run", "--mode", "socket", "--engine", engine, f, "--pcap", c, "--len", "captured"], b"");
+        assert_eq!(stdout(&o).trim(), "0 of 2 packets accepted", "{engine}: {}", stderr(&o));
+    }
+    let o = run(&["run", "--mode", "socket", f, "--pcap", "/nonexistent.pcap"], b"");
+    assert_rejected(&o, "/nonexistent.pcap");
+}

@@ -19,8 +19,8 @@
 //!   `sk_buff` ([`cbpf::Skb`]) into our eBPF context ([`ebpf::SkbMeta`]), and
 //!   [`socket_helpers`] is the helper table to load converted socket filters
 //!   with. `SKF_AD_PAY_OFFSET` comes from ONE place, the classic model
-//!   ([`cbpf::Skb::payload_offset`]): the eBPF helper is replaced by one that
-//!   rebuilds the classic view of the run's socket buffer and asks it.
+//!   ([`cbpf::Skb::payload_offset`]): [`skb_meta`] stores its answer in the
+//!   context ([`ebpf::SkbMeta::pay_offset`]), which the eBPF helper returns.
 //! - Input generators that reach every branch: [`branch_inputs`] (seccomp)
 //!   and [`branch_packets`] (socket) run a small forward data flow over the
 //!   program to learn which field (seccomp word, packet bytes, ancillary
@@ -48,8 +48,9 @@ use crate::filter::{convert, ConvertError, Converted, Options};
 /// packet and field values, so a converted socket filter reads what the
 /// classic interpreter reads.
 ///
-/// `SKF_AD_PAY_OFFSET` is not part of the metadata: [`socket_helpers`]
-/// computes it from the packet with the classic model.
+/// `pay_offset` (what `SKF_AD_PAY_OFFSET` reads) is the classic model's
+/// flow-dissector answer, [`cbpf::Skb::payload_offset`], so both
+/// interpreters take it from the same model.
 pub fn skb_meta(skb: &Skb<'_>) -> ebpf::SkbMeta {
     ebpf::SkbMeta {
         protocol: skb.protocol,
@@ -67,47 +68,15 @@ pub fn skb_meta(skb: &Skb<'_>) -> ebpf::SkbMeta {
         network_header: Some(skb.network_offset as u32),
         mac_header: skb.mac_offset.map(|m| m as u32),
         headlen: Some(skb.headlen.min(skb.data.len())),
+        pay_offset: skb.payload_offset(),
     }
 }
 
 /// The helpers to load converted socket filters with: [`ebpf::Helpers::socket`]
-/// with `bpf_skb_get_pay_offset()` answered by the classic model
-/// ([`cbpf::Skb::payload_offset`]), so both interpreters take the payload
-/// offset from the same flow-dissector model.
+/// (its `bpf_skb_get_pay_offset()` returns the context's `pay_offset`,
+/// which [`skb_meta`] fills from the classic model).
 pub fn socket_helpers() -> ebpf::Helpers {
-    ebpf::Helpers::socket().with(ebpf::skb::helper::SKB_GET_PAY_OFFSET, pay_offset_helper)
-}
-
-/// `bpf_skb_get_pay_offset(skb)` via [`cbpf::Skb::payload_offset`] on the
-/// classic view of the run's socket buffer.
-fn pay_offset_helper(mem: &mut ebpf::interp::Memory<'_>, _args: [u64; 5]) -> Result<u64, ebpf::HelperError> {
-    let ctx = mem.skb().ok_or(ebpf::HelperError::NoSkb)?;
-    Ok(u64::from(classic_view(ctx).payload_offset()))
-}
-
-/// The classic model of an eBPF socket buffer (inverse of [`skb_meta`] for
-/// the fields the flow dissector reads).
-fn classic_view(ctx: &ebpf::SkbContext) -> Skb<'_> {
-    let meta = ctx.meta();
-    let data = ctx.packet();
-    // The classic model derives "tag present" from the two fields.
-    let (vlan_tci, vlan_proto) = if meta.vlan_present { (meta.vlan_tci, meta.vlan_proto) } else { (0, 0) };
-    Skb {
-        data,
-        headlen: meta.headlen.unwrap_or(data.len()),
-        protocol: meta.protocol,
-        pkt_type: meta.pkt_type,
-        dev: meta.ifindex.map(|ifindex| NetDevice { ifindex: ifindex as i32, hatype: meta.hatype }),
-        mark: meta.mark,
-        queue_mapping: meta.queue_mapping,
-        rxhash: meta.hash,
-        vlan_tci,
-        vlan_proto,
-        cpu: meta.cpu,
-        random: meta.random,
-        network_offset: meta.network_header.unwrap_or(0) as usize,
-        mac_offset: meta.mac_header.map(|m| m as usize),
-    }
+    ebpf::Helpers::socket()
 }
 
 /// An owned [`cbpf::Skb`]: a packet and its `sk_buff` fields, kept by
@@ -191,6 +160,7 @@ impl SocketInput {
             random: self.random,
             network_offset: self.network_offset,
             mac_offset: self.mac_offset,
+            wire_len: None,
         }
     }
 }

@@ -15,7 +15,7 @@ use std::collections::HashSet;
 
 use cbpf::{raw, validate, Interp, Mode, Op};
 use convert::oracle::{
-    arbitrary_program, branch_inputs, branch_packets, impossible_outcomes, Mismatch, Oracle, OracleInput, SetupError,
+    arbitrary_program, branch_inputs, branch_packets, impossible_outcomes, Oracle, SetupError,
     SplitMix64,
 };
 use proptest::prelude::*;
@@ -25,55 +25,10 @@ const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filte
 /// Longest generated program.
 const MAX_LEN: usize = 48;
 
-/// Helpers with the 6.15+ load-helper semantics: a negative offset is first
-/// converted (`bpf_skb_load_helper_convert_offset()`) and then read like a
-/// positive one, from the linear area or the paged data.
-fn helpers_with_6_15_loads() -> ebpf::Helpers {
-    fn load(mem: &mut ebpf::interp::Memory<'_>, args: [u64; 5], size: usize) -> Result<u64, ebpf::HelperError> {
-        let skb = mem.skb().ok_or(ebpf::HelperError::NoSkb)?;
-        let meta = skb.meta();
-        let offset = i64::from(args[3] as i32);
-        let (net, ll) = (i64::from(ebpf::skb::SKF_NET_OFF), i64::from(ebpf::skb::SKF_LL_OFF));
-        let at = if offset >= 0 {
-            Some(offset)
-        } else if offset >= net {
-            Some(offset - net + i64::from(meta.network_header.unwrap_or(0)))
-        } else if offset >= ll {
-            meta.mac_header.map(|mac| offset - ll + i64::from(mac))
-        } else {
-            None
-        };
-        let bytes = at.and_then(|at| skb.packet().get(usize::try_from(at).ok()?..usize::try_from(at).ok()? + size));
-        Ok(bytes.map_or(ebpf::skb::EFAULT as u64, |b| b.iter().fold(0u64, |acc, x| (acc << 8) | u64::from(*x))))
-    }
-    convert::oracle::socket_helpers()
-        .with(ebpf::skb::helper::SKB_LOAD_8, |m, a| load(m, a, 1))
-        .with(ebpf::skb::helper::SKB_LOAD_16, |m, a| load(m, a, 2))
-        .with(ebpf::skb::helper::SKB_LOAD_32, |m, a| load(m, a, 4))
-}
-
-/// Whether `m` is the known ebpf bug "negative offsets cannot reach paged
-/// data" (ebpf's `bpf_skb_load_helper_*` follow the pre-6.15 kernel): the
-/// converted program gives the classic result once the helpers follow 6.15+.
-fn known_ebpf_paged_negative_offset_bug(oracle: &Oracle, m: &Mismatch) -> bool {
-    let OracleInput::Socket(input) = &m.input else { return false };
-    let Ok(prog) =
-        ebpf::Program::load(&oracle.converted().insns, &ebpf::LoadOptions::default(), &helpers_with_6_15_loads())
-    else {
-        return false;
-    };
-    let skb = input.skb();
-    let ctx = ebpf::SkbContext::new(skb.data, &convert::oracle::skb_meta(&skb));
-    let fixed = ebpf::Vm::new().run(&prog, ebpf::Input::Skb(&ctx)).map(|r| r as u32);
-    matches!((&m.cbpf, fixed), (Ok(c), Ok(e)) if *c == e)
-}
-
-/// Result of checking one generated program.
+/// Number of branch inputs one program was checked on.
 #[derive(Default)]
 struct Checked {
     runs: usize,
-    /// Disagreements explained by the known ebpf load-helper bug.
-    known_bug: usize,
 }
 
 /// Checks the program of `seed` on all its branch inputs.
@@ -93,12 +48,7 @@ fn check_seed(mode: Mode, seed: u64) -> Result<Checked, String> {
         Mode::Socket => {
             for input in branch_packets(&prog) {
                 checked.runs += 1;
-                if let Err(m) = oracle.check_socket(&input.skb()) {
-                    if !known_ebpf_paged_negative_offset_bug(&oracle, &m) {
-                        return Err(m.to_string());
-                    }
-                    checked.known_bug += 1;
-                }
+                oracle.check_socket(&input.skb()).map_err(|m| m.to_string())?;
             }
         }
     }
@@ -106,23 +56,16 @@ fn check_seed(mode: Mode, seed: u64) -> Result<Checked, String> {
 }
 
 fn aggregate(mode: Mode, seeds: std::ops::Range<u64>) {
-    let (mut programs, mut runs, mut known_bug) = (0, 0, 0);
+    let (mut programs, mut runs) = (0, 0);
     let mut failures = Vec::new();
     for seed in seeds {
         programs += 1;
         match check_seed(mode, seed) {
-            Ok(c) => {
-                runs += c.runs;
-                known_bug += c.known_bug;
-            }
+            Ok(c) => runs += c.runs,
             Err(e) => failures.push(e),
         }
     }
-    println!(
-        "{mode}: {programs} generated programs, {runs} runs, {} programs disagree, {known_bug} runs disagree only \
-         through the known ebpf bug (negative offsets into paged data)",
-        failures.len()
-    );
+    println!("{mode}: {programs} generated programs, {runs} runs, {} programs disagree", failures.len());
     assert!(runs > programs * 10, "too few inputs per program: {runs}");
     assert!(failures.is_empty(), "{} of {programs} programs disagree:\n{}", failures.len(), failures.join("\n"));
 }
@@ -137,12 +80,12 @@ fn generated_socket_programs_agree() {
     aggregate(Mode::Socket, 0..600);
 }
 
-/// Reproducer of the ebpf bug: `ldb [SKF_NET_OFF + 8]` on a packet whose
-/// network header is at 14 and whose linear area ends at 20. Linux 6.15+
-/// (`bpf_skb_load_helper_convert_offset()`) reads byte 22 from the paged
-/// data; ebpf's helper still limits negative offsets to the linear area.
+/// Regression test of a fixed ebpf bug: `ldb [SKF_NET_OFF + 8]` on a packet
+/// whose network header is at 14 and whose linear area ends at 20. Linux
+/// 6.15+ (`bpf_skb_load_helper_convert_offset()`) reads byte 22 from the
+/// paged data; ebpf's helpers used to limit negative offsets to the linear
+/// area.
 #[test]
-#[ignore = "ebpf bug: bpf_skb_load_helper_* limit SKF_NET_OFF/SKF_LL_OFF loads to the linear area (pre-6.15)"]
 fn ebpf_negative_offset_loads_reach_paged_data() {
     let prog =
         validate(&[cbpf::Insn::stmt(0x30, cbpf::opcode::SKF_NET_OFF + 8), cbpf::Insn::stmt(0x16, 0)], Mode::Socket)
@@ -247,16 +190,13 @@ fn filters_agree_on_branch_inputs_and_take_every_branch() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// The wiring of `SKF_AD_PAY_OFFSET`: the classic model
+/// ([`cbpf::Skb::payload_offset`]) is the only flow dissector;
+/// `convert::oracle::skb_meta` stores its answer in the eBPF context and
 /// ebpf's own `bpf_skb_get_pay_offset()` helper ([`ebpf::Helpers::socket`])
-/// must agree with the classic model ([`cbpf::Skb::payload_offset`]); the
-/// oracle does not depend on it (it answers the helper with the classic
-/// model, see `convert::oracle::socket_helpers`), but the engines that load
-/// with `Helpers::socket()` do. Differences found: DCCP header length (ebpf
-/// 16, `sizeof(struct dccp_hdr)` is 12), IPv6 extension headers (ebpf stops
-/// at the first), VLAN tag present (the dissector starts from `vlan_proto`),
-/// and headers in paged data (ebpf reads only the linear area).
+/// returns it. Cases where a second dissector used to disagree: DCCP header
+/// length (`sizeof(struct dccp_hdr)` is 12), headers in paged data.
 #[test]
-#[ignore = "ebpf bug: helper_skb_get_pay_offset disagrees with the classic flow-dissector model"]
 fn ebpf_pay_offset_helper_matches_the_classic_model() {
     let prog = validate(
         &[

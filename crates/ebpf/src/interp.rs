@@ -290,18 +290,47 @@ impl Vm {
                 return Err(ExecError::InputTooLarge { len });
             }
         }
-        let mut mem = Memory { ctx, packet, stack: &mut self.stack, stack_lo: STACK_TOTAL - STACK_SIZE, user, skb };
-        let mut regs = [0u64; 16];
-        regs[1] = r1;
-        regs[2] = r2;
-        regs[10] = STACK_BASE + STACK_TOTAL as u64;
-        execute(prog, &mut regs, &mut mem, &mut self.frames, self.budget, &mut self.executed)
+        let mem = Memory { ctx, packet, stack: &mut self.stack, stack_lo: STACK_TOTAL - STACK_SIZE, user, skb };
+        enter(prog, mem, [r1, r2], &mut self.frames, self.budget, &mut self.executed)
     }
 
     /// Seccomp entry point: runs `prog` on a `struct seccomp_data` and returns
-    /// the low 32 bits of `r0`, as `bpf_prog_run()` does.
+    /// the low 32 bits of `r0`, as `bpf_prog_run()` does. (The same as
+    /// `run(prog, Input::Ctx(data))`, without the checks a 64-byte context
+    /// cannot fail.)
     pub fn run_seccomp(&mut self, prog: &Program, data: &[u8; 64]) -> Result<u32, ExecError> {
-        self.run(prog, Input::Ctx(data)).map(|r0| r0 as u32)
+        let mem = Memory {
+            ctx: data,
+            packet: &[],
+            stack: &mut self.stack,
+            stack_lo: STACK_TOTAL - STACK_SIZE,
+            user: &mut [],
+            skb: None,
+        };
+        enter(prog, mem, [CTX_BASE, 0], &mut self.frames, self.budget, &mut self.executed).map(|r0| r0 as u32)
+    }
+}
+
+/// Sets up the registers (`r1`, `r2` as given, `r10` at the top of the
+/// stack, the rest zero) and runs `prog`; without step-budget checks when
+/// the program cannot exceed the budget (see `Program::forward_only`).
+#[inline(always)]
+fn enter(
+    prog: &Program,
+    mut mem: Memory<'_>,
+    [r1, r2]: [u64; 2],
+    frames: &mut [Frame; MAX_FRAMES],
+    budget: u64,
+    executed: &mut u64,
+) -> Result<u64, ExecError> {
+    let mut regs = [0u64; 16];
+    regs[1] = r1;
+    regs[2] = r2;
+    regs[10] = STACK_BASE + STACK_TOTAL as u64;
+    if prog.forward_only && budget >= prog.len() as u64 {
+        execute::<false>(prog, &mut regs, &mut mem, frames, budget, executed)
+    } else {
+        execute::<true>(prog, &mut regs, &mut mem, frames, budget, executed)
     }
 }
 
@@ -366,7 +395,7 @@ fn mem_off(a: u32) -> u64 {
 // `& 15`; `prog.helpers[op.a]` and `prog.chain[a..imm]` are validated by
 // `Program::load` (and use `get` anyway where a failure has a meaning).
 #[allow(clippy::indexing_slicing)]
-fn execute(
+fn execute<const CHECK_BUDGET: bool>(
     prog: &Program,
     regs: &mut [u64; 16],
     mem: &mut Memory<'_>,
@@ -385,7 +414,7 @@ fn execute(
     macro_rules! account {
         () => {{
             executed = executed.wrapping_add(pc.wrapping_sub(seg) as u64 + 1);
-            if executed > budget {
+            if CHECK_BUDGET && executed > budget {
                 return Err(ExecError::StepBudgetExceeded { pc: Pc(pc), budget });
             }
         }};
@@ -696,6 +725,29 @@ fn execute(
             Kind::LoadJge => load_jcc!('run, op, d, s, |x, v| x >= v),
             Kind::LoadJlt => load_jcc!('run, op, d, s, |x, v| x < v),
             Kind::LoadJle => load_jcc!('run, op, d, s, |x, v| x <= v),
+            Kind::LoadCmpRun => {
+                // Linked load-and-compare pairs (see `LoadCmp`): each pair
+                // loads, writes rD, compares, then follows its taken or
+                // fall-through edge to the next pair without a dispatch.
+                let mut k = op.a as usize;
+                while let Some(e) = prog.load_cmp.get(k) {
+                    pc = e.pc as usize;
+                    let x = u64::from(u32::from_le_bytes(load!(4, regs[(e.src & 15) as usize].wrapping_add(e.off))));
+                    regs[(e.dst & 15) as usize] = x;
+                    if ((x ^ e.flip).wrapping_sub(e.lo) <= e.span) != e.negate {
+                        pc += 1;
+                        account!();
+                        pc = e.taken as usize;
+                        seg = pc;
+                        k = e.taken_next as usize;
+                    } else {
+                        pc += 2;
+                        k = e.fall_next as usize;
+                    }
+                }
+                // The next pc is not a pair: dispatch it.
+                continue 'run;
+            }
             Kind::RetImm => {
                 regs[0] = op.imm;
                 pc += 1;

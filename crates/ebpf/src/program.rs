@@ -183,6 +183,10 @@ pub(crate) enum Kind {
     LoadJge,
     LoadJlt,
     LoadJle,
+    /// A [`LoadCmp`] pair and the pairs linked to it (`a` = first entry):
+    /// consecutive load-and-compare pairs run in one dispatch, following
+    /// both the taken and the fall-through edges.
+    LoadCmpRun,
     /// `r0 = imm; exit` (a `MOV K` into r0 followed by `exit`).
     RetImm,
     /// The converter's prologue `wD ^= wD; wS ^= wS; rSIZE = rA`
@@ -263,6 +267,29 @@ pub(crate) struct EqEntry {
     pub wreg: u8,
 }
 
+/// Element of a [`Kind::LoadCmpRun`]: `wD = *(u32 *)(rS + off)` at `pc`,
+/// then `if rD <cond> K goto taken` at `pc + 1` (any JMP/JMP32 compare but
+/// JSET, K form), the condition as a range test on the loaded (zero-extended)
+/// value: taken iff `((x ^ flip) - lo <= span) != negate`. `taken_next` /
+/// `fall_next` index the entry at `taken` / `pc + 2`, or [`NO_ENTRY`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct LoadCmp {
+    pub off: u64,
+    pub flip: u64,
+    pub lo: u64,
+    pub span: u64,
+    pub pc: u32,
+    pub taken: u32,
+    pub taken_next: u32,
+    pub fall_next: u32,
+    pub dst: u8,
+    pub src: u8,
+    pub negate: bool,
+}
+
+/// "No linked entry" in [`LoadCmp`].
+pub(crate) const NO_ENTRY: u32 = u32::MAX;
+
 /// A loaded, checked and pre-decoded program. Immutable; run it with
 /// [`crate::interp::Vm::run`] as often as wanted, from any number of `Vm`s.
 #[derive(Debug, Clone)]
@@ -271,8 +298,13 @@ pub struct Program {
     pub(crate) ops: Box<[Op]>,
     pub(crate) chain: Box<[ChainEntry]>,
     pub(crate) eq: Box<[EqEntry]>,
+    pub(crate) load_cmp: Box<[LoadCmp]>,
     pub(crate) helpers: Box<[(i32, HelperFn)]>,
     fused: usize,
+    /// Every jump goes forward and there is no local call, so a run executes
+    /// each slot at most once: at most `len` steps. The interpreter skips the
+    /// step-budget checks of such a program when the budget is at least `len`.
+    pub(crate) forward_only: bool,
 }
 
 impl Program {
@@ -317,13 +349,20 @@ impl Program {
             }
             ops.push(cx.decode(pc, *insn)?);
         }
+        let forward_only = ops.iter().enumerate().all(|(pc, o)| match o.kind {
+            Kind::CallLocal => false,
+            k if is_jump(k) => o.a as usize > pc,
+            _ => true,
+        });
         let mut prog = Program {
             insns: insns.to_vec(),
             ops: ops.into_boxed_slice(),
             chain: Box::new([]),
             eq: Box::new([]),
+            load_cmp: Box::new([]),
             helpers: table,
             fused: 0,
+            forward_only,
         };
         if !opts.no_superinstructions {
             fuse(&mut prog);
@@ -351,6 +390,36 @@ impl Program {
     pub fn fused_chains(&self) -> usize {
         self.fused
     }
+}
+
+/// Whether `kind` is a jump whose target is in `Op::a` (before fusion).
+fn is_jump(kind: Kind) -> bool {
+    use Kind::*;
+    matches!(
+        kind,
+        Ja | Jeq64
+            | Jgt64
+            | Jge64
+            | Jset64
+            | Jne64
+            | Jsgt64
+            | Jsge64
+            | Jlt64
+            | Jle64
+            | Jslt64
+            | Jsle64
+            | Jeq32
+            | Jgt32
+            | Jge32
+            | Jset32
+            | Jne32
+            | Jsgt32
+            | Jsge32
+            | Jlt32
+            | Jle32
+            | Jslt32
+            | Jsle32
+    )
 }
 
 struct Decoder<'a> {
@@ -979,6 +1048,7 @@ fn fuse(prog: &mut Program) {
     prog.ops = ops.into_boxed_slice();
     prog.chain = chain.into_boxed_slice();
     prog.eq = eq.into_boxed_slice();
+    fuse_load_cmp(prog, &orig);
 }
 
 #[cfg(test)]
@@ -1026,4 +1096,56 @@ mod tests {
             }
         }
     }
+}
+
+/// Links load-and-compare pairs into [`Kind::LoadCmpRun`]s: every pc whose
+/// op became a single load-then-compare (`LoadJ*`, see [`fuse`]) gets a
+/// [`LoadCmp`] entry, linked to the entries at its two successors, so a
+/// seccomp filter's argument checks (`ld [k]; jne K goto next_rule`, rule
+/// after rule) run as one loop instead of one dispatch per pair. Each pair
+/// still loads, writes `rD` and compares in program order, and counts two
+/// steps.
+fn fuse_load_cmp(prog: &mut Program, orig: &[Op]) {
+    let load_cmp_kinds =
+        [Kind::LoadJeq, Kind::LoadJne, Kind::LoadJgt, Kind::LoadJge, Kind::LoadJlt, Kind::LoadJle];
+    let mut index = vec![NO_ENTRY; orig.len()];
+    let mut entries: Vec<LoadCmp> = Vec::new();
+    for (pc, o) in prog.ops.iter().enumerate() {
+        if !load_cmp_kinds.contains(&o.kind) {
+            continue;
+        }
+        let (Some(l), Some(j)) = (orig.get(pc), orig.get(pc + 1)) else { continue };
+        let Some((_, flip, lo, span, negate)) = range_test(j.kind, j.imm) else { continue };
+        if let Some(slot) = index.get_mut(pc) {
+            *slot = entries.len() as u32;
+        }
+        entries.push(LoadCmp {
+            off: l.a as i32 as i64 as u64,
+            flip,
+            lo,
+            span,
+            pc: pc as u32,
+            taken: j.a,
+            taken_next: NO_ENTRY,
+            fall_next: NO_ENTRY,
+            dst: l.dst,
+            src: l.src,
+            negate,
+        });
+    }
+    if entries.is_empty() {
+        return;
+    }
+    for e in &mut entries {
+        e.taken_next = index.get(e.taken as usize).copied().unwrap_or(NO_ENTRY);
+        e.fall_next = index.get(e.pc as usize + 2).copied().unwrap_or(NO_ENTRY);
+    }
+    let mut ops = prog.ops.to_vec();
+    for (k, e) in entries.iter().enumerate() {
+        if let Some(o) = ops.get_mut(e.pc as usize) {
+            *o = Op { kind: Kind::LoadCmpRun, dst: e.dst, src: e.src, size: 0, a: k as u32, imm: 0 };
+        }
+    }
+    prog.ops = ops.into_boxed_slice();
+    prog.load_cmp = entries.into_boxed_slice();
 }

@@ -28,12 +28,15 @@
 //! | 60 | 4 | `random`: the value `SKF_AD_RANDOM` reads (fixed for reproducibility) | `get_random_u32()` |
 //! | 64 | 4 | device record: `ifindex` | `net_device.ifindex` |
 //! | 68 | 2 | device record: `type` | `net_device.type` |
+//! | 72 | 4 | `pay_offset`: what `SKF_AD_PAY_OFFSET` reads ([`SkbMeta::pay_offset`]) | `skb_get_poff(skb)` |
+//! | 76 | 4 | reserved, zero | |
 //!
 //! The device record lives inside the context itself (at [`DEV_RECORD`]), so
-//! `dev` points at `ctx + 64` when a device is present.
+//! `dev` points at `ctx + 64` when a device is present. `pay_offset` was
+//! added after the device record, so no earlier offset moved.
 
 /// Size of the context region.
-pub const CTX_SIZE: usize = 72;
+pub const CTX_SIZE: usize = 80;
 
 pub const OFF_DATA: i16 = 0;
 pub const OFF_LEN: i16 = 8;
@@ -57,6 +60,8 @@ pub const DEV_RECORD: i16 = 64;
 pub const DEV_OFF_IFINDEX: i16 = 0;
 /// `net_device.type`, relative to the device record.
 pub const DEV_OFF_TYPE: i16 = 4;
+/// The payload offset [`helper_skb_get_pay_offset`] returns (a `u32`).
+pub const OFF_PAY_OFFSET: i16 = 72;
 /// `mac_header` value meaning "no MAC header set" (`skb_mac_header_was_set()` false).
 pub const MAC_HEADER_UNSET: u32 = 0xffff;
 
@@ -124,6 +129,14 @@ pub struct SkbMeta {
     /// Bytes in the linear area; the rest of the packet is paged data
     /// (reachable only through the load helpers). `None`: all linear.
     pub headlen: Option<usize>,
+    /// The payload offset `skb_get_poff()` (net/core/flow_dissector.c)
+    /// would return for this packet: what `SKF_AD_PAY_OFFSET`
+    /// (`bpf_skb_get_pay_offset()`) reads. Computed by the caller: this
+    /// crate has no flow dissector (the one model of it is
+    /// `cbpf::Skb::payload_offset()`, which `convert::oracle::skb_meta()`
+    /// fills this from). 0 by default, which is also what the kernel
+    /// returns when dissection fails.
+    pub pay_offset: u32,
 }
 
 impl Default for SkbMeta {
@@ -144,6 +157,7 @@ impl Default for SkbMeta {
             network_header: None,
             mac_header: Some(0),
             headlen: None,
+            pay_offset: 0,
         }
     }
 }
@@ -202,6 +216,7 @@ impl SkbContext {
         put(&mut ctx, OFF_RANDOM, &meta.random.to_le_bytes());
         put(&mut ctx, DEV_RECORD + DEV_OFF_IFINDEX, &meta.ifindex.unwrap_or(0).to_le_bytes());
         put(&mut ctx, DEV_RECORD + DEV_OFF_TYPE, &meta.hatype.to_le_bytes());
+        put(&mut ctx, OFF_PAY_OFFSET, &meta.pay_offset.to_le_bytes());
         let mut meta = meta.clone();
         meta.network_header = Some(network);
         meta.headlen = Some(headlen);
@@ -238,25 +253,57 @@ impl SkbContext {
     /// # Deviations
     /// None (our paged data is one contiguous fragment).
     pub fn copy_bits(&self, offset: i32, len: usize) -> Option<&[u8]> {
-        if offset < 0 || i64::from(offset) > self.packet.len() as i64 - len as i64 {
+        self.copy_bits_at(i64::from(offset), len)
+    }
+
+    /// [`SkbContext::copy_bits`] for an offset already widened to 64 bits.
+    fn copy_bits_at(&self, offset: i64, len: usize) -> Option<&[u8]> {
+        if offset < 0 || offset > self.packet.len() as i64 - len as i64 {
             return None;
         }
-        let start = offset as usize;
-        self.packet.get(start..start + len)
+        let start = usize::try_from(offset).ok()?;
+        self.packet.get(start..start.checked_add(len)?)
+    }
+
+    /// Mirrors `bpf_skb_load_helper_convert_offset()` in net/core/filter.c
+    /// (Linux 6.18, since 6.15): a classic load offset as an offset from
+    /// `skb->data`. Non-negative offsets are kept; `SKF_NET_OFF + k` becomes
+    /// `k + skb_network_offset()`; `SKF_LL_OFF + k` becomes
+    /// `k + skb_mac_offset()` if the MAC header was set; anything else is
+    /// `None` (the kernel's `INT_MIN`, answered with `-EFAULT`).
+    ///
+    /// # Deviations
+    /// Computed in 64 bits: our header offsets are `u32` where the kernel's
+    /// are 16-bit, so the sum cannot overflow (a result past the packet
+    /// fails the later `skb_copy_bits()` bounds test, as in the kernel).
+    pub fn load_helper_convert_offset(&self, offset: i32) -> Option<i64> {
+        if offset >= 0 {
+            return Some(i64::from(offset));
+        }
+        if offset >= SKF_NET_OFF {
+            return Some(i64::from(offset) - i64::from(SKF_NET_OFF) + self.network_header());
+        }
+        if offset >= SKF_LL_OFF {
+            let mac = self.meta.mac_header?;
+            return Some(i64::from(offset) - i64::from(SKF_LL_OFF) + i64::from(mac));
+        }
+        None
     }
 
     /// Mirrors `bpf_internal_load_pointer_neg_helper()` in kernel/bpf/core.c
-    /// (Linux 6.18): resolves a negative `SKF_NET_OFF`/`SKF_LL_OFF` offset to
-    /// `size` bytes of the linear area, or `None`.
+    /// (Linux 6.18, where only the sparc32 JIT still calls it): resolves a
+    /// negative `SKF_NET_OFF`/`SKF_LL_OFF` offset to `size` bytes of the
+    /// linear area, or `None`.
+    ///
+    /// Only the legacy eBPF `LD|ABS`/`LD|IND` path ([`SkbContext::header_pointer`])
+    /// uses it. The converter's load helpers do not: since Linux 6.15 they
+    /// convert negative offsets first and may then read paged data (see
+    /// [`SkbContext::load_helper_convert_offset`]).
     ///
     /// # Deviations
-    /// None for the function as SPEC §4.6 describes it: the pointer must lie
-    /// in the linear area (offsets below `SKF_LL_OFF` give the kernel's NULL
-    /// pointer, which fails the `ptr >= skb->head` test). Note: a 2025 kernel
-    /// series ("support SKF_NET_OFF and SKF_LL_OFF on skb frags") resolves
-    /// negative offsets to data-relative ones and then also reads paged data;
-    /// if it is in your kernel, results differ only for negative offsets
-    /// that reach past the linear area.
+    /// None: the pointer must lie in the linear area (offsets below
+    /// `SKF_LL_OFF` give the kernel's NULL pointer, which fails the
+    /// `ptr >= skb->head` test).
     pub fn load_pointer_neg(&self, k: i32, size: usize) -> Option<&[u8]> {
         let ptr = if k >= SKF_NET_OFF {
             self.network_header() + i64::from(k) - i64::from(SKF_NET_OFF)
@@ -276,6 +323,11 @@ impl SkbContext {
     /// Mirrors the pre-4.18 `bpf_load_pointer()` (`skb_header_pointer()` for
     /// `k >= 0`, else the negative-offset helper) followed by the big-endian
     /// read of `LD_ABS`/`LD_IND`; `size` is 1, 2 or 4.
+    ///
+    /// This is the legacy eBPF `LD|ABS`/`LD|IND` instruction's historical
+    /// meaning (the interpreter lost those instructions in 4.18), so negative
+    /// offsets stay limited to the linear area here, unlike the 6.15+ load
+    /// helpers converted programs call ([`helper_skb_load_8`]).
     ///
     /// # Deviations
     /// None.
@@ -301,27 +353,30 @@ use crate::helpers::HelperError;
 use crate::interp::Memory;
 
 /// Mirrors `bpf_skb_load_helper_8/16/32()` in net/core/filter.c (Linux
-/// 6.18): `(skb, data, headlen, offset)`; reads the linear area through
-/// `data` when `headlen - offset >= size`, else `skb_copy_bits()`; negative
-/// offsets via `bpf_internal_load_pointer_neg_helper()`; `-EFAULT` on failure.
+/// 6.18): `(skb, data, headlen, offset)`. The offset is first converted by
+/// `bpf_skb_load_helper_convert_offset()` (negative `SKF_NET_OFF` /
+/// `SKF_LL_OFF` offsets become offsets from `data`; `-EFAULT` if that
+/// fails); then the linear area is read through `data` when
+/// `headlen - offset >= size`, else `skb_copy_bits()` reads the linear and
+/// paged data; `-EFAULT` when that fails too. So since Linux 6.15 negative
+/// offsets reach paged data as positive ones do.
 ///
 /// # Deviations
 /// `skb` (r1) is not dereferenced: the run's [`SkbContext`] is used. A read
 /// through `data` that leaves every memory region is a [`HelperError`]
-/// where the kernel would read wild memory.
+/// where the kernel would read wild memory. Arithmetic is 64-bit (see
+/// [`SkbContext::load_helper_convert_offset`]).
 fn skb_load(mem: &mut Memory<'_>, args: [u64; 5], size: usize) -> Result<u64, HelperError> {
     let skb = mem.skb().ok_or(HelperError::NoSkb)?;
     let [_, data, headlen, offset, _] = args;
-    let (headlen, offset) = (headlen as i32, offset as i32);
-    let bytes: Option<&[u8]> = if offset >= 0 {
-        if i64::from(headlen) - i64::from(offset) >= size as i64 {
-            let addr = data.wrapping_add(offset as u64);
-            Some(mem.bytes(addr, size).ok_or(HelperError::BadAccess { addr, size })?)
-        } else {
-            skb.copy_bits(offset, size)
-        }
+    let Some(offset) = skb.load_helper_convert_offset(offset as i32) else {
+        return Ok(EFAULT as u64);
+    };
+    let bytes: Option<&[u8]> = if i64::from(headlen as i32) - offset >= size as i64 {
+        let addr = data.wrapping_add(offset as u64);
+        Some(mem.bytes(addr, size).ok_or(HelperError::BadAccess { addr, size })?)
     } else {
-        skb.load_pointer_neg(offset, size)
+        skb.copy_bits_at(offset, size)
     };
     Ok(match bytes {
         Some(b) => u64::from(be(b)),
@@ -445,57 +500,15 @@ pub fn helper_user_rnd_u32(mem: &mut Memory<'_>, _: [u64; 5]) -> Result<u64, Hel
     Ok(u64::from(mem.skb().ok_or(HelperError::NoSkb)?.meta.random))
 }
 
-/// Mirrors `bpf_skb_get_pay_offset()` -> `skb_get_poff()` in
-/// net/core/flow_dissector.c (Linux 6.18) for the cases we model: the
-/// transport header offset found by dissecting IPv4 (`protocol` 0x0800) or
-/// IPv6 (0x86dd, no extension headers) at the network header, plus the
-/// transport header length (`__skb_get_poff()`: TCP `doff * 4` (at least 20),
-/// UDP/UDP-Lite 8, ICMP 8, ICMPv6 8, IGMP 8, DCCP 16, SCTP 12). Returns 0
-/// when dissection fails (truncated header, `ihl < 5`, other protocols).
+/// Mirrors `bpf_skb_get_pay_offset()` in net/core/filter.c (Linux 6.18),
+/// which returns `skb_get_poff(skb)`: returns the context's `pay_offset`
+/// field ([`SkbMeta::pay_offset`], at [`OFF_PAY_OFFSET`]).
 ///
 /// # Deviations
-/// The flow dissector is not modelled beyond this: VLAN, MPLS, tunnels and
-/// IPv6 extension headers give 0 where the kernel would dissect further.
+/// The flow dissection `skb_get_poff()` performs is done by whoever built
+/// the context (this crate has no flow dissector; the project's one model
+/// of it is `cbpf::Skb::payload_offset()`), so the value is fixed per
+/// context.
 pub fn helper_skb_get_pay_offset(mem: &mut Memory<'_>, _: [u64; 5]) -> Result<u64, HelperError> {
-    let skb = mem.skb().ok_or(HelperError::NoSkb)?;
-    Ok(u64::from(pay_offset(skb).unwrap_or(0)))
-}
-
-fn pay_offset(skb: &SkbContext) -> Option<u32> {
-    let p = skb.linear();
-    let nh = skb.meta.network_header.unwrap_or(0) as usize;
-    let (thoff, proto, later_fragment) = match skb.meta.protocol {
-        0x0800 => {
-            let ip = p.get(nh..nh + 20)?;
-            let ihl = usize::from(*ip.first()? & 0x0f);
-            if ihl < 5 {
-                return None;
-            }
-            let frag = u16::from_be_bytes([*ip.get(6)?, *ip.get(7)?]);
-            // IP_MF | IP_OFFSET set: a fragment; offset != 0: not the first.
-            let later = frag & 0x1fff != 0;
-            (nh + ihl * 4, *ip.get(9)?, later)
-        }
-        0x86dd => {
-            let ip = p.get(nh..nh + 40)?;
-            (nh + 40, *ip.get(6)?, false)
-        }
-        _ => return None,
-    };
-    let mut poff = thoff as u32;
-    if later_fragment {
-        return Some(poff);
-    }
-    poff += match proto {
-        6 => match p.get(thoff + 12) {
-            Some(doff) => u32::from((doff & 0xf0) >> 2).max(20),
-            None => return Some(poff),
-        },
-        17 | 136 => 8,
-        1 | 58 | 2 => 8,
-        33 => 16,
-        132 => 12,
-        _ => 0,
-    };
-    Some(poff)
+    Ok(u64::from(mem.skb().ok_or(HelperError::NoSkb)?.meta.pay_offset))
 }

@@ -60,7 +60,6 @@ fn bpf_conformance_suite() {
 /// The suite also passes with strict reserved-field checks: every test
 /// program is well-formed.
 #[test]
-#[ignore = "program.rs strict mode checks imm as reserved for every ALU X-form, so it refuses be16/be32/be64 (0xdc, imm = width); run with --ignored once fixed"]
 fn bpf_conformance_suite_strict() {
     let strict = LoadOptions { strict: true, ..LoadOptions::default() };
     let mut failures = Vec::new();

@@ -4,7 +4,7 @@
 //! never panic or hang.
 
 use ebpf::interp::{Access, ExecError, Input, Vm, CTX_BASE, MEM_BASE, PACKET_BASE, STACK_BASE};
-use ebpf::{Helpers, Insn, LoadOptions, Program, SkbContext, SkbMeta};
+use ebpf::{skb, Helpers, Insn, LoadOptions, Program, SkbContext, SkbMeta};
 use proptest::prelude::*;
 
 fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
@@ -33,7 +33,7 @@ fn out_of_bounds_in_every_region_is_an_error() {
     let skb = SkbContext::new(&[0u8; 20], &SkbMeta::default());
     let mut mem = [0u8; 16];
     let cases: [(u64, i16, usize); 6] = [
-        (CTX_BASE, 70, 72),    // skb ctx is 72 bytes: a 4-byte read at 70 crosses the end
+        (CTX_BASE, skb::CTX_SIZE as i16 - 2, 0), // a 4-byte access crossing the context's end
         (PACKET_BASE, 17, 20), // packet of 20
         (STACK_BASE, -4, 0),   // below the stack
         (STACK_BASE + 4096, 0, 0),
@@ -49,7 +49,7 @@ fn out_of_bounds_in_every_region_is_an_error() {
         }
     }
     // In-bounds neighbours succeed.
-    assert!(Vm::new().run(&access(CTX_BASE, 68, false), Input::Skb(&skb)).is_ok());
+    assert!(Vm::new().run(&access(CTX_BASE, skb::CTX_SIZE as i16 - 4, false), Input::Skb(&skb)).is_ok());
     assert!(Vm::new().run(&access(PACKET_BASE, 16, false), Input::Skb(&skb)).is_ok());
     assert!(Vm::new().run(&access(MEM_BASE, 12, true), Input::Memory(&mut mem)).is_ok());
     assert_eq!(mem[12], 7);

@@ -87,15 +87,35 @@ fn load_helpers_read_big_endian_linear_paged_and_negative_offsets() {
     assert_eq!(run(&load_helper(helper::SKB_LOAD_32, 14), &paged), 0x0e0f_1011, "mixed head/frag");
     assert_eq!(run(&load_helper(helper::SKB_LOAD_32, 40), &paged), 0x2829_2a2b);
     // Negative offsets: SKF_NET_OFF relative to the network header (14),
-    // SKF_LL_OFF to the MAC header (0); linear area only.
+    // SKF_LL_OFF to the MAC header (0); since Linux 6.15
+    // (bpf_skb_load_helper_convert_offset()) they reach paged data too.
     assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_NET_OFF + 2), &linear), 16);
     assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_LL_OFF + 5), &linear), 5);
     assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_NET_OFF + 1), &paged) as i64, 15);
-    assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_NET_OFF + 2), &paged) as i64, skb::EFAULT, "frag");
+    assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_NET_OFF + 2), &paged), 16, "frag");
+    assert_eq!(run(&load_helper(helper::SKB_LOAD_32, skb::SKF_NET_OFF), &paged), 0x0e0f_1011, "head and frag");
+    assert_eq!(run(&load_helper(helper::SKB_LOAD_16, skb::SKF_LL_OFF + 40), &paged), 0x2829, "frag via LL");
+    assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_NET_OFF + 49), &paged), 63, "last byte");
+    assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_NET_OFF + 50), &paged) as i64, skb::EFAULT, "past end");
     assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_LL_OFF - 1), &linear) as i64, skb::EFAULT);
+    assert_eq!(run(&load_helper(helper::SKB_LOAD_8, i32::MIN), &linear) as i64, skb::EFAULT);
     let no_mac = SkbContext::new(&packet, &SkbMeta { mac_header: None, ..SkbMeta::default() });
     assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_LL_OFF + 5), &no_mac) as i64, skb::EFAULT);
     assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_NET_OFF + 5), &no_mac), 19);
+}
+
+/// The legacy `LD|ABS`/`LD|IND` instructions keep their pre-4.18 meaning:
+/// negative offsets only reach the linear area (the load helpers above
+/// follow 6.15+ and reach paged data).
+#[test]
+fn legacy_ld_abs_keeps_negative_offsets_in_the_linear_area() {
+    let packet: Vec<u8> = (0u8..64).collect();
+    let paged = SkbContext::new(&packet, &SkbMeta { headlen: Some(16), ..SkbMeta::default() });
+    // r0 = 7; r0 = ldb [k]; exit: a failed read ends the program with 0.
+    let ld_abs_b = |k: i32| vec![i(0xb7, 0, 0, 0, 7), i(0x30, 0, 0, 0, k), EXIT];
+    assert_eq!(run(&ld_abs_b(skb::SKF_NET_OFF + 1), &paged), 15);
+    assert_eq!(run(&ld_abs_b(skb::SKF_NET_OFF + 2), &paged), 0, "paged byte, pre-4.18: not reachable");
+    assert_eq!(run(&ld_abs_b(40), &paged), 40, "positive offsets reach paged data");
 }
 
 #[test]
@@ -126,9 +146,14 @@ fn pay_offset_cpu_and_random() {
         "0000000000000000000000000000000000000000000000000000000000000000000000000000",
         "000000000000000000000000000000000000000000000000000000000000000000000000000000000000000000",
     ));
-    let skb = |len: usize| SkbContext::new(&data[..len], &SkbMeta::default());
-    assert_eq!(run(&anc(helper::SKB_GET_PAY_OFFSET, 0, 0), &skb(100)), 42);
-    assert_eq!(run(&anc(helper::SKB_GET_PAY_OFFSET, 0, 0), &skb(30)), 0);
+    // The caller computes the payload offset (cbpf::Skb::payload_offset():
+    // 14 + 20 + 8 = 42 on the whole packet, 0 when the IPv4 header is cut
+    // at 30 bytes); the helper returns what the context holds.
+    let skb = |len: usize, pay_offset: u32| SkbContext::new(&data[..len], &SkbMeta { pay_offset, ..SkbMeta::default() });
+    assert_eq!(run(&anc(helper::SKB_GET_PAY_OFFSET, 0, 0), &skb(100, 42)), 42);
+    assert_eq!(run(&anc(helper::SKB_GET_PAY_OFFSET, 0, 0), &skb(30, 0)), 0);
+    assert_eq!(run(&[i(0x61, 0, 1, skb::OFF_PAY_OFFSET, 0), EXIT], &skb(100, 42)), 42, "context field");
+    assert_eq!(run(&anc(helper::SKB_GET_PAY_OFFSET, 0, 0), &SkbContext::new(&data, &SkbMeta::default())), 0);
     let meta = SkbMeta { cpu: 3, random: 0xdead_beef, ..SkbMeta::default() };
     let s = SkbContext::new(&[0u8; 4], &meta);
     assert_eq!(run(&anc(helper::GET_RAW_CPU_ID, 0, 0), &s), 3);

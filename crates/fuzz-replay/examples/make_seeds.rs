@@ -44,8 +44,12 @@ fn classic_programs() -> Vec<(String, Vec<cbpf::Insn>)> {
             })
             .collect();
         if !insns.is_empty() && insns.len() <= 64 {
-            let name: String =
-                test["name"].as_str().unwrap().chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+            let name: String = test["name"]
+                .as_str()
+                .unwrap()
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
             out.push((format!("test_bpf_{}_{name}", test["index"]), insns));
         }
     }

@@ -24,9 +24,7 @@
 //! ([`seccomp_data`], [`packet`]) so that comparisons are sometimes true.
 
 use arbitrary::{Error, Result, Unstructured};
-use cbpf::opcode::{
-    LD_IMM, RET_A, SKF_AD_OFF, SKF_AD_PAY_OFFSET, SKF_LL_OFF, SKF_NET_OFF, BPF_MEMWORDS,
-};
+use cbpf::opcode::{BPF_MEMWORDS, LD_IMM, RET_A, SKF_AD_OFF, SKF_AD_PAY_OFFSET, SKF_LL_OFF, SKF_NET_OFF};
 use cbpf::{AluOp, Insn, JmpOp, Mode, NetDevice, Op, Program, Size, Skb, Src};
 
 /// Longest generated program. Long enough for every jump distance a
@@ -92,7 +90,9 @@ impl Pool {
         let v = match u.int_in_range(0..=5u8)? {
             0 | 1 => *u.choose(&EDGES)?,
             2 if !self.values.is_empty() => *u.choose(&self.values)?,
-            3 if !self.values.is_empty() => u.choose(&self.values)?.wrapping_add(u.int_in_range(0..=2u32)?).wrapping_sub(1),
+            3 if !self.values.is_empty() => {
+                u.choose(&self.values)?.wrapping_add(u.int_in_range(0..=2u32)?).wrapping_sub(1)
+            }
             4 => u.int_in_range(0..=64u32)?,
             _ => u.arbitrary::<u32>()?,
         };
@@ -330,28 +330,14 @@ impl Packet {
             random: self.random,
             network_offset: self.network_offset,
             mac_offset: self.mac_offset,
+            wire_len: None,
         }
     }
 
-    /// The eBPF interpreter's view (our documented context layout).
+    /// The eBPF interpreter's view (our documented context layout), by the
+    /// one mapping the oracle defines ([`convert::oracle::skb_meta`]).
     pub fn ebpf_meta(&self) -> ebpf::SkbMeta {
-        ebpf::SkbMeta {
-            protocol: self.protocol,
-            pkt_type: self.pkt_type,
-            ifindex: self.dev.map(|d| d.ifindex as u32),
-            hatype: self.dev.map_or(0, |d| d.hatype),
-            mark: self.mark,
-            queue_mapping: self.queue_mapping,
-            vlan_tci: self.vlan_tci,
-            vlan_proto: self.vlan_proto,
-            vlan_present: self.vlan_tci != 0 || self.vlan_proto != 0,
-            hash: self.rxhash,
-            cpu: self.cpu,
-            random: self.random,
-            network_header: u32::try_from(self.network_offset).ok(),
-            mac_header: self.mac_offset.and_then(|m| u32::try_from(m).ok()),
-            headlen: Some(self.headlen),
-        }
+        convert::oracle::skb_meta(&self.cbpf_skb())
     }
 }
 
@@ -379,7 +365,13 @@ pub fn packet(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<Packet> {
         _ => (u.arbitrary()?, u.arbitrary()?),
     };
     let network_offset = if u.ratio(3u8, 4u8)? { len.min(14) } else { u.int_in_range(0..=len)? };
-    let mac_offset = if u.ratio(7u8, 8u8)? { Some(0) } else if u.arbitrary()? { Some(u.int_in_range(0..=len)?) } else { None };
+    let mac_offset = if u.ratio(7u8, 8u8)? {
+        Some(0)
+    } else if u.arbitrary()? {
+        Some(u.int_in_range(0..=len)?)
+    } else {
+        None
+    };
     Ok(Packet {
         data,
         headlen,

@@ -6,7 +6,8 @@ use std::fmt;
 
 use arbitrary::Unstructured;
 use cbpf::text::{self, Format};
-use cbpf::{Interp, Mode, Program};
+use cbpf::{Interp, Mode, Program, SeccompData};
+use convert::oracle::{Oracle, SetupError};
 use convert::{ConvertError, Options};
 use ebpf::interp::Input as EInput;
 use ebpf::{Helpers, LoadOptions, SkbContext, Vm};
@@ -106,65 +107,89 @@ pub fn convert_equiv(data: &[u8]) {
     equiv(&case.program, &case.inputs);
 }
 
-/// The equivalence oracle: every engine gives the classic interpreter's answer.
+/// The equivalence check: the project's oracle ([`convert::oracle::Oracle`],
+/// classic interpreter vs the Linux 6.18 conversion on our eBPF
+/// interpreter) on `inputs` and on its own branch-covering inputs; then the
+/// engines and shapes the oracle does not cover: the same conversion without
+/// superinstructions, the legacy packet-load shape (socket filters) and
+/// rbpf's interpreter (seccomp filters), each against the classic result.
 fn equiv(prog: &Program, inputs: &[Input]) {
-    let interp = Interp::new(prog);
+    let mut oracle = match Oracle::new("fuzz", prog) {
+        Ok(o) => o,
+        // The one refusal a validated program can meet (a 16-bit jump
+        // offset overflow), only possible for very long programs.
+        Err(SetupError::Convert { source: ConvertError::JumpOffset { .. }, .. }) => return,
+        Err(e) => fail(format_args!("oracle setup refused a validated program: {e}\n{}", listing(prog))),
+    };
     let mut expected = Vec::with_capacity(inputs.len());
     for input in inputs {
         let r = match input {
-            Input::Seccomp(d) => interp.run_seccomp(d),
-            Input::Socket(p) => interp.run_socket(&p.cbpf_skb()),
+            Input::Seccomp(d) => oracle.check_seccomp(&seccomp_data(d)),
+            Input::Socket(p) => oracle.check_socket(&p.cbpf_skb()),
         };
         match r {
             Ok(v) => expected.push(v),
-            Err(e) => fail(format_args!("classic interpreter refused a run of its own mode: {e}")),
+            Err(m) => fail(format_args!("{m}\n{}", listing(prog))),
         }
     }
-    let shapes: &[Options] = match prog.mode() {
-        Mode::Seccomp => &[Options::kernel()],
-        _ => &[Options::kernel(), Options::legacy()],
+    if let Err(m) = oracle.check_branches(prog) {
+        fail(format_args!("{m}\n{}", listing(prog)));
+    }
+    let shapes: &[(Options, bool)] = match prog.mode() {
+        Mode::Seccomp => &[(Options::kernel(), true)],
+        _ => &[(Options::kernel(), true), (Options::legacy(), false), (Options::legacy(), true)],
     };
-    for opts in shapes {
-        let out = match convert::convert(prog, opts) {
+    for &(opts, no_superinstructions) in shapes {
+        let out = match convert::convert(prog, &opts) {
             Ok(out) => out,
-            // The one refusal a validated program can meet (a 16-bit jump
-            // offset overflow), only possible for programs far longer than
-            // the generator's.
             Err(ConvertError::JumpOffset { .. }) => continue,
             Err(e) => fail(format_args!("convert({opts:?}) refused a validated program: {e}\n{}", listing(prog))),
         };
-        for no_superinstructions in [false, true] {
-            let lo = LoadOptions { strict: false, no_superinstructions };
-            let eprog = match ebpf::Program::load(&out.insns, &lo, &Helpers::socket()) {
-                Ok(p) => p,
-                Err(e) => fail(format_args!(
-                    "converted program ({opts:?}) does not load: {e}\n{}",
-                    listing(prog)
-                )),
-            };
-            let mut vm = Vm::new();
-            for (input, want) in inputs.iter().zip(&expected) {
-                let got = match input {
-                    Input::Seccomp(d) => vm.run_seccomp(&eprog, d),
-                    Input::Socket(p) => {
-                        let ctx = SkbContext::new(&p.data, &p.ebpf_meta());
-                        vm.run(&eprog, EInput::Skb(&ctx)).map(|r0| r0 as u32)
-                    }
-                };
-                if got.as_ref() != Ok(want) {
-                    fail(format_args!(
-                        "classic interpreter returned {want:#x}, converted program ({opts:?}, \
-                         no_superinstructions={no_superinstructions}) on the eBPF interpreter {got:x?}\n\
-                         input: {input:x?}\n{}",
-                        listing(prog)
-                    ));
+        let lo = LoadOptions { strict: false, no_superinstructions };
+        let eprog = match ebpf::Program::load(&out.insns, &lo, &convert::oracle::socket_helpers()) {
+            Ok(p) => p,
+            Err(e) => fail(format_args!("converted program ({opts:?}) does not load: {e}\n{}", listing(prog))),
+        };
+        let mut vm = Vm::new();
+        for (input, want) in inputs.iter().zip(&expected) {
+            let got = match input {
+                Input::Seccomp(d) => vm.run_seccomp(&eprog, d),
+                Input::Socket(p) => {
+                    let ctx = SkbContext::new(&p.data, &p.ebpf_meta());
+                    vm.run(&eprog, EInput::Skb(&ctx)).map(|r0| r0 as u32)
                 }
+            };
+            if got.as_ref() != Ok(want) {
+                fail(format_args!(
+                    "classic interpreter returned {want:#x}, converted program ({opts:?}, \
+                     no_superinstructions={no_superinstructions}) on the eBPF interpreter {got:x?}\n\
+                     input: {input:x?}\n{}",
+                    listing(prog)
+                ));
             }
         }
         if prog.mode() == Mode::Seccomp {
             rbpf_agrees(prog, &out.insns, inputs, &expected);
         }
     }
+}
+
+/// The typed `struct seccomp_data` whose bytes ([`SeccompData::to_bytes`],
+/// host order) are `bytes`.
+fn seccomp_data(bytes: &[u8; 64]) -> SeccompData {
+    let mut words = bytes.chunks_exact(8).map(|c| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(c);
+        u64::from_ne_bytes(w)
+    });
+    let mut next = || words.next().unwrap_or(0);
+    let head = next().to_ne_bytes();
+    let (nr, arch) = head.split_at(4);
+    let word =
+        |b: &[u8]| u32::from_ne_bytes([b.first(), b.get(1), b.get(2), b.get(3)].map(|x| x.copied().unwrap_or(0)));
+    let instruction_pointer = next();
+    let args = [next(), next(), next(), next(), next(), next()];
+    SeccompData { nr: word(nr) as i32, arch: word(arch), instruction_pointer, args }
 }
 
 /// rbpf 0.4's interpreter on a converted seccomp filter.
@@ -334,10 +359,7 @@ pub fn ebpf_exec(data: &[u8]) {
         return;
     }
     if a != b || mem_a != mem_b {
-        fail(format_args!(
-            "superinstructions change a run: {a:x?} vs {b:x?} (memory equal: {})",
-            mem_a == mem_b
-        ));
+        fail(format_args!("superinstructions change a run: {a:x?} vs {b:x?} (memory equal: {})", mem_a == mem_b));
     }
 }
 
@@ -467,5 +489,28 @@ pub fn fast_equiv(data: &[u8]) {
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seccomp_data_reads_back_to_bytes() {
+        let d = SeccompData {
+            nr: -2,
+            arch: 0xc000_003e,
+            instruction_pointer: 0x1122_3344_5566_7788,
+            args: [1, u64::MAX, 3, 0x8000_0000_0000_0000, 5, 6],
+        };
+        assert_eq!(seccomp_data(&d.to_bytes()), d);
+    }
+
+    #[test]
+    fn fail_panics_with_the_property() {
+        let r = std::panic::catch_unwind(|| fail(format_args!("x is {}", 1)));
+        let msg = r.unwrap_err().downcast::<String>().unwrap();
+        assert_eq!(*msg, "property violated: x is 1");
     }
 }

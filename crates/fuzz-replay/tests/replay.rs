@@ -16,12 +16,6 @@ use std::path::{Path, PathBuf};
 const KNOWN_OPEN: &[&str] = &[
     // ebpf::skb load helpers: negative offsets still use the pre-6.15 linear-only model.
     "convert_equiv/skf_ll_off_load_from_paged_data",
-    // ebpf::skb pay_offset: a smaller flow-dissector model than cbpf's (no VLAN proto, linear data only).
-    "convert_equiv/pay_offset_ignores_vlan_proto",
-    "convert_equiv/pay_offset_reads_only_linear_data",
-    // cbpf::text::print_asm: no `.raw` escape for X-form ALU with a non-zero k.
-    "text_parse/print_asm_drops_k_of_add_x",
-    "text_parse/print_asm_drops_k_of_jge_x",
 ];
 
 fn fuzz_dir() -> PathBuf {

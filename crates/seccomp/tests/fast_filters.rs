@@ -217,6 +217,30 @@ fn chains_combine_as_the_kernel_does() {
 }
 
 #[test]
+fn tables_cover_the_arches_the_analysis_finds() {
+    for name in filter_names() {
+        let prog = load(&name);
+        let fast = FastFilter::build(&prog).unwrap();
+        let mut arches: Vec<u32> = fast.arches().collect();
+        arches.sort_unstable();
+        assert_eq!(arches, seccomp::analysis::compared_arches(&prog).unwrap(), "{name}");
+        // Every number the filter compares nr with has an entry that is not
+        // the arch-wide fallback, so it is answered by one lookup when
+        // constant.
+        for arch in arches {
+            for nr in seccomp::analysis::compared_nrs(&prog, arch).unwrap() {
+                let data = SeccompData { nr: nr as i32, arch, ..SeccompData::default() };
+                let want = Interp::new(&prog).run_seccomp(&data.to_bytes()).unwrap();
+                match fast.entry(arch, nr) {
+                    Entry::Action(v) => assert_eq!(v, want, "{name}: nr {nr:#x}"),
+                    Entry::Residual(p) => assert!(p.len() < prog.len(), "{name}: nr {nr:#x} runs the whole filter"),
+                }
+            }
+        }
+    }
+}
+
+#[test]
 fn socket_filters_are_refused() {
     let prog = validate(&[Insn::stmt(0x06, 0xffff)], Mode::Socket).unwrap();
     assert!(FastFilter::build(&prog).is_err());

@@ -51,6 +51,18 @@ enum Gen {
     Jmp(JmpOp, bool, u32, u8, u8),
     RetK(u32),
     RetA,
+    /// libseccomp's syscall dispatch: `jeq #k, L, 0` per entry (keys may
+    /// repeat), sometimes ended by a two-way `jeq #k, L, M`.
+    Dispatch(Vec<(u32, u8)>, Option<(u32, u8, u8)>),
+}
+
+impl Gen {
+    fn len(&self) -> usize {
+        match self {
+            Gen::Dispatch(entries, end) => entries.len() + usize::from(end.is_some()),
+            _ => 1,
+        }
+    }
 }
 
 fn gen_insn() -> impl Strategy<Value = Gen> {
@@ -77,6 +89,11 @@ fn gen_insn() -> impl Strategy<Value = Gen> {
             .prop_map(|(o, x, k, jt, jf)| Gen::Jmp(o, x, k, jt, jf)),
         2 => constant().prop_map(Gen::RetK),
         1 => Just(Gen::RetA),
+        2 => (
+            prop::collection::vec((prop::sample::select(vec![0u32, 1, 2, 3, 59, 110, 470, 0x4000_0000]), 1u8..=255), 3..12),
+            prop::option::of((constant(), 1u8..=255, 1u8..=255)),
+        )
+            .prop_map(|(entries, end)| Gen::Dispatch(entries, end)),
     ]
 }
 
@@ -97,13 +114,26 @@ fn gen_program() -> impl Strategy<Value = Vec<Insn>> {
             let mut prog = Vec::new();
             if prologue {
                 // ld [4]; jeq #x86_64, 0, <the last instruction, a ret of `kill`>.
-                let total = 2 + 4 + body.len() + tail.len() + 1;
+                let total = 2 + 4 + body.iter().map(Gen::len).sum::<usize>() + tail.len() + 1;
                 prog.push(Insn::stmt(LD_W_ABS, 4));
                 prog.push(Insn::jump(JMP_JEQ_K, X86_64, 0, (total - 3) as u8));
             }
             prog.extend([Insn::stmt(ST, 0), Insn::stmt(ST, 1), Insn::stmt(STX, 2), Insn::stmt(STX, 3)]);
-            let len = prog.len() + body.len() + tail.len() + usize::from(prologue);
+            let len = prog.len() + body.iter().map(Gen::len).sum::<usize>() + tail.len() + usize::from(prologue);
             for g in body {
+                if let Gen::Dispatch(entries, end) = &g {
+                    for &(k, jt) in entries {
+                        let room = (len - prog.len() - 2) as u32;
+                        let jt = if room == 0 { 0 } else { (u32::from(jt) % room.min(255) + 1) as u8 };
+                        prog.push(Insn::jump(JMP_JEQ_K, k, jt, 0));
+                    }
+                    if let Some((k, jt, jf)) = *end {
+                        let room = (len - prog.len() - 2) as u32;
+                        let fit = |off: u8| if room == 0 { 0 } else { (u32::from(off) % room.min(255) + 1) as u8 };
+                        prog.push(Insn::jump(JMP_JEQ_K, k, fit(jt), fit(jf)));
+                    }
+                    continue;
+                }
                 let pc = prog.len();
                 let room = (len - pc - 2) as u32;
                 let fit = |off: u8| (u32::from(off) % (room + 1).min(256)) as u8;
@@ -132,6 +162,7 @@ fn gen_program() -> impl Strategy<Value = Vec<Insn>> {
                     }
                     Gen::RetK(k) => Insn::stmt(RET_K, k),
                     Gen::RetA => Insn::stmt(RET_A, 0),
+                    Gen::Dispatch(..) => continue,
                 });
             }
             prog.extend(tail);

@@ -63,6 +63,11 @@ pub struct Skb<'a> {
     /// `skb_mac_offset()`, or `None` when the MAC header was never set
     /// (then `SKF_LL_OFF` loads fail).
     pub mac_offset: Option<usize>,
+    /// What `ld len` / `ldx len` read when it differs from `data.len()`:
+    /// libpcap's `bpf_filter()` sees the original wire length of a captured
+    /// packet whose capture was cut short (`tcpdump -r` semantics). `None`
+    /// (the kernel's view) reads `skb->len`, i.e. `data.len()`.
+    pub wire_len: Option<u32>,
 }
 
 /// `ETH_P_IP`.
@@ -90,6 +95,7 @@ impl<'a> Skb<'a> {
             random: 0,
             network_offset: data.len().min(14),
             mac_offset: Some(0),
+            wire_len: None,
         }
     }
 
@@ -390,7 +396,7 @@ impl Context for SocketCtx<'_, '_> {
     }
 
     fn len(&self) -> u32 {
-        self.skb.data.len() as u32
+        self.skb.wire_len.unwrap_or(self.skb.data.len() as u32)
     }
 
     /// `convert_bpf_extensions()` (net/core/filter.c, Linux 6.18), case by

@@ -334,7 +334,7 @@ fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared) -> Result<i
             }
         }
         if args.len == LenSource::Wire {
-            let _ = rec.orig_len; // TODO wire length
+            skb.wire_len = Some(rec.orig_len);
         }
         let ret = engine.run(&skb)?;
         total += 1;

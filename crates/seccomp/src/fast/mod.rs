@@ -18,13 +18,15 @@
 //!               unknown arch ─► the whole filter
 //! ```
 //!
-//! Which entries: per arch the filter compares `arch` against
-//! ([`compared_arches`]), numbers `0..N` where `N` is the arch's syscall
-//! table size ([`crate::syscalls::table`], at least [`MIN_DENSE`], extended
-//! up to [`DENSE_LIMIT`] to cover every compared number), plus every other
-//! number the filter compares `nr` against ([`compared_nrs`]: x32 numbers,
-//! `-1`, ...). Any other (arch, nr) runs a program specialised on the arch
-//! alone, or the whole filter for arches the filter never names.
+//! Which entries: per arch the filter compares `arch` against (as
+//! [`crate::analysis::compared_arches`] defines it, found by the
+//! specialiser's own pass), numbers `0..N` where `N` is the arch's syscall
+//! table size ([`crate::syscalls::table`], else [`MIN_DENSE`], extended up
+//! to [`DENSE_LIMIT`] to cover every compared number), plus every other
+//! number the filter compares `nr` against (as
+//! [`crate::analysis::compared_nrs`]: x32 numbers, `-1`, ...). Any other
+//! (arch, nr) runs a program specialised on the arch alone, or the whole
+//! filter for arches the filter never names.
 //!
 //! Residual programs are validated with [`cbpf::validate`] (seccomp mode)
 //! and run on [`cbpf::Interp`]; identical residuals are shared (hash-consed).
@@ -63,8 +65,8 @@ use std::collections::HashMap;
 use cbpf::{Insn, Interp, Mode, Program, SeccompData};
 
 use crate::action::SECCOMP_RET_KILL_PROCESS;
-use crate::analysis::{compared_arches, compared_nrs};
 use crate::arch::Arch;
+use crate::data::{OFFSET_ARCH, OFFSET_NR};
 use specialize::{Specialized, Specializer};
 
 pub use chain::FastChain;
@@ -223,14 +225,15 @@ impl FastFilter {
         if program.mode() != Mode::Seccomp {
             return Err(FastError::NotSeccomp { mode: program.mode() });
         }
-        let not_seccomp = |_| FastError::NotSeccomp { mode: program.mode() };
-        let arches = compared_arches(program).map_err(not_seccomp)?;
         let mut spec = Specializer::new(program);
         let mut residuals = Residuals::new(program);
+        // Unknown arches run the whole filter; this pass only finds arches.
+        let (arches, _) = spec.specialize_watching(None, None, OFFSET_ARCH);
         let mut tables = Vec::with_capacity(arches.len());
         let mut stats = FastStats { arches: arches.len(), ..FastStats::default() };
         for arch in arches {
-            let compared = compared_nrs(program, arch).map_err(not_seccomp)?;
+            let (compared, other) = spec.specialize_watching(Some(arch), None, OFFSET_NR);
+            let other = residuals.slot(other);
             let dense_len = dense_len(arch, &compared);
             let dense: Box<[Slot]> =
                 (0..dense_len).map(|nr| residuals.slot(spec.specialize(Some(arch), Some(nr)))).collect();
@@ -239,7 +242,6 @@ impl FastFilter {
                 .filter(|&&nr| nr >= dense_len)
                 .map(|&nr| (nr, residuals.slot(spec.specialize(Some(arch), Some(nr)))))
                 .collect();
-            let other = residuals.slot(spec.specialize(Some(arch), None));
             for slot in dense.iter().chain(sparse.iter().map(|(_, s)| s)) {
                 stats.entries += 1;
                 match slot {

@@ -47,17 +47,20 @@ const fn bit(reg: u32) -> u32 {
 }
 
 /// Abstract machine state: bit `r` of `known` says `vals[r]` is the value
-/// register `r` holds on every path here.
+/// register `r` holds on every path here; bit `r` of `field` says register
+/// `r` holds exactly the `struct seccomp_data` word at offset `vals[r]`
+/// (only used to find the constants `nr` and `arch` are compared with).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct State {
     known: u32,
+    field: u32,
     vals: [u32; REGS],
 }
 
 impl State {
     /// At entry A and X are 0 (SPEC §1.4); `M[]` is unknown (never read
     /// before a write, `check_load_and_stores()`).
-    const ENTRY: State = State { known: bit(A) | bit(X), vals: [0; REGS] };
+    const ENTRY: State = State { known: bit(A) | bit(X), field: 0, vals: [0; REGS] };
 
     #[inline(always)]
     fn get(&self, reg: u32) -> Option<u32> {
@@ -68,8 +71,19 @@ impl State {
         }
     }
 
+    /// The offset of the field register `reg` holds exactly, if known.
+    #[inline(always)]
+    fn field(&self, reg: u32) -> Option<u32> {
+        if self.field & bit(reg) != 0 {
+            self.vals.get(reg as usize).copied()
+        } else {
+            None
+        }
+    }
+
     #[inline(always)]
     fn set(&mut self, reg: u32, value: Option<u32>) {
+        self.field &= !bit(reg);
         match (value, self.vals.get_mut(reg as usize)) {
             (Some(v), Some(slot)) => {
                 *slot = v;
@@ -79,19 +93,45 @@ impl State {
         }
     }
 
+    #[inline(always)]
+    fn set_field(&mut self, reg: u32, offset: u32) {
+        self.known &= !bit(reg);
+        if let Some(slot) = self.vals.get_mut(reg as usize) {
+            *slot = offset;
+            self.field |= bit(reg);
+        }
+    }
+
+    /// `to = from`, with everything known about it.
+    #[inline(always)]
+    fn copy(&mut self, from: u32, to: u32) {
+        let v = self.vals.get(from as usize).copied().unwrap_or(0);
+        if let Some(slot) = self.vals.get_mut(to as usize) {
+            *slot = v;
+        }
+        let keep = |mask: u32| (mask & !bit(to)) | if mask & bit(from) != 0 { bit(to) } else { 0 };
+        self.known = keep(self.known);
+        self.field = keep(self.field);
+    }
+
     /// Keeps only what both states agree on.
     #[inline(always)]
     fn join(&mut self, other: &State) {
-        let mut both = self.known & other.known;
-        let mut scan = both;
-        while scan != 0 {
-            let r = scan.trailing_zeros();
-            scan &= scan - 1;
-            if self.vals.get(r as usize) != other.vals.get(r as usize) {
-                both &= !bit(r);
+        let agree = |mine: u32, theirs: u32| {
+            let mut both = mine & theirs;
+            let mut scan = both;
+            while scan != 0 {
+                let r = scan.trailing_zeros();
+                scan &= scan - 1;
+                if self.vals.get(r as usize) != other.vals.get(r as usize) {
+                    both &= !bit(r);
+                }
             }
-        }
-        self.known = both;
+            both
+        };
+        let (known, field) = (agree(self.known, other.known), agree(self.field, other.field));
+        self.known = known;
+        self.field = field;
     }
 }
 
@@ -179,6 +219,14 @@ impl Results {
 #[derive(Debug)]
 pub(crate) struct Specializer {
     ops: Vec<Option<Op>>,
+    /// Per pc: the [`Run`] it belongs to, or [`NO_RUN`].
+    run_of: Vec<u32>,
+    runs: Vec<Run>,
+    /// `(k, pc, target)` of every run member, each run's slice sorted.
+    run_keys: Vec<(u32, u16, u16)>,
+    /// Which field's compared constants to collect (0 = nr, 4 = arch).
+    watch: Option<u32>,
+    compared: Vec<u32>,
     /// Bit `pc`: some state is waiting in `pending[pc]`.
     has: Vec<u64>,
     pending: Vec<State>,
@@ -193,6 +241,72 @@ pub(crate) struct Specializer {
     out: Vec<Insn>,
 }
 
+/// Marks a pc outside every [`Run`].
+const NO_RUN: u32 = u32::MAX;
+
+/// Fewest members worth a [`Run`].
+const MIN_RUN: usize = 4;
+
+/// A run of consecutive `jeq #k, L, 0` (the shape of libseccomp's syscall
+/// dispatch), possibly ended by a two-way `jeq #k, L, M`. With A known,
+/// where control leaves the run from any member is one binary search in
+/// `run_keys[keys]` instead of a step per member.
+#[derive(Debug, Clone)]
+struct Run {
+    keys: std::ops::Range<usize>,
+    /// Where control goes when no member matches.
+    then: u16,
+}
+
+/// A run member: `jeq #k` that jumps on equality and, unless it ends the
+/// run, falls through otherwise. Returns `(k, true target, ends run)`.
+fn run_member(pc: usize, op: Option<Op>) -> Option<(u32, u16, Option<u16>)> {
+    match op? {
+        Op::Jmp { op: JmpOp::Jeq, src: Src::K, k, jt, jf } if jt > 0 => {
+            let t = (pc + 1 + usize::from(jt)) as u16;
+            let f = (jf > 0).then_some((pc + 1 + usize::from(jf)) as u16);
+            Some((k, t, f))
+        }
+        _ => None,
+    }
+}
+
+/// Finds the [`Run`]s of a program.
+fn find_runs(ops: &[Option<Op>]) -> (Vec<u32>, Vec<Run>, Vec<(u32, u16, u16)>) {
+    let mut run_of = vec![NO_RUN; ops.len()];
+    let mut runs = Vec::new();
+    let mut keys: Vec<(u32, u16, u16)> = Vec::new();
+    let mut pc = 0;
+    while pc < ops.len() {
+        let start = pc;
+        let first_key = keys.len();
+        let mut then = None;
+        while let Some((k, t, ends)) = run_member(pc, ops.get(pc).copied().flatten()) {
+            keys.push((k, pc as u16, t));
+            pc += 1;
+            if let Some(f) = ends {
+                then = Some(f);
+                break;
+            }
+        }
+        if pc - start < MIN_RUN {
+            keys.truncate(first_key);
+            pc = start + 1;
+            continue;
+        }
+        let then = then.unwrap_or(pc as u16);
+        if let Some(slice) = keys.get_mut(first_key..) {
+            slice.sort_unstable();
+        }
+        let id = runs.len() as u32;
+        for slot in run_of.get_mut(start..pc).into_iter().flatten() {
+            *slot = id;
+        }
+        runs.push(Run { keys: first_key..keys.len(), then });
+    }
+    (run_of, runs, keys)
+}
+
 /// The layout failed: a conditional jump would need an offset above 255
 /// (only possible with jump threading), or a broken invariant.
 #[derive(Debug)]
@@ -203,8 +317,14 @@ impl Specializer {
     pub(crate) fn new(program: &Program) -> Self {
         let ops: Vec<Option<Op>> = program.insns().iter().map(|i| i.op()).collect();
         let n = ops.len();
+        let (run_of, runs, run_keys) = find_runs(&ops);
         Specializer {
             ops,
+            run_of,
+            runs,
+            run_keys,
+            watch: None,
+            compared: Vec::new(),
             has: vec![0; n.div_ceil(64) + 1],
             pending: vec![State::ENTRY; n],
             plans: vec![Plan::Goto(0); n],
@@ -218,9 +338,33 @@ impl Specializer {
         }
     }
 
+    /// Like [`Specializer::specialize`], also returning every constant a
+    /// reachable conditional jump compares the field at `offset` itself
+    /// with (either operand order), ascending.
+    pub(crate) fn specialize_watching(
+        &mut self,
+        arch: Option<u32>,
+        nr: Option<u32>,
+        offset: u32,
+    ) -> (Vec<u32>, Specialized<'_>) {
+        self.watch = Some(offset);
+        self.compared.clear();
+        let found = self.forward(arch, nr);
+        self.watch = None;
+        let mut compared = std::mem::take(&mut self.compared);
+        compared.sort_unstable();
+        compared.dedup();
+        (compared, self.finish(found))
+    }
+
     /// The filter with `seccomp_data.arch` and `.nr` fixed where given.
     pub(crate) fn specialize(&mut self, arch: Option<u32>, nr: Option<u32>) -> Specialized<'_> {
-        let Some(results) = self.forward(arch, nr) else { return Specialized::Whole };
+        let found = self.forward(arch, nr);
+        self.finish(found)
+    }
+
+    fn finish(&mut self, results: Option<Results>) -> Specialized<'_> {
+        let Some(results) = results else { return Specialized::Whole };
         if let Some(v) = results.constant() {
             return Specialized::Action(v);
         }
@@ -288,7 +432,18 @@ impl Specializer {
             };
             let pc16 = pc as u16; // pc < 4096
             self.visited.push(pc16);
-            let Some((plan, next)) = step(pc16, op, &mut state, arch, nr, &mut results) else {
+            let skipped = match (state.get(A), self.run_of.get(pc)) {
+                (Some(a), Some(&run)) if run != NO_RUN => self.run_exit(run, a, pc16).map(|t| (Plan::Goto(t), Next::One(t))),
+                _ => None,
+            };
+            let stepped = match skipped {
+                Some(s) => Some(s),
+                None => {
+                    let watch = self.watch.map(|offset| (offset, &mut self.compared));
+                    step(pc16, op, &mut state, arch, nr, &mut results, watch)
+                }
+            };
+            let Some((plan, next)) = stepped else {
                 self.has.iter_mut().for_each(|w| *w = 0);
                 return None;
             };
@@ -336,6 +491,18 @@ impl Specializer {
                 }
                 None => return Some(results),
             }
+        }
+    }
+
+    /// Where control leaves run `run`, entered at `from` with A == `a`.
+    #[inline(always)]
+    fn run_exit(&self, run: u32, a: u32, from: u16) -> Option<u16> {
+        let run = self.runs.get(run as usize)?;
+        let keys = self.run_keys.get(run.keys.clone())?;
+        let i = keys.partition_point(|&(k, pc, _)| (k, pc) < (a, from / 2));
+        match keys.get(i) {
+            Some(&(k, _, target)) if k == a => Some(target),
+            _ => Some(run.then),
         }
     }
 
@@ -526,6 +693,7 @@ fn step(
     arch: Option<u32>,
     nr: Option<u32>,
     results: &mut Results,
+    watch: Option<(u32, &mut Vec<u32>)>,
 ) -> Option<(Plan, Next)> {
     let next = pc + 1;
     let known = |reg: u32, v: u32| {
@@ -550,7 +718,7 @@ fn step(
         Op::LdMem { k } | Op::LdxMem { k } => {
             let dst = if matches!(op, Op::LdMem { .. }) { A } else { X };
             let v = s.get(mem_reg(k));
-            s.set(dst, v);
+            s.copy(mem_reg(k), dst);
             match v {
                 Some(v) => known(dst, v),
                 None => keep(op.to_insn(), bit(mem_reg(k)), bit(dst)),
@@ -559,7 +727,7 @@ fn step(
         Op::St { k } | Op::Stx { k } => {
             let src = if matches!(op, Op::St { .. }) { A } else { X };
             let v = s.get(src);
-            s.set(mem_reg(k), v);
+            s.copy(src, mem_reg(k));
             match v {
                 Some(_) => Plan::Known { reg: mem_reg(k), materialize: op.to_insn(), uses: bit(src) },
                 None => keep(op.to_insn(), bit(src), bit(mem_reg(k))),
@@ -571,10 +739,15 @@ fn step(
                 crate::data::OFFSET_ARCH => arch,
                 _ => None,
             };
-            s.set(A, v);
             match v {
-                Some(v) => known(A, v),
-                None => keep(Insn::stmt(LD_W_ABS, k), 0, bit(A)),
+                Some(v) => {
+                    s.set(A, Some(v));
+                    known(A, v)
+                }
+                None => {
+                    s.set_field(A, k);
+                    keep(Insn::stmt(LD_W_ABS, k), 0, bit(A))
+                }
             }
         }
         Op::Alu { op: alu, src, k } => {
@@ -631,7 +804,7 @@ fn step(
         Op::Tax | Op::Txa => {
             let (from, to) = if matches!(op, Op::Tax) { (A, X) } else { (X, A) };
             let v = s.get(from);
-            s.set(to, v);
+            s.copy(from, to);
             match v {
                 Some(v) => known(to, v),
                 None => keep(op.to_insn(), bit(from), bit(to)),
@@ -648,6 +821,18 @@ fn step(
                 Src::K => Some(k),
                 Src::X => s.get(X),
             };
+            if let Some((offset, found)) = watch {
+                if let (Some(f), Some(b)) = (s.field(A), b) {
+                    if f == offset {
+                        found.push(b);
+                    }
+                }
+                if let (Src::X, Some(f), Some(a)) = (src, s.field(X), s.get(A)) {
+                    if f == offset {
+                        found.push(a);
+                    }
+                }
+            }
             let decided = match (s.get(A), b) {
                 (Some(a), Some(b)) => Some(cmp.eval(a, b)),
                 (None, Some(b)) => trivially(cmp, b),

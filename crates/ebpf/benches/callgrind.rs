@@ -1,0 +1,108 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+//! Instruction counts per run, the noise-free companion of `interp.rs`:
+//! the same converted filters and workloads, each engine's runs inside one
+//! `#[inline(never)]` function (`measure`) so callgrind can count only them.
+//!
+//! ```text
+//! cargo bench -p ebpf --bench callgrind --no-run      # build (bench profile)
+//! valgrind --tool=callgrind --toggle-collect='callgrind::measure' \
+//!     --callgrind-out-file=/dev/null target/release/deps/callgrind-HASH FILTER ENGINE RUNS
+//! ```
+//!
+//! `ENGINE` is `ours`, `ours_plain` (no superinstructions) or `rbpf`;
+//! callgrind's `Collected` total divided by `RUNS` is the x86 instructions
+//! per run. Without arguments (as `cargo bench` runs it) it runs every
+//! workload once on every engine and checks they agree.
+
+use ebpf::{Helpers, Insn, LoadOptions, Program, Vm};
+use std::hint::black_box;
+
+const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
+
+/// Same workloads as `interp.rs`.
+const WORKLOADS: [(&str, u32, [u64; 6]); 8] = [
+    ("seed_fast", 110, [0; 6]),
+    ("long_jumps_short", 12, [0; 6]),
+    ("seed_slow", 110, [0; 6]),
+    ("long_jumps_large", 80, [0, 1, 0, 0, 0, 0]),
+    ("long_jumps_large_opt2", 80, [0, 1, 0, 0, 0, 0]),
+    ("allow306_front", 110, [0; 6]),
+    ("allow306_end", 110, [0; 6]),
+    ("allow306_opt2", 110, [0; 6]),
+];
+
+fn seccomp_data(nr: u32, args: [u64; 6]) -> [u8; 64] {
+    let mut d = [0u8; 64];
+    d[0..4].copy_from_slice(&nr.to_le_bytes());
+    d[4..8].copy_from_slice(&0xc000_003eu32.to_le_bytes());
+    for (k, a) in args.iter().enumerate() {
+        d[16 + 8 * k..24 + 8 * k].copy_from_slice(&a.to_le_bytes());
+    }
+    d
+}
+
+fn converted(name: &str) -> Vec<Insn> {
+    let raw = std::fs::read(format!("{FILTERS}/{name}.bpf")).unwrap();
+    let insns = cbpf::raw::decode(&raw).unwrap();
+    let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp).unwrap();
+    convert::convert(&prog, &Default::default()).unwrap().insns
+}
+
+enum Engine<'a> {
+    Ours(Program, Vm),
+    Rbpf(rbpf::EbpfVmRaw<'a>),
+}
+
+impl Engine<'_> {
+    fn run(&mut self, data: &[u8; 64]) -> u32 {
+        match self {
+            Engine::Ours(prog, vm) => vm.run_seccomp(prog, data).unwrap(),
+            Engine::Rbpf(vm) => {
+                let mut mem = *data;
+                vm.execute_program(&mut mem).unwrap() as u32
+            }
+        }
+    }
+}
+
+/// The measured runs (callgrind's `--toggle-collect` target).
+#[inline(never)]
+fn measure(engine: &mut Engine<'_>, data: &[u8; 64], runs: u64) -> u32 {
+    let mut acc = 0u32;
+    for _ in 0..runs {
+        acc ^= engine.run(black_box(data));
+    }
+    acc
+}
+
+fn engine<'a>(kind: &str, insns: &[Insn], bytes: &'a [u8]) -> Engine<'a> {
+    let plain = LoadOptions { no_superinstructions: true, ..LoadOptions::default() };
+    match kind {
+        "ours" => Engine::Ours(Program::load(insns, &LoadOptions::default(), &Helpers::new()).unwrap(), Vm::new()),
+        "ours_plain" => Engine::Ours(Program::load(insns, &plain, &Helpers::new()).unwrap(), Vm::new()),
+        "rbpf" => Engine::Rbpf(rbpf::EbpfVmRaw::new(Some(bytes)).unwrap()),
+        other => panic!("unknown engine {other}: ours, ours_plain or rbpf"),
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    if let [filter, kind, runs] = &args[..] {
+        let (_, nr, a) = WORKLOADS.iter().find(|w| w.0 == filter).expect("unknown filter");
+        let insns = converted(filter);
+        let bytes = ebpf::encode(&insns);
+        let mut e = engine(kind, &insns, &bytes);
+        let data = seccomp_data(*nr, *a);
+        println!("{filter}/{kind}: {:#x}", measure(&mut e, &data, runs.parse().unwrap()));
+        return;
+    }
+    for (name, nr, a) in WORKLOADS {
+        let insns = converted(name);
+        let bytes = ebpf::encode(&insns);
+        let data = seccomp_data(nr, a);
+        let results: Vec<u32> =
+            ["ours", "ours_plain", "rbpf"].iter().map(|k| measure(&mut engine(k, &insns, &bytes), &data, 1)).collect();
+        assert!(results.iter().all(|r| *r == results[0]), "{name}: engines disagree: {results:x?}");
+    }
+    println!("all workloads agree on every engine; pass FILTER ENGINE RUNS to measure one");
+}
