@@ -52,7 +52,10 @@ pub fn run(_args: &[String]) -> Result<(), String> {
         }
     }
 
-    println!("| filter | insns | check | round trip asm/c/ddd/seccomp | eBPF insns | {} | analyze |", ENGINES.join(" | "));
+    println!(
+        "| filter | insns | check | round trip asm/c/ddd/seccomp | eBPF insns | {} | analyze |",
+        ENGINES.join(" | ")
+    );
     println!("|---|---|---|---|---|{}---|", "---|".repeat(ENGINES.len()));
     for path in &filters {
         let f = path.to_string_lossy().into_owned();

@@ -14,7 +14,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::io::From;
 
 #[derive(Parser, Debug)]
-#[command(name = "bpfconv", version, about = "Classic BPF (seccomp, socket filters) → eBPF, exactly as Linux converts it")]
+#[command(
+    name = "bpfconv",
+    version,
+    about = "Classic BPF (seccomp, socket filters) → eBPF, exactly as Linux converts it"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

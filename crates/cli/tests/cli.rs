@@ -249,3 +249,28 @@ fn pcap_runs_every_packet_with_wire_or_captured_length() {
     let o = run(&["run", "--mode", "socket", f, "--pcap", "/nonexistent.pcap"], b"");
     assert_rejected(&o, "/nonexistent.pcap");
 }
+
+#[test]
+fn kernel_engine_checks_vectors_against_the_running_kernel() {
+    if let Err(e) = kernel::seccomp_available() {
+        eprintln!("SKIPPED: kernel engine: seccomp is not available here: {e}");
+        return;
+    }
+    let o = run(
+        &[
+            "run",
+            "--engine",
+            "kernel",
+            &filter("seed_slow.bpf"),
+            "--vectors",
+            &filter("seed_slow.vectors.jsonl"),
+            "--check",
+        ],
+        b"",
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let last = stdout(&o).lines().last().unwrap_or_default().to_string();
+    assert!(last.ends_with("passed, 0 failed"), "{last}");
+    let o = run(&["run", "--engine", "kernel", &filter("seed_fast.bpf"), "--nr", "getppid"], b"");
+    assert_eq!(stdout(&o).trim(), "ALLOW (0x7fff0000)", "{}", stderr(&o));
+}

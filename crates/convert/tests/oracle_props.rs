@@ -15,8 +15,7 @@ use std::collections::HashSet;
 
 use cbpf::{raw, validate, Interp, Mode, Op};
 use convert::oracle::{
-    arbitrary_program, branch_inputs, branch_packets, impossible_outcomes, Oracle, SetupError,
-    SplitMix64,
+    arbitrary_program, branch_inputs, branch_packets, impossible_outcomes, Oracle, SetupError, SplitMix64,
 };
 use proptest::prelude::*;
 

@@ -135,7 +135,9 @@ fn fusion(c: &mut Criterion) {
             let mut vm = Vm::new();
             vm.run_seccomp(&prog, &data).unwrap();
             println!("{name}/{mode}: {} insns executed, {} superinstructions", vm.executed(), prog.fused_chains());
-            g.bench_function(format!("{name}/{mode}"), |b| b.iter(|| vm.run_seccomp(black_box(&prog), black_box(&data))));
+            g.bench_function(format!("{name}/{mode}"), |b| {
+                b.iter(|| vm.run_seccomp(black_box(&prog), black_box(&data)))
+            });
         }
     }
     g.finish();

@@ -327,6 +327,7 @@ fn enter(
     regs[1] = r1;
     regs[2] = r2;
     regs[10] = STACK_BASE + STACK_TOTAL as u64;
+    // A forward-only program executes at most `len` steps: no budget checks.
     if prog.forward_only && budget >= prog.len() as u64 {
         execute::<false>(prog, &mut regs, &mut mem, frames, budget, executed)
     } else {

@@ -1106,8 +1106,7 @@ mod tests {
 /// still loads, writes `rD` and compares in program order, and counts two
 /// steps.
 fn fuse_load_cmp(prog: &mut Program, orig: &[Op]) {
-    let load_cmp_kinds =
-        [Kind::LoadJeq, Kind::LoadJne, Kind::LoadJgt, Kind::LoadJge, Kind::LoadJlt, Kind::LoadJle];
+    let load_cmp_kinds = [Kind::LoadJeq, Kind::LoadJne, Kind::LoadJgt, Kind::LoadJge, Kind::LoadJlt, Kind::LoadJle];
     let mut index = vec![NO_ENTRY; orig.len()];
     let mut entries: Vec<LoadCmp> = Vec::new();
     for (pc, o) in prog.ops.iter().enumerate() {

@@ -34,8 +34,8 @@ fn out_of_bounds_in_every_region_is_an_error() {
     let mut mem = [0u8; 16];
     let cases: [(u64, i16, usize); 6] = [
         (CTX_BASE, skb::CTX_SIZE as i16 - 2, 0), // a 4-byte access crossing the context's end
-        (PACKET_BASE, 17, 20), // packet of 20
-        (STACK_BASE, -4, 0),   // below the stack
+        (PACKET_BASE, 17, 20),                   // packet of 20
+        (STACK_BASE, -4, 0),                     // below the stack
         (STACK_BASE + 4096, 0, 0),
         (MEM_BASE, 13, 16),
         (0, 0, 0), // NULL

@@ -149,7 +149,8 @@ fn pay_offset_cpu_and_random() {
     // The caller computes the payload offset (cbpf::Skb::payload_offset():
     // 14 + 20 + 8 = 42 on the whole packet, 0 when the IPv4 header is cut
     // at 30 bytes); the helper returns what the context holds.
-    let skb = |len: usize, pay_offset: u32| SkbContext::new(&data[..len], &SkbMeta { pay_offset, ..SkbMeta::default() });
+    let skb =
+        |len: usize, pay_offset: u32| SkbContext::new(&data[..len], &SkbMeta { pay_offset, ..SkbMeta::default() });
     assert_eq!(run(&anc(helper::SKB_GET_PAY_OFFSET, 0, 0), &skb(100, 42)), 42);
     assert_eq!(run(&anc(helper::SKB_GET_PAY_OFFSET, 0, 0), &skb(30, 0)), 0);
     assert_eq!(run(&[i(0x61, 0, 1, skb::OFF_PAY_OFFSET, 0), EXIT], &skb(100, 42)), 42, "context field");

@@ -152,7 +152,7 @@ pub fn load_ebpf(converted: &convert::Converted) -> Result<ebpf::Program, Engine
 pub enum SeccompEngine<'p> {
     Cbpf(cbpf::Interp),
     Ebpf { prog: Box<ebpf::Program>, vm: Box<ebpf::Vm> },
-    Rbpf(RbpfSeccomp<'p>),
+    Rbpf(Box<RbpfSeccomp<'p>>),
     Kernel { insns: Vec<cbpf::Insn> },
     Fast(Box<seccomp::fast::FastFilter>),
 }
@@ -167,14 +167,17 @@ impl<'p> SeccompEngine<'p> {
         let insns = &prepared.converted.insns;
         Ok(match kind {
             EngineKind::Cbpf => SeccompEngine::Cbpf(cbpf::Interp::new(&prepared.program)),
-            EngineKind::Ebpf => SeccompEngine::Ebpf {
-                prog: Box::new(load_ebpf(&prepared.converted)?),
-                vm: Box::new(ebpf::Vm::new()),
-            },
-            EngineKind::Rbpf => SeccompEngine::Rbpf(RbpfSeccomp::new(&prepared.bytes, insns, Backend::Interpreter)?),
-            EngineKind::RbpfJit => SeccompEngine::Rbpf(RbpfSeccomp::new(&prepared.bytes, insns, Backend::Jit)?),
+            EngineKind::Ebpf => {
+                SeccompEngine::Ebpf { prog: Box::new(load_ebpf(&prepared.converted)?), vm: Box::new(ebpf::Vm::new()) }
+            }
+            EngineKind::Rbpf => {
+                SeccompEngine::Rbpf(Box::new(RbpfSeccomp::new(&prepared.bytes, insns, Backend::Interpreter)?))
+            }
+            EngineKind::RbpfJit => {
+                SeccompEngine::Rbpf(Box::new(RbpfSeccomp::new(&prepared.bytes, insns, Backend::Jit)?))
+            }
             EngineKind::RbpfCranelift => {
-                SeccompEngine::Rbpf(RbpfSeccomp::new(&prepared.bytes, insns, Backend::Cranelift)?)
+                SeccompEngine::Rbpf(Box::new(RbpfSeccomp::new(&prepared.bytes, insns, Backend::Cranelift)?))
             }
             EngineKind::Kernel => {
                 kernel::seccomp_available()?;

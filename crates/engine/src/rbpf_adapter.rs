@@ -86,10 +86,8 @@ pub fn check_seccomp_shaped(insns: &[Insn]) -> Result<(), RbpfError> {
                     return bad(pc, "load outside seccomp_data or the stack");
                 }
             }
-            BPF_ST | BPF_STX => {
-                if i.dst() != R10 || !(-512..=-4).contains(&i.off) || i.code & 0xe0 != BPF_MEM {
-                    return bad(pc, "store outside the stack");
-                }
+            BPF_ST | BPF_STX if i.dst() != R10 || !(-512..=-4).contains(&i.off) || i.code & 0xe0 != BPF_MEM => {
+                return bad(pc, "store outside the stack");
             }
             BPF_LD => return bad(pc, "BPF_LD class instruction"),
             BPF_JMP if i.code & 0xf0 == BPF_CALL => return bad(pc, "call"),
@@ -144,7 +142,10 @@ impl<'a> RbpfSeccomp<'a> {
             Backend::Cranelift => {
                 check_seccomp_shaped(insns)?;
                 catch_unwind(AssertUnwindSafe(|| vm.cranelift_compile()))
-                    .map_err(|p| RbpfError::CompilerPanic { backend: "cranelift backend", message: panic_message(&*p) })?
+                    .map_err(|p| RbpfError::CompilerPanic {
+                        backend: "cranelift backend",
+                        message: panic_message(&*p),
+                    })?
                     .map_err(|e| RbpfError::Load(e.to_string()))?;
             }
         }

@@ -75,11 +75,7 @@ pub fn parse_line(text: &str, line: usize) -> Result<Vector, VectorError> {
 
 /// Parses a whole JSONL text; blank lines are skipped.
 pub fn parse(text: &str) -> Result<Vec<Vector>, VectorError> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| parse_line(l, i + 1))
-        .collect()
+    text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| parse_line(l, i + 1)).collect()
 }
 
 #[cfg(test)]

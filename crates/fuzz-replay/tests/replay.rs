@@ -13,10 +13,7 @@ use std::path::{Path, PathBuf};
 
 /// `<target>/<file>` of regressions whose root cause is not fixed yet, each
 /// with the issue it waits for. Keep in step with the READMEs beside them.
-const KNOWN_OPEN: &[&str] = &[
-    // ebpf::skb load helpers: negative offsets still use the pre-6.15 linear-only model.
-    "convert_equiv/skf_ll_off_load_from_paged_data",
-];
+const KNOWN_OPEN: &[&str] = &[];
 
 fn fuzz_dir() -> PathBuf {
     Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz")).to_path_buf()

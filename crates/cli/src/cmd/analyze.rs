@@ -40,7 +40,8 @@ pub struct AnalyzeArgs {
 
 /// The kernel whose constant-action cache covers `arch`, as (native arch, table size).
 fn cache_for(arch: Arch) -> Option<(u32, u32)> {
-    let kernels = [Arch::X86_64, Arch::Aarch64, Arch::Riscv64, Arch::S390x, Arch::Ppc64le, Arch::Arm, Arch::Loongarch64];
+    let kernels =
+        [Arch::X86_64, Arch::Aarch64, Arch::Riscv64, Arch::S390x, Arch::Ppc64le, Arch::Arm, Arch::Loongarch64];
     for k in kernels {
         let Some(c) = seccomp::arch::cache_arches(k) else { continue };
         if c.native.arch == arch {
@@ -114,8 +115,11 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
                 let policy = analysis::explain(&prog, audit_arch, nrs.iter().copied()).map_err(fail)?;
                 println!("\npolicy per action:");
                 for rules in &policy.actions {
-                    let always: Vec<String> =
-                        rules.always.iter().map(|nr| name(*nr).map(str::to_string).unwrap_or_else(|| nr.to_string())).collect();
+                    let always: Vec<String> = rules
+                        .always
+                        .iter()
+                        .map(|nr| name(*nr).map(str::to_string).unwrap_or_else(|| nr.to_string()))
+                        .collect();
                     println!("{}:", Action::from_u32(rules.action));
                     if !always.is_empty() {
                         println!("  always: {}", always.join(" "));
@@ -124,7 +128,10 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
                         let n = name(w.nr).map(str::to_string).unwrap_or_else(|| w.nr.to_string());
                         for path in &w.paths {
                             let conds: Vec<String> = path.iter().map(|c| c.to_string()).collect();
-                            println!("  {n} when {}", if conds.is_empty() { "always".to_string() } else { conds.join(" && ") });
+                            println!(
+                                "  {n} when {}",
+                                if conds.is_empty() { "always".to_string() } else { conds.join(" && ") }
+                            );
                         }
                         if w.truncated {
                             println!("  {n}: (more paths not shown)");

@@ -165,9 +165,14 @@ fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared) -> Result<
         return report_vectors(args.check, path, &vectors, &outcomes);
     }
     let arch = parse_arch(Some(&args.arch))?.unwrap_or(seccomp::Arch::X86_64);
-    let nr_text = args.nr.as_deref().ok_or_else(|| Failure::usage("give --vectors FILE or --nr N (with --arch, --args, --ip)"))?;
+    let nr_text = args
+        .nr
+        .as_deref()
+        .ok_or_else(|| Failure::usage("give --vectors FILE or --nr N (with --arch, --args, --ip)"))?;
     let nr = match number(nr_text, "--nr") {
-        Ok(n) => u32::try_from(n).map_err(|_| Failure::usage(format!("--nr {nr_text} is out of range")))? | arch.nr_bit(),
+        Ok(n) => {
+            u32::try_from(n).map_err(|_| Failure::usage(format!("--nr {nr_text} is out of range")))? | arch.nr_bit()
+        }
         Err(_) => seccomp::syscalls::number(arch, nr_text)
             .ok_or_else(|| Failure::usage(format!("--nr: no syscall `{nr_text}` for {arch}")))?,
     };
@@ -194,7 +199,9 @@ fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared) -> Result<
             println!("{} ({a:#010x})", seccomp::Action::from_u32(a));
             Ok(0)
         }
-        Outcome::NotObservable(why) => Err(Failure::rejected(format!("engine {kind} cannot observe this input: {why}"))),
+        Outcome::NotObservable(why) => {
+            Err(Failure::rejected(format!("engine {kind} cannot observe this input: {why}")))
+        }
     }
 }
 
@@ -209,7 +216,9 @@ fn report_vectors(check: bool, path: &str, vectors: &[engine::vectors::Vector], 
             continue;
         }
         match (o, v.action) {
-            (_, None) => return Err(Failure::rejected(format!("{path}: line {}: no `action` to check against", v.line))),
+            (_, None) => {
+                return Err(Failure::rejected(format!("{path}: line {}: no `action` to check against", v.line)))
+            }
             (Outcome::NotObservable(why), Some(_)) => {
                 skipped += 1;
                 if skipped <= 3 {
@@ -298,7 +307,9 @@ fn skb_for<'a>(args: &SkbArgs, data: &'a [u8]) -> Result<cbpf::Skb<'a>> {
 
 fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared) -> Result<i32> {
     if args.vectors.is_some() || args.nr.is_some() {
-        return Err(Failure::usage("--vectors and --nr are for seccomp filters; socket filters take --packet or --pcap"));
+        return Err(Failure::usage(
+            "--vectors and --nr are for seccomp filters; socket filters take --packet or --pcap",
+        ));
     }
     let mut engine = SocketEngine::new(kind, prepared)?;
     if let Some(hex) = &args.packet {
