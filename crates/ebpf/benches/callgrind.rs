@@ -49,14 +49,17 @@ fn converted(name: &str) -> Vec<Insn> {
 }
 
 enum Engine<'a> {
-    Ours(Program, Vm),
+    Ours(Box<(Program, Vm)>),
     Rbpf(rbpf::EbpfVmRaw<'a>),
 }
 
 impl Engine<'_> {
     fn run(&mut self, data: &[u8; 64]) -> u32 {
         match self {
-            Engine::Ours(prog, vm) => vm.run_seccomp(prog, data).unwrap(),
+            Engine::Ours(ours) => {
+                let (prog, vm) = &mut **ours;
+                vm.run_seccomp(prog, data).unwrap()
+            }
             Engine::Rbpf(vm) => {
                 let mut mem = *data;
                 vm.execute_program(&mut mem).unwrap() as u32
@@ -78,8 +81,10 @@ fn measure(engine: &mut Engine<'_>, data: &[u8; 64], runs: u64) -> u32 {
 fn engine<'a>(kind: &str, insns: &[Insn], bytes: &'a [u8]) -> Engine<'a> {
     let plain = LoadOptions { no_superinstructions: true, ..LoadOptions::default() };
     match kind {
-        "ours" => Engine::Ours(Program::load(insns, &LoadOptions::default(), &Helpers::new()).unwrap(), Vm::new()),
-        "ours_plain" => Engine::Ours(Program::load(insns, &plain, &Helpers::new()).unwrap(), Vm::new()),
+        "ours" => {
+            Engine::Ours(Box::new((Program::load(insns, &LoadOptions::default(), &Helpers::new()).unwrap(), Vm::new())))
+        }
+        "ours_plain" => Engine::Ours(Box::new((Program::load(insns, &plain, &Helpers::new()).unwrap(), Vm::new()))),
         "rbpf" => Engine::Rbpf(rbpf::EbpfVmRaw::new(Some(bytes)).unwrap()),
         other => panic!("unknown engine {other}: ours, ours_plain or rbpf"),
     }

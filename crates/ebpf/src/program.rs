@@ -301,10 +301,6 @@ pub struct Program {
     pub(crate) load_cmp: Box<[LoadCmp]>,
     pub(crate) helpers: Box<[(i32, HelperFn)]>,
     fused: usize,
-    /// Every jump goes forward and there is no local call, so a run executes
-    /// each slot at most once: at most `len` steps. The interpreter skips the
-    /// step-budget checks of such a program when the budget is at least `len`.
-    pub(crate) forward_only: bool,
 }
 
 impl Program {
@@ -349,11 +345,6 @@ impl Program {
             }
             ops.push(cx.decode(pc, *insn)?);
         }
-        let forward_only = ops.iter().enumerate().all(|(pc, o)| match o.kind {
-            Kind::CallLocal => false,
-            k if is_jump(k) => o.a as usize > pc,
-            _ => true,
-        });
         let mut prog = Program {
             insns: insns.to_vec(),
             ops: ops.into_boxed_slice(),
@@ -362,7 +353,6 @@ impl Program {
             load_cmp: Box::new([]),
             helpers: table,
             fused: 0,
-            forward_only,
         };
         if !opts.no_superinstructions {
             fuse(&mut prog);
@@ -390,36 +380,6 @@ impl Program {
     pub fn fused_chains(&self) -> usize {
         self.fused
     }
-}
-
-/// Whether `kind` is a jump whose target is in `Op::a` (before fusion).
-fn is_jump(kind: Kind) -> bool {
-    use Kind::*;
-    matches!(
-        kind,
-        Ja | Jeq64
-            | Jgt64
-            | Jge64
-            | Jset64
-            | Jne64
-            | Jsgt64
-            | Jsge64
-            | Jlt64
-            | Jle64
-            | Jslt64
-            | Jsle64
-            | Jeq32
-            | Jgt32
-            | Jge32
-            | Jset32
-            | Jne32
-            | Jsgt32
-            | Jsge32
-            | Jlt32
-            | Jle32
-            | Jslt32
-            | Jsle32
-    )
 }
 
 struct Decoder<'a> {
@@ -892,7 +852,9 @@ fn element(ops: &[Op], pc: usize) -> Option<Element> {
 /// - `wX = *(u32 *)(rS + off)` right before a run on rX becomes a
 ///   [`Kind::LoadChain`] / [`Kind::LoadEqChain`] (the `ld [k]; jeq` idiom);
 /// - `r0 = K; exit` becomes [`Kind::RetImm`];
-/// - the converter's prologue becomes [`Kind::Prologue`].
+/// - the converter's prologue becomes [`Kind::Prologue`];
+/// - single load-compare pairs are then linked into
+///   [`Kind::LoadCmpRun`]s ([`fuse_load_cmp`]).
 fn fuse(prog: &mut Program) {
     let orig: Vec<Op> = prog.ops.to_vec();
     let mut ops = orig.clone();
@@ -1051,53 +1013,6 @@ fn fuse(prog: &mut Program) {
     fuse_load_cmp(prog, &orig);
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn op_is_sixteen_bytes() {
-        assert_eq!(std::mem::size_of::<Op>(), 16);
-    }
-
-    #[test]
-    fn range_tests_agree_with_direct_compares() {
-        let samples = [0u64, 1, 2, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, 1 << 32, i64::MAX as u64, 1 << 63, u64::MAX];
-        let kinds = [
-            Kind::Jeq64,
-            Kind::Jne64,
-            Kind::Jgt64,
-            Kind::Jge64,
-            Kind::Jlt64,
-            Kind::Jle64,
-            Kind::Jsgt64,
-            Kind::Jsge64,
-            Kind::Jslt64,
-            Kind::Jsle64,
-            Kind::Jeq32,
-            Kind::Jne32,
-            Kind::Jgt32,
-            Kind::Jge32,
-            Kind::Jlt32,
-            Kind::Jle32,
-            Kind::Jsgt32,
-            Kind::Jsge32,
-            Kind::Jslt32,
-            Kind::Jsle32,
-        ];
-        for kind in kinds {
-            for &v in &samples {
-                for &x in &samples {
-                    let (mask, flip, lo, span, negate) = range_test(kind, v).unwrap();
-                    let fused = ((((x & mask) ^ flip).wrapping_sub(lo)) <= span) != negate;
-                    let direct = crate::interp::condition(kind, x, v);
-                    assert_eq!(fused, direct, "{kind:?} x={x:#x} v={v:#x}");
-                }
-            }
-        }
-    }
-}
-
 /// Links load-and-compare pairs into [`Kind::LoadCmpRun`]s: every pc whose
 /// op became a single load-then-compare (`LoadJ*`, see [`fuse`]) gets a
 /// [`LoadCmp`] entry, linked to the entries at its two successors, so a
@@ -1147,4 +1062,51 @@ fn fuse_load_cmp(prog: &mut Program, orig: &[Op]) {
     }
     prog.ops = ops.into_boxed_slice();
     prog.load_cmp = entries.into_boxed_slice();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn op_is_sixteen_bytes() {
+        assert_eq!(std::mem::size_of::<Op>(), 16);
+    }
+
+    #[test]
+    fn range_tests_agree_with_direct_compares() {
+        let samples = [0u64, 1, 2, 0x7fff_ffff, 0x8000_0000, 0xffff_ffff, 1 << 32, i64::MAX as u64, 1 << 63, u64::MAX];
+        let kinds = [
+            Kind::Jeq64,
+            Kind::Jne64,
+            Kind::Jgt64,
+            Kind::Jge64,
+            Kind::Jlt64,
+            Kind::Jle64,
+            Kind::Jsgt64,
+            Kind::Jsge64,
+            Kind::Jslt64,
+            Kind::Jsle64,
+            Kind::Jeq32,
+            Kind::Jne32,
+            Kind::Jgt32,
+            Kind::Jge32,
+            Kind::Jlt32,
+            Kind::Jle32,
+            Kind::Jsgt32,
+            Kind::Jsge32,
+            Kind::Jslt32,
+            Kind::Jsle32,
+        ];
+        for kind in kinds {
+            for &v in &samples {
+                for &x in &samples {
+                    let (mask, flip, lo, span, negate) = range_test(kind, v).unwrap();
+                    let fused = ((((x & mask) ^ flip).wrapping_sub(lo)) <= span) != negate;
+                    let direct = crate::interp::condition(kind, x, v);
+                    assert_eq!(fused, direct, "{kind:?} x={x:#x} v={v:#x}");
+                }
+            }
+        }
+    }
 }

@@ -51,7 +51,7 @@ use crate::validate::{Mode, Program};
 pub use socket::{NetDevice, Skb};
 pub use trace::TraceStep;
 
-use compile::{Chains, Op};
+use compile::{Chains, Op, Tree};
 use socket::Ancillary;
 
 /// Size of `struct seccomp_data` (include/uapi/linux/seccomp.h).
@@ -147,9 +147,15 @@ pub struct Interp {
     ops: Box<[Op]>,
     /// Exit tests of the compare chains ([`Op::Chain`]).
     chains: Chains,
+    /// Nodes of the compare trees ([`Op::Walk`]).
+    tree: Tree,
     /// The instructions as validated (`Program::insns()`), for tracing.
     insns: Box<[Insn]>,
     mode: Mode,
+    /// Whether the program has a `st`/`stx` (without one it cannot have an
+    /// `ld`/`ldx M[k]` either: `check_load_and_stores()` rejects reading a
+    /// word never written), so that runs of other programs skip `M[]`.
+    uses_mem: bool,
 }
 
 /// What a run needs from its context. Implemented by the seccomp and socket
@@ -200,8 +206,9 @@ impl Interp {
     /// keeps after `seccomp_check_filter()`'s rewrites).
     pub fn new(program: &Program) -> Self {
         let insns = program.insns();
-        let (ops, chains) = compile::compile(insns);
-        Interp { ops, chains, insns: insns.into(), mode: program.mode() }
+        let (ops, chains, tree) = compile::compile(insns);
+        let uses_mem = ops.iter().any(|op| matches!(op, Op::St(_) | Op::Stx(_)));
+        Interp { ops, chains, tree, insns: insns.into(), mode: program.mode(), uses_mem }
     }
 
     /// The mode the program was validated for.
@@ -234,7 +241,8 @@ impl Interp {
     /// None.
     pub fn run_seccomp(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> Result<u32, ExecError> {
         self.check_mode(Mode::Seccomp)?;
-        Ok(self.exec(&SeccompCtx(data)))
+        let ctx = SeccompCtx(data);
+        Ok(if self.uses_mem { self.exec::<_, true>(&ctx) } else { self.exec::<_, false>(&ctx) })
     }
 
     /// Runs a socket-mode program on a packet and returns the filter's value
@@ -248,7 +256,7 @@ impl Interp {
     /// Those of the context model, documented on [`Skb`].
     pub fn run_socket(&self, skb: &Skb<'_>) -> Result<u32, ExecError> {
         self.check_mode(Mode::Socket)?;
-        Ok(self.exec(&socket::SocketCtx::new(skb)))
+        Ok(self.exec::<_, true>(&socket::SocketCtx::new(skb)))
     }
 
     /// Like [`Interp::run_seccomp`], calling `on_step` before each executed
@@ -286,14 +294,17 @@ impl Interp {
     /// `lsh x`/`rsh x` shift by `X & 31` (eBPF ALU32 register shifts mask the
     /// count, in the interpreter and the x86-64 JIT alike); `M[]` is not
     /// zeroed by the kernel, but `check_load_and_stores()` makes that
-    /// unobservable, so zeroing it here changes nothing.
+    /// unobservable, so zeroing it here changes nothing. With `MEM` false
+    /// (programs without stores, see [`Interp::uses_mem`]) `M[]` is not
+    /// kept at all and its loads read 0, which such programs never execute.
     ///
     /// # Deviations
     /// None.
     #[inline(always)]
-    fn exec<C: Context>(&self, ctx: &C) -> u32 {
+    fn exec<C: Context, const MEM: bool>(&self, ctx: &C) -> u32 {
         let ops = &*self.ops;
         let chains = &self.chains;
+        let tree = &self.tree;
         let mut a: u32 = 0;
         let mut x: u32 = 0;
         let mut mem = [0u32; 16];
@@ -308,10 +319,10 @@ impl Interp {
             match *op {
                 Op::LdImm(k) => a = k,
                 Op::LdxImm(k) => x = k,
-                Op::LdMem(i) => a = mem_get(&mem, i),
-                Op::LdxMem(i) => x = mem_get(&mem, i),
-                Op::St(i) => mem_set(&mut mem, i, a),
-                Op::Stx(i) => mem_set(&mut mem, i, x),
+                Op::LdMem(i) => a = mem_get::<MEM>(&mem, i),
+                Op::LdxMem(i) => x = mem_get::<MEM>(&mem, i),
+                Op::St(i) => mem_set::<MEM>(&mut mem, i, a),
+                Op::Stx(i) => mem_set::<MEM>(&mut mem, i, x),
                 Op::LdSeccomp(k) => a = ctx.seccomp_word(k),
                 Op::LdAbs { size, k } => match ctx.load(size as usize, k as i32) {
                     Some(v) => a = v,
@@ -378,25 +389,8 @@ impl Interp {
                         None => usize::from(then),
                     };
                 }
-                Op::Test { index, then } => {
-                    pc = match chains.single(a, usize::from(index)) {
-                        Some(target) => usize::from(target),
-                        None => usize::from(then),
-                    };
-                }
-                Op::LdTest { k, index, then } => {
-                    a = ctx.seccomp_word(u32::from(k));
-                    pc = match chains.single(a, usize::from(index)) {
-                        Some(target) => usize::from(target),
-                        None => usize::from(then),
-                    };
-                }
-                Op::Range { lo, span, target, then } => {
-                    pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
-                }
-                Op::LdRange { k, lo, span, target, then } => {
-                    a = ctx.seccomp_word(u32::from(k));
-                    pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
+                Op::Walk(start) => {
+                    (pc, a) = tree.walk(a, usize::from(start), |k| ctx.seccomp_word(u32::from(k)));
                 }
                 Op::RetK(k) => return k,
                 Op::RetA => return a,
@@ -405,18 +399,25 @@ impl Interp {
     }
 }
 
+/// `M[i]`; 0 when `M[]` is not kept (`MEM` false, never executed then).
 #[inline(always)]
-fn mem_get(mem: &[u32; 16], i: u8) -> u32 {
+fn mem_get<const MEM: bool>(mem: &[u32; 16], i: u8) -> u32 {
     // i < 16 by bpf_check_classic(); the mask makes the index provably in range.
     #[allow(clippy::indexing_slicing)]
-    mem[usize::from(i & 15)]
+    if MEM {
+        mem[usize::from(i & 15)]
+    } else {
+        0
+    }
 }
 
+/// `M[i] = v`; nothing when `M[]` is not kept (`MEM` false, never executed
+/// then). Without reads or writes the compiler drops `M[]` and its zeroing.
 #[inline(always)]
-fn mem_set(mem: &mut [u32; 16], i: u8, v: u32) {
+fn mem_set<const MEM: bool>(mem: &mut [u32; 16], i: u8, v: u32) {
     // i < 16 by bpf_check_classic(); the mask makes the index provably in range.
     #[allow(clippy::indexing_slicing)]
-    {
+    if MEM {
         mem[usize::from(i & 15)] = v;
     }
 }
