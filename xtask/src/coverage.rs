@@ -95,7 +95,8 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let root = crate::workspace_root();
     let status = Command::new("cargo")
         .current_dir(&root)
-        .args(["llvm-cov", "--workspace", "--exclude", "xtask", "--no-report"])
+        // A failing test is cargo test's to report; coverage is measured regardless.
+        .args(["llvm-cov", "--workspace", "--exclude", "xtask", "--no-report", "--no-fail-fast", "--ignore-run-fail"])
         .args(&extra)
         .status()
         .map_err(|e| format!("cannot run cargo llvm-cov: {e}"))?;

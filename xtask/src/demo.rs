@@ -32,7 +32,8 @@ pub fn run(_args: &[String]) -> Result<(), String> {
     if !status.success() {
         return Err("cargo build --release --bin bpfconv failed".into());
     }
-    let bin = root.join("target/release/bpfconv");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+    let bin = target.join("release/bpfconv");
     let dir = root.join("testdata/filters");
     let mut filters: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?

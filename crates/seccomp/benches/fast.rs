@@ -49,9 +49,7 @@ fn eval(c: &mut Criterion) {
         let bytes = data.to_bytes();
         assert_eq!(fast.eval(&data), interp.run_seccomp(&bytes).unwrap(), "{name} {syscall}");
         group.bench_function(format!("{name}-{syscall}/fast"), |b| b.iter(|| fast.eval(black_box(&data))));
-        group.bench_function(format!("{name}-{syscall}/cbpf"), |b| {
-            b.iter(|| interp.run_seccomp(black_box(&bytes)))
-        });
+        group.bench_function(format!("{name}-{syscall}/cbpf"), |b| b.iter(|| interp.run_seccomp(black_box(&bytes))));
     }
     group.finish();
 }

@@ -433,7 +433,9 @@ impl Specializer {
             let pc16 = pc as u16; // pc < 4096
             self.visited.push(pc16);
             let skipped = match (state.get(A), self.run_of.get(pc)) {
-                (Some(a), Some(&run)) if run != NO_RUN => self.run_exit(run, a, pc16).map(|t| (Plan::Goto(t), Next::One(t))),
+                (Some(a), Some(&run)) if run != NO_RUN => {
+                    self.run_exit(run, a, pc16).map(|t| (Plan::Goto(t), Next::One(t)))
+                }
                 _ => None,
             };
             let stepped = match skipped {
@@ -455,8 +457,9 @@ impl Specializer {
             let resume = match next {
                 Next::One(s) => {
                     let s = usize::from(s);
-                    if s >= n {
-                        // Impossible after validation: the last instruction is a ret.
+                    if s >= n || s <= pc {
+                        // Impossible after validation: jumps go forward and
+                        // the last instruction is a ret. Never loop.
                         self.has.iter_mut().for_each(|w| *w = 0);
                         return None;
                     }
@@ -499,7 +502,7 @@ impl Specializer {
     fn run_exit(&self, run: u32, a: u32, from: u16) -> Option<u16> {
         let run = self.runs.get(run as usize)?;
         let keys = self.run_keys.get(run.keys.clone())?;
-        let i = keys.partition_point(|&(k, pc, _)| (k, pc) < (a, from / 2));
+        let i = keys.partition_point(|&(k, pc, _)| (k, pc) < (a, from));
         match keys.get(i) {
             Some(&(k, _, target)) if k == a => Some(target),
             _ => Some(run.then),
