@@ -95,7 +95,7 @@ pub fn run(_args: &[String]) -> Result<(), String> {
                 last
             } else {
                 // The engine declined the filter (rbpf's JIT page, no seccomp): not a failure.
-                format!("n/a: {}", err.trim().trim_start_matches("error: ").chars().take(40).collect::<String>())
+                format!("n/a: {}", err.trim().trim_start_matches("error: ").split(';').next().unwrap_or(""))
             };
             cells.push(cell);
         }

@@ -18,8 +18,8 @@
 
 use std::hint::black_box;
 
-use support::{executed, load, NAMES};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use support::{executed, load, NAMES};
 
 mod support;
 

@@ -80,8 +80,74 @@ fn seccomp_data() -> impl Strategy<Value = SeccompData> {
     })
 }
 
+/// One rule of a libseccomp-shaped ladder: `ld [k]; j* #v, ..` and, on a
+/// hit, either a `ret` or an argument check (`ld [24]; jeq #w`) whose miss
+/// goes on to the next rule.
+#[derive(Debug, Clone)]
+struct Rule {
+    word: u32,
+    cmp: u16,
+    v: u32,
+    arg_check: Option<u32>,
+}
+
+fn rule() -> impl Strategy<Value = Rule> {
+    let word = prop_oneof![4 => Just(16u32), 1 => Just(0u32), 1 => Just(20u32)];
+    let cmp = prop_oneof![4 => Just(JMP_JEQ_K), 1 => Just(JMP_JGT_K), 1 => Just(JMP_JGE_K), 1 => Just(JMP_JSET_K)];
+    (word, cmp, 0u32..8, prop::option::of(0u32..4)).prop_map(|(word, cmp, v, arg_check)| Rule {
+        word,
+        cmp,
+        v,
+        arg_check,
+    })
+}
+
+/// A rule ladder (long enough for the interpreter's ladder chains), entered
+/// at the top and, through a `jgt` on `nr`, in the middle of rule `mid`
+/// (onto its jump, with `A` holding `nr` instead of the rule's word).
+fn ladder(rules: &[Rule], mid: usize, mid_k: u32) -> Vec<Insn> {
+    // Layout: 0 ld [0]; 1 jgt #mid_k, <to rule mid's jump>, 0; then rules.
+    let sizes: Vec<usize> = rules.iter().map(|r| if r.arg_check.is_some() { 5 } else { 3 }).collect();
+    let starts: Vec<usize> = sizes.iter().scan(2, |at, n| Some(std::mem::replace(at, *at + n))).collect();
+    let end = starts.last().unwrap() + sizes.last().unwrap();
+    // Rules 0..50 start within the 8-bit jump range of pc 1.
+    let mid_jump = starts[mid % rules.len().min(50)] + 1;
+    let mut out = vec![Insn::stmt(LD_W_ABS, 0), Insn::jump(JMP_JGT_K, mid_k, (mid_jump - 2) as u8, 0)];
+    for (i, r) in rules.iter().enumerate() {
+        let next = starts.get(i + 1).copied().unwrap_or(end);
+        let here = out.len();
+        out.push(Insn::stmt(LD_W_ABS, r.word));
+        // Hit falls through to the rule body; miss goes to the next rule.
+        out.push(Insn::jump(r.cmp, r.v, 0, (next - (here + 2)) as u8));
+        if let Some(w) = r.arg_check {
+            out.push(Insn::stmt(LD_W_ABS, 24));
+            out.push(Insn::jump(JMP_JEQ_K, w, 0, (next - (here + 4)) as u8));
+        }
+        out.push(Insn::stmt(RET_K, 0x7fff_0000 + i as u32));
+    }
+    out.push(Insn::stmt(RET_A, 0));
+    out
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn seccomp_ladders_and_both_paths_agree(
+        rules in prop::collection::vec(rule(), 1..60),
+        mid in any::<usize>(),
+        mid_k in 0u32..8,
+        nr in 0i32..9,
+        args in (0u64..8, 0u64..5, 0u64..5),
+    ) {
+        let insns = ladder(&rules, mid, mid_k);
+        let prog = validate(&insns, Mode::Seccomp).unwrap_or_else(|e| panic!("{e}: {insns:?}"));
+        let interp = Interp::new(&prog);
+        let data = SeccompData { nr, arch: 0, instruction_pointer: 0, args: [args.0 | (args.1 << 32), args.2, 0, 0, 0, 0] };
+        let bytes = data.to_bytes();
+        let traced = interp.trace_seccomp(&bytes, |_| {}).unwrap();
+        prop_assert_eq!(interp.run_seccomp(&bytes).unwrap(), traced);
+    }
 
     #[test]
     fn seccomp_programs_never_panic_and_both_paths_agree(raw in raw_program(), data in seccomp_data()) {

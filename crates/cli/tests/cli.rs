@@ -133,7 +133,7 @@ fn convert_writes_the_kernels_bytes() {
 
 #[test]
 fn run_checks_vectors_on_every_in_process_engine() {
-    for engine in ["cbpf", "ebpf", "rbpf", "rbpf-jit", "rbpf-cranelift"] {
+    for engine in ["cbpf", "ebpf", "rbpf", "rbpf-jit", "rbpf-cranelift", "fast"] {
         let o = run(
             &[
                 "run",

@@ -63,6 +63,13 @@
 //! middle of one behave as before. `LoadOptions::no_superinstructions`
 //! turns the fusion off (tests check both agree, results and step counts).
 //!
+//! Converted seccomp filters (SPEC §4.10's opcode subset, forward jumps
+//! only, recognised by [`Program::load`]) run on a dedicated executor,
+//! [`crate::seccomp_exec`], whenever the context is 64 bytes and the step
+//! budget is at least the program length: registers in locals, context
+//! words read straight from the array, no region tables, no budget checks.
+//! `LoadOptions::no_superinstructions` forces this general interpreter.
+//!
 //! A run allocates nothing.
 
 use crate::helpers::HelperError;
@@ -281,7 +288,14 @@ impl Vm {
     pub fn run(&mut self, prog: &Program, input: Input<'_>) -> Result<u64, ExecError> {
         let (ctx, packet, user, skb, r1, r2): (&[u8], &[u8], &mut [u8], _, u64, u64) = match input {
             Input::None => (&[], &[], &mut [], None, 0, 0),
-            Input::Ctx(c) => (c, &[], &mut [], None, CTX_BASE, 0),
+            Input::Ctx(c) => {
+                if let (Some(fast), Ok(data)) = (self.seccomp_executor(prog), <&[u8; 64]>::try_from(c)) {
+                    let (r0, steps) = fast.run(data)?;
+                    self.executed = steps;
+                    return Ok(r0);
+                }
+                (c, &[], &mut [], None, CTX_BASE, 0)
+            }
             Input::Skb(s) => (s.ctx_bytes(), s.linear(), &mut [], Some(s), CTX_BASE, 0),
             Input::Memory(m) => {
                 let len = m.len() as u64;
@@ -302,6 +316,11 @@ impl Vm {
     /// `run(prog, Input::Ctx(data))`, without the checks a 64-byte context
     /// cannot fail.)
     pub fn run_seccomp(&mut self, prog: &Program, data: &[u8; 64]) -> Result<u32, ExecError> {
+        if let Some(fast) = self.seccomp_executor(prog) {
+            let (r0, steps) = fast.run(data)?;
+            self.executed = steps;
+            return Ok(r0 as u32);
+        }
         let mem = Memory {
             ctx: data,
             packet: &[],
@@ -311,6 +330,16 @@ impl Vm {
             skb: None,
         };
         enter(prog, mem, [CTX_BASE, 0], &mut self.frames, self.budget, &mut self.executed).map(|r0| r0 as u32)
+    }
+}
+
+impl Vm {
+    /// The program's seccomp executor ([`crate::seccomp_exec`]), if it has
+    /// one and the step budget cannot be hit by it: its programs jump only
+    /// forward, so a run executes at most `prog.len()` instructions.
+    #[inline(always)]
+    fn seccomp_executor<'p>(&self, prog: &'p Program) -> Option<&'p crate::seccomp_exec::SeccompProg> {
+        prog.seccomp.as_deref().filter(|_| prog.len() as u64 <= self.budget)
     }
 }
 

@@ -45,6 +45,7 @@ pub mod opcode;
 pub mod skb;
 pub mod program;
 pub mod interp;
+pub mod seccomp_exec;
 pub mod helpers;
 
 pub use insn::{decode, encode, DecodeError, Insn, Pc};

@@ -54,7 +54,9 @@ pub struct LoadOptions {
     pub strict: bool,
     /// Fuse runs of compare-and-branch instructions on one register into a
     /// single dispatch (still executing every instruction's semantics in
-    /// order). On by default; off is useful to measure the gain.
+    /// order). On by default; off is useful to measure the gain. Off also
+    /// turns off the dedicated executor for converted seccomp filters
+    /// ([`crate::seccomp_exec`]), so every run takes the general path.
     pub no_superinstructions: bool,
 }
 
@@ -300,6 +302,9 @@ pub struct Program {
     pub(crate) eq: Box<[EqEntry]>,
     pub(crate) load_cmp: Box<[LoadCmp]>,
     pub(crate) helpers: Box<[(i32, HelperFn)]>,
+    /// The program compiled for [`crate::seccomp_exec`], if it is a
+    /// converted-seccomp-shaped program (and superinstructions are on).
+    pub(crate) seccomp: Option<Box<crate::seccomp_exec::SeccompProg>>,
     fused: usize,
 }
 
@@ -352,10 +357,12 @@ impl Program {
             eq: Box::new([]),
             load_cmp: Box::new([]),
             helpers: table,
+            seccomp: None,
             fused: 0,
         };
         if !opts.no_superinstructions {
             fuse(&mut prog);
+            prog.seccomp = crate::seccomp_exec::compile(insns).map(Box::new);
         }
         Ok(prog)
     }
@@ -373,6 +380,16 @@ impl Program {
     /// Always false: [`Program::load`] refuses empty programs.
     pub fn is_empty(&self) -> bool {
         self.insns.is_empty()
+    }
+
+    /// Whether runs on a 64-byte context ([`crate::Vm::run_seccomp`], or
+    /// [`crate::Vm::run`] with a 64-byte `Input::Ctx`) use the dedicated
+    /// executor for converted seccomp filters ([`crate::seccomp_exec`]):
+    /// true when the program stays inside the subset a converted seccomp
+    /// filter is made of and superinstructions are on
+    /// ([`LoadOptions::no_superinstructions`] forces the general path).
+    pub fn has_seccomp_executor(&self) -> bool {
+        self.seccomp.is_some()
     }
 
     /// Number of pcs whose op is a superinstruction (a fused compare chain,

@@ -33,9 +33,14 @@ fn every_in_process_engine_gives_every_expected_action() {
     let mut failures = Vec::new();
     let mut runs = 0usize;
     for (name, prepared, vectors) in filters() {
-        for kind in
-            [EngineKind::Cbpf, EngineKind::Ebpf, EngineKind::Rbpf, EngineKind::RbpfJit, EngineKind::RbpfCranelift]
-        {
+        for kind in [
+            EngineKind::Cbpf,
+            EngineKind::Ebpf,
+            EngineKind::Rbpf,
+            EngineKind::RbpfJit,
+            EngineKind::RbpfCranelift,
+            EngineKind::Fast,
+        ] {
             let mut engine = match SeccompEngine::new(kind, &prepared) {
                 Ok(e) => e,
                 Err(e) => {

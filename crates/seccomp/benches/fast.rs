@@ -4,6 +4,9 @@
 //! IDs: `fast_build/<filter>` and `fast_eval/<filter>-<syscall>/<engine>`
 //! with engine `fast` or `cbpf`.
 
+// A bench panics on broken test data, like a test.
+#![allow(clippy::unwrap_used, clippy::panic)]
+
 use std::hint::black_box;
 
 use cbpf::{raw, validate, Interp, Mode, Program, SeccompData};

@@ -59,4 +59,3 @@ pub fn executed(interp: &Interp, data: &[u8; 64]) -> usize {
     let _ = interp.trace_seccomp(data, |_| n += 1);
     n
 }
-

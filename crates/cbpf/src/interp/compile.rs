@@ -205,14 +205,14 @@ impl Tree {
     /// tree node, and `A` there.
     #[inline(always)]
     pub(super) fn walk(&self, mut a: u32, mut pc: usize, load: impl Fn(u8) -> u32) -> (usize, u32) {
-        loop {
-            let Some(node) = self.nodes.get(pc) else { return (usize::from(DEAD), a) };
+        // Each side checks for the end of the walk on its own: written as
+        // one select of the successor, the compiler emits a conditional
+        // move, which makes every node's load wait for the previous
+        // comparison (measured twice as slow as a predicted branch).
+        while let Some(node) = self.nodes.get(pc) {
             if node.load != NO_LOAD {
                 a = load(node.load);
             }
-            // Two separate exits instead of one select of the successor: a
-            // conditional move would make the next node's load wait for the
-            // comparison.
             if node.test.hits(a) {
                 if node.hit & LEAVE != 0 {
                     return (usize::from(node.hit & !LEAVE), a);
@@ -225,6 +225,7 @@ impl Tree {
                 pc = usize::from(node.miss);
             }
         }
+        (usize::from(DEAD), a)
     }
 }
 
@@ -237,6 +238,13 @@ struct ChainBuilder {
 }
 
 impl ChainBuilder {
+    fn truncate(&mut self, len: usize) {
+        self.mask.truncate(len);
+        self.lo.truncate(len);
+        self.span.truncate(len);
+        self.exits.truncate(len);
+    }
+
     fn push(&mut self, test: ExitTest, target: u16) {
         self.mask.push(test.mask);
         self.lo.push(test.lo);
@@ -246,8 +254,7 @@ impl ChainBuilder {
 }
 
 /// A pre-decoded classic instruction. Jump targets are absolute pcs (a
-/// program has at most 4096 instructions, so `u16` holds them); 16 bytes, so
-/// that single range tests fit inline.
+/// program has at most 4096 instructions, so `u16` holds them); 8 bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Op {
     LdImm(u32),
@@ -307,9 +314,9 @@ pub(super) enum Op {
         to: u16,
         then: u16,
     },
-    /// Seccomp `ld [k]` fused with the compare chain right after it (the
-    /// shape of nearly every libseccomp test): one dispatch for both. The
-    /// chain's own pc keeps its [`Op::Chain`] for jumps that land on it.
+    /// Seccomp `ld [k]` fused with the long compare chain after it: right
+    /// after it, or a rule ladder ([`build_ladders`]). The jumps' own pcs
+    /// keep their own ops for jumps that land on them.
     LdChain {
         k: u8,
         from: u16,
@@ -413,6 +420,7 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains, Tree) {
         }
     }
     let loads = fuse_loads(&mut ops);
+    build_ladders(insns, &via, &mut ops, &mut built);
     let is_node = |pc: u16| matches!(ops.get(usize::from(pc)), Some(Op::Walk(_)));
     let successor = |pc: u16| if is_node(pc) { pc } else { pc | LEAVE };
     let mut nodes = vec![Node { test: NEVER, hit: DEAD, miss: DEAD, load: NO_LOAD }; insns.len()];
@@ -448,6 +456,103 @@ fn thread_jumps(insns: &[Insn]) -> Vec<u16> {
         }
     }
     out
+}
+
+/// The seccomp load offset of `insns[pc]`, if it is one (0x21 after
+/// `seccomp_check_filter()`'s rewrite).
+fn seccomp_load(insns: &[Insn], pc: usize) -> Option<u32> {
+    match insns.get(pc)?.op()? {
+        View::LdxAbsSeccomp { k } => Some(k),
+        _ => None,
+    }
+}
+
+/// Turns libseccomp rule ladders into compare chains entered at their
+/// loads: from a seccomp `ld [k]`, follow the conditional jumps on `#k`
+/// along the side that reaches another jump, directly or through another
+/// `ld [k]` of the same word (which reloads the value `A` already holds, so
+/// it changes nothing); every other outcome is an exit test. In
+/// `ld [16]; jeq #i, 0, 9; <arg checks>; ld [16]; jeq #j, 0, 9; ...` the
+/// misses continue, so one block scan runs the whole ladder.
+///
+/// Only the loads become [`Op::LdChain`] entries (each at its own first
+/// test, like [`Op::Chain`]), and only with at least [`LONG_CHAIN`] tests
+/// left: a jump into the middle of a rule reaches the next reload with an
+/// `A` the chain knows nothing about, so those pcs keep their own ops.
+fn build_ladders(insns: &[Insn], via: &impl Fn(u16) -> u16, ops: &mut [Op], built: &mut ChainBuilder) {
+    // Ladders from different words may share their jumps; bound the tests
+    // kept (and so the work) linearly in the program. Past the budget,
+    // loads simply keep their tree nodes.
+    let budget = built.exits.len() + 2 * insns.len();
+    let mut covered = vec![false; insns.len()];
+    for start in 0..insns.len() {
+        if covered.get(start).copied().unwrap_or(true) {
+            continue;
+        }
+        let Some(k) = seccomp_load(insns, start) else { continue };
+        let Ok(k8) = u8::try_from(k) else { continue };
+        if cmp_k(insns.get(start + 1)).is_none() {
+            continue;
+        }
+        // Where execution goes on from `pc` with A == word(k) and nothing
+        // changed: the jump at pc itself, or the one after a reload of k
+        // (then also the reload's pc).
+        let cont = |pc: u16| {
+            let pc = usize::from(pc);
+            if cmp_k(insns.get(pc)).is_some() {
+                return Some((pc, None));
+            }
+            (seccomp_load(insns, pc) == Some(k) && cmp_k(insns.get(pc + 1)).is_some()).then_some((pc + 1, Some(pc)))
+        };
+        let mark = built.exits.len();
+        // The reloads met (each an entry), with the index of their first test.
+        let mut loads = vec![(start, mark)];
+        let mut pc = start + 1;
+        let then = loop {
+            let Some((op, kk, jt, jf)) = cmp_k(insns.get(pc)) else { break via(u16::try_from(pc).unwrap_or(DEAD)) };
+            let (t, f) = (via(target(pc, u64::from(jt))), via(target(pc, u64::from(jf))));
+            // Prefer going on along the false side, libseccomp's fall-through.
+            let (next, exit) = match (cont(t), cont(f)) {
+                (_, Some(next)) => (next, (exit_test(op, kk, true), t)),
+                (Some(next), None) => (next, (exit_test(op, kk, false), f)),
+                (None, None) => {
+                    if let Some(test) = exit_test(op, kk, true) {
+                        built.push(test, t);
+                    }
+                    break f;
+                }
+            };
+            if let (Some(test), target) = exit {
+                built.push(test, target);
+            }
+            let (next_pc, reload) = next;
+            if let Some(reload) = reload {
+                loads.push((reload, built.exits.len()));
+            }
+            pc = next_pc;
+        };
+        let to = built.exits.len();
+        if to > budget {
+            built.truncate(mark);
+            return;
+        }
+        for (pc, from) in loads {
+            if let Some(c) = covered.get_mut(pc) {
+                *c = true;
+            }
+            if to - from < LONG_CHAIN {
+                continue;
+            }
+            let (Ok(from), Ok(to)) = (u16::try_from(from), u16::try_from(to)) else { continue };
+            if let Some(slot) = ops.get_mut(pc) {
+                *slot = Op::LdChain { k: k8, from, to, then };
+            }
+        }
+        // A ladder too short to use leaves its tests unused; drop them.
+        if to - mark < LONG_CHAIN {
+            built.truncate(mark);
+        }
+    }
 }
 
 /// Fuses each seccomp `ld [k]` that is followed by a compare chain into
@@ -545,8 +650,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn op_is_sixteen_bytes() {
-        assert_eq!(std::mem::size_of::<Op>(), 16);
+    fn op_is_eight_bytes() {
+        assert_eq!(std::mem::size_of::<Op>(), 8);
     }
 
     #[test]
@@ -607,7 +712,7 @@ mod tests {
     fn blocks_find_the_first_hit_in_order() {
         use crate::opcode::*;
         // 20 `jeq #i, exit_i, 0` with two equal keys: the first must win.
-        let mut insns: Vec<Insn> = (0..20u32).map(|i| Insn::jump(JMP_JEQ_K, i % 19, (40 - 2 * i) as u8, 0)).collect();
+        let mut insns: Vec<Insn> = (0..20u32).map(|i| Insn::jump(JMP_JEQ_K, i % 19, (39 - 2 * i) as u8, 0)).collect();
         insns.extend((0..21).map(|i| Insn::stmt(RET_K, 100 + i)));
         let (ops, chains, _) = compile(&insns);
         assert_eq!(ops[0], Op::Chain { from: 0, to: 20, then: 20 });
@@ -615,10 +720,10 @@ mod tests {
         assert_eq!(ops[5], Op::Walk(5));
         for a in 0..19 {
             let t = chains.first_exit(a, 0, 20).unwrap();
-            assert_eq!(usize::from(t), a as usize + 1 + 40 - 2 * a as usize, "a={a}");
+            assert_eq!(usize::from(t), a as usize + 1 + 39 - 2 * a as usize, "a={a}");
         }
         // From pc 5, key 0 matches only at pc 19.
-        assert_eq!(chains.first_exit(0, 5, 20), Some(19 + 1 + 2));
+        assert_eq!(chains.first_exit(0, 5, 20), Some(19 + 1 + 1));
         assert_eq!(chains.first_exit(99, 0, 20), None);
     }
 
@@ -626,14 +731,14 @@ mod tests {
     fn trees_follow_ja_and_leave_at_other_ops() {
         use crate::opcode::*;
         let insns = [
-            Insn::stmt(LD_W_ABS, 0),          // 0
-            Insn::jump(JMP_JGT_K, 10, 1, 0),  // 1: A > 10 -> 3, else 2
-            Insn::stmt(JMP_JA, 2),            // 2: ja 5
-            Insn::jump(JMP_JEQ_K, 20, 2, 3),  // 3: A == 20 -> 6, else 7
-            Insn::stmt(RET_K, 9),             // 4 (unreachable)
-            Insn::jump(JMP_JSET_K, 1, 0, 1),  // 5: A & 1 -> 6, else 7
-            Insn::stmt(RET_K, 1),             // 6
-            Insn::stmt(RET_K, 2),             // 7
+            Insn::stmt(LD_W_ABS, 0),         // 0
+            Insn::jump(JMP_JGT_K, 10, 1, 0), // 1: A > 10 -> 3, else 2
+            Insn::stmt(JMP_JA, 2),           // 2: ja 5
+            Insn::jump(JMP_JEQ_K, 20, 2, 3), // 3: A == 20 -> 6, else 7
+            Insn::stmt(RET_K, 9),            // 4 (unreachable)
+            Insn::jump(JMP_JSET_K, 1, 0, 1), // 5: A & 1 -> 6, else 7
+            Insn::stmt(RET_K, 1),            // 6
+            Insn::stmt(RET_K, 2),            // 7
         ];
         let (ops, _, tree) = compile(&insns);
         assert_eq!(ops[1], Op::Walk(1));
@@ -641,10 +746,10 @@ mod tests {
         assert_eq!(tree.nodes[1].hit, 3);
         assert_eq!(tree.nodes[1].miss, 5, "ja followed");
         assert_eq!(tree.nodes[3].hit, 6 | LEAVE);
-        assert_eq!(tree.walk(20, 1), 6);
-        assert_eq!(tree.walk(21, 1), 7);
-        assert_eq!(tree.walk(3, 1), 6);
-        assert_eq!(tree.walk(4, 1), 7);
+        assert_eq!(tree.walk(20, 1, |_| 0).0, 6);
+        assert_eq!(tree.walk(21, 1, |_| 0).0, 7);
+        assert_eq!(tree.walk(3, 1, |_| 0).0, 6);
+        assert_eq!(tree.walk(4, 1, |_| 0).0, 7);
     }
 
     #[test]
@@ -658,7 +763,7 @@ mod tests {
         ];
         let (_, _, tree) = compile(&insns);
         for a in [0, 1, u32::MAX] {
-            assert_eq!(tree.walk(a, 0), 2, "a={a:#x}");
+            assert_eq!(tree.walk(a, 0, |_| 0).0, 2, "a={a:#x}");
         }
     }
 }

@@ -15,26 +15,32 @@
 //!   metadata in [`Skb`].
 //!
 //! Speed: [`Interp::new`] pre-decodes the program once into a compact
-//! internal form (absolute jump targets, one variant per operation, `div #k`
-//! divisors as `NonZeroU32`). A run allocates nothing (`M[]` lives on the
-//! stack of the run function) and always terminates because classic jumps
-//! only go forward. Runs of consecutive `jeq/jgt/jge/jset #k` are executed by
-//! one "compare chain" superinstruction: each outcome that leaves the run is
-//! pre-computed as a uniform test `(A & mask) - lo <= span`, and one tight
-//! loop (checking blocks of 8 tests at once, then the first hit in order)
-//! finds where the run is left, without going back to the dispatcher. That
-//! is what makes the long `ld [0]; jeq #n1; jeq #n2; ...` chains of
-//! libseccomp filters cheap. A chain with a single range test is held inline
-//! in its op, and a seccomp `ld [k]` followed by a chain is fused with it
-//! (`ld [16]; jeq #i, 0, 9` rule ladders take one dispatch per rule). Taken
-//! jumps stay real branches: selecting the next pc with a conditional move
-//! makes every fetch wait for the comparison and measured twice as slow.
+//! internal form (8-byte ops, absolute jump targets with `ja` chains
+//! followed through, one variant per operation, `div #k` divisors as
+//! `NonZeroU32`). A run allocates nothing (`M[]` lives on the stack of the
+//! run function, and only for programs that store to it) and always
+//! terminates because classic jumps only go forward. Conditional jumps on
+//! `#k` run in one of two superinstructions, both evaluating the
+//! comparisons in program order without going back to the dispatcher:
+//! - compare chains: long runs in which every jump either leaves or goes on
+//!   to the next one, such as `ld [0]; jeq #n1; jeq #n2; ...` allow-lists
+//!   and the `ld [16]; jeq #i, 0, 9; <arg checks>; ld [16]; ...` rule
+//!   ladders of libseccomp (reloading the word `A` already holds changes
+//!   nothing). Each outcome that leaves is pre-computed as a uniform test
+//!   `(A & mask) - lo <= span`, and one tight loop (checking blocks of 8
+//!   tests at once, then the first hit in order) finds where the run is left;
+//! - compare trees: everything else, above all the `jgt #k, L, R` trees of
+//!   libseccomp's binary-tree filters, is walked node by node over a compact
+//!   node table, a seccomp `ld [k]` before a jump being a node too, so the
+//!   arch check, the syscall tree and short rules take no dispatch at all.
 //!
-//! Measured on the shared 2-vCPU development VM (same harness, min of many
-//! short samples, rbpf 0.4 interpreter on the converted program as the
-//! baseline): 10-14x faster than rbpf on `seed_fast`, 6-8x on
-//! `long_jumps_large`, 16-21x on `allow306_end`, 4.5-5.7x on the binary-tree
-//! `long_jumps_large_opt2`.
+//! Taken jumps stay real branches: selecting the next node with a
+//! conditional move makes every fetch wait for the comparison and measured
+//! twice as slow.
+//!
+//! Measured: see `benches/interp.rs` (criterion, side by side with rbpf 0.4's
+//! interpreter on the converted program) and `benches/interp_count.rs`
+//! (instruction counts under callgrind).
 //!
 //! A separate, slower entry point ([`Interp::trace_seccomp`],
 //! [`Interp::trace_socket`]) steps the raw instructions and reports each one
@@ -81,12 +87,16 @@ impl SeccompData {
     /// byte order: the kernel does no byte swapping, so a filter's `ld [16]`
     /// reads the low half of `args[0]` on a little-endian host.
     pub fn to_bytes(&self) -> [u8; SECCOMP_DATA_SIZE] {
+        // Fixed-size array writes: this sits on every engine's per-call path.
         let mut out = [0u8; SECCOMP_DATA_SIZE];
-        let fields = self.nr.to_ne_bytes().into_iter().chain(self.arch.to_ne_bytes());
-        let fields = fields.chain(self.instruction_pointer.to_ne_bytes());
-        let fields = fields.chain(self.args.iter().flat_map(|a| a.to_ne_bytes()));
-        for (dst, src) in out.iter_mut().zip(fields) {
-            *dst = src;
+        let (head, args) = out.split_at_mut(16);
+        let (nr, rest) = head.split_at_mut(4);
+        let (arch, ip) = rest.split_at_mut(4);
+        nr.copy_from_slice(&self.nr.to_ne_bytes());
+        arch.copy_from_slice(&self.arch.to_ne_bytes());
+        ip.copy_from_slice(&self.instruction_pointer.to_ne_bytes());
+        for (dst, a) in args.chunks_exact_mut(8).zip(self.args) {
+            dst.copy_from_slice(&a.to_ne_bytes());
         }
         out
     }
@@ -178,8 +188,9 @@ struct SeccompCtx<'a>(&'a [u8; SECCOMP_DATA_SIZE]);
 impl Context for SeccompCtx<'_> {
     #[inline(always)]
     fn seccomp_word(&self, k: u32) -> u32 {
-        // seccomp_check_filter() guarantees k < 64 and k % 4 == 0.
-        let at = k as usize;
+        // seccomp_check_filter() guarantees k < 64 and k % 4 == 0, so the
+        // mask changes nothing; it lets the compiler see the read in range.
+        let at = (k & 60) as usize;
         match self.0.get(at..at + 4) {
             Some(&[b0, b1, b2, b3]) => u32::from_ne_bytes([b0, b1, b2, b3]),
             _ => 0,

@@ -210,6 +210,23 @@ impl Residuals {
     }
 }
 
+/// `struct seccomp_data` in host byte order, as [`SeccompData::to_bytes`]
+/// writes it, with straight copies: measured several times faster than
+/// that iterator chain, which would dominate a short residual run.
+#[inline(always)]
+fn data_bytes(data: &SeccompData) -> [u8; cbpf::interp::SECCOMP_DATA_SIZE] {
+    let mut out = [0u8; cbpf::interp::SECCOMP_DATA_SIZE];
+    let (head, rest) = out.split_at_mut(8);
+    let (nr, arch) = head.split_at_mut(4);
+    nr.copy_from_slice(&data.nr.to_ne_bytes());
+    arch.copy_from_slice(&data.arch.to_ne_bytes());
+    let words = std::iter::once(data.instruction_pointer).chain(data.args);
+    for (chunk, word) in rest.chunks_exact_mut(8).zip(words) {
+        chunk.copy_from_slice(&word.to_ne_bytes());
+    }
+    out
+}
+
 /// The dense table size for `arch`: its syscall table, else [`MIN_DENSE`],
 /// grown to cover compared numbers below [`DENSE_LIMIT`].
 fn dense_len(arch: u32, compared: &[u32]) -> u32 {
@@ -263,7 +280,7 @@ impl FastFilter {
     pub fn eval(&self, data: &SeccompData) -> u32 {
         match self.slot(data.arch, data.nr as u32) {
             Slot::Action(v) => v,
-            Slot::Residual(i) => self.run(i, &data.to_bytes()),
+            Slot::Residual(i) => self.run(i, &data_bytes(data)),
         }
     }
 
@@ -330,5 +347,21 @@ impl FastFilter {
 
     fn other_slot(&self, arch: u32) -> Slot {
         self.arches.iter().find(|t| t.arch == arch).map_or(Slot::Residual(0), |t| t.other)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_bytes_match_to_bytes() {
+        let data = SeccompData {
+            nr: -2,
+            arch: 0xc000_003e,
+            instruction_pointer: 0x1122_3344_5566_7788,
+            args: [1, u64::MAX, 0x8000_0000_0000_0001, 4, 5, 0xaabb_ccdd_0000_0006],
+        };
+        assert_eq!(data_bytes(&data), data.to_bytes());
     }
 }

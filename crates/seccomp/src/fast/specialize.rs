@@ -11,7 +11,13 @@
 //!    meet are joined (equal constants stay known). Every reachable `ret`
 //!    (and every `div x` that may divide by zero, which returns 0) adds a
 //!    possible result: when all of them are one known value the entry is a
-//!    constant action and the other passes are skipped.
+//!    constant action and the other passes are skipped. With A known, a
+//!    run of libseccomp-style `jeq #k, L, 0` dispatch instructions is left
+//!    by one binary search ([`Run`]) instead of one step per syscall: that
+//!    keeps a whole syscall table's build linear in table size plus program
+//!    size. Registers also remember when they hold a `struct seccomp_data`
+//!    word exactly, which is how the constants `nr` and `arch` are compared
+//!    with are found.
 //! 2. **Backward** (liveness over the pruned graph): which registers a kept
 //!    instruction still reads at run time. An instruction whose result was
 //!    folded is deleted, unless its register is live after it: then it
@@ -24,8 +30,10 @@
 //!    instruction, and each insertion stands for a decided jump that was in
 //!    that gap, so every forward distance only shrinks. Jump threading can
 //!    lengthen a conditional jump past 255; then the layout is redone with
-//!    decided jumps kept as `ja` in place (no threading), where distances
-//!    provably shrink.
+//!    decided jumps kept as `ja` in place unless falling through lands at
+//!    the same instruction (no threading): every deleted instruction then
+//!    falls through, no `ja` is inserted, and each distance is at most the
+//!    original one.
 //!
 //! The result is a classic program in user form (seccomp loads as
 //! `ld [k]`, 0x20) that the caller validates with [`cbpf::validate`].
@@ -223,7 +231,7 @@ pub(crate) struct Specializer {
     run_of: Vec<u32>,
     runs: Vec<Run>,
     /// `(k, pc, target)` of every run member, each run's slice sorted.
-    run_keys: Vec<(u32, u16, u16)>,
+    run_keys: Vec<RunKey>,
     /// Which field's compared constants to collect (0 = nr, 4 = arch).
     watch: Option<u32>,
     compared: Vec<u32>,
@@ -258,6 +266,10 @@ struct Run {
     then: u16,
 }
 
+/// `(k, pc, true target)` of a run member; sorted, the first member with
+/// key `k` at or after a pc is one binary search away.
+type RunKey = (u32, u16, u16);
+
 /// A run member: `jeq #k` that jumps on equality and, unless it ends the
 /// run, falls through otherwise. Returns `(k, true target, ends run)`.
 fn run_member(pc: usize, op: Option<Op>) -> Option<(u32, u16, Option<u16>)> {
@@ -272,10 +284,10 @@ fn run_member(pc: usize, op: Option<Op>) -> Option<(u32, u16, Option<u16>)> {
 }
 
 /// Finds the [`Run`]s of a program.
-fn find_runs(ops: &[Option<Op>]) -> (Vec<u32>, Vec<Run>, Vec<(u32, u16, u16)>) {
+fn find_runs(ops: &[Option<Op>]) -> (Vec<u32>, Vec<Run>, Vec<RunKey>) {
     let mut run_of = vec![NO_RUN; ops.len()];
     let mut runs = Vec::new();
-    let mut keys: Vec<(u32, u16, u16)> = Vec::new();
+    let mut keys: Vec<RunKey> = Vec::new();
     let mut pc = 0;
     while pc < ops.len() {
         let start = pc;

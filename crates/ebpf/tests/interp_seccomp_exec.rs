@@ -1,0 +1,232 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+//! The dedicated executor for converted seccomp filters
+//! (`ebpf::seccomp_exec`) against the general interpreter
+//! (`LoadOptions::no_superinstructions` forces the general path): same
+//! result and same executed-instruction count on every converted
+//! testdata/filters vector and on random converted programs with random
+//! `struct seccomp_data`; programs outside the subset fall back.
+
+use convert::oracle::{arbitrary_program, SplitMix64};
+use ebpf::{ExecError, Helpers, Input, Insn, LoadOptions, Program, Vm};
+
+const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
+
+const PLAIN: LoadOptions = LoadOptions { strict: false, no_superinstructions: true };
+
+fn vector(line: &str) -> [u8; 64] {
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let mut d = [0u8; 64];
+    d[0..4].copy_from_slice(&(v["nr"].as_i64().unwrap() as u32).to_le_bytes());
+    d[4..8].copy_from_slice(&(v["arch"].as_u64().unwrap() as u32).to_le_bytes());
+    d[8..16].copy_from_slice(&v["ip"].as_u64().unwrap().to_le_bytes());
+    for (k, a) in v["args"].as_array().unwrap().iter().enumerate() {
+        d[16 + 8 * k..24 + 8 * k].copy_from_slice(&a.as_u64().unwrap().to_le_bytes());
+    }
+    d
+}
+
+/// Runs `data` through the executor (both entry points) and the general
+/// interpreter; describes any difference.
+fn compare(fast: &Program, plain: &Program, data: &[u8; 64]) -> Option<String> {
+    let (mut a, mut b) = (Vm::new(), Vm::new());
+    let ra = a.run_seccomp(fast, data);
+    let sa = a.executed();
+    let rc = a.run(fast, Input::Ctx(data));
+    let sc = a.executed();
+    let rb = b.run_seccomp(plain, data);
+    let sb = b.executed();
+    let same = ra == rb && rc == rb.clone().map(u64::from) && (rb.is_err() || (sa == sb && sc == sb));
+    (!same).then(|| format!("executor {ra:?} ({sa} steps), run {rc:?} ({sc} steps), general {rb:?} ({sb} steps)"))
+}
+
+fn converted(raw: &[u8]) -> Vec<Insn> {
+    let prog = cbpf::validate(&cbpf::raw::decode(raw).unwrap(), cbpf::Mode::Seccomp).unwrap();
+    convert::convert(&prog, &Default::default()).unwrap().insns
+}
+
+#[test]
+fn executor_matches_the_general_interpreter_on_every_filter_vector() {
+    let mut names: Vec<String> = std::fs::read_dir(FILTERS)
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().into_string().unwrap().strip_suffix(".bpf").map(str::to_owned))
+        .collect();
+    names.sort();
+    let (mut failures, mut runs) = (Vec::new(), 0);
+    for name in &names {
+        let insns = converted(&std::fs::read(format!("{FILTERS}/{name}.bpf")).unwrap());
+        let fast = Program::load(&insns, &LoadOptions::default(), &Helpers::new()).unwrap();
+        let plain = Program::load(&insns, &PLAIN, &Helpers::new()).unwrap();
+        if !fast.has_seccomp_executor() {
+            failures.push(format!("{name}: not compiled for the seccomp executor"));
+        }
+        assert!(!plain.has_seccomp_executor());
+        for kind in ["vectors", "sim_only"] {
+            let text = std::fs::read_to_string(format!("{FILTERS}/{name}.{kind}.jsonl")).unwrap();
+            for (line_no, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+                runs += 1;
+                if let Some(diff) = compare(&fast, &plain, &vector(line)) {
+                    failures.push(format!("{name}.{kind}:{}: {diff}", line_no + 1));
+                }
+            }
+        }
+    }
+    println!("{} filters, {runs} vectors", names.len());
+    assert!(runs > 1000, "too few vectors: {runs}");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// A random `struct seccomp_data`: each word random, small, or one of the
+/// program's constants (give or take one), so compares go both ways.
+fn random_data(rng: &mut SplitMix64, consts: &[u32]) -> [u8; 64] {
+    let mut d = [0u8; 64];
+    for w in d.chunks_exact_mut(4) {
+        let r = rng.next_u64();
+        let v = match r % 4 {
+            0 => (r >> 32) as u32,
+            1 => (r >> 32) as u32 % 4,
+            _ if consts.is_empty() => 0,
+            _ => consts[(r >> 8) as usize % consts.len()].wrapping_add(((r >> 40) % 3) as u32).wrapping_sub(1),
+        };
+        w.copy_from_slice(&v.to_le_bytes());
+    }
+    d
+}
+
+#[test]
+fn executor_matches_the_general_interpreter_on_random_converted_programs() {
+    let mut rng = SplitMix64::new(0x5ecc_0e7e);
+    let (mut failures, mut compiled, mut runs) = (Vec::new(), 0, 0);
+    const PROGRAMS: usize = 3000;
+    for case in 0..PROGRAMS {
+        let classic = arbitrary_program(&mut || rng.next_u64(), cbpf::Mode::Seccomp, 64);
+        let prog = cbpf::validate(&classic, cbpf::Mode::Seccomp).unwrap();
+        let insns = convert::convert(&prog, &Default::default()).unwrap().insns;
+        let fast = Program::load(&insns, &LoadOptions::default(), &Helpers::new()).unwrap();
+        let plain = Program::load(&insns, &PLAIN, &Helpers::new()).unwrap();
+        compiled += usize::from(fast.has_seccomp_executor());
+        let consts: Vec<u32> = classic.iter().map(|i| i.k).collect();
+        for _ in 0..16 {
+            runs += 1;
+            let data = random_data(&mut rng, &consts);
+            if let Some(diff) = compare(&fast, &plain, &data) {
+                failures.push(format!(
+                    "program {case} ({}), data {data:02x?}: {diff}",
+                    cbpf::text::print_ddd_line(&classic)
+                ));
+            }
+        }
+    }
+    println!("{PROGRAMS} programs ({compiled} on the seccomp executor), {runs} runs");
+    // Every converted seccomp program is in the subset.
+    assert_eq!(compiled, PROGRAMS);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+    Insn::new(code, dst, src, off, imm)
+}
+
+fn load(insns: &[Insn]) -> Program {
+    Program::load(insns, &LoadOptions::default(), &Helpers::new()).unwrap()
+}
+
+#[test]
+fn programs_outside_the_subset_fall_back_to_the_general_interpreter() {
+    let mut data = [0u8; 64];
+    data[0] = 7;
+    let head = [i(0xac, 0, 0, 0, 0), i(0xac, 7, 7, 0, 0), i(0xbf, 6, 1, 0, 0)];
+    let with = |body: &[Insn]| -> Vec<Insn> { head.iter().chain(body).copied().collect() };
+    // In the subset: ctx load, stack store then load, compare, exit.
+    let inside = with(&[
+        i(0x61, 0, 6, 60, 0),
+        i(0x63, 10, 0, -64, 0),
+        i(0x61, 7, 10, -64, 0),
+        i(0x61, 0, 6, 0, 0),
+        i(0x1d, 0, 7, 1, 0),
+        i(0x95, 0, 0, 0, 0),
+        i(0xb4, 0, 0, 0, 9),
+        i(0x95, 0, 0, 0, 0),
+    ]);
+    assert!(load(&inside).has_seccomp_executor());
+    let outside: [(&str, Vec<Insn>, Result<u32, ()>); 8] = [
+        // if r0 != 0 goto exit; w0 += 1; goto back (r0 = 1 after one turn).
+        (
+            "backward jump",
+            with(&[
+                i(0x61, 0, 6, 0, 0),
+                i(0x55, 0, 0, 2, 0),
+                i(0x04, 0, 0, 0, 1),
+                i(0x05, 0, 0, -3, 0),
+                i(0x95, 0, 0, 0, 0),
+            ]),
+            Ok(7),
+        ),
+        ("load from r6 + 64", with(&[i(0x61, 0, 6, 64, 0), i(0x95, 0, 0, 0, 0)]), Err(())),
+        ("unaligned ctx load", with(&[i(0x61, 0, 6, 2, 0), i(0x95, 0, 0, 0, 0)]), Ok(0)),
+        ("ctx load before r6 = r1", vec![i(0x61, 0, 6, 0, 0), i(0x95, 0, 0, 0, 0)], Err(())),
+        ("stack read before any write", with(&[i(0x61, 0, 10, -4, 0), i(0x95, 0, 0, 0, 0)]), Ok(0)),
+        ("stack below fp-64", with(&[i(0x63, 10, 0, -68, 0), i(0x61, 0, 10, -68, 0), i(0x95, 0, 0, 0, 0)]), Ok(0)),
+        ("64-bit alu", with(&[i(0x61, 0, 6, 0, 0), i(0x07, 0, 0, 0, 1), i(0x95, 0, 0, 0, 0)]), Ok(8)),
+        ("register r3", with(&[i(0x61, 3, 6, 0, 0), i(0xbf, 0, 3, 0, 0), i(0x95, 0, 0, 0, 0)]), Ok(7)),
+    ];
+    let mut failures = Vec::new();
+    for (name, insns, want) in outside {
+        let prog = load(&insns);
+        if prog.has_seccomp_executor() {
+            failures.push(format!("{name}: compiled for the seccomp executor"));
+        }
+        let got = Vm::new().run_seccomp(&prog, &data);
+        if got.clone().map_err(|_| ()) != want {
+            failures.push(format!("{name}: want {want:?}, got {got:?}"));
+        }
+    }
+    // The last instruction is not exit (a run could fall off the end).
+    let falls = with(&[i(0x61, 0, 6, 0, 0), i(0x15, 0, 0, 1, 7), i(0x95, 0, 0, 0, 0), i(0xb4, 0, 0, 0, 1)]);
+    let prog = load(&falls);
+    if prog.has_seccomp_executor() {
+        failures.push("no final exit: compiled for the seccomp executor".into());
+    }
+    let got = Vm::new().run_seccomp(&prog, &data);
+    if !matches!(got, Err(ExecError::FellOffEnd { .. })) {
+        failures.push(format!("no final exit: want FellOffEnd, got {got:?}"));
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A step budget below the program length sends runs to the general
+/// interpreter, which enforces it exactly.
+#[test]
+fn small_step_budgets_use_the_general_interpreter() {
+    let raw = std::fs::read(format!("{FILTERS}/long_jumps_large.bpf")).unwrap();
+    let prog = load(&converted(&raw));
+    assert!(prog.has_seccomp_executor());
+    let mut data = [0u8; 64];
+    data[0] = 80;
+    data[4..8].copy_from_slice(&0xc000_003eu32.to_le_bytes());
+    data[24] = 1;
+    let mut vm = Vm::new();
+    let want = vm.run_seccomp(&prog, &data).unwrap();
+    let steps = vm.executed();
+    vm.set_step_budget(steps);
+    assert_eq!(vm.run_seccomp(&prog, &data), Ok(want));
+    vm.set_step_budget(steps - 1);
+    assert!(matches!(vm.run_seccomp(&prog, &data), Err(ExecError::StepBudgetExceeded { .. })));
+    assert!(matches!(vm.run(&prog, Input::Ctx(&data)), Err(ExecError::StepBudgetExceeded { .. })));
+}
+
+/// A 64-byte `Input::Ctx` goes through the executor; other lengths run on
+/// the general interpreter with its bounds checks.
+#[test]
+fn run_with_other_context_lengths_uses_the_general_interpreter() {
+    let prog = load(&[i(0xac, 0, 0, 0, 0), i(0xbf, 6, 1, 0, 0), i(0x61, 0, 6, 60, 0), i(0x95, 0, 0, 0, 0)]);
+    assert!(prog.has_seccomp_executor());
+    let mut data = [0u8; 64];
+    data[60] = 5;
+    let mut vm = Vm::new();
+    assert_eq!(vm.run(&prog, Input::Ctx(&data)), Ok(5));
+    assert_eq!(vm.executed(), 4);
+    assert!(matches!(vm.run(&prog, Input::Ctx(&data[..62])), Err(ExecError::OutOfBounds { .. })));
+    let mut longer = [0u8; 80];
+    longer[60] = 6;
+    assert_eq!(vm.run(&prog, Input::Ctx(&longer)), Ok(6));
+}
