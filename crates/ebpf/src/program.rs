@@ -946,6 +946,16 @@ fn fuse(prog: &mut Program) {
                 if e - k < 2 {
                     continue;
                 }
+                // An entry in the middle of an eq stretch must not inherit a
+                // W write made by an element before it (that element did not
+                // run on a path that jumps in here): `wval` is cumulative
+                // from the stretch start, so only fuse such entries while no
+                // earlier element of the stretch writes W.
+                let earlier_write =
+                    run.get(s..k).is_some_and(|els| els.iter().any(|x| x.entry.write_reg != SCRATCH_REG));
+                if is_eq && earlier_write {
+                    continue;
+                }
                 let Some(el) = run.get(k) else { continue };
                 let kind = if is_eq { Kind::EqChain } else { Kind::Chain };
                 if let Some(o) = ops.get_mut(el.pc) {

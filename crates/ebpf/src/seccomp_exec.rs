@@ -60,7 +60,7 @@ const SET: u8 = 6;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
-enum K {
+enum Kind {
     /// `r6 = r1`: resolved at load (see the module docs).
     CtxPtr,
     /// `w0 ^= w0; w7 ^= w7; r6 = r1`.
@@ -120,7 +120,7 @@ enum K {
 /// eq entry.
 #[derive(Debug, Clone, Copy)]
 struct SOp {
-    kind: K,
+    kind: Kind,
     dst: u8,
     src: u8,
     aux: u8,
@@ -192,43 +192,43 @@ fn plain(pc: usize, insn: Insn) -> Option<Plain> {
             if opc == 0xb0 {
                 return Some(if x {
                     let src = reg(insn.src())?;
-                    p(mk(K::Mov32, dst, src, 0, 0, 0), bit(src), bit(dst))
+                    p(mk(Kind::Mov32, dst, src, 0, 0, 0), bit(src), bit(dst))
                 } else {
-                    p(mk(K::MovK, dst, 0, 0, 0, u64::from(insn.imm as u32)), 0, bit(dst))
+                    p(mk(Kind::MovK, dst, 0, 0, 0, u64::from(insn.imm as u32)), 0, bit(dst))
                 });
             }
             if x {
                 let src = reg(insn.src())?;
-                p(mk(K::AluX, dst, src, opc, 0, 0), bit(src) | bit(dst), bit(dst))
+                p(mk(Kind::AluX, dst, src, opc, 0, 0), bit(src) | bit(dst), bit(dst))
             } else {
-                p(mk(K::AluK, dst, 0, opc, 0, u64::from(insn.imm as u32)), bit(dst), bit(dst))
+                p(mk(Kind::AluK, dst, 0, opc, 0, u64::from(insn.imm as u32)), bit(dst), bit(dst))
             }
         }
         // MOV64 X: among A/TMP/X, or `r6 = r1`.
         0xbf if insn.off == 0 => {
             if insn.dst() == 6 && insn.src() == 1 {
-                p(mk(K::CtxPtr, 0, 0, 0, 0, 0), 0, 0)
+                p(mk(Kind::CtxPtr, 0, 0, 0, 0, 0), 0, 0)
             } else {
                 let (dst, src) = (reg(insn.dst())?, reg(insn.src())?);
-                p(mk(K::Mov64, dst, src, 0, 0, 0), bit(src), bit(dst))
+                p(mk(Kind::Mov64, dst, src, 0, 0, 0), bit(src), bit(dst))
             }
         }
         0x61 => {
             let dst = reg(insn.dst())?;
             match insn.src() {
                 6 if (0..=60).contains(&insn.off) && insn.off % 4 == 0 => {
-                    p(mk(K::LdCtx, dst, 0, (insn.off / 4) as u8, 0, 0), 0, bit(dst))
+                    p(mk(Kind::LdCtx, dst, 0, (insn.off / 4) as u8, 0, 0), 0, bit(dst))
                 }
-                10 => p(mk(K::LdStack, dst, 0, slot(insn.off)?, 0, 0), 0, bit(dst)),
+                10 => p(mk(Kind::LdStack, dst, 0, slot(insn.off)?, 0, 0), 0, bit(dst)),
                 _ => return None,
             }
         }
         0x63 if insn.dst() == 10 => {
             let src = reg(insn.src())?;
-            p(mk(K::StStack, 0, src, slot(insn.off)?, 0, 0), bit(src), 0)
+            p(mk(Kind::StStack, 0, src, slot(insn.off)?, 0, 0), bit(src), 0)
         }
-        0x05 => Plain { op: mk(K::Ja, 0, 0, 0, target(insn.off)?, 0), uses: 0, defs: 0, falls: false, jumps: true },
-        0x95 => Plain { op: mk(K::Exit, 0, 0, 0, 0, 0), uses: bit(RA), defs: 0, falls: false, jumps: false },
+        0x05 => Plain { op: mk(Kind::Ja, 0, 0, 0, target(insn.off)?, 0), uses: 0, defs: 0, falls: false, jumps: true },
+        0x95 => Plain { op: mk(Kind::Exit, 0, 0, 0, 0, 0), uses: bit(RA), defs: 0, falls: false, jumps: false },
         0x15 | 0x1d | 0x25 | 0x2d | 0x35 | 0x3d | 0x45 | 0x4d | 0x55 | 0x5d | 0xa5 | 0xad | 0xb5 | 0xbd => {
             let cond = match code & 0xf0 {
                 0x10 => EQ,
@@ -248,14 +248,14 @@ fn plain(pc: usize, insn: Insn) -> Option<Plain> {
                 (RK, insn.imm as i64 as u64, bit(dst))
             };
             let kind = match (dst, src, cond) {
-                (RA, RK, EQ) => K::JeqK,
-                (RA, RK, NE) => K::JneK,
-                (RA, RK, GT) => K::JgtK,
-                (RA, RK, GE) => K::JgeK,
-                (RA, RK, LT) => K::JltK,
-                (RA, RK, LE) => K::JleK,
-                (RA, RK, SET) => K::JsetK,
-                _ => K::Jcc,
+                (RA, RK, EQ) => Kind::JeqK,
+                (RA, RK, NE) => Kind::JneK,
+                (RA, RK, GT) => Kind::JgtK,
+                (RA, RK, GE) => Kind::JgeK,
+                (RA, RK, LT) => Kind::JltK,
+                (RA, RK, LE) => Kind::JleK,
+                (RA, RK, SET) => Kind::JsetK,
+                _ => Kind::Jcc,
             };
             Plain { op: mk(kind, dst, src, cond, t, imm), uses, defs: 0, falls: true, jumps: true }
         }
@@ -287,10 +287,10 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
         }
         let (mut ready, mut w) = (ctx_ready.get(pc).copied()?, written.get(pc).copied()?);
         match p.op.kind {
-            K::CtxPtr => ready = true,
-            K::LdCtx if !ready => return None,
-            K::LdStack if w & (1 << p.op.aux) == 0 => return None,
-            K::StStack => w |= 1 << p.op.aux,
+            Kind::CtxPtr => ready = true,
+            Kind::LdCtx if !ready => return None,
+            Kind::LdStack if w & (1 << p.op.aux) == 0 => return None,
+            Kind::StStack => w |= 1 << p.op.aux,
             _ => {}
         }
         let succs = [p.falls.then_some(pc + 1), p.jumps.then_some(p.op.target as usize)];
@@ -323,12 +323,18 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
     // t` where r2 is dead at t and after the compare (its write elided).
     let element = |pc: usize| -> Option<(EqEntry, usize)> {
         let o = base.get(pc)?;
-        if o.kind == K::JeqK {
+        if o.kind == Kind::JeqK {
             return Some((EqEntry { value: o.imm, jump_pc: pc as u32, target: o.target }, pc + 1));
         }
         let j = base.get(pc + 1)?;
         let tmp_dead = live(j.target as usize) & bit(RT) == 0 && live(pc + 2) & bit(RT) == 0;
-        (o.kind == K::MovK && o.dst == RT && j.kind == K::Jcc && j.aux == EQ && j.dst == RA && j.src == RT && tmp_dead)
+        (o.kind == Kind::MovK
+            && o.dst == RT
+            && j.kind == Kind::Jcc
+            && j.aux == EQ
+            && j.dst == RA
+            && j.src == RT
+            && tmp_dead)
             .then(|| (EqEntry { value: o.imm, jump_pc: pc as u32 + 1, target: j.target }, pc + 2))
     };
     let mut pc = 0;
@@ -347,15 +353,15 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
         }
         let end = eq.len() as u64;
         for (k, &h) in heads.iter().enumerate() {
-            let single_jeq = heads.len() - k == 1 && base.get(h).is_some_and(|o| o.kind == K::JeqK);
+            let single_jeq = heads.len() - k == 1 && base.get(h).is_some_and(|o| o.kind == Kind::JeqK);
             if let (Some(o), false) = (ops.get_mut(h), single_jeq) {
-                *o = SOp { kind: K::EqChain, dst: RA, src: RK, aux: 0, target: (first + k) as u32, imm: end };
+                *o = SOp { kind: Kind::EqChain, dst: RA, src: RK, aux: 0, target: (first + k) as u32, imm: end };
             }
         }
         // A context load into r0 right before the stretch.
-        if let Some(l) = pc.checked_sub(1).and_then(|p| base.get(p)).filter(|l| l.kind == K::LdCtx && l.dst == RA) {
+        if let Some(l) = pc.checked_sub(1).and_then(|p| base.get(p)).filter(|l| l.kind == Kind::LdCtx && l.dst == RA) {
             if let Some(o) = ops.get_mut(pc - 1) {
-                *o = SOp { kind: K::LoadEqChain, dst: RA, src: RK, aux: l.aux, target: first as u32, imm: end };
+                *o = SOp { kind: Kind::LoadEqChain, dst: RA, src: RK, aux: l.aux, target: first as u32, imm: end };
             }
         }
         pc = at;
@@ -366,37 +372,41 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
         if slot.kind != o.kind {
             continue; // already a superinstruction
         }
-        if o.kind == K::MovK && o.dst == RA && next.kind == K::Exit {
-            *slot = SOp { kind: K::RetImm, ..o };
-        } else if o.kind == K::LdCtx && o.dst == RA {
+        if o.kind == Kind::MovK && o.dst == RA && next.kind == Kind::Exit {
+            *slot = SOp { kind: Kind::RetImm, ..o };
+        } else if o.kind == Kind::LdCtx && o.dst == RA {
             let kind = match next.kind {
-                K::JeqK => K::LdJeq,
-                K::JneK => K::LdJne,
-                K::JgtK => K::LdJgt,
-                K::JgeK => K::LdJge,
-                K::JltK => K::LdJlt,
-                K::JleK => K::LdJle,
-                K::JsetK => K::LdJset,
+                Kind::JeqK => Kind::LdJeq,
+                Kind::JneK => Kind::LdJne,
+                Kind::JgtK => Kind::LdJgt,
+                Kind::JgeK => Kind::LdJge,
+                Kind::JltK => Kind::LdJlt,
+                Kind::JleK => Kind::LdJle,
+                Kind::JsetK => Kind::LdJset,
                 _ => continue,
             };
             *slot = SOp { kind, dst: RA, src: RK, aux: o.aux, target: next.target, imm: next.imm };
-        } else if o.kind == K::MovK && o.dst == RT && next.kind == K::Jcc && next.dst == RA && next.src == RT {
+        } else if o.kind == Kind::MovK && o.dst == RT && next.kind == Kind::Jcc && next.dst == RA && next.src == RT {
             let kind = match next.aux {
-                EQ => K::MovJeq,
-                NE => K::MovJne,
-                GT => K::MovJgt,
-                GE => K::MovJge,
-                LT => K::MovJlt,
-                LE => K::MovJle,
-                SET => K::MovJset,
+                EQ => Kind::MovJeq,
+                NE => Kind::MovJne,
+                GT => Kind::MovJgt,
+                GE => Kind::MovJge,
+                LT => Kind::MovJlt,
+                LE => Kind::MovJle,
+                SET => Kind::MovJset,
                 _ => continue,
             };
             *slot = SOp { kind, dst: RT, src: RK, aux: 0, target: next.target, imm: o.imm };
-        } else if o.kind == K::AluX && o.aux == 0xa0 && o.dst == RA && o.src == RA {
+        } else if o.kind == Kind::AluX && o.aux == 0xa0 && o.dst == RA && o.src == RA {
             let third = base.get(pc + 2).map(|t| t.kind);
-            if next.kind == K::AluX && next.aux == 0xa0 && next.dst == RX && next.src == RX && third == Some(K::CtxPtr)
+            if next.kind == Kind::AluX
+                && next.aux == 0xa0
+                && next.dst == RX
+                && next.src == RX
+                && third == Some(Kind::CtxPtr)
             {
-                *slot = SOp { kind: K::Prologue, ..o };
+                *slot = SOp { kind: Kind::Prologue, ..o };
             }
         }
     }
@@ -533,67 +543,73 @@ impl SeccompProg {
                 return Err(ExecError::FellOffEnd { pc: Pc(pc) });
             };
             match op.kind {
-                K::CtxPtr => {}
-                K::Prologue => {
+                Kind::CtxPtr => {}
+                Kind::Prologue => {
                     a = 0;
                     x = 0;
                     pc += 3;
                     continue;
                 }
-                K::MovK => set!(op.dst, op.imm),
-                K::Mov32 => set!(op.dst, u64::from(get!(op.src) as u32)),
-                K::Mov64 => set!(op.dst, get!(op.src)),
-                K::AluK => set!(op.dst, alu32(op.aux, get!(op.dst), op.imm)),
-                K::AluX => set!(op.dst, alu32(op.aux, get!(op.dst), get!(op.src))),
-                K::LdCtx => set!(op.dst, word(data, op.aux)),
-                K::LdStack => set!(op.dst, u64::from(stack[usize::from(op.aux & 15)])),
-                K::StStack => stack[usize::from(op.aux & 15)] = get!(op.src) as u32,
-                K::Ja => jump!(op.target),
-                K::JeqK => jcc!(a, op.imm, op.target, |l, r| l == r),
-                K::JneK => jcc!(a, op.imm, op.target, |l, r| l != r),
-                K::JgtK => jcc!(a, op.imm, op.target, |l, r| l > r),
-                K::JgeK => jcc!(a, op.imm, op.target, |l, r| l >= r),
-                K::JltK => jcc!(a, op.imm, op.target, |l, r| l < r),
-                K::JleK => jcc!(a, op.imm, op.target, |l, r| l <= r),
-                K::JsetK => jcc!(a, op.imm, op.target, |l, r| l & r != 0),
-                K::Jcc => {
+                Kind::MovK => set!(op.dst, op.imm),
+                Kind::Mov32 => set!(op.dst, u64::from(get!(op.src) as u32)),
+                Kind::Mov64 => set!(op.dst, get!(op.src)),
+                Kind::AluK => set!(op.dst, alu32(op.aux, get!(op.dst), op.imm)),
+                Kind::AluX => set!(op.dst, alu32(op.aux, get!(op.dst), get!(op.src))),
+                Kind::LdCtx => set!(op.dst, word(data, op.aux)),
+                Kind::LdStack => set!(op.dst, u64::from(stack[usize::from(op.aux & 15)])),
+                Kind::StStack => stack[usize::from(op.aux & 15)] = get!(op.src) as u32,
+                Kind::Ja => jump!(op.target),
+                Kind::JeqK => jcc!(a, op.imm, op.target, |l, r| l == r),
+                Kind::JneK => jcc!(a, op.imm, op.target, |l, r| l != r),
+                Kind::JgtK => jcc!(a, op.imm, op.target, |l, r| l > r),
+                Kind::JgeK => jcc!(a, op.imm, op.target, |l, r| l >= r),
+                Kind::JltK => jcc!(a, op.imm, op.target, |l, r| l < r),
+                Kind::JleK => jcc!(a, op.imm, op.target, |l, r| l <= r),
+                Kind::JsetK => jcc!(a, op.imm, op.target, |l, r| l & r != 0),
+                Kind::Jcc => {
                     let v = if op.src == RK { op.imm } else { get!(op.src) };
                     jcc!(get!(op.dst), v, op.target, |l, r| test(op.aux, l, r))
                 }
-                K::Exit => exit!(pc),
-                K::RetImm => {
+                Kind::Exit => exit!(pc),
+                Kind::RetImm => {
                     a = op.imm;
                     exit!(pc + 1)
                 }
-                K::EqChain => eq_chain!(op.target, op.imm),
-                K::LoadEqChain => {
+                Kind::EqChain => eq_chain!(op.target, op.imm),
+                Kind::LoadEqChain => {
                     a = word(data, op.aux);
                     pc += 1;
                     eq_chain!(op.target, op.imm)
                 }
-                K::LdJeq | K::LdJne | K::LdJgt | K::LdJge | K::LdJlt | K::LdJle | K::LdJset => {
+                Kind::LdJeq | Kind::LdJne | Kind::LdJgt | Kind::LdJge | Kind::LdJlt | Kind::LdJle | Kind::LdJset => {
                     a = word(data, op.aux);
                     pc += 1;
                     match op.kind {
-                        K::LdJeq => jcc!(a, op.imm, op.target, |l, r| l == r),
-                        K::LdJne => jcc!(a, op.imm, op.target, |l, r| l != r),
-                        K::LdJgt => jcc!(a, op.imm, op.target, |l, r| l > r),
-                        K::LdJge => jcc!(a, op.imm, op.target, |l, r| l >= r),
-                        K::LdJlt => jcc!(a, op.imm, op.target, |l, r| l < r),
-                        K::LdJle => jcc!(a, op.imm, op.target, |l, r| l <= r),
+                        Kind::LdJeq => jcc!(a, op.imm, op.target, |l, r| l == r),
+                        Kind::LdJne => jcc!(a, op.imm, op.target, |l, r| l != r),
+                        Kind::LdJgt => jcc!(a, op.imm, op.target, |l, r| l > r),
+                        Kind::LdJge => jcc!(a, op.imm, op.target, |l, r| l >= r),
+                        Kind::LdJlt => jcc!(a, op.imm, op.target, |l, r| l < r),
+                        Kind::LdJle => jcc!(a, op.imm, op.target, |l, r| l <= r),
                         _ => jcc!(a, op.imm, op.target, |l, r| l & r != 0),
                     }
                 }
-                K::MovJeq | K::MovJne | K::MovJgt | K::MovJge | K::MovJlt | K::MovJle | K::MovJset => {
+                Kind::MovJeq
+                | Kind::MovJne
+                | Kind::MovJgt
+                | Kind::MovJge
+                | Kind::MovJlt
+                | Kind::MovJle
+                | Kind::MovJset => {
                     t = op.imm;
                     pc += 1;
                     match op.kind {
-                        K::MovJeq => jcc!(a, t, op.target, |l, r| l == r),
-                        K::MovJne => jcc!(a, t, op.target, |l, r| l != r),
-                        K::MovJgt => jcc!(a, t, op.target, |l, r| l > r),
-                        K::MovJge => jcc!(a, t, op.target, |l, r| l >= r),
-                        K::MovJlt => jcc!(a, t, op.target, |l, r| l < r),
-                        K::MovJle => jcc!(a, t, op.target, |l, r| l <= r),
+                        Kind::MovJeq => jcc!(a, t, op.target, |l, r| l == r),
+                        Kind::MovJne => jcc!(a, t, op.target, |l, r| l != r),
+                        Kind::MovJgt => jcc!(a, t, op.target, |l, r| l > r),
+                        Kind::MovJge => jcc!(a, t, op.target, |l, r| l >= r),
+                        Kind::MovJlt => jcc!(a, t, op.target, |l, r| l < r),
+                        Kind::MovJle => jcc!(a, t, op.target, |l, r| l <= r),
                         _ => jcc!(a, t, op.target, |l, r| l & r != 0),
                     }
                 }

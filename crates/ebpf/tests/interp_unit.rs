@@ -352,3 +352,19 @@ fn strict_mode_accepts_well_formed_end_and_rejects_junk() {
     assert!(Program::load(&p, &strict, &Helpers::new()).is_err());
     assert!(Program::load(&p, &LoadOptions::default(), &Helpers::new()).is_ok());
 }
+
+/// Jumping into the middle of a fused `==` chain must not see a scratch
+/// register write made by a chain element that did not run on that path
+/// (regression: the chain stored the write of an earlier element on exit).
+#[test]
+fn mid_chain_entry_does_not_inherit_earlier_writes() {
+    let src = "mov %r2, 1\nmov %r0, 5\nja lbl\nmov32 %r2, 7\njeq %r0, %r2, out\nlbl:\njeq %r0, 5, out\n\
+               jeq %r0, 6, out\njeq %r0, 9, out\nmov %r0, 0\nexit\nout:\nmov %r0, %r2\nexit\n";
+    let insns = ebpf::asm::assemble(src).unwrap();
+    for no_superinstructions in [false, true] {
+        let opts = ebpf::LoadOptions { no_superinstructions, ..Default::default() };
+        let prog = ebpf::Program::load(&insns, &opts, &ebpf::Helpers::new()).unwrap();
+        let r0 = ebpf::Vm::new().run(&prog, ebpf::Input::None).unwrap();
+        assert_eq!(r0, 1, "no_superinstructions = {no_superinstructions}");
+    }
+}

@@ -1,8 +1,9 @@
 //! The fast engine: build time for Docker-sized filters, and evaluation
-//! time next to `cbpf::Interp` on the inputs of SPEC §10 Tables B and D.
+//! time next to `cbpf::Interp` and rbpf's cranelift backend (running the
+//! whole filter converted to eBPF) on the inputs of SPEC §10 Tables B and D.
 //!
 //! IDs: `fast_build/<filter>` and `fast_eval/<filter>-<syscall>/<engine>`
-//! with engine `fast` or `cbpf`.
+//! with engine `fast`, `cbpf` or `cranelift`.
 
 // A bench panics on broken test data, like a test.
 #![allow(clippy::unwrap_used, clippy::panic)]
@@ -15,6 +16,21 @@ use seccomp::fast::FastFilter;
 
 const X86_64: u32 = 0xc000_003e;
 
+const FILTERS: [&str; 12] = [
+    "allow306_default",
+    "allow306_end",
+    "allow306_front",
+    "allow306_middle",
+    "allow306_opt2",
+    "long_jumps_large",
+    "long_jumps_large_opt2",
+    "long_jumps_short",
+    "long_jumps_short_opt2",
+    "seed_fast",
+    "seed_slow",
+    "seed_slow_opt2",
+];
+
 fn load(name: &str) -> Program {
     let path = format!("{}/../../testdata/filters/{name}.bpf", env!("CARGO_MANIFEST_DIR"));
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
@@ -24,7 +40,7 @@ fn load(name: &str) -> Program {
 
 fn build(c: &mut Criterion) {
     let mut group = c.benchmark_group("fast_build");
-    for name in ["allow306_default", "allow306_opt2", "long_jumps_large", "seed_slow"] {
+    for name in ["allow306_default", "allow306_opt2", "long_jumps_large", "long_jumps_large_opt2", "seed_slow"] {
         let prog = load(name);
         group.bench_function(name, |b| b.iter(|| FastFilter::build(black_box(&prog))));
     }
@@ -33,26 +49,47 @@ fn build(c: &mut Criterion) {
 
 fn eval(c: &mut Criterion) {
     let mut group = c.benchmark_group("fast_eval");
-    // getppid (110) at the front, middle and end of the 306-syscall filter;
-    // long_jumps_large's chdir (80, argument checks) and close (3).
-    let chdir_args = [42, 1, 7, 0, 0, 0];
-    let cases: [(&str, &str, i32, [u64; 6]); 6] = [
-        ("allow306_front", "getppid", 110, [0; 6]),
-        ("allow306_middle", "getppid", 110, [0; 6]),
-        ("allow306_end", "getppid", 110, [0; 6]),
-        ("allow306_default", "getppid", 110, [0; 6]),
-        ("long_jumps_large", "chdir", 80, chdir_args),
-        ("long_jumps_large", "close", 3, [0; 6]),
+    // getppid (110) at the front, middle and end of the 306-syscall filter,
+    // brk (12), close (3); chdir (80) with long_jumps' argument checks:
+    // chdir(0, 1, 0) matches the first rule after walking none, chdir(42,
+    // 1, 7) the 43rd.
+    let cases: [(&str, i32, [u64; 6]); 5] = [
+        ("getppid", 110, [0; 6]),
+        ("brk", 12, [0; 6]),
+        ("close", 3, [0; 6]),
+        ("chdir", 80, [0, 1, 0, 0, 0, 0]),
+        ("chdir42", 80, [42, 1, 7, 0, 0, 0]),
     ];
-    for (name, syscall, nr, args) in cases {
+    for name in FILTERS {
         let prog = load(name);
         let fast = FastFilter::build(&prog).unwrap_or_else(|e| panic!("{name}: {e}"));
         let interp = Interp::new(&prog);
-        let data = SeccompData { nr, arch: X86_64, instruction_pointer: 0x7f00_0000_1000, args };
-        let bytes = data.to_bytes();
-        assert_eq!(fast.eval(&data), interp.run_seccomp(&bytes).unwrap(), "{name} {syscall}");
-        group.bench_function(format!("{name}-{syscall}/fast"), |b| b.iter(|| fast.eval(black_box(&data))));
-        group.bench_function(format!("{name}-{syscall}/cbpf"), |b| b.iter(|| interp.run_seccomp(black_box(&bytes))));
+        let code = ebpf::encode(&convert::convert(&prog, &Default::default()).unwrap().insns);
+        let mut vm = rbpf::EbpfVmRaw::new(Some(&code)).unwrap();
+        let cranelift = vm.cranelift_compile().is_ok();
+        for (syscall, nr, args) in cases {
+            if syscall == "chdir42" && !name.starts_with("long_jumps") {
+                continue;
+            }
+            let data = SeccompData { nr, arch: X86_64, instruction_pointer: 0x7f00_0000_1000, args };
+            let bytes = data.to_bytes();
+            let want = interp.run_seccomp(&bytes).unwrap();
+            assert_eq!(fast.eval(&data), want, "{name} {syscall}");
+            group.bench_function(format!("{name}-{syscall}/fast"), |b| b.iter(|| fast.eval(black_box(&data))));
+            group.bench_function(format!("{name}-{syscall}/cbpf"), |b| {
+                b.iter(|| interp.run_seccomp(black_box(&bytes)))
+            });
+            if cranelift {
+                let mut mem = bytes;
+                assert_eq!(vm.execute_program_cranelift(&mut mem).unwrap() as u32, want, "{name} {syscall}");
+                group.bench_function(format!("{name}-{syscall}/cranelift"), |b| {
+                    b.iter(|| {
+                        let mut mem = black_box(bytes);
+                        vm.execute_program_cranelift(&mut mem)
+                    })
+                });
+            }
+        }
     }
     group.finish();
 }

@@ -245,3 +245,161 @@ fn socket_filters_are_refused() {
     let prog = validate(&[Insn::stmt(0x06, 0xffff)], Mode::Socket).unwrap();
     assert!(FastFilter::build(&prog).is_err());
 }
+
+/// `data` with the `struct seccomp_data` word at byte `offset` set to `v`
+/// (host byte order, as `ld [offset]` reads it).
+fn with_word(mut data: SeccompData, offset: u32, v: u32) -> SeccompData {
+    let set = |w: &mut u64| {
+        let mut b = w.to_ne_bytes();
+        let at = (offset % 8) as usize;
+        b[at..at + 4].copy_from_slice(&v.to_ne_bytes());
+        *w = u64::from_ne_bytes(b);
+    };
+    match offset / 4 {
+        0 => data.nr = v as i32,
+        1 => data.arch = v,
+        2 | 3 => set(&mut data.instruction_pointer),
+        w => set(&mut data.args[(w as usize - 4) / 2]),
+    }
+    data
+}
+
+/// Every keyed entry of every filter, on K-1, K, K+1 of each constant of
+/// its key field over a few argument sets: the same as the interpreter.
+#[test]
+fn keyed_dispatch_matches_the_interpreter_around_every_key_constant() {
+    let bases: [[u64; 6]; 4] =
+        [[0; 6], [0, 1, 0, 0, 0, 0], [42, 1, 7, 0, 0, 0], [u64::MAX, 0, 0x7fff_ffff_ffff_ffff, 1, 2, 3]];
+    let mut failures = Vec::new();
+    let mut keyed_entries = 0usize;
+    let mut checked = 0usize;
+    for name in filter_names() {
+        let prog = load(&name);
+        let interp = Interp::new(&prog);
+        let fast = FastFilter::build(&prog).unwrap();
+        for arch in fast.arches().collect::<Vec<_>>() {
+            for nr in (0..1024).chain(seccomp::analysis::compared_nrs(&prog, arch).unwrap()) {
+                let Some((offset, keys)) = fast.key(arch, nr) else { continue };
+                keyed_entries += 1;
+                assert!(offset >= 8 && offset < 64 && offset % 4 == 0, "{name}: key offset {offset}");
+                assert!(keys.windows(2).all(|w| w[0] < w[1]), "{name}: keys not ascending");
+                for args in bases {
+                    let base = SeccompData { nr: nr as i32, arch, instruction_pointer: 0x7f00_0000_1000, args };
+                    for &k in keys {
+                        for v in [k.wrapping_sub(1), k, k.wrapping_add(1)] {
+                            let data = with_word(base, offset, v);
+                            checked += 1;
+                            let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+                            let (got, got_bytes) = (fast.eval(&data), fast.eval_bytes(&data.to_bytes()));
+                            if got != want || got_bytes != want {
+                                failures.push(format!(
+                                    "{name}: {data:x?}: fast {got:#x} (bytes {got_bytes:#x}), interpreter {want:#x}"
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    eprintln!("{keyed_entries} keyed entries, {checked} inputs");
+    assert!(keyed_entries >= 2 * 99, "only {keyed_entries} keyed entries");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// long_jumps' chdir rules `chdir(A0 == i, A1 != 0, A2 < SSIZE_MAX)`
+/// dispatch on args[0]'s low word: chdir(0, 1, 0) runs a few instructions,
+/// not the 1100 of the chdir residual.
+#[test]
+fn long_jumps_chdir_dispatches_on_its_first_argument() {
+    for name in ["long_jumps_large", "long_jumps_large_opt2"] {
+        let prog = load(name);
+        let fast = FastFilter::build(&prog).unwrap();
+        let args_lo = if cfg!(target_endian = "little") { 16 } else { 20 };
+        let (offset, keys) = fast.key(X86_64, 80).unwrap_or_else(|| panic!("{name}: chdir is not keyed"));
+        assert_eq!(offset, args_lo, "{name}");
+        assert_eq!(keys, (0..100).collect::<Vec<u32>>(), "{name}");
+        let Entry::Residual(whole) = fast.entry(X86_64, 80) else { panic!("{name}: chdir is constant") };
+        let data = SeccompData { nr: 80, arch: X86_64, instruction_pointer: 0, args: [0, 1, 0, 0, 0, 0] };
+        match fast.resolved_entry(&data) {
+            Entry::Action(v) => assert_eq!(v, Interp::new(&prog).run_seccomp(&data.to_bytes()).unwrap()),
+            Entry::Residual(p) => assert!(p.len() <= 16, "{name}: chdir(0, 1, 0) runs {} of {}", p.len(), whole.len()),
+        }
+        assert!(fast.stats().keyed_tables >= 1, "{name}: {:?}", fast.stats());
+    }
+}
+
+fn x86_64_rules(rules: &[Insn]) -> Program {
+    // ld [4]; jeq #x86_64, 0, kill; ld [0]; jeq #80, 0, allow; <rules>; allow; kill
+    let len = 4 + rules.len() + 2;
+    let mut insns = vec![
+        Insn::stmt(0x20, 4),
+        Insn::jump(0x15, X86_64, 0, (len - 3) as u8),
+        Insn::stmt(0x20, 0),
+        Insn::jump(0x15, 80, 0, (len - 5) as u8),
+    ];
+    insns.extend_from_slice(rules);
+    insns.extend([Insn::stmt(0x06, ALLOW), Insn::stmt(0x06, 0)]);
+    validate(&insns, Mode::Seccomp).unwrap()
+}
+
+/// `ld [16]; jeq #1 .. #6` returning errnos, then `tail`, falling through
+/// to the filter's ALLOW (`tail` must end by falling through).
+fn args0_rules(tail: &[Insn]) -> Vec<Insn> {
+    let mut rules = vec![Insn::stmt(0x20, 16)];
+    for k in 1..=6u32 {
+        rules.push(Insn::jump(0x15, k, 0, 1));
+        rules.push(Insn::stmt(0x06, 0x0005_0000 | k));
+    }
+    rules.extend_from_slice(tail);
+    rules
+}
+
+fn check_against_interp(prog: &Program, fast: &FastFilter, what: &str) {
+    let interp = Interp::new(prog);
+    for v in (0..=10u32).chain([0x7f, 0x80, 0x81, u32::MAX]) {
+        for hi in [0u64, 1] {
+            let data =
+                SeccompData { nr: 80, arch: X86_64, instruction_pointer: 0, args: [hi << 32 | u64::from(v), 0, 0, 0, 0, 0] };
+            assert_eq!(fast.eval(&data), interp.run_seccomp(&data.to_bytes()).unwrap(), "{what}: {data:x?}");
+        }
+    }
+}
+
+#[test]
+fn a_field_compared_only_for_equality_is_a_key() {
+    let prog = x86_64_rules(&args0_rules(&[]));
+    let fast = FastFilter::build(&prog).unwrap();
+    let lo = if cfg!(target_endian = "little") { 16 } else { 20 };
+    if lo == 16 {
+        assert_eq!(fast.key(X86_64, 80), Some((16, &[1, 2, 3, 4, 5, 6][..])));
+    }
+    check_against_interp(&prog, &fast, "jeq only");
+}
+
+#[test]
+fn a_field_also_compared_with_jgt_is_not_a_key() {
+    // ... ld [16]; jgt #0x80, 0, 1; ret ERRNO(99)
+    let tail = [Insn::stmt(0x20, 16), Insn::jump(0x25, 0x80, 0, 1), Insn::stmt(0x06, 0x0005_0063)];
+    let prog = x86_64_rules(&args0_rules(&tail));
+    let fast = FastFilter::build(&prog).unwrap();
+    assert_eq!(fast.key(X86_64, 80), None);
+    check_against_interp(&prog, &fast, "jgt");
+}
+
+#[test]
+fn a_field_returned_with_ret_a_is_not_a_key() {
+    // ... ld [16]; jeq #0x80, 0, 1; ret ALLOW; ld [16]; ret a — the last
+    // rule ends the program, so the filter's own ALLOW is unreachable.
+    let tail = [
+        Insn::stmt(0x20, 16),
+        Insn::jump(0x15, 0x80, 0, 1),
+        Insn::stmt(0x06, ALLOW),
+        Insn::stmt(0x20, 16),
+        Insn::stmt(0x16, 0),
+    ];
+    let prog = x86_64_rules(&args0_rules(&tail));
+    let fast = FastFilter::build(&prog).unwrap();
+    assert_eq!(fast.key(X86_64, 80), None);
+    check_against_interp(&prog, &fast, "ret a");
+}

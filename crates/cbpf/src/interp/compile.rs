@@ -118,18 +118,14 @@ impl Chains {
     /// front (measured: a third of a short filter's instructions).
     #[inline(never)]
     pub(super) fn first_exit(&self, a: u32, from: usize, to: usize) -> Option<u16> {
-        let mut i = from;
-        while i + BLOCK <= to {
-            let (Some(m), Some(l), Some(s)) =
-                (self.mask.get(i..i + BLOCK), self.lo.get(i..i + BLOCK), self.span.get(i..i + BLOCK))
-            else {
-                break;
-            };
-            let (Ok(m), Ok(l), Ok(s)) =
-                (<&[u32; BLOCK]>::try_from(m), <&[u32; BLOCK]>::try_from(l), <&[u32; BLOCK]>::try_from(s))
-            else {
-                break;
-            };
+        let (Some(mask), Some(lo), Some(span), Some(exits)) =
+            (self.mask.get(from..to), self.lo.get(from..to), self.span.get(from..to), self.exits.get(from..to))
+        else {
+            return None;
+        };
+        let blocks = mask.as_chunks::<BLOCK>().0.iter().zip(lo.as_chunks::<BLOCK>().0).zip(span.as_chunks::<BLOCK>().0);
+        let mut passed = 0;
+        for ((m, l), s) in blocks {
             let mut hit = false;
             for j in 0..BLOCK {
                 // j < BLOCK, the length of the three arrays.
@@ -141,14 +137,9 @@ impl Chains {
             if hit {
                 break;
             }
-            i += BLOCK;
+            passed += BLOCK;
         }
-        for exit in self.exits.get(i..to)? {
-            if exit.test.hits(a) {
-                return Some(exit.target);
-            }
-        }
-        None
+        exits.get(passed..)?.iter().find(|exit| exit.test.hits(a)).map(|exit| exit.target)
     }
 }
 

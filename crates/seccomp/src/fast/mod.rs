@@ -58,6 +58,7 @@
 //! ```
 
 mod chain;
+mod key;
 mod specialize;
 
 use std::collections::HashMap;
@@ -67,9 +68,11 @@ use cbpf::{Insn, Interp, Mode, Program, SeccompData};
 use crate::action::SECCOMP_RET_KILL_PROCESS;
 use crate::arch::Arch;
 use crate::data::{OFFSET_ARCH, OFFSET_NR};
+use key::KeyFact;
 use specialize::{Specialized, Specializer};
 
 pub use chain::FastChain;
+pub use key::{MAX_KEY_DEPTH, MIN_KEY_COMPARES};
 
 /// Smallest dense table for an arch without a syscall table of ours.
 pub const MIN_DENSE: u32 = 64;
@@ -93,6 +96,35 @@ enum Slot {
     Action(u32),
     /// Run residual program `i` of [`FastFilter::residuals`].
     Residual(u32),
+    /// Dispatch on a key field: table `i` of [`FastFilter::keyed`].
+    Keyed(u32),
+}
+
+/// A residual program dispatched on one `struct seccomp_data` word
+/// ([`key`](self) module): the program specialised for each constant the
+/// word is compared with, and for every other value.
+#[derive(Debug, Clone)]
+struct KeyTable {
+    /// Byte offset of the word.
+    offset: u32,
+    /// The compared constants, ascending.
+    keys: Box<[u32]>,
+    /// `slots[i]` runs when the word is `keys[i]`.
+    slots: Box<[Slot]>,
+    /// When the word is none of `keys`.
+    other: Slot,
+    /// The residual this table replaces (what [`FastFilter::entry`] shows).
+    residual: u32,
+}
+
+impl KeyTable {
+    #[inline(always)]
+    fn slot(&self, word: u32) -> Slot {
+        match self.keys.binary_search(&word) {
+            Ok(i) => self.slots.get(i).copied().unwrap_or(self.other),
+            Err(_) => self.other,
+        }
+    }
 }
 
 /// The entries of one arch.
@@ -147,6 +179,10 @@ pub struct FastStats {
     /// validator refused, or an instruction without seccomp meaning); 0 for
     /// every filter we know of.
     pub whole_filter_entries: usize,
+    /// Residuals dispatched on a key field (nested ones included).
+    pub keyed_tables: usize,
+    /// Constants over all key tables.
+    pub keyed_constants: usize,
 }
 
 /// What a [`FastFilter`] does for one (arch, nr).
@@ -165,23 +201,31 @@ pub struct FastFilter {
     arches: Box<[ArchTable]>,
     /// Index 0 is the whole filter (unknown arches).
     residuals: Box<[Residual]>,
+    /// Key tables; a table's slots only name tables before it.
+    keyed: Box<[KeyTable]>,
     stats: FastStats,
 }
 
-/// Builds residual programs, sharing identical ones.
+/// Builds residual programs, sharing identical ones, and their key tables.
 struct Residuals {
     list: Vec<Residual>,
-    index: HashMap<Vec<Insn>, u32>,
+    keyed: Vec<KeyTable>,
+    index: HashMap<Vec<Insn>, Slot>,
     whole_filter_entries: usize,
 }
 
 impl Residuals {
     fn new(program: &Program) -> Self {
         let whole = Residual { program: program.clone(), interp: Interp::new(program) };
-        Residuals { list: vec![whole], index: HashMap::new(), whole_filter_entries: 0 }
+        Residuals { list: vec![whole], keyed: Vec::new(), index: HashMap::new(), whole_filter_entries: 0 }
     }
 
     fn slot(&mut self, specialized: Specialized<'_>) -> Slot {
+        self.slot_at_depth(specialized, 0)
+    }
+
+    /// `depth`: how many key tables enclose this specialisation.
+    fn slot_at_depth(&mut self, specialized: Specialized<'_>, depth: u32) -> Slot {
         match specialized {
             Specialized::Action(v) => Slot::Action(v),
             Specialized::Whole => {
@@ -189,24 +233,63 @@ impl Residuals {
                 Slot::Residual(0)
             }
             Specialized::Residual(insns) => {
-                if let Some(&i) = self.index.get(insns) {
-                    return Slot::Residual(i);
+                if let Some(&slot) = self.index.get(insns) {
+                    return slot;
                 }
-                let i = match cbpf::validate(insns, Mode::Seccomp) {
-                    Ok(program) => {
-                        let i = self.list.len() as u32;
-                        self.list.push(Residual { interp: Interp::new(&program), program });
-                        i
-                    }
+                let program = match cbpf::validate(insns, Mode::Seccomp) {
+                    Ok(program) => program,
                     Err(_) => {
                         self.whole_filter_entries += 1;
-                        0
+                        self.index.insert(insns.to_vec(), Slot::Residual(0));
+                        return Slot::Residual(0);
                     }
                 };
-                self.index.insert(insns.to_vec(), i);
-                Slot::Residual(i)
+                let i = self.list.len() as u32;
+                let insns = insns.to_vec();
+                // Recorded before keying: a specialisation equal to this
+                // program runs it rather than recursing.
+                self.index.insert(insns.clone(), Slot::Residual(i));
+                let keyed = (depth < MAX_KEY_DEPTH).then(|| key::find_key(&program)).flatten();
+                self.list.push(Residual { interp: Interp::new(&program), program });
+                let Some(key) = keyed else { return Slot::Residual(i) };
+                let slot = self.key_table(i, key, depth);
+                self.index.insert(insns, slot);
+                slot
             }
         }
+    }
+
+    /// Specialises residual `i` on each constant of `key` and on the rest.
+    fn key_table(&mut self, i: u32, key: key::Key, depth: u32) -> Slot {
+        let Some(residual) = self.list.get(i as usize) else { return Slot::Residual(i) };
+        let mut spec = Specializer::new(&residual.program);
+        let mut slots = Vec::with_capacity(key.constants.len());
+        for &k in &key.constants {
+            slots.push(self.slot_at_depth(spec.specialize_key(key.offset, &KeyFact::Equals(k)), depth + 1));
+        }
+        let none_of = KeyFact::NoneOf(key.constants);
+        let other = self.slot_at_depth(spec.specialize_key(key.offset, &none_of), depth + 1);
+        let KeyFact::NoneOf(keys) = none_of else { return Slot::Residual(i) };
+        let j = self.keyed.len() as u32;
+        self.keyed.push(KeyTable { offset: key.offset, keys: keys.into(), slots: slots.into(), other, residual: i });
+        Slot::Keyed(j)
+    }
+}
+
+/// The `struct seccomp_data` word at byte `offset` (a multiple of 4 below
+/// 64), as `ld [offset]` reads it from [`data_bytes`]: host byte order.
+#[inline(always)]
+fn data_word(data: &SeccompData, offset: u32) -> u32 {
+    let wide = |w: u64| {
+        let b = w.to_ne_bytes();
+        let (lo, hi) = ([b[0], b[1], b[2], b[3]], [b[4], b[5], b[6], b[7]]);
+        u32::from_ne_bytes(if offset % 8 == 0 { lo } else { hi })
+    };
+    match offset / 4 {
+        0 => data.nr as u32,
+        1 => data.arch,
+        2 | 3 => wide(data.instruction_pointer),
+        w => wide(data.args.get((w as usize - 4) / 2).copied().unwrap_or(0)),
     }
 }
 
@@ -263,7 +346,7 @@ impl FastFilter {
                 stats.entries += 1;
                 match slot {
                     Slot::Action(_) => stats.constant_entries += 1,
-                    Slot::Residual(_) => stats.residual_entries += 1,
+                    Slot::Residual(_) | Slot::Keyed(_) => stats.residual_entries += 1,
                 }
             }
             tables.push(ArchTable { arch, dense, sparse, other });
@@ -271,17 +354,39 @@ impl FastFilter {
         stats.residual_programs = residuals.list.len();
         stats.residual_insns = residuals.list.iter().map(|r| r.program.len()).sum();
         stats.whole_filter_entries = residuals.whole_filter_entries;
-        Ok(FastFilter { arches: tables.into(), residuals: residuals.list.into(), stats })
+        stats.keyed_tables = residuals.keyed.len();
+        stats.keyed_constants = residuals.keyed.iter().map(|t| t.keys.len()).sum();
+        Ok(FastFilter {
+            arches: tables.into(),
+            residuals: residuals.list.into(),
+            keyed: residuals.keyed.into(),
+            stats,
+        })
     }
 
     /// The filter's return value for `data`: exactly what [`cbpf::Interp`]
     /// returns for the original filter. Allocates nothing.
     #[inline]
     pub fn eval(&self, data: &SeccompData) -> u32 {
-        match self.slot(data.arch, data.nr as u32) {
+        match self.resolve(self.slot(data.arch, data.nr as u32), |offset| data_word(data, offset)) {
             Slot::Action(v) => v,
             Slot::Residual(i) => self.run(i, &data_bytes(data)),
+            // `resolve` never returns a key table.
+            Slot::Keyed(_) => SECCOMP_RET_KILL_PROCESS,
         }
+    }
+
+    /// Follows key tables from `slot` with `word(offset)` reading the input.
+    /// Terminates: a table's slots only name earlier tables.
+    #[inline(always)]
+    fn resolve(&self, mut slot: Slot, word: impl Fn(u32) -> u32) -> Slot {
+        while let Slot::Keyed(j) = slot {
+            slot = match self.keyed.get(j as usize) {
+                Some(table) => table.slot(word(table.offset)),
+                None => Slot::Residual(0),
+            };
+        }
+        slot
     }
 
     /// Like [`FastFilter::eval`] on the 64 bytes of `struct seccomp_data`
@@ -292,9 +397,10 @@ impl FastFilter {
             Some(&[b0, b1, b2, b3]) => u32::from_ne_bytes([b0, b1, b2, b3]),
             _ => 0,
         };
-        match self.slot(word(4), word(0)) {
+        match self.resolve(self.slot(word(4), word(0)), |offset| word(offset as usize)) {
             Slot::Action(v) => v,
             Slot::Residual(i) => self.run(i, bytes),
+            Slot::Keyed(_) => SECCOMP_RET_KILL_PROCESS,
         }
     }
 
@@ -316,14 +422,41 @@ impl FastFilter {
         }
     }
 
-    /// What the filter does for (arch, nr).
+    /// What the filter does for (arch, nr). A residual dispatched on a key
+    /// field is shown as the residual itself (see [`FastFilter::key`]
+    /// and [`FastFilter::resolved_entry`]).
     pub fn entry(&self, arch: u32, nr: u32) -> Entry<'_> {
+        let slot = match self.slot(arch, nr) {
+            Slot::Keyed(j) => Slot::Residual(self.keyed.get(j as usize).map_or(0, |t| t.residual)),
+            slot => slot,
+        };
+        self.entry_of(slot)
+    }
+
+    /// What actually runs for `data`: after the (arch, nr) lookup and every
+    /// key-field dispatch, a constant or the (short) residual.
+    pub fn resolved_entry(&self, data: &SeccompData) -> Entry<'_> {
+        self.entry_of(self.resolve(self.slot(data.arch, data.nr as u32), |offset| data_word(data, offset)))
+    }
+
+    /// The key field the entry for (arch, nr) dispatches on, if its
+    /// residual is keyed: the field's byte offset in `struct seccomp_data`
+    /// and the constants it is compared with (ascending).
+    pub fn key(&self, arch: u32, nr: u32) -> Option<(u32, &[u32])> {
         match self.slot(arch, nr) {
+            Slot::Keyed(j) => self.keyed.get(j as usize).map(|t| (t.offset, &*t.keys)),
+            _ => None,
+        }
+    }
+
+    fn entry_of(&self, slot: Slot) -> Entry<'_> {
+        match slot {
             Slot::Action(v) => Entry::Action(v),
             Slot::Residual(i) => match self.residuals.get(i as usize).or(self.residuals.first()) {
                 Some(r) => Entry::Residual(&r.program),
                 None => Entry::Action(SECCOMP_RET_KILL_PROCESS),
             },
+            Slot::Keyed(_) => Entry::Action(SECCOMP_RET_KILL_PROCESS),
         }
     }
 

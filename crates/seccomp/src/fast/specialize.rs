@@ -184,6 +184,25 @@ enum Slot {
     Ja(u16),
 }
 
+/// What is known about a key field (one `struct seccomp_data` word).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum KeyFact {
+    /// The word is this value: its loads fold to it.
+    Equals(u32),
+    /// The word is none of these (ascending): `jeq #k` on it, `k` among
+    /// them, is false.
+    NoneOf(Vec<u32>),
+}
+
+/// Everything known about the input of one specialisation.
+#[derive(Debug, Clone, Copy)]
+struct Facts<'a> {
+    arch: Option<u32>,
+    nr: Option<u32>,
+    /// The key field's offset and what is known about it.
+    key: Option<(u32, &'a KeyFact)>,
+}
+
 /// What a filter does for one specialisation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Specialized<'a> {
@@ -361,7 +380,7 @@ impl Specializer {
     ) -> (Vec<u32>, Specialized<'_>) {
         self.watch = Some(offset);
         self.compared.clear();
-        let found = self.forward(arch, nr);
+        let found = self.forward(arch, nr, None);
         self.watch = None;
         let mut compared = std::mem::take(&mut self.compared);
         compared.sort_unstable();
@@ -371,7 +390,14 @@ impl Specializer {
 
     /// The filter with `seccomp_data.arch` and `.nr` fixed where given.
     pub(crate) fn specialize(&mut self, arch: Option<u32>, nr: Option<u32>) -> Specialized<'_> {
-        let found = self.forward(arch, nr);
+        let found = self.forward(arch, nr, None);
+        self.finish(found)
+    }
+
+    /// The program with what `fact` says about the `struct seccomp_data`
+    /// word at `offset` (a key field, [`super::key`]).
+    pub(crate) fn specialize_key(&mut self, offset: u32, fact: &KeyFact) -> Specialized<'_> {
+        let found = self.forward(None, None, Some((offset, fact)));
         self.finish(found)
     }
 
@@ -428,7 +454,7 @@ impl Specializer {
 
     /// Pass 1. `None` when an instruction has no seccomp meaning (impossible
     /// for a validated seccomp program); the pending bits are then cleared.
-    fn forward(&mut self, arch: Option<u32>, nr: Option<u32>) -> Option<Results> {
+    fn forward(&mut self, arch: Option<u32>, nr: Option<u32>, key: Option<(u32, &KeyFact)>) -> Option<Results> {
         self.visited.clear();
         let mut results = Results::default();
         let mut state = State::ENTRY;
@@ -454,7 +480,7 @@ impl Specializer {
                 Some(s) => Some(s),
                 None => {
                     let watch = self.watch.map(|offset| (offset, &mut self.compared));
-                    step(pc16, op, &mut state, arch, nr, &mut results, watch)
+                    step(pc16, op, &mut state, Facts { arch, nr, key }, &mut results, watch)
                 }
             };
             let Some((plan, next)) = stepped else {
@@ -691,6 +717,16 @@ fn trivially(op: JmpOp, b: u32) -> Option<bool> {
     }
 }
 
+/// `jeq` of the key field with a constant it is known to differ from.
+fn excluded(cmp: JmpOp, field: Option<u32>, b: u32, key: Option<(u32, &KeyFact)>) -> Option<bool> {
+    match (cmp, field, key) {
+        (JmpOp::Jeq, Some(f), Some((offset, KeyFact::NoneOf(ks)))) if f == offset => {
+            ks.binary_search(&b).is_ok().then_some(false)
+        }
+        _ => None,
+    }
+}
+
 /// The abstract transfer function: updates `state`, records possible
 /// results, and says what to keep and where control goes.
 ///
@@ -705,8 +741,7 @@ fn step(
     pc: u16,
     op: Op,
     s: &mut State,
-    arch: Option<u32>,
-    nr: Option<u32>,
+    facts: Facts<'_>,
     results: &mut Results,
     watch: Option<(u32, &mut Vec<u32>)>,
 ) -> Option<(Plan, Next)> {
@@ -749,9 +784,10 @@ fn step(
             }
         }
         Op::LdxAbsSeccomp { k } => {
-            let v = match k {
-                crate::data::OFFSET_NR => nr,
-                crate::data::OFFSET_ARCH => arch,
+            let v = match (k, facts.key) {
+                (crate::data::OFFSET_NR, _) => facts.nr,
+                (crate::data::OFFSET_ARCH, _) => facts.arch,
+                (_, Some((offset, KeyFact::Equals(v)))) if offset == k => Some(*v),
                 _ => None,
             };
             match v {
@@ -850,7 +886,7 @@ fn step(
             }
             let decided = match (s.get(A), b) {
                 (Some(a), Some(b)) => Some(cmp.eval(a, b)),
-                (None, Some(b)) => trivially(cmp, b),
+                (None, Some(b)) => trivially(cmp, b).or_else(|| excluded(cmp, s.field(A), b, facts.key)),
                 _ => None,
             };
             if let Some(taken) = decided.or((t == f).then_some(true)) {
