@@ -25,7 +25,7 @@ mod support;
 
 fn bench_filters(c: &mut Criterion) {
     let only = std::env::var("CBPF_BENCH_FILTERS").ok();
-    let wanted = |name: &str| only.as_deref().map_or(true, |list| list.split(',').any(|n| n == name));
+    let wanted = |name: &str| only.as_deref().is_none_or(|list| list.split(',').any(|n| n == name));
     for name in NAMES.iter().copied().filter(|n| wanted(n)) {
         let case = match load(name) {
             Ok(case) => case,

@@ -315,12 +315,20 @@ impl Vm {
     /// the low 32 bits of `r0`, as `bpf_prog_run()` does. (The same as
     /// `run(prog, Input::Ctx(data))`, without the checks a 64-byte context
     /// cannot fail.)
+    #[inline]
     pub fn run_seccomp(&mut self, prog: &Program, data: &[u8; 64]) -> Result<u32, ExecError> {
         if let Some(fast) = self.seccomp_executor(prog) {
             let (r0, steps) = fast.run(data)?;
             self.executed = steps;
             return Ok(r0 as u32);
         }
+        self.run_seccomp_general(prog, data)
+    }
+
+    /// [`Vm::run_seccomp`] on the general interpreter, kept out of line so
+    /// the seccomp executor's callers do not carry its frame.
+    #[inline(never)]
+    fn run_seccomp_general(&mut self, prog: &Program, data: &[u8; 64]) -> Result<u32, ExecError> {
         let mem = Memory {
             ctx: data,
             packet: &[],

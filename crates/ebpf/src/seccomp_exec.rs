@@ -26,10 +26,20 @@
 //!   itself has nothing left to do at run time.
 //!
 //! Superinstructions execute every covered instruction's semantics in
-//! program order: `if r0 == K` stretches (and `w2 = K; if r0 == r2`
-//! elements) as one table scan, a context load fused with the compare or
-//! `==` stretch after it, `w2 = K; if r0 <op> r2`, `w0 = K; exit` and the
-//! converter's prologue. One write is elided: the `w2 = K` of a fused `==`
+//! program order: `if r0 == K` stretches of two or more (and `w2 = K; if
+//! r0 == r2` elements) as one table scan, a context load fused with the
+//! compare, `w2 = K; if r0 <op> r2` or `==` stretch after it, `w2 = K; if
+//! r0 <op> r2`, `w0 = K; exit` and the converter's prologue. A program that
+//! opens with the prologue starts at the instruction after it: its effects
+//! (A = X = 0, `r6` = context) are the executor's initial state.
+//!
+//! Fixed cost per run is kept small: the dispatch loop is a function of
+//! its own (chosen at load, with or without a local stack array depending
+//! on whether the program touches the stack) returning `(r0, executed)` in
+//! registers. (A mixed-condition variant of the `==` scan for `jgt`/`jge`
+//! trees was measured and dropped: tree paths fall through only a few
+//! compares before jumping, and the scan's setup cost more than the
+//! dispatches it saved.) One write is elided: the `w2 = K` of a fused `==`
 //! element, and only where a load-time liveness pass proves `r2` dead at
 //! both successors of the compare (converted code always rewrites TMP
 //! before reading it): a dead register's value cannot reach `r0`, the only
@@ -96,6 +106,14 @@ enum Kind {
     EqChain,
     /// `w0 = ctx word aux`, then an `==` stretch (entries `target..imm`).
     LoadEqChain,
+    /// `w0 = ctx word aux; w2 = imm; if r0 <cond> r2 goto target`.
+    LdMovJeq,
+    LdMovJne,
+    LdMovJgt,
+    LdMovJge,
+    LdMovJlt,
+    LdMovJle,
+    LdMovJset,
     /// `w0 = ctx word aux; if r0 <cond> imm goto target`.
     LdJeq,
     LdJne,
@@ -141,6 +159,12 @@ struct EqEntry {
 pub(crate) struct SeccompProg {
     ops: Box<[SOp]>,
     eq: Box<[EqEntry]>,
+    /// `run_with` for this program's stack use, chosen at load.
+    runner: fn(&SeccompProg, &[u8; 64]) -> (u64, u64),
+    /// First pc to dispatch: 3 when the program opens with the converter's
+    /// prologue (`w0 ^= w0; w7 ^= w7; r6 = r1`), whose effects are the
+    /// executor's initial state (A = X = 0, r6 resolved at load), else 0.
+    start: u32,
 }
 
 fn reg(r: u8) -> Option<u8> {
@@ -353,13 +377,21 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
         }
         let end = eq.len() as u64;
         for (k, &h) in heads.iter().enumerate() {
-            let single_jeq = heads.len() - k == 1 && base.get(h).is_some_and(|o| o.kind == Kind::JeqK);
-            if let (Some(o), false) = (ops.get_mut(h), single_jeq) {
+            // The last element alone stays a plain compare (`JeqK`, or
+            // `MovJeq` after the pass below): cheaper than a one-entry scan.
+            let last = heads.len() - k == 1;
+            if let (Some(o), false) = (ops.get_mut(h), last) {
                 *o = SOp { kind: Kind::EqChain, dst: RA, src: RK, aux: 0, target: (first + k) as u32, imm: end };
             }
         }
-        // A context load into r0 right before the stretch.
-        if let Some(l) = pc.checked_sub(1).and_then(|p| base.get(p)).filter(|l| l.kind == Kind::LdCtx && l.dst == RA) {
+        // A context load into r0 right before a stretch of two or more (a
+        // single compare fuses with its load in the pass below).
+        if let Some(l) = pc
+            .checked_sub(1)
+            .filter(|_| heads.len() >= 2)
+            .and_then(|p| base.get(p))
+            .filter(|l| l.kind == Kind::LdCtx && l.dst == RA)
+        {
             if let Some(o) = ops.get_mut(pc - 1) {
                 *o = SOp { kind: Kind::LoadEqChain, dst: RA, src: RK, aux: l.aux, target: first as u32, imm: end };
             }
@@ -374,6 +406,23 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
         }
         if o.kind == Kind::MovK && o.dst == RA && next.kind == Kind::Exit {
             *slot = SOp { kind: Kind::RetImm, ..o };
+        } else if o.kind == Kind::LdCtx
+            && o.dst == RA
+            && next.kind == Kind::MovK
+            && next.dst == RT
+            && base.get(pc + 2).is_some_and(|j| j.kind == Kind::Jcc && j.dst == RA && j.src == RT)
+        {
+            let Some(j) = base.get(pc + 2) else { continue };
+            let kind = match j.aux {
+                EQ => Kind::LdMovJeq,
+                NE => Kind::LdMovJne,
+                GT => Kind::LdMovJgt,
+                GE => Kind::LdMovJge,
+                LT => Kind::LdMovJlt,
+                LE => Kind::LdMovJle,
+                _ => Kind::LdMovJset,
+            };
+            *slot = SOp { kind, dst: RA, src: RK, aux: o.aux, target: j.target, imm: next.imm };
         } else if o.kind == Kind::LdCtx && o.dst == RA {
             let kind = match next.kind {
                 Kind::JeqK => Kind::LdJeq,
@@ -410,7 +459,10 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
             }
         }
     }
-    Some(SeccompProg { ops: ops.into_boxed_slice(), eq: eq.into_boxed_slice() })
+    let has_stack = ops.iter().any(|o| matches!(o.kind, Kind::LdStack | Kind::StStack));
+    let start = if ops.first().is_some_and(|o| o.kind == Kind::Prologue) { 3 } else { 0 };
+    let runner = if has_stack { SeccompProg::run_with::<16> } else { SeccompProg::run_with::<0> };
+    Some(SeccompProg { ops: ops.into_boxed_slice(), eq: eq.into_boxed_slice(), start, runner })
 }
 
 /// ALU32 `op` (`code & 0xf0`) on the low halves, zero-extended. Division
@@ -467,15 +519,31 @@ impl SeccompProg {
     /// # Deviations
     /// The dead `w2 = K` writes of fused `==` elements are not performed
     /// (module docs); the stack is a fresh local (reads of unwritten slots
-    /// are refused at load, so its contents are never observed).
-    // Indexing: the stack index is masked with `& 15` on a `[u32; 16]`.
-    #[allow(clippy::indexing_slicing)]
+    /// are refused at load, so its contents are never observed), and a
+    /// program without stack accesses runs without one.
+    #[inline(always)]
     pub(crate) fn run(&self, data: &[u8; 64]) -> Result<(u64, u64), ExecError> {
+        match (self.runner)(self, data) {
+            (pc, 0) => Err(ExecError::FellOffEnd { pc: Pc(pc as usize) }),
+            done => Ok(done),
+        }
+    }
+
+    /// [`SeccompProg::run`] with a local stack of `SLOTS` words: 16, or 0
+    /// when the program has no stack access (the stack arms are then never
+    /// reached and the array costs nothing). Never inlined: as a function
+    /// of its own it keeps A, X, TMP, `pc` and the op table in registers
+    /// instead of sharing the register budget of its caller. Returns
+    /// `(r0, executed)`, or `(pc, 0)` if it fell off the end (unreachable: a
+    /// run executes at least its `exit`); two registers, not a `Result` in
+    /// memory.
+    #[inline(never)]
+    fn run_with<const SLOTS: usize>(&self, data: &[u8; 64]) -> (u64, u64) {
         let ops = &self.ops[..];
         let eqs = &self.eq[..];
         let (mut a, mut t, mut x) = (0u64, 0u64, 0u64);
-        let mut stack = [0u32; 16];
-        let mut pc: usize = 0;
+        let mut stack = [0u32; SLOTS];
+        let mut pc = self.start as usize;
         // Instructions jumped over so far (see the module docs).
         let mut skipped: usize = 0;
 
@@ -518,7 +586,7 @@ impl SeccompProg {
         }
         macro_rules! exit {
             ($at:expr) => {
-                return Ok((a, ($at as usize + 1).wrapping_sub(skipped) as u64))
+                return (a, ($at as usize + 1).wrapping_sub(skipped) as u64)
             };
         }
         // `==` stretch over entries first..end on r0; falls through to the
@@ -526,7 +594,10 @@ impl SeccompProg {
         macro_rules! eq_chain {
             ($first:expr, $end:expr) => {{
                 let (first, end) = ($first as usize, $end as usize);
-                let stretch = eqs.get(first..end).unwrap_or(&[]);
+                let Some(stretch) = eqs.get(first..end) else {
+                    // Unreachable: every stretch lies in the table (load).
+                    return (pc as u64, 0);
+                };
                 // (`find`, not a `for` loop: `jump!` continues the outer loop.)
                 if let Some(e) = stretch.iter().find(|e| e.value == a) {
                     pc = e.jump_pc as usize;
@@ -538,9 +609,9 @@ impl SeccompProg {
         }
 
         loop {
-            let Some(&op) = ops.get(pc) else {
+            let Some(op) = ops.get(pc) else {
                 // Unreachable: the last instruction is `exit` and jumps go forward.
-                return Err(ExecError::FellOffEnd { pc: Pc(pc) });
+                return (pc as u64, 0);
             };
             match op.kind {
                 Kind::CtxPtr => {}
@@ -556,8 +627,14 @@ impl SeccompProg {
                 Kind::AluK => set!(op.dst, alu32(op.aux, get!(op.dst), op.imm)),
                 Kind::AluX => set!(op.dst, alu32(op.aux, get!(op.dst), get!(op.src))),
                 Kind::LdCtx => set!(op.dst, word(data, op.aux)),
-                Kind::LdStack => set!(op.dst, u64::from(stack[usize::from(op.aux & 15)])),
-                Kind::StStack => stack[usize::from(op.aux & 15)] = get!(op.src) as u32,
+                // With SLOTS = 16 the masked index is in range (no check
+                // survives); with SLOTS = 0 these arms are never reached.
+                Kind::LdStack => set!(op.dst, u64::from(stack.get(usize::from(op.aux & 15)).copied().unwrap_or(0))),
+                Kind::StStack => {
+                    if let Some(s) = stack.get_mut(usize::from(op.aux & 15)) {
+                        *s = get!(op.src) as u32;
+                    }
+                }
                 Kind::Ja => jump!(op.target),
                 Kind::JeqK => jcc!(a, op.imm, op.target, |l, r| l == r),
                 Kind::JneK => jcc!(a, op.imm, op.target, |l, r| l != r),
@@ -575,43 +652,123 @@ impl SeccompProg {
                     a = op.imm;
                     exit!(pc + 1)
                 }
+                Kind::LdMovJeq => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l == r)
+                }
+                Kind::LdMovJne => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l != r)
+                }
+                Kind::LdMovJgt => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l > r)
+                }
+                Kind::LdMovJge => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l >= r)
+                }
+                Kind::LdMovJlt => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l < r)
+                }
+                Kind::LdMovJle => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l <= r)
+                }
+                Kind::LdMovJset => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l & r != 0)
+                }
                 Kind::EqChain => eq_chain!(op.target, op.imm),
                 Kind::LoadEqChain => {
                     a = word(data, op.aux);
                     pc += 1;
                     eq_chain!(op.target, op.imm)
                 }
-                Kind::LdJeq | Kind::LdJne | Kind::LdJgt | Kind::LdJge | Kind::LdJlt | Kind::LdJle | Kind::LdJset => {
+                Kind::LdJeq => {
                     a = word(data, op.aux);
                     pc += 1;
-                    match op.kind {
-                        Kind::LdJeq => jcc!(a, op.imm, op.target, |l, r| l == r),
-                        Kind::LdJne => jcc!(a, op.imm, op.target, |l, r| l != r),
-                        Kind::LdJgt => jcc!(a, op.imm, op.target, |l, r| l > r),
-                        Kind::LdJge => jcc!(a, op.imm, op.target, |l, r| l >= r),
-                        Kind::LdJlt => jcc!(a, op.imm, op.target, |l, r| l < r),
-                        Kind::LdJle => jcc!(a, op.imm, op.target, |l, r| l <= r),
-                        _ => jcc!(a, op.imm, op.target, |l, r| l & r != 0),
-                    }
+                    jcc!(a, op.imm, op.target, |l, r| l == r)
                 }
-                Kind::MovJeq
-                | Kind::MovJne
-                | Kind::MovJgt
-                | Kind::MovJge
-                | Kind::MovJlt
-                | Kind::MovJle
-                | Kind::MovJset => {
+                Kind::LdJne => {
+                    a = word(data, op.aux);
+                    pc += 1;
+                    jcc!(a, op.imm, op.target, |l, r| l != r)
+                }
+                Kind::LdJgt => {
+                    a = word(data, op.aux);
+                    pc += 1;
+                    jcc!(a, op.imm, op.target, |l, r| l > r)
+                }
+                Kind::LdJge => {
+                    a = word(data, op.aux);
+                    pc += 1;
+                    jcc!(a, op.imm, op.target, |l, r| l >= r)
+                }
+                Kind::LdJlt => {
+                    a = word(data, op.aux);
+                    pc += 1;
+                    jcc!(a, op.imm, op.target, |l, r| l < r)
+                }
+                Kind::LdJle => {
+                    a = word(data, op.aux);
+                    pc += 1;
+                    jcc!(a, op.imm, op.target, |l, r| l <= r)
+                }
+                Kind::LdJset => {
+                    a = word(data, op.aux);
+                    pc += 1;
+                    jcc!(a, op.imm, op.target, |l, r| l & r != 0)
+                }
+                Kind::MovJeq => {
                     t = op.imm;
                     pc += 1;
-                    match op.kind {
-                        Kind::MovJeq => jcc!(a, t, op.target, |l, r| l == r),
-                        Kind::MovJne => jcc!(a, t, op.target, |l, r| l != r),
-                        Kind::MovJgt => jcc!(a, t, op.target, |l, r| l > r),
-                        Kind::MovJge => jcc!(a, t, op.target, |l, r| l >= r),
-                        Kind::MovJlt => jcc!(a, t, op.target, |l, r| l < r),
-                        Kind::MovJle => jcc!(a, t, op.target, |l, r| l <= r),
-                        _ => jcc!(a, t, op.target, |l, r| l & r != 0),
-                    }
+                    jcc!(a, t, op.target, |l, r| l == r)
+                }
+                Kind::MovJne => {
+                    t = op.imm;
+                    pc += 1;
+                    jcc!(a, t, op.target, |l, r| l != r)
+                }
+                Kind::MovJgt => {
+                    t = op.imm;
+                    pc += 1;
+                    jcc!(a, t, op.target, |l, r| l > r)
+                }
+                Kind::MovJge => {
+                    t = op.imm;
+                    pc += 1;
+                    jcc!(a, t, op.target, |l, r| l >= r)
+                }
+                Kind::MovJlt => {
+                    t = op.imm;
+                    pc += 1;
+                    jcc!(a, t, op.target, |l, r| l < r)
+                }
+                Kind::MovJle => {
+                    t = op.imm;
+                    pc += 1;
+                    jcc!(a, t, op.target, |l, r| l <= r)
+                }
+                Kind::MovJset => {
+                    t = op.imm;
+                    pc += 1;
+                    jcc!(a, t, op.target, |l, r| l & r != 0)
                 }
             }
             pc += 1;

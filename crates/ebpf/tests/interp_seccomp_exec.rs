@@ -230,3 +230,46 @@ fn run_with_other_context_lengths_uses_the_general_interpreter() {
     longer[60] = 6;
     assert_eq!(vm.run(&prog, Input::Ctx(&longer)), Ok(6));
 }
+
+/// `w0 = ctx[k]; w2 = K; if r0 <op> r2` (fused into one op) for every
+/// condition, with and without the converter's prologue (which the executor
+/// starts past), on values around K; plus a lone `w2 = K; if r0 == r2`
+/// after a plain `==` (a one-element stretch left unfused): results and
+/// step counts equal the general interpreter's.
+#[test]
+fn load_mov_compare_and_short_stretches_match_the_general_interpreter() {
+    let head = [i(0xac, 0, 0, 0, 0), i(0xac, 7, 7, 0, 0), i(0xbf, 6, 1, 0, 0)];
+    let big = 0x8000_0010u32;
+    let mut failures = Vec::new();
+    let mut cases = 0;
+    for code in [0x1d, 0x5d, 0x2d, 0x3d, 0xad, 0xbd, 0x4d] {
+        for prologue in [true, false] {
+            let mut p: Vec<Insn> = if prologue { head.to_vec() } else { vec![i(0xbf, 6, 1, 0, 0)] };
+            p.extend([
+                i(0x61, 0, 6, 0, 0),
+                i(0xb4, 2, 0, 0, big as i32),
+                i(code, 0, 2, 5, 0),
+                i(0x15, 0, 0, 2, 7),
+                i(0xb4, 2, 0, 0, 9),
+                i(0x1d, 0, 2, 2, 0),
+                i(0xbc, 0, 2, 0, 0), // w0 = w2: TMP's value is observable
+                i(0x95, 0, 0, 0, 0),
+                i(0xb4, 0, 0, 0, 0x7fff_0000),
+                i(0x95, 0, 0, 0, 0),
+            ]);
+            let fast = load(&p);
+            let plain = Program::load(&p, &PLAIN, &Helpers::new()).unwrap();
+            assert!(fast.has_seccomp_executor(), "{code:#x}: not on the executor");
+            for nr in [0, 7, 9, big - 1, big, big + 1, u32::MAX] {
+                cases += 1;
+                let mut data = [0u8; 64];
+                data[0..4].copy_from_slice(&nr.to_le_bytes());
+                if let Some(diff) = compare(&fast, &plain, &data) {
+                    failures.push(format!("{code:#x} prologue {prologue} nr {nr:#x}: {diff}"));
+                }
+            }
+        }
+    }
+    assert_eq!(cases, 98);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}

@@ -76,9 +76,8 @@ fn eval(c: &mut Criterion) {
             let want = interp.run_seccomp(&bytes).unwrap();
             assert_eq!(fast.eval(&data), want, "{name} {syscall}");
             group.bench_function(format!("{name}-{syscall}/fast"), |b| b.iter(|| fast.eval(black_box(&data))));
-            group.bench_function(format!("{name}-{syscall}/cbpf"), |b| {
-                b.iter(|| interp.run_seccomp(black_box(&bytes)))
-            });
+            group
+                .bench_function(format!("{name}-{syscall}/cbpf"), |b| b.iter(|| interp.run_seccomp(black_box(&bytes))));
             if cranelift {
                 let mut mem = bytes;
                 assert_eq!(vm.execute_program_cranelift(&mut mem).unwrap() as u32, want, "{name} {syscall}");

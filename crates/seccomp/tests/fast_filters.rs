@@ -277,11 +277,18 @@ fn keyed_dispatch_matches_the_interpreter_around_every_key_constant() {
         let prog = load(&name);
         let interp = Interp::new(&prog);
         let fast = FastFilter::build(&prog).unwrap();
+        let mut seen: Vec<&Program> = Vec::new();
         for arch in fast.arches().collect::<Vec<_>>() {
             for nr in (0..1024).chain(seccomp::analysis::compared_nrs(&prog, arch).unwrap()) {
                 let Some((offset, keys)) = fast.key(arch, nr) else { continue };
                 keyed_entries += 1;
-                assert!(offset >= 8 && offset < 64 && offset % 4 == 0, "{name}: key offset {offset}");
+                // Entries sharing a residual share its key table: check one.
+                let Entry::Residual(residual) = fast.entry(arch, nr) else { panic!("{name}: keyed constant") };
+                if seen.iter().any(|&p| std::ptr::eq(p, residual)) {
+                    continue;
+                }
+                seen.push(residual);
+                assert!((8..64).contains(&offset) && offset % 4 == 0, "{name}: key offset {offset}");
                 assert!(keys.windows(2).all(|w| w[0] < w[1]), "{name}: keys not ascending");
                 for args in bases {
                     let base = SeccompData { nr: nr as i32, arch, instruction_pointer: 0x7f00_0000_1000, args };
@@ -359,8 +366,12 @@ fn check_against_interp(prog: &Program, fast: &FastFilter, what: &str) {
     let interp = Interp::new(prog);
     for v in (0..=10u32).chain([0x7f, 0x80, 0x81, u32::MAX]) {
         for hi in [0u64, 1] {
-            let data =
-                SeccompData { nr: 80, arch: X86_64, instruction_pointer: 0, args: [hi << 32 | u64::from(v), 0, 0, 0, 0, 0] };
+            let data = SeccompData {
+                nr: 80,
+                arch: X86_64,
+                instruction_pointer: 0,
+                args: [hi << 32 | u64::from(v), 0, 0, 0, 0, 0],
+            };
             assert_eq!(fast.eval(&data), interp.run_seccomp(&data.to_bytes()).unwrap(), "{what}: {data:x?}");
         }
     }

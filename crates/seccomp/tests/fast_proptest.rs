@@ -250,3 +250,133 @@ proptest! {
         }
     }
 }
+
+/// One condition of an argument rule: `ld [word]; <op> #k`, `negated` for
+/// "continue when false" (libseccomp's `!=`).
+#[derive(Debug, Clone)]
+struct Cond {
+    word: u32,
+    op: JmpOp,
+    k: u32,
+    negated: bool,
+}
+
+/// What a rule does when its conditions hold.
+#[derive(Debug, Clone)]
+enum RuleEnd {
+    Ret(u32),
+    /// `ret a` of the last loaded word.
+    RetA,
+    /// `tax; txa; ret a` (A flows through X).
+    Tax,
+}
+
+/// Programs shaped like libseccomp's argument rules for x86_64 syscall 80
+/// (`chdir(A0 == i, A1 != 0, ...)`): mostly `jeq` on args[0]'s low word
+/// (a key field), sometimes another comparison on it, `ret a`, `tax`, to
+/// check both keyed and refused dispatch.
+fn gen_arg_rules() -> impl Strategy<Value = Vec<Insn>> {
+    // Words 4..=9: args[0..3] halves; 4 is the usual key.
+    let word = prop_oneof![6 => Just(4u32), 1 => Just(5u32), 2 => 6u32..10];
+    let op = prop_oneof![8 => Just(JmpOp::Jeq), 1 => Just(JmpOp::Jgt), 1 => Just(JmpOp::Jge), 1 => Just(JmpOp::Jset)];
+    let cond = (word, op, prop_oneof![4 => 0u32..12, 1 => constant()], prop::bool::weighted(0.2))
+        .prop_map(|(word, op, k, negated)| Cond { word, op, k, negated });
+    let end = prop_oneof![8 => action().prop_map(RuleEnd::Ret), 1 => Just(RuleEnd::RetA), 1 => Just(RuleEnd::Tax)];
+    let rule = (prop::collection::vec(cond, 1..4), end);
+    (prop::collection::vec(rule, 1..24), action()).prop_map(|(rules, default)| {
+        let mut body = Vec::new();
+        for (conds, end) in rules {
+            let end_insns = match end {
+                RuleEnd::Ret(k) => vec![Insn::stmt(RET_K, k)],
+                RuleEnd::RetA => vec![Insn::stmt(RET_A, 0)],
+                RuleEnd::Tax => vec![Insn::stmt(MISC_TAX, 0), Insn::stmt(MISC_TXA, 0), Insn::stmt(RET_A, 0)],
+            };
+            let mut rest = 2 * conds.len() + end_insns.len();
+            for c in conds {
+                rest -= 2;
+                let skip = rest as u8;
+                let (jt, jf) = if c.negated { (skip, 0) } else { (0, skip) };
+                body.push(Insn::stmt(LD_W_ABS, 4 * c.word));
+                body.push(Insn::jump(BPF_JMP | c.op.bits() | BPF_K, c.k, jt, jf));
+            }
+            body.extend(end_insns);
+            if body.len() > 200 {
+                break;
+            }
+        }
+        // ld [4]; jeq #x86_64, 0, kill; ld [0]; jeq #80, 0, default; body;
+        // default; kill
+        let len = 4 + body.len() + 2;
+        let mut prog = vec![
+            Insn::stmt(LD_W_ABS, 4),
+            Insn::jump(JMP_JEQ_K, X86_64, 0, (len - 3) as u8),
+            Insn::stmt(LD_W_ABS, 0),
+            Insn::jump(JMP_JEQ_K, 80, 0, (len - 5) as u8),
+        ];
+        prog.extend(body);
+        prog.extend([Insn::stmt(RET_K, default), Insn::stmt(RET_K, 0)]);
+        prog
+    })
+}
+
+/// Inputs for an argument-rule program: nr 80 with every argument word
+/// near each constant (high halves 0), one argument at a time and all at
+/// once, plus the random inputs.
+fn arg_inputs(prog: &Program, random: &[(u32, u32, u64, [u64; 6])]) -> Vec<SeccompData> {
+    let mut ks: Vec<u32> = prog.insns().iter().map(|i| i.k).collect();
+    ks.sort_unstable();
+    ks.dedup();
+    let near: Vec<u32> = ks.iter().flat_map(|&k| [k.wrapping_sub(1), k, k.wrapping_add(1)]).collect();
+    let mut out = inputs(prog, random);
+    for (i, &v) in near.iter().enumerate() {
+        let other = u64::from(near[(i * 5 + 1) % near.len()]);
+        out.push(SeccompData { nr: 80, arch: X86_64, instruction_pointer: 0, args: [u64::from(v); 6] });
+        for j in 0..6 {
+            let mut args = [other; 6];
+            args[j] = u64::from(v);
+            out.push(SeccompData { nr: 80, arch: X86_64, instruction_pointer: 0, args });
+            args[j] = u64::from(v) << 32 | other;
+            out.push(SeccompData { nr: 80, arch: X86_64, instruction_pointer: 0, args });
+        }
+    }
+    for &(_, _, ip, args) in random {
+        out.push(SeccompData { nr: 80, arch: X86_64, instruction_pointer: ip, args });
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn keyed_dispatch_equals_the_interpreter(insns in gen_arg_rules(), random in random_inputs()) {
+        let prog = valid(&insns);
+        let interp = Interp::new(&prog);
+        let fast = FastFilter::build(&prog).unwrap();
+        prop_assert_eq!(fast.stats().whole_filter_entries, 0);
+        for data in arg_inputs(&prog, &random) {
+            let bytes = data.to_bytes();
+            let want = interp.run_seccomp(&bytes).unwrap();
+            prop_assert_eq!(fast.eval(&data), want, "{:x?}\n{}", data, cbpf::text::print_asm(&insns));
+            prop_assert_eq!(fast.eval_bytes(&bytes), want);
+        }
+    }
+}
+
+/// The argument-rule generator does exercise keyed dispatch (and its
+/// refusal): over a fixed sample, many programs are keyed and many not.
+#[test]
+fn argument_rule_programs_are_often_keyed() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let strategy = gen_arg_rules();
+    let (mut keyed, mut plain) = (0, 0);
+    for _ in 0..200 {
+        let prog = valid(&strategy.new_tree(&mut runner).unwrap().current());
+        match FastFilter::build(&prog).unwrap().key(X86_64, 80) {
+            Some(_) => keyed += 1,
+            None => plain += 1,
+        }
+    }
+    assert!(keyed >= 20 && plain >= 20, "{keyed} keyed, {plain} not keyed");
+}

@@ -106,6 +106,29 @@ pub(super) struct Exit {
 const BLOCK: usize = 8;
 
 impl Chains {
+    /// The target of the first test in `from..to` that `a` hits: short
+    /// chains (up to [`BLOCK`] tests) scanned inline, longer ones by
+    /// [`Chains::first_exit`].
+    #[inline(always)]
+    pub(super) fn exit(&self, a: u32, from: usize, to: usize) -> Option<u16> {
+        if to.saturating_sub(from) <= BLOCK {
+            self.exits.get(from..to)?.iter().find(|exit| exit.test.hits(a)).map(|exit| exit.target)
+        } else {
+            self.first_exit(a, from, to)
+        }
+    }
+
+    /// The target of test `i` if `a` hits it.
+    #[inline(always)]
+    pub(super) fn single(&self, a: u32, i: usize) -> Option<u16> {
+        let exit = self.exits.get(i)?;
+        if exit.test.hits(a) {
+            Some(exit.target)
+        } else {
+            None
+        }
+    }
+
     /// The target of the first test in `from..to` that `a` hits.
     ///
     /// Tests are evaluated in program order; blocks of [`BLOCK`] are first
@@ -113,9 +136,9 @@ impl Chains {
     /// few past the first hit changes nothing), then the block with the hit
     /// is scanned for the first one.
     ///
-    /// Not inlined: long chains are rare and cost far more than a call,
-    /// while inlining would make every run load the four arrays' bounds up
-    /// front (measured: a third of a short filter's instructions).
+    /// Not inlined: long chains cost far more than a call, while inlining
+    /// would make every run load the four arrays' bounds up front
+    /// (measured: a third of a short filter's instructions).
     #[inline(never)]
     pub(super) fn first_exit(&self, a: u32, from: usize, to: usize) -> Option<u16> {
         let (Some(mask), Some(lo), Some(span), Some(exits)) =
@@ -123,9 +146,15 @@ impl Chains {
         else {
             return None;
         };
-        let blocks = mask.as_chunks::<BLOCK>().0.iter().zip(lo.as_chunks::<BLOCK>().0).zip(span.as_chunks::<BLOCK>().0);
+        let blocks = mask.chunks_exact(BLOCK).zip(lo.chunks_exact(BLOCK)).zip(span.chunks_exact(BLOCK));
         let mut passed = 0;
         for ((m, l), s) in blocks {
+            // Chunks of exactly BLOCK: the conversions always succeed.
+            let (Ok(m), Ok(l), Ok(s)) =
+                (<&[u32; BLOCK]>::try_from(m), <&[u32; BLOCK]>::try_from(l), <&[u32; BLOCK]>::try_from(s))
+            else {
+                break;
+            };
             let mut hit = false;
             for j in 0..BLOCK {
                 // j < BLOCK, the length of the three arrays.
@@ -143,82 +172,9 @@ impl Chains {
     }
 }
 
-/// Flag on a [`Node`] successor: the successor is not a tree node, the walk
-/// ends there and the dispatcher takes over. Pcs are below 4096, so the bit
-/// is free.
-pub(super) const LEAVE: u16 = 0x8000;
-
-/// A test that no value hits (`(A & 0) - 1 <= 0` is never true): the taken
-/// side of `jgt #0xffffffff`, `jset #0`.
-const NEVER: ExitTest = ExitTest { mask: 0, lo: 1, span: 0 };
-
-/// Chains with at least this many exit tests left are run by the block scan
-/// of [`Chains::first_exit`]; shorter ones, and two-way compares, are
-/// walked node by node ([`Tree::walk`]).
+/// Ladders ([`build_ladders`]) with fewer tests than this are left to the
+/// per-rule ops.
 const LONG_CHAIN: usize = 2 * BLOCK;
-
-/// [`Node::load`] of a node without a load.
-pub(super) const NO_LOAD: u8 = u8::MAX;
-
-/// One conditional jump on `#k` as a compare-tree node: go to `hit` if `A`
-/// hits `test` (the comparison is true), else to `miss`. Targets are pcs
-/// with `ja` chains followed through, flagged [`LEAVE`] when they are not
-/// tree nodes themselves.
-///
-/// A seccomp `ld [k]` right before such a jump is a node too: the same test
-/// and targets, after loading `A` from offset `load` (else [`NO_LOAD`]). So
-/// libseccomp's rule ladders (`ld [16]; jeq #i, 0, 9; ld [16]; ...`) and the
-/// arch check before the syscall tree are walked without a dispatch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Node {
-    pub(super) test: ExitTest,
-    pub(super) hit: u16,
-    pub(super) miss: u16,
-    pub(super) load: u8,
-}
-
-/// The compare-tree nodes, indexed by pc (entries at other pcs are unused).
-///
-/// libseccomp's binary-tree filters (`SCMP_FLTATR_CTL_OPTIMIZE=2`) are
-/// `ld [0]` followed by `jgt #k, L, R` trees (with `ja` trampolines for
-/// long jumps) that end in short `jeq` runs: every comparison decides where
-/// to go next, so a chain scan does not apply. [`Tree::walk`] runs such a
-/// region without returning to the dispatcher, one instruction per step, in
-/// program order; the taken side stays a real branch.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Tree {
-    pub(super) nodes: Box<[Node]>,
-}
-
-impl Tree {
-    /// Walks the compare tree from node `pc` with accumulator `a`, loading
-    /// seccomp words with `load`; returns the first pc reached that is not a
-    /// tree node, and `A` there.
-    #[inline(always)]
-    pub(super) fn walk(&self, mut a: u32, mut pc: usize, load: impl Fn(u8) -> u32) -> (usize, u32) {
-        // Each side checks for the end of the walk on its own: written as
-        // one select of the successor, the compiler emits a conditional
-        // move, which makes every node's load wait for the previous
-        // comparison (measured twice as slow as a predicted branch).
-        while let Some(node) = self.nodes.get(pc) {
-            if node.load != NO_LOAD {
-                a = load(node.load);
-            }
-            if node.test.hits(a) {
-                if node.hit & LEAVE != 0 {
-                    return (usize::from(node.hit & !LEAVE), a);
-                }
-                pc = usize::from(node.hit);
-            } else {
-                if node.miss & LEAVE != 0 {
-                    return (usize::from(node.miss & !LEAVE), a);
-                }
-                pc = usize::from(node.miss);
-            }
-        }
-        (usize::from(DEAD), a)
-    }
-}
 
 #[derive(Default)]
 struct ChainBuilder {
@@ -245,7 +201,8 @@ impl ChainBuilder {
 }
 
 /// A pre-decoded classic instruction. Jump targets are absolute pcs (a
-/// program has at most 4096 instructions, so `u16` holds them); 8 bytes.
+/// program has at most 4096 instructions, so `u16` holds them); 16 bytes, so
+/// that single range tests fit inline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Op {
     LdImm(u32),
@@ -314,10 +271,34 @@ pub(super) enum Op {
         to: u16,
         then: u16,
     },
-    /// A compare-tree node (a conditional jump on `#k`, or a seccomp
-    /// `ld [k]` before one): walk the tree from this pc ([`Tree::walk`]) and
-    /// continue where it leaves.
-    Walk(u16),
+    /// A compare chain with a single exit test: go to its target if `A`
+    /// hits test `index`, else to `then`.
+    Test {
+        index: u16,
+        then: u16,
+    },
+    /// Seccomp `ld [k]` fused with the single-test chain after it.
+    LdTest {
+        k: u8,
+        index: u16,
+        then: u16,
+    },
+    /// A single-test chain whose test is a range (`jeq`, `jgt`, `jge`), held
+    /// inline: go to `target` if `A - lo <= span` (wrapping), else `then`.
+    Range {
+        lo: u32,
+        span: u32,
+        target: u16,
+        then: u16,
+    },
+    /// Seccomp `ld [k]` fused with the inline single range test after it.
+    LdRange {
+        k: u8,
+        lo: u32,
+        span: u32,
+        target: u16,
+        then: u16,
+    },
     RetK(u32),
     RetA,
 }
@@ -336,17 +317,16 @@ fn cmp_k(insn: Option<&Insn>) -> Option<(JmpOp, u32, u8, u8)> {
     }
 }
 
-/// Pre-decodes validated instructions into ops, compare chains and the
-/// compare-tree nodes.
+/// Pre-decodes validated instructions into ops and compare chains.
 ///
 /// A compare chain is a maximal run of consecutive `j* #k` instructions in
 /// which each one either jumps out of the run or falls through to the next:
 /// each outcome that leaves becomes an [`ExitTest`]; an outcome that falls
 /// through adds nothing; a jump whose two outcomes both leave ends the chain
-/// (its false target is the chain's `then`). A pc of a chain with at least
-/// [`LONG_CHAIN`] tests left gets an [`Op::Chain`] starting at its own
-/// first test, so jumps into the middle of a chain work. Every other
-/// `j* #k` becomes a compare-tree [`Node`] and an [`Op::Walk`] from itself.
+/// (its false target is the chain's `then`). Every pc in a chain gets an
+/// [`Op::Chain`] starting at its own first test, so jumps into the middle of
+/// a chain work. Seccomp loads before a chain are fused with it, and loads
+/// that start a long rule ladder get the ladder's chain ([`build_ladders`]).
 ///
 /// Jump targets that are `ja` instructions are replaced by where the `ja`
 /// chain ends (a `ja` changes nothing but the pc).
@@ -355,7 +335,7 @@ fn cmp_k(insn: Option<&Insn>) -> Option<(JmpOp, u32, u8, u8)> {
 /// land inside the program, `M[k]` has `k < 16`, `div/mod #k` has `k != 0`,
 /// shifts by `#k` have `k < 32`. An instruction that breaks this (impossible
 /// through the public API) becomes `ret #0`.
-pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains, Tree) {
+pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
     let through_ja = thread_jumps(insns);
     let via = |pc: u16| through_ja.get(usize::from(pc)).copied().unwrap_or(DEAD);
     let mut ops = Vec::with_capacity(insns.len());
@@ -403,35 +383,23 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains, Tree) {
         for (offset, first) in firsts.into_iter().enumerate() {
             let from = u16::try_from(first).unwrap_or(to);
             debug_assert_eq!(ops.len(), start + offset);
-            ops.push(if usize::from(to - from) >= LONG_CHAIN {
-                Op::Chain { from, to, then }
-            } else {
-                Op::Walk(u16::try_from(start + offset).unwrap_or(DEAD))
+            ops.push(match to - from {
+                0 => Op::Ja(then),
+                1 => match built.exits.get(usize::from(from)) {
+                    Some(&Exit { test: ExitTest { mask: u32::MAX, lo, span }, target }) => {
+                        Op::Range { lo, span, target, then }
+                    }
+                    _ => Op::Test { index: from, then },
+                },
+                _ => Op::Chain { from, to, then },
             });
         }
     }
-    let loads = fuse_loads(&mut ops);
+    fuse_loads(&mut ops);
     build_ladders(insns, &via, &mut ops, &mut built);
-    let is_node = |pc: u16| matches!(ops.get(usize::from(pc)), Some(Op::Walk(_)));
-    let successor = |pc: u16| if is_node(pc) { pc } else { pc | LEAVE };
-    let mut nodes = vec![Node { test: NEVER, hit: DEAD, miss: DEAD, load: NO_LOAD }; insns.len()];
-    for (pc, node) in nodes.iter_mut().enumerate() {
-        let Some((op, k, jt, jf)) = cmp_k(insns.get(pc)) else { continue };
-        let (t, f) = (via(target(pc, u64::from(jt))), via(target(pc, u64::from(jf))));
-        let test = exit_test(op, k, true).unwrap_or(NEVER);
-        *node = Node { test, hit: successor(t), miss: successor(f), load: NO_LOAD };
-    }
-    // Load nodes: the compare node after them, with the load.
-    for (pc, k) in loads {
-        if let Some(&next) = nodes.get(pc + 1) {
-            if let Some(node) = nodes.get_mut(pc) {
-                *node = Node { load: k, ..next };
-            }
-        }
-    }
     let chains =
         Chains { mask: built.mask.into(), lo: built.lo.into(), span: built.span.into(), exits: built.exits.into() };
-    (ops.into_boxed_slice(), chains, Tree { nodes: nodes.into() })
+    (ops.into_boxed_slice(), chains)
 }
 
 /// For each pc, where execution really goes from there: the end of the
@@ -547,27 +515,22 @@ fn build_ladders(insns: &[Insn], via: &impl Fn(u16) -> u16, ops: &mut [Op], buil
 }
 
 /// Fuses each seccomp `ld [k]` that is followed by a compare chain into
-/// [`Op::LdChain`], and makes each one followed by a compare-tree node a
-/// load node; returns the pcs and offsets of the load nodes.
-fn fuse_loads(ops: &mut [Op]) -> Vec<(usize, u8)> {
-    let mut loads = Vec::new();
+/// [`Op::LdChain`], [`Op::LdTest`] or [`Op::LdRange`].
+fn fuse_loads(ops: &mut [Op]) {
     for i in 1..ops.len() {
         let (Some(&Op::LdSeccomp(k)), Some(&next)) = (ops.get(i - 1), ops.get(i)) else { continue };
         // k < 64 by seccomp_check_filter().
         let Ok(k) = u8::try_from(k) else { continue };
         let fused = match next {
             Op::Chain { from, to, then } => Op::LdChain { k, from, to, then },
-            Op::Walk(_) if k != NO_LOAD => {
-                loads.push((i - 1, k));
-                Op::Walk(u16::try_from(i - 1).unwrap_or(DEAD))
-            }
+            Op::Test { index, then } => Op::LdTest { k, index, then },
+            Op::Range { lo, span, target, then } => Op::LdRange { k, lo, span, target, then },
             _ => continue,
         };
         if let Some(slot) = ops.get_mut(i - 1) {
             *slot = fused;
         }
     }
-    loads
 }
 
 fn mem_index(k: u32) -> u8 {
@@ -641,8 +604,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn op_is_eight_bytes() {
-        assert_eq!(std::mem::size_of::<Op>(), 8);
+    fn op_is_sixteen_bytes() {
+        assert_eq!(std::mem::size_of::<Op>(), 16);
     }
 
     #[test]
@@ -672,11 +635,10 @@ mod tests {
             Insn::stmt(RET_K, 1),
             Insn::stmt(RET_K, 2),
         ];
-        let (ops, chains, _) = compile(&insns);
-        // Short chains are walked as trees.
-        assert_eq!(ops[1], Op::Walk(1));
-        assert_eq!(ops[2], Op::Walk(2));
-        assert_eq!(ops[3], Op::Walk(3));
+        let (ops, chains) = compile(&insns);
+        assert_eq!(ops[1], Op::Chain { from: 0, to: 2, then: 4 });
+        assert_eq!(ops[2], Op::Range { lo: 0, span: 9, target: 4, then: 4 });
+        assert_eq!(ops[3], Op::Ja(4));
         assert_eq!(chains.exits.iter().map(|e| e.target).collect::<Vec<_>>(), [5, 4]);
         assert_eq!(chains.first_exit(1, 0, 2), Some(5));
         assert_eq!(chains.first_exit(5, 0, 2), Some(4));
@@ -692,7 +654,9 @@ mod tests {
             Insn::stmt(RET_K, 1),
             Insn::stmt(RET_K, 2),
         ];
-        let (_, chains, _) = compile(&insns);
+        let (ops, chains) = compile(&insns);
+        assert_eq!(ops[0], Op::Range { lo: 1, span: 0, target: 2, then: 3 });
+        assert_eq!(ops[1], Op::Range { lo: 2, span: 0, target: 3, then: 2 });
         let targets: Vec<u16> = chains.exits.iter().map(|e| e.target).collect();
         assert_eq!(targets, [2, 3]);
         assert_eq!(chains.first_exit(1, 0, 1), Some(2));
@@ -705,10 +669,8 @@ mod tests {
         // 20 `jeq #i, exit_i, 0` with two equal keys: the first must win.
         let mut insns: Vec<Insn> = (0..20u32).map(|i| Insn::jump(JMP_JEQ_K, i % 19, (39 - 2 * i) as u8, 0)).collect();
         insns.extend((0..21).map(|i| Insn::stmt(RET_K, 100 + i)));
-        let (ops, chains, _) = compile(&insns);
+        let (ops, chains) = compile(&insns);
         assert_eq!(ops[0], Op::Chain { from: 0, to: 20, then: 20 });
-        // Fewer than LONG_CHAIN tests left: walked instead.
-        assert_eq!(ops[5], Op::Walk(5));
         for a in 0..19 {
             let t = chains.first_exit(a, 0, 20).unwrap();
             assert_eq!(usize::from(t), a as usize + 1 + 39 - 2 * a as usize, "a={a}");
@@ -719,42 +681,39 @@ mod tests {
     }
 
     #[test]
-    fn trees_follow_ja_and_leave_at_other_ops() {
+    fn jumps_to_ja_go_where_the_ja_goes() {
         use crate::opcode::*;
         let insns = [
             Insn::stmt(LD_W_ABS, 0),         // 0
             Insn::jump(JMP_JGT_K, 10, 1, 0), // 1: A > 10 -> 3, else 2
-            Insn::stmt(JMP_JA, 2),           // 2: ja 5
-            Insn::jump(JMP_JEQ_K, 20, 2, 3), // 3: A == 20 -> 6, else 7
-            Insn::stmt(RET_K, 9),            // 4 (unreachable)
-            Insn::jump(JMP_JSET_K, 1, 0, 1), // 5: A & 1 -> 6, else 7
-            Insn::stmt(RET_K, 1),            // 6
-            Insn::stmt(RET_K, 2),            // 7
+            Insn::stmt(JMP_JA, 1),           // 2: ja 4
+            Insn::stmt(JMP_JA, 0),           // 3: ja 4
+            Insn::stmt(RET_K, 1),            // 4
         ];
-        let (ops, _, tree) = compile(&insns);
-        assert_eq!(ops[1], Op::Walk(1));
-        assert_eq!(ops[2], Op::Ja(5));
-        assert_eq!(tree.nodes[1].hit, 3);
-        assert_eq!(tree.nodes[1].miss, 5, "ja followed");
-        assert_eq!(tree.nodes[3].hit, 6 | LEAVE);
-        assert_eq!(tree.walk(20, 1, |_| 0).0, 6);
-        assert_eq!(tree.walk(21, 1, |_| 0).0, 7);
-        assert_eq!(tree.walk(3, 1, |_| 0).0, 6);
-        assert_eq!(tree.walk(4, 1, |_| 0).0, 7);
+        let (ops, _) = compile(&insns);
+        assert_eq!(ops[1], Op::Range { lo: 11, span: u32::MAX - 11, target: 4, then: 4 });
+        assert_eq!(ops[2], Op::Ja(4));
     }
 
     #[test]
-    fn impossible_outcomes_never_hit() {
+    fn rule_ladders_are_one_chain_entered_at_each_load() {
         use crate::opcode::*;
-        let insns = [
-            Insn::jump(JMP_JGT_K, u32::MAX, 1, 0), // never true
-            Insn::jump(JMP_JSET_K, 0, 1, 0),       // never true
-            Insn::stmt(RET_K, 1),
-            Insn::stmt(RET_K, 2),
-        ];
-        let (_, _, tree) = compile(&insns);
-        for a in [0, 1, u32::MAX] {
-            assert_eq!(tree.walk(a, 0, |_| 0).0, 2, "a={a:#x}");
+        // 20 rules `ld [16]; jeq #i, 0, 1; ret #i`, then `ret #99`.
+        let mut insns = Vec::new();
+        for i in 0..20 {
+            insns.push(Insn::stmt(LDX_W_ABS, 16));
+            insns.push(Insn::jump(JMP_JEQ_K, i, 0, 1));
+            insns.push(Insn::stmt(RET_K, i));
         }
+        insns.push(Insn::stmt(RET_K, 99));
+        let (ops, chains) = compile(&insns);
+        let Op::LdChain { k: 16, from, to, then: 60 } = ops[0] else { panic!("{:?}", ops[0]) };
+        assert_eq!(to - from, 20);
+        assert_eq!(chains.first_exit(7, usize::from(from), usize::from(to)), Some(3 * 7 + 2));
+        // Four rules from the end, too short for a ladder entry.
+        assert!(matches!(ops[3], Op::LdChain { k: 16, .. }));
+        assert!(matches!(ops[3 * 16], Op::LdRange { k: 16, .. }));
+        // The jumps keep their own ops (A may differ when jumped to).
+        assert!(matches!(ops[1], Op::Range { .. }));
     }
 }

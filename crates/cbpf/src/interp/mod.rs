@@ -15,28 +15,27 @@
 //!   metadata in [`Skb`].
 //!
 //! Speed: [`Interp::new`] pre-decodes the program once into a compact
-//! internal form (8-byte ops, absolute jump targets with `ja` chains
-//! followed through, one variant per operation, `div #k` divisors as
+//! internal form (absolute jump targets, with jumps onto `ja` going where
+//! the `ja` goes; one variant per operation; `div #k` divisors as
 //! `NonZeroU32`). A run allocates nothing (`M[]` lives on the stack of the
 //! run function, and only for programs that store to it) and always
-//! terminates because classic jumps only go forward. Conditional jumps on
-//! `#k` run in one of two superinstructions, both evaluating the
-//! comparisons in program order without going back to the dispatcher:
-//! - compare chains: long runs in which every jump either leaves or goes on
-//!   to the next one, such as `ld [0]; jeq #n1; jeq #n2; ...` allow-lists
-//!   and the `ld [16]; jeq #i, 0, 9; <arg checks>; ld [16]; ...` rule
-//!   ladders of libseccomp (reloading the word `A` already holds changes
-//!   nothing). Each outcome that leaves is pre-computed as a uniform test
-//!   `(A & mask) - lo <= span`, and one tight loop (checking blocks of 8
-//!   tests at once, then the first hit in order) finds where the run is left;
-//! - compare trees: everything else, above all the `jgt #k, L, R` trees of
-//!   libseccomp's binary-tree filters, is walked node by node over a compact
-//!   node table, a seccomp `ld [k]` before a jump being a node too, so the
-//!   arch check, the syscall tree and short rules take no dispatch at all.
-//!
-//! Taken jumps stay real branches: selecting the next node with a
-//! conditional move makes every fetch wait for the comparison and measured
-//! twice as slow.
+//! terminates because classic jumps only go forward. Runs of consecutive
+//! `jeq/jgt/jge/jset #k` are executed by one "compare chain"
+//! superinstruction: each outcome that leaves the run is pre-computed as a
+//! uniform test `(A & mask) - lo <= span`, and one tight loop (checking
+//! blocks of 8 tests at once, then the first hit in order) finds where the
+//! run is left, without going back to the dispatcher. That is what makes the
+//! long `ld [0]; jeq #n1; jeq #n2; ...` chains of libseccomp filters cheap.
+//! libseccomp's rule ladders (`ld [16]; jeq #i, 0, 9; <arg checks>;
+//! ld [16]; jeq #j, 0, 9; ...`) are one chain too, entered at each load:
+//! reloading the word `A` already holds changes nothing. A chain with a
+//! single range test is held inline in its op, and a seccomp `ld [k]`
+//! followed by a chain is fused with it. Taken jumps stay real branches:
+//! selecting the next pc with a conditional move makes every fetch wait for
+//! the comparison and measured twice as slow. (A walk of binary-tree filters
+//! over a separate node table, without the dispatcher, was measured too:
+//! fewer instructions, but 1.5-2x slower than dispatching one op per
+//! comparison on the shared VM, so it is not used.)
 //!
 //! Measured: see `benches/interp.rs` (criterion, side by side with rbpf 0.4's
 //! interpreter on the converted program) and `benches/interp_count.rs`
@@ -57,7 +56,7 @@ use crate::validate::{Mode, Program};
 pub use socket::{NetDevice, Skb};
 pub use trace::TraceStep;
 
-use compile::{Chains, Op, Tree};
+use compile::{Chains, Op};
 use socket::Ancillary;
 
 /// Size of `struct seccomp_data` (include/uapi/linux/seccomp.h).
@@ -157,8 +156,6 @@ pub struct Interp {
     ops: Box<[Op]>,
     /// Exit tests of the compare chains ([`Op::Chain`]).
     chains: Chains,
-    /// Nodes of the compare trees ([`Op::Walk`]).
-    tree: Tree,
     /// The instructions as validated (`Program::insns()`), for tracing.
     insns: Box<[Insn]>,
     mode: Mode,
@@ -217,9 +214,9 @@ impl Interp {
     /// keeps after `seccomp_check_filter()`'s rewrites).
     pub fn new(program: &Program) -> Self {
         let insns = program.insns();
-        let (ops, chains, tree) = compile::compile(insns);
+        let (ops, chains) = compile::compile(insns);
         let uses_mem = ops.iter().any(|op| matches!(op, Op::St(_) | Op::Stx(_)));
-        Interp { ops, chains, tree, insns: insns.into(), mode: program.mode(), uses_mem }
+        Interp { ops, chains, insns: insns.into(), mode: program.mode(), uses_mem }
     }
 
     /// The mode the program was validated for.
@@ -315,7 +312,6 @@ impl Interp {
     fn exec<C: Context, const MEM: bool>(&self, ctx: &C) -> u32 {
         let ops = &*self.ops;
         let chains = &self.chains;
-        let tree = &self.tree;
         let mut a: u32 = 0;
         let mut x: u32 = 0;
         let mut mem = [0u32; 16];
@@ -388,20 +384,37 @@ impl Interp {
                     pc = usize::from(if op.eval(a, x) { jt } else { jf });
                 }
                 Op::Chain { from, to, then } => {
-                    pc = match chains.first_exit(a, usize::from(from), usize::from(to)) {
+                    pc = match chains.exit(a, usize::from(from), usize::from(to)) {
                         Some(target) => usize::from(target),
                         None => usize::from(then),
                     };
                 }
                 Op::LdChain { k, from, to, then } => {
                     a = ctx.seccomp_word(u32::from(k));
-                    pc = match chains.first_exit(a, usize::from(from), usize::from(to)) {
+                    pc = match chains.exit(a, usize::from(from), usize::from(to)) {
                         Some(target) => usize::from(target),
                         None => usize::from(then),
                     };
                 }
-                Op::Walk(start) => {
-                    (pc, a) = tree.walk(a, usize::from(start), |k| ctx.seccomp_word(u32::from(k)));
+                Op::Test { index, then } => {
+                    pc = match chains.single(a, usize::from(index)) {
+                        Some(target) => usize::from(target),
+                        None => usize::from(then),
+                    };
+                }
+                Op::LdTest { k, index, then } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    pc = match chains.single(a, usize::from(index)) {
+                        Some(target) => usize::from(target),
+                        None => usize::from(then),
+                    };
+                }
+                Op::Range { lo, span, target, then } => {
+                    pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
+                }
+                Op::LdRange { k, lo, span, target, then } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
                 }
                 Op::RetK(k) => return k,
                 Op::RetA => return a,

@@ -60,7 +60,7 @@ pub(crate) fn find_key(program: &Program) -> Option<Key> {
     let mut constants: [Vec<u32>; WORDS] = Default::default();
     for (pc, insn) in insns.iter().enumerate() {
         let a = may.get(pc).copied().unwrap_or(0);
-        let Some(op) = insn.op() else { return None };
+        let op = insn.op()?;
         let mut flow = |to: usize, set: u16| {
             if let Some(m) = may.get_mut(to) {
                 *m |= set;

@@ -28,6 +28,14 @@
 //! (arch, nr) runs a program specialised on the arch alone, or the whole
 //! filter for arches the filter never names.
 //!
+//! A residual that compares one argument word with many constants and
+//! uses it no other way (libseccomp's `chdir(A0 == 0) .. chdir(A0 == 99)`
+//! rules) is specialised once more on that word ([`key`](self) module): a
+//! sorted table of the constants, each with its own (short) residual or
+//! constant, and one residual for every other value. Eval reads the word,
+//! binary-searches it and continues there ([`MAX_KEY_DEPTH`] levels at
+//! most, [`MIN_KEY_COMPARES`] compares at least).
+//!
 //! Residual programs are validated with [`cbpf::validate`] (seccomp mode)
 //! and run on [`cbpf::Interp`]; identical residuals are shared (hash-consed).
 //! If a residual were ever refused, that entry runs the whole filter
@@ -356,12 +364,7 @@ impl FastFilter {
         stats.whole_filter_entries = residuals.whole_filter_entries;
         stats.keyed_tables = residuals.keyed.len();
         stats.keyed_constants = residuals.keyed.iter().map(|t| t.keys.len()).sum();
-        Ok(FastFilter {
-            arches: tables.into(),
-            residuals: residuals.list.into(),
-            keyed: residuals.keyed.into(),
-            stats,
-        })
+        Ok(FastFilter { arches: tables.into(), residuals: residuals.list.into(), keyed: residuals.keyed.into(), stats })
     }
 
     /// The filter's return value for `data`: exactly what [`cbpf::Interp`]

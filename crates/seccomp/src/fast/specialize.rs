@@ -35,6 +35,10 @@
 //!    falls through, no `ja` is inserted, and each distance is at most the
 //!    original one.
 //!
+//! The same passes specialise a residual on a key field
+//! ([`Specializer::specialize_key`]): its loads fold to a known value, or
+//! its `jeq` with constants it is known to differ from are false.
+//!
 //! The result is a classic program in user form (seccomp loads as
 //! `ld [k]`, 0x20) that the caller validates with [`cbpf::validate`].
 
