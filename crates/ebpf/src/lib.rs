@@ -40,20 +40,20 @@
 //!   (local calls, legacy `LD ABS/IND`, masked shift K), memory regions with
 //!   bounds checks, a step budget ([`Vm::set_step_budget`]).
 
-pub mod insn;
-pub mod opcode;
-pub mod skb;
-pub mod program;
-pub mod interp;
-pub mod seccomp_exec;
 pub mod helpers;
+pub mod insn;
+pub mod interp;
+pub mod opcode;
+pub mod program;
+pub mod seccomp_exec;
+pub mod skb;
 
-pub use insn::{decode, encode, DecodeError, Insn, Pc};
 pub use helpers::{HelperError, HelperFn, Helpers};
+pub use insn::{decode, encode, DecodeError, Insn, Pc};
 pub use interp::{ExecError, Input, Vm};
 pub use program::{LoadError, LoadOptions, Program};
 pub use skb::{SkbContext, SkbMeta};
-pub mod listing;
 pub mod asm;
-pub mod disasm;
 pub mod conformance;
+pub mod disasm;
+pub mod listing;
