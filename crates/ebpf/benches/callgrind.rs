@@ -50,7 +50,7 @@ fn converted(name: &str) -> Vec<Insn> {
 
 enum Engine<'a> {
     Ours(Box<(Program, Vm)>),
-    Rbpf(rbpf::EbpfVmRaw<'a>),
+    Rbpf(Box<rbpf::EbpfVmRaw<'a>>),
 }
 
 impl Engine<'_> {
@@ -85,7 +85,7 @@ fn engine<'a>(kind: &str, insns: &[Insn], bytes: &'a [u8]) -> Engine<'a> {
             Engine::Ours(Box::new((Program::load(insns, &LoadOptions::default(), &Helpers::new()).unwrap(), Vm::new())))
         }
         "ours_plain" => Engine::Ours(Box::new((Program::load(insns, &plain, &Helpers::new()).unwrap(), Vm::new()))),
-        "rbpf" => Engine::Rbpf(rbpf::EbpfVmRaw::new(Some(bytes)).unwrap()),
+        "rbpf" => Engine::Rbpf(Box::new(rbpf::EbpfVmRaw::new(Some(bytes)).unwrap())),
         other => panic!("unknown engine {other}: ours, ours_plain or rbpf"),
     }
 }
