@@ -414,3 +414,37 @@ fn a_field_returned_with_ret_a_is_not_a_key() {
     assert_eq!(fast.key(X86_64, 80), None);
     check_against_interp(&prog, &fast, "ret a");
 }
+
+/// A filter that never loads `arch` (seccomp_benchmark's `ld [16]; ret ALLOW`,
+/// an nr-only allow-list) gets one table for every arch: constant entries,
+/// and the interpreter's answer on arches it never names.
+#[test]
+fn arch_free_filters_share_one_table_for_every_arch() {
+    let progs = [
+        vec![Insn::stmt(0x20, 16), Insn::stmt(0x06, 0x7fff_0000)],
+        vec![
+            Insn::stmt(0x20, 0),
+            Insn::jump(0x15, 39, 0, 1),
+            Insn::stmt(0x06, 0x7fff_0000),
+            Insn::stmt(0x06, 0x0005_0001),
+        ],
+    ];
+    for insns in progs {
+        let prog = validate(&insns, Mode::Seccomp).unwrap();
+        let fast = FastFilter::build(&prog).unwrap();
+        let interp = Interp::new(&prog);
+        for arch in [0xc000_003e_u32, 0x4000_0003, 0xc000_00b7, 0x1234_5678] {
+            for nr in [0, 38, 39, 40, 500, 0x4000_0027, u32::MAX] {
+                let data = SeccompData { nr: nr as i32, arch, instruction_pointer: 7, args: [1, 2, 3, 4, 5, 6] };
+                let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+                assert_eq!(fast.eval(&data), want, "arch {arch:#x} nr {nr}");
+                if nr < 64 {
+                    assert!(
+                        matches!(fast.entry(arch, nr), Entry::Action(_)),
+                        "arch {arch:#x} nr {nr} should be a constant"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -207,6 +207,8 @@ pub enum Entry<'a> {
 #[derive(Debug, Clone)]
 pub struct FastFilter {
     arches: Box<[ArchTable]>,
+    /// For filters that never read `arch`: the table every arch uses.
+    any_arch: Option<ArchTable>,
     /// Index 0 is the whole filter (unknown arches).
     residuals: Box<[Residual]>,
     /// Key tables; a table's slots only name tables before it.
@@ -339,16 +341,17 @@ impl FastFilter {
         let (arches, _) = spec.specialize_watching(None, None, OFFSET_ARCH);
         let mut tables = Vec::with_capacity(arches.len());
         let mut stats = FastStats { arches: arches.len(), ..FastStats::default() };
-        for arch in arches {
-            let (compared, other) = spec.specialize_watching(Some(arch), None, OFFSET_NR);
+        let mut table_for = |arch: Option<u32>, stats: &mut FastStats| {
+            let (compared, other) = spec.specialize_watching(arch, None, OFFSET_NR);
             let other = residuals.slot(other);
-            let dense_len = dense_len(arch, &compared);
-            let dense: Box<[Slot]> =
-                (0..dense_len).map(|nr| residuals.slot(spec.specialize(Some(arch), Some(nr)))).collect();
+            // An arch-free table (the filter never reads `arch`) is sized by
+            // the numbers it compares, as for an arch without a syscall table.
+            let dense_len = dense_len(arch.unwrap_or(0), &compared);
+            let dense: Box<[Slot]> = (0..dense_len).map(|nr| residuals.slot(spec.specialize(arch, Some(nr)))).collect();
             let sparse: Box<[(u32, Slot)]> = compared
                 .iter()
                 .filter(|&&nr| nr >= dense_len)
-                .map(|&nr| (nr, residuals.slot(spec.specialize(Some(arch), Some(nr)))))
+                .map(|&nr| (nr, residuals.slot(spec.specialize(arch, Some(nr)))))
                 .collect();
             for slot in dense.iter().chain(sparse.iter().map(|(_, s)| s)) {
                 stats.entries += 1;
@@ -357,14 +360,28 @@ impl FastFilter {
                     Slot::Residual(_) | Slot::Keyed(_) => stats.residual_entries += 1,
                 }
             }
-            tables.push(ArchTable { arch, dense, sparse, other });
+            ArchTable { arch: arch.unwrap_or(0), dense, sparse, other }
+        };
+        for arch in arches {
+            let table = table_for(Some(arch), &mut stats);
+            tables.push(table);
         }
+        // A filter that never loads `seccomp_data.arch` answers the same for
+        // every arch: one table serves them all (instead of the whole filter).
+        let reads_arch = program.insns().iter().any(|i| i.code == cbpf::opcode::LDX_W_ABS && i.k == OFFSET_ARCH);
+        let any_arch = (!reads_arch).then(|| table_for(None, &mut stats));
         stats.residual_programs = residuals.list.len();
         stats.residual_insns = residuals.list.iter().map(|r| r.program.len()).sum();
         stats.whole_filter_entries = residuals.whole_filter_entries;
         stats.keyed_tables = residuals.keyed.len();
         stats.keyed_constants = residuals.keyed.iter().map(|t| t.keys.len()).sum();
-        Ok(FastFilter { arches: tables.into(), residuals: residuals.list.into(), keyed: residuals.keyed.into(), stats })
+        Ok(FastFilter {
+            arches: tables.into(),
+            any_arch,
+            residuals: residuals.list.into(),
+            keyed: residuals.keyed.into(),
+            stats,
+        })
     }
 
     /// The filter's return value for `data`: exactly what [`cbpf::Interp`]
@@ -409,7 +426,7 @@ impl FastFilter {
 
     #[inline(always)]
     fn slot(&self, arch: u32, nr: u32) -> Slot {
-        match self.arches.iter().find(|t| t.arch == arch) {
+        match self.arches.iter().find(|t| t.arch == arch).or(self.any_arch.as_ref()) {
             Some(table) => table.slot(nr),
             None => Slot::Residual(0),
         }
@@ -475,14 +492,14 @@ impl FastFilter {
 
     /// The numbers with an entry of their own on `arch` (dense, then sparse).
     fn numbers(&self, arch: u32) -> Vec<u32> {
-        match self.arches.iter().find(|t| t.arch == arch) {
+        match self.arches.iter().find(|t| t.arch == arch).or(self.any_arch.as_ref()) {
             Some(t) => (0..t.dense.len() as u32).chain(t.sparse.iter().map(|&(nr, _)| nr)).collect(),
             None => Vec::new(),
         }
     }
 
     fn other_slot(&self, arch: u32) -> Slot {
-        self.arches.iter().find(|t| t.arch == arch).map_or(Slot::Residual(0), |t| t.other)
+        self.arches.iter().find(|t| t.arch == arch).or(self.any_arch.as_ref()).map_or(Slot::Residual(0), |t| t.other)
     }
 }
 
