@@ -4,7 +4,6 @@
 
 use std::collections::HashMap;
 
-use cbpf::{raw, validate, Mode, Program};
 use seccomp::analysis::{
     analyze, audit, compared_arches, compared_nrs, explain, ActionResult, Analyzer, Field, FindingKind, Operand,
     Relation,
@@ -14,25 +13,8 @@ const X86_64: u32 = 0xc000_003e;
 const ALLOW: u32 = 0x7fff_0000;
 const KILL_THREAD: u32 = 0;
 
-fn dir() -> String {
-    format!("{}/../../testdata/filters", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn load(name: &str) -> Program {
-    let path = format!("{}/{name}.bpf", dir());
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    validate(&raw::decode(&bytes).unwrap(), Mode::Seccomp).unwrap()
-}
-
-fn filter_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir())
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok()?.strip_suffix(".bpf").map(str::to_owned))
-        .collect();
-    names.sort();
-    assert!(names.len() >= 12, "expected the 12 benchmark filters, found {names:?}");
-    names
-}
+mod common;
+use common::{dir, filter_names, load};
 
 /// The unsigned number after `"key":` in a JSON line.
 fn json_number(line: &str, key: &str) -> i64 {

@@ -4,7 +4,7 @@
 //! vector, and on a sweep of (arch, nr, args) around every table; table
 //! shapes (constants, residual sizes); stacks of filters.
 
-use cbpf::{raw, validate, Insn, Interp, Mode, Program, SeccompData};
+use cbpf::{validate, Insn, Interp, Mode, Program, SeccompData};
 use seccomp::chain::combine;
 use seccomp::fast::{Entry, FastChain, FastFilter};
 
@@ -15,25 +15,8 @@ const ALLOW: u32 = 0x7fff_0000;
 const EPERM: u32 = 0x0005_0001;
 const X32_BIT: u32 = 0x4000_0000;
 
-fn dir() -> String {
-    format!("{}/../../testdata/filters", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn load(name: &str) -> Program {
-    let path = format!("{}/{name}.bpf", dir());
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    validate(&raw::decode(&bytes).unwrap(), Mode::Seccomp).unwrap()
-}
-
-fn filter_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir())
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok()?.strip_suffix(".bpf").map(str::to_owned))
-        .collect();
-    names.sort();
-    assert!(names.len() >= 12, "expected the 12 benchmark filters, found {names:?}");
-    names
-}
+mod common;
+use common::{dir, filter_names, load};
 
 /// Every vector of `NAME.vectors.jsonl` and `NAME.sim_only.jsonl`, with its
 /// file and line, the input and the expected action.

@@ -1,0 +1,28 @@
+//! Loading the shared benchmark filters, for the seccomp integration tests.
+// Each test binary uses its own subset of these helpers.
+#![allow(dead_code, clippy::unwrap_used, clippy::panic)]
+
+use cbpf::{raw, validate, Mode, Program};
+
+/// testdata/filters.
+pub fn dir() -> String {
+    format!("{}/../../testdata/filters", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `NAME.bpf`, validated in seccomp mode.
+pub fn load(name: &str) -> Program {
+    let path = format!("{}/{name}.bpf", dir());
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    validate(&raw::decode(&bytes).unwrap(), Mode::Seccomp).unwrap()
+}
+
+/// Every filter's stem, sorted (at least the 12 benchmark filters).
+pub fn filter_names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir())
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok()?.strip_suffix(".bpf").map(str::to_owned))
+        .collect();
+    names.sort();
+    assert!(names.len() >= 12, "expected the 12 benchmark filters, found {names:?}");
+    names
+}
