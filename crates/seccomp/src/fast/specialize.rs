@@ -33,7 +33,10 @@
 //!    decided jumps kept as `ja` in place unless falling through lands at
 //!    the same instruction (no threading): every deleted instruction then
 //!    falls through, no `ja` is inserted, and each distance is at most the
-//!    original one.
+//!    original one. After a `ret`, unreachable `st M[k]` may be inserted so
+//!    that the kernel's linear load/store check accepts the residual
+//!    ([`Specializer::ret_fallthrough_repair`]); a layout they push past a
+//!    jump's reach falls back to the whole filter, which is counted.
 //!
 //! The same passes specialise a residual on a key field
 //! ([`Specializer::specialize_key`]): its loads fold to a known value, or
@@ -186,6 +189,9 @@ enum Slot {
     At(u16),
     /// An inserted `ja` to the kept instruction at this original pc.
     Ja(u16),
+    /// An inserted, unreachable `st M[k]` right after a `ret`
+    /// ([`Specializer::ret_fallthrough_repair`]).
+    Store(u32),
 }
 
 /// What is known about a key field (one `struct seccomp_data` word).
@@ -622,16 +628,52 @@ impl Specializer {
         self.new_index.get(usize::from(pc)).copied().unwrap_or(0)
     }
 
+    /// The scratch slots whose state must be repaired after each `ret` that
+    /// is followed by more code: those a kept instruction both stores and
+    /// loads.
+    ///
+    /// `check_load_and_stores()` in net/core/filter.c (Linux 6.18) walks the
+    /// program linearly and does not reset its "written" set after a `ret`
+    /// (SPEC §2.3): the state at the end of the block before a `ret` flows
+    /// into the next instruction, which in a residual is always a jump
+    /// target reached only by jumps. Deleting decided jumps (which do reset
+    /// the set) can make a `ret` directly precede a block that loads `M[k]`
+    /// while that `ret`'s block never stored it: the kernel's check then
+    /// rejects a program whose every real path stores before it loads. An
+    /// unreachable `st M[k]` after the `ret` for each such `k` restores the
+    /// original's verdict without changing any run (found by the
+    /// `fast_equiv` fuzz target, regression `arch_free_residual_fails_validation`).
+    fn ret_fallthrough_repair(&self) -> u32 {
+        let (mut stored, mut loaded) = (0u32, 0u32);
+        for &pc in &self.visited {
+            if let Some(Emit::Fall(insn)) = self.emit.get(usize::from(pc)) {
+                let slot = 1u32.checked_shl(insn.k).unwrap_or(0);
+                match insn.code {
+                    ST | STX => stored |= slot,
+                    LD_MEM | LDX_MEM => loaded |= slot,
+                    _ => {}
+                }
+            }
+        }
+        stored & loaded
+    }
+
     /// Pass 3: the residual program into `self.out`.
     fn layout(&mut self) -> Result<(), LayoutFailed> {
         self.slots.clear();
         self.out.clear();
+        let repair = self.ret_fallthrough_repair();
+        let mut after_ret = false;
         let mut expected = Some(self.land_at(0));
         for &pc in &self.visited {
             let emit = self.emit.get(usize::from(pc)).copied().unwrap_or(Emit::None);
             if matches!(emit, Emit::None) {
                 continue;
             }
+            if after_ret {
+                self.slots.extend((0..16).filter(|k| repair & (1 << k) != 0).map(Slot::Store));
+            }
+            after_ret = matches!(emit, Emit::Ret(_));
             match expected {
                 Some(e) if e == pc => {}
                 Some(e) if e > pc => self.slots.push(Slot::Ja(e)),
@@ -655,6 +697,7 @@ impl Specializer {
             let dist = |to: u16| self.index_of(to).checked_sub(i + 1).ok_or(LayoutFailed);
             let insn = match *slot {
                 Slot::Ja(to) => Insn::stmt(JMP_JA, dist(to)?),
+                Slot::Store(k) => Insn::stmt(ST, k),
                 Slot::At(pc) => match self.emit.get(usize::from(pc)).copied().unwrap_or(Emit::None) {
                     Emit::Fall(insn) | Emit::Ret(insn) => insn,
                     Emit::Ja(t) => Insn::stmt(JMP_JA, dist(self.land_at(t))?),
