@@ -55,6 +55,10 @@ pub(super) struct ExitTest {
 }
 
 impl ExitTest {
+    /// The test every `A` hits: ends each short chain ([`Op::Chain`]) with
+    /// the chain's `then`, so that scanning it needs no length.
+    pub(super) const ALWAYS: ExitTest = ExitTest { mask: 0, lo: 0, span: u32::MAX };
+
     #[inline(always)]
     pub(super) fn hits(self, a: u32) -> bool {
         (a & self.mask).wrapping_sub(self.lo) <= self.span
@@ -105,17 +109,27 @@ pub(super) struct Exit {
 /// Tests per block in [`Chains::first_exit`].
 const BLOCK: usize = 8;
 
+/// The window a chain's last tests are scanned in ([`Chains::short`]):
+/// those tests and the [`ExitTest::ALWAYS`] sentinel after them.
+const WINDOW: usize = 8;
+
 impl Chains {
-    /// The target of the first test in `from..to` that `a` hits: short
-    /// chains (up to [`BLOCK`] tests) scanned inline, longer ones by
-    /// [`Chains::first_exit`].
+    /// Where the short chain starting at test `from` leaves to: the target of
+    /// the first test that `a` hits in the window of [`WINDOW`] tests from
+    /// `from`, which holds the chain's sentinel or a hit (the exits end with
+    /// `WINDOW - 1` more sentinels, so every window is whole). The window is
+    /// one bounds check and an unrolled scan; no length, no loop.
     #[inline(always)]
-    pub(super) fn exit(&self, a: u32, from: usize, to: usize) -> Option<u16> {
-        if to.saturating_sub(from) <= BLOCK {
-            self.exits.get(from..to)?.iter().find(|exit| exit.test.hits(a)).map(|exit| exit.target)
-        } else {
-            self.first_exit(a, from, to)
+    pub(super) fn short(&self, a: u32, from: usize) -> u16 {
+        let Some(window) = self.exits.get(from..).and_then(|rest| rest.first_chunk::<WINDOW>()) else {
+            return DEAD;
+        };
+        for exit in window {
+            if exit.test.hits(a) {
+                return exit.target;
+            }
         }
+        DEAD
     }
 
     /// The target of test `i` if `a` hits it.
@@ -129,22 +143,25 @@ impl Chains {
         }
     }
 
-    /// The target of the first test in `from..to` that `a` hits.
+    /// Where the chain `from..to` leaves to: the target of the first test
+    /// that `a` hits, else the chain's `then` (its sentinel's target, at
+    /// `to`).
     ///
     /// Tests are evaluated in program order; blocks of [`BLOCK`] are first
     /// checked all at once (comparisons have no side effects, so evaluating a
-    /// few past the first hit changes nothing), then the block with the hit
-    /// is scanned for the first one.
+    /// few past the first hit changes nothing), then the block with the hit,
+    /// or the fewer than `BLOCK` tests left and the sentinel, are scanned by
+    /// [`Chains::short`].
     ///
     /// Not inlined: long chains cost far more than a call, while inlining
     /// would make every run load the four arrays' bounds up front
     /// (measured: a third of a short filter's instructions).
     #[inline(never)]
-    pub(super) fn first_exit(&self, a: u32, from: usize, to: usize) -> Option<u16> {
-        let (Some(mask), Some(lo), Some(span), Some(exits)) =
-            (self.mask.get(from..to), self.lo.get(from..to), self.span.get(from..to), self.exits.get(from..to))
+    pub(super) fn first_exit(&self, a: u32, from: usize, to: usize) -> u16 {
+        let (Some(mask), Some(lo), Some(span)) =
+            (self.mask.get(from..to), self.lo.get(from..to), self.span.get(from..to))
         else {
-            return None;
+            return DEAD;
         };
         let blocks = mask.chunks_exact(BLOCK).zip(lo.chunks_exact(BLOCK)).zip(span.chunks_exact(BLOCK));
         let mut passed = 0;
@@ -168,7 +185,7 @@ impl Chains {
             }
             passed += BLOCK;
         }
-        exits.get(passed..)?.iter().find(|exit| exit.test.hits(a)).map(|exit| exit.target)
+        self.short(a, from + passed)
     }
 }
 
@@ -254,22 +271,32 @@ pub(super) enum Op {
         jt: u16,
         jf: u16,
     },
-    /// A conditional jump on `#k` and the ones after it (a compare chain):
-    /// go to the target of the first of `chains[from..to]` that hits, else
-    /// to `then`.
+    /// A conditional jump on `#k` and the ones after it (a compare chain)
+    /// with fewer than [`WINDOW`] tests left: go to the target of the first of
+    /// `chains.exits[from..]` that hits; the chain's tests are followed by an
+    /// [`ExitTest::ALWAYS`] sentinel that goes to its `then`.
     Chain {
         from: u16,
+    },
+    /// A compare chain of [`WINDOW`] or more tests: go to the target of the
+    /// first of `chains[from..to]` that hits, else to the target of the
+    /// sentinel at `to` (the chain's `then`).
+    LongChain {
+        from: u16,
         to: u16,
-        then: u16,
+    },
+    /// Seccomp `ld [k]` fused with the short compare chain after it.
+    LdChain {
+        k: u8,
+        from: u16,
     },
     /// Seccomp `ld [k]` fused with the long compare chain after it: right
     /// after it, or a rule ladder ([`build_ladders`]). The jumps' own pcs
     /// keep their own ops for jumps that land on them.
-    LdChain {
+    LdLongChain {
         k: u8,
         from: u16,
         to: u16,
-        then: u16,
     },
     /// A compare chain with a single exit test: go to its target if `A`
     /// hits test `index`, else to `then`.
@@ -380,10 +407,12 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
             }
         };
         let to = u16::try_from(built.exits.len()).unwrap_or(0);
+        // The sentinel that ends the short chains among the entries.
+        built.push(ExitTest::ALWAYS, then);
         for (offset, first) in firsts.into_iter().enumerate() {
             let from = u16::try_from(first).unwrap_or(to);
             debug_assert_eq!(ops.len(), start + offset);
-            ops.push(match to - from {
+            ops.push(match usize::from(to - from) {
                 0 => Op::Ja(then),
                 1 => match built.exits.get(usize::from(from)) {
                     Some(&Exit { test: ExitTest { mask: u32::MAX, lo, span }, target }) => {
@@ -391,15 +420,66 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
                     }
                     _ => Op::Test { index: from, then },
                 },
-                _ => Op::Chain { from, to, then },
+                n if n < WINDOW => Op::Chain { from },
+                _ => Op::LongChain { from, to },
             });
         }
     }
     fuse_loads(&mut ops);
     build_ladders(insns, &via, &mut ops, &mut built);
+    // Whole windows for short chains near the end (see `Chains::short`).
+    for _ in 1..WINDOW {
+        built.push(ExitTest::ALWAYS, DEAD);
+    }
     let chains =
         Chains { mask: built.mask.into(), lo: built.lo.into(), span: built.span.into(), exits: built.exits.into() };
     (ops.into_boxed_slice(), chains)
+}
+
+/// Makes every jump to a `ret #k` end the run without dispatching the
+/// `ret`: its target becomes `ops.len() + i`, past the ops, where
+/// `rets[i] == k`; the run loop returns `rets[pc - ops.len()]` when the pc
+/// leaves the ops (see `Interp::exec`). Falling through into a `ret` still
+/// runs its op. Returns `rets`.
+///
+/// Targets stay below [`DEAD`]: at most 4096 ops and 4096 returns.
+pub(super) fn route_returns(ops: &mut [Op], chains: &mut Chains) -> Box<[u32]> {
+    let mut rets = Vec::new();
+    // For each pc, its routed target (itself unless it is a `ret #k`).
+    let routed: Vec<u16> = (0..ops.len())
+        .map(|pc| match ops.get(pc) {
+            Some(&Op::RetK(k)) => {
+                let slot = u16::try_from(ops.len() + rets.len()).unwrap_or(DEAD);
+                rets.push(k);
+                slot
+            }
+            _ => u16::try_from(pc).unwrap_or(DEAD),
+        })
+        .collect();
+    let route = |t: &mut u16| {
+        if let Some(&to) = routed.get(usize::from(*t)) {
+            *t = to;
+        }
+    };
+    for op in ops.iter_mut() {
+        match op {
+            Op::Ja(t) => route(t),
+            Op::JmpX { jt, jf, .. } => {
+                route(jt);
+                route(jf);
+            }
+            Op::Test { then, .. } | Op::LdTest { then, .. } => route(then),
+            Op::Range { target, then, .. } | Op::LdRange { target, then, .. } => {
+                route(target);
+                route(then);
+            }
+            _ => {}
+        }
+    }
+    for exit in chains.exits.iter_mut() {
+        route(&mut exit.target);
+    }
+    rets.into_boxed_slice()
 }
 
 /// For each pc, where execution really goes from there: the end of the
@@ -434,7 +514,7 @@ fn seccomp_load(insns: &[Insn], pc: usize) -> Option<u32> {
 /// `ld [16]; jeq #i, 0, 9; <arg checks>; ld [16]; jeq #j, 0, 9; ...` the
 /// misses continue, so one block scan runs the whole ladder.
 ///
-/// Only the loads become [`Op::LdChain`] entries (each at its own first
+/// Only the loads become [`Op::LdLongChain`] entries (each at its own first
 /// test, like [`Op::Chain`]), and only with at least [`LONG_CHAIN`] tests
 /// left: a jump into the middle of a rule reaches the next reload with an
 /// `A` the chain knows nothing about, so those pcs keep their own ops.
@@ -504,25 +584,29 @@ fn build_ladders(insns: &[Insn], via: &impl Fn(u16) -> u16, ops: &mut [Op], buil
             }
             let (Ok(from), Ok(to)) = (u16::try_from(from), u16::try_from(to)) else { continue };
             if let Some(slot) = ops.get_mut(pc) {
-                *slot = Op::LdChain { k: k8, from, to, then };
+                *slot = Op::LdLongChain { k: k8, from, to };
             }
         }
         // A ladder too short to use leaves its tests unused; drop them.
+        // Otherwise its sentinel leaves to `then`.
         if to - mark < LONG_CHAIN {
             built.truncate(mark);
+        } else {
+            built.push(ExitTest::ALWAYS, then);
         }
     }
 }
 
 /// Fuses each seccomp `ld [k]` that is followed by a compare chain into
-/// [`Op::LdChain`], [`Op::LdTest`] or [`Op::LdRange`].
+/// [`Op::LdChain`], [`Op::LdLongChain`], [`Op::LdTest`] or [`Op::LdRange`].
 fn fuse_loads(ops: &mut [Op]) {
     for i in 1..ops.len() {
         let (Some(&Op::LdSeccomp(k)), Some(&next)) = (ops.get(i - 1), ops.get(i)) else { continue };
         // k < 64 by seccomp_check_filter().
         let Ok(k) = u8::try_from(k) else { continue };
         let fused = match next {
-            Op::Chain { from, to, then } => Op::LdChain { k, from, to, then },
+            Op::Chain { from } => Op::LdChain { k, from },
+            Op::LongChain { from, to } => Op::LdLongChain { k, from, to },
             Op::Test { index, then } => Op::LdTest { k, index, then },
             Op::Range { lo, span, target, then } => Op::LdRange { k, lo, span, target, then },
             _ => continue,
@@ -636,13 +720,19 @@ mod tests {
             Insn::stmt(RET_K, 2),
         ];
         let (ops, chains) = compile(&insns);
-        assert_eq!(ops[1], Op::Chain { from: 0, to: 2, then: 4 });
+        assert_eq!(ops[1], Op::Chain { from: 0 });
         assert_eq!(ops[2], Op::Range { lo: 0, span: 9, target: 4, then: 4 });
         assert_eq!(ops[3], Op::Ja(4));
-        assert_eq!(chains.exits.iter().map(|e| e.target).collect::<Vec<_>>(), [5, 4]);
-        assert_eq!(chains.first_exit(1, 0, 2), Some(5));
-        assert_eq!(chains.first_exit(5, 0, 2), Some(4));
-        assert_eq!(chains.first_exit(10, 0, 2), None);
+        // The two tests, the chain's sentinel, then the padding.
+        let targets: Vec<u16> = chains.exits.iter().map(|e| e.target).collect();
+        assert_eq!(targets[..3], [5, 4, 4]);
+        assert_eq!(chains.exits.len(), 3 + WINDOW - 1);
+        assert_eq!(chains.short(1, 0), 5);
+        assert_eq!(chains.short(5, 0), 4);
+        assert_eq!(chains.short(10, 0), 4);
+        assert_eq!(chains.first_exit(1, 0, 2), 5);
+        assert_eq!(chains.first_exit(5, 0, 2), 4);
+        assert_eq!(chains.first_exit(10, 0, 2), 4);
     }
 
     #[test]
@@ -657,10 +747,13 @@ mod tests {
         let (ops, chains) = compile(&insns);
         assert_eq!(ops[0], Op::Range { lo: 1, span: 0, target: 2, then: 3 });
         assert_eq!(ops[1], Op::Range { lo: 2, span: 0, target: 3, then: 2 });
-        let targets: Vec<u16> = chains.exits.iter().map(|e| e.target).collect();
-        assert_eq!(targets, [2, 3]);
-        assert_eq!(chains.first_exit(1, 0, 1), Some(2));
-        assert_eq!(chains.first_exit(5, 0, 1), None);
+        // Each test followed by its chain's sentinel.
+        let targets: Vec<u16> = chains.exits.iter().map(|e| e.target).take(4).collect();
+        assert_eq!(targets, [2, 3, 3, 2]);
+        assert_eq!(chains.first_exit(1, 0, 1), 2);
+        assert_eq!(chains.first_exit(5, 0, 1), 3);
+        assert_eq!(chains.first_exit(2, 2, 3), 3);
+        assert_eq!(chains.first_exit(5, 2, 3), 2);
     }
 
     #[test]
@@ -670,14 +763,21 @@ mod tests {
         let mut insns: Vec<Insn> = (0..20u32).map(|i| Insn::jump(JMP_JEQ_K, i % 19, (39 - 2 * i) as u8, 0)).collect();
         insns.extend((0..21).map(|i| Insn::stmt(RET_K, 100 + i)));
         let (ops, chains) = compile(&insns);
-        assert_eq!(ops[0], Op::Chain { from: 0, to: 20, then: 20 });
+        assert_eq!(ops[0], Op::LongChain { from: 0, to: 20 });
+        // The last seven entries are short chains ending in the sentinel.
+        assert_eq!(ops[12], Op::LongChain { from: 12, to: 20 });
+        assert_eq!(ops[13], Op::Chain { from: 13 });
+        assert_eq!(chains.short(99, 13), 20);
+        assert_eq!(chains.short(18, 13), 18 + 1 + 39 - 2 * 18);
+        assert_eq!(chains.short(0, 13), 19 + 1 + 1);
         for a in 0..19 {
-            let t = chains.first_exit(a, 0, 20).unwrap();
+            let t = chains.first_exit(a, 0, 20);
             assert_eq!(usize::from(t), a as usize + 1 + 39 - 2 * a as usize, "a={a}");
         }
         // From pc 5, key 0 matches only at pc 19.
-        assert_eq!(chains.first_exit(0, 5, 20), Some(19 + 1 + 1));
-        assert_eq!(chains.first_exit(99, 0, 20), None);
+        assert_eq!(chains.first_exit(0, 5, 20), 19 + 1 + 1);
+        assert_eq!(chains.first_exit(99, 0, 20), 20);
+        assert_eq!(chains.first_exit(99, 3, 20), 20);
     }
 
     #[test]
@@ -707,11 +807,12 @@ mod tests {
         }
         insns.push(Insn::stmt(RET_K, 99));
         let (ops, chains) = compile(&insns);
-        let Op::LdChain { k: 16, from, to, then: 60 } = ops[0] else { panic!("{:?}", ops[0]) };
+        let Op::LdLongChain { k: 16, from, to } = ops[0] else { panic!("{:?}", ops[0]) };
         assert_eq!(to - from, 20);
-        assert_eq!(chains.first_exit(7, usize::from(from), usize::from(to)), Some(3 * 7 + 2));
+        assert_eq!(chains.first_exit(7, usize::from(from), usize::from(to)), 3 * 7 + 2);
+        assert_eq!(chains.first_exit(99, usize::from(from), usize::from(to)), 60);
         // Four rules from the end, too short for a ladder entry.
-        assert!(matches!(ops[3], Op::LdChain { k: 16, .. }));
+        assert!(matches!(ops[3], Op::LdLongChain { k: 16, .. }));
         assert!(matches!(ops[3 * 16], Op::LdRange { k: 16, .. }));
         // The jumps keep their own ops (A may differ when jumped to).
         assert!(matches!(ops[1], Op::Range { .. }));

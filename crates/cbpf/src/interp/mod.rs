@@ -22,15 +22,20 @@
 //! terminates because classic jumps only go forward. Runs of consecutive
 //! `jeq/jgt/jge/jset #k` are executed by one "compare chain"
 //! superinstruction: each outcome that leaves the run is pre-computed as a
-//! uniform test `(A & mask) - lo <= span`, and one tight loop (checking
-//! blocks of 8 tests at once, then the first hit in order) finds where the
-//! run is left, without going back to the dispatcher. That is what makes the
-//! long `ld [0]; jeq #n1; jeq #n2; ...` chains of libseccomp filters cheap.
+//! uniform test `(A & mask) - lo <= span`, and one tight scan finds where
+//! the run is left, without going back to the dispatcher. Each chain's
+//! tests are followed by a sentinel test that always hits and goes where the
+//! chain falls out, so the last (up to 7) tests are scanned in a window of 8
+//! with one bounds check and no length; longer chains first check blocks of
+//! 8 tests at once, out of line. That is what makes the long
+//! `ld [0]; jeq #n1; jeq #n2; ...` chains of libseccomp filters cheap.
 //! libseccomp's rule ladders (`ld [16]; jeq #i, 0, 9; <arg checks>;
 //! ld [16]; jeq #j, 0, 9; ...`) are one chain too, entered at each load:
 //! reloading the word `A` already holds changes nothing. A chain with a
 //! single range test is held inline in its op, and a seccomp `ld [k]`
-//! followed by a chain is fused with it. Taken jumps stay real branches:
+//! followed by a chain is fused with it. A jump to a `ret #k` goes to a pc
+//! past the ops that stands for its value, so the run ends on the loop's
+//! bounds check without dispatching the `ret`. Taken jumps stay real branches:
 //! selecting the next pc with a conditional move makes every fetch wait for
 //! the comparison and measured twice as slow. (A walk of binary-tree filters
 //! over a separate node table, without the dispatcher, was measured too:
@@ -156,6 +161,9 @@ pub struct Interp {
     ops: Box<[Op]>,
     /// Exit tests of the compare chains ([`Op::Chain`]).
     chains: Chains,
+    /// The values of the `ret #k` that jumps go to; a jump to one goes past
+    /// the ops (see [`compile::route_returns`]).
+    rets: Box<[u32]>,
     /// The instructions as validated (`Program::insns()`), for tracing.
     insns: Box<[Insn]>,
     mode: Mode,
@@ -214,9 +222,10 @@ impl Interp {
     /// keeps after `seccomp_check_filter()`'s rewrites).
     pub fn new(program: &Program) -> Self {
         let insns = program.insns();
-        let (ops, chains) = compile::compile(insns);
+        let (mut ops, mut chains) = compile::compile(insns);
+        let rets = compile::route_returns(&mut ops, &mut chains);
         let uses_mem = ops.iter().any(|op| matches!(op, Op::St(_) | Op::Stx(_)));
-        Interp { ops, chains, insns: insns.into(), mode: program.mode(), uses_mem }
+        Interp { ops, chains, rets, insns: insns.into(), mode: program.mode(), uses_mem }
     }
 
     /// The mode the program was validated for.
@@ -318,10 +327,13 @@ impl Interp {
         let mut pc: usize = 0;
         // Every iteration moves pc strictly forward (validated jumps are
         // forward and in range, the last instruction is a ret), so the loop
-        // ends within `ops.len()` iterations. A pc outside `ops` cannot
-        // happen; it would end the run with 0.
+        // ends within `ops.len()` iterations. A pc past the ops is a jump to
+        // a `ret #k` (compile::route_returns); any other (impossible) pc
+        // ends the run with 0.
         loop {
-            let Some(op) = ops.get(pc) else { return 0 };
+            let Some(op) = ops.get(pc) else {
+                return self.rets.get(pc.wrapping_sub(ops.len())).copied().unwrap_or(0);
+            };
             pc += 1;
             match *op {
                 Op::LdImm(k) => a = k,
@@ -383,18 +395,17 @@ impl Interp {
                 Op::JmpX { op, jt, jf } => {
                     pc = usize::from(if op.eval(a, x) { jt } else { jf });
                 }
-                Op::Chain { from, to, then } => {
-                    pc = match chains.exit(a, usize::from(from), usize::from(to)) {
-                        Some(target) => usize::from(target),
-                        None => usize::from(then),
-                    };
+                Op::Chain { from } => pc = usize::from(chains.short(a, usize::from(from))),
+                Op::LongChain { from, to } => {
+                    pc = usize::from(chains.first_exit(a, usize::from(from), usize::from(to)))
                 }
-                Op::LdChain { k, from, to, then } => {
+                Op::LdChain { k, from } => {
                     a = ctx.seccomp_word(u32::from(k));
-                    pc = match chains.exit(a, usize::from(from), usize::from(to)) {
-                        Some(target) => usize::from(target),
-                        None => usize::from(then),
-                    };
+                    pc = usize::from(chains.short(a, usize::from(from)));
+                }
+                Op::LdLongChain { k, from, to } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    pc = usize::from(chains.first_exit(a, usize::from(from), usize::from(to)));
                 }
                 Op::Test { index, then } => {
                     pc = match chains.single(a, usize::from(index)) {
