@@ -25,29 +25,50 @@
 //!   so `r6` is always the context pointer where it is used and `r6 = r1`
 //!   itself has nothing left to do at run time.
 //!
+//! Every value a register of the subset can hold is below 2^32 (loads
+//! and `MOV32 K` are 32-bit, ALU32 zero-extends, `MOV64 X` copies such a
+//! value), so each compare of r0 with a constant (`if r0 <op> K`, or
+//! `w2 = K; if r0 <op> r2`) is a test on a `u32`.
+//!
 //! Superinstructions execute every covered instruction's semantics in
-//! program order: `if r0 == K` stretches of two or more (and `w2 = K; if
-//! r0 == r2` elements) as one table scan, a context load fused with the
-//! compare, `w2 = K; if r0 <op> r2` or `==` stretch after it, `w2 = K; if
-//! r0 <op> r2`, `w0 = K; exit` and the converter's prologue. A program that
-//! opens with the prologue starts at the instruction after it: its effects
-//! (A = X = 0, `r6` = context) are the executor's initial state.
+//! program order. The main one is the compare chain (ported from the
+//! classic interpreter's, `cbpf::interp`): from a compare, follow the side
+//! that reaches another compare (directly, past `ja`s, or, when r0 is known
+//! to hold context word k, through a reload of word k, which changes
+//! nothing: libseccomp's rule ladders); every other outcome becomes an exit
+//! test `(x & mask) - lo <= span`, a uniform form for every condition. A
+//! run scans the tests in blocks, all of a block at once with vector
+//! operations and one branch per block (the tests have no side effects, so
+//! evaluating a few past the first hit changes nothing), and goes where the
+//! first hit in program order leaves to: a whole ladder or `==` stretch in
+//! one dispatch. Chains are entered at every compare they run through (or,
+//! for ladders, at every load of the word), so jumps into their middle
+//! behave as before. The side followed is the fall-through, except where it
+//! is a detour that rejoins the taken side (the converter's `jge` pairs);
+//! tree nodes (both sides go on to compares) and chains of a single
+//! compare keep their plain ops, which cost less than a scan when the
+//! chain is left at its first test. Besides chains: a context load fused
+//! with the compare after it (`w2 = K; if r0 <op> r2` or `if r0 <op> K`),
+//! `w2 = K; if r0 <op> r2`, `w0 = K; exit` and the converter's prologue. A
+//! program that opens with the prologue starts at the instruction after it:
+//! its effects (A = X = 0, `r6` = context) are the executor's initial
+//! state.
 //!
 //! Fixed cost per run is kept small: the dispatch loop is a function of
 //! its own (chosen at load, with or without a local stack array depending
 //! on whether the program touches the stack) returning `(r0, executed)` in
-//! registers. (A mixed-condition variant of the `==` scan for `jgt`/`jge`
-//! trees was measured and dropped: tree paths fall through only a few
-//! compares before jumping, and the scan's setup cost more than the
-//! dispatches it saved.) One write is elided: the `w2 = K` of a fused `==`
-//! element, and only where a load-time liveness pass proves `r2` dead at
-//! both successors of the compare (converted code always rewrites TMP
-//! before reading it): a dead register's value cannot reach `r0`, the only
+//! registers, and each chain entry keeps its first four tests and their
+//! exits in one record (one bounds check, one vector compare). Taken jumps
+//! stay real branches. One write is elided: the `w2 = K` of a compare in a
+//! chain, and only where a load-time liveness pass proves `r2` dead at both
+//! successors of the compare (converted code always rewrites TMP before
+//! reading it): a dead register's value cannot reach `r0`, the only
 //! register a run returns.
 //!
 //! Executed-instruction counts stay exact (`Vm::executed`): with forward
 //! jumps only, a run executes `exit_pc + 1` minus the instructions every
-//! taken jump skipped over.
+//! taken jump skipped over; each chain exit carries the count skipped from
+//! the start of its chain, and each entry the count up to itself.
 
 use crate::insn::{Insn, Pc};
 use crate::interp::ExecError;
@@ -102,10 +123,11 @@ enum Kind {
     Exit,
     /// `w0 = imm; exit`.
     RetImm,
-    /// `==` stretch on r0: entries `target..imm` of the eq table.
-    EqChain,
-    /// `w0 = ctx word aux`, then an `==` stretch (entries `target..imm`).
-    LoadEqChain,
+    /// A compare chain on r0 ([`Chains`]) from entry `target` (an
+    /// [`EntryBlock`]; while compiling: test `target`, skip count `imm`).
+    Chain,
+    /// `w0 = ctx word aux`, then the chain of entry `target` (a ladder entry).
+    LdChain,
     /// `w0 = ctx word aux; w2 = imm; if r0 <cond> r2 goto target`.
     LdMovJeq,
     LdMovJne,
@@ -146,19 +168,415 @@ struct SOp {
     imm: u64,
 }
 
-/// `if r0 == value goto target` at `jump_pc`.
-#[derive(Debug, Clone, Copy)]
-struct EqEntry {
-    value: u64,
-    jump_pc: u32,
+/// Tests per block of [`Chains::first_exit`]: one branch per block.
+const BLOCK: usize = 8;
+
+/// Tests in the first block of a scan (one 4-lane vector): short chains
+/// and tree nodes mostly end in it.
+const FIRST_BLOCK: usize = 4;
+
+/// Chain entries with fewer tests left than this (one real compare and the
+/// final test) keep their per-instruction ops: cheaper than a block scan.
+/// So do entries at a tree node (a compare whose both sides go on to
+/// compares, not a detour): a tree walk leaves most chains at their first
+/// test, where the scan's fixed cost is more than a plain compare's
+/// (measured: `allow306_opt2` 15% slower with them).
+const MIN_CHAIN: usize = 3;
+
+/// An exit test of a compare chain: the chain is left iff
+/// `(x & mask) - lo <= span` (wrapping `u32` arithmetic) for the value `x`
+/// of r0. Every outcome of a compare of r0 with a constant has this form
+/// ([`exit_test`]), so one block scan runs a chain of mixed conditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ExitTest {
+    mask: u32,
+    lo: u32,
+    span: u32,
+}
+
+impl ExitTest {
+    /// Hit by every value: a chain's last test, where it ends anyway.
+    const ALWAYS: ExitTest = ExitTest { mask: 0, lo: 0, span: 0 };
+
+    #[cfg(test)]
+    fn hits(self, x: u32) -> bool {
+        (x & self.mask).wrapping_sub(self.lo) <= self.span
+    }
+}
+
+/// The exit test equivalent to "`x <cond> v` is `outcome`" (the 64-bit
+/// compare of the jump, `v` the sign-extended `imm` or a zero-extended
+/// `w2 = K`) for every `x` below 2^32, the only values a register of the
+/// subset can hold (module docs); `None` when it never happens.
+fn exit_test(cond: u8, v: u64, outcome: bool) -> Option<ExitTest> {
+    const ALL: u32 = u32::MAX;
+    let Ok(k) = u32::try_from(v) else {
+        // v >= 2^32 > x: only the low half matters to `&`; every other
+        // compare has a fixed answer.
+        return match cond {
+            SET => exit_test(SET, v & u64::from(ALL), outcome),
+            EQ | GT | GE => (!outcome).then_some(ExitTest::ALWAYS),
+            _ => outcome.then_some(ExitTest::ALWAYS),
+        };
+    };
+    let t = |mask, lo, span| Some(ExitTest { mask, lo, span });
+    // `!=`, `<`, `<=` are the negations of `==`, `>=`, `>`.
+    let (cond, outcome) = match cond {
+        NE => (EQ, !outcome),
+        LT => (GE, !outcome),
+        LE => (GT, !outcome),
+        c => (c, outcome),
+    };
+    match (cond, outcome) {
+        // x == k: the one value k; x != k: the ALL values from k + 1 round to k - 1.
+        (EQ, true) => t(ALL, k, 0),
+        (EQ, false) => t(ALL, k.wrapping_add(1), ALL - 1),
+        // x > k: k + 1 ..= ALL; x <= k: 0 ..= k.
+        (GT, true) => (k != ALL).then(|| ExitTest { mask: ALL, lo: k + 1, span: ALL - k - 1 }),
+        (GT, false) => t(ALL, 0, k),
+        // x >= k: k ..= ALL; x < k: 0 ..= k - 1.
+        (GE, true) => t(ALL, k, ALL - k),
+        (GE, false) => (k != 0).then(|| ExitTest { mask: ALL, lo: 0, span: k - 1 }),
+        // x & k != 0: (x & k) in 1 ..= ALL; x & k == 0: (x & k) == 0.
+        (_, true) => (k != 0).then_some(ExitTest { mask: k, lo: 1, span: ALL - 1 }),
+        (_, false) => t(k, 0, 0),
+    }
+}
+
+/// Where a chain is left at one of its tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ChainExit {
+    /// The pc execution goes on at (past any `ja`).
     target: u32,
+    /// Instructions jumped over from the start of the chain's walk to
+    /// `target`; an entry's op holds the count up to the entry, so a run
+    /// adds the difference to its skip count (module docs).
+    skip: u32,
+}
+
+/// The exit tests of every compare chain, as parallel arrays (struct of
+/// arrays, so that a block of tests is a few vector operations), and where
+/// each one leaves to. Every chain ends with a test that always hits, and
+/// `BLOCK - 1` such tests pad the arrays, so a block read at any chain
+/// position stays inside them and a scan always ends at a hit.
+///
+/// `lo` and `span` are stored with their top bit flipped, which turns the
+/// unsigned `d <= span` into the signed compare vector units have:
+/// `(x & mask) - (lo ^ 2^31)` is `d ^ 2^31`, and flipping the top bit of
+/// both sides maps unsigned order onto signed order.
+#[derive(Debug, Clone, Default)]
+struct Chains {
+    mask: Box<[u32]>,
+    lo_flipped: Box<[u32]>,
+    span_flipped: Box<[i32]>,
+    exits: Box<[ChainExit]>,
+}
+
+/// The top bit of a `u32`, flipped in [`Chains::lo_flipped`] and
+/// [`Chains::span_flipped`].
+const TOP: u32 = 1 << 31;
+
+impl Chains {
+    /// The three arrays' tests `at..at + N`; `None` past the arrays (never
+    /// at a chain position: padding).
+    #[inline(always)]
+    #[allow(clippy::type_complexity)]
+    fn block<const N: usize>(&self, at: usize) -> Option<(&[u32; N], &[u32; N], &[i32; N])> {
+        let end = at.checked_add(N)?;
+        let m = self.mask.get(at..end)?.try_into().ok()?;
+        let l = self.lo_flipped.get(at..end)?.try_into().ok()?;
+        let s = self.span_flipped.get(at..end)?.try_into().ok()?;
+        Some((m, l, s))
+    }
+
+    /// Byte `j` (little-endian) 0xff iff `x` hits test `at + j` (`j < N`,
+    /// N = 4 or 8), else 0. (Bytes, not bits: this form compiles to a few
+    /// vector operations.)
+    #[inline(always)]
+    fn hits<const N: usize>(&self, x: u32, at: usize) -> Option<u64> {
+        let (m, l, s) = self.block::<N>(at)?;
+        let mut hit = [0u8; 8];
+        for (j, h) in hit.iter_mut().enumerate().take(N) {
+            // j < N, the length of the three arrays.
+            #[allow(clippy::indexing_slicing)]
+            {
+                *h = 0u8.wrapping_sub(u8::from((x & m[j]).wrapping_sub(l[j]) as i32 <= s[j]));
+            }
+        }
+        Some(u64::from_le_bytes(hit))
+    }
+
+    /// Whether `x` hits any of tests `at..at + BLOCK`.
+    #[inline(always)]
+    fn any_hit(&self, x: u32, at: usize) -> Option<bool> {
+        let (m, l, s) = self.block::<BLOCK>(at)?;
+        let mut hit = false;
+        for j in 0..BLOCK {
+            // j < BLOCK, the length of the three arrays.
+            #[allow(clippy::indexing_slicing)]
+            {
+                hit |= (x & m[j]).wrapping_sub(l[j]) as i32 <= s[j];
+            }
+        }
+        Some(hit)
+    }
+
+    /// The exit of the first test from `at` on that `x` hits: blocks of
+    /// [`BLOCK`] tests, each checked at once, then the first hit of the
+    /// block with one. Not inlined: a long scan costs far more than the
+    /// call.
+    #[inline(never)]
+    fn first_exit_after(&self, x: u32, mut at: usize) -> Option<ChainExit> {
+        while !self.any_hit(x, at)? {
+            at += BLOCK;
+        }
+        let hits = self.hits::<BLOCK>(x, at)?;
+        self.exits.get(at + (hits.trailing_zeros() / 8) as usize).copied()
+    }
+}
+
+/// A chain entry: the first [`FIRST_BLOCK`] tests of the chain from the
+/// entry, and their exits, in one place (one bounds check, one vector,
+/// nearby cache lines); the rest of the chain is scanned in [`Chains`].
+#[derive(Debug, Clone, Copy)]
+struct EntryBlock {
+    mask: [u32; FIRST_BLOCK],
+    lo_flipped: [u32; FIRST_BLOCK],
+    span_flipped: [i32; FIRST_BLOCK],
+    exits: [ChainExit; FIRST_BLOCK],
+    /// Index of the first test in [`Chains`].
+    from: u32,
+    /// The skip count at the entry (see [`ChainExit::skip`]).
+    skip_base: u32,
+}
+
+impl EntryBlock {
+    /// Copies tests `from..from + FIRST_BLOCK` of `chains` (past the end
+    /// of the entry's chain: other chains' tests or padding, never reached
+    /// because the chain's last test always hits).
+    fn new(chains: &Chains, from: usize, skip_base: u32) -> Option<Self> {
+        let (mask, lo_flipped, span_flipped) = chains.block::<FIRST_BLOCK>(from)?;
+        Some(EntryBlock {
+            mask: *mask,
+            lo_flipped: *lo_flipped,
+            span_flipped: *span_flipped,
+            exits: chains.exits.get(from..from + FIRST_BLOCK)?.try_into().ok()?,
+            from: u32::try_from(from).ok()?,
+            skip_base,
+        })
+    }
+
+    /// The exit of the first test of the chain that `x` hits.
+    ///
+    /// Tests are evaluated a block at a time, all of a block at once (they
+    /// have no side effects, so evaluating a few past the first hit changes
+    /// nothing), with one branch per block; the lowest hit of the first
+    /// block with a hit is the first hit in program order. The first block
+    /// is this one, inline: most chain runs end in it.
+    #[inline(always)]
+    fn first_exit(&self, x: u32, chains: &Chains) -> Option<ChainExit> {
+        let mut hit = [0u8; 8];
+        for (j, h) in hit.iter_mut().enumerate().take(FIRST_BLOCK) {
+            // j < FIRST_BLOCK, the length of the arrays.
+            #[allow(clippy::indexing_slicing)]
+            {
+                *h = 0u8.wrapping_sub(u8::from(
+                    (x & self.mask[j]).wrapping_sub(self.lo_flipped[j]) as i32 <= self.span_flipped[j],
+                ));
+            }
+        }
+        let hits = u64::from_le_bytes(hit);
+        if hits != 0 {
+            // A hit byte is one of the first FIRST_BLOCK (a power of two).
+            #[allow(clippy::indexing_slicing)]
+            return Some(self.exits[(hits.trailing_zeros() / 8) as usize & (FIRST_BLOCK - 1)]);
+        }
+        chains.first_exit_after(x, self.from as usize + FIRST_BLOCK)
+    }
+}
+
+/// A compare of r0 with a constant: `if r0 <cond> K goto target` at
+/// `jump_pc`, or `w2 = K; if r0 <cond> r2 goto target` with r2 dead at both
+/// successors (the `w2 = K` write is then elided: a dead register's value
+/// cannot reach r0, the only register a run returns).
+#[derive(Debug, Clone, Copy)]
+struct Cmp {
+    jump_pc: usize,
+    cond: u8,
+    value: u64,
+    target: usize,
+}
+
+/// The load-time facts chain building looks at.
+struct Shapes<'a> {
+    base: &'a [SOp],
+    live_in: &'a [u8],
+}
+
+impl Shapes<'_> {
+    fn live(&self, pc: usize) -> u8 {
+        self.live_in.get(pc).copied().unwrap_or(0)
+    }
+
+    /// The compare starting at `pc`, if one does.
+    fn cmp(&self, pc: usize) -> Option<Cmp> {
+        let o = self.base.get(pc)?;
+        if matches!(o.kind, Kind::JeqK | Kind::JneK | Kind::JgtK | Kind::JgeK | Kind::JltK | Kind::JleK | Kind::JsetK) {
+            return Some(Cmp { jump_pc: pc, cond: o.aux, value: o.imm, target: o.target as usize });
+        }
+        let j = self.base.get(pc + 1)?;
+        let tmp_dead = self.live(j.target as usize) & bit(RT) == 0 && self.live(pc + 2) & bit(RT) == 0;
+        (o.kind == Kind::MovK && o.dst == RT && j.kind == Kind::Jcc && j.dst == RA && j.src == RT && tmp_dead)
+            .then_some(Cmp { jump_pc: pc + 1, cond: j.aux, value: o.imm, target: j.target as usize })
+    }
+
+    /// Where execution goes on from `pc`: past every `ja` there, with the
+    /// instructions those jump over.
+    fn resolve(&self, mut pc: usize) -> (usize, u32) {
+        let mut skip = 0u32;
+        while let Some(o) = self.base.get(pc).filter(|o| o.kind == Kind::Ja) {
+            let target = o.target as usize;
+            skip = skip.wrapping_add((target - pc - 1) as u32);
+            pc = target;
+        }
+        (pc, skip)
+    }
+
+    /// The compare execution reaches from `pc` with r0 unchanged: at `pc`
+    /// itself, or (when r0 is known to hold context word `word`) right
+    /// after a reload of that word at `pc`, which changes nothing.
+    fn next_cmp(&self, pc: usize, word: Option<u8>) -> Option<usize> {
+        if self.cmp(pc).is_some() {
+            return Some(pc);
+        }
+        let o = self.base.get(pc)?;
+        (word.is_some() && o.kind == Kind::LdCtx && o.dst == RA && Some(o.aux) == word && self.cmp(pc + 1).is_some())
+            .then_some(pc + 1)
+    }
+
+    /// Whether the compare at `pc` goes on to `join` on at least one side:
+    /// a detour that rejoins (the converter's `jge #k, jt, jf` pairs).
+    fn rejoins(&self, pc: usize, join: usize) -> bool {
+        self.cmp(pc).is_some_and(|c| self.resolve(c.target).0 == join || self.resolve(c.jump_pc + 1).0 == join)
+    }
+}
+
+#[derive(Default)]
+struct ChainBuilder {
+    mask: Vec<u32>,
+    lo_flipped: Vec<u32>,
+    span_flipped: Vec<i32>,
+    exits: Vec<ChainExit>,
+}
+
+impl ChainBuilder {
+    fn len(&self) -> usize {
+        self.exits.len()
+    }
+
+    /// Appends `test` (nothing if it never hits) leaving to `target`.
+    fn push(&mut self, test: Option<ExitTest>, target: usize, skip: u32) {
+        if let Some(test) = test {
+            self.mask.push(test.mask);
+            self.lo_flipped.push(test.lo ^ TOP);
+            self.span_flipped.push((test.span ^ TOP) as i32);
+            self.exits.push(ChainExit { target: target as u32, skip });
+        }
+    }
+
+    /// Builds the chain that starts at `entry` with the compare at `first`:
+    /// follows compares along the side that reaches another compare
+    /// (`next_cmp`, through reloads of `word` if r0 is known to hold that
+    /// context word), each other outcome an exit test, until a compare
+    /// whose sides both leave or a pc another chain of the same kind
+    /// already covers (then the chain leaves to it). Marks the pcs it goes
+    /// through in `covered`. Returns its entries: `(pc, first test, skip
+    /// count at pc)`, each pc where the rest of the chain is what execution
+    /// does from there: every compare for `word == None`, else `entry` and
+    /// every reload.
+    fn walk(
+        &mut self,
+        shapes: &Shapes<'_>,
+        covered: &mut [bool],
+        entry: usize,
+        first: usize,
+        word: Option<u8>,
+    ) -> Vec<(usize, usize, u64, bool)> {
+        let mut entries = vec![(entry, self.len(), 0, false)];
+        for pc in [entry, first] {
+            if let Some(c) = covered.get_mut(pc) {
+                *c = true;
+            }
+        }
+        let (mut at, mut skip) = (first, 0u32);
+        while let Some(c) = shapes.cmp(at) {
+            let (taken, taken_skip) = shapes.resolve(c.target);
+            let taken_skip = skip.wrapping_add(taken_skip).wrapping_add((c.target - c.jump_pc - 1) as u32);
+            let (fall, fall_skip) = shapes.resolve(c.jump_pc + 1);
+            let fall_skip = skip.wrapping_add(fall_skip);
+            let (on_taken, on_fall) = (shapes.next_cmp(taken, word), shapes.next_cmp(fall, word));
+            // Go on along the fall-through (chains, ladders), unless it is
+            // a detour that rejoins the taken side.
+            let detour = on_taken.is_some() && on_fall.is_some_and(|f| shapes.rejoins(f, taken));
+            if let Some(e) = entries.last_mut().filter(|e| e.1 == self.len()) {
+                e.3 = on_taken.is_some() && on_fall.is_some() && !detour;
+            }
+            let (next, land, land_skip) = match (on_fall, on_taken) {
+                (Some(f), _) if !detour => {
+                    self.push(exit_test(c.cond, c.value, true), taken, taken_skip);
+                    (f, fall, fall_skip)
+                }
+                (_, Some(t)) => {
+                    self.push(exit_test(c.cond, c.value, false), fall, fall_skip);
+                    (t, taken, taken_skip)
+                }
+                _ => {
+                    self.push(exit_test(c.cond, c.value, true), taken, taken_skip);
+                    self.push(Some(ExitTest::ALWAYS), fall, fall_skip);
+                    return entries;
+                }
+            };
+            skip = land_skip;
+            if covered.get(land).copied().unwrap_or(true) || covered.get(next).copied().unwrap_or(true) {
+                self.push(Some(ExitTest::ALWAYS), land, skip);
+                return entries;
+            }
+            for pc in [land, next] {
+                if let Some(c) = covered.get_mut(pc) {
+                    *c = true;
+                }
+            }
+            if word.is_none() || land != next {
+                entries.push((land, self.len(), u64::from(skip), false));
+            }
+            at = next;
+        }
+        // Unreachable: walks only go on to compares.
+        self.push(Some(ExitTest::ALWAYS), at, skip);
+        entries
+    }
+
+    /// The finished table, padded (see [`Chains`]).
+    fn finish(mut self) -> Chains {
+        for _ in 1..BLOCK {
+            self.push(Some(ExitTest::ALWAYS), u32::MAX as usize, 0);
+        }
+        Chains {
+            mask: self.mask.into(),
+            lo_flipped: self.lo_flipped.into(),
+            span_flipped: self.span_flipped.into(),
+            exits: self.exits.into(),
+        }
+    }
 }
 
 /// A program compiled for the seccomp executor.
 #[derive(Debug, Clone)]
 pub(crate) struct SeccompProg {
     ops: Box<[SOp]>,
-    eq: Box<[EqEntry]>,
+    /// Chain entries ([`Kind::Chain`], [`Kind::LdChain`]), by `SOp::target`.
+    entries: Box<[EntryBlock]>,
+    chains: Chains,
     /// `run_with` for this program's stack use, chosen at load.
     runner: fn(&SeccompProg, &[u8; 64]) -> (u64, u64),
     /// First pc to dispatch: 3 when the program opens with the converter's
@@ -338,65 +756,49 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
         }
         *live_in.get_mut(pc)? = p.uses | (out & !p.defs);
     }
-    let live = |pc: usize| live_in.get(pc).copied().unwrap_or(0);
     let base: Vec<SOp> = plains.iter().map(|p| p.op).collect();
     let mut ops = base.clone();
-    let mut eq: Vec<EqEntry> = Vec::new();
-
-    // `==` elements on r0: `if r0 == K goto t`, or `w2 = K; if r0 == r2 goto
-    // t` where r2 is dead at t and after the compare (its write elided).
-    let element = |pc: usize| -> Option<(EqEntry, usize)> {
-        let o = base.get(pc)?;
-        if o.kind == Kind::JeqK {
-            return Some((EqEntry { value: o.imm, jump_pc: pc as u32, target: o.target }, pc + 1));
-        }
-        let j = base.get(pc + 1)?;
-        let tmp_dead = live(j.target as usize) & bit(RT) == 0 && live(pc + 2) & bit(RT) == 0;
-        (o.kind == Kind::MovK
-            && o.dst == RT
-            && j.kind == Kind::Jcc
-            && j.aux == EQ
-            && j.dst == RA
-            && j.src == RT
-            && tmp_dead)
-            .then(|| (EqEntry { value: o.imm, jump_pc: pc as u32 + 1, target: j.target }, pc + 2))
-    };
-    let mut pc = 0;
-    while pc < n {
-        let mut heads = Vec::new();
-        let mut at = pc;
-        let first = eq.len();
-        while let Some((e, next)) = element(at) {
-            heads.push(at);
-            eq.push(e);
-            at = next;
-        }
-        if heads.is_empty() {
-            pc += 1;
+    let shapes = Shapes { base: &base, live_in: &live_in };
+    let mut built = ChainBuilder::default();
+    // Chains on an unknown r0, entered at each compare they run through.
+    let mut covered = vec![false; n + 1];
+    for pc in 0..n {
+        if covered.get(pc).copied().unwrap_or(true) || shapes.cmp(pc).is_none() {
             continue;
         }
-        let end = eq.len() as u64;
-        for (k, &h) in heads.iter().enumerate() {
-            // The last element alone stays a plain compare (`JeqK`, or
-            // `MovJeq` after the pass below): cheaper than a one-entry scan.
-            let last = heads.len() - k == 1;
-            if let (Some(o), false) = (ops.get_mut(h), last) {
-                *o = SOp { kind: Kind::EqChain, dst: RA, src: RK, aux: 0, target: (first + k) as u32, imm: end };
+        for (at, from, skip_base, tree) in built.walk(&shapes, &mut covered, pc, pc, None) {
+            if built.len() - from >= MIN_CHAIN && !tree {
+                if let Some(o) = ops.get_mut(at) {
+                    *o = SOp { kind: Kind::Chain, dst: RA, src: RK, aux: 0, target: from as u32, imm: skip_base };
+                }
             }
         }
-        // A context load into r0 right before a stretch of two or more (a
-        // single compare fuses with its load in the pass below).
-        if let Some(l) = pc
-            .checked_sub(1)
-            .filter(|_| heads.len() >= 2)
-            .and_then(|p| base.get(p))
-            .filter(|l| l.kind == Kind::LdCtx && l.dst == RA)
+    }
+    // Ladders: chains on a context word, entered at each load of it.
+    let mut covered = vec![false; n + 1];
+    for pc in 0..n {
+        let Some(&l) = base.get(pc) else { continue };
+        if covered.get(pc).copied().unwrap_or(true)
+            || l.kind != Kind::LdCtx
+            || l.dst != RA
+            || shapes.cmp(pc + 1).is_none()
         {
-            if let Some(o) = ops.get_mut(pc - 1) {
-                *o = SOp { kind: Kind::LoadEqChain, dst: RA, src: RK, aux: l.aux, target: first as u32, imm: end };
+            continue;
+        }
+        for (at, from, skip_base, tree) in built.walk(&shapes, &mut covered, pc, pc + 1, Some(l.aux)) {
+            if built.len() - from >= MIN_CHAIN && !tree {
+                if let (Some(o), Some(load)) = (ops.get_mut(at), base.get(at)) {
+                    *o = SOp {
+                        kind: Kind::LdChain,
+                        dst: RA,
+                        src: RK,
+                        aux: load.aux,
+                        target: from as u32,
+                        imm: skip_base,
+                    };
+                }
             }
         }
-        pc = at;
     }
     for pc in 0..n {
         let (Some(&o), Some(&next)) = (base.get(pc), base.get(pc + 1)) else { continue };
@@ -462,7 +864,13 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
     let has_stack = ops.iter().any(|o| matches!(o.kind, Kind::LdStack | Kind::StStack));
     let start = if ops.first().is_some_and(|o| o.kind == Kind::Prologue) { 3 } else { 0 };
     let runner = if has_stack { SeccompProg::run_with::<16> } else { SeccompProg::run_with::<0> };
-    Some(SeccompProg { ops: ops.into_boxed_slice(), eq: eq.into_boxed_slice(), start, runner })
+    let chains = built.finish();
+    let mut entries = Vec::new();
+    for o in ops.iter_mut().filter(|o| matches!(o.kind, Kind::Chain | Kind::LdChain)) {
+        entries.push(EntryBlock::new(&chains, o.target as usize, o.imm as u32)?);
+        o.target = (entries.len() - 1) as u32;
+    }
+    Some(SeccompProg { ops: ops.into_boxed_slice(), entries: entries.into_boxed_slice(), chains, start, runner })
 }
 
 /// ALU32 `op` (`code & 0xf0`) on the low halves, zero-extended. Division
@@ -517,7 +925,7 @@ impl SeccompProg {
     /// subset of opcodes a converted seccomp filter contains.
     ///
     /// # Deviations
-    /// The dead `w2 = K` writes of fused `==` elements are not performed
+    /// The dead `w2 = K` writes of compares in chains are not performed
     /// (module docs); the stack is a fresh local (reads of unwritten slots
     /// are refused at load, so its contents are never observed), and a
     /// program without stack accesses runs without one.
@@ -540,7 +948,8 @@ impl SeccompProg {
     #[inline(never)]
     fn run_with<const SLOTS: usize>(&self, data: &[u8; 64]) -> (u64, u64) {
         let ops = &self.ops[..];
-        let eqs = &self.eq[..];
+        let chains = &self.chains;
+        let entries = &self.entries[..];
         let (mut a, mut t, mut x) = (0u64, 0u64, 0u64);
         let mut stack = [0u32; SLOTS];
         let mut pc = self.start as usize;
@@ -589,21 +998,24 @@ impl SeccompProg {
                 return (a, ($at as usize + 1).wrapping_sub(skipped) as u64)
             };
         }
-        // `==` stretch over entries first..end on r0; falls through to the
-        // instruction after the last element.
-        macro_rules! eq_chain {
-            ($first:expr, $end:expr) => {{
-                let (first, end) = ($first as usize, $end as usize);
-                let Some(stretch) = eqs.get(first..end) else {
-                    // Unreachable: every stretch lies in the table (load).
+        // The chain of entry `$entry`: goes on where its first hit leaves to.
+        macro_rules! chain {
+            ($entry:expr) => {{
+                let Some(exit) = entries.get($entry as usize).and_then(|e| {
+                    skipped = skipped.wrapping_sub(e.skip_base as usize);
+                    e.first_exit(a as u32, chains)
+                }) else {
+                    // Unreachable: every chain ends with a test that always hits.
                     return (pc as u64, 0);
                 };
-                // (`find`, not a `for` loop: `jump!` continues the outer loop.)
-                if let Some(e) = stretch.iter().find(|e| e.value == a) {
-                    pc = e.jump_pc as usize;
-                    jump!(e.target)
+                skipped = skipped.wrapping_add(exit.skip as usize);
+                pc = exit.target as usize;
+                // Chains mostly leave to `w0 = K; exit`: run it here rather
+                // than through the dispatcher.
+                if let Some(ret) = ops.get(pc).filter(|o| o.kind == Kind::RetImm) {
+                    a = ret.imm;
+                    exit!(pc + 1)
                 }
-                pc = stretch.last().map_or(pc, |e| e.jump_pc as usize) + 1;
                 continue;
             }};
         }
@@ -694,11 +1106,10 @@ impl SeccompProg {
                     pc += 2;
                     jcc!(a, t, op.target, |l, r| l & r != 0)
                 }
-                Kind::EqChain => eq_chain!(op.target, op.imm),
-                Kind::LoadEqChain => {
+                Kind::Chain => chain!(op.target),
+                Kind::LdChain => {
                     a = word(data, op.aux);
-                    pc += 1;
-                    eq_chain!(op.target, op.imm)
+                    chain!(op.target)
                 }
                 Kind::LdJeq => {
                     a = word(data, op.aux);
@@ -779,9 +1190,186 @@ impl SeccompProg {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Helpers, LoadOptions, Program, Vm};
 
     #[test]
     fn sop_is_sixteen_bytes() {
         assert_eq!(std::mem::size_of::<SOp>(), 16);
+    }
+
+    #[test]
+    fn exit_tests_match_the_compares() {
+        let xs = [0u32, 1, 2, 0x3f, 0x40, 0x7fff_ffff, 0x8000_0000, 0x8000_0001, 0xffff_fffe, 0xffff_ffff];
+        // Zero-extended `w2 = K` values and sign-extended `imm`s (>= 2^32).
+        let mut vs: Vec<u64> = xs.iter().map(|&x| u64::from(x)).collect();
+        vs.extend([0xffff_ffff_8000_0000, 0xffff_ffff_ffff_ffff, 0xffff_ffff_ffff_fffe, 0xffff_ffff_8000_0040]);
+        let mut failures = Vec::new();
+        for cond in [EQ, NE, GT, GE, LT, LE, SET] {
+            for &v in &vs {
+                for outcome in [true, false] {
+                    let t = exit_test(cond, v, outcome);
+                    for &x in &xs {
+                        let want = test(cond, u64::from(x), v) == outcome;
+                        let got = t.is_some_and(|t| t.hits(x));
+                        // The flipped storage of the scan agrees with the plain test.
+                        let mut built = ChainBuilder::default();
+                        built.push(t, 1, 0);
+                        built.push(Some(ExitTest::ALWAYS), 2, 0);
+                        let scanned = built.finish().first_exit_after(x, 0).map(|e| e.target == 1);
+                        if got != want || scanned != Some(want) {
+                            failures
+                                .push(format!("cond {cond} v {v:#x} outcome {outcome} x {x:#x}: {got} {scanned:?}"));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+
+    fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+        Insn::new(code, dst, src, off, imm)
+    }
+
+    /// The converter's prologue, then X = ctx word 1 (the "enter in the
+    /// middle" flag), A = ctx word 0, and `if X != 0 goto entry` (`entry`
+    /// is an index into the body).
+    fn head(entry: usize, body: &[Insn]) -> Vec<Insn> {
+        let mut p = vec![
+            i(0xac, 0, 0, 0, 0),
+            i(0xac, 7, 7, 0, 0),
+            i(0xbf, 6, 1, 0, 0),
+            i(0x61, 7, 6, 4, 0),
+            i(0x61, 0, 6, 0, 0),
+            i(0x55, 7, 0, entry as i16, 0),
+        ];
+        p.extend_from_slice(body);
+        p
+    }
+
+    fn data(word0: u32, word1: u32) -> [u8; 64] {
+        let mut d = [0u8; 64];
+        d[0..4].copy_from_slice(&word0.to_le_bytes());
+        d[4..8].copy_from_slice(&word1.to_le_bytes());
+        d
+    }
+
+    /// Runs `p` on every `(word0, word1)` on the executor and on the general
+    /// interpreter; describes each difference in result or executed count.
+    fn differences(name: &str, p: &[Insn], words: &[(u32, u32)]) -> Vec<String> {
+        let plain = LoadOptions { no_superinstructions: true, ..LoadOptions::default() };
+        let fast = Program::load(p, &LoadOptions::default(), &Helpers::new()).unwrap();
+        let slow = Program::load(p, &plain, &Helpers::new()).unwrap();
+        assert!(fast.has_seccomp_executor(), "{name}: not on the executor");
+        let (mut vf, mut vs) = (Vm::new(), Vm::new());
+        let mut out = Vec::new();
+        for &(w0, w1) in words {
+            let d = data(w0, w1);
+            let (rf, rs) = (vf.run_seccomp(&fast, &d), vs.run_seccomp(&slow, &d));
+            if rf != rs || vf.executed() != vs.executed() {
+                out.push(format!(
+                    "{name} word0 {w0:#x} word1 {w1}: executor {rf:?} ({} steps), general {rs:?} ({} steps)",
+                    vf.executed(),
+                    vs.executed()
+                ));
+            }
+        }
+        out
+    }
+
+    fn count(p: &[Insn], kind: Kind) -> usize {
+        compile(p).unwrap().ops.iter().filter(|o| o.kind == kind).count()
+    }
+
+    /// Values around each constant, and a few others.
+    fn words(consts: &[u32]) -> Vec<(u32, u32)> {
+        let mut w: Vec<u32> = consts.iter().flat_map(|&k| [k.wrapping_sub(1), k, k.wrapping_add(1)]).collect();
+        w.extend([0, 7, 0x7fff_ffff, 0x8000_0000, u32::MAX]);
+        w.iter().flat_map(|&v| [(v, 0), (v, 1)]).collect()
+    }
+
+    /// `==` chains of 1 to 20 compares (`if r0 == K` and, every third,
+    /// `w2 = K; if r0 == r2` with K >= 2^31; every fifth jumping through a
+    /// `ja`), entered at the top and, through the `if X != 0` jump, at
+    /// every compare: hits in each position of the first and later blocks,
+    /// and misses, with the general interpreter's results and step counts.
+    #[test]
+    fn compare_chains_match_the_general_interpreter_from_every_entry() {
+        let mut failures = Vec::new();
+        for n in 1..=20usize {
+            let big = |k: usize| k % 3 == 2;
+            let value = |k: usize| if big(k) { 0x8000_0000 | k as u32 } else { 100 + k as u32 };
+            // Body: the chain, `w0 = 0; exit`, then per element `ja +0`
+            // (every fifth is jumped to) and `w0 = k + 1; exit`.
+            let starts: Vec<usize> =
+                (0..n).scan(0, |at, k| Some(std::mem::replace(at, *at + 1 + usize::from(big(k))))).collect();
+            let chain_len = starts.last().map_or(0, |&s| s + 1 + usize::from(big(n - 1)));
+            let ret = |k: usize| chain_len + 2 + 3 * k;
+            let mut body = Vec::new();
+            for (k, &start) in starts.iter().enumerate() {
+                let jump_pc = start + usize::from(big(k));
+                let to = if k % 5 == 4 { ret(k) } else { ret(k) + 1 };
+                let off = (to - jump_pc - 1) as i16;
+                if big(k) {
+                    body.push(i(0xb4, 2, 0, 0, value(k) as i32));
+                    body.push(i(0x1d, 0, 2, off, 0));
+                } else {
+                    body.push(i(0x15, 0, 0, off, value(k) as i32));
+                }
+            }
+            body.extend([i(0xb4, 0, 0, 0, 0), i(0x95, 0, 0, 0, 0)]);
+            for k in 0..n {
+                body.extend([i(0x05, 0, 0, 0, 0), i(0xb4, 0, 0, 0, k as i32 + 1), i(0x95, 0, 0, 0, 0)]);
+            }
+            let consts: Vec<u32> = (0..n).map(value).collect();
+            for (entry, &start) in starts.iter().enumerate() {
+                let p = head(start, &body);
+                if n >= 2 && count(&p, Kind::Chain) == 0 {
+                    failures.push(format!("n {n}: no chain op"));
+                }
+                failures.extend(differences(&format!("n {n} entry {entry}"), &p, &words(&consts)));
+            }
+        }
+        assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    }
+
+    /// libseccomp-style ladders of 1 to 20 rungs on ctx word 0, each
+    /// `r0 = word 0; <compare>; w0 = k + 1; exit` with the compare going on
+    /// to the next rung: `if r0 != K`, `w2 = K; if r0 != r2` (K >= 2^31)
+    /// or `if r0 < K` (so an earlier rung can catch a later one's values:
+    /// the first hit in program order must win); entered at the first
+    /// load and, through the `if X != 0` jump, at every rung's load.
+    #[test]
+    fn ladders_match_the_general_interpreter_from_every_reload() {
+        let mut failures = Vec::new();
+        for n in 1..=20usize {
+            let value = |k: usize| match k % 3 {
+                0 => 100 + k as u32,
+                1 => 0x8000_0000 | k as u32,
+                _ => 0xf000_0000 - k as u32,
+            };
+            let rung_len = |k: usize| if k % 3 == 1 { 5 } else { 4 };
+            let starts: Vec<usize> = (0..n).scan(0, |at, k| Some(std::mem::replace(at, *at + rung_len(k)))).collect();
+            let mut body = Vec::new();
+            for k in 0..n {
+                body.push(i(0x61, 0, 6, 0, 0));
+                match k % 3 {
+                    0 => body.push(i(0x55, 0, 0, 2, value(k) as i32)),
+                    1 => body.extend([i(0xb4, 2, 0, 0, value(k) as i32), i(0x5d, 0, 2, 2, 0)]),
+                    _ => body.push(i(0xa5, 0, 0, 2, value(k) as i32)),
+                }
+                body.extend([i(0xb4, 0, 0, 0, k as i32 + 1), i(0x95, 0, 0, 0, 0)]);
+            }
+            body.extend([i(0xb4, 0, 0, 0, 0), i(0x95, 0, 0, 0, 0)]);
+            let consts: Vec<u32> = (0..n).map(value).collect();
+            for (entry, &start) in starts.iter().enumerate() {
+                let p = head(start, &body);
+                if n >= 2 && count(&p, Kind::LdChain) == 0 {
+                    failures.push(format!("n {n}: no ladder op"));
+                }
+                failures.extend(differences(&format!("n {n} entry {entry}"), &p, &words(&consts)));
+            }
+        }
+        assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     }
 }
