@@ -99,19 +99,40 @@ pub(super) struct Chains {
     pub(super) exits: Box<[Exit]>,
 }
 
-/// An exit test and the pc it leaves to.
+/// An exit test and where it goes: the pc it leaves to, or (once
+/// [`link_chains`] has run) the next range chain to scan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Exit {
     pub(super) test: ExitTest,
+    /// With `link == LEAVE`, the pc to go to; otherwise the index of the
+    /// first test of the range chain that continues the scan.
     pub(super) target: u16,
+    /// [`LEAVE`], [`SAME_A`], or the seccomp offset `k` (< 64) whose word `A`
+    /// is loaded before scanning on (the continuation is a fused `ld [k]`).
+    pub(super) link: u8,
 }
+
+/// [`Exit::link`]: the exit leaves the chain to the pc `target`. Links
+/// order as reload offsets (< 64) < [`SAME_A`] < `LEAVE`, so that the run
+/// loop tells them apart with one comparison each.
+pub(super) const LEAVE: u8 = 128;
+
+/// [`Exit::link`]: the scan goes on at the range chain `target` with `A`
+/// unchanged.
+pub(super) const SAME_A: u8 = 64;
+
+/// What a scan that cannot happen (a window out of range) returns: a
+/// leave to [`DEAD`].
+static DEAD_EXIT: Exit = Exit { test: ExitTest::ALWAYS, target: DEAD, link: LEAVE };
 
 /// Tests per block in [`Chains::first_exit`].
 const BLOCK: usize = 8;
 
 /// The window a chain's last tests are scanned in ([`Chains::short`]):
-/// those tests and the [`ExitTest::ALWAYS`] sentinel after them.
-const WINDOW: usize = 8;
+/// those tests and the [`ExitTest::ALWAYS`] sentinel after them. Two
+/// blocks, so that the binary-tree leaves of libseccomp's optimised filters
+/// (up to a dozen tests below the last split) are scanned inline.
+const WINDOW: usize = 2 * BLOCK;
 
 impl Chains {
     /// Where the short chain starting at test `from` leaves to: the target of
@@ -120,32 +141,52 @@ impl Chains {
     /// `WINDOW - 1` more sentinels, so every window is whole). The window is
     /// one bounds check and an unrolled scan; no length, no loop.
     #[inline(always)]
-    pub(super) fn short(&self, a: u32, from: usize) -> u16 {
-        let Some(window) = self.exits.get(from..).and_then(|rest| rest.first_chunk::<WINDOW>()) else {
-            return DEAD;
-        };
+    pub(super) fn short(&self, a: u32, from: usize) -> &Exit {
+        let Some(window) = self.window(from) else { return &DEAD_EXIT };
         for exit in window {
             if exit.test.hits(a) {
-                return exit.target;
+                return exit;
             }
         }
-        DEAD
+        &DEAD_EXIT
     }
 
-    /// The target of test `i` if `a` hits it.
+    /// [`Chains::short`] for a chain whose tests all have a full mask
+    /// (`jeq`, `jgt`, `jge`: [`Op::RangeChain`]): the scan skips the `&`.
+    /// The sentinel is a range test too (`A - 0 <= MAX`), and tests past it
+    /// are never reached.
     #[inline(always)]
-    pub(super) fn single(&self, a: u32, i: usize) -> Option<u16> {
+    pub(super) fn short_ranges(&self, a: u32, from: usize) -> &Exit {
+        let Some(window) = self.window(from) else { return &DEAD_EXIT };
+        for exit in window {
+            if a.wrapping_sub(exit.test.lo) <= exit.test.span {
+                return exit;
+            }
+        }
+        &DEAD_EXIT
+    }
+
+    /// The [`WINDOW`] tests from `from`. `from` comes from a `u16`, so
+    /// `from + WINDOW` cannot overflow and the range is one comparison with
+    /// the length.
+    #[inline(always)]
+    fn window(&self, from: usize) -> Option<&[Exit; WINDOW]> {
+        self.exits.get(from..from + WINDOW)?.try_into().ok()
+    }
+
+    /// Test `i` if `a` hits it.
+    #[inline(always)]
+    pub(super) fn single(&self, a: u32, i: usize) -> Option<&Exit> {
         let exit = self.exits.get(i)?;
         if exit.test.hits(a) {
-            Some(exit.target)
+            Some(exit)
         } else {
             None
         }
     }
 
-    /// Where the chain `from..to` leaves to: the target of the first test
-    /// that `a` hits, else the chain's `then` (its sentinel's target, at
-    /// `to`).
+    /// Where the chain `from..to` leaves to: the first test that `a` hits,
+    /// else the chain's sentinel (at `to`, going to its `then`).
     ///
     /// Tests are evaluated in program order; blocks of [`BLOCK`] are first
     /// checked all at once (comparisons have no side effects, so evaluating a
@@ -157,11 +198,11 @@ impl Chains {
     /// would make every run load the four arrays' bounds up front
     /// (measured: a third of a short filter's instructions).
     #[inline(never)]
-    pub(super) fn first_exit(&self, a: u32, from: usize, to: usize) -> u16 {
+    pub(super) fn first_exit(&self, a: u32, from: usize, to: usize) -> &Exit {
         let (Some(mask), Some(lo), Some(span)) =
             (self.mask.get(from..to), self.lo.get(from..to), self.span.get(from..to))
         else {
-            return DEAD;
+            return &DEAD_EXIT;
         };
         let blocks = mask.chunks_exact(BLOCK).zip(lo.chunks_exact(BLOCK)).zip(span.chunks_exact(BLOCK));
         let mut passed = 0;
@@ -213,7 +254,7 @@ impl ChainBuilder {
         self.mask.push(test.mask);
         self.lo.push(test.lo);
         self.span.push(test.span);
-        self.exits.push(Exit { test, target });
+        self.exits.push(Exit { test, target, link: LEAVE });
     }
 }
 
@@ -274,8 +315,15 @@ pub(super) enum Op {
     /// A conditional jump on `#k` and the ones after it (a compare chain)
     /// with fewer than [`WINDOW`] tests left: go to the target of the first of
     /// `chains.exits[from..]` that hits; the chain's tests are followed by an
-    /// [`ExitTest::ALWAYS`] sentinel that goes to its `then`.
+    /// [`ExitTest::ALWAYS`] sentinel that goes to its `then`. Here and in
+    /// every chain op, an exit may link on to another range chain
+    /// ([`link_chains`]).
     Chain {
+        from: u16,
+    },
+    /// An [`Op::Chain`] whose tests are all ranges (full mask: `jeq`, `jgt`,
+    /// `jge`, as in libseccomp's syscall trees), scanned without the mask.
+    RangeChain {
         from: u16,
     },
     /// A compare chain of [`WINDOW`] or more tests: go to the target of the
@@ -287,6 +335,11 @@ pub(super) enum Op {
     },
     /// Seccomp `ld [k]` fused with the short compare chain after it.
     LdChain {
+        k: u8,
+        from: u16,
+    },
+    /// Seccomp `ld [k]` fused with the [`Op::RangeChain`] after it.
+    LdRangeChain {
         k: u8,
         from: u16,
     },
@@ -312,7 +365,11 @@ pub(super) enum Op {
     },
     /// A single-test chain whose test is a range (`jeq`, `jgt`, `jge`), held
     /// inline: go to `target` if `A - lo <= span` (wrapping), else `then`.
+    /// The same test is `chains.exits[from]`, followed by the chain's
+    /// sentinel, so that [`link_chains`] can make the op an
+    /// [`Op::RangeChain`].
     Range {
+        from: u16,
         lo: u32,
         span: u32,
         target: u16,
@@ -321,6 +378,7 @@ pub(super) enum Op {
     /// Seccomp `ld [k]` fused with the inline single range test after it.
     LdRange {
         k: u8,
+        from: u16,
         lo: u32,
         span: u32,
         target: u16,
@@ -415,12 +473,19 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
             ops.push(match usize::from(to - from) {
                 0 => Op::Ja(then),
                 1 => match built.exits.get(usize::from(from)) {
-                    Some(&Exit { test: ExitTest { mask: u32::MAX, lo, span }, target }) => {
-                        Op::Range { lo, span, target, then }
+                    Some(&Exit { test: ExitTest { mask: u32::MAX, lo, span }, target, .. }) => {
+                        Op::Range { from, lo, span, target, then }
                     }
                     _ => Op::Test { index: from, then },
                 },
-                n if n < WINDOW => Op::Chain { from },
+                n if n < WINDOW => {
+                    let tests = built.exits.get(usize::from(from)..usize::from(to)).unwrap_or_default();
+                    if tests.iter().all(|exit| exit.test.mask == u32::MAX) {
+                        Op::RangeChain { from }
+                    } else {
+                        Op::Chain { from }
+                    }
+                }
                 _ => Op::LongChain { from, to },
             });
         }
@@ -480,6 +545,46 @@ pub(super) fn route_returns(ops: &mut [Op], chains: &mut Chains) -> Box<[u32]> {
         route(&mut exit.target);
     }
     rets.into_boxed_slice()
+}
+
+/// Links range chains: an exit (of any chain) that goes to a pc whose op is
+/// a range chain ([`Op::RangeChain`], [`Op::Range`], or one of them fused
+/// with a seccomp `ld [k]`) continues the scan there instead: with `A`
+/// unchanged, or after loading word `k`. The run loop follows such links
+/// without dispatching the op (see `Interp::exec`), so a path down
+/// libseccomp's binary tree (architecture check, x32 check, the tree's
+/// leaf) is one op. A [`Op::Range`] (or [`Op::LdRange`]) with a linked exit
+/// becomes the equivalent [`Op::RangeChain`] (or [`Op::LdRangeChain`]), its
+/// inline targets being stale.
+///
+/// Runs after [`route_returns`] (whose routed targets, past the ops, are
+/// never linked). Links only go forward (to the op at a jump target, which
+/// is past the jump), so following them always ends.
+pub(super) fn link_chains(ops: &mut [Op], chains: &mut Chains) {
+    let continuation = |pc: u16| match ops.get(usize::from(pc)) {
+        Some(&(Op::RangeChain { from } | Op::Range { from, .. })) => Some((SAME_A, from)),
+        // k < 64 by seccomp_check_filter(), below SAME_A.
+        Some(&(Op::LdRangeChain { k, from } | Op::LdRange { k, from, .. })) if k < SAME_A => Some((k, from)),
+        _ => None,
+    };
+    let mut linked = vec![false; chains.exits.len()];
+    for (exit, linked) in chains.exits.iter_mut().zip(linked.iter_mut()) {
+        if let Some((link, from)) = continuation(exit.target) {
+            *exit = Exit { target: from, link, ..*exit };
+            *linked = true;
+        }
+    }
+    let is_linked = |i: u16| {
+        let i = usize::from(i);
+        linked.get(i).copied().unwrap_or(false) || linked.get(i + 1).copied().unwrap_or(false)
+    };
+    for op in ops.iter_mut() {
+        match *op {
+            Op::Range { from, .. } if is_linked(from) => *op = Op::RangeChain { from },
+            Op::LdRange { k, from, .. } if is_linked(from) => *op = Op::LdRangeChain { k, from },
+            _ => {}
+        }
+    }
 }
 
 /// For each pc, where execution really goes from there: the end of the
@@ -598,7 +703,8 @@ fn build_ladders(insns: &[Insn], via: &impl Fn(u16) -> u16, ops: &mut [Op], buil
 }
 
 /// Fuses each seccomp `ld [k]` that is followed by a compare chain into
-/// [`Op::LdChain`], [`Op::LdLongChain`], [`Op::LdTest`] or [`Op::LdRange`].
+/// [`Op::LdChain`], [`Op::LdRangeChain`], [`Op::LdLongChain`], [`Op::LdTest`]
+/// or [`Op::LdRange`].
 fn fuse_loads(ops: &mut [Op]) {
     for i in 1..ops.len() {
         let (Some(&Op::LdSeccomp(k)), Some(&next)) = (ops.get(i - 1), ops.get(i)) else { continue };
@@ -606,9 +712,10 @@ fn fuse_loads(ops: &mut [Op]) {
         let Ok(k) = u8::try_from(k) else { continue };
         let fused = match next {
             Op::Chain { from } => Op::LdChain { k, from },
+            Op::RangeChain { from } => Op::LdRangeChain { k, from },
             Op::LongChain { from, to } => Op::LdLongChain { k, from, to },
             Op::Test { index, then } => Op::LdTest { k, index, then },
-            Op::Range { lo, span, target, then } => Op::LdRange { k, lo, span, target, then },
+            Op::Range { from, lo, span, target, then } => Op::LdRange { k, from, lo, span, target, then },
             _ => continue,
         };
         if let Some(slot) = ops.get_mut(i - 1) {
@@ -720,19 +827,19 @@ mod tests {
             Insn::stmt(RET_K, 2),
         ];
         let (ops, chains) = compile(&insns);
-        assert_eq!(ops[1], Op::Chain { from: 0 });
-        assert_eq!(ops[2], Op::Range { lo: 0, span: 9, target: 4, then: 4 });
+        assert_eq!(ops[1], Op::RangeChain { from: 0 });
+        assert_eq!(ops[2], Op::Range { from: 1, lo: 0, span: 9, target: 4, then: 4 });
         assert_eq!(ops[3], Op::Ja(4));
         // The two tests, the chain's sentinel, then the padding.
         let targets: Vec<u16> = chains.exits.iter().map(|e| e.target).collect();
         assert_eq!(targets[..3], [5, 4, 4]);
         assert_eq!(chains.exits.len(), 3 + WINDOW - 1);
-        assert_eq!(chains.short(1, 0), 5);
-        assert_eq!(chains.short(5, 0), 4);
-        assert_eq!(chains.short(10, 0), 4);
-        assert_eq!(chains.first_exit(1, 0, 2), 5);
-        assert_eq!(chains.first_exit(5, 0, 2), 4);
-        assert_eq!(chains.first_exit(10, 0, 2), 4);
+        assert_eq!(chains.short(1, 0).target, 5);
+        assert_eq!(chains.short(5, 0).target, 4);
+        assert_eq!(chains.short(10, 0).target, 4);
+        assert_eq!(chains.first_exit(1, 0, 2).target, 5);
+        assert_eq!(chains.first_exit(5, 0, 2).target, 4);
+        assert_eq!(chains.first_exit(10, 0, 2).target, 4);
     }
 
     #[test]
@@ -745,15 +852,15 @@ mod tests {
             Insn::stmt(RET_K, 2),
         ];
         let (ops, chains) = compile(&insns);
-        assert_eq!(ops[0], Op::Range { lo: 1, span: 0, target: 2, then: 3 });
-        assert_eq!(ops[1], Op::Range { lo: 2, span: 0, target: 3, then: 2 });
+        assert_eq!(ops[0], Op::Range { from: 0, lo: 1, span: 0, target: 2, then: 3 });
+        assert_eq!(ops[1], Op::Range { from: 2, lo: 2, span: 0, target: 3, then: 2 });
         // Each test followed by its chain's sentinel.
         let targets: Vec<u16> = chains.exits.iter().map(|e| e.target).take(4).collect();
         assert_eq!(targets, [2, 3, 3, 2]);
-        assert_eq!(chains.first_exit(1, 0, 1), 2);
-        assert_eq!(chains.first_exit(5, 0, 1), 3);
-        assert_eq!(chains.first_exit(2, 2, 3), 3);
-        assert_eq!(chains.first_exit(5, 2, 3), 2);
+        assert_eq!(chains.first_exit(1, 0, 1).target, 2);
+        assert_eq!(chains.first_exit(5, 0, 1).target, 3);
+        assert_eq!(chains.first_exit(2, 2, 3).target, 3);
+        assert_eq!(chains.first_exit(5, 2, 3).target, 2);
     }
 
     #[test]
@@ -764,20 +871,58 @@ mod tests {
         insns.extend((0..21).map(|i| Insn::stmt(RET_K, 100 + i)));
         let (ops, chains) = compile(&insns);
         assert_eq!(ops[0], Op::LongChain { from: 0, to: 20 });
-        // The last seven entries are short chains ending in the sentinel.
-        assert_eq!(ops[12], Op::LongChain { from: 12, to: 20 });
-        assert_eq!(ops[13], Op::Chain { from: 13 });
-        assert_eq!(chains.short(99, 13), 20);
-        assert_eq!(chains.short(18, 13), 18 + 1 + 39 - 2 * 18);
-        assert_eq!(chains.short(0, 13), 19 + 1 + 1);
+        // The last fifteen entries are short (range) chains ending in the
+        // sentinel.
+        assert_eq!(ops[4], Op::LongChain { from: 4, to: 20 });
+        assert_eq!(ops[5], Op::RangeChain { from: 5 });
+        assert_eq!(ops[13], Op::RangeChain { from: 13 });
+        for scan in [Chains::short, Chains::short_ranges] {
+            assert_eq!(scan(&chains, 99, 5).target, 20);
+            assert_eq!(scan(&chains, 99, 13).target, 20);
+            assert_eq!(scan(&chains, 18, 13).target, 18 + 1 + 39 - 2 * 18);
+            assert_eq!(scan(&chains, 0, 13).target, 19 + 1 + 1);
+            assert_eq!(scan(&chains, 6, 5).target, 6 + 1 + 39 - 2 * 6);
+        }
         for a in 0..19 {
-            let t = chains.first_exit(a, 0, 20);
+            let t = chains.first_exit(a, 0, 20).target;
             assert_eq!(usize::from(t), a as usize + 1 + 39 - 2 * a as usize, "a={a}");
         }
         // From pc 5, key 0 matches only at pc 19.
-        assert_eq!(chains.first_exit(0, 5, 20), 19 + 1 + 1);
-        assert_eq!(chains.first_exit(99, 0, 20), 20);
-        assert_eq!(chains.first_exit(99, 3, 20), 20);
+        assert_eq!(chains.first_exit(0, 5, 20).target, 19 + 1 + 1);
+        assert_eq!(chains.first_exit(99, 0, 20).target, 20);
+        assert_eq!(chains.first_exit(99, 3, 20).target, 20);
+    }
+
+    #[test]
+    fn exits_link_to_range_chains() {
+        use crate::opcode::*;
+        use crate::validate::{validate, Mode};
+        let insns = [
+            Insn::stmt(LD_W_ABS, 4),        // 0: ld [4]
+            Insn::jump(JMP_JEQ_K, 7, 0, 4), // 1: A != 7 -> 6
+            Insn::stmt(LD_W_ABS, 0),        // 2: ld [0]
+            Insn::jump(JMP_JGT_K, 5, 0, 2), // 3: A <= 5 -> 6
+            Insn::jump(JMP_JEQ_K, 9, 1, 0), // 4: A == 9 -> 6
+            Insn::stmt(RET_K, 1),           // 5
+            Insn::stmt(RET_K, 2),           // 6
+        ];
+        let interp = super::super::Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+        // The architecture-style check falls out into `ld [0]; <chain>`: the
+        // first op scans both, linked through its sentinel with a load of
+        // word 0; both fused loads keep their own ops.
+        assert_eq!(interp.ops[0], Op::LdRangeChain { k: 4, from: 0 });
+        assert_eq!(interp.ops[2], Op::LdRangeChain { k: 0, from: 2 });
+        assert_eq!(interp.chains.exits[1], Exit { test: ExitTest::ALWAYS, target: 2, link: 0 });
+        // Leaves stay pcs (routed returns: ret #1 is slot 7, ret #2 slot 8).
+        assert_eq!(interp.chains.exits[0].link, LEAVE);
+        assert_eq!(interp.chains.exits[0].target, 8);
+        for (w4, w0, want) in [(7, 9, 2), (7, 6, 1), (7, 5, 2), (6, 6, 2), (7, 0, 2), (7, 100, 1)] {
+            let mut data = [0u8; 64];
+            data[..4].copy_from_slice(&u32::to_ne_bytes(w0));
+            data[4..8].copy_from_slice(&u32::to_ne_bytes(w4));
+            assert_eq!(interp.run_seccomp(&data), Ok(want), "w4={w4} w0={w0}");
+            assert_eq!(interp.trace_seccomp(&data, |_| {}), Ok(want), "w4={w4} w0={w0}");
+        }
     }
 
     #[test]
@@ -791,7 +936,7 @@ mod tests {
             Insn::stmt(RET_K, 1),            // 4
         ];
         let (ops, _) = compile(&insns);
-        assert_eq!(ops[1], Op::Range { lo: 11, span: u32::MAX - 11, target: 4, then: 4 });
+        assert_eq!(ops[1], Op::Range { from: 0, lo: 11, span: u32::MAX - 11, target: 4, then: 4 });
         assert_eq!(ops[2], Op::Ja(4));
     }
 
@@ -809,8 +954,8 @@ mod tests {
         let (ops, chains) = compile(&insns);
         let Op::LdLongChain { k: 16, from, to } = ops[0] else { panic!("{:?}", ops[0]) };
         assert_eq!(to - from, 20);
-        assert_eq!(chains.first_exit(7, usize::from(from), usize::from(to)), 3 * 7 + 2);
-        assert_eq!(chains.first_exit(99, usize::from(from), usize::from(to)), 60);
+        assert_eq!(chains.first_exit(7, usize::from(from), usize::from(to)).target, 3 * 7 + 2);
+        assert_eq!(chains.first_exit(99, usize::from(from), usize::from(to)).target, 60);
         // Four rules from the end, too short for a ladder entry.
         assert!(matches!(ops[3], Op::LdLongChain { k: 16, .. }));
         assert!(matches!(ops[3 * 16], Op::LdRange { k: 16, .. }));

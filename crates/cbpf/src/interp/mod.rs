@@ -25,10 +25,15 @@
 //! uniform test `(A & mask) - lo <= span`, and one tight scan finds where
 //! the run is left, without going back to the dispatcher. Each chain's
 //! tests are followed by a sentinel test that always hits and goes where the
-//! chain falls out, so the last (up to 7) tests are scanned in a window of 8
-//! with one bounds check and no length; longer chains first check blocks of
-//! 8 tests at once, out of line. That is what makes the long
+//! chain falls out, so the last (up to 15) tests are scanned in a window of
+//! 16 with one bounds check and no length (chains of only `jeq/jgt/jge`, the
+//! shape of libseccomp's trees, without the mask); longer chains first check
+//! blocks of 8 tests at once, out of line. That is what makes the long
 //! `ld [0]; jeq #n1; jeq #n2; ...` chains of libseccomp filters cheap.
+//! An exit whose target is itself a range chain (possibly behind a fused
+//! `ld [k]`) links to it, and the run scans on without dispatching: a walk
+//! down a libseccomp binary tree (architecture check, x32 check, the tree)
+//! is a single op.
 //! libseccomp's rule ladders (`ld [16]; jeq #i, 0, 9; <arg checks>;
 //! ld [16]; jeq #j, 0, 9; ...`) are one chain too, entered at each load:
 //! reloading the word `A` already holds changes nothing. A chain with a
@@ -61,7 +66,7 @@ use crate::validate::{Mode, Program};
 pub use socket::{NetDevice, Skb};
 pub use trace::TraceStep;
 
-use compile::{Chains, Op};
+use compile::{Chains, Exit, Op, LEAVE, SAME_A};
 use socket::Ancillary;
 
 /// Size of `struct seccomp_data` (include/uapi/linux/seccomp.h).
@@ -224,6 +229,7 @@ impl Interp {
         let insns = program.insns();
         let (mut ops, mut chains) = compile::compile(insns);
         let rets = compile::route_returns(&mut ops, &mut chains);
+        compile::link_chains(&mut ops, &mut chains);
         let uses_mem = ops.iter().any(|op| matches!(op, Op::St(_) | Op::Stx(_)));
         Interp { ops, chains, rets, insns: insns.into(), mode: program.mode(), uses_mem }
     }
@@ -256,10 +262,24 @@ impl Interp {
     ///
     /// # Deviations
     /// None.
+    #[inline]
     pub fn run_seccomp(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> Result<u32, ExecError> {
         self.check_mode(Mode::Seccomp)?;
-        let ctx = SeccompCtx(data);
-        Ok(if self.uses_mem { self.exec::<_, true>(&ctx) } else { self.exec::<_, false>(&ctx) })
+        Ok(if self.uses_mem { self.seccomp_with_mem(data) } else { self.seccomp_without_mem(data) })
+    }
+
+    /// The seccomp run loop, out of line and returning a bare `u32`: the
+    /// `Result` is built by the inlined caller, so the loop keeps nothing
+    /// live for it.
+    #[inline(never)]
+    fn seccomp_with_mem(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> u32 {
+        self.exec::<_, true>(&SeccompCtx(data))
+    }
+
+    /// [`Interp::seccomp_with_mem`] for programs without `M[]`.
+    #[inline(never)]
+    fn seccomp_without_mem(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> u32 {
+        self.exec::<_, false>(&SeccompCtx(data))
     }
 
     /// Runs a socket-mode program on a packet and returns the filter's value
@@ -395,35 +415,52 @@ impl Interp {
                 Op::JmpX { op, jt, jf } => {
                     pc = usize::from(if op.eval(a, x) { jt } else { jf });
                 }
-                Op::Chain { from } => pc = usize::from(chains.short(a, usize::from(from))),
+                // A chain op's exit may link on to further range chains
+                // (compile::link_chains); follow_links ends at a pc.
+                Op::Chain { from } => {
+                    let exit = chains.short(a, usize::from(from));
+                    pc = follow_links(chains, ctx, &mut a, exit);
+                }
+                Op::RangeChain { from } => {
+                    let exit = chains.short_ranges(a, usize::from(from));
+                    pc = follow_links(chains, ctx, &mut a, exit);
+                }
                 Op::LongChain { from, to } => {
-                    pc = usize::from(chains.first_exit(a, usize::from(from), usize::from(to)))
+                    let exit = chains.first_exit(a, usize::from(from), usize::from(to));
+                    pc = follow_links(chains, ctx, &mut a, exit);
                 }
                 Op::LdChain { k, from } => {
                     a = ctx.seccomp_word(u32::from(k));
-                    pc = usize::from(chains.short(a, usize::from(from)));
+                    let exit = chains.short(a, usize::from(from));
+                    pc = follow_links(chains, ctx, &mut a, exit);
+                }
+                Op::LdRangeChain { k, from } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    let exit = chains.short_ranges(a, usize::from(from));
+                    pc = follow_links(chains, ctx, &mut a, exit);
                 }
                 Op::LdLongChain { k, from, to } => {
                     a = ctx.seccomp_word(u32::from(k));
-                    pc = usize::from(chains.first_exit(a, usize::from(from), usize::from(to)));
+                    let exit = chains.first_exit(a, usize::from(from), usize::from(to));
+                    pc = follow_links(chains, ctx, &mut a, exit);
                 }
                 Op::Test { index, then } => {
                     pc = match chains.single(a, usize::from(index)) {
-                        Some(target) => usize::from(target),
+                        Some(exit) => follow_links(chains, ctx, &mut a, exit),
                         None => usize::from(then),
                     };
                 }
                 Op::LdTest { k, index, then } => {
                     a = ctx.seccomp_word(u32::from(k));
                     pc = match chains.single(a, usize::from(index)) {
-                        Some(target) => usize::from(target),
+                        Some(exit) => follow_links(chains, ctx, &mut a, exit),
                         None => usize::from(then),
                     };
                 }
-                Op::Range { lo, span, target, then } => {
+                Op::Range { lo, span, target, then, .. } => {
                     pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
                 }
-                Op::LdRange { k, lo, span, target, then } => {
+                Op::LdRange { k, lo, span, target, then, .. } => {
                     a = ctx.seccomp_word(u32::from(k));
                     pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
                 }
@@ -432,6 +469,20 @@ impl Interp {
             }
         }
     }
+}
+
+/// Where a chain's `exit` finally leaves to: while the exit links to a
+/// range chain (see [`compile::link_chains`]), load `A` if the link says so
+/// and scan that chain. Links only go forward in the program, so this ends.
+#[inline(always)]
+fn follow_links<'c, C: Context>(chains: &'c Chains, ctx: &C, a: &mut u32, mut exit: &'c Exit) -> usize {
+    while exit.link < LEAVE {
+        if exit.link < SAME_A {
+            *a = ctx.seccomp_word(u32::from(exit.link));
+        }
+        exit = chains.short_ranges(*a, usize::from(exit.target));
+    }
+    usize::from(exit.target)
 }
 
 /// `M[i]`; 0 when `M[]` is not kept (`MEM` false, never executed then).
