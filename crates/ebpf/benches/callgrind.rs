@@ -9,7 +9,9 @@
 //!     --callgrind-out-file=/dev/null target/release/deps/callgrind-HASH FILTER ENGINE RUNS
 //! ```
 //!
-//! `ENGINE` is `ours`, `ours_plain` (no superinstructions) or `rbpf`;
+//! `ENGINE` is `ours` (`Vm::run_seccomp_uncounted`, what a seccomp engine
+//! calls), `ours_counted` (`Vm::run_seccomp`, which also counts executed
+//! instructions), `ours_plain` (no superinstructions) or `rbpf`;
 //! callgrind's `Collected` total divided by `RUNS` is the x86 instructions
 //! per run. `callgrind-HASH FILTER ENGINE RUNS time` (no valgrind) prints
 //! the best wall-clock time per run over 200 batches of `RUNS` runs: a
@@ -51,16 +53,21 @@ fn converted(name: &str) -> Vec<Insn> {
 }
 
 enum Engine<'a> {
-    Ours(Box<(Program, Vm)>),
+    /// The program, the VM, and whether runs count executed instructions.
+    Ours(Box<(Program, Vm)>, bool),
     Rbpf(Box<rbpf::EbpfVmRaw<'a>>),
 }
 
 impl Engine<'_> {
     fn run(&mut self, data: &[u8; 64]) -> u32 {
         match self {
-            Engine::Ours(ours) => {
+            Engine::Ours(ours, counted) => {
                 let (prog, vm) = &mut **ours;
-                vm.run_seccomp(prog, data).unwrap()
+                if *counted {
+                    vm.run_seccomp(prog, data).unwrap()
+                } else {
+                    vm.run_seccomp_uncounted(prog, data).unwrap()
+                }
             }
             Engine::Rbpf(vm) => {
                 let mut mem = *data;
@@ -82,13 +89,15 @@ fn measure(engine: &mut Engine<'_>, data: &[u8; 64], runs: u64) -> u32 {
 
 fn engine<'a>(kind: &str, insns: &[Insn], bytes: &'a [u8]) -> Engine<'a> {
     let plain = LoadOptions { no_superinstructions: true, ..LoadOptions::default() };
+    let fused = || Box::new((Program::load(insns, &LoadOptions::default(), &Helpers::new()).unwrap(), Vm::new()));
     match kind {
-        "ours" => {
-            Engine::Ours(Box::new((Program::load(insns, &LoadOptions::default(), &Helpers::new()).unwrap(), Vm::new())))
+        "ours" => Engine::Ours(fused(), false),
+        "ours_counted" => Engine::Ours(fused(), true),
+        "ours_plain" => {
+            Engine::Ours(Box::new((Program::load(insns, &plain, &Helpers::new()).unwrap(), Vm::new())), true)
         }
-        "ours_plain" => Engine::Ours(Box::new((Program::load(insns, &plain, &Helpers::new()).unwrap(), Vm::new()))),
         "rbpf" => Engine::Rbpf(Box::new(rbpf::EbpfVmRaw::new(Some(bytes)).unwrap())),
-        other => panic!("unknown engine {other}: ours, ours_plain or rbpf"),
+        other => panic!("unknown engine {other}: ours, ours_counted, ours_plain or rbpf"),
     }
 }
 
@@ -127,8 +136,10 @@ fn main() {
         let insns = converted(name);
         let bytes = ebpf::encode(&insns);
         let data = seccomp_data(nr, a);
-        let results: Vec<u32> =
-            ["ours", "ours_plain", "rbpf"].iter().map(|k| measure(&mut engine(k, &insns, &bytes), &data, 1)).collect();
+        let results: Vec<u32> = ["ours", "ours_counted", "ours_plain", "rbpf"]
+            .iter()
+            .map(|k| measure(&mut engine(k, &insns, &bytes), &data, 1))
+            .collect();
         assert!(results.iter().all(|r| *r == results[0]), "{name}: engines disagree: {results:x?}");
     }
     println!("all workloads agree on every engine; pass FILTER ENGINE RUNS to measure one");

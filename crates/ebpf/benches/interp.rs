@@ -5,7 +5,10 @@
 //! synthetic compare chains.
 //!
 //! Group `vs_rbpf`, IDs `vs_rbpf/<filter>/<engine>` with engine `ours`
-//! (superinstructions on, the default), `ours_plain` (off) and `rbpf`
+//! (superinstructions on, the default; `Vm::run_seccomp_uncounted`, what a
+//! seccomp engine calls), `ours_counted` (the same through
+//! `Vm::run_seccomp`, which also counts executed instructions),
+//! `ours_plain` (superinstructions off) and `rbpf`
 //! (`EbpfVmRaw::execute_program` on the same converted bytes, the 64-byte
 //! `struct seccomp_data` as its memory). Before measuring, every program is
 //! checked to give the same result on both engines, and the executed eBPF
@@ -67,13 +70,19 @@ fn vs_rbpf(c: &mut Criterion) {
         let mut vm = Vm::new();
         let ours = vm.run_seccomp(&fused, &data).unwrap();
         let executed = vm.executed();
+        assert_eq!(vm.run_seccomp_uncounted(&fused, &data).unwrap(), ours);
         assert_eq!(vm.run_seccomp(&plain, &data).unwrap(), ours);
         assert_eq!(vm.executed(), executed);
         let mut mem = data;
         let theirs = rbpf_vm.execute_program(&mut mem).unwrap() as u32;
         assert_eq!(theirs, ours, "{name}: rbpf and ours disagree");
         println!("{name}: nr {nr}, result {ours:#x}, {} eBPF insns, {executed} executed per run", insns.len());
-        g.bench_function(format!("{name}/ours"), |b| b.iter(|| vm.run_seccomp(black_box(&fused), black_box(&data))));
+        g.bench_function(format!("{name}/ours"), |b| {
+            b.iter(|| vm.run_seccomp_uncounted(black_box(&fused), black_box(&data)))
+        });
+        g.bench_function(format!("{name}/ours_counted"), |b| {
+            b.iter(|| vm.run_seccomp(black_box(&fused), black_box(&data)))
+        });
         g.bench_function(format!("{name}/ours_plain"), |b| {
             b.iter(|| vm.run_seccomp(black_box(&plain), black_box(&data)))
         });

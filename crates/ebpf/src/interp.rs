@@ -277,7 +277,9 @@ impl Vm {
         self.budget
     }
 
-    /// Instructions executed by the last run that returned `Ok`.
+    /// Instructions executed by the last run that returned `Ok` (except
+    /// runs of [`Vm::run_seccomp_uncounted`] on the seccomp executor,
+    /// which leave it unchanged).
     pub fn executed(&self) -> u64 {
         self.executed
     }
@@ -321,6 +323,19 @@ impl Vm {
             let (r0, steps) = fast.run(data)?;
             self.executed = steps;
             return Ok(r0 as u32);
+        }
+        self.run_seccomp_general(prog, data)
+    }
+
+    /// [`Vm::run_seccomp`] for callers that do not need the executed
+    /// instruction count: the same result, and on the seccomp executor
+    /// ([`crate::seccomp_exec`]) a variant that does not count, so
+    /// [`Vm::executed`] is left as it was (it is updated when the general
+    /// interpreter runs the program). What a seccomp engine calls.
+    #[inline]
+    pub fn run_seccomp_uncounted(&mut self, prog: &Program, data: &[u8; 64]) -> Result<u32, ExecError> {
+        if let Some(fast) = self.seccomp_executor(prog) {
+            return fast.run_uncounted(data).map(|r0| r0 as u32);
         }
         self.run_seccomp_general(prog, data)
     }

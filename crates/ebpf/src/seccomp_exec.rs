@@ -252,6 +252,19 @@ struct ChainExit {
     /// `target`; an entry's op holds the count up to the entry, so a run
     /// adds the difference to its skip count (module docs).
     skip: u32,
+    /// `K` when `target` is `w0 = K; exit` (the run ends there without
+    /// dispatching it), else [`NOT_RET`].
+    ret: u64,
+}
+
+/// [`ChainExit::ret`] of an exit that does not land on `w0 = K; exit`
+/// (above every `K`, a `u32`).
+const NOT_RET: u64 = u64::MAX;
+
+impl ChainExit {
+    /// Past every program (a run that gets there reports falling off the
+    /// end): what a scan past the arrays returns, never reached.
+    const NOWHERE: ChainExit = ChainExit { target: u32::MAX, skip: 0, ret: NOT_RET };
 }
 
 /// The exit tests of every compare chain, as parallel arrays (struct of
@@ -323,10 +336,17 @@ impl Chains {
 
     /// The exit of the first test from `at` on that `x` hits: blocks of
     /// [`BLOCK`] tests, each checked at once, then the first hit of the
-    /// block with one. Not inlined: a long scan costs far more than the
-    /// call.
+    /// block with one; [`ChainExit::NOWHERE`] past the arrays (never from
+    /// a chain position: padding). Not inlined: a long scan costs far more
+    /// than the call. (Not an `Option`: a `ChainExit` comes back in two
+    /// registers.)
     #[inline(never)]
-    fn first_exit_after(&self, x: u32, mut at: usize) -> Option<ChainExit> {
+    fn first_exit_after(&self, x: u32, at: usize) -> ChainExit {
+        self.scan(x, at).unwrap_or(ChainExit::NOWHERE)
+    }
+
+    #[inline(always)]
+    fn scan(&self, x: u32, mut at: usize) -> Option<ChainExit> {
         while !self.any_hit(x, at)? {
             at += BLOCK;
         }
@@ -374,22 +394,23 @@ impl EntryBlock {
     /// block with a hit is the first hit in program order. The first block
     /// is this one, inline: most chain runs end in it.
     #[inline(always)]
-    fn first_exit(&self, x: u32, chains: &Chains) -> Option<ChainExit> {
-        let mut hit = [0u8; 8];
-        for (j, h) in hit.iter_mut().enumerate().take(FIRST_BLOCK) {
+    fn first_exit(&self, x: u32, chains: &Chains) -> ChainExit {
+        // Bit j set iff test j hits (this form compiles to one vector
+        // compare and a mask move).
+        let mut hits = 0u32;
+        for j in 0..FIRST_BLOCK {
             // j < FIRST_BLOCK, the length of the arrays.
             #[allow(clippy::indexing_slicing)]
             {
-                *h = 0u8.wrapping_sub(u8::from(
-                    (x & self.mask[j]).wrapping_sub(self.lo_flipped[j]) as i32 <= self.span_flipped[j],
-                ));
+                hits |=
+                    u32::from((x & self.mask[j]).wrapping_sub(self.lo_flipped[j]) as i32 > self.span_flipped[j]) << j;
             }
         }
-        let hits = u64::from_le_bytes(hit);
+        let hits = !hits & ((1 << FIRST_BLOCK) - 1);
         if hits != 0 {
-            // A hit byte is one of the first FIRST_BLOCK (a power of two).
+            // A hit bit is one of the first FIRST_BLOCK (a power of two).
             #[allow(clippy::indexing_slicing)]
-            return Some(self.exits[(hits.trailing_zeros() / 8) as usize & (FIRST_BLOCK - 1)]);
+            return self.exits[hits.trailing_zeros() as usize & (FIRST_BLOCK - 1)];
         }
         chains.first_exit_after(x, self.from as usize + FIRST_BLOCK)
     }
@@ -480,7 +501,7 @@ impl ChainBuilder {
             self.mask.push(test.mask);
             self.lo_flipped.push(test.lo ^ TOP);
             self.span_flipped.push((test.span ^ TOP) as i32);
-            self.exits.push(ChainExit { target: target as u32, skip });
+            self.exits.push(ChainExit { target: target as u32, skip, ret: NOT_RET });
         }
     }
 
@@ -577,8 +598,10 @@ pub(crate) struct SeccompProg {
     /// Chain entries ([`Kind::Chain`], [`Kind::LdChain`]), by `SOp::target`.
     entries: Box<[EntryBlock]>,
     chains: Chains,
-    /// `run_with` for this program's stack use, chosen at load.
+    /// `run_with` for this program's stack use, chosen at load: counting
+    /// executed instructions, and not.
     runner: fn(&SeccompProg, &[u8; 64]) -> (u64, u64),
+    runner_uncounted: fn(&SeccompProg, &[u8; 64]) -> (u64, u64),
     /// First pc to dispatch: 3 when the program opens with the converter's
     /// prologue (`w0 ^= w0; w7 ^= w7; r6 = r1`), whose effects are the
     /// executor's initial state (A = X = 0, r6 resolved at load), else 0.
@@ -863,14 +886,32 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
     }
     let has_stack = ops.iter().any(|o| matches!(o.kind, Kind::LdStack | Kind::StStack));
     let start = if ops.first().is_some_and(|o| o.kind == Kind::Prologue) { 3 } else { 0 };
-    let runner = if has_stack { SeccompProg::run_with::<16> } else { SeccompProg::run_with::<0> };
-    let chains = built.finish();
+    type Runner = fn(&SeccompProg, &[u8; 64]) -> (u64, u64);
+    let (runner, runner_uncounted): (Runner, Runner) = if has_stack {
+        (SeccompProg::run_with::<16, true>, SeccompProg::run_with::<16, false>)
+    } else {
+        (SeccompProg::run_with::<0, true>, SeccompProg::run_with::<0, false>)
+    };
+    let mut chains = built.finish();
+    // Exits that land on `w0 = K; exit` end the run there.
+    for e in chains.exits.iter_mut() {
+        if let Some(o) = ops.get(e.target as usize).filter(|o| o.kind == Kind::RetImm) {
+            e.ret = o.imm;
+        }
+    }
     let mut entries = Vec::new();
     for o in ops.iter_mut().filter(|o| matches!(o.kind, Kind::Chain | Kind::LdChain)) {
         entries.push(EntryBlock::new(&chains, o.target as usize, o.imm as u32)?);
         o.target = (entries.len() - 1) as u32;
     }
-    Some(SeccompProg { ops: ops.into_boxed_slice(), entries: entries.into_boxed_slice(), chains, start, runner })
+    Some(SeccompProg {
+        ops: ops.into_boxed_slice(),
+        entries: entries.into_boxed_slice(),
+        chains,
+        start,
+        runner,
+        runner_uncounted,
+    })
 }
 
 /// ALU32 `op` (`code & 0xf0`) on the low halves, zero-extended. Division
@@ -937,16 +978,33 @@ impl SeccompProg {
         }
     }
 
+    /// [`SeccompProg::run`] without counting executed instructions (one
+    /// register and its updates less on every taken jump and chain): the
+    /// whole `r0`.
+    ///
+    /// Mirrors `___bpf_prog_run()` in kernel/bpf/core.c (Linux 6.18), as
+    /// [`SeccompProg::run`] does.
+    ///
+    /// # Deviations
+    /// Those of [`SeccompProg::run`].
+    #[inline(always)]
+    pub(crate) fn run_uncounted(&self, data: &[u8; 64]) -> Result<u64, ExecError> {
+        match (self.runner_uncounted)(self, data) {
+            (pc, 0) => Err(ExecError::FellOffEnd { pc: Pc(pc as usize) }),
+            (r0, _) => Ok(r0),
+        }
+    }
+
     /// [`SeccompProg::run`] with a local stack of `SLOTS` words: 16, or 0
     /// when the program has no stack access (the stack arms are then never
     /// reached and the array costs nothing). Never inlined: as a function
     /// of its own it keeps A, X, TMP, `pc` and the op table in registers
     /// instead of sharing the register budget of its caller. Returns
-    /// `(r0, executed)`, or `(pc, 0)` if it fell off the end (unreachable: a
-    /// run executes at least its `exit`); two registers, not a `Result` in
-    /// memory.
+    /// `(r0, executed)` (`(r0, 1)` without `COUNT`), or `(pc, 0)` if it fell
+    /// off the end (unreachable: a run executes at least its `exit`); two
+    /// registers, not a `Result` in memory.
     #[inline(never)]
-    fn run_with<const SLOTS: usize>(&self, data: &[u8; 64]) -> (u64, u64) {
+    fn run_with<const SLOTS: usize, const COUNT: bool>(&self, data: &[u8; 64]) -> (u64, u64) {
         let ops = &self.ops[..];
         let chains = &self.chains;
         let entries = &self.entries[..];
@@ -978,7 +1036,9 @@ impl SeccompProg {
         macro_rules! jump {
             ($target:expr) => {{
                 let target = $target as usize;
-                skipped = skipped.wrapping_add(target.wrapping_sub(pc + 1));
+                if COUNT {
+                    skipped = skipped.wrapping_add(target.wrapping_sub(pc + 1));
+                }
                 pc = target;
                 continue;
             }};
@@ -995,25 +1055,30 @@ impl SeccompProg {
         }
         macro_rules! exit {
             ($at:expr) => {
-                return (a, ($at as usize + 1).wrapping_sub(skipped) as u64)
+                return (a, if COUNT { ($at as usize + 1).wrapping_sub(skipped) as u64 } else { 1 })
             };
         }
         // The chain of entry `$entry`: goes on where its first hit leaves to.
         macro_rules! chain {
             ($entry:expr) => {{
-                let Some(exit) = entries.get($entry as usize).and_then(|e| {
-                    skipped = skipped.wrapping_sub(e.skip_base as usize);
-                    e.first_exit(a as u32, chains)
-                }) else {
-                    // Unreachable: every chain ends with a test that always hits.
+                let Some(e) = entries.get($entry as usize) else {
+                    // Unreachable: entries are made for their ops.
                     return (pc as u64, 0);
                 };
-                skipped = skipped.wrapping_add(exit.skip as usize);
+                if COUNT {
+                    skipped = skipped.wrapping_sub(e.skip_base as usize);
+                }
+                // Every chain ends with a test that always hits, so the exit
+                // is never `ChainExit::NOWHERE`.
+                let exit = e.first_exit(a as u32, chains);
+                if COUNT {
+                    skipped = skipped.wrapping_add(exit.skip as usize);
+                }
                 pc = exit.target as usize;
-                // Chains mostly leave to `w0 = K; exit`: run it here rather
-                // than through the dispatcher.
-                if let Some(ret) = ops.get(pc).filter(|o| o.kind == Kind::RetImm) {
-                    a = ret.imm;
+                // Chains mostly leave to `w0 = K; exit` ([`ChainExit::ret`]):
+                // the run ends here rather than through the dispatcher.
+                if exit.ret != NOT_RET {
+                    a = exit.ret;
                     exit!(pc + 1)
                 }
                 continue;
@@ -1215,10 +1280,9 @@ mod tests {
                         let mut built = ChainBuilder::default();
                         built.push(t, 1, 0);
                         built.push(Some(ExitTest::ALWAYS), 2, 0);
-                        let scanned = built.finish().first_exit_after(x, 0).map(|e| e.target == 1);
-                        if got != want || scanned != Some(want) {
-                            failures
-                                .push(format!("cond {cond} v {v:#x} outcome {outcome} x {x:#x}: {got} {scanned:?}"));
+                        let scanned = built.finish().first_exit_after(x, 0).target == 1;
+                        if got != want || scanned != want {
+                            failures.push(format!("cond {cond} v {v:#x} outcome {outcome} x {x:#x}: {got} {scanned}"));
                         }
                     }
                 }
@@ -1257,24 +1321,101 @@ mod tests {
     /// Runs `p` on every `(word0, word1)` on the executor and on the general
     /// interpreter; describes each difference in result or executed count.
     fn differences(name: &str, p: &[Insn], words: &[(u32, u32)]) -> Vec<String> {
+        let datas: Vec<(String, [u8; 64])> =
+            words.iter().map(|&(w0, w1)| (format!("{name} word0 {w0:#x} word1 {w1}"), data(w0, w1))).collect();
+        differences_on(name, p, &datas)
+    }
+
+    /// Runs `p` on each named input on both executor variants (counting
+    /// and uncounted) and on the general interpreter; describes each
+    /// difference in result or executed count (the uncounted variant
+    /// leaves `Vm::executed` as it was).
+    fn differences_on(name: &str, p: &[Insn], datas: &[(String, [u8; 64])]) -> Vec<String> {
         let plain = LoadOptions { no_superinstructions: true, ..LoadOptions::default() };
         let fast = Program::load(p, &LoadOptions::default(), &Helpers::new()).unwrap();
         let slow = Program::load(p, &plain, &Helpers::new()).unwrap();
         assert!(fast.has_seccomp_executor(), "{name}: not on the executor");
         let (mut vf, mut vs) = (Vm::new(), Vm::new());
         let mut out = Vec::new();
-        for &(w0, w1) in words {
-            let d = data(w0, w1);
-            let (rf, rs) = (vf.run_seccomp(&fast, &d), vs.run_seccomp(&slow, &d));
-            if rf != rs || vf.executed() != vs.executed() {
+        for (what, d) in datas {
+            let (rf, rs) = (vf.run_seccomp(&fast, d), vs.run_seccomp(&slow, d));
+            let steps = vf.executed();
+            let ru = vf.run_seccomp_uncounted(&fast, d);
+            if rf != rs || ru != rs || steps != vs.executed() || vf.executed() != steps {
                 out.push(format!(
-                    "{name} word0 {w0:#x} word1 {w1}: executor {rf:?} ({} steps), general {rs:?} ({} steps)",
+                    "{what}: executor {rf:?} ({steps} steps), uncounted {ru:?} (then {} steps), general {rs:?} ({} \
+                     steps)",
                     vf.executed(),
                     vs.executed()
                 ));
             }
         }
         out
+    }
+
+    /// The converted form of classic `raw` bytes (through the `convert`
+    /// crate, which links its own copy of this crate: the instructions
+    /// cross by their public fields).
+    fn converted(raw: &[u8]) -> Vec<Insn> {
+        let classic = cbpf::validate(&cbpf::raw::decode(raw).unwrap(), cbpf::Mode::Seccomp).unwrap();
+        convert::convert(&classic, &Default::default())
+            .unwrap()
+            .insns
+            .iter()
+            .map(|i| Insn { code: i.code, regs: i.regs, off: i.off, imm: i.imm })
+            .collect()
+    }
+
+    /// Both executor variants against the general interpreter on every
+    /// converted testdata/filters program (binary-search trees, ladders,
+    /// long jumps) and on random converted programs: on inputs whose
+    /// words are the programs' constants give or take one (so compares
+    /// go both ways), zero, and random.
+    #[test]
+    fn both_variants_match_the_general_interpreter_on_converted_programs() {
+        const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
+        let mut rng = convert::oracle::SplitMix64::new(0xe5_9eed);
+        let inputs = |rng: &mut convert::oracle::SplitMix64, consts: &[u32]| -> Vec<(String, [u8; 64])> {
+            (0..48)
+                .map(|_| {
+                    let mut d = [0u8; 64];
+                    for w in d.chunks_exact_mut(4) {
+                        let r = rng.next_u64();
+                        let v = match r % 4 {
+                            0 => (r >> 32) as u32,
+                            1 => 0,
+                            _ if consts.is_empty() => 1,
+                            _ => consts[(r >> 8) as usize % consts.len()]
+                                .wrapping_add((r >> 40) as u32 % 3)
+                                .wrapping_sub(1),
+                        };
+                        w.copy_from_slice(&v.to_le_bytes());
+                    }
+                    (format!("{d:02x?}"), d)
+                })
+                .collect()
+        };
+        let mut failures = Vec::new();
+        let mut programs = 0;
+        for entry in std::fs::read_dir(FILTERS).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "bpf") {
+                let raw = std::fs::read(&path).unwrap();
+                let consts: Vec<u32> =
+                    raw.chunks_exact(8).map(|c| u32::from_le_bytes([c[4], c[5], c[6], c[7]])).collect();
+                let name = path.display().to_string();
+                failures.extend(differences_on(&name, &converted(&raw), &inputs(&mut rng, &consts)));
+                programs += 1;
+            }
+        }
+        assert!(programs >= 8, "too few filters: {programs}");
+        for case in 0..400 {
+            let classic = convert::oracle::arbitrary_program(&mut || rng.next_u64(), cbpf::Mode::Seccomp, 48);
+            let consts: Vec<u32> = classic.iter().map(|i| i.k).collect();
+            let raw = cbpf::raw::encode(&classic);
+            failures.extend(differences_on(&format!("random {case}"), &converted(&raw), &inputs(&mut rng, &consts)));
+        }
+        assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     }
 
     fn count(p: &[Insn], kind: Kind) -> usize {

@@ -195,7 +195,9 @@ impl<'p> SeccompEngine<'p> {
     pub fn eval(&mut self, data: &SeccompData) -> Result<Outcome, EngineError> {
         match self {
             SeccompEngine::Cbpf(interp) => Ok(Outcome::Action(interp.run_seccomp(&data.to_bytes())?)),
-            SeccompEngine::Ebpf { prog, vm } => Ok(Outcome::Action(vm.run_seccomp(prog, &data.to_bytes())?)),
+            // The engine reports only the action: the executor's variant
+            // without a step count is the fast one.
+            SeccompEngine::Ebpf { prog, vm } => Ok(Outcome::Action(vm.run_seccomp_uncounted(prog, &data.to_bytes())?)),
             SeccompEngine::Rbpf(r) => Ok(Outcome::Action(r.run(&mut data.to_bytes())?)),
             SeccompEngine::Fast(fast) => Ok(Outcome::Action(fast.eval(data))),
             SeccompEngine::Kernel { .. } => {
