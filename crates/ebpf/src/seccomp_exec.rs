@@ -44,10 +44,29 @@
 //! one dispatch. Chains are entered at every compare they run through (or,
 //! for ladders, at every load of the word), so jumps into their middle
 //! behave as before. The side followed is the fall-through, except where it
-//! is a detour that rejoins the taken side (the converter's `jge` pairs);
-//! tree nodes (both sides go on to compares) and chains of a single
-//! compare keep their plain ops, which cost less than a scan when the
-//! chain is left at its first test. Besides chains: a context load fused
+//! is a detour that rejoins the taken side (the converter's `jge` pairs).
+//!
+//! Binary-search trees (libseccomp's optimised filters) are linked chains
+//! (the classic interpreter's range-chain links, ported): a chain that
+//! starts at a tree node (a compare whose both sides go on to compares)
+//! and holds only range tests (full mask or always hit: `x - lo <= span`,
+//! no `&`) is linked to, so every chain exit that lands on its entry
+//! (directly, or on a reload of the word it is a ladder on) carries a link
+//! instead of a pc: the run goes on scanning there, one test at a time
+//! (a tree walk mostly leaves a chain at its first test), reloading the
+//! word if the link says so, without going back to the dispatcher. A whole
+//! tree path (architecture check, the tree, the leaf) is then one
+//! dispatch, and a path down the fall-through sides is one scan. Links
+//! only go forward, so following them ends; the first hit of each chain
+//! in program order decides, and a taken link is a real branch. Programs
+//! with links run a dispatch loop of their own, in which every chain op is
+//! a linked-chain op (links are made only when every chain op's first
+//! tests are ranges), so the loop keeps no entry records in registers;
+//! other programs run the loop without links. Chains of a single compare
+//! and tree nodes without links keep their plain ops, which cost less
+//! than a scan when the chain is left at its first test.
+//!
+//! Besides chains: a context load fused
 //! with the compare after it (`w2 = K; if r0 <op> r2` or `if r0 <op> K`),
 //! `w2 = K; if r0 <op> r2`, `w0 = K; exit` and the converter's prologue. A
 //! program that opens with the prologue starts at the instruction after it:
@@ -68,7 +87,8 @@
 //! Executed-instruction counts stay exact (`Vm::executed`): with forward
 //! jumps only, a run executes `exit_pc + 1` minus the instructions every
 //! taken jump skipped over; each chain exit carries the count skipped from
-//! the start of its chain, and each entry the count up to itself.
+//! the start of its chain, and each entry the count up to itself (a link
+//! carries its exit's count less that of the entry it links to).
 
 use crate::insn::{Insn, Pc};
 use crate::interp::ExecError;
@@ -128,6 +148,13 @@ enum Kind {
     Chain,
     /// `w0 = ctx word aux`, then the chain of entry `target` (a ladder entry).
     LdChain,
+    /// A compare chain on r0 from test `target` of [`Chains::tests`] (skip
+    /// count `imm` at the op), scanned by [`Chains::linked_exit`], its
+    /// links followed: in programs with links, every chain op, and tree
+    /// nodes and short chains whose chain links on.
+    Linked,
+    /// `w0 = ctx word aux`, then [`Kind::Linked`].
+    LdLinked,
     /// `w0 = ctx word aux; w2 = imm; if r0 <cond> r2 goto target`.
     LdMovJeq,
     LdMovJne,
@@ -171,6 +198,11 @@ struct SOp {
 /// Tests per block of [`Chains::first_exit`]: one branch per block.
 const BLOCK: usize = 8;
 
+/// Tests of a linked chain scanned one at a time before the blocked scan
+/// ([`Chains::linked_exit`]); a chain is linked to if these tests from its
+/// entry are ranges and one of them is a tree node's.
+const WINDOW: usize = 8;
+
 /// Tests in the first block of a scan (one 4-lane vector): short chains
 /// and tree nodes mostly end in it.
 const FIRST_BLOCK: usize = 4;
@@ -179,8 +211,9 @@ const FIRST_BLOCK: usize = 4;
 /// final test) keep their per-instruction ops: cheaper than a block scan.
 /// So do entries at a tree node (a compare whose both sides go on to
 /// compares, not a detour): a tree walk leaves most chains at their first
-/// test, where the scan's fixed cost is more than a plain compare's
-/// (measured: `allow306_opt2` 15% slower with them).
+/// test, where the block scan's fixed cost is more than a plain compare's
+/// (measured: `allow306_opt2` 15% slower with them). Either becomes a
+/// linked-chain op ([`Kind::Linked`]) when its chain links on.
 const MIN_CHAIN: usize = 3;
 
 /// An exit test of a compare chain: the chain is left iff
@@ -252,19 +285,57 @@ struct ChainExit {
     /// `target`; an entry's op holds the count up to the entry, so a run
     /// adds the difference to its skip count (module docs).
     skip: u32,
-    /// `K` when `target` is `w0 = K; exit` (the run ends there without
-    /// dispatching it), else [`NOT_RET`].
+    /// What the exit does besides going to `target`: `K` (a `u32`) when
+    /// `target` is `w0 = K; exit` (the run ends there without dispatching
+    /// it); [`NOT_RET`] when execution goes on at pc `target`; or a link
+    /// to another chain ([`SAME`], [`RELOAD`]` + k`; [`compile`] links exits
+    /// whose target is the entry of a chain from a tree node): the scan
+    /// goes on at test `target` of [`Chains::tests`] with r0 unchanged or
+    /// after reloading context word `k` (the entry is a load of that
+    /// word). Links only go forward in the program, so following them ends.
+    /// (One field for all three: an exit is two registers, and the
+    /// dispatch loop of a program without links checks only `NOT_RET`.)
     ret: u64,
 }
 
-/// [`ChainExit::ret`] of an exit that does not land on `w0 = K; exit`
-/// (above every `K`, a `u32`).
+/// [`ChainExit::ret`] of an exit that neither ends the run nor links (above
+/// every `K` and every link).
 const NOT_RET: u64 = u64::MAX;
+/// [`ChainExit::ret`] of a link with r0 unchanged. Links are the values
+/// `SAME..=SAME + 16`, above every `K` and below [`NOT_RET`] (all three
+/// constants are small negative numbers: one-byte immediates).
+const SAME: u64 = u64::MAX - 32;
+/// [`ChainExit::ret`]: `RELOAD + k` links after reloading context word
+/// `k` (< 16; the low four bits of the value).
+const RELOAD: u64 = SAME + 1;
 
 impl ChainExit {
     /// Past every program (a run that gets there reports falling off the
     /// end): what a scan past the arrays returns, never reached.
     const NOWHERE: ChainExit = ChainExit { target: u32::MAX, skip: 0, ret: NOT_RET };
+
+    /// Whether the exit links to another chain.
+    #[inline(always)]
+    fn links(&self) -> bool {
+        self.ret.wrapping_sub(SAME) <= 16
+    }
+}
+
+/// [`ChainExit::NOWHERE`], for scans that return a reference.
+static NOWHERE: ChainExit = ChainExit::NOWHERE;
+
+/// One test of [`Chains::tests`] with its exit, for the scalar scan of
+/// linked chains (one bounds check per window, one branch per test).
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+struct LinkedTest {
+    exit: ChainExit,
+    /// The test as a range, `x - lo <= span` (wrapping): linked chains are
+    /// made only of tests of that form (full mask, or always hit).
+    lo: u32,
+    span: u32,
+    /// Pads the record to 32 bytes (an index is a shift).
+    _pad: u64,
 }
 
 /// The exit tests of every compare chain, as parallel arrays (struct of
@@ -282,7 +353,8 @@ struct Chains {
     mask: Box<[u32]>,
     lo_flipped: Box<[u32]>,
     span_flipped: Box<[i32]>,
-    exits: Box<[ChainExit]>,
+    /// The same tests, plain, with their exits.
+    tests: Box<[LinkedTest]>,
 }
 
 /// The top bit of a `u32`, flipped in [`Chains::lo_flipped`] and
@@ -342,16 +414,39 @@ impl Chains {
     /// registers.)
     #[inline(never)]
     fn first_exit_after(&self, x: u32, at: usize) -> ChainExit {
-        self.scan(x, at).unwrap_or(ChainExit::NOWHERE)
+        self.scan(x, at).copied().unwrap_or(ChainExit::NOWHERE)
+    }
+
+    /// [`Chains::first_exit_after`] by reference, for the end of a window
+    /// of [`Chains::linked_exit`].
+    #[inline(never)]
+    fn first_exit_after_ref(&self, x: u32, at: usize) -> &ChainExit {
+        self.scan(x, at).unwrap_or(&NOWHERE)
     }
 
     #[inline(always)]
-    fn scan(&self, x: u32, mut at: usize) -> Option<ChainExit> {
+    fn scan(&self, x: u32, mut at: usize) -> Option<&ChainExit> {
         while !self.any_hit(x, at)? {
             at += BLOCK;
         }
         let hits = self.hits::<BLOCK>(x, at)?;
-        self.exits.get(at + (hits.trailing_zeros() / 8) as usize).copied()
+        self.tests.get(at + (hits.trailing_zeros() / 8) as usize).map(|t| &t.exit)
+    }
+
+    /// The exit of the first test from `at` on that `x` hits, for a chain
+    /// reached through a link (mostly short: tree nodes and leaves): the
+    /// tests of a window of [`WINDOW`] one at a time, one branch each (a
+    /// tree walk mostly leaves at the first), then the blocked scan.
+    #[inline(always)]
+    fn linked_exit(&self, x: u32, at: usize) -> &ChainExit {
+        if let Some(window) = self.tests.get(at..at + WINDOW).and_then(|w| <&[LinkedTest; WINDOW]>::try_from(w).ok()) {
+            for t in window {
+                if x.wrapping_sub(t.lo) <= t.span {
+                    return &t.exit;
+                }
+            }
+        }
+        self.first_exit_after_ref(x, at + WINDOW)
     }
 }
 
@@ -380,7 +475,7 @@ impl EntryBlock {
             mask: *mask,
             lo_flipped: *lo_flipped,
             span_flipped: *span_flipped,
-            exits: chains.exits.get(from..from + FIRST_BLOCK)?.try_into().ok()?,
+            exits: std::array::from_fn(|j| chains.tests.get(from + j).map_or(ChainExit::NOWHERE, |t| t.exit)),
             from: u32::try_from(from).ok()?,
             skip_base,
         })
@@ -487,12 +582,18 @@ struct ChainBuilder {
     mask: Vec<u32>,
     lo_flipped: Vec<u32>,
     span_flipped: Vec<i32>,
-    exits: Vec<ChainExit>,
+    tests: Vec<LinkedTest>,
+    /// Per test: a range (full mask, or always hit), scanned by
+    /// [`Chains::linked_exit`] without the mask.
+    range: Vec<bool>,
+    /// Per test: leaves to a compare from a tree node (a compare whose
+    /// both sides go on to compares).
+    tree: Vec<bool>,
 }
 
 impl ChainBuilder {
     fn len(&self) -> usize {
-        self.exits.len()
+        self.tests.len()
     }
 
     /// Appends `test` (nothing if it never hits) leaving to `target`.
@@ -501,7 +602,14 @@ impl ChainBuilder {
             self.mask.push(test.mask);
             self.lo_flipped.push(test.lo ^ TOP);
             self.span_flipped.push((test.span ^ TOP) as i32);
-            self.exits.push(ChainExit { target: target as u32, skip, ret: NOT_RET });
+            // A test with no mask bit hits every value (`exit_test` never
+            // makes one that hits none): the range of all values.
+            let range = test.mask == u32::MAX || test.mask == 0;
+            let (lo, span) = if test.mask == 0 { (0, u32::MAX) } else { (test.lo, test.span) };
+            let exit = ChainExit { target: target as u32, skip, ret: NOT_RET };
+            self.tests.push(LinkedTest { lo, span, _pad: 0, exit });
+            self.range.push(range);
+            self.tree.push(false);
         }
     }
 
@@ -544,7 +652,11 @@ impl ChainBuilder {
             }
             let (next, land, land_skip) = match (on_fall, on_taken) {
                 (Some(f), _) if !detour => {
+                    let before = self.len();
                     self.push(exit_test(c.cond, c.value, true), taken, taken_skip);
+                    if let Some(t) = self.tree.get_mut(before) {
+                        *t = on_taken.is_some();
+                    }
                     (f, fall, fall_skip)
                 }
                 (_, Some(t)) => {
@@ -579,14 +691,14 @@ impl ChainBuilder {
 
     /// The finished table, padded (see [`Chains`]).
     fn finish(mut self) -> Chains {
-        for _ in 1..BLOCK {
+        for _ in 1..BLOCK.max(WINDOW) {
             self.push(Some(ExitTest::ALWAYS), u32::MAX as usize, 0);
         }
         Chains {
             mask: self.mask.into(),
             lo_flipped: self.lo_flipped.into(),
             span_flipped: self.span_flipped.into(),
-            exits: self.exits.into(),
+            tests: self.tests.into(),
         }
     }
 }
@@ -728,6 +840,21 @@ fn plain(pc: usize, insn: Insn) -> Option<Plain> {
     })
 }
 
+/// A chain entry (a pc where the rest of a chain is what execution does),
+/// as links see it.
+#[derive(Debug, Clone, Copy)]
+struct EntryAt {
+    /// The chain's test at the entry (an index into [`Chains::tests`]).
+    from: usize,
+    /// The skip count at the entry (see [`ChainExit::skip`]).
+    skip_base: u64,
+    /// The [`ChainExit::ret`] of a link to it: [`SAME`], or [`RELOAD`]
+    /// `+ k` for a load of context word `k` (a ladder entry).
+    link: u64,
+    /// Tests from `from` to the chain's end.
+    len: usize,
+}
+
 /// Compiles `insns` (already accepted by `Program::load`) for the seccomp
 /// executor, or `None` if the program is outside the subset the module docs
 /// describe (the general interpreter runs it then).
@@ -785,11 +912,17 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
     let mut built = ChainBuilder::default();
     // Chains on an unknown r0, entered at each compare they run through.
     let mut covered = vec![false; n + 1];
+    // Per pc that is a chain entry: where its chain is (for links).
+    let mut entry_at: Vec<Option<EntryAt>> = vec![None; n];
     for pc in 0..n {
         if covered.get(pc).copied().unwrap_or(true) || shapes.cmp(pc).is_none() {
             continue;
         }
-        for (at, from, skip_base, tree) in built.walk(&shapes, &mut covered, pc, pc, None) {
+        let walked = built.walk(&shapes, &mut covered, pc, pc, None);
+        for (at, from, skip_base, tree) in walked {
+            if let Some(e) = entry_at.get_mut(at) {
+                *e = Some(EntryAt { from, skip_base, link: SAME, len: built.len() - from });
+            }
             if built.len() - from >= MIN_CHAIN && !tree {
                 if let Some(o) = ops.get_mut(at) {
                     *o = SOp { kind: Kind::Chain, dst: RA, src: RK, aux: 0, target: from as u32, imm: skip_base };
@@ -808,7 +941,12 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
         {
             continue;
         }
-        for (at, from, skip_base, tree) in built.walk(&shapes, &mut covered, pc, pc + 1, Some(l.aux)) {
+        let walked = built.walk(&shapes, &mut covered, pc, pc + 1, Some(l.aux));
+        for (at, from, skip_base, tree) in walked {
+            if let Some(e) = entry_at.get_mut(at) {
+                let link = RELOAD + u64::from(l.aux & 15);
+                *e = Some(EntryAt { from, skip_base, link, len: built.len() - from });
+            }
             if built.len() - from >= MIN_CHAIN && !tree {
                 if let (Some(o), Some(load)) = (ops.get_mut(at), base.get(at)) {
                     *o = SOp {
@@ -887,18 +1025,68 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
     let has_stack = ops.iter().any(|o| matches!(o.kind, Kind::LdStack | Kind::StStack));
     let start = if ops.first().is_some_and(|o| o.kind == Kind::Prologue) { 3 } else { 0 };
     type Runner = fn(&SeccompProg, &[u8; 64]) -> (u64, u64);
-    let (runner, runner_uncounted): (Runner, Runner) = if has_stack {
-        (SeccompProg::run_with::<16, true>, SeccompProg::run_with::<16, false>)
-    } else {
-        (SeccompProg::run_with::<0, true>, SeccompProg::run_with::<0, false>)
+    let tests_built = built.len();
+    // Chains worth linking to: from a tree node on, ranges only, within
+    // the window of [`Chains::linked_exit`].
+    let (range, tree) = (std::mem::take(&mut built.range), std::mem::take(&mut built.tree));
+    let ranges =
+        |from: usize, len: usize| range.get(from..from + len.min(WINDOW)).is_some_and(|r| r.iter().all(|&r| r));
+    let linkable = |from: usize, len: usize| {
+        ranges(from, len) && tree.get(from..from + len.min(WINDOW)).is_some_and(|t| t.iter().any(|&t| t))
     };
     let mut chains = built.finish();
     // Exits that land on `w0 = K; exit` end the run there.
-    for e in chains.exits.iter_mut() {
-        if let Some(o) = ops.get(e.target as usize).filter(|o| o.kind == Kind::RetImm) {
-            e.ret = o.imm;
+    for t in chains.tests.iter_mut() {
+        if let Some(o) = ops.get(t.exit.target as usize).filter(|o| o.kind == Kind::RetImm) {
+            t.exit.ret = o.imm;
         }
     }
+    // Exits that land on the entry of a chain from a tree node go on
+    // scanning it, in programs whose chain ops can all be scanned as
+    // linked chains (ranges only): their dispatch loop then has no entry
+    // blocks to keep in registers.
+    let link_of = |e: &ChainExit| match entry_at.get(e.target as usize) {
+        Some(&Some(EntryAt { from, skip_base, link, len })) if e.ret == NOT_RET && linkable(from, len) => {
+            // The linked chain's exits count from its walk's start.
+            Some(ChainExit { target: from as u32, skip: e.skip.wrapping_sub(skip_base as u32), ret: link })
+        }
+        _ => None,
+    };
+    let chain_ops_ranges = ops.iter().enumerate().all(|(pc, o)| {
+        !matches!(o.kind, Kind::Chain | Kind::LdChain)
+            || entry_at.get(pc).copied().flatten().is_some_and(|e| ranges(e.from, e.len))
+    });
+    let has_links = chain_ops_ranges && chains.tests.iter().take(tests_built).any(|t| link_of(&t.exit).is_some());
+    let mut linked = vec![false; tests_built];
+    if has_links {
+        for (t, l) in chains.tests.iter_mut().zip(linked.iter_mut()) {
+            if let Some(e) = link_of(&t.exit) {
+                t.exit = e;
+                *l = true;
+            }
+        }
+        // Chain ops, and entries kept as plain ops whose chain links on,
+        // become linked-chain ops: one dispatch for a whole path down a
+        // tree.
+        for (pc, e) in entry_at.iter().enumerate() {
+            let (Some(EntryAt { from, skip_base, link, len }), Some(o)) = (*e, ops.get_mut(pc)) else { continue };
+            let links_on = linked.get(from..from + len.min(WINDOW)).is_some_and(|w| w.iter().any(|&l| l));
+            if matches!(o.kind, Kind::Chain | Kind::LdChain) || (ranges(from, len) && links_on) {
+                *o = if link == SAME {
+                    SOp { kind: Kind::Linked, dst: RA, src: RK, aux: 0, target: from as u32, imm: skip_base }
+                } else {
+                    let aux = (link - RELOAD) as u8;
+                    SOp { kind: Kind::LdLinked, dst: RA, src: RK, aux, target: from as u32, imm: skip_base }
+                };
+            }
+        }
+    }
+    let (runner, runner_uncounted): (Runner, Runner) = match (has_stack, has_links) {
+        (true, true) => (SeccompProg::run_with::<16, true, true>, SeccompProg::run_with::<16, false, true>),
+        (true, false) => (SeccompProg::run_with::<16, true, false>, SeccompProg::run_with::<16, false, false>),
+        (false, true) => (SeccompProg::run_with::<0, true, true>, SeccompProg::run_with::<0, false, true>),
+        (false, false) => (SeccompProg::run_with::<0, true, false>, SeccompProg::run_with::<0, false, false>),
+    };
     let mut entries = Vec::new();
     for o in ops.iter_mut().filter(|o| matches!(o.kind, Kind::Chain | Kind::LdChain)) {
         entries.push(EntryBlock::new(&chains, o.target as usize, o.imm as u32)?);
@@ -1004,7 +1192,7 @@ impl SeccompProg {
     /// off the end (unreachable: a run executes at least its `exit`); two
     /// registers, not a `Result` in memory.
     #[inline(never)]
-    fn run_with<const SLOTS: usize, const COUNT: bool>(&self, data: &[u8; 64]) -> (u64, u64) {
+    fn run_with<const SLOTS: usize, const COUNT: bool, const LINKS: bool>(&self, data: &[u8; 64]) -> (u64, u64) {
         let ops = &self.ops[..];
         let chains = &self.chains;
         let entries = &self.entries[..];
@@ -1071,14 +1259,72 @@ impl SeccompProg {
                 // Every chain ends with a test that always hits, so the exit
                 // is never `ChainExit::NOWHERE`.
                 let exit = e.first_exit(a as u32, chains);
-                if COUNT {
-                    skipped = skipped.wrapping_add(exit.skip as usize);
+                follow!(exit)
+            }};
+        }
+        // The linked chain from test `$from` (skip count `$base` at its entry).
+        macro_rules! linked {
+            ($from:expr, $base:expr) => {{
+                if !LINKS {
+                    // Unreachable: linked-chain ops exist only with links.
+                    return (pc as u64, 0);
                 }
-                pc = exit.target as usize;
+                if COUNT {
+                    skipped = skipped.wrapping_sub($base as usize);
+                }
+                let exit = chains.linked_exit(a as u32, $from as usize);
+                linked_follow!(exit)
+            }};
+        }
+        // Goes where chain exit `$exit` (a value) leaves to, following its
+        // links (only in programs that have some: `LINKS`).
+        macro_rules! follow {
+            ($exit:expr) => {{
+                let exit: ChainExit = $exit;
+                if LINKS && exit.links() {
+                    if exit.ret != SAME {
+                        // RELOAD + k: word k (`word` takes the low 4 bits).
+                        a = word(data, exit.ret as u8);
+                    }
+                    if COUNT {
+                        // Sign-extended: a linked exit's count is less the
+                        // next entry's, which may be more than its own.
+                        skipped = skipped.wrapping_add(exit.skip as i32 as usize);
+                    }
+                    let exit = chains.linked_exit(a as u32, exit.target as usize);
+                    linked_follow!(exit)
+                }
+                leave!(exit)
+            }};
+        }
+        // `follow!` from a linked chain's exit (a reference).
+        macro_rules! linked_follow {
+            ($exit:expr) => {{
+                let mut exit: &ChainExit = $exit;
+                while exit.links() {
+                    if exit.ret != SAME {
+                        a = word(data, exit.ret as u8);
+                    }
+                    if COUNT {
+                        skipped = skipped.wrapping_add(exit.skip as i32 as usize);
+                    }
+                    exit = chains.linked_exit(a as u32, exit.target as usize);
+                }
+                leave!(exit)
+            }};
+        }
+        // Goes where chain exit `$exit` (value or reference, not a link)
+        // leaves to.
+        macro_rules! leave {
+            ($exit:expr) => {{
+                if COUNT {
+                    skipped = skipped.wrapping_add($exit.skip as i32 as usize);
+                }
+                pc = $exit.target as usize;
                 // Chains mostly leave to `w0 = K; exit` ([`ChainExit::ret`]):
                 // the run ends here rather than through the dispatcher.
-                if exit.ret != NOT_RET {
-                    a = exit.ret;
+                if $exit.ret != NOT_RET {
+                    a = $exit.ret;
                     exit!(pc + 1)
                 }
                 continue;
@@ -1171,10 +1417,18 @@ impl SeccompProg {
                     pc += 2;
                     jcc!(a, t, op.target, |l, r| l & r != 0)
                 }
+                // Unreachable with links: chain ops are then linked-chain ops.
+                Kind::Chain if LINKS => return (pc as u64, 0),
+                Kind::LdChain if LINKS => return (pc as u64, 0),
                 Kind::Chain => chain!(op.target),
                 Kind::LdChain => {
                     a = word(data, op.aux);
                     chain!(op.target)
+                }
+                Kind::Linked => linked!(op.target, op.imm),
+                Kind::LdLinked => {
+                    a = word(data, op.aux);
+                    linked!(op.target, op.imm)
                 }
                 Kind::LdJeq => {
                     a = word(data, op.aux);
@@ -1509,6 +1763,159 @@ mod tests {
                     failures.push(format!("n {n}: no ladder op"));
                 }
                 failures.extend(differences(&format!("n {n} entry {entry}"), &p, &words(&consts)));
+            }
+        }
+        assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    }
+
+    /// A libseccomp-style binary-search tree over `keys` (sorted, distinct)
+    /// on r0: inner nodes `if r0 <= K` / `if r0 > K` (alternating by
+    /// depth), the right subtree of every odd-depth node starting with a
+    /// reload of ctx word 0 (which r0 holds: a reload link), leaves of up
+    /// to four `==` tests (or, with `jset_leaf`, the first leaf's tests as
+    /// `if r0 & K`) missing to a second, shared tree, then `w0 = 1; exit`
+    /// (hit) and `w0 = 0; exit` (miss).
+    /// Returns the body (for [`head`]) and the index of every node and
+    /// reload in it.
+    fn tree(keys: &[u32], jset_leaf: bool) -> (Vec<Insn>, Vec<usize>) {
+        /// A jump to a body index, or to the hit / miss returns.
+        enum To {
+            At(usize),
+            Hit,
+            Miss,
+        }
+        fn build(keys: &[u32], depth: u32, jset: &mut bool, out: &mut Vec<(Insn, Option<To>)>, nodes: &mut Vec<usize>) {
+            if keys.len() <= 4 {
+                for &k in keys {
+                    nodes.push(out.len());
+                    let code = if *jset { 0x45 } else { 0x15 };
+                    out.push((i(code, 0, 0, 0, k as i32), Some(To::Hit)));
+                }
+                *jset = false;
+                out.push((i(0x05, 0, 0, 0, 0), Some(To::Miss)));
+                return;
+            }
+            let mid = keys.len() / 2;
+            let split = keys[mid - 1];
+            nodes.push(out.len());
+            let at = out.len();
+            // `if r0 <= split goto left` (right falls through), or
+            // `if r0 > split goto right` (left falls through).
+            let le = depth % 2 == 0;
+            out.push((i(if le { 0xb5 } else { 0x25 }, 0, 0, 0, split as i32), None));
+            let (first, second) = if le { (&keys[mid..], &keys[..mid]) } else { (&keys[..mid], &keys[mid..]) };
+            let reload = |out: &mut Vec<(Insn, Option<To>)>, nodes: &mut Vec<usize>| {
+                if depth % 2 == 1 {
+                    nodes.push(out.len());
+                    out.push((i(0x61, 0, 6, 0, 0), None));
+                }
+            };
+            if !le {
+                build(first, depth + 1, jset, out, nodes);
+            } else {
+                reload(out, nodes);
+                build(first, depth + 1, jset, out, nodes);
+            }
+            out[at].1 = Some(To::At(out.len()));
+            if !le {
+                reload(out, nodes);
+            }
+            build(second, depth + 1, jset, out, nodes);
+        }
+        let (mut out, mut nodes) = (Vec::new(), Vec::new());
+        let mut jset = jset_leaf;
+        build(keys, 0, &mut jset, &mut out, &mut nodes);
+        // Every leaf misses to a second tree (M, past two dead
+        // instructions): the last leaf's chain runs on into it through its
+        // `ja` (so M's entry has a skip count of its own) and every other
+        // leaf's miss links to it. M: `if r0 > 100` to `== 0xffff_fff0`,
+        // else `== 1`, `== 2`.
+        let m = out.len() + 2;
+        nodes.extend([m, m + 1, m + 4]);
+        let tail = [
+            (i(0xb4, 0, 0, 0, 7), None),
+            (i(0x95, 0, 0, 0, 0), None),
+            (i(0x25, 0, 0, 0, 100), Some(To::At(m + 4))),
+            (i(0x15, 0, 0, 0, 1), Some(To::Hit)),
+            (i(0x15, 0, 0, 0, 2), Some(To::Hit)),
+            (i(0x05, 0, 0, 0, 0), Some(To::Miss)),
+            (i(0x15, 0, 0, 0, 0xffff_fff0_u32 as i32), Some(To::Hit)),
+            (i(0x05, 0, 0, 0, 0), Some(To::Miss)),
+        ];
+        let hit = m + 6;
+        let body = out
+            .into_iter()
+            .map(|(insn, to)| (insn, to.map(|t| if matches!(t, To::Miss) { To::At(m) } else { t })))
+            .chain(tail)
+            .enumerate()
+            .map(|(pc, (insn, to))| {
+                let target = match to {
+                    None => return insn,
+                    Some(To::At(t)) => t,
+                    Some(To::Hit) => hit,
+                    Some(To::Miss) => hit + 2,
+                };
+                Insn { off: (target - pc - 1) as i16, ..insn }
+            })
+            .chain([i(0xb4, 0, 0, 0, 1), i(0x95, 0, 0, 0, 0), i(0xb4, 0, 0, 0, 0), i(0x95, 0, 0, 0, 0)])
+            .collect();
+        (body, nodes)
+    }
+
+    /// Binary-search trees of 5 to 40 keys (linked chains: every node's
+    /// exits link on to the next node, through reloads of the word on
+    /// half the right subtrees), entered at the top and, through the
+    /// `if X != 0` jump, at every node, leaf test and reload: the executor
+    /// (a tree path in one dispatch) against the general interpreter,
+    /// results and step counts. With a `jset` leaf (not a range) nothing
+    /// is linked, and the results still agree.
+    #[test]
+    fn linked_tree_chains_match_the_general_interpreter_from_every_node() {
+        let mut failures = Vec::new();
+        for n in [5usize, 8, 9, 13, 16, 17, 24, 31, 40] {
+            let keys: Vec<u32> = (0..n as u32).map(|k| 3 * k + if k % 4 == 3 { 0x8000_0000 } else { 10 }).collect();
+            let mut keys = keys;
+            keys.sort_unstable();
+            let consts: Vec<u32> = keys.iter().copied().chain([1, 2, 100, 0xffff_fff0]).collect();
+            // Inputs: word 2 passes the check in front of the tree or not.
+            let datas: Vec<(String, [u8; 64])> = words(&consts)
+                .into_iter()
+                .flat_map(|(w0, w1)| {
+                    [0x1234u32, 0].map(|w2| {
+                        let mut d = data(w0, w1);
+                        d[8..12].copy_from_slice(&w2.to_le_bytes());
+                        (format!("word0 {w0:#x} word1 {w1} word2 {w2:#x}"), d)
+                    })
+                })
+                .collect();
+            for jset_leaf in [false, true] {
+                let (tree_body, tree_nodes) = tree(&keys, jset_leaf);
+                // In front of the tree, a check of word 2 (libseccomp's
+                // architecture check), then r0 = word 0: the check's chain
+                // links on to the tree with a reload that changes r0.
+                let miss = 3 + tree_body.len() - 2;
+                let mut body = vec![i(0x61, 0, 6, 8, 0), i(0x55, 0, 0, (miss - 2) as i16, 0x1234), i(0x61, 0, 6, 0, 0)];
+                body.extend(tree_body);
+                let nodes: Vec<usize> = [0, 1, 2].into_iter().chain(tree_nodes.iter().map(|&n| n + 3)).collect();
+                for &entry in &nodes {
+                    let p = head(entry, &body);
+                    let prog = compile(&p).unwrap();
+                    let linked_ops = count(&p, Kind::Linked) + count(&p, Kind::LdLinked);
+                    let links = prog.chains.tests.iter().filter(|t| t.exit.links()).count();
+                    let reloads = prog.chains.tests.iter().filter(|t| t.exit.links() && t.exit.ret != SAME).count();
+                    if jset_leaf && (linked_ops != 0 || links != 0) {
+                        failures.push(format!("n {n} jset: {linked_ops} linked ops, {links} links"));
+                    }
+                    // The check links on to the tree's root (a tree node
+                    // from 9 keys on), with a reload.
+                    if !jset_leaf && n >= 9 && (linked_ops == 0 || links == 0 || reloads == 0) {
+                        failures.push(format!("n {n}: {linked_ops} linked ops, {links} links, {reloads} reloads"));
+                    }
+                    let what = format!("n {n} jset {jset_leaf} entry {entry}");
+                    let named: Vec<(String, [u8; 64])> =
+                        datas.iter().map(|(d, bytes)| (format!("{what} {d}"), *bytes)).collect();
+                    failures.extend(differences_on(&what, &p, &named));
+                }
             }
         }
         assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
