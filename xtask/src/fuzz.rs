@@ -52,6 +52,11 @@ pub struct Stats {
     pub secs: u64,
     /// `Test unit written to PATH` of a crash, leak or timeout.
     pub artifact: Option<PathBuf>,
+    /// `stat::slowest_unit_time_sec`: the slowest input's seconds. libFuzzer
+    /// also writes that input as `slow-unit-*` once it passes
+    /// `-report_slow_units` (10 s); that is a report, not a crash (the run
+    /// goes on; `-timeout` turns real hangs into crashes).
+    pub slowest_unit_secs: u64,
 }
 
 /// Parses libFuzzer's stderr. The last status line wins; lines look like
@@ -88,8 +93,13 @@ pub fn parse_stats(stderr: &str) -> Stats {
                 stats.execs = n;
             }
         } else if let Some(i) = line.find("Test unit written to ") {
-            let path = line.get(i + "Test unit written to ".len()..).unwrap_or("").trim();
-            stats.artifact = Some(PathBuf::from(path));
+            let path = PathBuf::from(line.get(i + "Test unit written to ".len()..).unwrap_or("").trim());
+            let slow = path.file_name().is_some_and(|n| n.to_string_lossy().starts_with("slow-unit-"));
+            if !slow {
+                stats.artifact = Some(path);
+            }
+        } else if let Some(n) = line.strip_prefix("stat::slowest_unit_time_sec:") {
+            stats.slowest_unit_secs = n.trim().parse().unwrap_or(0);
         }
     }
     stats
@@ -258,8 +268,8 @@ fn keep_regression(root: &Path, target: &str, artifact: &Path) -> Result<PathBuf
 
 fn table(rows: &[(String, Stats)], time: u64) -> String {
     let mut out = format!(
-        "{:<16} {:>6} {:>12} {:>8} {:>7} {:>8} {:>7}  result\n",
-        "target", "secs", "execs", "exec/s", "cov", "ft", "corpus"
+        "{:<16} {:>6} {:>12} {:>8} {:>7} {:>8} {:>7} {:>8}  result\n",
+        "target", "secs", "execs", "exec/s", "cov", "ft", "corpus", "slowest"
     );
     for (target, s) in rows {
         let result = match &s.artifact {
@@ -267,13 +277,14 @@ fn table(rows: &[(String, Stats)], time: u64) -> String {
             None => "ok".to_string(),
         };
         out.push_str(&format!(
-            "{target:<16} {:>6} {:>12} {:>8} {:>7} {:>8} {:>7}  {result}\n",
+            "{target:<16} {:>6} {:>12} {:>8} {:>7} {:>8} {:>7} {:>7}s  {result}\n",
             if s.secs > 0 { s.secs } else { time },
             s.execs,
             s.exec_per_sec,
             s.cov,
             s.ft,
-            s.corpus
+            s.corpus,
+            s.slowest_unit_secs
         ));
     }
     out
@@ -292,7 +303,16 @@ mod tests {
         let s = parse_stats(err);
         assert_eq!(
             s,
-            Stats { execs: 123457, cov: 1234, ft: 5678, corpus: 90, exec_per_sec: 2000, secs: 61, artifact: None }
+            Stats {
+                execs: 123457,
+                cov: 1234,
+                ft: 5678,
+                corpus: 90,
+                exec_per_sec: 2000,
+                secs: 61,
+                artifact: None,
+                slowest_unit_secs: 0
+            }
         );
     }
 
@@ -301,6 +321,16 @@ mod tests {
         let err = "==1== ERROR: libFuzzer: deadly signal\n\
                    artifact_prefix='/w/fuzz/artifacts/x/'; Test unit written to /w/fuzz/artifacts/x/crash-abc\n";
         assert_eq!(parse_stats(err).artifact, Some(PathBuf::from("/w/fuzz/artifacts/x/crash-abc")));
+    }
+
+    #[test]
+    fn a_slow_unit_is_reported_not_kept_as_a_crash() {
+        let err = "Slowest unit: 14 s:
+                   artifact_prefix='fuzz/artifacts/f/'; Test unit written to fuzz/artifacts/f/slow-unit-21bf
+                   stat::slowest_unit_time_sec:    14
+";
+        let s = parse_stats(err);
+        assert_eq!((s.artifact, s.slowest_unit_secs), (None, 14));
     }
 
     #[test]
