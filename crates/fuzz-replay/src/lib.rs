@@ -24,6 +24,7 @@
 //! The functions take `&[u8]` rather than `arbitrary` types so a regression
 //! file is exactly the bytes libFuzzer wrote.
 
+pub mod blowup;
 pub mod gen;
 mod targets;
 
