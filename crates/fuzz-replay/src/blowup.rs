@@ -10,7 +10,7 @@
 //! | [`Shape::NrPrefixUnsettled`] | a long `jeq` prefix on nr, then tests data flow cannot settle: per-nr analysis work |
 //! | [`Shape::Diamonds`] | nested diamonds through scratch stores and ALU: path explosion through `M[]` |
 //!
-//! Every shape builds a program [`cbpf::validate`] accepts in seccomp mode
+//! Every shape builds a program [`cbpf::validate()`] accepts in seccomp mode
 //! for any size up to [`cbpf::opcode::BPF_MAXINSNS`]; [`shape`] draws one
 //! from fuzzer bytes. Used by the `bounded_work` fuzz target and by the CLI's
 //! resource-limit property test.

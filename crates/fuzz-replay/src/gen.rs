@@ -1,6 +1,6 @@
 //! Valid classic programs and run contexts, built from fuzzer bytes.
 //!
-//! [`program`] turns any byte string into a program that [`cbpf::validate`]
+//! [`program`] turns any byte string into a program that [`cbpf::validate()`]
 //! accepts, by construction rather than by luck, so the fuzzer spends its
 //! time in the converter and the interpreters instead of in the validator:
 //!

@@ -31,7 +31,7 @@ const EBPF_STEP_BUDGET: u64 = 1 << 14;
 
 // ---------------------------------------------------------------- decode_validate
 
-/// Any bytes: [`cbpf::raw::decode`] then [`cbpf::validate`] in both modes
+/// Any bytes: [`cbpf::raw::decode`] then [`cbpf::validate()`] in both modes
 /// never panic; decoding round-trips; a program that validates keeps its
 /// length and original, converts, loads into the eBPF interpreter, and gives
 /// the classic interpreter's answer on fixed contexts.
