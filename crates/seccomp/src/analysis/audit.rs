@@ -14,7 +14,7 @@
 use cbpf::{JmpOp, Pc, Program};
 
 use super::domain::{Env, Field, Step, Val};
-use super::{ActionResult, AnalysisError, Analyzer};
+use super::{ActionResult, AnalysisError, Analyzer, Budget};
 
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -226,7 +226,18 @@ fn separates_x32(op: JmpOp, k: u32) -> bool {
 
 /// Audits `prog`; findings ordered by descending severity, then pc.
 pub fn audit(prog: &Program) -> Result<Vec<Finding>, AnalysisError> {
-    let mut an = Analyzer::new(prog)?;
+    audit_in(prog, &mut Budget::default())
+}
+
+/// [`audit`] drawing on a run's `budget`.
+pub fn audit_in(prog: &Program, budget: &mut Budget) -> Result<Vec<Finding>, AnalysisError> {
+    let mut an = Analyzer::with_budget(prog, std::mem::take(budget))?;
+    let findings = audit_with(prog, &mut an);
+    *budget = an.into_budget();
+    findings
+}
+
+fn audit_with(prog: &Program, an: &mut Analyzer) -> Result<Vec<Finding>, AnalysisError> {
     let mut findings = Vec::new();
 
     // Structure, with nr and arch both symbolic.
@@ -278,7 +289,7 @@ pub fn audit(prog: &Program) -> Result<Vec<Finding>, AnalysisError> {
         let env = Env { nr: None, arch: Some(concrete), layout_arch: concrete };
         let nrs = an.compared_constants(&env, Field::Nr);
         let nr = unnamed_nr(&nrs);
-        let result = an.result(concrete, nr);
+        let result = an.try_result(concrete, nr)?;
         if let ActionResult::Constant(action) = result {
             if allows(action) {
                 findings.push(Finding {
@@ -294,7 +305,7 @@ pub fn audit(prog: &Program) -> Result<Vec<Finding>, AnalysisError> {
     }
 
     if let Some((nrs, default_nr, default_result)) = x86_64_default {
-        audit_x86_64(&mut an, &nrs, default_nr, &default_result, &mut findings);
+        audit_x86_64(an, &nrs, default_nr, &default_result, &mut findings)?;
     }
 
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.pc.cmp(&b.pc)));
@@ -308,7 +319,7 @@ fn audit_x86_64(
     default_nr: u32,
     default_result: &ActionResult,
     findings: &mut Vec<Finding>,
-) {
+) -> Result<(), AnalysisError> {
     let env = Env { nr: None, arch: Some(AUDIT_ARCH_X86_64), layout_arch: AUDIT_ARCH_X86_64 };
     let mut tests_nr = false;
     let mut x32_handled = false;
@@ -333,7 +344,9 @@ fn audit_x86_64(
         let candidates = compared.iter().copied().filter(|&n| n < X32_SYSCALL_BIT).chain([default_nr]);
         for n in candidates {
             let x32 = n | X32_SYSCALL_BIT;
-            if always_allowed(&an.result(AUDIT_ARCH_X86_64, x32)) && !always_allowed(&an.result(AUDIT_ARCH_X86_64, n)) {
+            if always_allowed(&an.try_result(AUDIT_ARCH_X86_64, x32)?)
+                && !always_allowed(&an.try_result(AUDIT_ARCH_X86_64, n)?)
+            {
                 escapes.push(x32);
             }
         }
@@ -344,9 +357,9 @@ fn audit_x86_64(
     }
 
     for &(older, _, newer, _) in SIBLINGS_X86_64 {
-        let older_result = an.result(AUDIT_ARCH_X86_64, older);
+        let older_result = an.try_result(AUDIT_ARCH_X86_64, older)?;
         let specifically_filtered = !always_allowed(&older_result) && older_result != *default_result;
-        if specifically_filtered && always_allowed(&an.result(AUDIT_ARCH_X86_64, newer)) {
+        if specifically_filtered && always_allowed(&an.try_result(AUDIT_ARCH_X86_64, newer)?) {
             findings.push(Finding {
                 severity: Severity::Medium,
                 pc: None,
@@ -355,17 +368,23 @@ fn audit_x86_64(
         }
     }
 
-    let allowed: Vec<u32> =
-        IO_URING_X86_64.into_iter().filter(|&nr| always_allowed(&an.result(AUDIT_ARCH_X86_64, nr))).collect();
+    let mut allowed: Vec<u32> = Vec::new();
+    for nr in IO_URING_X86_64 {
+        if always_allowed(&an.try_result(AUDIT_ARCH_X86_64, nr)?) {
+            allowed.push(nr);
+        }
+    }
     if !allowed.is_empty() {
-        let restricted = compared
-            .iter()
-            .copied()
-            .filter(|n| !IO_URING_X86_64.contains(n))
-            .chain([default_nr])
-            .any(|n| !always_allowed(&an.result(AUDIT_ARCH_X86_64, n)));
+        let mut restricted = false;
+        for n in compared.iter().copied().filter(|n| !IO_URING_X86_64.contains(n)).chain([default_nr]) {
+            if !always_allowed(&an.try_result(AUDIT_ARCH_X86_64, n)?) {
+                restricted = true;
+                break;
+            }
+        }
         if restricted {
             findings.push(Finding { severity: Severity::Medium, pc: None, kind: FindingKind::IoUringOpen { allowed } });
         }
     }
+    Ok(())
 }

@@ -2,11 +2,13 @@
 //! that always get it and, for the others, the branch conditions under which
 //! they do. Formatting is the caller's business.
 
+use std::collections::BTreeMap;
+
 use cbpf::Program;
 
 use super::domain::{Env, Val};
-use super::paths::{explore, Cond, Limits};
-use super::{ActionResult, AnalysisError, Analyzer};
+use super::paths::{explore, Cond, Limits, Outcome};
+use super::{ActionResult, AnalysisError, Analyzer, Budget, BudgetKind};
 
 /// The paths of one syscall number that end in the same result.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -59,47 +61,178 @@ impl Policy {
 /// Limits of the exploration of one dependent number.
 const EXPLAIN_LIMITS: Limits = Limits { max_steps: 1 << 18, max_paths: 2048 };
 
+/// One piece of a policy, in the order [`explain_in`] proves them: per
+/// action value (ascending) a header, then its conditional paths number by
+/// number; last the paths returning a computed value (`action: None`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PolicyEvent<'a> {
+    /// The section of `action` (`None`: computed return values) begins;
+    /// `always` are the numbers that get it whatever the arguments.
+    Action { action: Option<u32>, always: &'a [u32] },
+    /// `nr` gets `action` when every condition holds.
+    Path { action: Option<u32>, nr: u32, conds: &'a [Cond] },
+    /// The exploration of `nr` hit its limit: there may be more paths to
+    /// `action` than reported.
+    Truncated { action: Option<u32>, nr: u32 },
+}
+
+/// A number whose action depends on the input: what its paths return.
+struct Dependent {
+    nr: u32,
+    /// Values its explored paths return (`None`: computed), first-seen order.
+    values: Vec<Option<u32>>,
+    truncated: bool,
+}
+
 /// The policy of `prog` on `arch` over the syscall numbers `nrs`.
 ///
 /// Numbers with a constant action (as [`super::analyze`] promises) are
 /// listed under [`ActionRules::always`]; for each other number the feasible
 /// paths are enumerated (up to a limit) and grouped by the value they return.
 pub fn explain(prog: &Program, arch: u32, nrs: impl IntoIterator<Item = u32>) -> Result<Policy, AnalysisError> {
-    let mut analyzer = Analyzer::new(prog)?;
     let mut policy = Policy { arch, actions: Vec::new(), computed: Vec::new() };
+    let mut budget = Budget::default();
+    explain_in(prog, arch, nrs, &mut budget, |event| {
+        match event {
+            PolicyEvent::Action { action: Some(v), always } => policy.rules(v).always = always.to_vec(),
+            PolicyEvent::Action { action: None, .. } => {}
+            PolicyEvent::Path { action, nr, conds } => {
+                let list = match action {
+                    Some(v) => &mut policy.rules(v).when,
+                    None => &mut policy.computed,
+                };
+                match list.last_mut() {
+                    Some(last) if last.nr == nr => last.paths.push(conds.to_vec()),
+                    _ => list.push(NrPaths { nr, paths: vec![conds.to_vec()], truncated: false }),
+                }
+            }
+            PolicyEvent::Truncated { action, nr } => {
+                let list = match action {
+                    Some(v) => &mut policy.rules(v).when,
+                    None => &mut policy.computed,
+                };
+                match list.last_mut() {
+                    Some(last) if last.nr == nr => last.truncated = true,
+                    _ => list.push(NrPaths { nr, paths: Vec::new(), truncated: true }),
+                }
+            }
+        }
+        Ok::<(), AnalysisError>(())
+    })?;
+    Ok(policy)
+}
+
+/// [`explain`] as a stream: hands each proved piece of the policy to
+/// `sink` as soon as it is known, holding at most one path at a time, and
+/// draws on the run's `budget` (every instruction explored, every path and
+/// condition reported). Stops at the first error of `sink` or of the budget.
+pub fn explain_in<E: From<AnalysisError>>(
+    prog: &Program,
+    arch: u32,
+    nrs: impl IntoIterator<Item = u32>,
+    budget: &mut Budget,
+    sink: impl FnMut(PolicyEvent<'_>) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut analyzer = Analyzer::with_budget(prog, std::mem::take(budget))?;
+    let result = stream(&mut analyzer, arch, nrs, sink);
+    *budget = analyzer.into_budget();
+    result
+}
+
+fn stream<E: From<AnalysisError>>(
+    analyzer: &mut Analyzer,
+    arch: u32,
+    nrs: impl IntoIterator<Item = u32>,
+    mut sink: impl FnMut(PolicyEvent<'_>) -> Result<(), E>,
+) -> Result<(), E> {
+    let env_of = |nr: u32| Env { nr: Some(nr), arch: Some(arch), layout_arch: arch };
+    let key = |ret: Val| match ret {
+        Val::Known(v) => Some(v),
+        _ => None,
+    };
+    // Pass 1: constant numbers, and the values the others' paths return.
+    let mut always: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    let mut dependents: Vec<Dependent> = Vec::new();
     for nr in nrs {
-        if let ActionResult::Constant(v) = analyzer.result(arch, nr) {
-            let always = &mut policy.rules(v).always;
-            if let Err(i) = always.binary_search(&nr) {
-                always.insert(i, nr);
+        if let ActionResult::Constant(v) = analyzer.try_result(arch, nr)? {
+            let list = always.entry(v).or_default();
+            if let Err(i) = list.binary_search(&nr) {
+                list.insert(i, nr);
             }
             continue;
         }
-        let env = Env { nr: Some(nr), arch: Some(arch), layout_arch: arch };
-        let mut by_value: Vec<(Option<u32>, Vec<Vec<Cond>>)> = Vec::new();
-        let complete = explore(analyzer.ops(), &env, true, EXPLAIN_LIMITS, |end| {
-            let key = match end.ret {
-                Val::Known(v) => Some(v),
-                _ => None,
-            };
-            let conds = end.conds.to_vec();
-            match by_value.iter_mut().find(|(k, _)| *k == key) {
-                Some((_, paths)) => paths.push(conds),
-                None => by_value.push((key, vec![conds])),
+        let mut values: Vec<Option<u32>> = Vec::new();
+        let outcome = explore(&analyzer.ops, &env_of(nr), false, EXPLAIN_LIMITS, &mut analyzer.budget.steps, |end| {
+            let k = key(end.ret);
+            if !values.contains(&k) {
+                values.push(k);
             }
+            true
         });
-        if by_value.is_empty() {
-            // The limit struck before any path ended: say so rather than
-            // silently dropping the number.
-            policy.computed.push(NrPaths { nr, paths: Vec::new(), truncated: true });
+        if outcome == Outcome::Exhausted {
+            return Err(analyzer.budget.exhausted(BudgetKind::Steps).into());
         }
-        for (key, paths) in by_value {
-            let entry = NrPaths { nr, paths, truncated: !complete };
-            match key {
-                Some(v) => policy.rules(v).when.push(entry),
-                None => policy.computed.push(entry),
+        dependents.push(Dependent { nr, values, truncated: outcome != Outcome::Complete });
+    }
+    let mut actions: Vec<u32> = always.keys().copied().collect();
+    actions.extend(dependents.iter().flat_map(|d| d.values.iter().flatten().copied()));
+    actions.sort_unstable();
+    actions.dedup();
+
+    // Pass 2: per action, re-explore the numbers that can get it and
+    // report its paths one at a time.
+    let mut conds: Vec<Cond> = Vec::new();
+    for action in actions.iter().copied().map(Some).chain([None]) {
+        let empty = Vec::new();
+        let list = action.and_then(|v| always.get(&v)).unwrap_or(&empty);
+        sink(PolicyEvent::Action { action, always: list })?;
+        for d in &dependents {
+            if action.is_none() && d.values.is_empty() {
+                // The limit struck before any path ended: say so rather
+                // than silently drop the number.
+                sink(PolicyEvent::Truncated { action, nr: d.nr })?;
+                continue;
+            }
+            if !d.values.contains(&action) {
+                continue;
+            }
+            let mut failed: Option<E> = None;
+            let budget = &mut analyzer.budget;
+            let outcome = explore(&analyzer.ops, &env_of(d.nr), true, EXPLAIN_LIMITS, &mut budget.steps, |end| {
+                if key(end.ret) != action {
+                    return true;
+                }
+                let reported = match Budget::charge_path_parts(
+                    &mut budget.paths,
+                    &mut budget.conds,
+                    budget.max_paths,
+                    budget.max_conds,
+                    end.cond_count(),
+                ) {
+                    Ok(()) => {
+                        end.conds_into(&mut conds);
+                        sink(PolicyEvent::Path { action, nr: d.nr, conds: &conds })
+                    }
+                    Err(e) => Err(e.into()),
+                };
+                match reported {
+                    Ok(()) => true,
+                    Err(e) => {
+                        failed = Some(e);
+                        false
+                    }
+                }
+            });
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            if outcome == Outcome::Exhausted {
+                return Err(analyzer.budget.exhausted(BudgetKind::Steps).into());
+            }
+            if d.truncated {
+                sink(PolicyEvent::Truncated { action, nr: d.nr })?;
             }
         }
     }
-    Ok(policy)
+    Ok(())
 }

@@ -28,6 +28,11 @@
 //!    later `args[0].lo == 6` is false). It has a step budget; when the
 //!    budget runs out the data-flow answer stands.
 //!
+//! Besides those per-number limits, a [`Budget`] bounds a whole run: every
+//! instruction executed (data flow and exploration, all numbers, all
+//! arches) and every path and condition [`explain`] reports draws on it.
+//! Past it the `*_in` entry points stop with [`AnalysisError::Budget`].
+//!
 //! Both are sound: a [`ActionResult::Constant`] is returned only if every
 //! path the real program can take for that (arch, nr) returns that value.
 //! When in doubt the answer is [`ActionResult::Depends`].
@@ -41,16 +46,16 @@ mod domain;
 mod explain;
 mod paths;
 
-pub use audit::{audit, Finding, FindingKind, Severity, SIBLINGS_X86_64};
+pub use audit::{audit, audit_in, Finding, FindingKind, Severity, SIBLINGS_X86_64};
 pub use domain::{Field, FieldSet};
-pub use explain::{explain, ActionRules, NrPaths, Policy};
+pub use explain::{explain, explain_in, ActionRules, NrPaths, Policy, PolicyEvent};
 pub use paths::{Cond, Operand, Relation};
 
 use cbpf::{Mode, Op, Program};
 
 use dataflow::Dataflow;
 use domain::{Env, Step, Val};
-use paths::{explore, Limits};
+use paths::{explore, Limits, Outcome, Work};
 
 /// Why a program cannot be analysed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -60,6 +65,119 @@ pub enum AnalysisError {
     /// seccomp rewrite (loads from `struct seccomp_data`).
     #[error("program was validated in {mode} mode; the analysis needs a seccomp filter")]
     NotSeccomp { mode: Mode },
+    /// A run's [`Budget`] ran out.
+    #[error("analysis budget exhausted: more than {limit} {kind} (raise it with {flag} N)", flag = kind.flag())]
+    Budget { kind: BudgetKind, limit: u64 },
+}
+
+/// Which [`Budget`] bound struck.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BudgetKind {
+    /// Abstract instructions executed ([`Budget::max_steps`]).
+    Steps,
+    /// Paths reported by `explain` ([`Budget::max_paths`]).
+    Paths,
+    /// Conditions reported by `explain` ([`Budget::max_conds`]).
+    Conds,
+}
+
+impl BudgetKind {
+    /// The `bpfconv analyze` flag that raises it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            BudgetKind::Steps => "--max-steps",
+            BudgetKind::Paths => "--max-paths",
+            BudgetKind::Conds => "--max-conds",
+        }
+    }
+}
+
+impl std::fmt::Display for BudgetKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            BudgetKind::Steps => "analysis steps",
+            BudgetKind::Paths => "explained paths",
+            BudgetKind::Conds => "explained conditions",
+        })
+    }
+}
+
+/// Work allowed to one run (shared by every call it is passed to), and
+/// what has been spent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budget {
+    /// Abstract instructions executed, data flow and exploration.
+    pub max_steps: u64,
+    /// Paths `explain` reports.
+    pub max_paths: u64,
+    /// Conditions `explain` reports (the size of its output).
+    pub max_conds: u64,
+    steps: Work,
+    paths: u64,
+    conds: u64,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Budget::new(Budget::DEFAULT_STEPS, Budget::DEFAULT_PATHS, Budget::DEFAULT_CONDS)
+    }
+}
+
+impl Budget {
+    /// Default [`Budget::max_steps`].
+    pub const DEFAULT_STEPS: u64 = 1 << 25;
+    /// Default [`Budget::max_paths`].
+    pub const DEFAULT_PATHS: u64 = 1 << 16;
+    /// Default [`Budget::max_conds`].
+    pub const DEFAULT_CONDS: u64 = 1 << 20;
+
+    /// A fresh budget with these bounds.
+    pub fn new(max_steps: u64, max_paths: u64, max_conds: u64) -> Budget {
+        Budget { max_steps, max_paths, max_conds, steps: Work { used: 0, max: max_steps }, paths: 0, conds: 0 }
+    }
+
+    /// Abstract instructions executed so far.
+    pub fn steps_used(&self) -> u64 {
+        self.steps.used
+    }
+
+    fn charge_steps(&mut self, n: u64) -> Result<(), AnalysisError> {
+        if self.steps.charge(n) {
+            Ok(())
+        } else {
+            Err(self.exhausted(BudgetKind::Steps))
+        }
+    }
+
+    /// Charges one reported path of `n` conditions to the counters of a
+    /// budget (its fields, so a caller can hold the step counter apart).
+    fn charge_path_parts(
+        paths: &mut u64,
+        conds: &mut u64,
+        max_paths: u64,
+        max_conds: u64,
+        n: usize,
+    ) -> Result<(), AnalysisError> {
+        *paths += 1;
+        if *paths > max_paths {
+            return Err(AnalysisError::Budget { kind: BudgetKind::Paths, limit: max_paths });
+        }
+        *conds = conds.saturating_add(n as u64);
+        if *conds > max_conds {
+            return Err(AnalysisError::Budget { kind: BudgetKind::Conds, limit: max_conds });
+        }
+        Ok(())
+    }
+
+    fn exhausted(&self, kind: BudgetKind) -> AnalysisError {
+        let limit = match kind {
+            BudgetKind::Steps => self.max_steps,
+            BudgetKind::Paths => self.max_paths,
+            BudgetKind::Conds => self.max_conds,
+        };
+        AnalysisError::Budget { kind, limit }
+    }
 }
 
 /// What a filter returns for one (arch, nr).
@@ -88,6 +206,7 @@ const REFINE_STEPS: usize = 1 << 16;
 pub struct Analyzer {
     ops: Vec<Option<Op>>,
     flow: Dataflow,
+    budget: Budget,
 }
 
 impl Analyzer {
@@ -96,35 +215,73 @@ impl Analyzer {
         if prog.mode() != Mode::Seccomp {
             return Err(AnalysisError::NotSeccomp { mode: prog.mode() });
         }
-        Ok(Analyzer { ops: prog.insns().iter().map(|i| i.op()).collect(), flow: Dataflow::default() })
+        Analyzer::with_budget(prog, Budget::default())
     }
 
-    /// What the filter returns for `nr` on `arch`.
+    /// Prepares `prog`; every later call draws on `budget`.
+    pub fn with_budget(prog: &Program, budget: Budget) -> Result<Self, AnalysisError> {
+        if prog.mode() != Mode::Seccomp {
+            return Err(AnalysisError::NotSeccomp { mode: prog.mode() });
+        }
+        Ok(Analyzer { ops: prog.insns().iter().map(|i| i.op()).collect(), flow: Dataflow::default(), budget })
+    }
+
+    /// The budget, with what has been spent.
+    pub fn budget(&self) -> &Budget {
+        &self.budget
+    }
+
+    /// Hands the budget back (to pass it on to the next call of a run).
+    pub fn into_budget(self) -> Budget {
+        self.budget
+    }
+
+    /// What the filter returns for `nr` on `arch`. Once the run's budget
+    /// is spent, the (sound) data-flow answer.
     pub fn result(&mut self, arch: u32, nr: u32) -> ActionResult {
         let env = Env { nr: Some(nr), arch: Some(arch), layout_arch: arch };
+        match self.try_result(arch, nr) {
+            Ok(r) => r,
+            Err(_) => {
+                let summary = self.flow.run(&self.ops, &env);
+                match summary.constant() {
+                    Some(v) => ActionResult::Constant(v),
+                    None => ActionResult::Depends(summary.deps.to_vec()),
+                }
+            }
+        }
+    }
+
+    /// What the filter returns for `nr` on `arch`, or the budget error.
+    pub fn try_result(&mut self, arch: u32, nr: u32) -> Result<ActionResult, AnalysisError> {
+        let env = Env { nr: Some(nr), arch: Some(arch), layout_arch: arch };
+        self.budget.charge_steps(self.ops.len() as u64)?;
         let summary = self.flow.run(&self.ops, &env);
         if let Some(v) = summary.constant() {
-            return ActionResult::Constant(v);
+            return Ok(ActionResult::Constant(v));
         }
         let mut returns: Vec<u32> = Vec::new();
         let mut computed = false;
         let mut deps = domain::FieldSet::EMPTY;
         let limits = Limits { max_steps: REFINE_STEPS, max_paths: usize::MAX };
-        let complete = explore(&self.ops, &env, false, limits, |end| {
+        let outcome = explore(&self.ops, &env, false, limits, &mut self.budget.steps, |end| {
             deps = deps.union(end.deps);
             match end.ret {
                 Val::Known(v) if !returns.contains(&v) => returns.push(v),
                 Val::Known(_) => {}
                 _ => computed = true,
             }
+            true
         });
-        if !complete {
-            return ActionResult::Depends(summary.deps.to_vec());
+        match outcome {
+            Outcome::Complete => {}
+            Outcome::Exhausted => return Err(self.budget.exhausted(BudgetKind::Steps)),
+            Outcome::Truncated | Outcome::Stopped => return Ok(ActionResult::Depends(summary.deps.to_vec())),
         }
-        match returns.as_slice() {
+        Ok(match returns.as_slice() {
             [v] if !computed => ActionResult::Constant(*v),
             _ => ActionResult::Depends(deps.to_vec()),
-        }
+        })
     }
 
     /// The decoded program.
@@ -168,8 +325,22 @@ impl Analyzer {
 /// Fast enough for whole syscall tables: one linear data-flow pass per
 /// number, plus a budgeted path exploration for the numbers it cannot settle.
 pub fn analyze(prog: &Program, arch: u32, nrs: impl IntoIterator<Item = u32>) -> Result<Vec<Entry>, AnalysisError> {
-    let mut analyzer = Analyzer::new(prog)?;
-    Ok(nrs.into_iter().map(|nr| Entry { nr, result: analyzer.result(arch, nr) }).collect())
+    analyze_in(prog, arch, nrs, &mut Budget::default())
+}
+
+/// [`analyze`] drawing on a run's `budget`: stops with
+/// [`AnalysisError::Budget`] rather than exceed it.
+pub fn analyze_in(
+    prog: &Program,
+    arch: u32,
+    nrs: impl IntoIterator<Item = u32>,
+    budget: &mut Budget,
+) -> Result<Vec<Entry>, AnalysisError> {
+    let mut analyzer = Analyzer::with_budget(prog, std::mem::take(budget))?;
+    let entries: Result<Vec<Entry>, AnalysisError> =
+        nrs.into_iter().map(|nr| Ok(Entry { nr, result: analyzer.try_result(arch, nr)? })).collect();
+    *budget = analyzer.into_budget();
+    entries
 }
 
 /// Every constant the filter compares `nr` itself against on `arch`

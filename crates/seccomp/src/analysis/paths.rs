@@ -4,6 +4,8 @@
 //! produce impossible paths. Exponential in the worst case, hence a step
 //! budget; callers fall back to the data-flow result when it runs out.
 
+use std::rc::Rc;
+
 use cbpf::{JmpOp, Op, Pc};
 
 use super::domain::{step, Cmp, Env, Field, FieldSet, State, Step, Val, DIV_BY_ZERO_RET};
@@ -20,8 +22,38 @@ pub struct Facts {
     max: [u32; FIELDS],
     ones: [u32; FIELDS],
     zeros: [u32; FIELDS],
-    not_equal: Vec<(Field, u32)>,
+    /// Per field, the values it is known to differ from: a list shared
+    /// with the facts this one was cloned from, so a branch costs O(1)
+    /// whatever the path's length.
+    not_equal: [Option<Rc<NotEqual>>; FIELDS],
 }
+
+/// One "field != value" fact and the older ones on the same field.
+#[derive(Debug, PartialEq, Eq)]
+pub struct NotEqual {
+    value: u32,
+    /// Facts in this list (this one included).
+    len: u32,
+    older: Option<Rc<NotEqual>>,
+}
+
+impl Drop for NotEqual {
+    // Unlinks iteratively: a long list must not recurse once per node.
+    fn drop(&mut self) {
+        let mut next = self.older.take();
+        while let Some(node) = next {
+            next = match Rc::try_unwrap(node) {
+                Ok(mut n) => n.older.take(),
+                Err(_) => None,
+            };
+        }
+    }
+}
+
+/// Longest "!=" list kept per field on one path; further facts of that
+/// kind are dropped (sound: fewer facts only leave more branches
+/// undecided), which bounds the cost of one decision.
+const MAX_NOT_EQUAL: u32 = 256;
 
 impl Default for Facts {
     fn default() -> Self {
@@ -30,7 +62,7 @@ impl Default for Facts {
             max: [u32::MAX; FIELDS],
             ones: [0; FIELDS],
             zeros: [0; FIELDS],
-            not_equal: Vec::new(),
+            not_equal: Default::default(),
         }
     }
 }
@@ -58,7 +90,29 @@ impl Facts {
     /// Could field `f` hold `v`?
     fn admits(&self, f: Field, v: u32) -> bool {
         let (min, max, ones, zeros) = self.get(f);
-        (min..=max).contains(&v) && v & ones == ones && v & zeros == 0 && !self.not_equal.contains(&(f, v))
+        (min..=max).contains(&v) && v & ones == ones && v & zeros == 0 && !self.excluded(f, v)
+    }
+
+    /// Is `f != v` among the recorded facts?
+    fn excluded(&self, f: Field, v: u32) -> bool {
+        let mut node = self.not_equal.get(Facts::idx(f)).and_then(Option::as_deref);
+        while let Some(n) = node {
+            if n.value == v {
+                return true;
+            }
+            node = n.older.as_deref();
+        }
+        false
+    }
+
+    /// Records `f != v`.
+    fn exclude(&mut self, f: Field, v: u32) {
+        if let Some(head) = self.not_equal.get_mut(Facts::idx(f)) {
+            let len = head.as_ref().map_or(0, |n| n.len);
+            if len < MAX_NOT_EQUAL {
+                *head = Some(Rc::new(NotEqual { value: v, len: len + 1, older: head.take() }));
+            }
+        }
     }
 
     /// The outcome of `f OP k` if the facts decide it.
@@ -97,7 +151,7 @@ impl Facts {
                 if max == k {
                     max = k.saturating_sub(1);
                 }
-                self.not_equal.push((f, k));
+                self.exclude(f, k);
             }
             (JmpOp::Jgt, true) => match k.checked_add(1) {
                 Some(k1) => min = min.max(k1),
@@ -265,8 +319,52 @@ pub struct PathEnd<'a> {
     /// Fields the undecided branches of this path (and a computed return
     /// value) depend on.
     pub deps: FieldSet,
-    /// The undecided branches, in order (empty unless recording).
-    pub conds: &'a [Cond],
+    /// The undecided branches (none unless recording), newest first.
+    conds: Option<&'a Rc<CondNode>>,
+}
+
+impl PathEnd<'_> {
+    /// Number of undecided branches recorded on this path.
+    pub fn cond_count(&self) -> usize {
+        self.conds.map_or(0, |n| n.len)
+    }
+
+    /// Replaces `out` with the recorded undecided branches, in order.
+    pub fn conds_into(&self, out: &mut Vec<Cond>) {
+        out.clear();
+        let mut node = self.conds.map(|n| &**n);
+        while let Some(n) = node {
+            out.push(n.cond);
+            node = n.older.as_deref();
+        }
+        out.reverse();
+    }
+}
+
+/// One recorded branch decision and the ones before it on the path
+/// (shared between the paths that split after it).
+#[derive(Debug, PartialEq, Eq)]
+pub struct CondNode {
+    cond: Cond,
+    len: usize,
+    older: Option<Rc<CondNode>>,
+}
+
+impl Drop for CondNode {
+    fn drop(&mut self) {
+        let mut next = self.older.take();
+        while let Some(node) = next {
+            next = match Rc::try_unwrap(node) {
+                Ok(mut n) => n.older.take(),
+                Err(_) => None,
+            };
+        }
+    }
+}
+
+fn push_cond(list: &Option<Rc<CondNode>>, cond: Cond) -> Option<Rc<CondNode>> {
+    let len = list.as_ref().map_or(0, |n| n.len) + 1;
+    Some(Rc::new(CondNode { cond, len, older: list.clone() }))
 }
 
 /// Limits of one exploration.
@@ -278,49 +376,84 @@ pub struct Limits {
     pub max_paths: usize,
 }
 
+/// Work left for a whole run (every exploration of every number and arch
+/// draws on it): instructions executed, abstract or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Work {
+    pub used: u64,
+    pub max: u64,
+}
+
+impl Work {
+    /// Charges `n` units; false once the run's budget is exceeded.
+    pub fn charge(&mut self, n: u64) -> bool {
+        self.used = self.used.saturating_add(n);
+        self.used <= self.max
+    }
+}
+
+/// How an exploration ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every feasible path was visited.
+    Complete,
+    /// A per-exploration [`Limits`] bound struck first.
+    Truncated,
+    /// The run's [`Work`] budget ran out.
+    Exhausted,
+    /// The visitor asked to stop.
+    Stopped,
+}
+
 /// A pending path: where it continues and what it knows.
 struct Pending {
     pc: usize,
     state: State,
     facts: Facts,
-    conds: Vec<Cond>,
+    conds: Option<Rc<CondNode>>,
 }
 
 /// Explores every feasible path of `ops` under `env`, calling `visit` at
-/// each path's end. Returns false if a limit stopped it before every path
-/// was seen (the visited ends are still real paths).
+/// each path's end (it returns false to stop). The visited ends are real
+/// paths whatever the outcome.
 pub fn explore(
     ops: &[Option<Op>],
     env: &Env,
     record: bool,
     limits: Limits,
-    mut visit: impl FnMut(PathEnd<'_>),
-) -> bool {
-    let mut stack = vec![Pending { pc: 0, state: State::entry(), facts: Facts::default(), conds: Vec::new() }];
+    work: &mut Work,
+    mut visit: impl FnMut(PathEnd<'_>) -> bool,
+) -> Outcome {
+    let mut stack = vec![Pending { pc: 0, state: State::entry(), facts: Facts::default(), conds: None }];
     let mut steps = 0usize;
     let mut paths = 0usize;
     while let Some(Pending { mut pc, mut state, mut facts, mut conds }) = stack.pop() {
         if paths >= limits.max_paths {
-            return false;
+            return Outcome::Truncated;
         }
         loop {
             steps += 1;
             if steps > limits.max_steps {
-                return false;
+                return Outcome::Truncated;
+            }
+            if !work.charge(1) {
+                return Outcome::Exhausted;
             }
             let Some(op) = ops.get(pc) else {
                 // Validation keeps jumps inside the program.
-                return false;
+                return Outcome::Truncated;
             };
-            let mut end = |ret: Val, state: &State, conds: &[Cond]| {
+            let mut end = |ret: Val, state: &State, conds: &Option<Rc<CondNode>>| {
                 paths += 1;
                 let deps = state.ctrl.union(ret.deps());
-                visit(PathEnd { ret, deps, conds });
+                visit(PathEnd { ret, deps, conds: conds.as_ref() })
             };
             match step(pc, *op, &mut state, env) {
                 Step::Goto(t) => pc = t,
                 Step::Return(v) => {
-                    end(v, &state, &conds);
+                    if !end(v, &state, &conds) {
+                        return Outcome::Stopped;
+                    }
                     break;
                 }
                 Step::Branch { cmp, taken, not_taken } => match facts.decide(cmp) {
@@ -342,10 +475,7 @@ pub fn explore(
                             if let (JmpOp::Jeq, known @ Val::Known(_)) = (cmp.op, cmp.rhs) {
                                 st.a = known;
                             }
-                            let mut conds_t = if record { conds.clone() } else { Vec::new() };
-                            if record {
-                                conds_t.push(cond(true));
-                            }
+                            let conds_t = if record { push_cond(&conds, cond(true)) } else { None };
                             if feasible_f {
                                 stack.push(Pending { pc: taken, state: st, facts: facts_t, conds: conds_t });
                             } else {
@@ -357,7 +487,7 @@ pub fn explore(
                             break;
                         }
                         if record {
-                            conds.push(cond(false));
+                            conds = push_cond(&conds, cond(false));
                         }
                         pc = not_taken;
                     }
@@ -366,7 +496,9 @@ pub fn explore(
                     let is_zero = Cmp { op: JmpOp::Jeq, lhs: divisor, rhs: Val::Known(0) };
                     match facts.decide(is_zero) {
                         Some(true) => {
-                            end(Val::Known(DIV_BY_ZERO_RET), &state, &conds);
+                            if !end(Val::Known(DIV_BY_ZERO_RET), &state, &conds) {
+                                return Outcome::Stopped;
+                            }
                             break;
                         }
                         Some(false) => pc = next,
@@ -378,13 +510,16 @@ pub fn explore(
                                 rel: Relation::of(JmpOp::Jeq, holds),
                                 rhs: Operand::Const(0),
                             };
-                            if record {
-                                let mut zero_conds = conds.clone();
-                                zero_conds.push(cond(true));
-                                end(Val::Known(DIV_BY_ZERO_RET), &state, &zero_conds);
-                                conds.push(cond(false));
+                            let go_on = if record {
+                                let zero_conds = push_cond(&conds, cond(true));
+                                let go_on = end(Val::Known(DIV_BY_ZERO_RET), &state, &zero_conds);
+                                conds = push_cond(&conds, cond(false));
+                                go_on
                             } else {
-                                end(Val::Known(DIV_BY_ZERO_RET), &state, &conds);
+                                end(Val::Known(DIV_BY_ZERO_RET), &state, &conds)
+                            };
+                            if !go_on {
+                                return Outcome::Stopped;
                             }
                             if !facts.assume(is_zero, false) {
                                 break;
@@ -396,7 +531,7 @@ pub fn explore(
             }
         }
     }
-    true
+    Outcome::Complete
 }
 
 #[cfg(test)]
@@ -415,14 +550,22 @@ mod tests {
         let env = Env { nr: Some(80), arch: Some(0xc000_003e), layout_arch: 0xc000_003e };
         let mut paths = 0;
         let limits = Limits { max_steps: super::super::REFINE_STEPS, max_paths: usize::MAX };
-        assert!(explore(&ops, &env, false, limits, |_| paths += 1));
+        let mut work = Work { used: 0, max: u64::MAX };
+        let outcome = explore(&ops, &env, false, limits, &mut work, |_| {
+            paths += 1;
+            true
+        });
+        assert_eq!(outcome, Outcome::Complete);
         assert_eq!(paths, 902);
         // Without the facts every rule's tests would be independent and the
         // paths would multiply; a tiny budget must report incompleteness.
         let tiny = Limits { max_steps: 1000, max_paths: usize::MAX };
-        assert!(!explore(&ops, &env, false, tiny, |_| {}));
+        assert_eq!(explore(&ops, &env, false, tiny, &mut work, |_| true), Outcome::Truncated);
         let few = Limits { max_steps: usize::MAX, max_paths: 10 };
-        assert!(!explore(&ops, &env, false, few, |_| {}));
+        assert_eq!(explore(&ops, &env, false, few, &mut work, |_| true), Outcome::Truncated);
+        // The run's budget is shared: once spent, every exploration says so.
+        let mut spent = Work { used: 0, max: 500 };
+        assert_eq!(explore(&ops, &env, false, limits, &mut spent, |_| true), Outcome::Exhausted);
     }
 
     #[test]
