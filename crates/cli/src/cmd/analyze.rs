@@ -2,7 +2,7 @@
 //! constant-action cache, the policy per action and an audit.
 
 use clap::{Args, ValueEnum};
-use seccomp::analysis::{self, ActionResult};
+use seccomp::analysis::{self, ActionResult, PolicyEvent};
 use seccomp::{Action, Arch};
 
 use crate::cmd::disasm::parse_arch;
@@ -36,6 +36,24 @@ pub struct AnalyzeArgs {
     /// Text output: also print audit findings.
     #[arg(long)]
     audit: bool,
+    /// Budget of the whole run: abstract instructions executed over every number analysed.
+    #[arg(long, value_name = "N", default_value_t = analysis::Budget::DEFAULT_STEPS)]
+    max_steps: u64,
+    /// Budget of the whole run: paths `--explain` prints.
+    #[arg(long, value_name = "N", default_value_t = analysis::Budget::DEFAULT_PATHS)]
+    max_paths: u64,
+    /// Budget of the whole run: conditions `--explain` prints (bounds its output).
+    #[arg(long, value_name = "N", default_value_t = analysis::Budget::DEFAULT_CONDS)]
+    max_conds: u64,
+}
+
+/// Why streaming the policy stopped: the analysis (its budget) or the output.
+struct Stop(Failure);
+
+impl std::convert::From<analysis::AnalysisError> for Stop {
+    fn from(e: analysis::AnalysisError) -> Self {
+        Stop(Failure::rejected(e))
+    }
 }
 
 /// The kernel whose constant-action cache covers `arch`, as (native arch, table size).
@@ -66,7 +84,8 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
     nrs.extend(analysis::compared_nrs(&prog, audit_arch).map_err(fail)?);
     nrs.sort_unstable();
     nrs.dedup();
-    let entries = analysis::analyze(&prog, audit_arch, nrs.iter().copied()).map_err(fail)?;
+    let mut budget = analysis::Budget::new(args.max_steps, args.max_paths, args.max_conds);
+    let entries = analysis::analyze_in(&prog, audit_arch, nrs.iter().copied(), &mut budget).map_err(fail)?;
     let cache: Vec<u32> = match cache_for(arch) {
         Some((native, n)) => seccomp::cache::kernel_cache_allow(prog.original(), audit_arch, n, native).allowed(),
         None => Vec::new(),
@@ -112,35 +131,41 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
                 }
             }
             if args.explain {
-                let policy = analysis::explain(&prog, audit_arch, nrs.iter().copied()).map_err(fail)?;
                 println!("\npolicy per action:");
-                for rules in &policy.actions {
-                    let always: Vec<String> = rules
-                        .always
-                        .iter()
-                        .map(|nr| name(*nr).map(str::to_string).unwrap_or_else(|| nr.to_string()))
-                        .collect();
-                    println!("{}:", Action::from_u32(rules.action));
-                    if !always.is_empty() {
-                        println!("  always: {}", always.join(" "));
-                    }
-                    for w in &rules.when {
-                        let n = name(w.nr).map(str::to_string).unwrap_or_else(|| w.nr.to_string());
-                        for path in &w.paths {
-                            let conds: Vec<String> = path.iter().map(|c| c.to_string()).collect();
+                // Printed as proved: nothing but the current path is held.
+                let names = |nrs: &[u32]| -> Vec<String> {
+                    nrs.iter().map(|nr| name(*nr).map(str::to_string).unwrap_or_else(|| nr.to_string())).collect()
+                };
+                let streamed = analysis::explain_in(&prog, audit_arch, nrs.iter().copied(), &mut budget, |event| {
+                    match event {
+                        // Paths to computed values are not printed.
+                        PolicyEvent::Action { action: None, .. }
+                        | PolicyEvent::Path { action: None, .. }
+                        | PolicyEvent::Truncated { action: None, .. } => {}
+                        PolicyEvent::Action { action: Some(a), always } => {
+                            println!("{}:", Action::from_u32(a));
+                            if !always.is_empty() {
+                                println!("  always: {}", names(always).join(" "));
+                            }
+                        }
+                        PolicyEvent::Path { action: Some(_), nr, conds } => {
+                            let n = names(&[nr]).join("");
+                            let conds: Vec<String> = conds.iter().map(|c| c.to_string()).collect();
                             println!(
                                 "  {n} when {}",
                                 if conds.is_empty() { "always".to_string() } else { conds.join(" && ") }
                             );
                         }
-                        if w.truncated {
-                            println!("  {n}: (more paths not shown)");
+                        PolicyEvent::Truncated { action: Some(_), nr } => {
+                            println!("  {}: (more paths not shown)", names(&[nr]).join(""));
                         }
                     }
-                }
+                    Ok::<(), Stop>(())
+                });
+                streamed.map_err(|Stop(f)| f)?;
             }
             if args.audit {
-                let findings = analysis::audit(&prog).map_err(fail)?;
+                let findings = analysis::audit_in(&prog, &mut budget).map_err(fail)?;
                 println!("\naudit: {} findings", findings.len());
                 for f in &findings {
                     println!("  {f}");

@@ -126,11 +126,11 @@ impl Default for Budget {
 
 impl Budget {
     /// Default [`Budget::max_steps`].
-    pub const DEFAULT_STEPS: u64 = 1 << 25;
+    pub const DEFAULT_STEPS: u64 = 1 << 24;
     /// Default [`Budget::max_paths`].
-    pub const DEFAULT_PATHS: u64 = 1 << 16;
+    pub const DEFAULT_PATHS: u64 = 1 << 14;
     /// Default [`Budget::max_conds`].
-    pub const DEFAULT_CONDS: u64 = 1 << 20;
+    pub const DEFAULT_CONDS: u64 = 1 << 18;
 
     /// A fresh budget with these bounds.
     pub fn new(max_steps: u64, max_paths: u64, max_conds: u64) -> Budget {
