@@ -28,7 +28,8 @@
 //! This is not a C preprocessor: function-like macros are not expanded (a
 //! use is reported as an unknown identifier), `#if` branches are all read.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 use super::symbols;
 use super::{ParseError, Source};
@@ -60,10 +61,22 @@ const MORE_PUNCTS: [&str; 2] = ["?", ":"];
 /// macros cannot blow up memory.
 const EXPANSION_LIMIT: usize = 1 << 20;
 
+/// Deepest nesting any recursive part of the reader accepts: unary
+/// operators, casts and parentheses in one constant expression, `{`
+/// groups, and macros expanding macros. Realistic C nests a few levels.
+pub(crate) const MAX_DEPTH: usize = 256;
+
+/// Budget of macro-body tokens visited while expanding, over the whole
+/// text, so that macros referring to macros many times (exponential
+/// expansion) stop with an error in well under a second.
+pub(crate) const MACRO_WORK_LIMIT: usize = 1 << 20;
+
 struct Lexer<'a> {
     src: Source<'a>,
-    macros: HashMap<&'a str, Vec<T<'a>>>,
+    macros: HashMap<&'a str, Rc<[T<'a>]>>,
     out: Vec<T<'a>>,
+    /// Macro-body tokens visited so far (see [`MACRO_WORK_LIMIT`]).
+    work: usize,
 }
 
 fn err_at(src: Source<'_>, at: usize) -> (usize, usize) {
@@ -198,46 +211,83 @@ impl<'a> Lexer<'a> {
                 self.macros.remove(name);
             } else if !name.is_empty() && bytes.get(name_at + name_len) != Some(&b'(') {
                 let body = self.lex_range(name_at + name_len, end, false)?;
-                self.macros.insert(name, body);
+                self.macros.insert(name, body.into());
             }
         }
         Ok(end)
     }
 
     /// Appends `toks` to the output, expanding object-like macros.
-    fn emit(&mut self, toks: &[T<'a>], active: &mut Vec<&'a str>) -> Result<(), ParseError> {
+    ///
+    /// Iterative (an explicit stack of bodies being expanded), with the
+    /// depth bounded by [`MAX_DEPTH`] and the total work by
+    /// [`MACRO_WORK_LIMIT`]; errors point at the main-text use.
+    fn emit(&mut self, toks: &[T<'a>]) -> Result<(), ParseError> {
         for t in toks {
+            self.emit_one(*t)?;
+        }
+        Ok(())
+    }
+
+    fn emit_one(&mut self, use_site: T<'a>) -> Result<(), ParseError> {
+        let bad = |src: Source<'_>, what: &'static str| {
+            let (line, col) = src.pos(use_site.at);
+            ParseError::BadExpression { line, col, what }
+        };
+        // (name, body, next index)
+        let mut stack: Vec<(&'a str, Rc<[T<'a>]>, usize)> = Vec::new();
+        let mut active: HashSet<&'a str> = HashSet::new();
+        let mut next = Some(use_site);
+        loop {
+            let t = match next.take() {
+                Some(t) => t,
+                None => {
+                    let Some((_, body, i)) = stack.last_mut() else { return Ok(()) };
+                    let Some(t) = body.get(*i).copied() else {
+                        if let Some((name, _, _)) = stack.pop() {
+                            active.remove(name);
+                        }
+                        continue;
+                    };
+                    *i += 1;
+                    self.work += 1;
+                    if self.work > MACRO_WORK_LIMIT {
+                        return Err(bad(self.src, "macro expansion over its budget of 1048576 tokens (limit)"));
+                    }
+                    t
+                }
+            };
             if self.out.len() > EXPANSION_LIMIT {
-                let (line, col) = self.src.pos(t.at);
-                return Err(ParseError::BadExpression { line, col, what: "macro expansion too large" });
+                return Err(bad(self.src, "macro expansion over its budget of 1048576 output tokens (limit)"));
             }
             if let Tok::Ident(name) = t.tok {
-                if !active.contains(&name) {
-                    if let Some(body) = self.macros.get(name).cloned() {
-                        active.push(name);
-                        self.emit(&body, active)?;
-                        active.pop();
+                if !active.contains(name) {
+                    if let Some(body) = self.macros.get(name) {
+                        if stack.len() >= MAX_DEPTH {
+                            return Err(bad(self.src, "macro expansion deeper than 256 levels (limit)"));
+                        }
+                        stack.push((name, Rc::clone(body), 0));
+                        active.insert(name);
                         continue;
                     }
                 }
             }
-            self.out.push(*t);
+            self.out.push(t);
         }
-        Ok(())
     }
 }
 
 /// Lexes the whole text, expanding each main-text token with the macros
 /// defined before it.
 fn lex(src: Source<'_>) -> Result<Vec<T<'_>>, ParseError> {
-    let mut lx = Lexer { src, macros: HashMap::new(), out: Vec::new() };
+    let mut lx = Lexer { src, macros: HashMap::new(), out: Vec::new(), work: 0 };
     // Lex line by line so a `#define` takes effect for the lines after it.
     let text = src.text;
     let mut lo = 0;
     while lo < text.len() {
         let hi = logical_line_end(text.as_bytes(), lo);
         let toks = lx.lex_range(lo, hi, true)?;
-        lx.emit(&toks, &mut Vec::new())?;
+        lx.emit(&toks)?;
         lo = hi;
     }
     Ok(lx.out)
@@ -344,6 +394,8 @@ struct Expr<'t, 'a> {
     toks: &'t [T<'a>],
     i: usize,
     hi: usize,
+    /// Unary operators, casts and parentheses currently open.
+    depth: usize,
 }
 
 type Val = Result<i64, ParseError>;
@@ -400,19 +452,19 @@ impl<'a> Expr<'_, 'a> {
         Ok(v)
     }
 
-    fn binary(
-        &mut self,
-        ops: &[&'static str],
-        next: fn(&mut Self) -> Val,
-        apply: fn(&str, i64, i64) -> Option<i64>,
-    ) -> Val {
-        let mut v = next(self)?;
+    /// Precedence climbing over the binary operators (one frame per
+    /// operand, not one per precedence level, so deep parentheses stay
+    /// cheap on the stack).
+    fn or(&mut self) -> Val {
+        self.binary(0)
+    }
+
+    fn binary(&mut self, min_prec: u8) -> Val {
+        let mut v = self.unary()?;
         while let Some(T { tok: Tok::Punct(p), at, .. }) = self.peek() {
-            if !ops.contains(&p) {
-                break;
-            }
+            let Some(prec) = prec_of(p).filter(|&q| q >= min_prec) else { break };
             self.i += 1;
-            let rhs = next(self)?;
+            let rhs = self.binary(prec + 1)?;
             v = match apply(p, v, rhs) {
                 Some(r) => r,
                 None => {
@@ -424,43 +476,27 @@ impl<'a> Expr<'_, 'a> {
         Ok(v)
     }
 
-    fn or(&mut self) -> Val {
-        self.binary(&["|"], Self::xor, |_, a, b| Some(a | b))
-    }
-
-    fn xor(&mut self) -> Val {
-        self.binary(&["^"], Self::and, |_, a, b| Some(a ^ b))
-    }
-
-    fn and(&mut self) -> Val {
-        self.binary(&["&"], Self::shift, |_, a, b| Some(a & b))
-    }
-
-    fn shift(&mut self) -> Val {
-        self.binary(&["<<", ">>"], Self::add, |p, a, b| {
-            let s = u32::try_from(b).ok().filter(|&s| s < 64)?;
-            if p == "<<" {
-                a.checked_shl(s)
-            } else {
-                a.checked_shr(s)
-            }
-        })
-    }
-
-    fn add(&mut self) -> Val {
-        self.binary(&["+", "-"], Self::mul, |p, a, b| if p == "+" { a.checked_add(b) } else { a.checked_sub(b) })
-    }
-
-    fn mul(&mut self) -> Val {
-        self.binary(&["*", "/", "%"], Self::unary, |p, a, b| match p {
-            "*" => a.checked_mul(b),
-            "/" => a.checked_div(b),
-            _ => a.checked_rem(b),
-        })
+    /// Opens one nesting level at `at`, refusing past [`MAX_DEPTH`].
+    fn enter(&mut self, at: usize) -> Result<(), ParseError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(self.bad(at, "nesting deeper than 256 levels (limit)"));
+        }
+        self.depth += 1;
+        Ok(())
     }
 
     fn unary(&mut self) -> Val {
         let Some(t) = self.peek() else { return Err(self.syntax("a value")) };
+        if matches!(t.tok, Tok::Punct("-" | "+" | "~" | "!" | "(")) {
+            self.enter(t.at)?;
+            let v = self.unary_inner(t);
+            self.depth -= 1;
+            return v;
+        }
+        self.unary_inner(t)
+    }
+
+    fn unary_inner(&mut self, t: T<'a>) -> Val {
         match t.tok {
             Tok::Punct("-") => {
                 self.i += 1;
@@ -571,6 +607,40 @@ impl<'a> Expr<'_, 'a> {
     }
 }
 
+/// Binding strength of a binary operator (C's order; all left-associative).
+fn prec_of(p: &str) -> Option<u8> {
+    Some(match p {
+        "|" => 0,
+        "^" => 1,
+        "&" => 2,
+        "<<" | ">>" => 3,
+        "+" | "-" => 4,
+        "*" | "/" | "%" => 5,
+        _ => return None,
+    })
+}
+
+fn apply(p: &str, a: i64, b: i64) -> Option<i64> {
+    match p {
+        "|" => Some(a | b),
+        "^" => Some(a ^ b),
+        "&" => Some(a & b),
+        "<<" | ">>" => {
+            let s = u32::try_from(b).ok().filter(|&s| s < 64)?;
+            if p == "<<" {
+                a.checked_shl(s)
+            } else {
+                a.checked_shr(s)
+            }
+        }
+        "+" => a.checked_add(b),
+        "-" => a.checked_sub(b),
+        "*" => a.checked_mul(b),
+        "/" => a.checked_div(b),
+        _ => a.checked_rem(b),
+    }
+}
+
 /// A C conversion of `v` to an integer type of `bits`, `signed` or not.
 fn convert(v: i64, bits: u32, signed: bool) -> i64 {
     if bits >= 64 {
@@ -589,12 +659,44 @@ struct Reader<'a> {
     src: Source<'a>,
     toks: Vec<T<'a>>,
     insns: Vec<Insn>,
+    /// For each opening bracket, the index of the bracket of the same kind
+    /// that closes it (`usize::MAX` if none): matching is O(1).
+    pair: Vec<usize>,
+    /// `{` groups currently open in `group`.
+    depth: usize,
+}
+
+/// Pairs each `(`, `[`, `{` with its closer, each kind counted on its own.
+fn pairs(toks: &[T<'_>]) -> Vec<usize> {
+    let mut pair = vec![usize::MAX; toks.len()];
+    let mut stacks: [Vec<usize>; 3] = [Vec::new(), Vec::new(), Vec::new()];
+    for (j, t) in toks.iter().enumerate() {
+        let (kind, open) = match t.tok {
+            Tok::Punct("(") => (0, true),
+            Tok::Punct("[") => (1, true),
+            Tok::Punct("{") => (2, true),
+            Tok::Punct(")") => (0, false),
+            Tok::Punct("]") => (1, false),
+            Tok::Punct("}") => (2, false),
+            _ => continue,
+        };
+        let Some(stack) = stacks.get_mut(kind) else { continue };
+        if open {
+            stack.push(j);
+        } else if let Some(o) = stack.pop() {
+            if let Some(slot) = pair.get_mut(o) {
+                *slot = j;
+            }
+        }
+    }
+    pair
 }
 
 /// Reads C text. See the module docs for what is understood.
 pub(crate) fn parse(src: Source<'_>) -> Result<Vec<Insn>, ParseError> {
     let toks = lex(src)?;
-    let mut r = Reader { src, toks, insns: Vec::new() };
+    let pair = pairs(&toks);
+    let mut r = Reader { src, toks, insns: Vec::new(), pair, depth: 0 };
     r.scan(0, r.toks.len())?;
     if r.insns.is_empty() {
         let (line, col) = src.pos(src.text.len());
@@ -632,18 +734,8 @@ impl<'a> Reader<'a> {
             Some(Tok::Punct("[")) => ("[", "]"),
             _ => ("{", "}"),
         };
-        let mut depth = 0usize;
-        for j in open..hi {
-            match self.tok(j) {
-                Some(Tok::Punct(p)) if p == o => depth += 1,
-                Some(Tok::Punct(p)) if p == c => {
-                    depth -= 1;
-                    if depth == 0 {
-                        return Ok(j);
-                    }
-                }
-                _ => {}
-            }
+        if let Some(&j) = self.pair.get(open).filter(|&&j| j < hi) {
+            return Ok(j);
         }
         Err(self.syntax(
             hi,
@@ -693,6 +785,16 @@ impl<'a> Reader<'a> {
 
     /// The `{ ... }` group from `open` to `close`.
     fn group(&mut self, open: usize, close: usize) -> Result<(), ParseError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(self.syntax(open, "`{` groups nested at most 256 deep (limit)"));
+        }
+        self.depth += 1;
+        let r = self.group_inner(open, close);
+        self.depth -= 1;
+        r
+    }
+
+    fn group_inner(&mut self, open: usize, close: usize) -> Result<(), ParseError> {
         let (lo, hi) = (open + 1, close);
         if lo == hi {
             return Ok(());
@@ -761,7 +863,7 @@ impl<'a> Reader<'a> {
     }
 
     fn eval(&self, lo: usize, hi: usize) -> Val {
-        Expr { src: self.src, toks: &self.toks, i: lo, hi }.full()
+        Expr { src: self.src, toks: &self.toks, i: lo, hi, depth: 0 }.full()
     }
 
     /// Evaluates a field and checks it fits `min..=max`.
