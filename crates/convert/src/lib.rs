@@ -26,3 +26,15 @@ pub mod oracle;
 
 pub use filter::{convert, ConvertError, Converted, Options, Pass, PcMap};
 pub use listing::side_by_side;
+
+/// Checks that the kernel's attach path would accept a validated program:
+/// `SO_ATTACH_FILTER` and `seccomp(SECCOMP_SET_MODE_FILTER)` both run
+/// `bpf_prepare_filter()` → `bpf_migrate_filter()` → `bpf_convert_filter()`
+/// (net/core/filter.c; seccomp through `seccomp_prepare_filter()` →
+/// `bpf_prog_create_from_user()`), which fails with `-EINVAL` when a jump
+/// offset does not fit the eBPF `off` field. [`cbpf::validate()`] alone
+/// accepts such programs; this runs the conversion and reports the first
+/// refusal (its message names `bpf_convert_filter` and the pc).
+pub fn check_attach(prog: &cbpf::Program) -> Result<(), ConvertError> {
+    convert(prog, &Options::default()).map(|_| ())
+}
