@@ -18,7 +18,13 @@
 //! A filter can still kill the child without a `ret`: division by X == 0
 //! returns 0, `SECCOMP_RET_KILL_THREAD`. The child's death by SIGSYS is then
 //! recorded as `Action(0)` for the input it was running, and a fresh child
-//! carries on with the rest. Every child runs under a timeout.
+//! carries on with the rest. To keep that cheap, one forked "zygote" sets
+//! NO_NEW_PRIVS and installs the filter once, then runs the inputs in
+//! `clone(CLONE_VM | CLONE_VFORK)` workers on a small stack of their own
+//! (no page-table copy; they inherit the filter): a worker that dies is
+//! reaped by the zygote, which starts the next one after the killing input.
+//! The zygote runs under a timeout on progress (no input started for that
+//! long kills it).
 //!
 //! The i386 path uses `int 0x80`, so it needs IA32 emulation; where it is
 //! disabled the child dies by SIGSEGV and the input is reported
@@ -388,95 +394,144 @@ impl KernelEngine {
             .collect())
     }
 
-    /// Runs `jobs` in as many children as deaths require; one raw result
-    /// per job.
+    /// Runs `jobs` in one forked zygote that installs the filter once and
+    /// then runs them in `clone(CLONE_VM | CLONE_VFORK)` workers: a worker
+    /// runs jobs until done or killed, the zygote reaps it and starts the
+    /// next worker after the killing job. One raw result per job.
     fn execute(&self, insns: &[Insn], jobs: &[Job], stub: &sys::stub::StubPage) -> Result<Vec<Raw>, KernelError> {
         let prog = crate::bench::to_sock_filters(insns);
-        let mut raws = Vec::with_capacity(jobs.len());
-        let mut rest = jobs;
-        while !rest.is_empty() {
-            let (done, death) = self.run_child(&prog, rest, stub)?;
-            let started = done.len();
-            raws.extend(done.into_iter().map(Raw::Returned));
-            let consumed = match death {
-                Some(signal) => {
-                    raws.push(Raw::Died(signal));
-                    started + 1
-                }
-                None => started,
-            };
-            if consumed == 0 {
-                break; // cannot happen: run_child always makes progress
-            }
-            rest = rest.get(consumed..).unwrap_or(&[]);
-        }
-        Ok(raws)
-    }
-
-    /// One child: install `prog`, run jobs until done or dead. Returns the
-    /// results of the jobs that completed and, if the child died while
-    /// running the next one, the signal.
-    fn run_child(
-        &self,
-        prog: &[libc::sock_filter],
-        jobs: &[Job],
-        stub: &sys::stub::StubPage,
-    ) -> Result<(Vec<i64>, Option<i32>), KernelError> {
-        // words[0] = jobs started, words[1] = errno of a failed setup step,
-        // words[2 + n] = raw result of job n.
-        let shared = sys::SharedWords::new(jobs.len() + 2)
+        // words[STARTED] = jobs started (progress), words[SETUP] = errno of
+        // a failed setup step or the signal of a worker that died before
+        // starting a job, words[NEXT] = first job of the current worker,
+        // words[RESULTS + 2n] = raw result of job n, words[RESULTS + 2n + 1]
+        // = TAG_RETURNED or TAG_DIED | signal.
+        let shared = sys::SharedWords::new(RESULTS + 2 * jobs.len())
             .map_err(|errno| KernelError::Os { op: "mmap shared results", errno })?;
         let words = shared.words();
-        let child = || -> i32 {
+        let mut stack = sys::ChildStack::new(WORKER_STACK);
+        let zygote = || -> i32 {
             sys::harden_child(false);
             if let Err(e) = sys::set_no_new_privs() {
-                store(words, 1, e as u64);
+                store(words, SETUP, e as u64);
                 return EXIT_NO_NEW_PRIVS;
             }
-            if let Err(e) = sys::install_filter(prog) {
-                store(words, 1, e as u64);
+            // Installed here once: every worker inherits it, and the
+            // prologue lets every call not from the stubs (the zygote's own
+            // clone/wait) through.
+            if let Err(e) = sys::install_filter(&prog) {
+                store(words, SETUP, e as u64);
                 return EXIT_INSTALL;
             }
-            for (n, job) in jobs.iter().enumerate() {
-                store(words, 0, n as u64 + 1);
-                // SAFETY: the rewritten filter just installed answers every
-                // call from the stub with an ERRNO (or kills): nothing runs.
-                let r = unsafe { stub.call(job.entry, &job.args) };
-                store(words, n + 2, r as u64);
+            let mut worker = || -> i32 {
+                sys::die_with_parent();
+                let first = load(words, NEXT) as usize;
+                for (n, job) in jobs.iter().enumerate().skip(first) {
+                    store(words, STARTED, n as u64 + 1);
+                    // SAFETY: the rewritten filter answers every call from
+                    // the stub with an ERRNO (or kills): nothing runs.
+                    let r = unsafe { stub.call(job.entry, &job.args) };
+                    store(words, RESULTS + 2 * n, r as u64);
+                    store(words, RESULTS + 2 * n + 1, TAG_RETURNED);
+                }
+                0
+            };
+            let mut next = 0;
+            while next < jobs.len() {
+                store(words, NEXT, next as u64);
+                // SAFETY: the worker only makes async-signal-safe calls
+                // (prctl, the stub) and stores to shared atomics; it uses
+                // its own stack and nothing on ours.
+                let pid = match unsafe { sys::clone_vm_vfork(&mut stack, &mut worker) } {
+                    Ok(pid) => pid,
+                    Err(e) => {
+                        store(words, SETUP, e as u64);
+                        return EXIT_CLONE;
+                    }
+                };
+                match sys::reap_blocking(pid) {
+                    Ok(Exit::Code(0)) => break,
+                    Ok(Exit::Code(_)) => return EXIT_WORKER,
+                    Ok(Exit::Signal(signal)) => {
+                        let started = load(words, STARTED) as usize;
+                        if started <= next {
+                            store(words, SETUP, signal as u64);
+                            return EXIT_WORKER_DIED;
+                        }
+                        let dead = started - 1;
+                        store(words, RESULTS + 2 * dead + 1, TAG_DIED | signal as u64);
+                        next = started;
+                    }
+                    Err(e) => {
+                        store(words, SETUP, e as u64);
+                        return EXIT_WAIT;
+                    }
+                }
             }
             0
         };
-        // SAFETY: the closure only calls async-signal-safe wrappers (prctl,
-        // setrlimit, seccomp, the stub) and stores to shared atomics; all
-        // memory it reads was prepared before the fork.
-        let pid = unsafe { sys::fork_child(child) }.map_err(|errno| KernelError::Os { op: "fork", errno })?;
-        let exit = match sys::wait_child(pid, self.timeout) {
-            Ok(Some(exit)) => exit,
-            Ok(None) => {
-                sys::kill_child(pid);
-                return Err(KernelError::Timeout { timeout: self.timeout });
-            }
-            Err(errno) => {
-                sys::kill_child(pid);
-                return Err(KernelError::Os { op: "waitpid", errno });
+        // SAFETY: the zygote only calls async-signal-safe wrappers (prctl,
+        // setrlimit, seccomp, clone, waitpid, the stub) and stores to shared
+        // atomics; all memory it reads was prepared before the fork.
+        let pid = unsafe { sys::fork_child(zygote) }.map_err(|errno| KernelError::Os { op: "fork", errno })?;
+        // The timeout bounds a stretch without progress, not the whole
+        // batch (a batch of many killing inputs may legitimately be long).
+        let mut seen = u64::MAX;
+        let exit = loop {
+            match sys::wait_child(pid, self.timeout) {
+                Ok(Some(exit)) => break exit,
+                Ok(None) => {
+                    let now = load(words, STARTED);
+                    if now == seen {
+                        sys::kill_child(pid);
+                        return Err(KernelError::Timeout { timeout: self.timeout });
+                    }
+                    seen = now;
+                }
+                Err(errno) => {
+                    sys::kill_child(pid);
+                    return Err(KernelError::Os { op: "waitpid", errno });
+                }
             }
         };
-        let started = load(words, 0) as usize;
-        let setup_errno = load(words, 1) as i32;
-        let results = |count: usize| -> Vec<i64> { (0..count).map(|n| load(words, n + 2) as i64).collect() };
+        let setup = load(words, SETUP) as i32;
         match exit {
-            Exit::Code(0) => Ok((results(jobs.len()), None)),
+            Exit::Code(0) => {}
             Exit::Code(EXIT_NO_NEW_PRIVS) => {
-                Err(KernelError::Os { op: "prctl(PR_SET_NO_NEW_PRIVS)", errno: setup_errno })
+                return Err(KernelError::Os { op: "prctl(PR_SET_NO_NEW_PRIVS)", errno: setup })
             }
-            Exit::Code(EXIT_INSTALL) => Err(KernelError::FilterRejected { errno: setup_errno, len: prog.len() }),
-            Exit::Code(code) => Err(KernelError::ChildExit { code }),
-            Exit::Signal(signal) if started == 0 => Err(KernelError::ChildDied { signal }),
-            Exit::Signal(signal) => Ok((results(started - 1), Some(signal))),
+            Exit::Code(EXIT_INSTALL) => return Err(KernelError::FilterRejected { errno: setup, len: prog.len() }),
+            Exit::Code(EXIT_CLONE) => return Err(KernelError::Os { op: "clone", errno: setup }),
+            Exit::Code(EXIT_WAIT) => return Err(KernelError::Os { op: "waitpid", errno: setup }),
+            Exit::Code(EXIT_WORKER_DIED) => return Err(KernelError::ChildDied { signal: setup }),
+            Exit::Code(code) => return Err(KernelError::ChildExit { code }),
+            Exit::Signal(signal) => return Err(KernelError::ChildDied { signal }),
         }
+        let mut raws = Vec::with_capacity(jobs.len());
+        for n in 0..jobs.len() {
+            let value = load(words, RESULTS + 2 * n) as i64;
+            let tag = load(words, RESULTS + 2 * n + 1);
+            raws.push(match tag {
+                TAG_RETURNED => Raw::Returned(value),
+                t if t & TAG_DIED != 0 => Raw::Died((t & !TAG_DIED) as i32),
+                _ => return Err(KernelError::ChildExit { code: 0 }),
+            });
+        }
+        Ok(raws)
     }
 }
 
+const STARTED: usize = 0;
+const SETUP: usize = 1;
+const NEXT: usize = 2;
+const RESULTS: usize = 3;
+const TAG_RETURNED: u64 = 1;
+const TAG_DIED: u64 = 1 << 32;
+/// Stack of a worker: it only runs the stub loop.
+const WORKER_STACK: usize = 64 * 1024;
+const EXIT_CLONE: i32 = 72;
+const EXIT_WAIT: i32 = 73;
+const EXIT_WORKER: i32 = 74;
+const EXIT_WORKER_DIED: i32 = 75;
 const EXIT_NO_NEW_PRIVS: i32 = 70;
 const EXIT_INSTALL: i32 = 71;
 

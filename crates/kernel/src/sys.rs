@@ -97,6 +97,82 @@ pub(crate) unsafe fn fork_child(child: impl FnOnce() -> i32) -> Result<i32, i32>
     Ok(pid)
 }
 
+/// A stack for [`clone_vm_vfork`] children, mapped once and reused.
+#[derive(Debug)]
+pub(crate) struct ChildStack {
+    words: Vec<u64>,
+}
+
+impl ChildStack {
+    /// A stack of `bytes` (rounded up to 16).
+    pub(crate) fn new(bytes: usize) -> Self {
+        ChildStack { words: vec![0; bytes.div_ceil(16) * 2] }
+    }
+}
+
+extern "C" fn vm_child_trampoline(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the `&mut &mut dyn FnMut` that clone_vm_vfork passed,
+    // alive for the whole call because the parent is suspended (CLONE_VFORK)
+    // inside that function until this child exits.
+    let f = unsafe { &mut *arg.cast::<&mut dyn FnMut() -> i32>() };
+    f()
+}
+
+/// `clone(CLONE_VM | CLONE_VFORK | SIGCHLD)` on `stack`: the child shares
+/// this address space (no page-table copy) and runs `child` on its own
+/// stack while the caller is suspended; returns the child's pid once it has
+/// ended (it is then a zombie for the caller to reap). The child inherits
+/// NO_NEW_PRIVS and the seccomp filters of the calling thread.
+///
+/// # Safety
+///
+/// Same contract as [`fork_child`] (async-signal-safe `child`), and `child`
+/// must not touch anything on the caller's stack that the caller relies on
+/// keeping (they share memory).
+pub(crate) unsafe fn clone_vm_vfork(stack: &mut ChildStack, child: &mut dyn FnMut() -> i32) -> Result<i32, i32> {
+    let mut f: &mut dyn FnMut() -> i32 = child;
+    let top = stack.words.as_mut_ptr_range().end;
+    // SAFETY: `top` is the 16-byte-aligned end of a live buffer that the
+    // child uses as its stack and nothing else uses meanwhile (the caller is
+    // suspended by CLONE_VFORK until the child ends); `f` outlives the child
+    // for the same reason. glibc's clone runs the trampoline and then
+    // SYS_exit with its return value.
+    let pid = unsafe {
+        libc::clone(
+            vm_child_trampoline,
+            top.cast(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            (&mut f as *mut &mut dyn FnMut() -> i32).cast(),
+        )
+    };
+    if pid < 0 {
+        return Err(errno());
+    }
+    Ok(pid)
+}
+
+/// Blocking reap of child `pid` (retrying on EINTR). Async-signal-safe.
+pub(crate) fn reap_blocking(pid: i32) -> Result<Exit, i32> {
+    loop {
+        let mut status = 0;
+        // SAFETY: `status` is a valid out-pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        if r == pid {
+            return Ok(decode_status(status));
+        }
+        let e = errno();
+        if e != libc::EINTR {
+            return Err(e);
+        }
+    }
+}
+
+/// `prctl(PR_SET_PDEATHSIG, SIGKILL)`: die with the parent. Async-signal-safe.
+pub(crate) fn die_with_parent() {
+    // SAFETY: integer arguments only.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+}
+
 fn decode_status(status: i32) -> Exit {
     if libc::WIFSIGNALED(status) {
         Exit::Signal(libc::WTERMSIG(status))
