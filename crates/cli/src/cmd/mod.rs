@@ -20,6 +20,8 @@ pub fn load(args: &InputArgs) -> Result<cbpf::Program> {
 /// `bpfconv check`.
 pub fn check(args: &InputArgs) -> Result<i32> {
     let prog = load(args)?;
+    // The kernel converts both socket and seccomp filters on attach.
+    ::convert::check_attach(&prog)?;
     println!("ok: {} instructions, valid {} filter", prog.len(), prog.mode());
     Ok(0)
 }
