@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 //! Issue 13 finding 8: `check` rejects what the kernel's attach-time
 //! conversion (`bpf_convert_filter`) rejects.
 
