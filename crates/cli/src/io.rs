@@ -21,11 +21,52 @@ pub fn read_input(path: &str) -> Result<Vec<u8>> {
 /// Writes bytes to a file, or stdout for `-`.
 pub fn write_output(path: &str, bytes: &[u8]) -> Result<()> {
     if path == "-" {
-        let mut out = std::io::stdout().lock();
-        out.write_all(bytes).and_then(|_| out.flush()).map_err(io("writing stdout"))
+        let mut out = crate::out::Out::stdout();
+        out.write_all(bytes)?;
+        out.finish()
     } else {
-        std::fs::write(path, bytes).map_err(io(format!("writing {path}")))
+        write_atomic(std::path::Path::new(path), |f| f.write_all(bytes))
     }
+}
+
+/// Replaces `target` atomically: `fill` writes a new temporary file
+/// `.NAME.tmp.<pid>.<n>` created with O_EXCL next to it, which is fsynced and
+/// renamed over `target`. On any failure the temporary file is removed and
+/// the old `target` (or its absence) is left intact. `rename` replaces a
+/// symlink at `target` itself, never the file it points to.
+pub fn write_atomic(
+    target: &std::path::Path,
+    fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
+) -> Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let shown = target.display();
+    let name = target
+        .file_name()
+        .ok_or_else(|| Failure::rejected(format!("writing {shown}: not a file name")))?
+        .to_string_lossy()
+        .into_owned();
+    let dir = match target.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let (tmp, mut file) = loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = dir.join(format!(".{name}.tmp.{}.{n}", std::process::id()));
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(f) => break (tmp, f),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && n < 1_000_000 => continue,
+            Err(e) => return Err(io(format!("writing {shown}: creating a temporary file in {}", dir.display()))(e)),
+        }
+    };
+    let result = fill(&mut file).and_then(|()| file.sync_all());
+    drop(file);
+    let result = result.and_then(|()| std::fs::rename(&tmp, target));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io(format!("writing {shown}"))(e));
+    }
+    Ok(())
 }
 
 /// Input syntaxes `--from` accepts.
@@ -92,4 +133,48 @@ pub fn parse_hex(text: &str) -> Result<Vec<u8>> {
                 .ok_or_else(|| Failure::rejected(format!("bad hex digit pair at byte {i}")))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+    use super::*;
+
+    fn leftovers(dir: &std::path::Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".tmp."))
+            .collect()
+    }
+
+    #[test]
+    fn a_failing_write_keeps_the_old_file_and_removes_the_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.bin");
+        std::fs::write(&target, b"old contents").unwrap();
+        let err = write_atomic(&target, |f| {
+            f.write_all(b"half of the new")?;
+            Err(std::io::Error::from_raw_os_error(28)) // ENOSPC
+        })
+        .unwrap_err();
+        assert_eq!(err.code, 1);
+        assert!(err.message.contains("out.bin"), "{}", err.message);
+        assert_eq!(std::fs::read(&target).unwrap(), b"old contents");
+        assert!(leftovers(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn a_successful_write_replaces_a_symlink_not_its_target() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"victim").unwrap();
+        let target = dir.path().join("out.bin");
+        std::os::unix::fs::symlink(&victim, &target).unwrap();
+        write_atomic(&target, |f| f.write_all(b"new")).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"victim");
+        assert!(std::fs::symlink_metadata(&target).unwrap().file_type().is_file());
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        assert!(leftovers(dir.path()).is_empty());
+    }
 }

@@ -7,6 +7,7 @@
 mod cmd;
 mod fail;
 mod io;
+mod out;
 mod pcap;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -75,7 +76,10 @@ enum Command {
 
 fn main() {
     kernel::default_sigpipe();
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => std::process::exit(clap_exit(&e)),
+    };
     let result = match cli.command {
         Command::Check(a) => cmd::check(&a),
         Command::Disasm(a) => cmd::disasm::disasm(&a),
@@ -91,6 +95,33 @@ fn main() {
         Err(f) => {
             eprintln!("error: {}", f.message);
             std::process::exit(f.code);
+        }
+    }
+}
+
+/// Reports a clap outcome: `--help` / `--version` text goes through the one
+/// writer (a failed write is `error: writing stdout`, exit 1); usage errors
+/// go to stderr with exit 2.
+fn clap_exit(e: &clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            if e.exit_code() == 0 =>
+        {
+            let text = e.render().to_string();
+            let mut out = out::Out::stdout();
+            match out.write_all(text.as_bytes()).and_then(|()| out.finish()) {
+                Ok(()) => 0,
+                Err(f) => {
+                    eprintln!("error: {}", f.message);
+                    f.code
+                }
+            }
+        }
+        _ => {
+            // Usage errors (and help shown for a missing subcommand) go to stderr.
+            let _ = e.print();
+            e.exit_code()
         }
     }
 }

@@ -3,6 +3,7 @@
 use clap::Args;
 
 use crate::fail::{io, Result};
+use crate::out::{out, outln, Out};
 
 #[derive(Args, Debug)]
 pub struct DumpArgs {
@@ -22,19 +23,21 @@ pub fn dump(args: &DumpArgs) -> Result<i32> {
         eprintln!("process {} has no seccomp filters", args.pid);
         return Ok(0);
     }
+    let mut out = Out::stdout();
     for (n, f) in filters.iter().enumerate() {
         match &args.output {
             Some(dir) => {
                 std::fs::create_dir_all(dir).map_err(io(format!("creating {dir}")))?;
                 let path = format!("{dir}/{}-{n}.bpf", args.pid);
                 std::fs::write(&path, cbpf::raw::encode(f)).map_err(io(format!("writing {path}")))?;
-                println!("{path}: {} instructions", f.len());
+                outln!(out, "{path}: {} instructions", f.len())?;
             }
             None => {
-                println!("# filter {n} of {} (oldest first), {} instructions", filters.len(), f.len());
-                print!("{}", seccomp::disasm::disasm(f, Default::default()));
+                outln!(out, "# filter {n} of {} (oldest first), {} instructions", filters.len(), f.len())?;
+                out!(out, "{}", seccomp::disasm::disasm(f, Default::default()))?;
             }
         }
     }
+    out.finish()?;
     Ok(0)
 }

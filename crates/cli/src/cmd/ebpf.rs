@@ -6,6 +6,7 @@ use clap::{Args, Subcommand, ValueEnum};
 
 use crate::fail::{io, Failure, Result};
 use crate::io::{parse_hex, read_input, write_output};
+use crate::out::{outln, Out};
 
 #[derive(Args, Debug)]
 pub struct EbpfArgs {
@@ -104,12 +105,17 @@ pub fn ebpf(args: &EbpfArgs) -> Result<i32> {
                 EbpfListing::Asm => ebpf::disasm::disassemble(&insns).map_err(Failure::rejected)?,
                 EbpfListing::Kernel => ebpf::listing::listing_with(&insns, ebpf::listing::skb_helper_name),
             };
-            print!("{text}");
+            let mut out = Out::stdout();
+            out.write_all(text.as_bytes())?;
+            out.finish()?;
         }
         EbpfCommand::Run { file, from, mem, budget } => {
             let insns = read_program(file, *from)?;
             let mut mem = parse_hex(mem)?;
-            println!("{:#x}", run_on(&insns, &mut mem, *budget)?);
+            let r0 = run_on(&insns, &mut mem, *budget)?;
+            let mut out = Out::stdout();
+            outln!(out, "{r0:#x}")?;
+            out.finish()?;
         }
         EbpfCommand::ConformancePlugin { mem } => return Ok(conformance_plugin(mem.as_deref())),
     }
@@ -126,14 +132,16 @@ fn conformance_plugin(mem: Option<&str>) -> i32 {
         let mut mem = parse_hex(mem.unwrap_or(""))?;
         run_on(&insns, &mut mem, ebpf::interp::DEFAULT_STEP_BUDGET)
     })();
-    match result {
-        Ok(r0) => {
-            println!("{r0:x}");
-            0
-        }
+    let (line, code) = match result {
+        Ok(r0) => (format!("{r0:x}"), 0),
+        Err(f) => (f.message, 1),
+    };
+    let mut out = Out::stdout();
+    match outln!(out, "{line}").and_then(|()| out.finish()) {
+        Ok(()) => code,
         Err(f) => {
-            println!("{}", f.message);
-            1
+            eprintln!("error: {}", f.message);
+            f.code
         }
     }
 }

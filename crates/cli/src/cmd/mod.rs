@@ -9,6 +9,7 @@ pub mod run;
 
 use crate::fail::Result;
 use crate::io::read_classic;
+use crate::out::{outln, Out};
 use crate::InputArgs;
 
 /// Reads, parses and validates the program named by `args`.
@@ -22,6 +23,8 @@ pub fn check(args: &InputArgs) -> Result<i32> {
     let prog = load(args)?;
     // The kernel converts both socket and seccomp filters on attach.
     ::convert::check_attach(&prog)?;
-    println!("ok: {} instructions, valid {} filter", prog.len(), prog.mode());
+    let mut out = Out::stdout();
+    outln!(out, "ok: {} instructions, valid {} filter", prog.len(), prog.mode())?;
+    out.finish()?;
     Ok(0)
 }

@@ -6,6 +6,7 @@ use engine::{EngineKind, Outcome, Prepared, SeccompEngine, SocketEngine};
 use crate::cmd::disasm::parse_arch;
 use crate::fail::{Failure, Result};
 use crate::io::{parse_hex, read_classic, read_input, From};
+use crate::out::{outln, Out};
 use crate::pcap;
 use crate::ModeArg;
 
@@ -145,13 +146,16 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     let insns = read_classic(&args.file, args.from)?;
     let prog = cbpf::validate(&insns, args.mode.mode())?;
     let prepared = Prepared::new(prog)?;
-    match args.mode {
-        ModeArg::Seccomp => run_seccomp(args, kind, &prepared),
-        ModeArg::Socket => run_socket(args, kind, &prepared),
-    }
+    let mut out = Out::stdout();
+    let code = match args.mode {
+        ModeArg::Seccomp => run_seccomp(args, kind, &prepared, &mut out),
+        ModeArg::Socket => run_socket(args, kind, &prepared, &mut out),
+    }?;
+    out.finish()?;
+    Ok(code)
 }
 
-fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared) -> Result<i32> {
+fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut Out) -> Result<i32> {
     if args.packet.is_some() || args.pcap.is_some() {
         return Err(Failure::usage("--packet and --pcap need --mode socket"));
     }
@@ -162,7 +166,7 @@ fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared) -> Result<
         let mut engine = SeccompEngine::new(kind, prepared)?;
         let inputs: Vec<cbpf::SeccompData> = vectors.iter().map(|v| v.data).collect();
         let outcomes = engine.eval_batch(&inputs)?;
-        return report_vectors(args.check, path, &vectors, &outcomes);
+        return report_vectors(args.check, path, &vectors, &outcomes, out);
     }
     let arch = parse_arch(Some(&args.arch))?.unwrap_or(seccomp::Arch::X86_64);
     let nr_text = args
@@ -191,12 +195,12 @@ fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared) -> Result<
         args: sargs,
     };
     if args.trace {
-        return trace_seccomp(kind, prepared, &data);
+        return trace_seccomp(kind, prepared, &data, out);
     }
     let mut engine = SeccompEngine::new(kind, prepared)?;
     match engine.eval(&data)? {
         Outcome::Action(a) => {
-            println!("{} ({a:#010x})", seccomp::Action::from_u32(a));
+            outln!(out, "{} ({a:#010x})", seccomp::Action::from_u32(a))?;
             Ok(0)
         }
         Outcome::NotObservable(why) => {
@@ -205,13 +209,21 @@ fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared) -> Result<
     }
 }
 
-fn report_vectors(check: bool, path: &str, vectors: &[engine::vectors::Vector], outcomes: &[Outcome]) -> Result<i32> {
+fn report_vectors(
+    check: bool,
+    path: &str,
+    vectors: &[engine::vectors::Vector],
+    outcomes: &[Outcome],
+    out: &mut Out,
+) -> Result<i32> {
     let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
     for (v, o) in vectors.iter().zip(outcomes) {
         if !check {
             match o {
-                Outcome::Action(a) => println!("{{\"action\": {a}}}"),
-                Outcome::NotObservable(why) => println!("{{\"action\": null, \"not_observable\": {}}}", json_str(why)),
+                Outcome::Action(a) => outln!(out, "{{\"action\": {a}}}")?,
+                Outcome::NotObservable(why) => {
+                    outln!(out, "{{\"action\": null, \"not_observable\": {}}}", json_str(why))?
+                }
             }
             continue;
         }
@@ -244,9 +256,9 @@ fn report_vectors(check: bool, path: &str, vectors: &[engine::vectors::Vector], 
     }
     if check {
         if skipped > 0 {
-            println!("{passed} passed, {failed} failed, {skipped} skipped");
+            outln!(out, "{passed} passed, {failed} failed, {skipped} skipped")?;
         } else {
-            println!("{passed} passed, {failed} failed");
+            outln!(out, "{passed} passed, {failed} failed")?;
         }
         return Ok(if failed > 0 { 1 } else { 0 });
     }
@@ -257,23 +269,37 @@ fn json_str(s: &str) -> String {
     serde_json::Value::String(s.to_string()).to_string()
 }
 
-fn trace_seccomp(kind: EngineKind, prepared: &Prepared, data: &cbpf::SeccompData) -> Result<i32> {
+fn trace_seccomp(kind: EngineKind, prepared: &Prepared, data: &cbpf::SeccompData, out: &mut Out) -> Result<i32> {
     if kind != EngineKind::Cbpf {
         return Err(Failure::usage(format!("--trace is available on the cbpf engine (not {kind})")));
     }
     let interp = cbpf::Interp::new(prepared.program());
-    let ret = interp.trace_seccomp(&data.to_bytes(), step_printer(prepared.program()))?;
-    println!("=> {} ({ret:#010x})", seccomp::Action::from_u32(ret));
+    let mut failed = None;
+    let ret = interp.trace_seccomp(&data.to_bytes(), step_printer(prepared.program(), out, &mut failed))?;
+    if let Some(f) = failed {
+        return Err(f);
+    }
+    outln!(out, "=> {} ({ret:#010x})", seccomp::Action::from_u32(ret))?;
     Ok(0)
 }
 
 /// Prints one traced step: the instruction as `tcpdump -d` shows it, then A, X and M[].
-fn step_printer(prog: &cbpf::Program) -> impl FnMut(&cbpf::TraceStep) {
+/// The first write error is kept in `failed`; later steps print nothing.
+fn step_printer<'a>(
+    prog: &cbpf::Program,
+    out: &'a mut Out,
+    failed: &'a mut Option<Failure>,
+) -> impl FnMut(&cbpf::TraceStep) + 'a {
     let lines: Vec<String> = cbpf::text::print_pcap(prog.original()).lines().map(str::to_string).collect();
     move |s: &cbpf::TraceStep| {
+        if failed.is_some() {
+            return;
+        }
         let mem: Vec<String> = s.mem.iter().map(|m| format!("{m:x}")).collect();
         let text = lines.get(s.pc.0).map(String::as_str).unwrap_or("?");
-        println!("{text:<40} A={:#010x} X={:#010x} M=[{}]", s.a, s.x, mem.join(" "));
+        if let Err(f) = outln!(out, "{text:<40} A={:#010x} X={:#010x} M=[{}]", s.a, s.x, mem.join(" ")) {
+            *failed = Some(f);
+        }
     }
 }
 
@@ -305,7 +331,7 @@ fn skb_for<'a>(args: &SkbArgs, data: &'a [u8]) -> Result<cbpf::Skb<'a>> {
     Ok(skb)
 }
 
-fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared) -> Result<i32> {
+fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut Out) -> Result<i32> {
     if args.vectors.is_some() || args.nr.is_some() {
         return Err(Failure::usage(
             "--vectors and --nr are for seccomp filters; socket filters take --packet or --pcap",
@@ -319,11 +345,16 @@ fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared) -> Result<i
             if kind != EngineKind::Cbpf {
                 return Err(Failure::usage(format!("--trace is available on the cbpf engine (not {kind})")));
             }
-            let ret = cbpf::Interp::new(prepared.program()).trace_socket(&skb, step_printer(prepared.program()))?;
-            println!("=> {ret}");
+            let mut failed = None;
+            let ret = cbpf::Interp::new(prepared.program())
+                .trace_socket(&skb, step_printer(prepared.program(), out, &mut failed))?;
+            if let Some(f) = failed {
+                return Err(f);
+            }
+            outln!(out, "=> {ret}")?;
             return Ok(0);
         }
-        println!("{}", engine.run(&skb)?);
+        outln!(out, "{}", engine.run(&skb)?)?;
         return Ok(0);
     }
     let Some(path) = &args.pcap else {
@@ -353,11 +384,11 @@ fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared) -> Result<i
             accepted += 1;
         }
         if args.format == PcapFormat::Json {
-            println!("{{\"packet\": {i}, \"ret\": {ret}}}");
+            outln!(out, "{{\"packet\": {i}, \"ret\": {ret}}}")?;
         }
     }
     if args.format == PcapFormat::Text {
-        println!("{accepted} of {total} packets accepted");
+        outln!(out, "{accepted} of {total} packets accepted")?;
     }
     Ok(0)
 }

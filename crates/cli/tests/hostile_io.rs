@@ -1,0 +1,90 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+//! Issue 13: hostile I/O. A failed write to stdout is `error: writing stdout`
+//! and exit 1, never a panic; `-o` replaces its target atomically.
+
+use std::fs::File;
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_bpfconv");
+const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
+
+fn filter(name: &str) -> String {
+    format!("{FILTERS}/{name}")
+}
+
+/// Runs with stdout on /dev/full.
+fn into_full(args: &[&str], stdin: &[u8]) -> Output {
+    let full = File::options().write(true).open("/dev/full").unwrap();
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(full))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The child may exit before reading stdin: a broken pipe here is fine.
+    let _ = child.stdin.take().unwrap().write_all(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn every_subcommand_reports_a_full_stdout() {
+    let bpf = filter("allow306_default.bpf");
+    let vectors = filter("allow306_default.vectors.jsonl");
+    let ebpf_hex = "b700000007000000 9500000000000000";
+    let cases: Vec<(Vec<&str>, &[u8])> = vec![
+        (vec!["--help"], b""),
+        (vec!["--version"], b""),
+        (vec!["check", &bpf], b""),
+        (vec!["disasm", &bpf], b""),
+        (vec!["asm", &bpf, "--format", "c"], b""),
+        (vec!["convert", &bpf], b""),
+        (vec!["run", &bpf, "--vectors", &vectors], b""),
+        (vec!["run", &bpf, "--vectors", &vectors, "--check"], b""),
+        (vec!["run", &bpf, "--vectors", &vectors, "--engine", "ebpf"], b""),
+        (vec!["run", &bpf, "--vectors", &vectors, "--engine", "fast"], b""),
+        (vec!["run", &bpf, "--nr", "read"], b""),
+        (vec!["run", &bpf, "--nr", "read", "--trace"], b""),
+        (vec!["run", "--mode", "socket", "-", "--packet", "00"], b"ret #1\n"),
+        (vec!["run", "--mode", "socket", "-", "--packet", "00", "--trace"], b"ret #1\n"),
+        (vec!["ebpf", "asm", "-"], b"mov %r0, 7\nexit\n"),
+        (vec!["ebpf", "disasm", "-"], &[0xb7, 0, 0, 0, 7, 0, 0, 0, 0x95, 0, 0, 0, 0, 0, 0, 0]),
+        (vec!["ebpf", "run", "-"], b"mov %r0, 7\nexit\n"),
+        (vec!["ebpf", "conformance-plugin"], ebpf_hex.as_bytes()),
+    ];
+    for (args, stdin) in cases {
+        let o = into_full(&args, stdin);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.starts_with("error: writing stdout"), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn dash_o_replaces_the_target_and_leaves_no_temporary() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("out.bin");
+    std::fs::write(&target, b"old contents that are longer than the new ones ......").unwrap();
+    let o = Command::new(BIN)
+        .args(["asm", &filter("allow306_default.bpf"), "-o", target.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(&target).unwrap(), std::fs::read(filter("allow306_default.bpf")).unwrap());
+    let names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names, ["out.bin"]);
+}
+
+#[test]
+fn dash_o_into_a_missing_directory_fails_cleanly() {
+    let o = Command::new(BIN)
+        .args(["asm", &filter("allow306_default.bpf"), "-o", "/nonexistent-dir-bpfconv/x.bin"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.starts_with("error: writing /nonexistent-dir-bpfconv/x.bin"), "{err}");
+}
