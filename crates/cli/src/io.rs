@@ -8,14 +8,22 @@ use cbpf::Insn;
 use crate::fail::{io, Failure, Result};
 
 /// Reads a whole file, or stdin for `-`.
+/// The largest input file read whole (filters, programs, captures).
+pub const INPUT_CAP: u64 = 16 << 20;
+
+/// Reads a whole file, or stdin for `-`, refusing more than [`INPUT_CAP`] bytes.
 pub fn read_input(path: &str) -> Result<Vec<u8>> {
+    let mut buf = Vec::new();
     if path == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin().read_to_end(&mut buf).map_err(io("reading stdin"))?;
-        Ok(buf)
+        std::io::stdin().lock().take(INPUT_CAP + 1).read_to_end(&mut buf).map_err(io("reading stdin"))?;
     } else {
-        std::fs::read(path).map_err(io(format!("reading {path}")))
+        let f = std::fs::File::open(path).map_err(io(format!("reading {path}")))?;
+        f.take(INPUT_CAP + 1).read_to_end(&mut buf).map_err(io(format!("reading {path}")))?;
     }
+    if buf.len() as u64 > INPUT_CAP {
+        return Err(Failure::rejected(format!("{path}: input larger than the {} MiB cap", INPUT_CAP >> 20)));
+    }
+    Ok(buf)
 }
 
 /// Writes bytes to a file, or stdout for `-`.

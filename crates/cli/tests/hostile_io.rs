@@ -88,3 +88,61 @@ fn dash_o_into_a_missing_directory_fails_cleanly() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.starts_with("error: writing /nonexistent-dir-bpfconv/x.bin"), "{err}");
 }
+
+fn run_with(args: &[&str], stdin: &[u8]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(stdin);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn zero_vectors_is_a_failure() {
+    let bpf = filter("allow306_default.bpf");
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, b"\n  \n").unwrap();
+    for (args, stdin) in [
+        (vec!["run", &bpf, "--vectors", empty.to_str().unwrap(), "--check"], &b""[..]),
+        (vec!["run", &bpf, "--vectors", "-", "--check"], &b""[..]),
+        (vec!["run", &bpf, "--vectors", "-"], &b""[..]),
+    ] {
+        let o = run_with(&args, stdin);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.starts_with("error: ") && err.contains("no vectors"), "{err}");
+    }
+    let o = run_with(&["run", "-", "--vectors", "-", "--check"], &std::fs::read(&bpf).unwrap());
+    assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn vectors_skip_a_bom_and_refuse_a_huge_line() {
+    let bpf = filter("allow306_default.bpf");
+    let line = r#"{"arch": 3221225534, "nr": 0, "ip": 0, "args": [0,0,0,0,0,0]}"#;
+    let mut bom = b"\xef\xbb\xbf".to_vec();
+    bom.extend_from_slice(line.as_bytes());
+    bom.push(b'\n');
+    let o = run_with(&["run", &bpf, "--vectors", "-"], &bom);
+    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut huge = format!("{line}\n").into_bytes();
+    huge.extend(std::iter::repeat_n(b' ', 2 << 20));
+    huge.push(b'\n');
+    let o = run_with(&["run", &bpf, "--vectors", "-"], &huge);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("line 2") && err.contains("longer than"), "{err}");
+}
+
+#[test]
+fn inputs_over_the_cap_are_refused() {
+    let o = Command::new(BIN).args(["check", "/dev/zero"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("16 MiB cap"), "{err}");
+}

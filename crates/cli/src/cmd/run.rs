@@ -5,6 +5,8 @@ use engine::{EngineKind, Outcome, Prepared, SeccompEngine, SocketEngine};
 
 use crate::cmd::disasm::parse_arch;
 use crate::fail::{Failure, Result};
+use std::io::Read;
+
 use crate::io::{parse_hex, read_classic, read_input, From};
 use crate::out::{outln, Out};
 use crate::pcap;
@@ -160,13 +162,11 @@ fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut 
         return Err(Failure::usage("--packet and --pcap need --mode socket"));
     }
     if let Some(path) = &args.vectors {
-        let text = String::from_utf8(read_input(path)?)
-            .map_err(|e| Failure::rejected(format!("{path}: not UTF-8 text: {e}")))?;
-        let vectors = engine::vectors::parse(&text).map_err(|e| Failure::rejected(format!("{path}: {e}")))?;
+        if path == "-" && args.file == "-" {
+            return Err(Failure::usage("the filter and --vectors cannot both be read from stdin (`-`)"));
+        }
         let mut engine = SeccompEngine::new(kind, prepared)?;
-        let inputs: Vec<cbpf::SeccompData> = vectors.iter().map(|v| v.data).collect();
-        let outcomes = engine.eval_batch(&inputs)?;
-        return report_vectors(args.check, path, &vectors, &outcomes, out);
+        return stream_vectors(args.check, path, &mut engine, out);
     }
     let arch = parse_arch(Some(&args.arch))?.unwrap_or(seccomp::Arch::X86_64);
     let nr_text = args
@@ -209,15 +209,101 @@ fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut 
     }
 }
 
-fn report_vectors(
+/// Vectors evaluated per engine call (the kernel engine forks per batch).
+const VECTOR_CHUNK: usize = 4096;
+
+/// The longest vectors line accepted.
+const MAX_VECTOR_LINE: usize = 1 << 20;
+
+/// Counts of `--check`.
+#[derive(Debug, Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+}
+
+/// Reads, evaluates and answers the vectors line by line, in bounded chunks:
+/// memory stays constant whatever the file's length.
+fn stream_vectors(check: bool, path: &str, engine: &mut SeccompEngine<'_>, out: &mut Out) -> Result<i32> {
+    use std::io::BufRead;
+    let mut input = open_input(path)?;
+    let mut tally = Tally::default();
+    let mut chunk: Vec<engine::vectors::Vector> = Vec::with_capacity(VECTOR_CHUNK);
+    let mut buf = Vec::new();
+    let mut line = 0usize;
+    let mut seen = 0usize;
+    loop {
+        buf.clear();
+        line += 1;
+        let n = (&mut input)
+            .take(MAX_VECTOR_LINE as u64 + 1)
+            .read_until(b'\n', &mut buf)
+            .map_err(crate::fail::io(format!("reading {path}")))?;
+        if n == 0 {
+            break;
+        }
+        if buf.len() > MAX_VECTOR_LINE {
+            return Err(Failure::rejected(format!("{path}: line {line}: longer than {MAX_VECTOR_LINE} bytes")));
+        }
+        let mut bytes = buf.as_slice();
+        if line == 1 {
+            bytes = bytes.strip_prefix(b"\xef\xbb\xbf".as_slice()).unwrap_or(bytes);
+        }
+        let text = std::str::from_utf8(bytes)
+            .map_err(|e| Failure::rejected(format!("{path}: line {line}: not UTF-8 text: {e}")))?;
+        if text.trim().is_empty() {
+            continue;
+        }
+        let v = engine::vectors::parse_line(text.trim_end_matches(['\n', '\r']), line)
+            .map_err(|e| Failure::rejected(format!("{path}: {e}")))?;
+        seen += 1;
+        chunk.push(v);
+        if chunk.len() >= VECTOR_CHUNK {
+            answer_chunk(check, path, engine, &chunk, &mut tally, out)?;
+            chunk.clear();
+        }
+    }
+    answer_chunk(check, path, engine, &chunk, &mut tally, out)?;
+    if seen == 0 {
+        return Err(Failure::rejected(format!("{path}: no vectors")));
+    }
+    if check {
+        let Tally { passed, failed, skipped } = tally;
+        if skipped > 0 {
+            outln!(out, "{passed} passed, {failed} failed, {skipped} skipped")?;
+        } else {
+            outln!(out, "{passed} passed, {failed} failed")?;
+        }
+        return Ok(if failed > 0 { 1 } else { 0 });
+    }
+    Ok(0)
+}
+
+/// A reader over a file, or stdin for `-`.
+fn open_input(path: &str) -> Result<Box<dyn std::io::BufRead>> {
+    if path == "-" {
+        Ok(Box::new(std::io::stdin().lock()))
+    } else {
+        let f = std::fs::File::open(path).map_err(crate::fail::io(format!("reading {path}")))?;
+        Ok(Box::new(std::io::BufReader::new(f)))
+    }
+}
+
+fn answer_chunk(
     check: bool,
     path: &str,
+    engine: &mut SeccompEngine<'_>,
     vectors: &[engine::vectors::Vector],
-    outcomes: &[Outcome],
+    tally: &mut Tally,
     out: &mut Out,
-) -> Result<i32> {
-    let (mut passed, mut failed, mut skipped) = (0usize, 0usize, 0usize);
-    for (v, o) in vectors.iter().zip(outcomes) {
+) -> Result<()> {
+    if vectors.is_empty() {
+        return Ok(());
+    }
+    let inputs: Vec<cbpf::SeccompData> = vectors.iter().map(|v| v.data).collect();
+    let outcomes = engine.eval_batch(&inputs)?;
+    for (v, o) in vectors.iter().zip(&outcomes) {
         if !check {
             match o {
                 Outcome::Action(a) => outln!(out, "{{\"action\": {a}}}")?,
@@ -232,15 +318,15 @@ fn report_vectors(
                 return Err(Failure::rejected(format!("{path}: line {}: no `action` to check against", v.line)))
             }
             (Outcome::NotObservable(why), Some(_)) => {
-                skipped += 1;
-                if skipped <= 3 {
+                tally.skipped += 1;
+                if tally.skipped <= 3 {
                     eprintln!("{path}:{}: skipped, not observable: {why}", v.line);
                 }
             }
-            (Outcome::Action(a), Some(want)) if *a == want => passed += 1,
+            (Outcome::Action(a), Some(want)) if *a == want => tally.passed += 1,
             (Outcome::Action(a), Some(want)) => {
-                failed += 1;
-                if failed <= 10 {
+                tally.failed += 1;
+                if tally.failed <= 10 {
                     eprintln!(
                         "{path}:{}: arch {:#x} nr {} args {:?}: got {} ({a:#010x}), want {} ({want:#010x})",
                         v.line,
@@ -254,15 +340,7 @@ fn report_vectors(
             }
         }
     }
-    if check {
-        if skipped > 0 {
-            outln!(out, "{passed} passed, {failed} failed, {skipped} skipped")?;
-        } else {
-            outln!(out, "{passed} passed, {failed} failed")?;
-        }
-        return Ok(if failed > 0 { 1 } else { 0 });
-    }
-    Ok(0)
+    Ok(())
 }
 
 fn json_str(s: &str) -> String {
