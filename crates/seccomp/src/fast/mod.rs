@@ -88,6 +88,12 @@ pub const MIN_DENSE: u32 = 64;
 /// numbers, `-1`) get sparse entries.
 pub const DENSE_LIMIT: u32 = 1024;
 
+/// Global build budget: forward-pass steps (instructions visited) over all
+/// specialisations of one build, arches, numbers and key tables together.
+pub const BUILD_STEP_BUDGET: usize = 24_000_000;
+/// Global build budget: instructions over all distinct residual programs.
+pub const BUILD_INSN_BUDGET: usize = 1_000_000;
+
 /// Why a filter cannot be specialised.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -98,7 +104,7 @@ pub enum FastError {
 }
 
 /// What one table entry does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Slot {
     /// The filter returns this value whatever the arguments and ip.
     Action(u32),
@@ -191,6 +197,14 @@ pub struct FastStats {
     pub keyed_tables: usize,
     /// Constants over all key tables.
     pub keyed_constants: usize,
+    /// Entries (and arch-only specialisations and key tables) not built
+    /// because the global build budget ([`BUILD_STEP_BUDGET`],
+    /// [`BUILD_INSN_BUDGET`]) was spent: they run the program specialised
+    /// on the arch alone, or the whole filter; exact either way.
+    pub budget_fallback_entries: usize,
+    /// Arches that share another arch's table (the filter does not tell
+    /// them apart: identical arch-only specialisations).
+    pub shared_arches: usize,
 }
 
 /// What a [`FastFilter`] does for one (arch, nr).
@@ -222,16 +236,45 @@ struct Residuals {
     keyed: Vec<KeyTable>,
     index: HashMap<Vec<Insn>, Slot>,
     whole_filter_entries: usize,
+    /// Forward-pass steps left in the build budget.
+    steps_left: usize,
+    /// Residual instructions left in the build budget.
+    insns_left: usize,
+    budget_fallback_entries: usize,
 }
 
 impl Residuals {
     fn new(program: &Program) -> Self {
         let whole = Residual { program: program.clone(), interp: Interp::new(program) };
-        Residuals { list: vec![whole], keyed: Vec::new(), index: HashMap::new(), whole_filter_entries: 0 }
+        Residuals {
+            list: vec![whole],
+            keyed: Vec::new(),
+            index: HashMap::new(),
+            whole_filter_entries: 0,
+            steps_left: BUILD_STEP_BUDGET,
+            insns_left: BUILD_INSN_BUDGET,
+            budget_fallback_entries: 0,
+        }
     }
 
     fn slot(&mut self, specialized: Specialized<'_>) -> Slot {
         self.slot_at_depth(specialized, 0)
+    }
+
+    /// Whether the budget still allows a specialisation (at most `work`
+    /// steps); a refusal is counted.
+    fn affordable(&mut self, work: usize) -> bool {
+        if self.steps_left >= work && self.insns_left >= work {
+            true
+        } else {
+            self.budget_fallback_entries += 1;
+            false
+        }
+    }
+
+    /// Charges `work` forward-pass steps.
+    fn charge(&mut self, work: usize) {
+        self.steps_left = self.steps_left.saturating_sub(work);
     }
 
     /// `depth`: how many key tables enclose this specialisation.
@@ -246,6 +289,12 @@ impl Residuals {
                 if let Some(&slot) = self.index.get(insns) {
                     return slot;
                 }
+                if self.insns_left < insns.len() {
+                    // Over the residual budget: the whole filter (exact).
+                    self.budget_fallback_entries += 1;
+                    return Slot::Residual(0);
+                }
+                self.insns_left -= insns.len();
                 let program = match cbpf::validate(insns, Mode::Seccomp) {
                     Ok(program) => program,
                     Err(_) => {
@@ -271,14 +320,22 @@ impl Residuals {
 
     /// Specialises residual `i` on each constant of `key` and on the rest.
     fn key_table(&mut self, i: u32, key: key::Key, depth: u32) -> Slot {
+        let Some(len) = self.list.get(i as usize).map(|r| r.program.len()) else { return Slot::Residual(i) };
+        // Keying is optional: past the budget the residual runs unkeyed.
+        if !self.affordable(len.saturating_mul(key.constants.len() + 1)) {
+            return Slot::Residual(i);
+        }
         let Some(residual) = self.list.get(i as usize) else { return Slot::Residual(i) };
         let mut spec = Specializer::new(&residual.program);
         let mut slots = Vec::with_capacity(key.constants.len());
         for &k in &key.constants {
-            slots.push(self.slot_at_depth(spec.specialize_key(key.offset, &KeyFact::Equals(k)), depth + 1));
+            let slot = self.slot_at_depth(spec.specialize_key(key.offset, &KeyFact::Equals(k)), depth + 1);
+            self.charge(spec.last_work());
+            slots.push(slot);
         }
         let none_of = KeyFact::NoneOf(key.constants);
         let other = self.slot_at_depth(spec.specialize_key(key.offset, &none_of), depth + 1);
+        self.charge(spec.last_work());
         let KeyFact::NoneOf(keys) = none_of else { return Slot::Residual(i) };
         let j = self.keyed.len() as u32;
         self.keyed.push(KeyTable { offset: key.offset, keys: keys.into(), slots: slots.into(), other, residual: i });
@@ -341,18 +398,44 @@ impl FastFilter {
         let (arches, _) = spec.specialize_watching(None, None, OFFSET_ARCH);
         let mut tables = Vec::with_capacity(arches.len());
         let mut stats = FastStats { arches: arches.len(), ..FastStats::default() };
-        let mut table_for = |arch: Option<u32>, stats: &mut FastStats| {
+        // Arch-only specialisations already tabled: identical ones (the
+        // filter cannot tell those arches apart) share one table.
+        let mut shared: HashMap<Slot, usize> = HashMap::new();
+        let mut table_for = |arch: Option<u32>, stats: &mut FastStats, tables: &[ArchTable]| {
+            let work = program.len();
+            if !residuals.affordable(work) {
+                // Past the budget even for the arch alone: the whole filter.
+                return ArchTable {
+                    arch: arch.unwrap_or(0),
+                    dense: Box::new([]),
+                    sparse: Box::new([]),
+                    other: Slot::Residual(0),
+                };
+            }
             let (compared, other) = spec.specialize_watching(arch, None, OFFSET_NR);
+            residuals.charge(work);
             let other = residuals.slot(other);
+            if other != Slot::Residual(0) {
+                if let Some(t) = shared.get(&other).and_then(|&i| tables.get(i)) {
+                    stats.shared_arches += 1;
+                    return ArchTable { arch: arch.unwrap_or(0), ..t.clone() };
+                }
+                shared.insert(other, tables.len());
+            }
             // An arch-free table (the filter never reads `arch`) is sized by
             // the numbers it compares, as for an arch without a syscall table.
             let dense_len = dense_len(arch.unwrap_or(0), &compared);
-            let dense: Box<[Slot]> = (0..dense_len).map(|nr| residuals.slot(spec.specialize(arch, Some(nr)))).collect();
-            let sparse: Box<[(u32, Slot)]> = compared
-                .iter()
-                .filter(|&&nr| nr >= dense_len)
-                .map(|&nr| (nr, residuals.slot(spec.specialize(arch, Some(nr)))))
-                .collect();
+            let mut entry = |nr: u32| {
+                if !residuals.affordable(work) {
+                    return other;
+                }
+                let slot = residuals.slot(spec.specialize(arch, Some(nr)));
+                residuals.charge(spec.last_work());
+                slot
+            };
+            let dense: Box<[Slot]> = (0..dense_len).map(&mut entry).collect();
+            let sparse: Box<[(u32, Slot)]> =
+                compared.iter().filter(|&&nr| nr >= dense_len).map(|&nr| (nr, entry(nr))).collect();
             for slot in dense.iter().chain(sparse.iter().map(|(_, s)| s)) {
                 stats.entries += 1;
                 match slot {
@@ -363,16 +446,17 @@ impl FastFilter {
             ArchTable { arch: arch.unwrap_or(0), dense, sparse, other }
         };
         for arch in arches {
-            let table = table_for(Some(arch), &mut stats);
+            let table = table_for(Some(arch), &mut stats, &tables);
             tables.push(table);
         }
         // A filter that never loads `seccomp_data.arch` answers the same for
         // every arch: one table serves them all (instead of the whole filter).
         let reads_arch = program.insns().iter().any(|i| i.code == cbpf::opcode::LDX_W_ABS && i.k == OFFSET_ARCH);
-        let any_arch = (!reads_arch).then(|| table_for(None, &mut stats));
+        let any_arch = (!reads_arch).then(|| table_for(None, &mut stats, &tables));
         stats.residual_programs = residuals.list.len();
         stats.residual_insns = residuals.list.iter().map(|r| r.program.len()).sum();
         stats.whole_filter_entries = residuals.whole_filter_entries;
+        stats.budget_fallback_entries = residuals.budget_fallback_entries;
         stats.keyed_tables = residuals.keyed.len();
         stats.keyed_constants = residuals.keyed.iter().map(|t| t.keys.len()).sum();
         Ok(FastFilter {

@@ -399,6 +399,11 @@ impl Specializer {
     }
 
     /// The filter with `seccomp_data.arch` and `.nr` fixed where given.
+    /// Instructions the last forward pass visited (its work).
+    pub(crate) fn last_work(&self) -> usize {
+        self.visited.len()
+    }
+
     pub(crate) fn specialize(&mut self, arch: Option<u32>, nr: Option<u32>) -> Specialized<'_> {
         let found = self.forward(arch, nr, None);
         self.finish(found)
