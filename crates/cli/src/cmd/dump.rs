@@ -1,8 +1,11 @@
 //! `bpfconv dump`.
 
+use std::io::Write;
+use std::path::Path;
+
 use clap::Args;
 
-use crate::fail::{io, Result};
+use crate::fail::{io, Failure, Result};
 use crate::out::{out, outln, Out};
 
 #[derive(Args, Debug)]
@@ -14,6 +17,9 @@ pub struct DumpArgs {
     /// without it, print them as seccomp-tools style listings.
     #[arg(short, long)]
     output: Option<String>,
+    /// With -o: replace existing files (a symlink is replaced, never followed).
+    #[arg(long, requires = "output")]
+    force: bool,
 }
 
 /// `bpfconv dump`.
@@ -24,15 +30,10 @@ pub fn dump(args: &DumpArgs) -> Result<i32> {
         return Ok(0);
     }
     let mut out = Out::stdout();
-    for (n, f) in filters.iter().enumerate() {
-        match &args.output {
-            Some(dir) => {
-                std::fs::create_dir_all(dir).map_err(io(format!("creating {dir}")))?;
-                let path = format!("{dir}/{}-{n}.bpf", args.pid);
-                std::fs::write(&path, cbpf::raw::encode(f)).map_err(io(format!("writing {path}")))?;
-                outln!(out, "{path}: {} instructions", f.len())?;
-            }
-            None => {
+    match &args.output {
+        Some(dir) => write_filters(Path::new(dir), args.pid, &filters, args.force, &mut out)?,
+        None => {
+            for (n, f) in filters.iter().enumerate() {
                 outln!(out, "# filter {n} of {} (oldest first), {} instructions", filters.len(), f.len())?;
                 out!(out, "{}", seccomp::disasm::disasm(f, Default::default()))?;
             }
@@ -40,4 +41,70 @@ pub fn dump(args: &DumpArgs) -> Result<i32> {
     }
     out.finish()?;
     Ok(0)
+}
+
+/// Writes each filter to `DIR/<pid>-<n>.bpf`. Files are created with O_EXCL
+/// (which never follows a symlink); an existing name is refused unless
+/// `force`, and then replaced by renaming a fresh O_EXCL temporary over it,
+/// so a planted symlink is replaced itself and its target is never written.
+pub fn write_filters(dir: &Path, pid: i32, filters: &[Vec<cbpf::Insn>], force: bool, out: &mut Out) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
+    for (n, f) in filters.iter().enumerate() {
+        let path = dir.join(format!("{pid}-{n}.bpf"));
+        let bytes = cbpf::raw::encode(f);
+        if force {
+            crate::io::write_atomic(&path, |file| file.write_all(&bytes))?;
+        } else {
+            let shown = path.display();
+            let mut file = match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    return Err(Failure::rejected(format!("{shown} already exists (give --force to replace it)")))
+                }
+                Err(e) => return Err(io(format!("creating {shown}"))(e)),
+            };
+            file.write_all(&bytes).and_then(|()| file.sync_all()).map_err(io(format!("writing {shown}")))?;
+        }
+        outln!(out, "{}: {} instructions", path.display(), f.len())?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+    use super::*;
+
+    fn filters() -> Vec<Vec<cbpf::Insn>> {
+        vec![vec![cbpf::Insn { code: 0x06, jt: 0, jf: 0, k: 0x7fff_0000 }]]
+    }
+
+    #[test]
+    fn a_planted_symlink_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let name = dir.path().join("42-0.bpf");
+        std::os::unix::fs::symlink(&victim, &name).unwrap();
+        let mut out = Out::stdout();
+        let err = write_filters(dir.path(), 42, &filters(), false, &mut out).unwrap_err();
+        assert!(err.message.contains("already exists") && err.message.contains("--force"), "{}", err.message);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(std::fs::symlink_metadata(&name).unwrap().file_type().is_symlink());
+
+        write_filters(dir.path(), 42, &filters(), true, &mut out).unwrap();
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(std::fs::symlink_metadata(&name).unwrap().file_type().is_file());
+        assert_eq!(std::fs::read(&name).unwrap(), cbpf::raw::encode(&filters()[0]));
+    }
+
+    #[test]
+    fn an_existing_file_is_refused_without_force() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = dir.path().join("7-0.bpf");
+        std::fs::write(&name, b"old").unwrap();
+        let mut out = Out::stdout();
+        assert!(write_filters(dir.path(), 7, &filters(), false, &mut out).is_err());
+        assert_eq!(std::fs::read(&name).unwrap(), b"old");
+    }
 }
