@@ -21,6 +21,8 @@ pub enum DumpError {
     InvalidPid { pid: i32 },
     #[error("no process {pid}")]
     NoSuchProcess { pid: i32 },
+    #[error("process {pid} has exited (a zombie not yet reaped by its parent): it has no filters to read")]
+    Zombie { pid: i32 },
     #[error("permission denied: {op} on process {pid}: {hint}")]
     Permission { pid: i32, op: &'static str, hint: &'static str },
     #[error("process {pid} is already traced by process {tracer}")]
@@ -72,7 +74,13 @@ pub fn dump_filters(pid: i32) -> Result<Vec<Vec<Insn>>, DumpError> {
     if pid == sys::getpid() {
         return Err(DumpError::NotTraceable { pid, errno: libc::EPERM });
     }
+    if is_zombie(pid) {
+        return Err(DumpError::Zombie { pid });
+    }
     if let Err(errno) = ptrace::seize(pid) {
+        if is_zombie(pid) {
+            return Err(DumpError::Zombie { pid });
+        }
         return Err(match errno {
             libc::ESRCH => DumpError::NoSuchProcess { pid },
             libc::EPERM => match tracer_of(pid) {
@@ -143,6 +151,15 @@ fn get_filter_error(pid: i32, index: usize, errno: i32) -> DumpError {
 fn status_field(pid: i32, field: &str) -> Option<i32> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status.lines().find_map(|l| l.strip_prefix(field)).and_then(|v| v.trim().parse().ok())
+}
+
+/// `State: Z` (or `X`) in /proc/PID/status: the process has exited.
+fn is_zombie(pid: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else { return false };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("State:"))
+        .is_some_and(|v| matches!(v.trim_start().chars().next(), Some('Z' | 'X')))
 }
 
 fn tracer_of(pid: i32) -> Option<i32> {
@@ -226,5 +243,26 @@ impl Drop for FilteredProcess {
 fn set(words: &[AtomicU64], at: usize, value: u64) {
     if let Some(w) = words.get(at) {
         w.store(value, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod zombie_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+    use super::*;
+
+    #[test]
+    fn a_zombie_is_reported_as_exited() {
+        let child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id() as i32;
+        // Not waited for: once it exits it stays a zombie until `child` is reaped.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !is_zombie(pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(is_zombie(pid));
+        assert_eq!(dump_filters(pid), Err(DumpError::Zombie { pid }));
+        let mut child = child;
+        child.wait().unwrap();
     }
 }
