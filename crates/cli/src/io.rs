@@ -96,6 +96,11 @@ pub fn read_classic(path: &str, from: Option<From>) -> Result<Vec<Insn>> {
 
 /// Parses a classic program from bytes.
 pub fn parse_classic(bytes: &[u8], from: Option<From>) -> Result<Vec<Insn>> {
+    // A UTF-8 BOM before text is skipped (never in raw input).
+    let bytes = match bytes.strip_prefix(b"\xef\xbb\xbf".as_slice()) {
+        Some(rest) if from != Some(From::Raw) => rest,
+        _ => bytes,
+    };
     let format = match from {
         Some(From::Raw) => Format::Raw,
         Some(From::C) => Format::C,
@@ -106,6 +111,9 @@ pub fn parse_classic(bytes: &[u8], from: Option<From>) -> Result<Vec<Insn>> {
             return Ok(seccomp::asm::assemble(text, Default::default())?);
         }
         None => {
+            if let Some(bad) = stray_byte_in_text(bytes) {
+                return Err(bad);
+            }
             if looks_like_seccomp_tools(bytes) {
                 if let Ok(text) = std::str::from_utf8(bytes) {
                     return Ok(seccomp::asm::assemble(text, Default::default())?);
@@ -115,6 +123,38 @@ pub fn parse_classic(bytes: &[u8], from: Option<From>) -> Result<Vec<Insn>> {
         }
     };
     Ok(cbpf::text::parse(bytes, format)?)
+}
+
+/// Input that is text but for a few stray bytes (a NUL, invalid UTF-8, a
+/// control character) would be auto-detected as raw and rejected for its
+/// length: name the first bad byte's line:col instead. "Mostly text": at
+/// least 90% of the bytes printable ASCII or whitespace, and the first 8 bytes
+/// not a plausible `sock_filter` (raw programs start with a binary opcode).
+fn stray_byte_in_text(bytes: &[u8]) -> Option<Failure> {
+    let is_text = |b: u8| matches!(b, b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0x20..=0x7e);
+    if bytes.len() < 8 || bytes.iter().take(8).any(|&b| !is_text(b)) {
+        return None;
+    }
+    let texty = bytes.iter().filter(|&&b| is_text(b)).count();
+    if texty == bytes.len() || texty * 100 < bytes.len() * 90 {
+        return None;
+    }
+    // Valid UTF-8 text (non-ASCII letters in comments) is left to the parsers.
+    if !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok() && !bytes.iter().any(|&b| b < 0x20 && !is_text(b)) {
+        return None;
+    }
+    let valid_upto = std::str::from_utf8(bytes).err().map_or(bytes.len(), |e| e.valid_up_to());
+    let at = bytes
+        .iter()
+        .position(|&b| b == 0 || b == 0x7f || (b < 0x20 && !is_text(b)))
+        .map_or(valid_upto, |p| p.min(valid_upto));
+    let before = bytes.get(..at).unwrap_or(bytes);
+    let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+    let col = at - before.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1) + 1;
+    let byte = bytes.get(at).copied().unwrap_or(0);
+    Some(Failure::rejected(format!(
+        "{line}:{col}: byte {byte:#04x} in text input (give --from raw if this is a raw program)"
+    )))
 }
 
 /// seccomp-tools listings start with their column header.
@@ -154,6 +194,18 @@ mod tests {
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .filter(|n| n.contains(".tmp."))
             .collect()
+    }
+
+    #[test]
+    fn stray_bytes_in_text_name_their_line_and_column() {
+        let e = parse_classic(b"ld [0]\nret #0\x00 ; a comment\n", None).unwrap_err();
+        assert_eq!(e.message, "2:7: byte 0x00 in text input (give --from raw if this is a raw program)");
+        let e = parse_classic(b"ld [0]\nr\xffet #0 ; comment\n", None).unwrap_err();
+        assert!(e.message.starts_with("2:2: byte 0xff"), "{}", e.message);
+        assert_eq!(parse_classic(b"\xef\xbb\xbfld [0]\nret #0\n", None).unwrap().len(), 2);
+        // A real raw program is still raw.
+        let raw = cbpf::raw::encode(&[Insn { code: 0x06, jt: 0, jf: 0, k: 0 }]);
+        assert_eq!(parse_classic(&raw, None).unwrap().len(), 1);
     }
 
     #[test]
