@@ -1,10 +1,8 @@
 //! `bpfconv ebpf ...`: tools for eBPF programs (bpf_conformance assembly syntax).
 
-use std::io::Read;
-
 use clap::{Args, Subcommand, ValueEnum};
 
-use crate::fail::{io, Failure, Result};
+use crate::fail::{Failure, Result};
 use crate::io::{parse_hex, read_input, write_output};
 use crate::out::{outln, Out};
 
@@ -126,8 +124,8 @@ pub fn ebpf(args: &EbpfArgs) -> Result<i32> {
 /// why the program could not be loaded or run, with a non-zero exit.
 fn conformance_plugin(mem: Option<&str>) -> i32 {
     let result = (|| -> Result<u64> {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map_err(io("reading stdin"))?;
+        let bytes = read_input("-")?;
+        let text = String::from_utf8(bytes).map_err(|e| Failure::rejected(format!("stdin: {e}")))?;
         let insns = ebpf::decode(&parse_hex(&text)?)?;
         let mut mem = parse_hex(mem.unwrap_or(""))?;
         run_on(&insns, &mut mem, ebpf::interp::DEFAULT_STEP_BUDGET)
