@@ -90,7 +90,7 @@ pub const DENSE_LIMIT: u32 = 1024;
 
 /// Global build budget: forward-pass steps (instructions visited) over all
 /// specialisations of one build, arches, numbers and key tables together.
-pub const BUILD_STEP_BUDGET: usize = 24_000_000;
+pub const BUILD_STEP_BUDGET: usize = 8_000_000;
 /// Global build budget: instructions over all distinct residual programs.
 pub const BUILD_INSN_BUDGET: usize = 1_000_000;
 
