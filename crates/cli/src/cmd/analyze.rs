@@ -8,6 +8,7 @@ use seccomp::{Action, Arch};
 use crate::cmd::disasm::parse_arch;
 use crate::fail::{Failure, Result};
 use crate::io::{read_classic, From};
+use crate::out::{outln, Out};
 
 /// Output of `analyze`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -74,6 +75,7 @@ fn cache_for(arch: Arch) -> Option<(u32, u32)> {
 
 /// `bpfconv analyze`.
 pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
+    let mut sink = Out::stdout();
     let insns = read_classic(&args.file, args.from)?;
     let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp)?;
     let arch = parse_arch(Some(&args.arch))?.unwrap_or(Arch::X86_64);
@@ -113,25 +115,29 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
                 })
                 .collect();
             let out = serde_json::json!({ "arch": audit_arch, "entries": entries, "kernel_cache_allow": cache });
-            println!("{out}");
+            outln!(sink, "{out}")?;
         }
         AnalyzeFormat::Text => {
-            println!("arch {arch} ({audit_arch:#010x}): {} syscall numbers analysed", entries.len());
+            outln!(sink, "arch {arch} ({audit_arch:#010x}): {} syscall numbers analysed", entries.len())?;
             let constant = entries.iter().filter(|e| matches!(e.result, ActionResult::Constant(_))).count();
-            println!("constant action: {constant}; depends on arguments or ip: {}", entries.len() - constant);
-            println!("kernel constant-action cache (always ALLOW, never runs the filter): {} numbers", cache.len());
+            outln!(sink, "constant action: {constant}; depends on arguments or ip: {}", entries.len() - constant)?;
+            outln!(
+                sink,
+                "kernel constant-action cache (always ALLOW, never runs the filter): {} numbers",
+                cache.len()
+            )?;
             for e in &entries {
                 let n = name(e.nr).map(str::to_string).unwrap_or_else(|| format!("{:#x}", e.nr));
                 match &e.result {
-                    ActionResult::Constant(a) => println!("  {:>10} {n:<24} {}", e.nr, Action::from_u32(*a)),
+                    ActionResult::Constant(a) => outln!(sink, "  {:>10} {n:<24} {}", e.nr, Action::from_u32(*a))?,
                     ActionResult::Depends(f) => {
                         let f: Vec<String> = f.iter().map(|f| f.to_string()).collect();
-                        println!("  {:>10} {n:<24} depends on {}", e.nr, f.join(", "));
+                        outln!(sink, "  {:>10} {n:<24} depends on {}", e.nr, f.join(", "))?;
                     }
                 }
             }
             if args.explain {
-                println!("\npolicy per action:");
+                outln!(sink, "\npolicy per action:")?;
                 // Printed as proved: nothing but the current path is held.
                 let names = |nrs: &[u32]| -> Vec<String> {
                     nrs.iter().map(|nr| name(*nr).map(str::to_string).unwrap_or_else(|| nr.to_string())).collect()
@@ -143,21 +149,23 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
                         | PolicyEvent::Path { action: None, .. }
                         | PolicyEvent::Truncated { action: None, .. } => {}
                         PolicyEvent::Action { action: Some(a), always } => {
-                            println!("{}:", Action::from_u32(a));
+                            outln!(sink, "{}:", Action::from_u32(a)).map_err(Stop)?;
                             if !always.is_empty() {
-                                println!("  always: {}", names(always).join(" "));
+                                outln!(sink, "  always: {}", names(always).join(" ")).map_err(Stop)?;
                             }
                         }
                         PolicyEvent::Path { action: Some(_), nr, conds } => {
                             let n = names(&[nr]).join("");
                             let conds: Vec<String> = conds.iter().map(|c| c.to_string()).collect();
-                            println!(
+                            outln!(
+                                sink,
                                 "  {n} when {}",
                                 if conds.is_empty() { "always".to_string() } else { conds.join(" && ") }
-                            );
+                            )
+                            .map_err(Stop)?;
                         }
                         PolicyEvent::Truncated { action: Some(_), nr } => {
-                            println!("  {}: (more paths not shown)", names(&[nr]).join(""));
+                            outln!(sink, "  {}: (more paths not shown)", names(&[nr]).join("")).map_err(Stop)?;
                         }
                     }
                     Ok::<(), Stop>(())
@@ -166,12 +174,13 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
             }
             if args.audit {
                 let findings = analysis::audit_in(&prog, &mut budget).map_err(fail)?;
-                println!("\naudit: {} findings", findings.len());
+                outln!(sink, "\naudit: {} findings", findings.len())?;
                 for f in &findings {
-                    println!("  {f}");
+                    outln!(sink, "  {f}")?;
                 }
             }
         }
     }
+    sink.finish()?;
     Ok(0)
 }
