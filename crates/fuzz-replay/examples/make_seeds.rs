@@ -6,8 +6,9 @@
 //! - `text_parse`: the same programs printed in every cBPF text syntax and
 //!   as seccomp-tools listings, plus eBPF assembly from bpf_conformance;
 //! - `ebpf_exec`: a selector byte followed by assembled conformance programs;
-//! - `convert_equiv`, `analysis_sound`, `fast_equiv`: fixed pseudo-random
-//!   byte strings (the targets' generator turns any bytes into a valid case).
+//! - `convert_equiv`, `analysis_sound`, `fast_equiv`, `bounded_work`: fixed
+//!   pseudo-random byte strings (the targets' generator turns any bytes into
+//!   a valid case).
 //!
 //! Seeds are named after their source so a failing one says where it came from.
 
@@ -107,6 +108,11 @@ fn main() {
             let bytes: Vec<u8> = (0..len).map(|_| next()).collect();
             write(target, &format!("random_{i:02}"), &bytes);
         }
+    }
+    // Few: each one may spend a whole analysis budget in the debug replay.
+    for i in 0..6 {
+        let bytes: Vec<u8> = (0..32 + 16 * i).map(|_| next()).collect();
+        write("bounded_work", &format!("random_{i:02}"), &bytes);
     }
     println!("seeds written to {}", seeds.display());
 }

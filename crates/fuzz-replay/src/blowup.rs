@@ -193,7 +193,7 @@ fn keyed_tables(n: usize) -> Vec<Insn> {
     let arches = (1..).find(|a: &usize| a * a >= n).unwrap_or(1).max(1);
     let per = n.div_ceil(arches).max(1);
     let table_len = 1 + 2 * per + 1;
-    let tables_at = 2 * arches + 1;
+    let tables_at = 1 + 2 * arches + 1;
     let mut p = Vec::with_capacity(tables_at + arches * table_len + 1);
     p.push(ld(ARCH));
     for a in 0..arches {

@@ -497,6 +497,79 @@ pub fn fast_equiv(data: &[u8]) {
     }
 }
 
+// ---------------------------------------------------------------- bounded_work
+
+/// Arches `bounded_work` analyses: a native one, a compat one, and the
+/// shapes' own arch constant.
+const BOUNDED_ARCHES: [u32; 3] = [0xc000_003e, 0x4000_0003, 0x4000_0001];
+
+/// A blow-up shape ([`crate::blowup`]) or a generated valid seccomp program:
+/// every analysis (the constant action of every number the filter compares,
+/// `explain`, `audit`) and the fast engine's build finish, each within one
+/// run budget — an answer or [`AnalysisError::Budget`], never more
+/// work than the budget allows — and what the fast engine builds agrees with
+/// the classic interpreter on each arch and number the filter compares.
+/// cargo-fuzz runs it under `-rss_limit_mb` and `-timeout` (the xtask's
+/// per-target limits), which turn a blow-up into a crash.
+///
+/// [`AnalysisError::Budget`]: seccomp::analysis::AnalysisError::Budget
+pub fn bounded_work(data: &[u8]) {
+    use seccomp::analysis::{self, AnalysisError, Budget};
+
+    let mut u = Unstructured::new(data);
+    let program = if u.ratio(1u8, 2u8).unwrap_or(true) {
+        let Ok(shape) = crate::blowup::shape(&mut u) else { return };
+        match cbpf::validate(&shape.build(), Mode::Seccomp) {
+            Ok(p) => p,
+            Err(e) => fail(format_args!("blow-up shape {} does not validate: {e}", shape.name())),
+        }
+    } else {
+        let Ok(gen::Generated { program, .. }) = gen::program(&mut u, Mode::Seccomp) else { return };
+        program
+    };
+    let within = |what: &str, r: Result<(), AnalysisError>| match r {
+        Ok(()) | Err(AnalysisError::Budget { .. }) => {}
+        Err(e) => fail(format_args!("{what} failed on a valid seccomp program: {e}\n{}", listing(&program))),
+    };
+    // A sixteenth of the CLI's default steps: the replay runs unoptimised,
+    // and a blow-up the budget misses is a blow-up at any budget.
+    let small = || Budget::new(Budget::DEFAULT_STEPS / 16, Budget::DEFAULT_PATHS / 16, Budget::DEFAULT_CONDS / 16);
+    let mut budget = small();
+    for arch in BOUNDED_ARCHES {
+        let nrs = analysis::compared_nrs(&program, arch).unwrap_or_default();
+        within("analyze", analysis::analyze_in(&program, arch, nrs.iter().copied(), &mut budget).map(drop));
+        within(
+            "explain",
+            analysis::explain_in(&program, arch, nrs.iter().copied(), &mut budget, |_| Ok::<(), AnalysisError>(())),
+        );
+    }
+    within("audit", analysis::audit_in(&program, &mut small()).map(drop));
+
+    let fast = match seccomp::fast::FastFilter::build(&program) {
+        Ok(f) => f,
+        Err(e) => fail(format_args!("fast engine refused a seccomp program: {e}\n{}", listing(&program))),
+    };
+    let interp = Interp::new(&program);
+    let arches: Vec<u32> = fast.arches().chain(BOUNDED_ARCHES).take(64).collect();
+    for arch in arches {
+        let nrs = analysis::compared_nrs(&program, arch).unwrap_or_default();
+        for nr in nrs.iter().copied().take(64).chain([u32::MAX]) {
+            let data = SeccompData { nr: nr as i32, arch, ..SeccompData::default() };
+            let want = match interp.run_seccomp(&data.to_bytes()) {
+                Ok(v) => v,
+                Err(e) => fail(format_args!("classic interpreter refused a seccomp run: {e}")),
+            };
+            let got = fast.eval(&data);
+            if got != want {
+                fail(format_args!(
+                    "fast engine returned {got:#x}, the classic interpreter {want:#x}, for arch {arch:#x} nr {nr:#x}\n{}",
+                    listing(&program)
+                ));
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
