@@ -579,7 +579,7 @@ fn packet_offset(next: &mut impl FnMut() -> u64, ancillary: bool) -> u32 {
     }
 }
 
-/// A random program that [`cbpf::validate`] accepts in `mode`, of 1 ..=
+/// A random program that [`cbpf::validate()`] accepts in `mode`, of 1 ..=
 /// `max_len` (at most 4096) instructions, driven by `next`.
 ///
 /// Valid by construction:
@@ -1122,7 +1122,7 @@ const RANDOM_INPUTS: usize = 32;
 /// comparison tested: equalities (`jeq` taken), ranges (`jgt`/`jge`) and
 /// exclusions (`jeq` not taken), so argument checks see the arch and syscall
 /// number that lead to them and the earlier argument checks that let them run. Then
-/// [`RANDOM_INPUTS`] seeded random inputs built from the compared constants
+/// `RANDOM_INPUTS` seeded random inputs built from the compared constants
 /// and random words. Deterministic; duplicates removed.
 pub fn branch_inputs(program: &Program) -> Vec<SeccompData> {
     let compares = analyse(program.insns()).compares;
@@ -1355,7 +1355,7 @@ fn set_field(input: &mut SocketInput, field: Field, v: u32) -> bool {
 /// - Structural variants: lengths 0, 1, 13, 14, 15, 34, 54; all paged;
 ///   no device; no MAC header; IPv6 with an extension header; VLAN absent; a
 ///   netlink attribute packet.
-/// - [`RANDOM_INPUTS`] seeded random packets and field values.
+/// - `RANDOM_INPUTS` seeded random packets and field values.
 ///
 /// Deterministic; duplicates removed.
 pub fn branch_packets(program: &Program) -> Vec<SocketInput> {

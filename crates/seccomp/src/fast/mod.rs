@@ -36,7 +36,7 @@
 //! binary-searches it and continues there ([`MAX_KEY_DEPTH`] levels at
 //! most, [`MIN_KEY_COMPARES`] compares at least).
 //!
-//! Residual programs are validated with [`cbpf::validate`] (seccomp mode)
+//! Residual programs are validated with [`cbpf::validate()`] (seccomp mode)
 //! and run on [`cbpf::Interp`]; identical residuals are shared (hash-consed).
 //! If a residual were ever refused, that entry runs the whole filter
 //! instead ([`FastStats::whole_filter_entries`] counts them): the answer is
