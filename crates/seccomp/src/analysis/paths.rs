@@ -28,16 +28,25 @@ pub struct Facts {
     not_equal: [Option<Rc<NotEqual>>; FIELDS],
 }
 
-/// One "field != value" fact and the older ones on the same field.
+/// One item of a list shared between the paths that split after it, and
+/// the older items: a branch extends its list in O(1) instead of copying it.
 #[derive(Debug, PartialEq, Eq)]
-pub struct NotEqual {
-    value: u32,
-    /// Facts in this list (this one included).
-    len: u32,
-    older: Option<Rc<NotEqual>>,
+pub struct Node<T> {
+    item: T,
+    /// Items in this list (this one included).
+    len: usize,
+    older: Option<Rc<Node<T>>>,
 }
 
-impl Drop for NotEqual {
+impl<T> Node<T> {
+    /// `list` with `item` in front.
+    fn push(list: &Option<Rc<Node<T>>>, item: T) -> Option<Rc<Node<T>>> {
+        let len = list.as_ref().map_or(0, |n| n.len) + 1;
+        Some(Rc::new(Node { item, len, older: list.clone() }))
+    }
+}
+
+impl<T> Drop for Node<T> {
     // Unlinks iteratively: a long list must not recurse once per node.
     fn drop(&mut self) {
         let mut next = self.older.take();
@@ -50,10 +59,13 @@ impl Drop for NotEqual {
     }
 }
 
+/// One "field != value" fact and the older ones on the same field.
+pub type NotEqual = Node<u32>;
+
 /// Longest "!=" list kept per field on one path; further facts of that
 /// kind are dropped (sound: fewer facts only leave more branches
 /// undecided), which bounds the cost of one decision.
-const MAX_NOT_EQUAL: u32 = 256;
+const MAX_NOT_EQUAL: usize = 256;
 
 impl Default for Facts {
     fn default() -> Self {
@@ -97,7 +109,7 @@ impl Facts {
     fn excluded(&self, f: Field, v: u32) -> bool {
         let mut node = self.not_equal.get(Facts::idx(f)).and_then(Option::as_deref);
         while let Some(n) = node {
-            if n.value == v {
+            if n.item == v {
                 return true;
             }
             node = n.older.as_deref();
@@ -110,7 +122,7 @@ impl Facts {
         if let Some(head) = self.not_equal.get_mut(Facts::idx(f)) {
             let len = head.as_ref().map_or(0, |n| n.len);
             if len < MAX_NOT_EQUAL {
-                *head = Some(Rc::new(NotEqual { value: v, len: len + 1, older: head.take() }));
+                *head = Node::push(head, v);
             }
         }
     }
@@ -334,37 +346,18 @@ impl PathEnd<'_> {
         out.clear();
         let mut node = self.conds.map(|n| &**n);
         while let Some(n) = node {
-            out.push(n.cond);
+            out.push(n.item);
             node = n.older.as_deref();
         }
         out.reverse();
     }
 }
 
-/// One recorded branch decision and the ones before it on the path
-/// (shared between the paths that split after it).
-#[derive(Debug, PartialEq, Eq)]
-pub struct CondNode {
-    cond: Cond,
-    len: usize,
-    older: Option<Rc<CondNode>>,
-}
-
-impl Drop for CondNode {
-    fn drop(&mut self) {
-        let mut next = self.older.take();
-        while let Some(node) = next {
-            next = match Rc::try_unwrap(node) {
-                Ok(mut n) => n.older.take(),
-                Err(_) => None,
-            };
-        }
-    }
-}
+/// A recorded condition and the older ones of the same path.
+pub type CondNode = Node<Cond>;
 
 fn push_cond(list: &Option<Rc<CondNode>>, cond: Cond) -> Option<Rc<CondNode>> {
-    let len = list.as_ref().map_or(0, |n| n.len) + 1;
-    Some(Rc::new(CondNode { cond, len, older: list.clone() }))
+    Node::push(list, cond)
 }
 
 /// Limits of one exploration.
