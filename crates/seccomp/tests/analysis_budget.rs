@@ -193,3 +193,44 @@ fn default_budget_on_the_smallest_chain() {
     assert!(matches!(r, Err(AnalysisError::Budget { .. })), "{r:?}");
     assert!(conds <= Budget::DEFAULT_CONDS);
 }
+
+/// Numbers the filter cannot tell apart share one analysis
+/// (`analysis::classes`): with the CLI's default budget, plain `analyze`
+/// answers every number of every shape, up to 4096 instructions, drawing
+/// on the budget once per class instead of once per number.
+#[test]
+fn default_budget_answers_plain_analyze_on_every_shape() {
+    let mut all = shapes();
+    let p = undecided_chain(1364);
+    all.push((format!("undecided chain, {} insns", p.len()), prog(&p)));
+    for (name, p) in all {
+        let mut budget = Budget::default();
+        let nrs = nrs(&p);
+        let entries =
+            analyze_in(&p, X86_64, nrs.iter().copied(), &mut budget).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(entries.len(), nrs.len(), "{name}");
+        // The numbers the prefix names are allowed outright; the rest depend
+        // on arguments (the chain reads args[0..6]).
+        for e in &entries {
+            let expect_constant = (1000..2300).contains(&e.nr) && name.starts_with("nr prefix");
+            match &e.result {
+                seccomp::analysis::ActionResult::Constant(v) => {
+                    assert!(expect_constant, "{name}: nr {} constant {v:#x}", e.nr);
+                    assert_eq!(*v, ALLOW, "{name}: nr {}", e.nr);
+                }
+                seccomp::analysis::ActionResult::Depends(fields) => {
+                    assert!(!expect_constant, "{name}: nr {} depends", e.nr);
+                    assert!(!fields.is_empty(), "{name}: nr {}", e.nr);
+                }
+            }
+        }
+        // 384 numbers or more, at most a few classes: far below one
+        // refinement per number.
+        let classes = if name.starts_with("nr prefix") { 1301 } else { 1 };
+        assert!(
+            budget.steps_used() <= classes * ((1 << 16) + 2 * p.insns().len() as u64) + p.insns().len() as u64,
+            "{name}: {} steps",
+            budget.steps_used()
+        );
+    }
+}

@@ -53,6 +53,13 @@ impl Dataflow {
 
     /// Runs the pass over `ops` (the decoded rewritten program).
     pub fn run(&mut self, ops: &[Option<Op>], env: &Env) -> Summary {
+        self.run_hiding(ops, env, FieldSet::EMPTY)
+    }
+
+    /// [`Dataflow::run`], except that undecided branches on `hidden` fields
+    /// do not enter the states' control dependences: a value then depends
+    /// on a hidden field only through data (what [`super::classes`] needs).
+    pub fn run_hiding(&mut self, ops: &[Option<Op>], env: &Env, hidden: FieldSet) -> Summary {
         self.states.clear();
         self.states.resize(ops.len(), None);
         let mut summary = Summary::default();
@@ -69,7 +76,7 @@ impl Dataflow {
                     None => {
                         let deps = cmp.deps();
                         summary.deps = summary.deps.union(deps);
-                        s.ctrl = s.ctrl.union(deps);
+                        s.ctrl = s.ctrl.union(deps.without(hidden));
                         s.compared = s.compared.union(deps);
                         // (On the taken side of `jeq #k` A is k, but keeping
                         // "A is the field" joins better where paths meet.)
@@ -81,7 +88,7 @@ impl Dataflow {
                     let deps = divisor.deps();
                     summary.deps = summary.deps.union(deps);
                     summary.add_return(DIV_BY_ZERO_RET);
-                    s.ctrl = s.ctrl.union(deps);
+                    s.ctrl = s.ctrl.union(deps.without(hidden));
                     self.flow(next, &s, &mut summary);
                 }
                 Step::Return(Val::Known(v)) => summary.add_return(v),

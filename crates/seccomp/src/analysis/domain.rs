@@ -127,6 +127,11 @@ impl FieldSet {
         FieldSet(self.0 & other.0)
     }
 
+    /// The fields of `self` not in `other`.
+    pub fn without(self, other: FieldSet) -> FieldSet {
+        FieldSet(self.0 & !other.0)
+    }
+
     /// Is `f` in the set?
     pub fn contains(self, f: Field) -> bool {
         self.0 & FieldSet::single(f).0 != 0

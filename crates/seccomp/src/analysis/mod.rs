@@ -41,6 +41,7 @@
 //! much weaker, constant-action emulator is [`crate::cache`].
 
 mod audit;
+mod classes;
 mod dataflow;
 mod domain;
 mod explain;
@@ -53,6 +54,9 @@ pub use paths::{Cond, Operand, Relation};
 
 use cbpf::{Mode, Op, Program};
 
+use std::collections::HashMap;
+
+use classes::NrClasses;
 use dataflow::Dataflow;
 use domain::{Env, Step, Val};
 use paths::{explore, Limits, Outcome, Work};
@@ -207,6 +211,10 @@ pub struct Analyzer {
     ops: Vec<Option<Op>>,
     flow: Dataflow,
     budget: Budget,
+    /// Per arch, how the filter tells numbers apart ([`classes`]).
+    classes: HashMap<u32, NrClasses>,
+    /// Answers already found, per (arch, class of numbers).
+    answers: HashMap<(u32, Vec<u64>), ActionResult>,
 }
 
 impl Analyzer {
@@ -223,7 +231,13 @@ impl Analyzer {
         if prog.mode() != Mode::Seccomp {
             return Err(AnalysisError::NotSeccomp { mode: prog.mode() });
         }
-        Ok(Analyzer { ops: prog.insns().iter().map(|i| i.op()).collect(), flow: Dataflow::default(), budget })
+        Ok(Analyzer {
+            ops: prog.insns().iter().map(|i| i.op()).collect(),
+            flow: Dataflow::default(),
+            budget,
+            classes: HashMap::new(),
+            answers: HashMap::new(),
+        })
     }
 
     /// The budget, with what has been spent.
@@ -253,7 +267,30 @@ impl Analyzer {
     }
 
     /// What the filter returns for `nr` on `arch`, or the budget error.
+    ///
+    /// Numbers the filter cannot tell apart ([`classes`]) share one answer:
+    /// only the first of each class is analysed.
     pub fn try_result(&mut self, arch: u32, nr: u32) -> Result<ActionResult, AnalysisError> {
+        if !self.classes.contains_key(&arch) {
+            self.budget.charge_steps(self.ops.len() as u64)?;
+            let classes = NrClasses::of(self, arch);
+            self.classes.insert(arch, classes);
+        }
+        let key = self.classes.get(&arch).and_then(|c| c.key(nr));
+        if let Some(key) = &key {
+            if let Some(known) = self.answers.get(&(arch, key.clone())) {
+                return Ok(known.clone());
+            }
+        }
+        let result = self.result_uncached(arch, nr)?;
+        if let Some(key) = key {
+            self.answers.insert((arch, key), result.clone());
+        }
+        Ok(result)
+    }
+
+    /// [`Analyzer::try_result`] without the class memo.
+    fn result_uncached(&mut self, arch: u32, nr: u32) -> Result<ActionResult, AnalysisError> {
         let env = Env { nr: Some(nr), arch: Some(arch), layout_arch: arch };
         self.budget.charge_steps(self.ops.len() as u64)?;
         let summary = self.flow.run(&self.ops, &env);
@@ -291,8 +328,18 @@ impl Analyzer {
 
     /// Runs the data-flow pass under `env`, then calls `f` with every
     /// reachable instruction's pc, entry state and step.
-    fn for_each_step(&mut self, env: &Env, mut f: impl FnMut(usize, &domain::State, Step)) {
-        self.flow.run(&self.ops, env);
+    fn for_each_step(&mut self, env: &Env, f: impl FnMut(usize, &domain::State, Step)) {
+        self.for_each_step_hiding(env, domain::FieldSet::EMPTY, f);
+    }
+
+    /// [`Analyzer::for_each_step`] over [`Dataflow::run_hiding`].
+    fn for_each_step_hiding(
+        &mut self,
+        env: &Env,
+        hidden: domain::FieldSet,
+        mut f: impl FnMut(usize, &domain::State, Step),
+    ) {
+        self.flow.run_hiding(&self.ops, env, hidden);
         for (pc, op) in self.ops.iter().enumerate() {
             let Some(state) = self.flow.state_at(pc) else { continue };
             let mut after = *state;
