@@ -149,3 +149,52 @@ fn inputs_over_the_cap_are_refused() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("16 MiB cap"), "{err}");
 }
+
+/// `dump` end to end on a live process with two filters: into /dev/full it
+/// is `error: writing stdout`, exit 1; `-o DIR` refuses a planted symlink
+/// without `--force` and, with it, replaces the link, never its target.
+#[test]
+fn dump_of_a_live_process_is_safe_on_hostile_outputs() {
+    use cbpf::Insn;
+    let allow = vec![Insn::stmt(0x06, 0x7fff_0000)];
+    let errno = vec![Insn::stmt(0x20, 0), Insn::jump(0x15, 9999, 0, 1), Insn::stmt(0x06, 0x0005_0001), allow[0]];
+    let child = match kernel::FilteredProcess::spawn(&[allow.clone(), errno.clone()]) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("SKIPPED: cannot make a filtered process here: {e}");
+            return;
+        }
+    };
+    let pid = child.pid().to_string();
+    let probe = Command::new(BIN).args(["dump", "--pid", &pid]).output().unwrap();
+    if !probe.status.success() {
+        eprintln!("SKIPPED: dump refused here: {}", String::from_utf8_lossy(&probe.stderr));
+        return;
+    }
+    assert!(String::from_utf8_lossy(&probe.stdout).contains("# filter 1 of 2"));
+
+    let o = into_full(&["dump", "--pid", &pid], b"");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.starts_with("error: writing stdout"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    let planted = dir.path().join(format!("{pid}-0.bpf"));
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    let out_dir = dir.path().to_str().unwrap();
+    let o = Command::new(BIN).args(["dump", "--pid", &pid, "-o", out_dir]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    let o = Command::new(BIN).args(["dump", "--pid", &pid, "-o", out_dir, "--force"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    assert!(!std::fs::symlink_metadata(&planted).unwrap().file_type().is_symlink());
+    let oldest: Vec<u8> = allow.iter().flat_map(|i| i.to_bytes()).collect();
+    assert_eq!(std::fs::read(&planted).unwrap(), oldest);
+    let newest: Vec<u8> = errno.iter().flat_map(|i| i.to_bytes()).collect();
+    assert_eq!(std::fs::read(dir.path().join(format!("{pid}-1.bpf"))).unwrap(), newest);
+    drop(child);
+}

@@ -26,6 +26,7 @@ compile_error!("the kernel crate supports x86_64 Linux only");
 pub mod bench;
 pub mod dump;
 pub mod engine;
+pub mod socket;
 mod sys;
 
 use std::time::Duration;

@@ -284,6 +284,60 @@ pub(crate) fn set_no_new_privs() -> Result<(), i32> {
     }
 }
 
+/// The sysctl bounding a socket's option memory (attached filters included).
+pub(crate) const OPTMEM_MAX: &str = "/proc/sys/net/core/optmem_max";
+
+/// A socket this process owns, closed on drop.
+#[derive(Debug)]
+pub(crate) struct OwnedSocket(i32);
+
+impl OwnedSocket {
+    /// One end of `socketpair(AF_UNIX, SOCK_DGRAM)` (the other end is
+    /// closed at once): a socket any process may attach filters to.
+    pub(crate) fn unix_datagram() -> Result<OwnedSocket, i32> {
+        let mut fds = [-1i32; 2];
+        // SAFETY: `fds` is a writable array of two c_ints, as socketpair(2) requires.
+        let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) };
+        if r != 0 {
+            return Err(errno());
+        }
+        let [mine, other] = fds;
+        // SAFETY: closing a descriptor socketpair just gave us.
+        unsafe { libc::close(other) };
+        Ok(OwnedSocket(mine))
+    }
+
+    /// `setsockopt(SOL_SOCKET, SO_ATTACH_FILTER, prog)`.
+    pub(crate) fn attach_filter(&self, prog: &[libc::sock_filter]) -> Result<(), i32> {
+        let len = u16::try_from(prog.len()).map_err(|_| libc::EINVAL)?;
+        let fprog = libc::sock_fprog { len, filter: prog.as_ptr().cast_mut() };
+        // SAFETY: `fprog` points at `len` initialised sock_filter entries
+        // that outlive the call (the kernel copies them); the size is the
+        // struct's; `self.0` is an open socket we own.
+        let r = unsafe {
+            libc::setsockopt(
+                self.0,
+                libc::SOL_SOCKET,
+                libc::SO_ATTACH_FILTER,
+                (&fprog as *const libc::sock_fprog).cast(),
+                std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(errno())
+        }
+    }
+}
+
+impl Drop for OwnedSocket {
+    fn drop(&mut self) {
+        // SAFETY: closing the descriptor this value owns, once.
+        unsafe { libc::close(self.0) };
+    }
+}
+
 /// `seccomp(SECCOMP_SET_MODE_FILTER, 0, prog)`. Async-signal-safe.
 pub(crate) fn install_filter(prog: &[libc::sock_filter]) -> Result<(), i32> {
     let len = u16::try_from(prog.len()).map_err(|_| libc::EINVAL)?;

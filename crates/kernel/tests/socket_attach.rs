@@ -6,73 +6,69 @@
 //! attaching is refused for another reason the test prints `SKIPPED: ...`.
 
 use cbpf::Insn;
+use kernel::socket::{attach, optmem_max, Attach};
 
-/// `ja +n`, `n` × `ld [14]`, `ret #0`.
-fn ja_over_loads(n: usize) -> Vec<libc::sock_filter> {
-    ja_over(n, 14)
-}
+const OPTMEM_MAX: &str = "/proc/sys/net/core/optmem_max";
 
 /// `ja +n`, `n` × `ld [k]`, `ret #0`.
-fn ja_over(n: usize, k: u32) -> Vec<libc::sock_filter> {
+fn ja_over(n: usize, k: u32) -> Vec<Insn> {
     let mut p = vec![Insn::stmt(0x05, n as u32)];
     p.extend(std::iter::repeat_n(Insn::stmt(0x20, k), n));
     p.push(Insn::stmt(0x06, 0));
-    p.iter().map(|i| libc::sock_filter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect()
+    p
 }
 
-/// Attaches `prog` to a fresh AF_UNIX SOCK_DGRAM socket: Ok or the errno.
-fn attach(prog: &[libc::sock_filter]) -> Result<(), i32> {
-    let mut fds = [-1i32; 2];
-    // SAFETY: `fds` is a writable array of two c_ints, as socketpair(2) requires.
-    let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) };
-    if r != 0 {
-        return Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0));
+/// Raises `net.core.optmem_max` to at least `want` for the guard's life
+/// (root only; the old value comes back on drop). `None` where the sysctl
+/// cannot be written.
+struct OptmemRaised(u64);
+
+impl OptmemRaised {
+    fn to(want: u64) -> Option<OptmemRaised> {
+        let old = optmem_max()?;
+        if old >= want {
+            return Some(OptmemRaised(old));
+        }
+        std::fs::write(OPTMEM_MAX, want.to_string()).ok()?;
+        (optmem_max()? >= want).then_some(OptmemRaised(old))
     }
-    let fprog = libc::sock_fprog { len: prog.len() as u16, filter: prog.as_ptr().cast_mut() };
-    // SAFETY: `fprog` points at `len` initialised sock_filter entries that
-    // outlive the call; the kernel copies them. `fds[0]` is our socket.
-    let r = unsafe {
-        libc::setsockopt(
-            fds[0],
-            libc::SOL_SOCKET,
-            libc::SO_ATTACH_FILTER,
-            (&fprog as *const libc::sock_fprog).cast(),
-            std::mem::size_of::<libc::sock_fprog>() as libc::socklen_t,
-        )
-    };
-    let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
-    for fd in fds {
-        // SAFETY: closing descriptors this function opened and still owns.
-        unsafe { libc::close(fd) };
-    }
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(errno)
+}
+
+impl Drop for OptmemRaised {
+    fn drop(&mut self) {
+        if optmem_max() != Some(self.0) {
+            let _ = std::fs::write(OPTMEM_MAX, self.0.to_string());
+        }
     }
 }
 
 #[test]
 fn kernel_attach_boundary_matches_the_converter() {
-    if let Err(e) = attach(&ja_over_loads(1)) {
-        eprintln!("SKIPPED: SO_ATTACH_FILTER refused even a small filter (errno {e})");
-        return;
+    match attach(&ja_over(1, 14)) {
+        Ok(Attach::Accepted) => {}
+        other => {
+            eprintln!("SKIPPED: SO_ATTACH_FILTER refused even a small filter ({other:?})");
+            return;
+        }
     }
     // sk_attach_filter() runs __get_filter() (bpf_prepare_filter() ->
     // bpf_migrate_filter() -> bpf_convert_filter(), EINVAL on a jump offset
     // past s16) before __sk_attach_prog() charges the converted program to
-    // net.core.optmem_max (sk_filter_charge(), ENOMEM). So ENOMEM on 2340
-    // still means the conversion accepted it.
-    match attach(&ja_over_loads(2340)) {
-        Ok(()) => {}
-        Err(libc::ENOMEM) => {
-            eprintln!("note: 2340 loads converted but exceed optmem_max here (ENOMEM after conversion)");
+    // net.core.optmem_max (sk_filter_charge(), ENOMEM). With the limit
+    // raised (root), 2340 attaches; without, ENOMEM still says the
+    // conversion accepted it.
+    let raised = OptmemRaised::to(1 << 21);
+    match (attach(&ja_over(2340, 14)).unwrap(), &raised) {
+        (Attach::Accepted, _) => {}
+        (Attach::OverOptmem, None) => {
+            eprintln!("note: 2340 loads converted but exceed optmem_max here and it cannot be raised (ENOMEM after conversion)");
         }
-        Err(e) => panic!("kernel refused 2340 loads with errno {e}"),
+        (other, _) => panic!("kernel refused 2340 loads: {other:?} (optmem raised: {})", raised.is_some()),
     }
-    assert_eq!(attach(&ja_over_loads(2341)), Err(libc::EINVAL));
+    assert_eq!(attach(&ja_over(2341, 14)).unwrap(), Attach::Rejected { errno: libc::EINVAL });
     // The same length with `ld [0]` (a shorter conversion, limit 2520) is
     // not EINVAL: the refusal is the conversion's, not the length's.
-    assert_ne!(attach(&ja_over(2341, 0)), Err(libc::EINVAL));
-    assert_eq!(attach(&ja_over(2521, 0)), Err(libc::EINVAL));
+    assert!(!matches!(attach(&ja_over(2341, 0)).unwrap(), Attach::Rejected { .. }));
+    assert_eq!(attach(&ja_over(2521, 0)).unwrap(), Attach::Rejected { errno: libc::EINVAL });
+    drop(raised);
 }
