@@ -1,0 +1,162 @@
+//! Instruction counts per evaluation for `cargo xtask callgrind`: one
+//! engine's runs on one filter's deepest vector inside one
+//! `#[inline(never)]` function (`measure`), so callgrind's
+//! `--toggle-collect` counts only them.
+//!
+//! ```text
+//! count list                       # every filter of testdata/filters and its deepest vector
+//! count FILTER ENGINE RUNS         # RUNS evaluations (ENGINE: cbpf, ebpf-exec, ebpf-general, fast)
+//! ```
+//!
+//! The deepest vector is the one of `FILTER.vectors.jsonl` on which the
+//! classic interpreter executes the most instructions (the first of equals).
+//! Engines: `cbpf` (`Interp::run_seccomp`), `ebpf-exec` (the seccomp
+//! executor, `Vm::run_seccomp_uncounted`), `ebpf-general` (the general eBPF
+//! interpreter: loaded without superinstructions, `Vm::run_seccomp`) and
+//! `fast` (`FastFilter::eval_bytes`).
+
+use std::hint::black_box;
+use std::process::ExitCode;
+
+use bpfconv_benches::filters::{testdata_dir, Filter};
+use serde_json::Value;
+
+const ENGINES: [&str; 4] = ["cbpf", "ebpf-exec", "ebpf-general", "fast"];
+
+/// The filters with vectors, by name.
+fn names() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(testdata_dir())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str()?.strip_suffix(".vectors.jsonl").map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+/// The 64 bytes of every vector of `NAME.vectors.jsonl`.
+fn vectors(name: &str) -> Result<Vec<[u8; 64]>, String> {
+    let path = testdata_dir().join(format!("{name}.vectors.jsonl"));
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+        let num = |k: &str| v.get(k).and_then(Value::as_i64).ok_or_else(|| format!("bad {k} in {line}"));
+        let mut d = [0u8; 64];
+        let mut put = |at: usize, bytes: &[u8]| {
+            if let Some(slot) = d.get_mut(at..at + bytes.len()) {
+                slot.copy_from_slice(bytes);
+            }
+        };
+        put(0, &(num("nr")? as u32).to_le_bytes());
+        put(4, &(num("arch")? as u32).to_le_bytes());
+        put(8, &v.get("ip").and_then(Value::as_u64).unwrap_or(0).to_le_bytes());
+        let args = v.get("args").and_then(Value::as_array).ok_or("no args")?;
+        for (i, a) in args.iter().enumerate().take(6) {
+            put(16 + 8 * i, &a.as_u64().ok_or("bad arg")?.to_le_bytes());
+        }
+        out.push(d);
+    }
+    Ok(out)
+}
+
+/// The vector with the most classic instructions executed, and that count.
+fn deepest(f: &Filter, vectors: &[[u8; 64]]) -> Option<([u8; 64], usize)> {
+    let mut best: Option<([u8; 64], usize)> = None;
+    for v in vectors {
+        let mut n = 0;
+        let _ = f.interp.trace_seccomp(v, |_| n += 1);
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((*v, n));
+        }
+    }
+    best
+}
+
+enum Engine {
+    Cbpf(cbpf::Interp),
+    Exec(Box<(ebpf::Program, ebpf::Vm)>),
+    General(Box<(ebpf::Program, ebpf::Vm)>),
+    Fast(Box<seccomp::fast::FastFilter>),
+}
+
+impl Engine {
+    fn new(kind: &str, f: &Filter) -> Result<Engine, String> {
+        let load = |opts: &ebpf::LoadOptions| {
+            ebpf::Program::load(&f.ebpf, opts, &ebpf::Helpers::new()).map_err(|e| e.to_string())
+        };
+        Ok(match kind {
+            "cbpf" => Engine::Cbpf(f.interp.clone()),
+            "ebpf-exec" => Engine::Exec(Box::new((load(&ebpf::LoadOptions::default())?, ebpf::Vm::new()))),
+            "ebpf-general" => {
+                let plain = ebpf::LoadOptions { no_superinstructions: true, ..ebpf::LoadOptions::default() };
+                Engine::General(Box::new((load(&plain)?, ebpf::Vm::new())))
+            }
+            "fast" => Engine::Fast(Box::new(seccomp::fast::FastFilter::build(&f.program).map_err(|e| e.to_string())?)),
+            other => return Err(format!("unknown engine {other}: {}", ENGINES.join(", "))),
+        })
+    }
+
+    #[inline(always)]
+    fn run(&mut self, data: &[u8; 64]) -> u32 {
+        match self {
+            Engine::Cbpf(i) => i.run_seccomp(data).unwrap_or(0),
+            Engine::Exec(b) => {
+                let (p, vm) = &mut **b;
+                vm.run_seccomp_uncounted(p, data).unwrap_or(0)
+            }
+            Engine::General(b) => {
+                let (p, vm) = &mut **b;
+                vm.run_seccomp(p, data).unwrap_or(0)
+            }
+            Engine::Fast(f) => f.eval_bytes(data),
+        }
+    }
+}
+
+/// The counted runs (callgrind's `--toggle-collect` target). The engine
+/// is matched once per run, outside the engines' own code: a constant
+/// few instructions, the same before and after a change.
+#[inline(never)]
+fn measure(engine: &mut Engine, data: &[u8; 64], runs: u64) -> u32 {
+    let mut acc = 0u32;
+    for _ in 0..runs {
+        acc ^= engine.run(black_box(data));
+    }
+    acc
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.as_slice() {
+        [list] if list == "list" => names().iter().try_for_each(|name| {
+            let f = Filter::load(name).map_err(|e| e.to_string())?;
+            let (_, n) = deepest(&f, &vectors(name)?).ok_or(format!("{name}: no vectors"))?;
+            println!("{name} {n}");
+            Ok(())
+        }),
+        [name, kind, runs] => (|| {
+            let f = Filter::load(name).map_err(|e| e.to_string())?;
+            let (data, _) = deepest(&f, &vectors(name)?).ok_or(format!("{name}: no vectors"))?;
+            let runs: u64 = runs.parse().map_err(|e| format!("RUNS: {e}"))?;
+            let mut engine = Engine::new(kind, &f)?;
+            let reference = f.interp.run_seccomp(&data).unwrap_or(0);
+            let got = engine.run(&data);
+            if got != reference {
+                return Err(format!("{name}/{kind}: {got:#x}, cbpf says {reference:#x}"));
+            }
+            println!("{name} {kind} {:#x}", measure(&mut engine, &data, runs));
+            Ok(())
+        })(),
+        _ => Err(format!("usage: count list | count FILTER ENGINE RUNS (ENGINE: {})", ENGINES.join(", "))),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,106 @@
+//! `cargo xtask callgrind [--runs N] [--save FILE] [--against FILE]`:
+//! x86 instructions per evaluation, counted by callgrind (stable where
+//! wall-clock time on a shared machine is not), for every filter of
+//! testdata/filters on its deepest vector and every interpreter: `cbpf`,
+//! `ebpf-exec` (the converted-seccomp executor), `ebpf-general` (the
+//! general eBPF interpreter) and `fast`.
+//!
+//! Builds `benches/src/bin/count.rs` with the bench profile (what criterion
+//! measures), runs `valgrind --tool=callgrind --toggle-collect=*measure*`
+//! on `count FILTER ENGINE RUNS` and divides callgrind's total by RUNS.
+//! `--save FILE` writes the figures (`filter engine count` lines);
+//! `--against FILE` adds the ratio to figures saved earlier (a restructuring
+//! must keep every ratio within 1.03).
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use crate::workspace_root;
+
+const ENGINES: [&str; 4] = ["cbpf", "ebpf-exec", "ebpf-general", "fast"];
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let mut runs: u64 = 10_000;
+    let mut save: Option<String> = None;
+    let mut against: Option<String> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || it.next().cloned().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--runs" => runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
+            "--save" => save = Some(value()?),
+            "--against" => against = Some(value()?),
+            other => return Err(format!("unknown argument {other} (--runs N, --save FILE, --against FILE)")),
+        }
+    }
+    let root = workspace_root();
+    let status = Command::new(env!("CARGO"))
+        .current_dir(&root)
+        .args(["build", "--locked", "--profile", "bench", "-p", "bpfconv-benches", "--bin", "count"])
+        .status()
+        .map_err(|e| format!("cargo: {e}"))?;
+    if !status.success() {
+        return Err("building the count binary failed".into());
+    }
+    let bin = root.join("target/release/count");
+    let list = Command::new(&bin).arg("list").output().map_err(|e| format!("{}: {e}", bin.display()))?;
+    if !list.status.success() {
+        return Err(format!("count list: {}", String::from_utf8_lossy(&list.stderr)));
+    }
+    let baseline = match &against {
+        Some(path) => parse(&std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?),
+        None => BTreeMap::new(),
+    };
+    let mut saved = String::new();
+    let mut worst: f64 = 0.0;
+    println!("| filter | deepest (cBPF insns) | engine | x86 insns / eval | before | ratio |");
+    println!("|---|---|---|---|---|---|");
+    for line in String::from_utf8_lossy(&list.stdout).lines() {
+        let mut words = line.split_whitespace();
+        let (Some(name), Some(depth)) = (words.next(), words.next()) else { continue };
+        for engine in ENGINES {
+            let out = Command::new("valgrind")
+                .args(["--tool=callgrind", "--toggle-collect=*measure*", "--callgrind-out-file=/dev/null"])
+                .arg(&bin)
+                .args([name, engine, &runs.to_string()])
+                .output()
+                .map_err(|e| format!("valgrind: {e} (apt-get install valgrind)"))?;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            if !out.status.success() {
+                return Err(format!("{name}/{engine}: {stderr}"));
+            }
+            let collected = stderr
+                .lines()
+                .find_map(|l| l.split("Collected :").nth(1))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .ok_or(format!("{name}/{engine}: no `Collected` line in valgrind's output"))?;
+            let per = collected as f64 / runs as f64;
+            saved.push_str(&format!("{name} {engine} {per:.1}\n"));
+            let (before, ratio) = match baseline.get(&(name.to_string(), engine.to_string())) {
+                Some(b) => {
+                    worst = worst.max(per / b);
+                    (format!("{b:.1}"), format!("{:.3}", per / b))
+                }
+                None => ("".into(), "".into()),
+            };
+            println!("| {name} | {depth} | {engine} | {per:.1} | {before} | {ratio} |");
+        }
+    }
+    if against.is_some() {
+        println!("\nworst ratio: {worst:.3}");
+    }
+    if let Some(path) = save {
+        std::fs::write(&path, saved).map_err(|e| format!("{path}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// `filter engine count` lines.
+fn parse(text: &str) -> BTreeMap<(String, String), f64> {
+    text.lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some(((w.next()?.to_string(), w.next()?.to_string()), w.next()?.parse().ok()?))
+        })
+        .collect()
+}
