@@ -40,9 +40,11 @@
 //!   (local calls, legacy `LD ABS/IND`, masked shift K), memory regions with
 //!   bounds checks, a step budget ([`Vm::set_step_budget`]).
 
+pub mod filter_h;
 pub mod helpers;
 pub mod insn;
 pub mod interp;
+pub mod op;
 pub mod opcode;
 pub mod program;
 pub mod seccomp_exec;
@@ -51,6 +53,7 @@ pub mod skb;
 pub use helpers::{HelperError, HelperFn, Helpers};
 pub use insn::{decode, encode, DecodeError, Insn, Pc};
 pub use interp::{ExecError, Input, Vm};
+pub use op::Op;
 pub use program::{LoadError, LoadOptions, Program};
 pub use skb::{SkbContext, SkbMeta};
 pub mod asm;
