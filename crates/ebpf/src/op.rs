@@ -739,6 +739,12 @@ impl Op {
         Op::decode(insn, insns.get(pc + 1).copied())
     }
 
+    /// Whether `insn` is the first slot of a two-slot instruction
+    /// (`ld_imm64`), whatever its other fields.
+    pub const fn is_wide(insn: Insn) -> bool {
+        insn.code == LD_IMM64
+    }
+
     /// Slots the instruction takes: 2 for `ld_imm64`, else 1.
     pub const fn slots(&self) -> usize {
         match self {
