@@ -306,6 +306,9 @@ pub struct Program {
     /// The program compiled for [`crate::seccomp_exec`], if it is a
     /// converted-seccomp-shaped program (and superinstructions are on).
     pub(crate) seccomp: Option<Box<crate::seccomp_exec::SeccompProg>>,
+    /// Whether the program is inside the converted-seccomp subset
+    /// (whether or not superinstructions are on).
+    converted_seccomp: bool,
     fused: usize,
 }
 
@@ -359,11 +362,14 @@ impl Program {
             load_cmp: Box::new([]),
             helpers: table,
             seccomp: None,
+            converted_seccomp: false,
             fused: 0,
         };
+        let seccomp = crate::seccomp_exec::compile(insns);
+        prog.converted_seccomp = seccomp.is_some();
         if !opts.no_superinstructions {
             fuse(&mut prog);
-            prog.seccomp = crate::seccomp_exec::compile(insns).map(Box::new);
+            prog.seccomp = seccomp.map(Box::new);
         }
         Ok(prog)
     }
@@ -391,6 +397,18 @@ impl Program {
     /// ([`LoadOptions::no_superinstructions`] forces the general path).
     pub fn has_seccomp_executor(&self) -> bool {
         self.seccomp.is_some()
+    }
+
+    /// Whether the program stays inside the subset of eBPF a converted
+    /// seccomp filter is made of ([`crate::seccomp_exec`]: A, TMP and X
+    /// of `bpf_convert_filter()`, `r6 = r1` the only use of the context
+    /// registers, 32-bit loads from `struct seccomp_data` after it on
+    /// every path, 32-bit stack accesses in `fp-64..=fp-4` with every read
+    /// after a write, forward jumps, no calls, `exit` last). The one
+    /// recogniser of that subset: the dedicated executor and the rbpf
+    /// adapter's unchecked backends both rely on it.
+    pub fn is_converted_seccomp(&self) -> bool {
+        self.converted_seccomp
     }
 
     /// Number of pcs whose op is a superinstruction (a fused compare chain,
