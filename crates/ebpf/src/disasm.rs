@@ -62,7 +62,26 @@ pub fn disassemble_one(insns: &[Insn], pc: usize) -> Result<(String, usize), Dis
     let code = insn.code;
     let unknown = DisasmError::UnknownOpcode { pc: at, code };
     let variant = |field, value: i64| DisasmError::UnsupportedVariant { pc: at, code, field, value };
-    let op = Op::decode(insn, insns.get(pc + 1).copied()).map_err(|e| match e {
+    let next = insns.get(pc + 1).copied();
+    // The syntax reports a non-zero unused field before an unsupported
+    // variant: check the fields on the instruction with the variant field
+    // made valid (END's width, the call kind, the byte order of `bswap`).
+    if let Err(e) = Op::decode(insn, next) {
+        let probe = match e {
+            OpError::BadImmediate(_) => Insn { imm: 16, ..insn },
+            OpError::UnsupportedCall(_) => Insn { regs: insn.regs & 0x0f, ..insn },
+            _ => Insn { code: insn.code & !0x08, imm: 16, ..insn },
+        };
+        let unused = match Op::decode(probe, next) {
+            Ok(op @ Op::End { .. }) => reserved_field(&op, Insn { code: op.encode().first().code, ..probe }),
+            Ok(op @ Op::Call { .. }) => reserved_field(&op, probe),
+            _ => None,
+        };
+        if let Some(field) = unused {
+            return Err(DisasmError::UnusedField { pc: at, code, field });
+        }
+    }
+    let op = Op::decode(insn, next).map_err(|e| match e {
         OpError::IncompleteLdImm64 | OpError::BadLdImm64SecondSlot => DisasmError::TruncatedLddw { pc: at },
         OpError::BadOffset(off) => variant("off", off.into()),
         // Byte-sized atomics exist only as load-acquire / store-release,
