@@ -99,7 +99,9 @@ impl Operand {
         }
     }
 
-    const fn of(insn: Insn) -> Operand {
+    /// The operand `insn` names, read as an ALU or jump instruction reads
+    /// it (`BPF_X` selects the register).
+    pub const fn of(insn: Insn) -> Operand {
         if insn.code & BPF_X != 0 {
             Operand::X(insn.src())
         } else {
@@ -600,6 +602,37 @@ pub enum OpError {
     IncompleteLdImm64,
     #[error("second slot of ld_imm64 has non-zero code, registers or offset")]
     BadLdImm64SecondSlot,
+}
+
+/// Instruction class (`BPF_CLASS(code)`), the first thing a decoder looks
+/// at: for loaders that check class-wide properties (every ALU-class
+/// instruction writes `dst`) before the opcode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Class {
+    Ld,
+    Ldx,
+    St,
+    Stx,
+    Alu,
+    Jmp,
+    Jmp32,
+    Alu64,
+}
+
+impl Class {
+    /// The class of `insn`.
+    pub const fn of(insn: Insn) -> Class {
+        match insn.code & 0x07 {
+            BPF_LD => Class::Ld,
+            BPF_LDX => Class::Ldx,
+            BPF_ST => Class::St,
+            BPF_STX => Class::Stx,
+            BPF_ALU => Class::Alu,
+            BPF_JMP => Class::Jmp,
+            BPF_JMP32 => Class::Jmp32,
+            _ => Class::Alu64,
+        }
+    }
 }
 
 /// The encoding of one [`Op`]: one slot, or two for `ld_imm64`.

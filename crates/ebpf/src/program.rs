@@ -469,30 +469,78 @@ impl Decoder<'_> {
 
     /// Decodes one instruction ([`isa::Op::decode`]) and checks what the
     /// module docs list: registers, refused encodings, reserved fields.
+    /// When an instruction breaks several rules, the first reported is the
+    /// first in this order: class-wide registers, the fields the operation
+    /// reads before its variant is known (its operand, or the unused fields
+    /// of END and calls), the opcode and its variant, then the operation's
+    /// own fields in encoding order.
     fn decode(&self, pc: usize, insn: Insn) -> Result<Op, LoadError> {
         let at = Pc(pc);
         let unknown = LoadError::UnknownOpcode { pc: at, code: insn.code };
-        let typed = isa::Op::decode(insn, self.insns.get(pc + 1).copied()).map_err(|e| match e {
-            OpError::UnknownOpcode(code) => LoadError::UnknownOpcode { pc: at, code },
-            OpError::BadOffset(off) => LoadError::BadOffset { pc: at, off },
-            OpError::BadImmediate(imm) => LoadError::BadImmediate { pc: at, imm },
-            OpError::UnsupportedCall(src) => LoadError::UnsupportedCall { pc: at, src },
-            OpError::IncompleteLdImm64 => LoadError::IncompleteLdImm64 { pc: at },
-            OpError::BadLdImm64SecondSlot => LoadError::BadLdImm64SecondSlot { pc: Pc(pc + 1) },
-        })?;
+        let class = isa::Class::of(insn);
+        // Class-wide register checks: every ALU-class instruction writes
+        // `dst`, every STX-class one names two registers.
+        match class {
+            isa::Class::Alu | isa::Class::Alu64 => {
+                self.wreg(pc, insn.dst())?;
+            }
+            isa::Class::Stx => {
+                self.reg(pc, insn.dst())?;
+                self.reg(pc, insn.src())?;
+            }
+            _ => {}
+        }
+        let next = self.insns.get(pc + 1).copied();
+        let typed = match isa::Op::decode(insn, next) {
+            Ok(op) => op,
+            Err(e) => {
+                self.before_variant(pc, insn, class, e)?;
+                return Err(match e {
+                    OpError::UnknownOpcode(code) => LoadError::UnknownOpcode { pc: at, code },
+                    OpError::BadOffset(off) => LoadError::BadOffset { pc: at, off },
+                    OpError::BadImmediate(imm) => LoadError::BadImmediate { pc: at, imm },
+                    OpError::UnsupportedCall(src) => LoadError::UnsupportedCall { pc: at, src },
+                    OpError::IncompleteLdImm64 => LoadError::IncompleteLdImm64 { pc: at },
+                    OpError::BadLdImm64SecondSlot => LoadError::BadLdImm64SecondSlot { pc: Pc(pc + 1) },
+                });
+            }
+        };
+        let res = |field: &'static str| {
+            let nonzero = match field {
+                "dst" => insn.dst() != 0,
+                "src" => insn.src() != 0,
+                "off" => insn.off != 0,
+                _ => insn.imm != 0,
+            };
+            self.reserved(pc, nonzero, field)
+        };
         // Operand `regs[src] | imm`: K sign-extends to 64 bits for ALU64 and
-        // JMP, and is the low half for ALU32 and JMP32.
+        // JMP, and is the low half for ALU32 and JMP32; the unused field of
+        // each form is reserved.
         let operand = |width: Width, src: Operand| -> Result<(u8, u64), LoadError> {
             Ok(match (src, width) {
-                (Operand::X(r), _) => (self.reg(pc, r)?, 0),
-                (Operand::K(k), Width::W64) => (ZERO_REG, k as i64 as u64),
-                (Operand::K(k), Width::W32) => (ZERO_REG, k as u32 as u64),
+                (Operand::X(r), _) => {
+                    res("imm")?;
+                    (self.reg(pc, r)?, 0)
+                }
+                (Operand::K(k), Width::W64) => {
+                    res("src")?;
+                    (ZERO_REG, k as i64 as u64)
+                }
+                (Operand::K(k), Width::W32) => {
+                    res("src")?;
+                    (ZERO_REG, k as u32 as u64)
+                }
             })
         };
-        let decoded = match typed {
+        let mem_off = |off: i16| off as i32 as u32;
+        Ok(match typed {
             isa::Op::Alu { width, op: alu, dst, src } => {
-                let dst = self.wreg(pc, dst)?;
                 let (src, imm) = operand(width, src)?;
+                // `off` selects signed division; on others it is reserved.
+                if !matches!(alu, AluOp::Div | AluOp::SDiv | AluOp::Mod | AluOp::SMod) {
+                    res("off")?;
+                }
                 // Shift amounts: RFC 9669 masks them (the kernel leaves K
                 // unmasked but its verifier rejects K outside the width, so
                 // the two agree on every program the kernel runs).
@@ -504,13 +552,17 @@ impl Decoder<'_> {
                 op(alu_kind(width, alu), dst, src, 0, imm)
             }
             isa::Op::Neg { width, dst } => {
+                for field in ["src", "imm", "off"] {
+                    res(field)?;
+                }
                 let kind = match width {
                     Width::W64 => Kind::Neg64,
                     Width::W32 => Kind::Neg32,
                 };
-                op(kind, self.wreg(pc, dst)?, ZERO_REG, 0, 0)
+                op(kind, dst, ZERO_REG, 0, 0)
             }
             isa::Op::MovSx { width, dst, src, from } => {
+                let (src, _) = operand(width, Operand::X(src))?;
                 let kind = match (width, from) {
                     (Width::W64, Size::B) => Kind::MovSx64B,
                     (Width::W64, Size::H) => Kind::MovSx64H,
@@ -518,9 +570,12 @@ impl Decoder<'_> {
                     (Width::W32, Size::B) => Kind::MovSx32B,
                     (Width::W32, _) => Kind::MovSx32H,
                 };
-                op(kind, self.wreg(pc, dst)?, self.reg(pc, src)?, 0, 0)
+                op(kind, dst, src, 0, 0)
             }
             isa::Op::End { endian, dst, bits } => {
+                // imm is the width, so it is not a reserved field here.
+                res("src")?;
+                res("off")?;
                 let kind = match (endian, bits) {
                     (Endian::ToLe, 16) => Kind::Le16,
                     (Endian::ToLe, 32) => Kind::Le32,
@@ -532,46 +587,80 @@ impl Decoder<'_> {
                     (Endian::Swap, 32) => Kind::Bswap32,
                     (Endian::Swap, _) => Kind::Bswap64,
                 };
-                op(kind, self.wreg(pc, dst)?, ZERO_REG, 0, 0)
+                op(kind, dst, ZERO_REG, 0, 0)
             }
-            isa::Op::Ja { off } => op(Kind::Ja, 0, ZERO_REG, self.target(pc, i64::from(off))?, 0),
-            isa::Op::Gotol { imm } => op(Kind::Ja, 0, ZERO_REG, self.target(pc, i64::from(imm))?, 0),
+            isa::Op::Ja { off } => {
+                for field in ["dst", "src", "imm"] {
+                    res(field)?;
+                }
+                op(Kind::Ja, 0, ZERO_REG, self.target(pc, i64::from(off))?, 0)
+            }
+            isa::Op::Gotol { imm } => {
+                for field in ["dst", "src", "off"] {
+                    res(field)?;
+                }
+                op(Kind::Ja, 0, ZERO_REG, self.target(pc, i64::from(imm))?, 0)
+            }
             isa::Op::Jmp { width, cond, dst, src, off } => {
                 let dst = self.reg(pc, dst)?;
                 let (src, imm) = operand(width, src)?;
                 let t = self.target(pc, i64::from(off))?;
                 op(jmp_kind(width, cond), dst, src, t, imm)
             }
-            isa::Op::Call { kind: CallKind::Helper, imm } => {
-                let slot = self
-                    .helpers
-                    .iter()
-                    .position(|(id, _)| *id == imm)
-                    .ok_or(LoadError::UnknownHelper { pc: at, id: imm })?;
-                op(Kind::Call, 0, ZERO_REG, slot as u32, imm as u32 as u64)
-            }
-            isa::Op::Call { kind: CallKind::Local, imm } => {
-                op(Kind::CallLocal, 0, ZERO_REG, self.target(pc, i64::from(imm))?, 0)
-            }
-            isa::Op::Call { kind: kind @ CallKind::Kfunc, .. } => {
-                return Err(LoadError::UnsupportedCall { pc: at, src: kind.src() })
+            isa::Op::Call { kind, imm } => {
+                res("off")?;
+                res("dst")?;
+                match kind {
+                    CallKind::Helper => {
+                        let slot = self
+                            .helpers
+                            .iter()
+                            .position(|(id, _)| *id == imm)
+                            .ok_or(LoadError::UnknownHelper { pc: at, id: imm })?;
+                        op(Kind::Call, 0, ZERO_REG, slot as u32, imm as u32 as u64)
+                    }
+                    CallKind::Local => op(Kind::CallLocal, 0, ZERO_REG, self.target(pc, i64::from(imm))?, 0),
+                    CallKind::Kfunc => return Err(LoadError::UnsupportedCall { pc: at, src: kind.src() }),
+                }
             }
             // callx (not in RFC 9669; the conformance suite's `call %rN`):
             // the helper id is read from dst at run time.
-            isa::Op::Callx { .. } if self.opts.strict => return Err(unknown),
-            isa::Op::Callx { dst } => op(Kind::Callx, self.reg(pc, dst)?, ZERO_REG, 0, 0),
-            isa::Op::Exit => op(Kind::Exit, 0, ZERO_REG, 0, 0),
-            isa::Op::LdImm64 { dst, imm } => op(Kind::LdImm64, self.wreg(pc, dst)?, ZERO_REG, 0, imm),
+            isa::Op::Callx { dst } => {
+                res("off")?;
+                if self.opts.strict {
+                    return Err(unknown);
+                }
+                op(Kind::Callx, self.reg(pc, dst)?, ZERO_REG, 0, 0)
+            }
+            isa::Op::Exit => {
+                for field in ["dst", "src", "off", "imm"] {
+                    res(field)?;
+                }
+                op(Kind::Exit, 0, ZERO_REG, 0, 0)
+            }
+            isa::Op::LdImm64 { dst, imm } => {
+                let dst = self.wreg(pc, dst)?;
+                // Pseudo sources (map fd, BTF id, ...) need a loader we do not have.
+                res("src")?;
+                res("off")?;
+                op(Kind::LdImm64, dst, ZERO_REG, 0, imm)
+            }
             // The kernel's cBPF carry-over has no 64-bit packet load.
             isa::Op::LdAbs { size: Size::DW, .. } | isa::Op::LdInd { size: Size::DW, .. } => return Err(unknown),
             isa::Op::LdAbs { size, imm } => {
+                for field in ["dst", "off", "src"] {
+                    res(field)?;
+                }
                 Op { kind: Kind::LdAbs, dst: R0, src: ZERO_REG, size: size.bytes(), a: 0, imm: imm as u32 as u64 }
             }
             isa::Op::LdInd { size, src, imm } => {
+                res("dst")?;
+                res("off")?;
                 let src = self.reg(pc, src)?;
                 Op { kind: Kind::LdInd, dst: R0, src, size: size.bytes(), a: 0, imm: imm as u32 as u64 }
             }
             isa::Op::Ldx { size, dst, src, off } | isa::Op::Ldsx { size, dst, src, off } => {
+                res("imm")?;
                 let signed = matches!(typed, isa::Op::Ldsx { .. });
                 let kind = match (signed, size) {
                     (false, Size::B) => Kind::LdxB,
@@ -582,9 +671,10 @@ impl Decoder<'_> {
                     (true, Size::H) => Kind::LdxSh,
                     (true, _) => Kind::LdxSw,
                 };
-                op(kind, self.wreg(pc, dst)?, self.reg(pc, src)?, off as i32 as u32, 0)
+                op(kind, self.wreg(pc, dst)?, self.reg(pc, src)?, mem_off(off), 0)
             }
             isa::Op::St { size, dst, off, imm } => {
+                res("src")?;
                 let dst = self.reg(pc, dst)?;
                 let (kind, imm) = match size {
                     Size::B => (Kind::StB, u64::from(imm as u8)),
@@ -592,20 +682,20 @@ impl Decoder<'_> {
                     Size::W => (Kind::StW, u64::from(imm as u32)),
                     Size::DW => (Kind::StDw, imm as i64 as u64),
                 };
-                op(kind, dst, ZERO_REG, off as i32 as u32, imm)
+                op(kind, dst, ZERO_REG, mem_off(off), imm)
             }
             isa::Op::Stx { size, dst, src, off } => {
+                res("imm")?;
                 let kind = match size {
                     Size::B => Kind::StB,
                     Size::H => Kind::StH,
                     Size::W => Kind::StW,
                     Size::DW => Kind::StDw,
                 };
-                op(kind, self.reg(pc, dst)?, self.reg(pc, src)?, off as i32 as u32, 0)
+                op(kind, dst, src, mem_off(off), 0)
             }
             isa::Op::Atomic { size, op: atomic, dst, src, off } => {
-                let (dst, src, off) = (self.reg(pc, dst)?, self.reg(pc, src)?, off as i32 as u32);
-                let size = size.bytes();
+                let (size, off) = (size.bytes(), mem_off(off));
                 match atomic {
                     AtomicOp::LoadAcq => {
                         Op { kind: Kind::LoadAcq, dst: self.wreg(pc, dst)?, src, size, a: off, imm: 0 }
@@ -620,11 +710,40 @@ impl Decoder<'_> {
                     }
                 }
             }
+        })
+    }
+
+    /// The checks an instruction that [`isa::Op::decode`] refuses (with
+    /// `e`) passes before its opcode or variant is judged: the operand of
+    /// an ALU operation, the unused fields of END and of calls.
+    fn before_variant(&self, pc: usize, insn: Insn, class: isa::Class, e: OpError) -> Result<(), LoadError> {
+        let res = |nonzero: bool, field| self.reserved(pc, nonzero, field);
+        // The same instruction with its variant field made valid.
+        let probe = match e {
+            OpError::BadImmediate(_) => Insn { imm: 16, ..insn },
+            OpError::UnsupportedCall(_) => Insn { regs: insn.regs & 0x0f, ..insn },
+            OpError::BadOffset(_) => Insn { off: 0, ..insn },
+            _ => Insn { code: insn.code & !0x08, imm: 16, ..insn },
         };
-        if let Some(field) = isa::reserved_field(&typed, insn) {
-            self.reserved(pc, true, field)?;
+        match isa::Op::decode(probe, None) {
+            Ok(isa::Op::End { .. }) => {
+                res(insn.src() != 0, "src")?;
+                res(insn.off != 0, "off")?;
+            }
+            Ok(isa::Op::Call { .. }) => {
+                res(insn.off != 0, "off")?;
+                res(insn.dst() != 0, "dst")?;
+            }
+            _ if matches!(class, isa::Class::Alu | isa::Class::Alu64) => match isa::Operand::of(insn) {
+                Operand::X(src) => {
+                    res(insn.imm != 0, "imm")?;
+                    self.reg(pc, src)?;
+                }
+                Operand::K(_) => res(insn.src() != 0, "src")?,
+            },
+            _ => {}
         }
-        Ok(decoded)
+        Ok(())
     }
 }
 
