@@ -74,7 +74,7 @@
 
 use crate::helpers::HelperError;
 use crate::insn::Pc;
-use crate::op::{AluOp, JmpCond};
+use crate::op::{AluOp, AtomicOp, JmpCond};
 use crate::program::{Kind, Program};
 use crate::skb::SkbContext;
 
@@ -913,23 +913,20 @@ fn execute(
 }
 
 /// New memory value of an atomic read-modify-write (`cmp` = `r0`, already
-/// truncated for 32-bit operations).
+/// truncated for 32-bit operations): the op table's ALU evaluation for
+/// ADD/AND/OR/XOR.
 #[inline(always)]
 fn atomic_value(code: i32, old: u64, v: u64, cmp: u64) -> u64 {
-    match code & !crate::opcode::BPF_FETCH {
-        0x00 => old.wrapping_add(v),
-        0x40 => old | v,
-        0x50 => old & v,
-        0xa0 => old ^ v,
-        0xe0 => v,
-        // CMPXCHG
-        _ => {
+    match AtomicOp::from_bits(code) {
+        Some(AtomicOp::Xchg) => v,
+        Some(AtomicOp::Cmpxchg) | None => {
             if old == cmp {
                 v
             } else {
                 old
             }
         }
+        Some(op) => op.alu().map_or(v, |alu| alu.eval64(old, v)),
     }
 }
 
@@ -938,9 +935,9 @@ fn atomic_value(code: i32, old: u64, v: u64, cmp: u64) -> u64 {
 #[inline(always)]
 #[allow(clippy::indexing_slicing)] // s = src & 15 < 16 = regs.len()
 fn atomic_writeback(code: i32, regs: &mut [u64; 16], s: usize, old: u64) {
-    if code == crate::opcode::BPF_CMPXCHG {
-        regs[0] = old;
-    } else if code & crate::opcode::BPF_FETCH != 0 {
-        regs[s & 15] = old;
+    match AtomicOp::from_bits(code) {
+        Some(AtomicOp::Cmpxchg) => regs[0] = old,
+        Some(op) if op.fetches() => regs[s & 15] = old,
+        _ => {}
     }
 }
