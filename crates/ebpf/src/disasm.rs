@@ -14,7 +14,7 @@
 
 use crate::asm::MOVSX_OPS;
 use crate::insn::{Insn, Pc};
-use crate::op::{reserved_field, AtomicOp, CallKind, Op, OpError, Operand, Size};
+use crate::op::{repaired, reserved_field, AtomicOp, CallKind, Op, OpError, Operand, Size};
 
 /// Why an instruction has no text in the assembly syntax.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -67,14 +67,9 @@ pub fn disassemble_one(insns: &[Insn], pc: usize) -> Result<(String, usize), Dis
     // variant: check the fields on the instruction with the variant field
     // made valid (END's width, the call kind, the byte order of `bswap`).
     if let Err(e) = Op::decode(insn, next) {
-        let probe = match e {
-            OpError::BadImmediate(_) => Insn { imm: 16, ..insn },
-            OpError::UnsupportedCall(_) => Insn { regs: insn.regs & 0x0f, ..insn },
-            _ => Insn { code: insn.code & !0x08, imm: 16, ..insn },
-        };
+        let probe = repaired(insn, e);
         let unused = match Op::decode(probe, next) {
-            Ok(op @ Op::End { .. }) => reserved_field(&op, Insn { code: op.encode().first().code, ..probe }),
-            Ok(op @ Op::Call { .. }) => reserved_field(&op, probe),
+            Ok(op @ (Op::End { .. } | Op::Call { .. })) => reserved_field(&op, probe),
             _ => None,
         };
         if let Some(field) = unused {

@@ -871,3 +871,17 @@ pub fn reserved_field(op: &Op, insn: Insn) -> Option<&'static str> {
         None
     }
 }
+
+/// `insn` with the field that made [`Op::decode`] fail with `e` replaced by
+/// a valid value (END's width, the call kind, a division's `off`, the
+/// `BPF_X` bit of an opcode that has no X form), for checkers that report
+/// the other fields of an instruction before its unsupported variant. Not
+/// every such instruction decodes afterwards.
+pub fn repaired(insn: Insn, e: OpError) -> Insn {
+    match e {
+        OpError::BadImmediate(_) => Insn { imm: 16, ..insn },
+        OpError::UnsupportedCall(_) => Insn { regs: insn.regs & 0x0f, ..insn },
+        OpError::BadOffset(_) => Insn { off: 0, ..insn },
+        _ => Insn { code: insn.code & !BPF_X, imm: 16, ..insn },
+    }
+}

@@ -329,11 +329,12 @@ impl Program {
         let mut i = 0;
         while i < len {
             if insns.get(i).is_some_and(|x| isa::Op::is_wide(*x)) {
-                let Some(next) = insns.get(i + 1) else {
-                    return Err(LoadError::IncompleteLdImm64 { pc: Pc(i) });
-                };
-                if next.code != 0 || next.regs != 0 || next.off != 0 {
-                    return Err(LoadError::BadLdImm64SecondSlot { pc: Pc(i + 1) });
+                match isa::Op::decode_at(insns, i) {
+                    Err(OpError::IncompleteLdImm64) => return Err(LoadError::IncompleteLdImm64 { pc: Pc(i) }),
+                    Err(OpError::BadLdImm64SecondSlot) => {
+                        return Err(LoadError::BadLdImm64SecondSlot { pc: Pc(i + 1) })
+                    }
+                    _ => {}
                 }
                 if let Some(s) = second.get_mut(i + 1) {
                     *s = true;
@@ -718,14 +719,7 @@ impl Decoder<'_> {
     /// an ALU operation, the unused fields of END and of calls.
     fn before_variant(&self, pc: usize, insn: Insn, class: isa::Class, e: OpError) -> Result<(), LoadError> {
         let res = |nonzero: bool, field| self.reserved(pc, nonzero, field);
-        // The same instruction with its variant field made valid.
-        let probe = match e {
-            OpError::BadImmediate(_) => Insn { imm: 16, ..insn },
-            OpError::UnsupportedCall(_) => Insn { regs: insn.regs & 0x0f, ..insn },
-            OpError::BadOffset(_) => Insn { off: 0, ..insn },
-            _ => Insn { code: insn.code & !0x08, imm: 16, ..insn },
-        };
-        match isa::Op::decode(probe, None) {
+        match isa::Op::decode(isa::repaired(insn, e), None) {
             Ok(isa::Op::End { .. }) => {
                 res(insn.src() != 0, "src")?;
                 res(insn.off != 0, "off")?;

@@ -140,3 +140,44 @@ fn evaluations_match_the_kernel_cases() {
     assert!(!JmpCond::Slt.eval(Width::W64, 0xffff_ffff, 0));
     assert!(JmpCond::Set.eval(Width::W64, 6, 2));
 }
+
+/// One eBPF decoder: outside the ISA table (`op.rs`, the constants of
+/// `opcode.rs`, `struct bpf_insn` in `insn.rs`) and the kernel listing's
+/// mirror of `print_bpf_insn()` for encodings the decoder refuses
+/// (`listing.rs`), no library code reads opcode bits; it matches
+/// [`Op`]. The rbpf adapter of the engine crate is held to the same rule.
+#[test]
+fn no_module_outside_the_isa_table_decodes_opcode_bits() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(root.join("src"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !["op.rs", "opcode.rs", "insn.rs", "listing.rs"].iter().any(|n| p.ends_with(n)))
+        .collect();
+    files.push(root.join("../engine/src/rbpf_adapter.rs"));
+    let forbidden = [".code ==", ".code !=", ".code &", "code & 0x", ".class()", "opcode::*"];
+    let mut hits = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        // Library code only: unit tests may write raw instructions.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        // `use crate::opcode::{..}` over several lines: registers only.
+        for (at, _) in code.match_indices("opcode::{") {
+            let list = code[at..].split('}').next().unwrap_or("");
+            if list.contains("BPF_") {
+                hits.push(format!("{}: {list}}}", file.display()));
+            }
+        }
+        for (n, line) in code.lines().enumerate() {
+            let line = line.trim_start();
+            if line.starts_with("//") {
+                continue;
+            }
+            let bits_import = line.contains("opcode::") && line.contains("BPF_");
+            if bits_import || forbidden.iter().any(|f| line.contains(f)) {
+                hits.push(format!("{}:{}: {line}", file.display(), n + 1));
+            }
+        }
+    }
+    assert!(hits.is_empty(), "raw opcode decoding outside ebpf::op:\n{}", hits.join("\n"));
+}
