@@ -25,6 +25,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! - [`Op`] is the typed instruction: [`Op::decode`] / [`Op::encode`] and the
+//!   per-family tables of [`op`] (bits, kernel listing symbol, conformance
+//!   mnemonic, evaluation) are the one definition of the instruction set every
+//!   module here matches on; [`filter_h`] holds include/linux/filter.h's
+//!   instruction constructors and the converter's register convention.
 //! - [`Program::load`]`(&[Insn], &LoadOptions, &Helpers) -> Result<Program, LoadError>`
 //!   checks the program structurally (see [`program`]) and pre-decodes it;
 //!   [`LoadOptions::strict`] also rejects non-zero reserved fields (RFC 9669).
