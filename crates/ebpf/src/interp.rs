@@ -390,35 +390,16 @@ fn enter(
 }
 
 /// Evaluates a conditional jump's condition (reference form for the chain
-/// fusion's tests).
+/// fusion's tests): the op table's evaluation of the jump `kind` decodes
+/// from.
 #[cfg(test)]
 pub(crate) fn condition(kind: Kind, x: u64, v: u64) -> bool {
-    let (a, b) = (x as u32, v as u32);
-    match kind {
-        Kind::Jeq64 => x == v,
-        Kind::Jgt64 => x > v,
-        Kind::Jge64 => x >= v,
-        Kind::Jset64 => x & v != 0,
-        Kind::Jne64 => x != v,
-        Kind::Jsgt64 => (x as i64) > (v as i64),
-        Kind::Jsge64 => (x as i64) >= (v as i64),
-        Kind::Jlt64 => x < v,
-        Kind::Jle64 => x <= v,
-        Kind::Jslt64 => (x as i64) < (v as i64),
-        Kind::Jsle64 => (x as i64) <= (v as i64),
-        Kind::Jeq32 => a == b,
-        Kind::Jgt32 => a > b,
-        Kind::Jge32 => a >= b,
-        Kind::Jset32 => a & b != 0,
-        Kind::Jne32 => a != b,
-        Kind::Jsgt32 => (a as i32) > (b as i32),
-        Kind::Jsge32 => (a as i32) >= (b as i32),
-        Kind::Jlt32 => a < b,
-        Kind::Jle32 => a <= b,
-        Kind::Jslt32 => (a as i32) < (b as i32),
-        Kind::Jsle32 => (a as i32) <= (b as i32),
-        _ => false,
-    }
+    use crate::op::Width;
+    Width::ALL
+        .into_iter()
+        .flat_map(|w| JmpCond::ALL.into_iter().map(move |c| (w, c)))
+        .find(|&(w, c)| crate::program::jmp_kind(w, c) == kind)
+        .is_some_and(|(w, c)| c.eval(w, x, v))
 }
 
 #[cold]

@@ -776,7 +776,7 @@ fn alu_kind(width: Width, alu: AluOp) -> Kind {
 }
 
 /// The interpreter's kind of a conditional jump.
-fn jmp_kind(width: Width, cond: JmpCond) -> Kind {
+pub(crate) fn jmp_kind(width: Width, cond: JmpCond) -> Kind {
     match (width, cond) {
         (Width::W64, JmpCond::Eq) => Kind::Jeq64,
         (Width::W64, JmpCond::Ne) => Kind::Jne64,
