@@ -25,29 +25,20 @@ use std::ops::Range;
 
 use cbpf::opcode as c;
 use cbpf::Pc;
+use ebpf::filter_h::{
+    alu32_imm, alu32_reg, alu64_imm, emit_call as call, endian_from_be, exit_insn as exit, jmp_a, jmp_imm, ld_abs,
+    ldx_mem, mov32_imm, mov32_reg, mov64_imm, mov64_reg, stx_mem,
+};
+use ebpf::op::{AluOp, JmpCond, Size};
 use ebpf::opcode as e;
 use ebpf::skb;
 use ebpf::Insn;
 
-/// `BPF_REG_A`: the classic accumulator, also the return value.
-pub const REG_A: u8 = e::R0;
-/// `BPF_REG_X`: the classic index register.
-pub const REG_X: u8 = e::R7;
-/// `BPF_REG_TMP`: scratch register (r2 since Linux 4.18, r8 before).
-pub const REG_TMP: u8 = e::R2;
-/// `BPF_REG_CTX`: the context (`struct sk_buff *` or `struct seccomp_data *`).
-pub const REG_CTX: u8 = e::R6;
-/// `BPF_REG_D`: cached `skb->data` (only with `seen_ld_abs`).
-pub const REG_D: u8 = e::R8;
-/// `BPF_REG_H`: cached headlen `skb->len - skb->data_len` (only with `seen_ld_abs`).
-pub const REG_H: u8 = e::R9;
-/// `BPF_REG_FP`: the read-only frame pointer; `M[]` lives below it.
-pub const REG_FP: u8 = e::R10;
-/// `BPF_REG_ARG1`: first helper argument; the context arrives here.
-pub const REG_ARG1: u8 = e::R1;
-const REG_ARG2: u8 = e::R2;
-const REG_ARG3: u8 = e::R3;
-const REG_ARG4: u8 = e::R4;
+pub use ebpf::filter_h::{
+    BPF_REG_A as REG_A, BPF_REG_ARG1 as REG_ARG1, BPF_REG_CTX as REG_CTX, BPF_REG_D as REG_D, BPF_REG_FP as REG_FP,
+    BPF_REG_H as REG_H, BPF_REG_TMP as REG_TMP, BPF_REG_X as REG_X,
+};
+use ebpf::filter_h::{BPF_REG_ARG2 as REG_ARG2, BPF_REG_ARG3 as REG_ARG3, BPF_REG_ARG4 as REG_ARG4};
 /// `BPF_REG_TMP` of Linux 3.15 ..= 4.17, used by the legacy `ldxb 4*([k]&0xf)` shape.
 const LEGACY_REG_TMP: u8 = e::R8;
 
@@ -340,14 +331,14 @@ fn bpf_convert_filter(
         let mut count = 0usize;
         if emitting {
             // Classic BPF expects A and X to be reset first.
-            out.push(alu32_reg(e::BPF_XOR, REG_A, REG_A));
-            out.push(alu32_reg(e::BPF_XOR, REG_X, REG_X));
+            out.push(alu32_reg(AluOp::Xor, REG_A, REG_A));
+            out.push(alu32_reg(AluOp::Xor, REG_X, REG_X));
             out.push(mov64_reg(REG_CTX, REG_ARG1));
             if *seen_ld_abs {
-                out.push(ldx_mem(e::BPF_DW, REG_D, REG_CTX, skb::OFF_DATA));
-                out.push(ldx_mem(e::BPF_W, REG_H, REG_CTX, skb::OFF_LEN));
-                out.push(ldx_mem(e::BPF_W, REG_TMP, REG_CTX, skb::OFF_DATA_LEN));
-                out.push(alu32_reg(e::BPF_SUB, REG_H, REG_TMP));
+                out.push(ldx_mem(Size::DW, REG_D, REG_CTX, skb::OFF_DATA));
+                out.push(ldx_mem(Size::W, REG_H, REG_CTX, skb::OFF_LEN));
+                out.push(ldx_mem(Size::W, REG_TMP, REG_CTX, skb::OFF_DATA_LEN));
+                out.push(alu32_reg(AluOp::Sub, REG_H, REG_TMP));
             }
             count = out.len();
         } else {
@@ -459,8 +450,8 @@ fn convert_one(
             if code == c::ALU_DIV_X || code == c::ALU_MOD_X {
                 g.push(mov32_reg(REG_X, REG_X));
                 // Division by zero terminates a classic program with 0.
-                g.push(jmp_imm(e::BPF_JNE, REG_X, 0, 2));
-                g.push(alu32_reg(e::BPF_XOR, REG_A, REG_A));
+                g.push(jmp_imm(JmpCond::Ne, REG_X, 0, 2));
+                g.push(alu32_reg(AluOp::Xor, REG_A, REG_A));
                 g.push(exit());
             }
             // Legacy packet loads land here too, as in Linux 4.17.
@@ -510,7 +501,7 @@ fn convert_one(
             // jmp_rest: other jumps are mapped into two insns, Jxx and JA.
             insn.code = e::BPF_JMP | op | bpf_src;
             jmp.emit(g, insn, i + i64::from(fp.jt) + 1)?;
-            jmp.emit(g, Insn::new(e::BPF_JMP | e::BPF_JA, 0, 0, 0, 0), i + i64::from(fp.jf) + 1)?;
+            jmp.emit(g, jmp_a(0), i + i64::from(fp.jf) + 1)?;
         }
         // ldxb 4 * ([k] & 0xf)
         c::LDX_B_MSH => {
@@ -524,8 +515,8 @@ fn convert_one(
             // A = *(u8 *) (skb->data + k), without the ancillary check.
             let tmp = cbpf::Insn::stmt(c::LD_B_ABS, fp.k);
             convert_bpf_ld_abs(&tmp, g);
-            g.push(alu32_imm(e::BPF_AND, REG_A, 0xf));
-            g.push(alu32_imm(e::BPF_LSH, REG_A, 2));
+            g.push(alu32_imm(AluOp::And, REG_A, 0xf));
+            g.push(alu32_imm(AluOp::Lsh, REG_A, 2));
             g.push(mov64_reg(REG_TMP, REG_X));
             g.push(mov64_reg(REG_X, REG_A));
             g.push(mov64_reg(REG_A, REG_TMP));
@@ -533,7 +524,7 @@ fn convert_one(
         // RET_K becomes 2 insns; RET_A needs no mov as A already is r0.
         c::RET_A | c::RET_K => {
             if code & 0x18 == c::BPF_K {
-                g.push(mov32_imm(e::R0, k));
+                g.push(mov32_imm(REG_A, k));
             }
             g.push(exit());
         }
@@ -541,7 +532,7 @@ fn convert_one(
         c::ST | c::STX => {
             let off = stack_offset(fp.k);
             let src = if class == c::BPF_ST { REG_A } else { REG_X };
-            g.push(stx_mem(e::BPF_W, REG_FP, src, neg_off(off)));
+            g.push(stx_mem(Size::W, REG_FP, src, neg_off(off)));
             // check_load_and_stores() guarantees loads follow stores, so
             // tracking ST/STX alone gives the depth.
             *stack_off = Some(off);
@@ -550,7 +541,7 @@ fn convert_one(
         c::LD_MEM | c::LDX_MEM => {
             let off = stack_offset(fp.k);
             let dst = if class == c::BPF_LD { REG_A } else { REG_X };
-            g.push(ldx_mem(e::BPF_W, dst, REG_FP, neg_off(off)));
+            g.push(ldx_mem(Size::W, dst, REG_FP, neg_off(off)));
         }
         // A = K or X = K
         c::LD_IMM | c::LDX_IMM => {
@@ -564,10 +555,10 @@ fn convert_one(
         // A = skb->len or X = skb->len
         c::LD_W_LEN | c::LDX_W_LEN => {
             let dst = if class == c::BPF_LD { REG_A } else { REG_X };
-            g.push(ldx_mem(e::BPF_W, dst, REG_CTX, skb::OFF_LEN));
+            g.push(ldx_mem(Size::W, dst, REG_CTX, skb::OFF_LEN));
         }
         // Access seccomp_data fields: A = *(u32 *) (ctx + k).
-        c::LDX_W_ABS => g.push(Insn::new(e::BPF_LDX | e::BPF_W | e::BPF_MEM, REG_A, REG_CTX, k as i16, 0)),
+        c::LDX_W_ABS => g.push(ldx_mem(Size::W, REG_A, REG_CTX, k as i16)),
         _ => return Err(ConvertError::UnknownOpcode { pc: Pc(jmp.pc), code }),
     }
     Ok(())
@@ -599,29 +590,29 @@ fn convert_bpf_extensions(fp: &cbpf::Insn, g: &mut Vec<Insn>) -> bool {
     match x {
         c::SKF_AD_PROTOCOL => {
             // A = ntohs(*(u16 *) (CTX + offsetof(protocol)))
-            g.push(ldx_mem(e::BPF_H, REG_A, REG_CTX, skb::OFF_PROTOCOL));
+            g.push(ldx_mem(Size::H, REG_A, REG_CTX, skb::OFF_PROTOCOL));
             g.push(endian_from_be(REG_A, 16));
         }
         c::SKF_AD_PKTTYPE => convert_skb_access(c::SKF_AD_PKTTYPE, REG_A, REG_CTX, g),
         c::SKF_AD_IFINDEX | c::SKF_AD_HATYPE => {
             // tmp = skb->dev; if (tmp == NULL) return A;
-            g.push(ldx_mem(e::BPF_DW, REG_TMP, REG_CTX, skb::OFF_DEV));
-            g.push(jmp_imm(e::BPF_JNE, REG_TMP, 0, 1));
+            g.push(ldx_mem(Size::DW, REG_TMP, REG_CTX, skb::OFF_DEV));
+            g.push(jmp_imm(JmpCond::Ne, REG_TMP, 0, 1));
             g.push(exit());
             if x == c::SKF_AD_IFINDEX {
-                g.push(ldx_mem(e::BPF_W, REG_A, REG_TMP, skb::DEV_OFF_IFINDEX));
+                g.push(ldx_mem(Size::W, REG_A, REG_TMP, skb::DEV_OFF_IFINDEX));
             } else {
-                g.push(ldx_mem(e::BPF_H, REG_A, REG_TMP, skb::DEV_OFF_TYPE));
+                g.push(ldx_mem(Size::H, REG_A, REG_TMP, skb::DEV_OFF_TYPE));
             }
         }
         c::SKF_AD_MARK => convert_skb_access(c::SKF_AD_MARK, REG_A, REG_CTX, g),
-        c::SKF_AD_RXHASH => g.push(ldx_mem(e::BPF_W, REG_A, REG_CTX, skb::OFF_HASH)),
+        c::SKF_AD_RXHASH => g.push(ldx_mem(Size::W, REG_A, REG_CTX, skb::OFF_HASH)),
         c::SKF_AD_QUEUE => convert_skb_access(c::SKF_AD_QUEUE, REG_A, REG_CTX, g),
         c::SKF_AD_VLAN_TAG => convert_skb_access(c::SKF_AD_VLAN_TAG, REG_A, REG_CTX, g),
         c::SKF_AD_VLAN_TAG_PRESENT => convert_skb_access(c::SKF_AD_VLAN_TAG_PRESENT, REG_A, REG_CTX, g),
         c::SKF_AD_VLAN_TPID => {
             // A = ntohs(*(u16 *) (CTX + offsetof(vlan_proto)))
-            g.push(ldx_mem(e::BPF_H, REG_A, REG_CTX, skb::OFF_VLAN_PROTO));
+            g.push(ldx_mem(Size::H, REG_A, REG_CTX, skb::OFF_VLAN_PROTO));
             g.push(endian_from_be(REG_A, 16));
         }
         c::SKF_AD_PAY_OFFSET | c::SKF_AD_NLATTR | c::SKF_AD_NLATTR_NEST | c::SKF_AD_CPU | c::SKF_AD_RANDOM => {
@@ -638,7 +629,7 @@ fn convert_bpf_extensions(fp: &cbpf::Insn, g: &mut Vec<Insn>) -> bool {
             };
             g.push(call(id));
         }
-        c::SKF_AD_ALU_XOR_X => g.push(alu32_reg(e::BPF_XOR, REG_A, REG_X)),
+        c::SKF_AD_ALU_XOR_X => g.push(alu32_reg(AluOp::Xor, REG_A, REG_X)),
         _ => return false,
     }
     true
@@ -654,17 +645,17 @@ fn convert_bpf_extensions(fp: &cbpf::Insn, g: &mut Vec<Insn>) -> bool {
 ///   of the byte at [`skb::OFF_PKT_TYPE`] (little-endian bitfield).
 fn convert_skb_access(skb_field: u32, dst: u8, src: u8, g: &mut Vec<Insn>) {
     match skb_field {
-        c::SKF_AD_MARK => g.push(ldx_mem(e::BPF_W, dst, src, skb::OFF_MARK)),
+        c::SKF_AD_MARK => g.push(ldx_mem(Size::W, dst, src, skb::OFF_MARK)),
         c::SKF_AD_PKTTYPE => {
-            g.push(ldx_mem(e::BPF_B, dst, src, skb::OFF_PKT_TYPE));
-            g.push(alu32_imm(e::BPF_AND, dst, PKT_TYPE_MAX));
+            g.push(ldx_mem(Size::B, dst, src, skb::OFF_PKT_TYPE));
+            g.push(alu32_imm(AluOp::And, dst, PKT_TYPE_MAX));
         }
-        c::SKF_AD_QUEUE => g.push(ldx_mem(e::BPF_H, dst, src, skb::OFF_QUEUE_MAPPING)),
-        c::SKF_AD_VLAN_TAG => g.push(ldx_mem(e::BPF_H, dst, src, skb::OFF_VLAN_TCI)),
+        c::SKF_AD_QUEUE => g.push(ldx_mem(Size::H, dst, src, skb::OFF_QUEUE_MAPPING)),
+        c::SKF_AD_VLAN_TAG => g.push(ldx_mem(Size::H, dst, src, skb::OFF_VLAN_TCI)),
         c::SKF_AD_VLAN_TAG_PRESENT => {
             // dst = vlan_all != 0
-            g.push(ldx_mem(e::BPF_W, dst, src, skb::OFF_VLAN_ALL));
-            g.push(jmp_imm(e::BPF_JEQ, dst, 0, 1));
+            g.push(ldx_mem(Size::W, dst, src, skb::OFF_VLAN_ALL));
+            g.push(jmp_imm(JmpCond::Eq, dst, 0, 1));
             g.push(mov32_imm(dst, 1));
         }
         _ => {}
@@ -685,30 +676,31 @@ fn convert_skb_access(skb_field: u32, dst: u8, src: u8, g: &mut Vec<Insn>) {
 /// - Strict-alignment builds (the `!unaligned_ok` branch with `NET_IP_ALIGN`)
 ///   are not modelled.
 fn convert_bpf_ld_abs(fp: &cbpf::Insn, g: &mut Vec<Insn>) -> bool {
-    let size_bits = (fp.code & 0x18) as u8;
-    let (size, helper) = match size_bits {
-        e::BPF_B => (1, skb::helper::SKB_LOAD_8),
-        e::BPF_H => (2, skb::helper::SKB_LOAD_16),
-        e::BPF_W => (4, skb::helper::SKB_LOAD_32),
-        _ => return false,
+    // cBPF and eBPF share the BPF_SIZE bits.
+    let size_of = Size::of((fp.code & 0x18) as u8);
+    let (size, helper) = match size_of {
+        Size::B => (1, skb::helper::SKB_LOAD_8),
+        Size::H => (2, skb::helper::SKB_LOAD_16),
+        Size::W => (4, skb::helper::SKB_LOAD_32),
+        Size::DW => return false,
     };
-    let endian = size_bits == e::BPF_H || size_bits == e::BPF_W;
+    let endian = size_of != Size::B;
     let indirect = fp.code & 0xe0 == c::BPF_IND;
     let offset = fp.k as i32;
     if !indirect && offset >= 0 {
         let ldx_off_ok = offset <= i32::from(i16::MAX);
         g.push(mov64_reg(REG_TMP, REG_H));
         if offset != 0 {
-            g.push(alu64_imm(e::BPF_SUB, REG_TMP, offset));
+            g.push(alu64_imm(AluOp::Sub, REG_TMP, offset));
         }
         let skip = 2 + i16::from(endian) + if ldx_off_ok { 0 } else { 2 };
-        g.push(jmp_imm(e::BPF_JSLT, REG_TMP, size, skip));
+        g.push(jmp_imm(JmpCond::Slt, REG_TMP, size, skip));
         if ldx_off_ok {
-            g.push(ldx_mem(size_bits, REG_A, REG_D, offset as i16));
+            g.push(ldx_mem(size_of, REG_A, REG_D, offset as i16));
         } else {
             g.push(mov64_reg(REG_TMP, REG_D));
-            g.push(alu64_imm(e::BPF_ADD, REG_TMP, offset));
-            g.push(ldx_mem(size_bits, REG_A, REG_TMP, 0));
+            g.push(alu64_imm(AluOp::Add, REG_TMP, offset));
+            g.push(ldx_mem(size_of, REG_A, REG_TMP, 0));
         }
         if endian {
             g.push(endian_from_be(REG_A, size * 8));
@@ -723,12 +715,12 @@ fn convert_bpf_ld_abs(fp: &cbpf::Insn, g: &mut Vec<Insn>) -> bool {
     } else {
         g.push(mov64_reg(REG_ARG4, REG_X));
         if fp.k != 0 {
-            g.push(alu64_imm(e::BPF_ADD, REG_ARG4, offset));
+            g.push(alu64_imm(AluOp::Add, REG_ARG4, offset));
         }
     }
     g.push(call(helper));
-    g.push(jmp_imm(e::BPF_JSGE, REG_A, 0, 2));
-    g.push(alu32_reg(e::BPF_XOR, REG_A, REG_A));
+    g.push(jmp_imm(JmpCond::Sge, REG_A, 0, 2));
+    g.push(alu32_reg(AluOp::Xor, REG_A, REG_A));
     g.push(exit());
     true
 }
@@ -744,83 +736,11 @@ fn convert_bpf_ld_abs(fp: &cbpf::Insn, g: &mut Vec<Insn>) -> bool {
 /// their 6.18 shapes).
 fn legacy_ldx_msh(fp: &cbpf::Insn, g: &mut Vec<Insn>) {
     g.push(mov64_reg(LEGACY_REG_TMP, REG_A));
-    g.push(Insn::new(e::BPF_LD | e::BPF_ABS | e::BPF_B, 0, 0, 0, fp.k as i32));
-    g.push(alu32_imm(e::BPF_AND, REG_A, 0xf));
-    g.push(alu32_imm(e::BPF_LSH, REG_A, 2));
+    g.push(ld_abs(Size::B, fp.k as i32));
+    g.push(alu32_imm(AluOp::And, REG_A, 0xf));
+    g.push(alu32_imm(AluOp::Lsh, REG_A, 2));
     g.push(mov64_reg(REG_X, REG_A));
     g.push(mov64_reg(REG_A, LEGACY_REG_TMP));
-}
-
-// Instruction builders named after the kernel macros (include/linux/filter.h).
-
-/// `BPF_ALU32_REG(op, dst, src)`.
-fn alu32_reg(op: u8, dst: u8, src: u8) -> Insn {
-    Insn::new(e::BPF_ALU | op | e::BPF_X, dst, src, 0, 0)
-}
-
-/// `BPF_ALU32_IMM(op, dst, imm)`.
-fn alu32_imm(op: u8, dst: u8, imm: i32) -> Insn {
-    Insn::new(e::BPF_ALU | op | e::BPF_K, dst, 0, 0, imm)
-}
-
-/// `BPF_ALU64_IMM(op, dst, imm)`.
-fn alu64_imm(op: u8, dst: u8, imm: i32) -> Insn {
-    Insn::new(e::BPF_ALU64 | op | e::BPF_K, dst, 0, 0, imm)
-}
-
-/// `BPF_MOV64_REG(dst, src)`.
-fn mov64_reg(dst: u8, src: u8) -> Insn {
-    Insn::new(e::BPF_ALU64 | e::BPF_MOV | e::BPF_X, dst, src, 0, 0)
-}
-
-/// `BPF_MOV32_REG(dst, src)`.
-fn mov32_reg(dst: u8, src: u8) -> Insn {
-    Insn::new(e::BPF_ALU | e::BPF_MOV | e::BPF_X, dst, src, 0, 0)
-}
-
-/// `BPF_MOV64_IMM(dst, imm)`.
-fn mov64_imm(dst: u8, imm: i32) -> Insn {
-    Insn::new(e::BPF_ALU64 | e::BPF_MOV | e::BPF_K, dst, 0, 0, imm)
-}
-
-/// `BPF_MOV32_IMM(dst, imm)` (also `BPF_MOV32_RAW(BPF_K, dst, 0, imm)`).
-fn mov32_imm(dst: u8, imm: i32) -> Insn {
-    Insn::new(e::BPF_ALU | e::BPF_MOV | e::BPF_K, dst, 0, 0, imm)
-}
-
-/// `BPF_ENDIAN(BPF_FROM_BE, dst, bits)` (`BPF_FROM_BE == BPF_TO_BE`).
-fn endian_from_be(dst: u8, bits: i32) -> Insn {
-    Insn::new(e::BPF_ALU | e::BPF_END | e::BPF_TO_BE, dst, 0, 0, bits)
-}
-
-/// `BPF_LDX_MEM(size, dst, src, off)`.
-fn ldx_mem(size: u8, dst: u8, src: u8, off: i16) -> Insn {
-    Insn::new(e::BPF_LDX | size | e::BPF_MEM, dst, src, off, 0)
-}
-
-/// `BPF_STX_MEM(size, dst, src, off)`.
-fn stx_mem(size: u8, dst: u8, src: u8, off: i16) -> Insn {
-    Insn::new(e::BPF_STX | size | e::BPF_MEM, dst, src, off, 0)
-}
-
-/// `BPF_JMP_IMM(op, dst, imm, off)`.
-fn jmp_imm(op: u8, dst: u8, imm: i32, off: i16) -> Insn {
-    Insn::new(e::BPF_JMP | op | e::BPF_K, dst, 0, off, imm)
-}
-
-/// `BPF_JMP_A(off)`.
-fn jmp_a(off: i16) -> Insn {
-    Insn::new(e::BPF_JMP | e::BPF_JA, 0, 0, off, 0)
-}
-
-/// `BPF_EMIT_CALL(func)`, with our helper id as `imm`.
-fn call(id: i32) -> Insn {
-    Insn::new(e::BPF_JMP | e::BPF_CALL, 0, 0, 0, id)
-}
-
-/// `BPF_EXIT_INSN()`.
-fn exit() -> Insn {
-    Insn::new(e::EXIT, 0, 0, 0, 0)
 }
 
 #[cfg(test)]

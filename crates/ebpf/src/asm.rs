@@ -21,62 +21,16 @@
 use std::collections::HashMap;
 
 use crate::insn::Insn;
-use crate::opcode::{
-    BPF_ABS, BPF_ALU, BPF_ALU64, BPF_ATOMIC, BPF_B, BPF_CALL, BPF_CMPXCHG, BPF_DW, BPF_END, BPF_EXIT, BPF_FETCH, BPF_H,
-    BPF_IND, BPF_JA, BPF_JMP, BPF_JMP32, BPF_K, BPF_LD, BPF_LDX, BPF_MEM, BPF_MEMSX, BPF_MOV, BPF_NEG, BPF_PSEUDO_CALL,
-    BPF_ST, BPF_STX, BPF_TO_BE, BPF_TO_LE, BPF_W, BPF_X, BPF_XCHG, LD_IMM64,
-};
+use crate::op::{AluOp, AtomicOp, CallKind, Endian, JmpCond, Op, Operand, Size, Width};
 
-/// Binary ALU mnemonics (without the `32` suffix): name, `BPF_OP`, `off`.
-pub(crate) const ALU_OPS: [(&str, u8, i16); 14] = [
-    ("add", 0x00, 0),
-    ("sub", 0x10, 0),
-    ("mul", 0x20, 0),
-    ("div", 0x30, 0),
-    ("sdiv", 0x30, 1),
-    ("or", 0x40, 0),
-    ("and", 0x50, 0),
-    ("lsh", 0x60, 0),
-    ("rsh", 0x70, 0),
-    ("mod", 0x90, 0),
-    ("smod", 0x90, 1),
-    ("xor", 0xa0, 0),
-    ("mov", 0xb0, 0),
-    ("arsh", 0xc0, 0),
+/// Sign-extending moves: mnemonic, width, source size.
+pub(crate) const MOVSX_OPS: [(&str, Width, Size); 5] = [
+    ("movsx864", Width::W64, Size::B),
+    ("movsx1664", Width::W64, Size::H),
+    ("movsx3264", Width::W64, Size::W),
+    ("movsx832", Width::W32, Size::B),
+    ("movsx1632", Width::W32, Size::H),
 ];
-
-/// Conditional jump mnemonics (without the `32` suffix) and their `BPF_OP`.
-pub(crate) const JMP_OPS: [(&str, u8); 11] = [
-    ("jeq", 0x10),
-    ("jgt", 0x20),
-    ("jge", 0x30),
-    ("jset", 0x40),
-    ("jne", 0x50),
-    ("jsgt", 0x60),
-    ("jsge", 0x70),
-    ("jlt", 0xa0),
-    ("jle", 0xb0),
-    ("jslt", 0xc0),
-    ("jsle", 0xd0),
-];
-
-/// Sign-extending moves: mnemonic, class, `off` (the source width).
-pub(crate) const MOVSX_OPS: [(&str, u8, i16); 5] = [
-    ("movsx864", BPF_ALU64, 8),
-    ("movsx1664", BPF_ALU64, 16),
-    ("movsx3264", BPF_ALU64, 32),
-    ("movsx832", BPF_ALU, 8),
-    ("movsx1632", BPF_ALU, 16),
-];
-
-/// Memory-access size suffixes (`ldxw`, `stdw`, `ldabsb`) and `BPF_SIZE`.
-pub(crate) const SIZES: [(&str, u8); 4] = [("b", BPF_B), ("h", BPF_H), ("w", BPF_W), ("dw", BPF_DW)];
-
-/// Atomic read-modify-write operations after `lock [fetch]` and their `imm`.
-pub(crate) const ATOMIC_OPS: [(&str, i32); 4] = [("add", 0x00), ("and", 0x50), ("or", 0x40), ("xor", 0xa0)];
-
-/// `src_reg` of `call runtime N` (`BPF_PSEUDO_KFUNC_CALL`).
-pub(crate) const CALL_RUNTIME: u8 = 2;
 
 /// Why a text is not a valid program. `line` and `col` are 1-based; `col`
 /// counts characters and points at the offending token.
@@ -468,8 +422,8 @@ impl Assembler {
         self.instruction(&ops)
     }
 
-    fn push(&mut self, insn: Insn) {
-        self.out.push(insn);
+    fn push(&mut self, op: Op) {
+        self.out.extend_from_slice(op.encode().slots());
     }
 
     /// Records a jump target: a literal `+N`/`-N` is returned, a label is
@@ -511,50 +465,49 @@ impl Assembler {
                 if self.first_exit.is_none() {
                     self.first_exit = Some(self.out.len());
                 }
-                self.push(Insn::new(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
+                self.push(Op::Exit);
             }
             "ja" => {
                 ops.expect(1, "1")?;
                 let off = self.target(ops, 0, TargetField::Off)?;
-                self.push(Insn::new(BPF_JMP | BPF_JA, 0, 0, off as i16, 0));
+                self.push(Op::Ja { off: off as i16 });
             }
             "ja32" | "gotol" => {
                 ops.expect(1, "1")?;
                 let imm = self.target(ops, 0, TargetField::Imm)?;
-                self.push(Insn::new(BPF_JMP32 | BPF_JA, 0, 0, 0, imm));
+                self.push(Op::Gotol { imm });
             }
             "callx" => {
                 ops.expect(1, "1")?;
-                let reg = ops.reg(0)?;
-                self.push(Insn::new(BPF_JMP | BPF_CALL | BPF_X, reg, 0, 0, 0));
+                let dst = ops.reg(0)?;
+                self.push(Op::Callx { dst });
             }
             "call" => self.call(ops)?,
             "lddw" => {
                 ops.expect(2, "2")?;
                 let dst = ops.reg(0)?;
                 let imm = ops.imm64(1)?;
-                self.push(Insn::new(LD_IMM64, dst, 0, 0, imm as u32 as i32));
-                self.push(Insn::new(0, 0, 0, 0, (imm >> 32) as u32 as i32));
+                self.push(Op::LdImm64 { dst, imm });
             }
             "lock" => self.lock(ops)?,
             "neg" | "neg32" => {
                 ops.expect(1, "1")?;
-                let class = if m == "neg" { BPF_ALU64 } else { BPF_ALU };
+                let width = if m == "neg" { Width::W64 } else { Width::W32 };
                 let dst = ops.reg(0)?;
-                self.push(Insn::new(class | BPF_NEG | BPF_K, dst, 0, 0, 0));
+                self.push(Op::Neg { width, dst });
             }
             _ => {
-                if let Some(insn) = self.memory(ops)? {
-                    self.push(insn);
-                } else if let Some(insn) = self.byte_swap(ops)? {
-                    self.push(insn);
-                } else if let Some(&(_, class, off)) = MOVSX_OPS.iter().find(|(name, ..)| *name == m) {
+                if let Some(op) = self.memory(ops)? {
+                    self.push(op);
+                } else if let Some(op) = self.byte_swap(ops)? {
+                    self.push(op);
+                } else if let Some(&(_, width, from)) = MOVSX_OPS.iter().find(|(name, ..)| *name == m) {
                     ops.expect(2, "2")?;
                     let dst = ops.reg(0)?;
                     let src = ops.reg(1)?;
-                    self.push(Insn::new(class | BPF_MOV | BPF_X, dst, src, off, 0));
-                } else if let Some(insn) = self.alu(ops)? {
-                    self.push(insn);
+                    self.push(Op::MovSx { width, dst, src, from });
+                } else if let Some(op) = self.alu(ops)? {
+                    self.push(op);
                 } else if !self.cond_jump(ops)? {
                     return Err(AsmError::InvalidMnemonic { line, col, mnemonic: m.to_owned() });
                 }
@@ -565,16 +518,15 @@ impl Assembler {
 
     /// `call N`, `call helper N`, `call local target`, `call runtime N`, `call %rN`.
     fn call(&mut self, ops: &Operands<'_, '_>) -> Result<(), AsmError> {
-        let code = BPF_JMP | BPF_CALL;
         match ops.ops.len() {
             1 => {
                 let tok = ops.tok(0)?;
                 if tok.text.starts_with('%') {
-                    let reg = ops.reg(0)?;
-                    self.push(Insn::new(code | BPF_X, reg, 0, 0, 0));
+                    let dst = ops.reg(0)?;
+                    self.push(Op::Callx { dst });
                 } else {
                     let imm = ops.imm32(0)?;
-                    self.push(Insn::new(code, 0, 0, 0, imm));
+                    self.push(Op::Call { kind: CallKind::Helper, imm });
                 }
             }
             2 => {
@@ -582,15 +534,15 @@ impl Assembler {
                 match mode.text {
                     "helper" => {
                         let imm = ops.imm32(1)?;
-                        self.push(Insn::new(code, 0, 0, 0, imm));
+                        self.push(Op::Call { kind: CallKind::Helper, imm });
                     }
                     "local" => {
                         let imm = self.target(ops, 1, TargetField::Imm)?;
-                        self.push(Insn::new(code, 0, BPF_PSEUDO_CALL, 0, imm));
+                        self.push(Op::Call { kind: CallKind::Local, imm });
                     }
                     "runtime" => {
                         let imm = ops.imm32(1)?;
-                        self.push(Insn::new(code, 0, CALL_RUNTIME, 0, imm));
+                        self.push(Op::Call { kind: CallKind::Kfunc, imm });
                     }
                     other => {
                         return Err(AsmError::InvalidCallMode { line: ops.line, col: mode.col, text: other.to_owned() })
@@ -617,83 +569,73 @@ impl Assembler {
             return Err(count_error());
         };
         let (op_name, is32) = split_32(op_tok.text);
-        let imm = match (op_name, fetch) {
-            ("xchg", false) => BPF_XCHG,
-            ("cmpxchg", false) => BPF_CMPXCHG,
-            (name, _) => match ATOMIC_OPS.iter().find(|(n, _)| *n == name) {
-                Some(&(_, imm)) => imm | if fetch { BPF_FETCH } else { 0 },
-                None => {
-                    return Err(AsmError::InvalidAtomicOp {
-                        line: ops.line,
-                        col: op_tok.col,
-                        text: op_tok.text.to_owned(),
-                    })
-                }
-            },
+        let full = if fetch { format!("fetch {op_name}") } else { op_name.to_owned() };
+        let Some(atomic) = AtomicOp::ALL.into_iter().find(|o| o.mnemonic() == Some(full.as_str())) else {
+            return Err(AsmError::InvalidAtomicOp { line: ops.line, col: op_tok.col, text: op_tok.text.to_owned() });
         };
         let inner = [*mem_tok, *src_tok];
         let inner_ops = Operands { line: ops.line, mnemonic: *op_tok, ops: &inner };
         let (dst, off) = inner_ops.mem(0)?;
         let src = inner_ops.reg(1)?;
-        let size = if is32 { BPF_W } else { BPF_DW };
-        self.push(Insn::new(BPF_STX | BPF_ATOMIC | size, dst, src, off, imm));
+        let size = if is32 { Size::W } else { Size::DW };
+        self.push(Op::Atomic { size, op: atomic, dst, src, off });
         Ok(())
     }
 
     /// Loads and stores: `ldx*`, `ldxs*`, `st*`, `stx*`, `ldabs*`, `ldind*`.
-    fn memory(&mut self, ops: &Operands<'_, '_>) -> Result<Option<Insn>, AsmError> {
+    fn memory(&mut self, ops: &Operands<'_, '_>) -> Result<Option<Op>, AsmError> {
         let m = ops.mnemonic.text;
         let sized = |prefix: &str| {
-            m.strip_prefix(prefix).and_then(|suffix| SIZES.iter().find(|(s, _)| *s == suffix)).map(|&(_, size)| size)
+            m.strip_prefix(prefix).and_then(|suffix| Size::ALL.into_iter().find(|s| s.mnemonic() == suffix))
         };
         // Longest prefixes first: `ldxs` before `ldx`, `stx` before `st`.
-        if let Some(size) = sized("ldxs").filter(|&s| s != BPF_DW) {
+        if let Some(size) = sized("ldxs").filter(|&s| s != Size::DW) {
             ops.expect(2, "2")?;
             let dst = ops.reg(0)?;
             let (src, off) = ops.mem(1)?;
-            return Ok(Some(Insn::new(BPF_LDX | BPF_MEMSX | size, dst, src, off, 0)));
+            return Ok(Some(Op::Ldsx { size, dst, src, off }));
         }
         if let Some(size) = sized("ldx") {
             ops.expect(2, "2")?;
             let dst = ops.reg(0)?;
             let (src, off) = ops.mem(1)?;
-            return Ok(Some(Insn::new(BPF_LDX | BPF_MEM | size, dst, src, off, 0)));
+            return Ok(Some(Op::Ldx { size, dst, src, off }));
         }
         if let Some(size) = sized("stx") {
             ops.expect(2, "2")?;
             let (dst, off) = ops.mem(0)?;
             let src = ops.reg(1)?;
-            return Ok(Some(Insn::new(BPF_STX | BPF_MEM | size, dst, src, off, 0)));
+            return Ok(Some(Op::Stx { size, dst, src, off }));
         }
         if let Some(size) = sized("st") {
             ops.expect(2, "2")?;
             let (dst, off) = ops.mem(0)?;
             let imm = ops.imm32(1)?;
-            return Ok(Some(Insn::new(BPF_ST | BPF_MEM | size, dst, 0, off, imm)));
+            return Ok(Some(Op::St { size, dst, off, imm }));
         }
         if let Some(size) = sized("ldabs") {
             ops.expect(1, "1")?;
             let imm = ops.imm32(0)?;
-            return Ok(Some(Insn::new(BPF_LD | BPF_ABS | size, 0, 0, 0, imm)));
+            return Ok(Some(Op::LdAbs { size, imm }));
         }
         if let Some(size) = sized("ldind") {
             ops.expect(2, "2")?;
             let src = ops.reg(0)?;
             let imm = ops.imm32(1)?;
-            return Ok(Some(Insn::new(BPF_LD | BPF_IND | size, 0, src, 0, imm)));
+            return Ok(Some(Op::LdInd { size, src, imm }));
         }
         Ok(None)
     }
 
     /// `le16/32/64`, `be16/32/64`, `swap16/32/64` and `bswap16/32/64`.
-    fn byte_swap(&mut self, ops: &Operands<'_, '_>) -> Result<Option<Insn>, AsmError> {
+    fn byte_swap(&mut self, ops: &Operands<'_, '_>) -> Result<Option<Op>, AsmError> {
         let m = ops.mnemonic.text;
-        let (code, width) = if let Some(w) = m.strip_prefix("le") {
-            (BPF_ALU | BPF_END | BPF_TO_LE, w)
+        let (endian, width) = if let Some(w) = m.strip_prefix("le") {
+            (Endian::ToLe, w)
         } else if let Some(w) = m.strip_prefix("be") {
-            (BPF_ALU | BPF_END | BPF_TO_BE, w)
+            (Endian::ToBe, w)
         } else if let Some(w) = m.strip_prefix("bswap").or_else(|| m.strip_prefix("swap")) {
-            (BPF_ALU64 | BPF_END | BPF_TO_LE, w)
+            (Endian::Swap, w)
         } else {
             return Ok(None);
         };
@@ -705,45 +647,36 @@ impl Assembler {
         };
         ops.expect(1, "1")?;
         let dst = ops.reg(0)?;
-        Ok(Some(Insn::new(code, dst, 0, 0, imm)))
+        Ok(Some(Op::End { endian, dst, bits: imm }))
     }
 
     /// Binary ALU operations, with a register or an immediate source.
-    fn alu(&mut self, ops: &Operands<'_, '_>) -> Result<Option<Insn>, AsmError> {
+    fn alu(&mut self, ops: &Operands<'_, '_>) -> Result<Option<Op>, AsmError> {
         let (base, is32) = split_32(ops.mnemonic.text);
-        let Some(&(_, op, off)) = ALU_OPS.iter().find(|(name, ..)| *name == base) else {
+        let Some(op) = AluOp::ALL.into_iter().find(|o| o.mnemonic() == base) else {
             return Ok(None);
         };
         ops.expect(2, "2")?;
-        let class = if is32 { BPF_ALU } else { BPF_ALU64 };
+        let width = if is32 { Width::W32 } else { Width::W64 };
         let dst = ops.reg(0)?;
         let src_tok = ops.tok(1)?;
-        if src_tok.text.starts_with('%') {
-            let src = ops.reg(1)?;
-            Ok(Some(Insn::new(class | op | BPF_X, dst, src, off, 0)))
-        } else {
-            let imm = ops.imm32(1)?;
-            Ok(Some(Insn::new(class | op | BPF_K, dst, 0, off, imm)))
-        }
+        let src = if src_tok.text.starts_with('%') { Operand::X(ops.reg(1)?) } else { Operand::K(ops.imm32(1)?) };
+        Ok(Some(Op::Alu { width, op, dst, src }))
     }
 
     /// Conditional jumps; `false` if the mnemonic is not one.
     fn cond_jump(&mut self, ops: &Operands<'_, '_>) -> Result<bool, AsmError> {
         let (base, is32) = split_32(ops.mnemonic.text);
-        let Some(&(_, op)) = JMP_OPS.iter().find(|(name, _)| *name == base) else {
+        let Some(cond) = JmpCond::ALL.into_iter().find(|c| c.mnemonic() == base) else {
             return Ok(false);
         };
         ops.expect(3, "3")?;
-        let class = if is32 { BPF_JMP32 } else { BPF_JMP };
+        let width = if is32 { Width::W32 } else { Width::W64 };
         let dst = ops.reg(0)?;
         let src_tok = ops.tok(1)?;
-        let (code, src, imm) = if src_tok.text.starts_with('%') {
-            (class | op | BPF_X, ops.reg(1)?, 0)
-        } else {
-            (class | op | BPF_K, 0, ops.imm32(1)?)
-        };
+        let src = if src_tok.text.starts_with('%') { Operand::X(ops.reg(1)?) } else { Operand::K(ops.imm32(1)?) };
         let off = self.target(ops, 2, TargetField::Off)?;
-        self.push(Insn::new(code, dst, src, off as i16, imm));
+        self.push(Op::Jmp { width, cond, dst, src, off: off as i16 });
         Ok(true)
     }
 

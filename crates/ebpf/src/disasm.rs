@@ -12,13 +12,9 @@
 //! assert_eq!(disassemble(&prog).unwrap(), "mov %r0, 1\njeq %r1, 5, +1\nexit\nexit\n");
 //! ```
 
-use crate::asm::{ALU_OPS, ATOMIC_OPS, CALL_RUNTIME, JMP_OPS, MOVSX_OPS, SIZES};
+use crate::asm::MOVSX_OPS;
 use crate::insn::{Insn, Pc};
-use crate::opcode::{
-    BPF_ABS, BPF_ALU, BPF_ALU64, BPF_ATOMIC, BPF_CALL, BPF_CMPXCHG, BPF_DW, BPF_END, BPF_EXIT, BPF_FETCH, BPF_IMM,
-    BPF_IND, BPF_JA, BPF_JMP, BPF_JMP32, BPF_LD, BPF_LDX, BPF_MEM, BPF_MEMSX, BPF_MOV, BPF_NEG, BPF_PSEUDO_CALL,
-    BPF_ST, BPF_STX, BPF_TO_BE, BPF_W, BPF_X, BPF_XCHG, LD_IMM64,
-};
+use crate::op::{repaired, reserved_field, AtomicOp, CallKind, Op, OpError, Operand, Size};
 
 /// Why an instruction has no text in the assembly syntax.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -63,63 +59,56 @@ pub fn disassemble_one(insns: &[Insn], pc: usize) -> Result<(String, usize), Dis
         return Err(DisasmError::TruncatedLddw { pc: Pc(pc) });
     };
     let at = Pc(pc);
-    if insn.code == LD_IMM64 {
-        let hi = match insns.get(pc + 1) {
-            Some(hi) if hi.code == 0 && hi.regs == 0 && hi.off == 0 => hi,
-            _ => return Err(DisasmError::TruncatedLddw { pc: at }),
+    let code = insn.code;
+    let unknown = DisasmError::UnknownOpcode { pc: at, code };
+    let variant = |field, value: i64| DisasmError::UnsupportedVariant { pc: at, code, field, value };
+    let next = insns.get(pc + 1).copied();
+    // The syntax reports a non-zero unused field before an unsupported
+    // variant: check the fields on the instruction with the variant field
+    // made valid (END's width, the call kind, the byte order of `bswap`).
+    if let Err(e) = Op::decode(insn, next) {
+        let probe = repaired(insn, e);
+        let unused = match Op::decode(probe, next) {
+            Ok(op @ (Op::End { .. } | Op::Call { .. })) => reserved_field(&op, probe),
+            _ => None,
         };
-        Check::new(at, insn).zero_src()?.zero_off()?;
-        let value = (u64::from(hi.imm as u32) << 32) | u64::from(insn.imm as u32);
-        return Ok((format!("lddw {}, {value:#x}", reg(insn.dst())), 2));
+        if let Some(field) = unused {
+            return Err(DisasmError::UnusedField { pc: at, code, field });
+        }
     }
-    Ok((format_one(at, insn)?, 1))
+    let op = Op::decode(insn, next).map_err(|e| match e {
+        OpError::IncompleteLdImm64 | OpError::BadLdImm64SecondSlot => DisasmError::TruncatedLddw { pc: at },
+        OpError::BadOffset(off) => variant("off", off.into()),
+        // Byte-sized atomics exist only as load-acquire / store-release,
+        // which have no text.
+        OpError::BadImmediate(_) if matches!(op_size(insn), Some(Size::B | Size::H)) => unknown.clone(),
+        OpError::BadImmediate(imm) => variant("imm", imm.into()),
+        OpError::UnsupportedCall(src) => variant("src", src.into()),
+        OpError::UnknownOpcode(_) => unknown.clone(),
+    })?;
+    match op {
+        // `off` of a binary ALU op selects the operation: not an unused field.
+        Op::Alu { op: alu, .. } if insn.off != alu.off() => return Err(variant("off", insn.off.into())),
+        // The syntax has `lock` forms for 32- and 64-bit atomics only, and
+        // none for load-acquire / store-release.
+        Op::Atomic { size: Size::B | Size::H, .. } => return Err(unknown),
+        Op::Atomic { op: atomic, .. } if atomic.mnemonic().is_none() => {
+            return Err(variant("imm", atomic.bits().into()))
+        }
+        _ => {}
+    }
+    if let Some(field) = reserved_field(&op, insn) {
+        return Err(DisasmError::UnusedField { pc: at, code, field });
+    }
+    Ok((format_op(&op).ok_or(unknown)?, op.slots()))
 }
 
-/// Field checks that turn a non-zero unused field into an error.
-struct Check {
-    pc: Pc,
-    insn: Insn,
-}
-
-impl Check {
-    fn new(pc: Pc, insn: Insn) -> Self {
-        Check { pc, insn }
-    }
-
-    fn unused(&self, field: &'static str) -> DisasmError {
-        DisasmError::UnusedField { pc: self.pc, code: self.insn.code, field }
-    }
-
-    fn zero_dst(&self) -> Result<&Self, DisasmError> {
-        if self.insn.dst() == 0 {
-            Ok(self)
-        } else {
-            Err(self.unused("dst"))
-        }
-    }
-
-    fn zero_src(&self) -> Result<&Self, DisasmError> {
-        if self.insn.src() == 0 {
-            Ok(self)
-        } else {
-            Err(self.unused("src"))
-        }
-    }
-
-    fn zero_off(&self) -> Result<&Self, DisasmError> {
-        if self.insn.off == 0 {
-            Ok(self)
-        } else {
-            Err(self.unused("off"))
-        }
-    }
-
-    fn zero_imm(&self) -> Result<&Self, DisasmError> {
-        if self.insn.imm == 0 {
-            Ok(self)
-        } else {
-            Err(self.unused("imm"))
-        }
+/// The size of a `BPF_STX | BPF_ATOMIC` instruction, if `insn` is one.
+fn op_size(insn: Insn) -> Option<Size> {
+    let probe = Insn { imm: AtomicOp::LoadAcq.bits(), ..insn };
+    match Op::decode(probe, None) {
+        Ok(Op::Atomic { size, .. }) => Some(size),
+        _ => None,
     }
 }
 
@@ -151,154 +140,48 @@ fn target(off: i32) -> String {
     format!("{off:+}")
 }
 
-fn size_suffix(code: u8) -> &'static str {
-    let size = code & 0x18;
-    SIZES.iter().find(|(_, s)| *s == size).map_or("?", |(name, _)| name)
+fn operand(src: Operand) -> String {
+    match src {
+        Operand::K(k) => imm(k),
+        Operand::X(r) => reg(r),
+    }
 }
 
-fn format_one(pc: Pc, insn: Insn) -> Result<String, DisasmError> {
-    let check = Check::new(pc, insn);
-    let unknown = || DisasmError::UnknownOpcode { pc, code: insn.code };
-    let code = insn.code;
-    let (dst, src, off, imm32) = (insn.dst(), insn.src(), insn.off, insn.imm);
-    let op = code & 0xf0;
-    let mode = code & 0xe0;
-    match insn.class() {
-        class @ (BPF_ALU | BPF_ALU64) => {
-            let suffix = if class == BPF_ALU { "32" } else { "" };
-            if op == BPF_END {
-                check.zero_src()?.zero_off()?;
-                let name = match (class, code & BPF_X) {
-                    (BPF_ALU, BPF_TO_BE) => "be",
-                    (BPF_ALU, _) => "le",
-                    (_, BPF_TO_BE) => return Err(unknown()),
-                    _ => "bswap",
-                };
-                if !matches!(imm32, 16 | 32 | 64) {
-                    return Err(DisasmError::UnsupportedVariant { pc, code, field: "imm", value: imm32.into() });
-                }
-                return Ok(format!("{name}{imm32} {}", reg(dst)));
-            }
-            if op == BPF_NEG {
-                if code & BPF_X != 0 {
-                    return Err(unknown());
-                }
-                check.zero_src()?.zero_off()?.zero_imm()?;
-                return Ok(format!("neg{suffix} {}", reg(dst)));
-            }
-            if op == BPF_MOV && off != 0 && code & BPF_X != 0 {
-                let name = MOVSX_OPS
-                    .iter()
-                    .find(|(_, c, o)| *c == class && *o == off)
-                    .map(|(name, ..)| *name)
-                    .ok_or(DisasmError::UnsupportedVariant { pc, code, field: "off", value: off.into() })?;
-                check.zero_imm()?;
-                return Ok(format!("{name} {}, {}", reg(dst), reg(src)));
-            }
-            let name =
-                ALU_OPS.iter().find(|(_, o, f)| *o == op && *f == off).map(|(name, ..)| *name).ok_or_else(|| {
-                    if ALU_OPS.iter().any(|(_, o, _)| *o == op) {
-                        DisasmError::UnsupportedVariant { pc, code, field: "off", value: off.into() }
-                    } else {
-                        unknown()
-                    }
-                })?;
-            if code & BPF_X != 0 {
-                check.zero_imm()?;
-                Ok(format!("{name}{suffix} {}, {}", reg(dst), reg(src)))
-            } else {
-                check.zero_src()?;
-                Ok(format!("{name}{suffix} {}, {}", reg(dst), imm(imm32)))
-            }
+/// The text of `op`, or `None` if the syntax has no mnemonic for it
+/// (load-acquire and store-release).
+fn format_op(op: &Op) -> Option<String> {
+    Some(match *op {
+        Op::Alu { width, op, dst, src } => {
+            format!("{}{} {}, {}", op.mnemonic(), width.mnemonic_suffix(), reg(dst), operand(src))
         }
-        BPF_LDX => {
-            let name = match mode {
-                BPF_MEM => "ldx",
-                BPF_MEMSX if code & 0x18 != BPF_DW => "ldxs",
-                _ => return Err(unknown()),
-            };
-            check.zero_imm()?;
-            Ok(format!("{name}{} {}, {}", size_suffix(code), reg(dst), mem(src, off)))
+        Op::Neg { width, dst } => format!("neg{} {}", width.mnemonic_suffix(), reg(dst)),
+        Op::MovSx { width, dst, src, from } => {
+            let (name, ..) = MOVSX_OPS.iter().find(|(_, w, f)| *w == width && *f == from)?;
+            format!("{name} {}, {}", reg(dst), reg(src))
         }
-        BPF_ST => {
-            if mode != BPF_MEM {
-                return Err(unknown());
-            }
-            check.zero_src()?;
-            Ok(format!("st{} {}, {}", size_suffix(code), mem(dst, off), imm(imm32)))
+        Op::End { endian, dst, bits } => format!("{}{bits} {}", endian.mnemonic(), reg(dst)),
+        Op::Ja { off } => format!("ja {}", target(off.into())),
+        Op::Gotol { imm } => format!("ja32 {}", target(imm)),
+        Op::Jmp { width, cond, dst, src, off } => {
+            let suffix = width.mnemonic_suffix();
+            format!("{}{suffix} {}, {}, {}", cond.mnemonic(), reg(dst), operand(src), target(off.into()))
         }
-        BPF_STX => match mode {
-            BPF_MEM => {
-                check.zero_imm()?;
-                Ok(format!("stx{} {}, {}", size_suffix(code), mem(dst, off), reg(src)))
-            }
-            BPF_ATOMIC if code & 0x18 == BPF_W || code & 0x18 == BPF_DW => {
-                let width = if code & 0x18 == BPF_W { "32" } else { "" };
-                let operation = match imm32 {
-                    BPF_XCHG => format!("xchg{width}"),
-                    BPF_CMPXCHG => format!("cmpxchg{width}"),
-                    _ => {
-                        let fetch = if imm32 & BPF_FETCH != 0 { "fetch " } else { "" };
-                        let name =
-                            ATOMIC_OPS.iter().find(|(_, v)| *v == imm32 & !BPF_FETCH).map(|(name, _)| *name).ok_or(
-                                DisasmError::UnsupportedVariant { pc, code, field: "imm", value: imm32.into() },
-                            )?;
-                        format!("{fetch}{name}{width}")
-                    }
-                };
-                Ok(format!("lock {operation} {}, {}", mem(dst, off), reg(src)))
-            }
-            _ => Err(unknown()),
-        },
-        BPF_LD => match mode {
-            BPF_ABS => {
-                check.zero_dst()?.zero_src()?.zero_off()?;
-                Ok(format!("ldabs{} {}", size_suffix(code), imm(imm32)))
-            }
-            BPF_IND => {
-                check.zero_dst()?.zero_off()?;
-                Ok(format!("ldind{} {}, {}", size_suffix(code), reg(src), imm(imm32)))
-            }
-            // LD_IMM64 is handled by the caller; other BPF_IMM sizes have no meaning.
-            BPF_IMM => Err(unknown()),
-            _ => Err(unknown()),
-        },
-        class => {
-            // BPF_JMP or BPF_JMP32.
-            let suffix = if class == BPF_JMP32 { "32" } else { "" };
-            if code == BPF_JMP | BPF_EXIT {
-                check.zero_dst()?.zero_src()?.zero_off()?.zero_imm()?;
-                return Ok("exit".to_owned());
-            }
-            if code == BPF_JMP | BPF_CALL {
-                check.zero_dst()?.zero_off()?;
-                return match src {
-                    0 => Ok(format!("call {}", imm(imm32))),
-                    BPF_PSEUDO_CALL => Ok(format!("call local {}", target(imm32))),
-                    CALL_RUNTIME => Ok(format!("call runtime {}", imm(imm32))),
-                    other => Err(DisasmError::UnsupportedVariant { pc, code, field: "src", value: other.into() }),
-                };
-            }
-            if code == BPF_JMP | BPF_CALL | BPF_X {
-                check.zero_src()?.zero_off()?.zero_imm()?;
-                return Ok(format!("call {}", reg(dst)));
-            }
-            if code == BPF_JMP | BPF_JA {
-                check.zero_dst()?.zero_src()?.zero_imm()?;
-                return Ok(format!("ja {}", target(off.into())));
-            }
-            if code == BPF_JMP32 | BPF_JA {
-                check.zero_dst()?.zero_src()?.zero_off()?;
-                return Ok(format!("ja32 {}", target(imm32)));
-            }
-            let name = JMP_OPS.iter().find(|(_, o)| *o == op).map(|(name, _)| *name).ok_or_else(unknown)?;
-            if code & BPF_X != 0 {
-                check.zero_imm()?;
-                Ok(format!("{name}{suffix} {}, {}, {}", reg(dst), reg(src), target(off.into())))
-            } else {
-                check.zero_src()?;
-                Ok(format!("{name}{suffix} {}, {}, {}", reg(dst), imm(imm32), target(off.into())))
-            }
+        Op::Call { kind: CallKind::Helper, imm: id } => format!("call {}", imm(id)),
+        Op::Call { kind: CallKind::Local, imm: rel } => format!("call local {}", target(rel)),
+        Op::Call { kind: CallKind::Kfunc, imm: id } => format!("call runtime {}", imm(id)),
+        Op::Callx { dst } => format!("call {}", reg(dst)),
+        Op::Exit => "exit".to_owned(),
+        Op::LdImm64 { dst, imm: value } => format!("lddw {}, {value:#x}", reg(dst)),
+        Op::LdAbs { size, imm: k } => format!("ldabs{} {}", size.mnemonic(), imm(k)),
+        Op::LdInd { size, src, imm: k } => format!("ldind{} {}, {}", size.mnemonic(), reg(src), imm(k)),
+        Op::Ldx { size, dst, src, off } => format!("ldx{} {}, {}", size.mnemonic(), reg(dst), mem(src, off)),
+        Op::Ldsx { size, dst, src, off } => format!("ldxs{} {}, {}", size.mnemonic(), reg(dst), mem(src, off)),
+        Op::St { size, dst, off, imm: k } => format!("st{} {}, {}", size.mnemonic(), mem(dst, off), imm(k)),
+        Op::Stx { size, dst, src, off } => format!("stx{} {}, {}", size.mnemonic(), mem(dst, off), reg(src)),
+        Op::Atomic { size, op, dst, src, off } => {
+            let width = if size == Size::W { "32" } else { "" };
+            let name = op.mnemonic()?;
+            format!("lock {name}{width} {}, {}", mem(dst, off), reg(src))
         }
-    }
+    })
 }

@@ -74,6 +74,7 @@
 
 use crate::helpers::HelperError;
 use crate::insn::Pc;
+use crate::op::{AluOp, AtomicOp, JmpCond};
 use crate::program::{Kind, Program};
 use crate::skb::SkbContext;
 
@@ -389,35 +390,16 @@ fn enter(
 }
 
 /// Evaluates a conditional jump's condition (reference form for the chain
-/// fusion's tests).
+/// fusion's tests): the op table's evaluation of the jump `kind` decodes
+/// from.
 #[cfg(test)]
 pub(crate) fn condition(kind: Kind, x: u64, v: u64) -> bool {
-    let (a, b) = (x as u32, v as u32);
-    match kind {
-        Kind::Jeq64 => x == v,
-        Kind::Jgt64 => x > v,
-        Kind::Jge64 => x >= v,
-        Kind::Jset64 => x & v != 0,
-        Kind::Jne64 => x != v,
-        Kind::Jsgt64 => (x as i64) > (v as i64),
-        Kind::Jsge64 => (x as i64) >= (v as i64),
-        Kind::Jlt64 => x < v,
-        Kind::Jle64 => x <= v,
-        Kind::Jslt64 => (x as i64) < (v as i64),
-        Kind::Jsle64 => (x as i64) <= (v as i64),
-        Kind::Jeq32 => a == b,
-        Kind::Jgt32 => a > b,
-        Kind::Jge32 => a >= b,
-        Kind::Jset32 => a & b != 0,
-        Kind::Jne32 => a != b,
-        Kind::Jsgt32 => (a as i32) > (b as i32),
-        Kind::Jsge32 => (a as i32) >= (b as i32),
-        Kind::Jlt32 => a < b,
-        Kind::Jle32 => a <= b,
-        Kind::Jslt32 => (a as i32) < (b as i32),
-        Kind::Jsle32 => (a as i32) <= (b as i32),
-        _ => false,
-    }
+    use crate::op::Width;
+    Width::ALL
+        .into_iter()
+        .flat_map(|w| JmpCond::ALL.into_iter().map(move |c| (w, c)))
+        .find(|&(w, c)| crate::program::jmp_kind(w, c) == kind)
+        .is_some_and(|(w, c)| c.eval(w, x, v))
 }
 
 #[cold]
@@ -570,71 +552,48 @@ fn execute(
         let d = (op.dst & 15) as usize;
         let s = (op.src & 15) as usize;
         match op.kind {
-            // ALU64 (K and X share: operand = regs[src] | imm).
-            Kind::Add64 => regs[d] = regs[d].wrapping_add(regs[s] | op.imm),
-            Kind::Sub64 => regs[d] = regs[d].wrapping_sub(regs[s] | op.imm),
-            Kind::Mul64 => regs[d] = regs[d].wrapping_mul(regs[s] | op.imm),
-            Kind::Div64 => regs[d] = regs[d].checked_div(regs[s] | op.imm).unwrap_or(0),
-            Kind::SDiv64 => {
-                let v = (regs[s] | op.imm) as i64;
-                regs[d] = if v == 0 { 0 } else { (regs[d] as i64).wrapping_div(v) as u64 };
-            }
-            Kind::Or64 => regs[d] |= regs[s] | op.imm,
-            Kind::And64 => regs[d] &= regs[s] | op.imm,
-            Kind::Lsh64 => regs[d] = regs[d].wrapping_shl((regs[s] | op.imm) as u32),
-            Kind::Rsh64 => regs[d] = regs[d].wrapping_shr((regs[s] | op.imm) as u32),
+            // ALU64 (K and X share: operand = regs[src] | imm); binary
+            // operations evaluate as the op table says (`AluOp::eval64`).
+            Kind::Add64 => regs[d] = AluOp::Add.eval64(regs[d], regs[s] | op.imm),
+            Kind::Sub64 => regs[d] = AluOp::Sub.eval64(regs[d], regs[s] | op.imm),
+            Kind::Mul64 => regs[d] = AluOp::Mul.eval64(regs[d], regs[s] | op.imm),
+            Kind::Div64 => regs[d] = AluOp::Div.eval64(regs[d], regs[s] | op.imm),
+            Kind::SDiv64 => regs[d] = AluOp::SDiv.eval64(regs[d], regs[s] | op.imm),
+            Kind::Or64 => regs[d] = AluOp::Or.eval64(regs[d], regs[s] | op.imm),
+            Kind::And64 => regs[d] = AluOp::And.eval64(regs[d], regs[s] | op.imm),
+            Kind::Lsh64 => regs[d] = AluOp::Lsh.eval64(regs[d], regs[s] | op.imm),
+            Kind::Rsh64 => regs[d] = AluOp::Rsh.eval64(regs[d], regs[s] | op.imm),
             Kind::Neg64 => regs[d] = regs[d].wrapping_neg(),
-            Kind::Mod64 => {
-                let v = regs[s] | op.imm;
-                regs[d] = regs[d].checked_rem(v).unwrap_or(regs[d]);
-            }
-            Kind::SMod64 => {
-                let v = (regs[s] | op.imm) as i64;
-                if v != 0 {
-                    regs[d] = (regs[d] as i64).wrapping_rem(v) as u64;
-                }
-            }
-            Kind::Xor64 => regs[d] ^= regs[s] | op.imm,
-            Kind::Mov64 => regs[d] = regs[s] | op.imm,
+            Kind::Mod64 => regs[d] = AluOp::Mod.eval64(regs[d], regs[s] | op.imm),
+            Kind::SMod64 => regs[d] = AluOp::SMod.eval64(regs[d], regs[s] | op.imm),
+            Kind::Xor64 => regs[d] = AluOp::Xor.eval64(regs[d], regs[s] | op.imm),
+            Kind::Mov64 => regs[d] = AluOp::Mov.eval64(regs[d], regs[s] | op.imm),
             Kind::MovSx64B => regs[d] = regs[s] as i8 as i64 as u64,
             Kind::MovSx64H => regs[d] = regs[s] as i16 as i64 as u64,
             Kind::MovSx64W => regs[d] = regs[s] as i32 as i64 as u64,
-            Kind::Arsh64 => regs[d] = (regs[d] as i64).wrapping_shr((regs[s] | op.imm) as u32) as u64,
+            Kind::Arsh64 => regs[d] = AluOp::Arsh.eval64(regs[d], regs[s] | op.imm),
             Kind::Bswap16 => regs[d] = u64::from((regs[d] as u16).swap_bytes()),
             Kind::Bswap32 => regs[d] = u64::from((regs[d] as u32).swap_bytes()),
             Kind::Bswap64 => regs[d] = regs[d].swap_bytes(),
-            // ALU32: operate on the low halves, zero-extend the result.
-            Kind::Add32 => regs[d] = u64::from((regs[d] as u32).wrapping_add((regs[s] | op.imm) as u32)),
-            Kind::Sub32 => regs[d] = u64::from((regs[d] as u32).wrapping_sub((regs[s] | op.imm) as u32)),
-            Kind::Mul32 => regs[d] = u64::from((regs[d] as u32).wrapping_mul((regs[s] | op.imm) as u32)),
-            Kind::Div32 => {
-                regs[d] = u64::from((regs[d] as u32).checked_div((regs[s] | op.imm) as u32).unwrap_or(0));
-            }
-            Kind::SDiv32 => {
-                let v = (regs[s] | op.imm) as i32;
-                regs[d] = if v == 0 { 0 } else { u64::from((regs[d] as i32).wrapping_div(v) as u32) };
-            }
-            Kind::Or32 => regs[d] = u64::from(regs[d] as u32 | (regs[s] | op.imm) as u32),
-            Kind::And32 => regs[d] = u64::from(regs[d] as u32 & (regs[s] | op.imm) as u32),
-            Kind::Lsh32 => regs[d] = u64::from((regs[d] as u32).wrapping_shl((regs[s] | op.imm) as u32)),
-            Kind::Rsh32 => regs[d] = u64::from((regs[d] as u32).wrapping_shr((regs[s] | op.imm) as u32)),
+            // ALU32: operate on the low halves, zero-extend the result
+            // (`AluOp::eval32`).
+            Kind::Add32 => regs[d] = u64::from(AluOp::Add.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            Kind::Sub32 => regs[d] = u64::from(AluOp::Sub.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            Kind::Mul32 => regs[d] = u64::from(AluOp::Mul.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            Kind::Div32 => regs[d] = u64::from(AluOp::Div.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            Kind::SDiv32 => regs[d] = u64::from(AluOp::SDiv.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            Kind::Or32 => regs[d] = u64::from(AluOp::Or.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            Kind::And32 => regs[d] = u64::from(AluOp::And.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            Kind::Lsh32 => regs[d] = u64::from(AluOp::Lsh.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            Kind::Rsh32 => regs[d] = u64::from(AluOp::Rsh.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
             Kind::Neg32 => regs[d] = u64::from((regs[d] as u32).wrapping_neg()),
-            Kind::Mod32 => {
-                let x = regs[d] as u32;
-                regs[d] = u64::from(x.checked_rem((regs[s] | op.imm) as u32).unwrap_or(x));
-            }
-            Kind::SMod32 => {
-                let v = (regs[s] | op.imm) as i32;
-                let x = regs[d] as i32;
-                regs[d] = u64::from(if v == 0 { x } else { x.wrapping_rem(v) } as u32);
-            }
-            Kind::Xor32 => regs[d] = u64::from(regs[d] as u32 ^ (regs[s] | op.imm) as u32),
-            Kind::Mov32 => regs[d] = u64::from((regs[s] | op.imm) as u32),
+            Kind::Mod32 => regs[d] = u64::from(AluOp::Mod.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            Kind::SMod32 => regs[d] = u64::from(AluOp::SMod.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            Kind::Xor32 => regs[d] = u64::from(AluOp::Xor.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            Kind::Mov32 => regs[d] = u64::from(AluOp::Mov.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
             Kind::MovSx32B => regs[d] = u64::from(regs[s] as i8 as i32 as u32),
             Kind::MovSx32H => regs[d] = u64::from(regs[s] as i16 as i32 as u32),
-            Kind::Arsh32 => {
-                regs[d] = u64::from((regs[d] as u32 as i32).wrapping_shr((regs[s] | op.imm) as u32) as u32);
-            }
+            Kind::Arsh32 => regs[d] = u64::from(AluOp::Arsh.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
             // END: host (little-endian) <-> LE truncates, <-> BE swaps.
             Kind::Le16 => regs[d] = u64::from(regs[d] as u16),
             Kind::Le32 => regs[d] = u64::from(regs[d] as u32),
@@ -642,116 +601,116 @@ fn execute(
             Kind::Be16 => regs[d] = u64::from((regs[d] as u16).swap_bytes()),
             Kind::Be32 => regs[d] = u64::from((regs[d] as u32).swap_bytes()),
             Kind::Be64 => regs[d] = regs[d].swap_bytes(),
-            // JMP: 64-bit compares, K sign-extended at load.
+            // JMP: 64-bit compares, K sign-extended at load (`JmpCond::eval64`).
             Kind::Ja => jump!('run, op.a),
             Kind::Jeq64 => {
-                if regs[d] == regs[s] | op.imm {
+                if JmpCond::Eq.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jgt64 => {
-                if regs[d] > regs[s] | op.imm {
+                if JmpCond::Gt.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jge64 => {
-                if regs[d] >= regs[s] | op.imm {
+                if JmpCond::Ge.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jset64 => {
-                if regs[d] & (regs[s] | op.imm) != 0 {
+                if JmpCond::Set.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jne64 => {
-                if regs[d] != regs[s] | op.imm {
+                if JmpCond::Ne.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jsgt64 => {
-                if (regs[d] as i64) > (regs[s] | op.imm) as i64 {
+                if JmpCond::Sgt.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jsge64 => {
-                if (regs[d] as i64) >= (regs[s] | op.imm) as i64 {
+                if JmpCond::Sge.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jlt64 => {
-                if regs[d] < regs[s] | op.imm {
+                if JmpCond::Lt.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jle64 => {
-                if regs[d] <= regs[s] | op.imm {
+                if JmpCond::Le.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jslt64 => {
-                if (regs[d] as i64) < (regs[s] | op.imm) as i64 {
+                if JmpCond::Slt.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jsle64 => {
-                if (regs[d] as i64) <= (regs[s] | op.imm) as i64 {
+                if JmpCond::Sle.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
-            // JMP32: compare the low halves.
+            // JMP32: compare the low halves (`JmpCond::eval32`).
             Kind::Jeq32 => {
-                if regs[d] as u32 == (regs[s] | op.imm) as u32 {
+                if JmpCond::Eq.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jgt32 => {
-                if regs[d] as u32 > (regs[s] | op.imm) as u32 {
+                if JmpCond::Gt.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jge32 => {
-                if regs[d] as u32 >= (regs[s] | op.imm) as u32 {
+                if JmpCond::Ge.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jset32 => {
-                if (regs[d] as u32) & ((regs[s] | op.imm) as u32) != 0 {
+                if JmpCond::Set.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jne32 => {
-                if regs[d] as u32 != (regs[s] | op.imm) as u32 {
+                if JmpCond::Ne.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jsgt32 => {
-                if (regs[d] as i32) > ((regs[s] | op.imm) as i32) {
+                if JmpCond::Sgt.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jsge32 => {
-                if (regs[d] as i32) >= ((regs[s] | op.imm) as i32) {
+                if JmpCond::Sge.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jlt32 => {
-                if (regs[d] as u32) < ((regs[s] | op.imm) as u32) {
+                if JmpCond::Lt.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jle32 => {
-                if regs[d] as u32 <= (regs[s] | op.imm) as u32 {
+                if JmpCond::Le.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jslt32 => {
-                if (regs[d] as i32) < ((regs[s] | op.imm) as i32) {
+                if JmpCond::Slt.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
             Kind::Jsle32 => {
-                if (regs[d] as i32) <= ((regs[s] | op.imm) as i32) {
+                if JmpCond::Sle.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
@@ -935,23 +894,20 @@ fn execute(
 }
 
 /// New memory value of an atomic read-modify-write (`cmp` = `r0`, already
-/// truncated for 32-bit operations).
+/// truncated for 32-bit operations): the op table's ALU evaluation for
+/// ADD/AND/OR/XOR.
 #[inline(always)]
 fn atomic_value(code: i32, old: u64, v: u64, cmp: u64) -> u64 {
-    match code & !crate::opcode::BPF_FETCH {
-        0x00 => old.wrapping_add(v),
-        0x40 => old | v,
-        0x50 => old & v,
-        0xa0 => old ^ v,
-        0xe0 => v,
-        // CMPXCHG
-        _ => {
+    match AtomicOp::from_bits(code) {
+        Some(AtomicOp::Xchg) => v,
+        Some(AtomicOp::Cmpxchg) | None => {
             if old == cmp {
                 v
             } else {
                 old
             }
         }
+        Some(op) => op.alu().map_or(v, |alu| alu.eval64(old, v)),
     }
 }
 
@@ -960,9 +916,9 @@ fn atomic_value(code: i32, old: u64, v: u64, cmp: u64) -> u64 {
 #[inline(always)]
 #[allow(clippy::indexing_slicing)] // s = src & 15 < 16 = regs.len()
 fn atomic_writeback(code: i32, regs: &mut [u64; 16], s: usize, old: u64) {
-    if code == crate::opcode::BPF_CMPXCHG {
-        regs[0] = old;
-    } else if code & crate::opcode::BPF_FETCH != 0 {
-        regs[s & 15] = old;
+    match AtomicOp::from_bits(code) {
+        Some(AtomicOp::Cmpxchg) => regs[0] = old,
+        Some(op) if op.fetches() => regs[s & 15] = old,
+        _ => {}
     }
 }

@@ -25,6 +25,11 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! - [`Op`] is the typed instruction: [`Op::decode`] / [`Op::encode`] and the
+//!   per-family tables of [`op`] (bits, kernel listing symbol, conformance
+//!   mnemonic, evaluation) are the one definition of the instruction set every
+//!   module here matches on; [`filter_h`] holds include/linux/filter.h's
+//!   instruction constructors and the converter's register convention.
 //! - [`Program::load`]`(&[Insn], &LoadOptions, &Helpers) -> Result<Program, LoadError>`
 //!   checks the program structurally (see [`program`]) and pre-decodes it;
 //!   [`LoadOptions::strict`] also rejects non-zero reserved fields (RFC 9669).
@@ -40,9 +45,11 @@
 //!   (local calls, legacy `LD ABS/IND`, masked shift K), memory regions with
 //!   bounds checks, a step budget ([`Vm::set_step_budget`]).
 
+pub mod filter_h;
 pub mod helpers;
 pub mod insn;
 pub mod interp;
+pub mod op;
 pub mod opcode;
 pub mod program;
 pub mod seccomp_exec;
@@ -51,6 +58,7 @@ pub mod skb;
 pub use helpers::{HelperError, HelperFn, Helpers};
 pub use insn::{decode, encode, DecodeError, Insn, Pc};
 pub use interp::{ExecError, Input, Vm};
+pub use op::Op;
 pub use program::{LoadError, LoadOptions, Program};
 pub use skb::{SkbContext, SkbMeta};
 pub mod asm;

@@ -17,11 +17,11 @@
 use std::fmt::Write as _;
 
 use crate::insn::Insn;
-use crate::opcode::{BPF_ABS, BPF_ADD, BPF_AND, BPF_ATOMIC, BPF_OR, BPF_XOR};
+use crate::op::{AluOp, AtomicOp, Endian, JmpCond, Op, Operand, Size};
 use crate::opcode::{
-    BPF_ALU, BPF_ALU64, BPF_CALL, BPF_CMPXCHG, BPF_DIV, BPF_DW, BPF_END, BPF_EXIT, BPF_FETCH, BPF_IMM, BPF_IND, BPF_JA,
-    BPF_JMP, BPF_JMP32, BPF_LD, BPF_LDX, BPF_MEM, BPF_MEMSX, BPF_MOD, BPF_MOV, BPF_NEG, BPF_PSEUDO_CALL, BPF_ST,
-    BPF_STX, BPF_TO_BE, BPF_X, BPF_XCHG, LD_IMM64,
+    BPF_ABS, BPF_ALU, BPF_ALU64, BPF_ATOMIC, BPF_CALL, BPF_DIV, BPF_END, BPF_EXIT, BPF_IMM, BPF_IND, BPF_JA, BPF_JMP,
+    BPF_JMP32, BPF_LD, BPF_LDX, BPF_MEM, BPF_MEMSX, BPF_MOD, BPF_MOV, BPF_NEG, BPF_PSEUDO_CALL, BPF_ST, BPF_STX,
+    BPF_TO_BE, BPF_X,
 };
 use crate::skb::helper;
 
@@ -40,10 +40,6 @@ const BPF_MAY_GOTO: u8 = 0;
 const BPF_ADDR_SPACE_CAST: i16 = 1;
 /// `BPF_NOSPEC` mode of class `BPF_ST` (kernel-internal, not UAPI).
 const BPF_NOSPEC: u8 = 0xc0;
-/// `BPF_LOAD_ACQ` atomic operation (imm).
-const BPF_LOAD_ACQ: i32 = 0x100;
-/// `BPF_STORE_REL` atomic operation (imm).
-const BPF_STORE_REL: i32 = 0x110;
 
 /// The kernel's `func_id_str[]`: names of the helpers `__BPF_FUNC_MAPPER` in
 /// include/uapi/linux/bpf.h (Linux 6.18) defines, indexed by id. The list is
@@ -170,9 +166,6 @@ pub fn format_insn_with(insn: &Insn, next: Option<&Insn>, helper_name: HelperNam
     out
 }
 
-/// The atomic read-modify-write operations `lock *(..) op= rS` prints (imm).
-const ATOMIC_ALU_OPS: [i32; 4] = [BPF_ADD as i32, BPF_AND as i32, BPF_OR as i32, BPF_XOR as i32];
-
 /// A bpftool-style listing: one line per instruction, `% 4d: ` index prefix,
 /// every line ending in `\n`. A `ld_imm64` prints once, at its first slot, and
 /// the index skips its second slot. Helper ids outside the kernel's table
@@ -196,83 +189,116 @@ pub fn listing_with(insns: &[Insn], helper_name: HelperNameFn) -> String {
     while let Some(insn) = insns.get(pc) {
         let next = insns.get(pc + 1);
         let _ = writeln!(out, "{pc:4}: {}", format_insn_with(insn, next, helper_name));
-        pc += if insn.code == LD_IMM64 { 2 } else { 1 };
+        pc += if Op::is_wide(*insn) { 2 } else { 1 };
     }
     out
 }
 
-/// `bpf_alu_string[]`, indexed by `BPF_OP(code) >> 4`; `(null)` where the
-/// kernel table has a hole.
+/// The body of [`format_insn_with`], writing into an empty `out` (the `BUG_`
+/// cases clear the opcode prefix): the [`Op`] printed with the kernel
+/// symbols of the op tables, or, for an encoding [`Op::decode`] refuses,
+/// the kernel's text for its raw fields ([`write_raw`]).
+fn write_insn(out: &mut String, insn: &Insn, next: Option<&Insn>, helper_name: HelperNameFn) -> std::fmt::Result {
+    write!(out, "({:02x}) ", insn.code)?;
+    match Op::decode(*insn, next.copied()) {
+        Ok(op) => write_op(out, &op, insn, helper_name),
+        Err(_) => write_raw(out, insn, next, helper_name),
+    }
+}
+
+/// `print_bpf_insn()` for a decoded instruction. Fields the op does not use
+/// are not printed, but for a call, whose name the kernel resolves from the
+/// raw `src` and `imm` whatever the opcode (`call %rN` included).
+fn write_op(out: &mut String, op: &Op, insn: &Insn, helper_name: HelperNameFn) -> std::fmt::Result {
+    match *op {
+        Op::Alu { width, op, dst, src } => {
+            let r = width.kernel_reg_prefix();
+            match src {
+                Operand::X(src) => write!(out, "{r}{dst} {} {r}{src}", op.kernel()),
+                Operand::K(imm) => write!(out, "{r}{dst} {} {imm}", op.kernel()),
+            }
+        }
+        Op::Neg { width, dst } => {
+            let r = width.kernel_reg_prefix();
+            write!(out, "{r}{dst} = -{r}{dst}")
+        }
+        Op::MovSx { width, dst, src, from } => {
+            let r = width.kernel_reg_prefix();
+            write!(out, "{r}{dst} = ({}){r}{src}", from.kernel_signed())
+        }
+        Op::End { endian, dst, bits } => {
+            let name = match endian {
+                Endian::ToLe => "le",
+                Endian::ToBe => "be",
+                Endian::Swap => "bswap",
+            };
+            write!(out, "r{dst} = {name}{bits} r{dst}")
+        }
+        Op::Stx { size, dst, src, off } => write!(out, "*({} *)(r{dst} {off:+}) = r{src}", size.kernel()),
+        Op::Atomic { size, op, dst, src, off } => {
+            let ty = size.kernel();
+            let bits = if size == Size::DW { "64" } else { "" };
+            match (op, op.alu()) {
+                (_, Some(alu)) if !op.fetches() => {
+                    write!(out, "lock *({ty} *)(r{dst} {off:+}) {} r{src}", alu.kernel())
+                }
+                (_, Some(alu)) => {
+                    let name = alu.mnemonic();
+                    write!(out, "r{src} = atomic{bits}_fetch_{name}(({ty} *)(r{dst} {off:+}), r{src})")
+                }
+                (AtomicOp::Cmpxchg, _) => {
+                    write!(out, "r0 = atomic{bits}_cmpxchg(({ty} *)(r{dst} {off:+}), r0, r{src})")
+                }
+                (AtomicOp::Xchg, _) => write!(out, "r{src} = atomic{bits}_xchg(({ty} *)(r{dst} {off:+}), r{src})"),
+                (AtomicOp::LoadAcq, _) => write!(out, "r{dst} = load_acquire(({ty} *)(r{src} {off:+}))"),
+                _ => write!(out, "store_release(({ty} *)(r{dst} {off:+}), r{src})"),
+            }
+        }
+        Op::St { size, dst, off, imm } => write!(out, "*({} *)(r{dst} {off:+}) = {imm}", size.kernel()),
+        Op::Ldx { size, dst, src, off } => write!(out, "r{dst} = *({} *)(r{src} {off:+})", size.kernel()),
+        Op::Ldsx { size, dst, src, off } => write!(out, "r{dst} = *({} *)(r{src} {off:+})", size.kernel_signed()),
+        Op::LdAbs { size, imm } => write!(out, "r0 = *({} *)skb[{imm}]", size.kernel()),
+        Op::LdInd { size, src, imm } => write!(out, "r0 = *({} *)skb[r{src} + {imm}]", size.kernel()),
+        Op::LdImm64 { dst, imm } => write!(out, "r{dst} = {imm:#x}"),
+        Op::Call { .. } | Op::Callx { .. } => {
+            let name = func_get_name(insn, helper_name);
+            if insn.src() == BPF_PSEUDO_CALL {
+                write!(out, "call pc{name}")
+            } else {
+                write!(out, "call {name}#{}", insn.imm)
+            }
+        }
+        Op::Ja { off } => write!(out, "goto pc{off:+}"),
+        Op::Gotol { imm } => write!(out, "gotol pc{imm:+}"),
+        Op::Exit => write!(out, "exit"),
+        Op::Jmp { width, cond, dst, src, off } => {
+            let r = width.kernel_reg_prefix();
+            match src {
+                Operand::X(src) => write!(out, "if {r}{dst} {} {r}{src} goto pc{off:+}", cond.kernel()),
+                Operand::K(imm) => write!(out, "if {r}{dst} {} {:#x} goto pc{off:+}", cond.kernel(), imm as u32),
+            }
+        }
+    }
+}
+
+/// `bpf_alu_string[]`, indexed by `BPF_OP(code) >> 4`: the op table's
+/// symbols; `(null)` where the kernel table has a hole.
 fn alu_string(op: u8) -> &'static str {
     match op {
-        0x00 => "+=",
-        0x10 => "-=",
-        0x20 => "*=",
-        0x30 => "/=",
-        0x40 => "|=",
-        0x50 => "&=",
-        0x60 => "<<=",
-        0x70 => ">>=",
-        0x80 => "neg",
-        0x90 => "%=",
-        0xa0 => "^=",
-        0xb0 => "=",
-        0xc0 => "s>>=",
-        0xd0 => "endian",
-        _ => "(null)",
+        BPF_NEG => "neg",
+        BPF_END => "endian",
+        _ => AluOp::ALL.into_iter().find(|o| o.bits() == op && o.off() == 0).map_or("(null)", AluOp::kernel),
     }
 }
 
-/// `bpf_atomic_alu_string[]`, indexed by `BPF_OP(imm) >> 4`.
-fn atomic_alu_string(op: i32) -> &'static str {
-    match op & 0xf0 {
-        0x00 => "add",
-        0x50 => "and",
-        0x40 => "or",
-        0xa0 => "xor",
-        _ => "(null)",
-    }
-}
-
-/// `bpf_jmp_string[]`, indexed by `BPF_OP(code) >> 4`.
+/// `bpf_jmp_string[]`, indexed by `BPF_OP(code) >> 4`: the op table's
+/// symbols and `jmp`, `call`, `exit`.
 fn jmp_string(op: u8) -> &'static str {
     match op {
-        0x00 => "jmp",
-        0x10 => "==",
-        0x20 => ">",
-        0xa0 => "<",
-        0x30 => ">=",
-        0xb0 => "<=",
-        0x40 => "&",
-        0x50 => "!=",
-        0x60 => "s>",
-        0xc0 => "s<",
-        0x70 => "s>=",
-        0xd0 => "s<=",
-        0x80 => "call",
-        0x90 => "exit",
-        _ => "(null)",
-    }
-}
-
-/// `bpf_ldst_string[]`, indexed by `BPF_SIZE(code) >> 3`.
-fn ldst_string(code: u8) -> &'static str {
-    match code & 0x18 {
-        0x00 => "u32",
-        0x08 => "u16",
-        0x10 => "u8",
-        _ => "u64",
-    }
-}
-
-/// `bpf_ldsx_string[]`, indexed by `BPF_SIZE(code) >> 3` (see the deviation
-/// on `s64` in [`format_insn_with`]).
-fn ldsx_string(code: u8) -> &'static str {
-    match code & 0x18 {
-        0x00 => "s32",
-        0x08 => "s16",
-        0x10 => "s8",
-        _ => "s64",
+        BPF_JA => "jmp",
+        BPF_CALL => "call",
+        BPF_EXIT => "exit",
+        _ => JmpCond::ALL.into_iter().find(|c| c.bits() == op).map_or("(null)", JmpCond::kernel),
     }
 }
 
@@ -320,15 +346,16 @@ fn func_get_name(insn: &Insn, helper_name: HelperNameFn) -> String {
     }
 }
 
-/// The body of [`format_insn_with`], writing into an empty `out` (the `BUG_`
-/// cases clear the opcode prefix). Cases in the kernel's order.
-fn write_insn(out: &mut String, insn: &Insn, next: Option<&Insn>, helper_name: HelperNameFn) -> std::fmt::Result {
+/// `print_bpf_insn()` on the raw fields of an encoding [`Op::decode`]
+/// refuses (the kernel prints those too: reserved opcodes, holes in its
+/// string tables, kernel-internal forms, out-of-range sub-fields), after the
+/// opcode prefix. Cases in the kernel's order.
+fn write_raw(out: &mut String, insn: &Insn, next: Option<&Insn>, helper_name: HelperNameFn) -> std::fmt::Result {
     let code = insn.code;
     let class = insn.class();
     let (dst, src, off, imm) = (insn.dst(), insn.src(), insn.off, insn.imm);
     let op = code & 0xf0;
     let mode = code & 0xe0;
-    write!(out, "({code:02x}) ")?;
     if class == BPF_ALU || class == BPF_ALU64 {
         let r = if class == BPF_ALU { 'w' } else { 'r' };
         if op == BPF_END {
@@ -361,31 +388,18 @@ fn write_insn(out: &mut String, insn: &Insn, next: Option<&Insn>, helper_name: H
             }
         }
     } else if class == BPF_STX {
-        let size = ldst_string(code);
-        let bits = if code & 0x18 == BPF_DW { "64" } else { "" };
-        if mode == BPF_MEM {
-            write!(out, "*({size} *)(r{dst} {off:+}) = r{src}")
-        } else if mode == BPF_ATOMIC && ATOMIC_ALU_OPS.contains(&imm) {
-            let op_str = alu_string((imm & 0xf0) as u8);
-            write!(out, "lock *({size} *)(r{dst} {off:+}) {op_str} r{src}")
-        } else if mode == BPF_ATOMIC && ATOMIC_ALU_OPS.contains(&(imm & !BPF_FETCH)) && imm & BPF_FETCH != 0 {
-            let name = atomic_alu_string(imm);
-            write!(out, "r{src} = atomic{bits}_fetch_{name}(({size} *)(r{dst} {off:+}), r{src})")
-        } else if mode == BPF_ATOMIC && imm == BPF_CMPXCHG {
-            write!(out, "r0 = atomic{bits}_cmpxchg(({size} *)(r{dst} {off:+}), r0, r{src})")
-        } else if mode == BPF_ATOMIC && imm == BPF_XCHG {
-            write!(out, "r{src} = atomic{bits}_xchg(({size} *)(r{dst} {off:+}), r{src})")
-        } else if mode == BPF_ATOMIC && imm == BPF_LOAD_ACQ {
-            write!(out, "r{dst} = load_acquire(({size} *)(r{src} {off:+}))")
-        } else if mode == BPF_ATOMIC && imm == BPF_STORE_REL {
-            write!(out, "store_release(({size} *)(r{dst} {off:+}), r{src})")
-        } else {
-            out.clear();
-            write!(out, "BUG_{code:02x}")
+        // MEM (never refused) or ATOMIC: a known operation at a size the
+        // decoder refuses prints like the decoded op.
+        match AtomicOp::from_bits(imm).filter(|_| mode == BPF_ATOMIC) {
+            Some(op) => write_op(out, &Op::Atomic { size: Size::of(code), op, dst, src, off }, insn, helper_name),
+            None => {
+                out.clear();
+                write!(out, "BUG_{code:02x}")
+            }
         }
     } else if class == BPF_ST {
         if mode == BPF_MEM {
-            write!(out, "*({} *)(r{dst} {off:+}) = {imm}", ldst_string(code))
+            write!(out, "*({} *)(r{dst} {off:+}) = {imm}", Size::of(code).kernel())
         } else if mode == BPF_NOSPEC {
             write!(out, "nospec")
         } else {
@@ -397,14 +411,14 @@ fn write_insn(out: &mut String, insn: &Insn, next: Option<&Insn>, helper_name: H
             out.clear();
             return write!(out, "BUG_ldx_{code:02x}");
         }
-        let size = if mode == BPF_MEM { ldst_string(code) } else { ldsx_string(code) };
+        let size = if mode == BPF_MEM { Size::of(code).kernel() } else { Size::of(code).kernel_signed() };
         write!(out, "r{dst} = *({size} *)(r{src} {off:+})")
     } else if class == BPF_LD {
         if mode == BPF_ABS {
-            write!(out, "r0 = *({} *)skb[{imm}]", ldst_string(code))
+            write!(out, "r0 = *({} *)skb[{imm}]", Size::of(code).kernel())
         } else if mode == BPF_IND {
-            write!(out, "r0 = *({} *)skb[r{src} + {imm}]", ldst_string(code))
-        } else if mode == BPF_IMM && code & 0x18 == BPF_DW {
+            write!(out, "r0 = *({} *)skb[r{src} + {imm}]", Size::of(code).kernel())
+        } else if mode == BPF_IMM && Size::of(code) == Size::DW {
             match next {
                 Some(hi) => {
                     let full = (u64::from(hi.imm as u32) << 32) | u64::from(imm as u32);

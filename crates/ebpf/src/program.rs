@@ -32,7 +32,8 @@
 
 use crate::helpers::{HelperFn, Helpers};
 use crate::insn::{Insn, Pc};
-use crate::opcode::*;
+use crate::op::{self as isa, AluOp, AtomicOp, CallKind, Endian, JmpCond, OpError, Operand, Size, Width};
+use crate::opcode::{R0, R10};
 
 /// Largest program accepted, in slots (the verifier's
 /// `BPF_COMPLEXITY_LIMIT_INSNS`).
@@ -305,6 +306,9 @@ pub struct Program {
     /// The program compiled for [`crate::seccomp_exec`], if it is a
     /// converted-seccomp-shaped program (and superinstructions are on).
     pub(crate) seccomp: Option<Box<crate::seccomp_exec::SeccompProg>>,
+    /// Whether the program is inside the converted-seccomp subset
+    /// (whether or not superinstructions are on).
+    converted_seccomp: bool,
     fused: usize,
 }
 
@@ -324,12 +328,13 @@ impl Program {
         let mut second = vec![false; len];
         let mut i = 0;
         while i < len {
-            if insns.get(i).map(|x| x.code) == Some(LD_IMM64) {
-                let Some(next) = insns.get(i + 1) else {
-                    return Err(LoadError::IncompleteLdImm64 { pc: Pc(i) });
-                };
-                if next.code != 0 || next.regs != 0 || next.off != 0 {
-                    return Err(LoadError::BadLdImm64SecondSlot { pc: Pc(i + 1) });
+            if insns.get(i).is_some_and(|x| isa::Op::is_wide(*x)) {
+                match isa::Op::decode_at(insns, i) {
+                    Err(OpError::IncompleteLdImm64) => return Err(LoadError::IncompleteLdImm64 { pc: Pc(i) }),
+                    Err(OpError::BadLdImm64SecondSlot) => {
+                        return Err(LoadError::BadLdImm64SecondSlot { pc: Pc(i + 1) })
+                    }
+                    _ => {}
                 }
                 if let Some(s) = second.get_mut(i + 1) {
                     *s = true;
@@ -358,11 +363,14 @@ impl Program {
             load_cmp: Box::new([]),
             helpers: table,
             seccomp: None,
+            converted_seccomp: false,
             fused: 0,
         };
+        let seccomp = crate::seccomp_exec::compile(insns);
+        prog.converted_seccomp = seccomp.is_some();
         if !opts.no_superinstructions {
             fuse(&mut prog);
-            prog.seccomp = crate::seccomp_exec::compile(insns).map(Box::new);
+            prog.seccomp = seccomp.map(Box::new);
         }
         Ok(prog)
     }
@@ -390,6 +398,18 @@ impl Program {
     /// ([`LoadOptions::no_superinstructions`] forces the general path).
     pub fn has_seccomp_executor(&self) -> bool {
         self.seccomp.is_some()
+    }
+
+    /// Whether the program stays inside the subset of eBPF a converted
+    /// seccomp filter is made of ([`crate::seccomp_exec`]: A, TMP and X
+    /// of `bpf_convert_filter()`, `r6 = r1` the only use of the context
+    /// registers, 32-bit loads from `struct seccomp_data` after it on
+    /// every path, 32-bit stack accesses in `fp-64..=fp-4` with every read
+    /// after a write, forward jumps, no calls, `exit` last). The one
+    /// recogniser of that subset: the dedicated executor and the rbpf
+    /// adapter's unchecked backends both rely on it.
+    pub fn is_converted_seccomp(&self) -> bool {
+        self.converted_seccomp
     }
 
     /// Number of pcs whose op is a superinstruction (a fused compare chain,
@@ -448,335 +468,338 @@ impl Decoder<'_> {
         Ok(t as u32)
     }
 
+    /// Decodes one instruction ([`isa::Op::decode`]) and checks what the
+    /// module docs list: registers, refused encodings, reserved fields.
+    /// When an instruction breaks several rules, the first reported is the
+    /// first in this order: class-wide registers, the fields the operation
+    /// reads before its variant is known (its operand, or the unused fields
+    /// of END and calls), the opcode and its variant, then the operation's
+    /// own fields in encoding order.
     fn decode(&self, pc: usize, insn: Insn) -> Result<Op, LoadError> {
-        let unknown = LoadError::UnknownOpcode { pc: Pc(pc), code: insn.code };
-        match insn.class() {
-            BPF_ALU | BPF_ALU64 => self.alu(pc, insn, unknown),
-            BPF_JMP | BPF_JMP32 => self.jmp(pc, insn, unknown),
-            BPF_LD => self.ld(pc, insn, unknown),
-            BPF_LDX => self.ldx(pc, insn, unknown),
-            BPF_ST => self.st(pc, insn, unknown),
-            _ => self.stx(pc, insn, unknown),
+        let at = Pc(pc);
+        let unknown = LoadError::UnknownOpcode { pc: at, code: insn.code };
+        let class = isa::Class::of(insn);
+        // Class-wide register checks: every ALU-class instruction writes
+        // `dst`, every STX-class one names two registers.
+        match class {
+            isa::Class::Alu | isa::Class::Alu64 => {
+                self.wreg(pc, insn.dst())?;
+            }
+            isa::Class::Stx => {
+                self.reg(pc, insn.dst())?;
+                self.reg(pc, insn.src())?;
+            }
+            _ => {}
         }
-    }
-
-    fn alu(&self, pc: usize, insn: Insn, unknown: LoadError) -> Result<Op, LoadError> {
-        let is64 = insn.class() == BPF_ALU64;
-        let x = insn.code & BPF_X != 0;
-        let opc = insn.code & 0xf0;
-        let dst = self.wreg(pc, insn.dst())?;
-        if opc == BPF_END {
-            // The X bit selects TO_BE for ALU; ALU64 has only TO_LE (bswap);
-            // imm is the width, so it is not a reserved field here.
-            self.reserved(pc, insn.src() != 0, "src")?;
-            self.reserved(pc, insn.off != 0, "off")?;
-            let kind = match (is64, x, insn.imm) {
-                (false, false, 16) => Kind::Le16,
-                (false, false, 32) => Kind::Le32,
-                (false, false, 64) => Kind::Le64,
-                (false, true, 16) => Kind::Be16,
-                (false, true, 32) => Kind::Be32,
-                (false, true, 64) => Kind::Be64,
-                (true, false, 16) => Kind::Bswap16,
-                (true, false, 32) => Kind::Bswap32,
-                (true, false, 64) => Kind::Bswap64,
-                (true, true, _) => return Err(unknown),
-                (_, _, imm) => return Err(LoadError::BadImmediate { pc: Pc(pc), imm }),
+        let next = self.insns.get(pc + 1).copied();
+        let typed = match isa::Op::decode(insn, next) {
+            Ok(op) => op,
+            Err(e) => {
+                self.before_variant(pc, insn, class, e)?;
+                return Err(match e {
+                    OpError::UnknownOpcode(code) => LoadError::UnknownOpcode { pc: at, code },
+                    OpError::BadOffset(off) => LoadError::BadOffset { pc: at, off },
+                    OpError::BadImmediate(imm) => LoadError::BadImmediate { pc: at, imm },
+                    OpError::UnsupportedCall(src) => LoadError::UnsupportedCall { pc: at, src },
+                    OpError::IncompleteLdImm64 => LoadError::IncompleteLdImm64 { pc: at },
+                    OpError::BadLdImm64SecondSlot => LoadError::BadLdImm64SecondSlot { pc: Pc(pc + 1) },
+                });
+            }
+        };
+        let res = |field: &'static str| {
+            let nonzero = match field {
+                "dst" => insn.dst() != 0,
+                "src" => insn.src() != 0,
+                "off" => insn.off != 0,
+                _ => insn.imm != 0,
             };
-            return Ok(op(kind, dst, ZERO_REG, 0, 0));
-        }
-        // Operand: `regs[src] | imm`.
-        let (src, imm) = if x {
-            self.reserved(pc, insn.imm != 0, "imm")?;
-            (self.reg(pc, insn.src())?, 0u64)
-        } else {
-            self.reserved(pc, insn.src() != 0, "src")?;
-            let imm = if is64 { insn.imm as i64 as u64 } else { insn.imm as u32 as u64 };
-            (ZERO_REG, imm)
+            self.reserved(pc, nonzero, field)
         };
-        let plain_off = |s: &Self| s.reserved(pc, insn.off != 0, "off");
-        let signed = |_: &Self| match insn.off {
-            0 => Ok(false),
-            1 => Ok(true),
-            off => Err(LoadError::BadOffset { pc: Pc(pc), off }),
+        // Operand `regs[src] | imm`: K sign-extends to 64 bits for ALU64 and
+        // JMP, and is the low half for ALU32 and JMP32; the unused field of
+        // each form is reserved.
+        let operand = |width: Width, src: Operand| -> Result<(u8, u64), LoadError> {
+            Ok(match (src, width) {
+                (Operand::X(r), _) => {
+                    res("imm")?;
+                    (self.reg(pc, r)?, 0)
+                }
+                (Operand::K(k), Width::W64) => {
+                    res("src")?;
+                    (ZERO_REG, k as i64 as u64)
+                }
+                (Operand::K(k), Width::W32) => {
+                    res("src")?;
+                    (ZERO_REG, k as u32 as u64)
+                }
+            })
         };
-        let kind = match (opc, is64) {
-            (BPF_ADD, true) => Kind::Add64,
-            (BPF_ADD, false) => Kind::Add32,
-            (BPF_SUB, true) => Kind::Sub64,
-            (BPF_SUB, false) => Kind::Sub32,
-            (BPF_MUL, true) => Kind::Mul64,
-            (BPF_MUL, false) => Kind::Mul32,
-            (BPF_DIV, _) => match (signed(self)?, is64) {
-                (false, true) => Kind::Div64,
-                (false, false) => Kind::Div32,
-                (true, true) => Kind::SDiv64,
-                (true, false) => Kind::SDiv32,
-            },
-            (BPF_OR, true) => Kind::Or64,
-            (BPF_OR, false) => Kind::Or32,
-            (BPF_AND, true) => Kind::And64,
-            (BPF_AND, false) => Kind::And32,
-            (BPF_LSH, true) => Kind::Lsh64,
-            (BPF_LSH, false) => Kind::Lsh32,
-            (BPF_RSH, true) => Kind::Rsh64,
-            (BPF_RSH, false) => Kind::Rsh32,
-            (BPF_NEG, _) => {
-                if x {
-                    return Err(unknown);
+        let mem_off = |off: i16| off as i32 as u32;
+        Ok(match typed {
+            isa::Op::Alu { width, op: alu, dst, src } => {
+                let (src, imm) = operand(width, src)?;
+                // `off` selects signed division; on others it is reserved.
+                if !matches!(alu, AluOp::Div | AluOp::SDiv | AluOp::Mod | AluOp::SMod) {
+                    res("off")?;
                 }
-                self.reserved(pc, insn.src() != 0, "src")?;
-                self.reserved(pc, insn.imm != 0, "imm")?;
-                plain_off(self)?;
-                let kind = if is64 { Kind::Neg64 } else { Kind::Neg32 };
-                return Ok(op(kind, dst, ZERO_REG, 0, 0));
-            }
-            (BPF_MOD, _) => match (signed(self)?, is64) {
-                (false, true) => Kind::Mod64,
-                (false, false) => Kind::Mod32,
-                (true, true) => Kind::SMod64,
-                (true, false) => Kind::SMod32,
-            },
-            (BPF_XOR, true) => Kind::Xor64,
-            (BPF_XOR, false) => Kind::Xor32,
-            (BPF_MOV, _) => {
-                if !x {
-                    plain_off(self)?;
-                    return Ok(op(if is64 { Kind::Mov64 } else { Kind::Mov32 }, dst, src, 0, imm));
-                }
-                let kind = match (insn.off, is64) {
-                    (0, true) => Kind::Mov64,
-                    (0, false) => Kind::Mov32,
-                    (8, true) => Kind::MovSx64B,
-                    (16, true) => Kind::MovSx64H,
-                    (32, true) => Kind::MovSx64W,
-                    (8, false) => Kind::MovSx32B,
-                    (16, false) => Kind::MovSx32H,
-                    (off, _) => return Err(LoadError::BadOffset { pc: Pc(pc), off }),
+                // Shift amounts: RFC 9669 masks them (the kernel leaves K
+                // unmasked but its verifier rejects K outside the width, so
+                // the two agree on every program the kernel runs).
+                let imm = match width {
+                    Width::W64 if alu.is_shift() => imm & 63,
+                    Width::W32 if alu.is_shift() => imm & 31,
+                    _ => imm,
                 };
-                return Ok(op(kind, dst, src, 0, 0));
+                op(alu_kind(width, alu), dst, src, 0, imm)
             }
-            (BPF_ARSH, true) => Kind::Arsh64,
-            (BPF_ARSH, false) => Kind::Arsh32,
-            _ => return Err(unknown),
-        };
-        if !matches!(opc, BPF_DIV | BPF_MOD) {
-            plain_off(self)?;
-        }
-        // Shift amounts: RFC 9669 masks them (the kernel leaves K unmasked but
-        // its verifier rejects K outside the width, so the two agree on every
-        // program the kernel runs).
-        let imm =
-            if matches!(opc, BPF_LSH | BPF_RSH | BPF_ARSH) && !x { imm & if is64 { 63 } else { 31 } } else { imm };
-        Ok(op(kind, dst, src, 0, imm))
-    }
-
-    fn jmp(&self, pc: usize, insn: Insn, unknown: LoadError) -> Result<Op, LoadError> {
-        let is64 = insn.class() == BPF_JMP;
-        let x = insn.code & BPF_X != 0;
-        let opc = insn.code & 0xf0;
-        match opc {
-            BPF_JA => {
-                if x {
-                    return Err(unknown);
+            isa::Op::Neg { width, dst } => {
+                for field in ["src", "imm", "off"] {
+                    res(field)?;
                 }
-                self.reserved(pc, insn.dst() != 0, "dst")?;
-                self.reserved(pc, insn.src() != 0, "src")?;
-                let rel = if is64 {
-                    self.reserved(pc, insn.imm != 0, "imm")?;
-                    i64::from(insn.off)
-                } else {
-                    self.reserved(pc, insn.off != 0, "off")?;
-                    i64::from(insn.imm)
+                let kind = match width {
+                    Width::W64 => Kind::Neg64,
+                    Width::W32 => Kind::Neg32,
                 };
-                Ok(op(Kind::Ja, 0, ZERO_REG, self.target(pc, rel)?, 0))
+                op(kind, dst, ZERO_REG, 0, 0)
             }
-            BPF_CALL => {
-                if !is64 {
-                    return Err(unknown);
+            isa::Op::MovSx { width, dst, src, from } => {
+                let (src, _) = operand(width, Operand::X(src))?;
+                let kind = match (width, from) {
+                    (Width::W64, Size::B) => Kind::MovSx64B,
+                    (Width::W64, Size::H) => Kind::MovSx64H,
+                    (Width::W64, _) => Kind::MovSx64W,
+                    (Width::W32, Size::B) => Kind::MovSx32B,
+                    (Width::W32, _) => Kind::MovSx32H,
+                };
+                op(kind, dst, src, 0, 0)
+            }
+            isa::Op::End { endian, dst, bits } => {
+                // imm is the width, so it is not a reserved field here.
+                res("src")?;
+                res("off")?;
+                let kind = match (endian, bits) {
+                    (Endian::ToLe, 16) => Kind::Le16,
+                    (Endian::ToLe, 32) => Kind::Le32,
+                    (Endian::ToLe, _) => Kind::Le64,
+                    (Endian::ToBe, 16) => Kind::Be16,
+                    (Endian::ToBe, 32) => Kind::Be32,
+                    (Endian::ToBe, _) => Kind::Be64,
+                    (Endian::Swap, 16) => Kind::Bswap16,
+                    (Endian::Swap, 32) => Kind::Bswap32,
+                    (Endian::Swap, _) => Kind::Bswap64,
+                };
+                op(kind, dst, ZERO_REG, 0, 0)
+            }
+            isa::Op::Ja { off } => {
+                for field in ["dst", "src", "imm"] {
+                    res(field)?;
                 }
-                self.reserved(pc, insn.off != 0, "off")?;
-                if x {
-                    // callx (not in RFC 9669; the conformance suite's `call %rN`):
-                    // the helper id is read from dst at run time.
-                    if self.opts.strict {
-                        return Err(unknown);
-                    }
-                    let r = self.reg(pc, insn.dst())?;
-                    return Ok(op(Kind::Callx, r, ZERO_REG, 0, 0));
+                op(Kind::Ja, 0, ZERO_REG, self.target(pc, i64::from(off))?, 0)
+            }
+            isa::Op::Gotol { imm } => {
+                for field in ["dst", "src", "off"] {
+                    res(field)?;
                 }
-                self.reserved(pc, insn.dst() != 0, "dst")?;
-                match insn.src() {
-                    0 => {
+                op(Kind::Ja, 0, ZERO_REG, self.target(pc, i64::from(imm))?, 0)
+            }
+            isa::Op::Jmp { width, cond, dst, src, off } => {
+                let dst = self.reg(pc, dst)?;
+                let (src, imm) = operand(width, src)?;
+                let t = self.target(pc, i64::from(off))?;
+                op(jmp_kind(width, cond), dst, src, t, imm)
+            }
+            isa::Op::Call { kind, imm } => {
+                res("off")?;
+                res("dst")?;
+                match kind {
+                    CallKind::Helper => {
                         let slot = self
                             .helpers
                             .iter()
-                            .position(|(id, _)| *id == insn.imm)
-                            .ok_or(LoadError::UnknownHelper { pc: Pc(pc), id: insn.imm })?;
-                        Ok(op(Kind::Call, 0, ZERO_REG, slot as u32, insn.imm as u32 as u64))
+                            .position(|(id, _)| *id == imm)
+                            .ok_or(LoadError::UnknownHelper { pc: at, id: imm })?;
+                        op(Kind::Call, 0, ZERO_REG, slot as u32, imm as u32 as u64)
                     }
-                    BPF_PSEUDO_CALL => {
-                        let t = self.target(pc, i64::from(insn.imm))?;
-                        Ok(op(Kind::CallLocal, 0, ZERO_REG, t, 0))
-                    }
-                    src => Err(LoadError::UnsupportedCall { pc: Pc(pc), src }),
+                    CallKind::Local => op(Kind::CallLocal, 0, ZERO_REG, self.target(pc, i64::from(imm))?, 0),
+                    CallKind::Kfunc => return Err(LoadError::UnsupportedCall { pc: at, src: kind.src() }),
                 }
             }
-            BPF_EXIT => {
-                if !is64 || x {
+            // callx (not in RFC 9669; the conformance suite's `call %rN`):
+            // the helper id is read from dst at run time.
+            isa::Op::Callx { dst } => {
+                res("off")?;
+                if self.opts.strict {
                     return Err(unknown);
                 }
-                self.reserved(pc, insn.dst() != 0, "dst")?;
-                self.reserved(pc, insn.src() != 0, "src")?;
-                self.reserved(pc, insn.off != 0, "off")?;
-                self.reserved(pc, insn.imm != 0, "imm")?;
-                Ok(op(Kind::Exit, 0, ZERO_REG, 0, 0))
+                op(Kind::Callx, self.reg(pc, dst)?, ZERO_REG, 0, 0)
             }
-            BPF_JEQ | BPF_JGT | BPF_JGE | BPF_JSET | BPF_JNE | BPF_JSGT | BPF_JSGE | BPF_JLT | BPF_JLE | BPF_JSLT
-            | BPF_JSLE => {
-                let dst = self.reg(pc, insn.dst())?;
-                let (src, imm) = if x {
-                    self.reserved(pc, insn.imm != 0, "imm")?;
-                    (self.reg(pc, insn.src())?, 0)
-                } else {
-                    self.reserved(pc, insn.src() != 0, "src")?;
-                    // JMP sign-extends K to 64 bits; JMP32 compares low halves.
-                    let imm = if is64 { insn.imm as i64 as u64 } else { insn.imm as u32 as u64 };
-                    (ZERO_REG, imm)
-                };
-                let t = self.target(pc, i64::from(insn.off))?;
-                let kind = match (opc, is64) {
-                    (BPF_JEQ, true) => Kind::Jeq64,
-                    (BPF_JGT, true) => Kind::Jgt64,
-                    (BPF_JGE, true) => Kind::Jge64,
-                    (BPF_JSET, true) => Kind::Jset64,
-                    (BPF_JNE, true) => Kind::Jne64,
-                    (BPF_JSGT, true) => Kind::Jsgt64,
-                    (BPF_JSGE, true) => Kind::Jsge64,
-                    (BPF_JLT, true) => Kind::Jlt64,
-                    (BPF_JLE, true) => Kind::Jle64,
-                    (BPF_JSLT, true) => Kind::Jslt64,
-                    (BPF_JSLE, true) => Kind::Jsle64,
-                    (BPF_JEQ, false) => Kind::Jeq32,
-                    (BPF_JGT, false) => Kind::Jgt32,
-                    (BPF_JGE, false) => Kind::Jge32,
-                    (BPF_JSET, false) => Kind::Jset32,
-                    (BPF_JNE, false) => Kind::Jne32,
-                    (BPF_JSGT, false) => Kind::Jsgt32,
-                    (BPF_JSGE, false) => Kind::Jsge32,
-                    (BPF_JLT, false) => Kind::Jlt32,
-                    (BPF_JLE, false) => Kind::Jle32,
-                    (BPF_JSLT, false) => Kind::Jslt32,
-                    _ => Kind::Jsle32,
-                };
-                Ok(op(kind, dst, src, t, imm))
+            isa::Op::Exit => {
+                for field in ["dst", "src", "off", "imm"] {
+                    res(field)?;
+                }
+                op(Kind::Exit, 0, ZERO_REG, 0, 0)
             }
-            _ => Err(unknown),
-        }
-    }
-
-    fn ld(&self, pc: usize, insn: Insn, unknown: LoadError) -> Result<Op, LoadError> {
-        match insn.code {
-            LD_IMM64 => {
-                let dst = self.wreg(pc, insn.dst())?;
+            isa::Op::LdImm64 { dst, imm } => {
+                let dst = self.wreg(pc, dst)?;
                 // Pseudo sources (map fd, BTF id, ...) need a loader we do not have.
-                self.reserved(pc, insn.src() != 0, "src")?;
-                self.reserved(pc, insn.off != 0, "off")?;
-                let hi = self.insns.get(pc + 1).map_or(0, |n| n.imm);
-                let v = u64::from(insn.imm as u32) | (u64::from(hi as u32) << 32);
-                Ok(op(Kind::LdImm64, dst, ZERO_REG, 0, v))
+                res("src")?;
+                res("off")?;
+                op(Kind::LdImm64, dst, ZERO_REG, 0, imm)
             }
-            0x20 | 0x28 | 0x30 | 0x40 | 0x48 | 0x50 => {
-                let size = match insn.code & 0x18 {
-                    BPF_W => 4,
-                    BPF_H => 2,
-                    _ => 1,
-                };
-                self.reserved(pc, insn.dst() != 0, "dst")?;
-                self.reserved(pc, insn.off != 0, "off")?;
-                let indirect = insn.code & 0xe0 == BPF_IND;
-                let src = if indirect {
-                    self.reg(pc, insn.src())?
-                } else {
-                    self.reserved(pc, insn.src() != 0, "src")?;
-                    ZERO_REG
-                };
-                let kind = if indirect { Kind::LdInd } else { Kind::LdAbs };
-                Ok(Op { kind, dst: R0, src, size, a: 0, imm: insn.imm as u32 as u64 })
+            // The kernel's cBPF carry-over has no 64-bit packet load.
+            isa::Op::LdAbs { size: Size::DW, .. } | isa::Op::LdInd { size: Size::DW, .. } => return Err(unknown),
+            isa::Op::LdAbs { size, imm } => {
+                for field in ["dst", "off", "src"] {
+                    res(field)?;
+                }
+                Op { kind: Kind::LdAbs, dst: R0, src: ZERO_REG, size: size.bytes(), a: 0, imm: imm as u32 as u64 }
             }
-            _ => Err(unknown),
-        }
-    }
-
-    fn ldx(&self, pc: usize, insn: Insn, unknown: LoadError) -> Result<Op, LoadError> {
-        let kind = match insn.code {
-            0x71 => Kind::LdxB,
-            0x69 => Kind::LdxH,
-            0x61 => Kind::LdxW,
-            0x79 => Kind::LdxDw,
-            0x91 => Kind::LdxSb,
-            0x89 => Kind::LdxSh,
-            0x81 => Kind::LdxSw,
-            _ => return Err(unknown),
-        };
-        self.reserved(pc, insn.imm != 0, "imm")?;
-        let dst = self.wreg(pc, insn.dst())?;
-        let src = self.reg(pc, insn.src())?;
-        Ok(op(kind, dst, src, insn.off as i32 as u32, 0))
-    }
-
-    fn st(&self, pc: usize, insn: Insn, unknown: LoadError) -> Result<Op, LoadError> {
-        let (kind, imm) = match insn.code {
-            0x72 => (Kind::StB, u64::from(insn.imm as u8)),
-            0x6a => (Kind::StH, u64::from(insn.imm as u16)),
-            0x62 => (Kind::StW, u64::from(insn.imm as u32)),
-            0x7a => (Kind::StDw, insn.imm as i64 as u64),
-            _ => return Err(unknown),
-        };
-        self.reserved(pc, insn.src() != 0, "src")?;
-        let dst = self.reg(pc, insn.dst())?;
-        Ok(op(kind, dst, ZERO_REG, insn.off as i32 as u32, imm))
-    }
-
-    fn stx(&self, pc: usize, insn: Insn, unknown: LoadError) -> Result<Op, LoadError> {
-        let dst = self.reg(pc, insn.dst())?;
-        let src = self.reg(pc, insn.src())?;
-        let off = insn.off as i32 as u32;
-        let kind = match insn.code {
-            0x73 => Kind::StB,
-            0x6b => Kind::StH,
-            0x63 => Kind::StW,
-            0x7b => Kind::StDw,
-            0xd3 | 0xcb | 0xc3 | 0xdb => {
-                let size: u8 = match insn.code & 0x18 {
-                    BPF_B => 1,
-                    BPF_H => 2,
-                    BPF_W => 4,
-                    _ => 8,
+            isa::Op::LdInd { size, src, imm } => {
+                res("dst")?;
+                res("off")?;
+                let src = self.reg(pc, src)?;
+                Op { kind: Kind::LdInd, dst: R0, src, size: size.bytes(), a: 0, imm: imm as u32 as u64 }
+            }
+            isa::Op::Ldx { size, dst, src, off } | isa::Op::Ldsx { size, dst, src, off } => {
+                res("imm")?;
+                let signed = matches!(typed, isa::Op::Ldsx { .. });
+                let kind = match (signed, size) {
+                    (false, Size::B) => Kind::LdxB,
+                    (false, Size::H) => Kind::LdxH,
+                    (false, Size::W) => Kind::LdxW,
+                    (false, Size::DW) => Kind::LdxDw,
+                    (true, Size::B) => Kind::LdxSb,
+                    (true, Size::H) => Kind::LdxSh,
+                    (true, _) => Kind::LdxSw,
                 };
-                const LOAD_ACQ: i32 = 0x100;
-                const STORE_REL: i32 = 0x110;
-                let rmw =
-                    matches!(insn.imm, 0x00 | 0x40 | 0x50 | 0xa0 | 0x01 | 0x41 | 0x51 | 0xa1 | BPF_XCHG | BPF_CMPXCHG);
-                return match insn.imm {
-                    LOAD_ACQ => {
-                        let dst = self.wreg(pc, insn.dst())?;
-                        Ok(Op { kind: Kind::LoadAcq, dst, src, size, a: off, imm: 0 })
+                op(kind, self.wreg(pc, dst)?, self.reg(pc, src)?, mem_off(off), 0)
+            }
+            isa::Op::St { size, dst, off, imm } => {
+                res("src")?;
+                let dst = self.reg(pc, dst)?;
+                let (kind, imm) = match size {
+                    Size::B => (Kind::StB, u64::from(imm as u8)),
+                    Size::H => (Kind::StH, u64::from(imm as u16)),
+                    Size::W => (Kind::StW, u64::from(imm as u32)),
+                    Size::DW => (Kind::StDw, imm as i64 as u64),
+                };
+                op(kind, dst, ZERO_REG, mem_off(off), imm)
+            }
+            isa::Op::Stx { size, dst, src, off } => {
+                res("imm")?;
+                let kind = match size {
+                    Size::B => Kind::StB,
+                    Size::H => Kind::StH,
+                    Size::W => Kind::StW,
+                    Size::DW => Kind::StDw,
+                };
+                op(kind, dst, src, mem_off(off), 0)
+            }
+            isa::Op::Atomic { size, op: atomic, dst, src, off } => {
+                let (size, off) = (size.bytes(), mem_off(off));
+                match atomic {
+                    AtomicOp::LoadAcq => {
+                        Op { kind: Kind::LoadAcq, dst: self.wreg(pc, dst)?, src, size, a: off, imm: 0 }
                     }
-                    STORE_REL => Ok(Op { kind: Kind::StoreRel, dst, src, size, a: off, imm: 0 }),
-                    _ if rmw && size >= 4 => {
-                        if insn.imm & BPF_FETCH != 0 && insn.imm != BPF_CMPXCHG {
+                    AtomicOp::StoreRel => Op { kind: Kind::StoreRel, dst, src, size, a: off, imm: 0 },
+                    _ => {
+                        if atomic.fetches() && atomic != AtomicOp::Cmpxchg {
                             self.wreg(pc, src)?;
                         }
-                        Ok(Op { kind: Kind::Atomic, dst, src, size, a: off, imm: insn.imm as u32 as u64 })
+                        let imm = atomic.bits() as u32 as u64;
+                        Op { kind: Kind::Atomic, dst, src, size, a: off, imm }
                     }
-                    imm => Err(LoadError::BadImmediate { pc: Pc(pc), imm }),
-                };
+                }
             }
-            _ => return Err(unknown),
-        };
-        self.reserved(pc, insn.imm != 0, "imm")?;
-        Ok(op(kind, dst, src, off, 0))
+        })
+    }
+
+    /// The checks an instruction that [`isa::Op::decode`] refuses (with
+    /// `e`) passes before its opcode or variant is judged: the operand of
+    /// an ALU operation, the unused fields of END and of calls.
+    fn before_variant(&self, pc: usize, insn: Insn, class: isa::Class, e: OpError) -> Result<(), LoadError> {
+        let res = |nonzero: bool, field| self.reserved(pc, nonzero, field);
+        match isa::Op::decode(isa::repaired(insn, e), None) {
+            Ok(isa::Op::End { .. }) => {
+                res(insn.src() != 0, "src")?;
+                res(insn.off != 0, "off")?;
+            }
+            Ok(isa::Op::Call { .. }) => {
+                res(insn.off != 0, "off")?;
+                res(insn.dst() != 0, "dst")?;
+            }
+            _ if matches!(class, isa::Class::Alu | isa::Class::Alu64) => match isa::Operand::of(insn) {
+                Operand::X(src) => {
+                    res(insn.imm != 0, "imm")?;
+                    self.reg(pc, src)?;
+                }
+                Operand::K(_) => res(insn.src() != 0, "src")?,
+            },
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+/// The interpreter's kind of a binary ALU operation.
+fn alu_kind(width: Width, alu: AluOp) -> Kind {
+    match (width, alu) {
+        (Width::W64, AluOp::Add) => Kind::Add64,
+        (Width::W64, AluOp::Sub) => Kind::Sub64,
+        (Width::W64, AluOp::And) => Kind::And64,
+        (Width::W64, AluOp::Or) => Kind::Or64,
+        (Width::W64, AluOp::Lsh) => Kind::Lsh64,
+        (Width::W64, AluOp::Rsh) => Kind::Rsh64,
+        (Width::W64, AluOp::Xor) => Kind::Xor64,
+        (Width::W64, AluOp::Mul) => Kind::Mul64,
+        (Width::W64, AluOp::Mov) => Kind::Mov64,
+        (Width::W64, AluOp::Arsh) => Kind::Arsh64,
+        (Width::W64, AluOp::Div) => Kind::Div64,
+        (Width::W64, AluOp::SDiv) => Kind::SDiv64,
+        (Width::W64, AluOp::Mod) => Kind::Mod64,
+        (Width::W64, AluOp::SMod) => Kind::SMod64,
+        (Width::W32, AluOp::Add) => Kind::Add32,
+        (Width::W32, AluOp::Sub) => Kind::Sub32,
+        (Width::W32, AluOp::And) => Kind::And32,
+        (Width::W32, AluOp::Or) => Kind::Or32,
+        (Width::W32, AluOp::Lsh) => Kind::Lsh32,
+        (Width::W32, AluOp::Rsh) => Kind::Rsh32,
+        (Width::W32, AluOp::Xor) => Kind::Xor32,
+        (Width::W32, AluOp::Mul) => Kind::Mul32,
+        (Width::W32, AluOp::Mov) => Kind::Mov32,
+        (Width::W32, AluOp::Arsh) => Kind::Arsh32,
+        (Width::W32, AluOp::Div) => Kind::Div32,
+        (Width::W32, AluOp::SDiv) => Kind::SDiv32,
+        (Width::W32, AluOp::Mod) => Kind::Mod32,
+        (Width::W32, AluOp::SMod) => Kind::SMod32,
+    }
+}
+
+/// The interpreter's kind of a conditional jump.
+pub(crate) fn jmp_kind(width: Width, cond: JmpCond) -> Kind {
+    match (width, cond) {
+        (Width::W64, JmpCond::Eq) => Kind::Jeq64,
+        (Width::W64, JmpCond::Ne) => Kind::Jne64,
+        (Width::W64, JmpCond::Gt) => Kind::Jgt64,
+        (Width::W64, JmpCond::Lt) => Kind::Jlt64,
+        (Width::W64, JmpCond::Ge) => Kind::Jge64,
+        (Width::W64, JmpCond::Le) => Kind::Jle64,
+        (Width::W64, JmpCond::Sgt) => Kind::Jsgt64,
+        (Width::W64, JmpCond::Slt) => Kind::Jslt64,
+        (Width::W64, JmpCond::Sge) => Kind::Jsge64,
+        (Width::W64, JmpCond::Sle) => Kind::Jsle64,
+        (Width::W64, JmpCond::Set) => Kind::Jset64,
+        (Width::W32, JmpCond::Eq) => Kind::Jeq32,
+        (Width::W32, JmpCond::Ne) => Kind::Jne32,
+        (Width::W32, JmpCond::Gt) => Kind::Jgt32,
+        (Width::W32, JmpCond::Lt) => Kind::Jlt32,
+        (Width::W32, JmpCond::Ge) => Kind::Jge32,
+        (Width::W32, JmpCond::Le) => Kind::Jle32,
+        (Width::W32, JmpCond::Sgt) => Kind::Jsgt32,
+        (Width::W32, JmpCond::Slt) => Kind::Jslt32,
+        (Width::W32, JmpCond::Sge) => Kind::Jsge32,
+        (Width::W32, JmpCond::Sle) => Kind::Jsle32,
+        (Width::W32, JmpCond::Set) => Kind::Jset32,
     }
 }
 

@@ -90,13 +90,15 @@
 //! the start of its chain, and each entry the count up to itself (a link
 //! carries its exit's count less that of the entry it links to).
 
+use crate::filter_h::{BPF_REG_A, BPF_REG_ARG1, BPF_REG_CTX, BPF_REG_FP, BPF_REG_TMP, BPF_REG_X};
 use crate::insn::{Insn, Pc};
 use crate::interp::ExecError;
+use crate::op::{AluOp, JmpCond, Op, Operand, Size, Width};
 
-/// Register codes of the subset (`SOp::dst` / `SOp::src`).
-const RA: u8 = 0; // r0
-const RT: u8 = 1; // r2
-const RX: u8 = 2; // r7
+/// Register codes of the subset (`SOp::dst` / `SOp::src`): A, TMP, X.
+const RA: u8 = 0;
+const RT: u8 = 1;
+const RX: u8 = 2;
 /// `SOp::src` of a K-form compare: the operand is `imm`.
 const RK: u8 = 3;
 
@@ -119,10 +121,12 @@ enum Kind {
     MovK,
     Mov32,
     Mov64,
-    /// ALU32, K form: `aux` = operation (`code & 0xf0`).
+    /// ALU32, K form: `aux` = operation (index in [`AluOp::ALL`]).
     AluK,
     /// ALU32, X form.
     AluX,
+    /// `wD = -wD`.
+    Neg,
     /// `dst = ctx word aux`.
     LdCtx,
     /// `dst = stack slot aux`.
@@ -720,11 +724,13 @@ pub(crate) struct SeccompProg {
     start: u32,
 }
 
+/// The code of a register of the subset (`bpf_convert_filter()`'s A, TMP
+/// and X).
 fn reg(r: u8) -> Option<u8> {
     match r {
-        0 => Some(RA),
-        2 => Some(RT),
-        7 => Some(RX),
+        BPF_REG_A => Some(RA),
+        BPF_REG_TMP => Some(RT),
+        BPF_REG_X => Some(RX),
         _ => None,
     }
 }
@@ -756,73 +762,81 @@ fn plain(pc: usize, insn: Insn) -> Option<Plain> {
     let mk = |kind, dst, src, aux, target, imm| SOp { kind, dst, src, aux, target, imm };
     let target = |off: i16| -> Option<u32> { (off >= 0).then(|| (pc as i64 + 1 + i64::from(off)) as u32) };
     let p = |op: SOp, uses: u8, defs: u8| Plain { op, uses, defs, falls: true, jumps: false };
-    let code = insn.code;
-    Some(match code {
-        // ALU32 (class 0x04) but END (0xd4/0xdc) and ARSH (0xc4/0xcc).
-        _ if code & 0x07 == 0x04 => {
-            let opc = code & 0xf0;
-            let x = code & 0x08 != 0;
-            let dst = reg(insn.dst())?;
-            if insn.off != 0 || matches!(opc, 0xc0 | 0xd0 | 0xe0 | 0xf0) || (opc == 0x80 && x) {
+    // `ld_imm64` is outside the subset: no second slot to read.
+    let op = Op::decode(insn, None).ok()?;
+    Some(match op {
+        // ALU32 but ARSH and the signed forms; no junk in `off`.
+        Op::Alu { width: Width::W32, op: alu, dst, src } => {
+            if insn.off != 0 || matches!(alu, AluOp::Arsh | AluOp::SDiv | AluOp::SMod) {
                 return None;
             }
-            if opc == 0xb0 {
-                return Some(if x {
-                    let src = reg(insn.src())?;
+            let dst = reg(dst)?;
+            match (alu, src) {
+                (AluOp::Mov, Operand::X(src)) => {
+                    let src = reg(src)?;
                     p(mk(Kind::Mov32, dst, src, 0, 0, 0), bit(src), bit(dst))
-                } else {
-                    p(mk(Kind::MovK, dst, 0, 0, 0, u64::from(insn.imm as u32)), 0, bit(dst))
-                });
-            }
-            if x {
-                let src = reg(insn.src())?;
-                p(mk(Kind::AluX, dst, src, opc, 0, 0), bit(src) | bit(dst), bit(dst))
-            } else {
-                p(mk(Kind::AluK, dst, 0, opc, 0, u64::from(insn.imm as u32)), bit(dst), bit(dst))
+                }
+                (AluOp::Mov, Operand::K(imm)) => p(mk(Kind::MovK, dst, 0, 0, 0, u64::from(imm as u32)), 0, bit(dst)),
+                (_, Operand::X(src)) => {
+                    let src = reg(src)?;
+                    p(mk(Kind::AluX, dst, src, alu_code(alu), 0, 0), bit(src) | bit(dst), bit(dst))
+                }
+                (_, Operand::K(imm)) => {
+                    p(mk(Kind::AluK, dst, 0, alu_code(alu), 0, u64::from(imm as u32)), bit(dst), bit(dst))
+                }
             }
         }
+        Op::Neg { width: Width::W32, dst } if insn.off == 0 => {
+            let dst = reg(dst)?;
+            p(mk(Kind::Neg, dst, 0, 0, 0, 0), bit(dst), bit(dst))
+        }
         // MOV64 X: among A/TMP/X, or `r6 = r1`.
-        0xbf if insn.off == 0 => {
-            if insn.dst() == 6 && insn.src() == 1 {
+        Op::Alu { width: Width::W64, op: AluOp::Mov, dst, src: Operand::X(src) } => {
+            if dst == BPF_REG_CTX && src == BPF_REG_ARG1 {
                 p(mk(Kind::CtxPtr, 0, 0, 0, 0, 0), 0, 0)
             } else {
-                let (dst, src) = (reg(insn.dst())?, reg(insn.src())?);
+                let (dst, src) = (reg(dst)?, reg(src)?);
                 p(mk(Kind::Mov64, dst, src, 0, 0, 0), bit(src), bit(dst))
             }
         }
-        0x61 => {
-            let dst = reg(insn.dst())?;
-            match insn.src() {
-                6 if (0..=60).contains(&insn.off) && insn.off % 4 == 0 => {
-                    p(mk(Kind::LdCtx, dst, 0, (insn.off / 4) as u8, 0, 0), 0, bit(dst))
+        Op::Ldx { size: Size::W, dst, src, off } => {
+            let dst = reg(dst)?;
+            match src {
+                BPF_REG_CTX if (0..=60).contains(&off) && off % 4 == 0 => {
+                    p(mk(Kind::LdCtx, dst, 0, (off / 4) as u8, 0, 0), 0, bit(dst))
                 }
-                10 => p(mk(Kind::LdStack, dst, 0, slot(insn.off)?, 0, 0), 0, bit(dst)),
+                BPF_REG_FP => p(mk(Kind::LdStack, dst, 0, slot(off)?, 0, 0), 0, bit(dst)),
                 _ => return None,
             }
         }
-        0x63 if insn.dst() == 10 => {
-            let src = reg(insn.src())?;
-            p(mk(Kind::StStack, 0, src, slot(insn.off)?, 0, 0), bit(src), 0)
+        Op::Stx { size: Size::W, dst: BPF_REG_FP, src, off } => {
+            let src = reg(src)?;
+            p(mk(Kind::StStack, 0, src, slot(off)?, 0, 0), bit(src), 0)
         }
-        0x05 => Plain { op: mk(Kind::Ja, 0, 0, 0, target(insn.off)?, 0), uses: 0, defs: 0, falls: false, jumps: true },
-        0x95 => Plain { op: mk(Kind::Exit, 0, 0, 0, 0, 0), uses: bit(RA), defs: 0, falls: false, jumps: false },
-        0x15 | 0x1d | 0x25 | 0x2d | 0x35 | 0x3d | 0x45 | 0x4d | 0x55 | 0x5d | 0xa5 | 0xad | 0xb5 | 0xbd => {
-            let cond = match code & 0xf0 {
-                0x10 => EQ,
-                0x20 => GT,
-                0x30 => GE,
-                0x40 => SET,
-                0x50 => NE,
-                0xa0 => LT,
-                _ => LE,
+        Op::Ja { off } => {
+            Plain { op: mk(Kind::Ja, 0, 0, 0, target(off)?, 0), uses: 0, defs: 0, falls: false, jumps: true }
+        }
+        Op::Exit => Plain { op: mk(Kind::Exit, 0, 0, 0, 0, 0), uses: bit(RA), defs: 0, falls: false, jumps: false },
+        // The unsigned conditions of class JMP, K and X.
+        Op::Jmp { width: Width::W64, cond, dst, src, off } => {
+            let cond = match cond {
+                JmpCond::Eq => EQ,
+                JmpCond::Gt => GT,
+                JmpCond::Ge => GE,
+                JmpCond::Set => SET,
+                JmpCond::Ne => NE,
+                JmpCond::Lt => LT,
+                JmpCond::Le => LE,
+                _ => return None,
             };
-            let dst = reg(insn.dst())?;
-            let t = target(insn.off)?;
-            let (src, imm, uses) = if code & 0x08 != 0 {
-                let src = reg(insn.src())?;
-                (src, 0, bit(src) | bit(dst))
-            } else {
-                (RK, insn.imm as i64 as u64, bit(dst))
+            let dst = reg(dst)?;
+            let t = target(off)?;
+            let (src, imm, uses) = match src {
+                Operand::X(src) => {
+                    let src = reg(src)?;
+                    (src, 0, bit(src) | bit(dst))
+                }
+                Operand::K(imm) => (RK, imm as i64 as u64, bit(dst)),
             };
             let kind = match (dst, src, cond) {
                 (RA, RK, EQ) => Kind::JeqK,
@@ -838,6 +852,11 @@ fn plain(pc: usize, insn: Insn) -> Option<Plain> {
         }
         _ => return None,
     })
+}
+
+/// `SOp::aux` of an ALU32 op: its index in [`AluOp::ALL`].
+fn alu_code(alu: AluOp) -> u8 {
+    AluOp::ALL.iter().position(|&o| o == alu).unwrap_or(0) as u8
 }
 
 /// A chain entry (a pc where the rest of a chain is what execution does),
@@ -860,7 +879,7 @@ struct EntryAt {
 /// describe (the general interpreter runs it then).
 pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
     let n = insns.len();
-    if n == 0 || n > u32::MAX as usize / 2 || insns.last()?.code != 0x95 {
+    if n == 0 || n > u32::MAX as usize / 2 || Op::decode(*insns.last()?, None) != Ok(Op::Exit) {
         return None;
     }
     let plains: Vec<Plain> = insns.iter().enumerate().map(|(pc, i)| plain(pc, *i)).collect::<Option<_>>()?;
@@ -1010,10 +1029,10 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
                 _ => continue,
             };
             *slot = SOp { kind, dst: RT, src: RK, aux: 0, target: next.target, imm: o.imm };
-        } else if o.kind == Kind::AluX && o.aux == 0xa0 && o.dst == RA && o.src == RA {
+        } else if o.kind == Kind::AluX && o.aux == alu_code(AluOp::Xor) && o.dst == RA && o.src == RA {
             let third = base.get(pc + 2).map(|t| t.kind);
             if next.kind == Kind::AluX
-                && next.aux == 0xa0
+                && next.aux == alu_code(AluOp::Xor)
                 && next.dst == RX
                 && next.src == RX
                 && third == Some(Kind::CtxPtr)
@@ -1102,26 +1121,11 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
     })
 }
 
-/// ALU32 `op` (`code & 0xf0`) on the low halves, zero-extended. Division
-/// and modulo by zero follow the verifier's `do_misc_fixups()`: `x / 0 = 0`,
-/// `x % 0 = x`; shift amounts are masked to 31 as in the general
-/// interpreter.
+/// ALU32 operation `op` (its index in [`AluOp::ALL`]) on the low halves,
+/// zero-extended: [`AluOp::eval32`].
 #[inline(always)]
 fn alu32(op: u8, d: u64, v: u64) -> u64 {
-    let (d, v) = (d as u32, v as u32);
-    u64::from(match op {
-        0x00 => d.wrapping_add(v),
-        0x10 => d.wrapping_sub(v),
-        0x20 => d.wrapping_mul(v),
-        0x30 => d.checked_div(v).unwrap_or(0),
-        0x40 => d | v,
-        0x50 => d & v,
-        0x60 => d.wrapping_shl(v),
-        0x70 => d.wrapping_shr(v),
-        0x80 => d.wrapping_neg(),
-        0x90 => d.checked_rem(v).unwrap_or(d),
-        _ => d ^ v,
-    })
+    AluOp::ALL.get(usize::from(op)).map_or(d, |o| u64::from(o.eval32(d as u32, v as u32)))
 }
 
 #[inline(always)]
@@ -1349,6 +1353,7 @@ impl SeccompProg {
                 Kind::Mov64 => set!(op.dst, get!(op.src)),
                 Kind::AluK => set!(op.dst, alu32(op.aux, get!(op.dst), op.imm)),
                 Kind::AluX => set!(op.dst, alu32(op.aux, get!(op.dst), get!(op.src))),
+                Kind::Neg => set!(op.dst, u64::from((get!(op.dst) as u32).wrapping_neg())),
                 Kind::LdCtx => set!(op.dst, word(data, op.aux)),
                 // With SLOTS = 16 the masked index is in range (no check
                 // survives); with SLOTS = 0 these arms are never reached.

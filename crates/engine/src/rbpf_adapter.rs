@@ -7,7 +7,7 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use ebpf::opcode::*;
+use ebpf::op::{AluOp, Op};
 use ebpf::Insn;
 
 /// Which rbpf backend runs the program.
@@ -33,8 +33,8 @@ pub enum RbpfError {
     JitTooLarge { bound: usize },
     #[error("rbpf's {backend} panicked while compiling: {message}")]
     CompilerPanic { backend: &'static str, message: String },
-    #[error("insn {pc}: not a converted seccomp program ({why}); rbpf's compiled backends are only used on those")]
-    NotSeccompShaped { pc: usize, why: &'static str },
+    #[error("not a converted seccomp program (outside ebpf's converted-seccomp subset); rbpf's compiled backends are only used on those")]
+    NotSeccompShaped,
 }
 
 /// rbpf's x86 JIT writes into a single 4096-byte page and panics past it.
@@ -49,52 +49,31 @@ pub fn jit_size_bound(insns: &[Insn]) -> usize {
     PROLOGUE_EPILOGUE
         + insns
             .iter()
-            .map(|i| match (i.class(), i.code & 0xf0) {
-                (BPF_JMP | BPF_JMP32, BPF_EXIT) => 1,
-                (BPF_JMP | BPF_JMP32, BPF_JA) => 5,
-                (BPF_JMP | BPF_JMP32, BPF_CALL) => 64,
-                (BPF_JMP | BPF_JMP32, _) => 14,
-                (BPF_ALU | BPF_ALU64, BPF_MUL | BPF_DIV | BPF_MOD) => 64,
-                (BPF_ALU | BPF_ALU64, _) => 12,
+            .map(|i| match Op::decode(*i, None) {
+                Ok(Op::Exit) => 1,
+                Ok(Op::Ja { .. } | Op::Gotol { .. }) => 5,
+                Ok(Op::Call { .. } | Op::Callx { .. }) => 64,
+                Ok(Op::Jmp { .. }) => 14,
+                Ok(Op::Alu { op: AluOp::Mul | AluOp::Div | AluOp::SDiv | AluOp::Mod | AluOp::SMod, .. }) => 64,
+                Ok(Op::Alu { .. } | Op::Neg { .. } | Op::MovSx { .. } | Op::End { .. }) => 12,
                 _ => 16,
             })
             .sum::<usize>()
 }
 
-/// Checks that a program only touches the 64-byte `seccomp_data` through r6
-/// (set once from r1 by the converter's prologue) and the stack through r10,
-/// at in-bounds 32-bit offsets, and makes no calls. This is what makes running
-/// it under rbpf's unchecked JIT sound.
+/// Checks that a program is a converted seccomp filter as
+/// [`ebpf::Program::is_converted_seccomp`] recognises it: it touches the
+/// 64-byte `seccomp_data` only through r6 (= r1) and the stack only through
+/// r10, at in-bounds 32-bit offsets, and makes no calls. This is what makes
+/// running it under rbpf's unchecked JIT sound.
 pub fn check_seccomp_shaped(insns: &[Insn]) -> Result<(), RbpfError> {
-    let bad = |pc, why| Err(RbpfError::NotSeccompShaped { pc, why });
-    for (pc, i) in insns.iter().enumerate() {
-        let writes_r6 = matches!(i.class(), BPF_ALU | BPF_ALU64 | BPF_LDX) && i.dst() == R6;
-        if writes_r6 && !(pc == 2 && i.code == (BPF_ALU64 | BPF_MOV | BPF_X) && i.src() == R1) {
-            return bad(pc, "r6 written outside the prologue");
-        }
-        match i.class() {
-            BPF_LDX => {
-                if i.code != (BPF_LDX | BPF_MEM | BPF_W) {
-                    return bad(pc, "load other than 32-bit");
-                }
-                let ok = match i.src() {
-                    R6 => (0..=60).contains(&i.off) && i.off % 4 == 0,
-                    R10 => (-512..=-4).contains(&i.off),
-                    _ => false,
-                };
-                if !ok {
-                    return bad(pc, "load outside seccomp_data or the stack");
-                }
-            }
-            BPF_ST | BPF_STX if i.dst() != R10 || !(-512..=-4).contains(&i.off) || i.code & 0xe0 != BPF_MEM => {
-                return bad(pc, "store outside the stack");
-            }
-            BPF_LD => return bad(pc, "BPF_LD class instruction"),
-            BPF_JMP if i.code & 0xf0 == BPF_CALL => return bad(pc, "call"),
-            _ => {}
-        }
+    // No helpers: a program with calls is not one.
+    let loaded = ebpf::Program::load(insns, &ebpf::LoadOptions::default(), &ebpf::Helpers::new()).ok();
+    if loaded.is_some_and(|p| p.is_converted_seccomp()) {
+        Ok(())
+    } else {
+        Err(RbpfError::NotSeccompShaped)
     }
-    Ok(())
 }
 
 fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
@@ -164,10 +143,11 @@ impl<'a> RbpfSeccomp<'a> {
             Backend::Interpreter => self.vm.execute_program(data),
             #[allow(unsafe_code)]
             // SAFETY: `new` only JIT-compiles programs that pass
-            // `check_seccomp_shaped`: every load is a 32-bit read at offsets
-            // 0..=60 of r6 (= r1 = `data`, 64 bytes) or inside the 512-byte
-            // stack, every store is inside the stack, there are no calls and
-            // r6 is never reassigned; `data` lives for the whole call.
+            // `check_seccomp_shaped`: every context load is a 32-bit read at
+            // offsets 0..=60 of r6 after `r6 = r1` (= `data`, 64 bytes) on
+            // every path, every stack access is inside `fp-64..=fp-4` of the
+            // 512-byte stack, there are no calls, and r6 and r1 are written
+            // by nothing else; `data` lives for the whole call.
             Backend::Jit => unsafe { self.vm.execute_program_jit(data) },
             Backend::Cranelift => self.vm.execute_program_cranelift(data),
         };
