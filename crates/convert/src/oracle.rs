@@ -9,18 +9,12 @@
 //!
 //! Used by the property tests, the test_bpf and filter suites, the fuzz
 //! targets and the xtask alike, so "equivalent" means one thing everywhere.
-//! Four parts:
+//! Three parts:
 //!
 //! - [`Oracle`]: one program, prepared once (classic pre-decode, conversion,
 //!   eBPF load), checked on any number of inputs; [`check_seccomp`] and
 //!   [`check_socket`] are the one-shot forms. A disagreement is a
 //!   [`Mismatch`] naming the program, the input and both results.
-//! - The socket context mapping: [`skb_meta`] turns the classic model of an
-//!   `sk_buff` ([`cbpf::Skb`]) into our eBPF context ([`ebpf::SkbMeta`]), and
-//!   [`socket_helpers`] is the helper table to load converted socket filters
-//!   with. `SKF_AD_PAY_OFFSET` comes from ONE place, the classic model
-//!   ([`cbpf::Skb::payload_offset`]): [`skb_meta`] stores its answer in the
-//!   context ([`ebpf::SkbMeta::pay_offset`]), which the eBPF helper returns.
 //! - Input generators that reach every branch: [`branch_inputs`] (seccomp)
 //!   and [`branch_packets`] (socket) run a small forward data flow over the
 //!   program to learn which field (seccomp word, packet bytes, ancillary
@@ -39,45 +33,7 @@ use cbpf::opcode::*;
 use cbpf::{Insn, Mode, NetDevice, Op, Program, SeccompData, Skb, Src};
 
 use crate::filter::{convert, ConvertError, Converted, Options};
-
-// ---------------------------------------------------------------------------
-// Socket context mapping
-// ---------------------------------------------------------------------------
-
-/// Our eBPF socket context for the classic model of an `sk_buff`: the same
-/// packet and field values, so a converted socket filter reads what the
-/// classic interpreter reads.
-///
-/// `pay_offset` (what `SKF_AD_PAY_OFFSET` reads) is the classic model's
-/// flow-dissector answer, [`cbpf::Skb::payload_offset`], so both
-/// interpreters take it from the same model.
-pub fn skb_meta(skb: &Skb<'_>) -> ebpf::SkbMeta {
-    ebpf::SkbMeta {
-        protocol: skb.protocol,
-        pkt_type: skb.pkt_type,
-        ifindex: skb.dev.map(|d| d.ifindex as u32),
-        hatype: skb.dev.map(|d| d.hatype).unwrap_or(0),
-        mark: skb.mark,
-        queue_mapping: skb.queue_mapping,
-        vlan_tci: skb.vlan_tci,
-        vlan_proto: skb.vlan_proto,
-        vlan_present: skb.vlan_tci != 0 || skb.vlan_proto != 0,
-        hash: skb.rxhash,
-        cpu: skb.cpu,
-        random: skb.random,
-        network_header: Some(skb.network_offset as u32),
-        mac_header: skb.mac_offset.map(|m| m as u32),
-        headlen: Some(skb.headlen.min(skb.data.len())),
-        pay_offset: skb.payload_offset(),
-    }
-}
-
-/// The helpers to load converted socket filters with: [`ebpf::Helpers::socket`]
-/// (its `bpf_skb_get_pay_offset()` returns the context's `pay_offset`,
-/// which [`skb_meta`] fills from the classic model).
-pub fn socket_helpers() -> ebpf::Helpers {
-    ebpf::Helpers::socket()
-}
+use crate::socket_ctx::{skb_meta, socket_helpers};
 
 /// An owned [`cbpf::Skb`]: a packet and its `sk_buff` fields, kept by
 /// generators and mismatch reports.

@@ -191,7 +191,7 @@ fn filters_agree_on_branch_inputs_and_take_every_branch() {
 
 /// The wiring of `SKF_AD_PAY_OFFSET`: the classic model
 /// ([`cbpf::Skb::payload_offset`]) is the only flow dissector;
-/// `convert::oracle::skb_meta` stores its answer in the eBPF context and
+/// `convert::socket_ctx::skb_meta` stores its answer in the eBPF context and
 /// ebpf's own `bpf_skb_get_pay_offset()` helper ([`ebpf::Helpers::socket`])
 /// returns it. Cases where a second dissector used to disagree: DCCP header
 /// length (`sizeof(struct dccp_hdr)` is 12), headers in paged data.
@@ -222,7 +222,7 @@ fn ebpf_pay_offset_helper_matches_the_classic_model() {
             skb.headlen = h;
         }
         let classic = cbpf::Interp::new(&prog).run_socket(&skb).unwrap();
-        let ctx = ebpf::SkbContext::new(skb.data, &convert::oracle::skb_meta(&skb));
+        let ctx = ebpf::SkbContext::new(skb.data, &convert::socket_ctx::skb_meta(&skb));
         let own = ebpf::Vm::new().run(&ebpf_own, ebpf::Input::Skb(&ctx)).unwrap() as u32;
         if classic != own {
             failures.push(format!("{name}: classic model {classic}, ebpf helper {own}"));

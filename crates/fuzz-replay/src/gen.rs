@@ -335,9 +335,9 @@ impl Packet {
     }
 
     /// The eBPF interpreter's view (our documented context layout), by the
-    /// one mapping the oracle defines ([`convert::oracle::skb_meta`]).
+    /// one mapping the oracle defines ([`convert::socket_ctx::skb_meta`]).
     pub fn ebpf_meta(&self) -> ebpf::SkbMeta {
-        convert::oracle::skb_meta(&self.cbpf_skb())
+        convert::socket_ctx::skb_meta(&self.cbpf_skb())
     }
 }
 

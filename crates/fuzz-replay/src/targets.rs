@@ -146,7 +146,7 @@ fn equiv(prog: &Program, inputs: &[Input]) {
             Err(e) => fail(format_args!("convert({opts:?}) refused a validated program: {e}\n{}", listing(prog))),
         };
         let lo = LoadOptions { strict: false, no_superinstructions };
-        let eprog = match ebpf::Program::load(&out.insns, &lo, &convert::oracle::socket_helpers()) {
+        let eprog = match ebpf::Program::load(&out.insns, &lo, &convert::socket_ctx::socket_helpers()) {
             Ok(p) => p,
             Err(e) => fail(format_args!("converted program ({opts:?}) does not load: {e}\n{}", listing(prog))),
         };
