@@ -30,8 +30,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use cbpf::{validate, Insn, Mode, Program};
-use convert::oracle::{Oracle, SocketInput};
 use convert::{convert, side_by_side, Options};
+use test_kit::{Oracle, SocketInput};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/convert");
 const MARKER: &str = "== expect";

@@ -14,10 +14,8 @@
 use std::collections::HashSet;
 
 use cbpf::{raw, validate, Interp, Mode, Op};
-use convert::oracle::{
-    arbitrary_program, branch_inputs, branch_packets, impossible_outcomes, Oracle, SetupError, SplitMix64,
-};
 use proptest::prelude::*;
+use test_kit::{arbitrary_program, branch_inputs, branch_packets, impossible_outcomes, Oracle, SetupError, SplitMix64};
 
 const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
 
@@ -93,7 +91,7 @@ fn ebpf_negative_offset_loads_reach_paged_data() {
     let mut skb = cbpf::Skb::test_bpf(&data);
     skb.headlen = 20;
     assert_eq!(cbpf::Interp::new(&prog).run_socket(&skb), Ok(22));
-    assert_eq!(convert::oracle::check_socket(&prog, &skb), Ok(22));
+    assert_eq!(test_kit::check_socket(&prog, &skb), Ok(22));
 }
 
 proptest! {

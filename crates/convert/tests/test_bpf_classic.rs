@@ -13,8 +13,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use cbpf::{validate, Insn, Mode};
-use convert::oracle::{Oracle, SocketInput};
 use serde_json::Value;
+use test_kit::{Oracle, SocketInput};
 
 const CLASSIC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/test_bpf/classic.json");
 

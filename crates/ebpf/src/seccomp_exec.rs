@@ -1628,8 +1628,8 @@ mod tests {
     #[test]
     fn both_variants_match_the_general_interpreter_on_converted_programs() {
         const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
-        let mut rng = convert::oracle::SplitMix64::new(0xe5_9eed);
-        let inputs = |rng: &mut convert::oracle::SplitMix64, consts: &[u32]| -> Vec<(String, [u8; 64])> {
+        let mut rng = test_kit::SplitMix64::new(0xe5_9eed);
+        let inputs = |rng: &mut test_kit::SplitMix64, consts: &[u32]| -> Vec<(String, [u8; 64])> {
             (0..48)
                 .map(|_| {
                     let mut d = [0u8; 64];
@@ -1664,7 +1664,7 @@ mod tests {
         }
         assert!(programs >= 8, "too few filters: {programs}");
         for case in 0..400 {
-            let classic = convert::oracle::arbitrary_program(&mut || rng.next_u64(), cbpf::Mode::Seccomp, 48);
+            let classic = test_kit::arbitrary_program(&mut || rng.next_u64(), cbpf::Mode::Seccomp, 48);
             let consts: Vec<u32> = classic.iter().map(|i| i.k).collect();
             let raw = cbpf::raw::encode(&classic);
             failures.extend(differences_on(&format!("random {case}"), &converted(&raw), &inputs(&mut rng, &consts)));

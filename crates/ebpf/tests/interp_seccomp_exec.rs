@@ -6,8 +6,8 @@
 //! testdata/filters vector and on random converted programs with random
 //! `struct seccomp_data`; programs outside the subset fall back.
 
-use convert::oracle::{arbitrary_program, SplitMix64};
 use ebpf::{ExecError, Helpers, Input, Insn, LoadOptions, Program, Vm};
+use test_kit::{arbitrary_program, SplitMix64};
 
 const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
 

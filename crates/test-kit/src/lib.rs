@@ -1,0 +1,24 @@
+//! bpfconv's test kit (not published): what every cross-crate suite and
+//! every fuzz target shares, written once.
+//!
+//! ```text
+//! corpus ──► testdata/filters (+ vectors), testdata/test_bpf/classic.json
+//! gen ─────► random VALID classic programs (seeded or from fuzzer bytes)
+//! branch ──► inputs that reach every branch of a program
+//! oracle ──► trace interpreter (reference) vs every engine, with step counts
+//! ```
+//!
+//! The libraries' own tests use only their library; suites that need
+//! several crates live in `crates/integration` and use this crate; the fuzz
+//! target bodies (`crates/fuzz-replay`) use it too.
+
+pub mod branch;
+pub mod corpus;
+pub mod gen;
+pub mod input;
+pub mod oracle;
+
+pub use branch::{branch_inputs, branch_packets, impossible_outcomes};
+pub use gen::{arbitrary_program, ByteSource, SplitMix64};
+pub use input::SocketInput;
+pub use oracle::{check_seccomp, check_socket, Engine, Mismatch, Oracle, OracleError, OracleInput, Run, SetupError};
