@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! corpus ──► testdata/filters (+ vectors), testdata/test_bpf/classic.json
+//!            (feature `corpus`)
 //! gen ─────► random VALID classic programs (seeded or from fuzzer bytes)
 //! branch ──► inputs that reach every branch of a program
 //! oracle ──► trace interpreter (reference) vs every engine, with step counts
@@ -13,6 +14,7 @@
 //! target bodies (`crates/fuzz-replay`) use it too.
 
 pub mod branch;
+#[cfg(feature = "corpus")]
 pub mod corpus;
 pub mod gen;
 pub mod input;

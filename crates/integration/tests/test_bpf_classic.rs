@@ -1,7 +1,7 @@
 //! lib/test_bpf.c's classic tests (testdata/test_bpf/classic.json): every
 //! run must give the kernel's expected value on the CONVERTED program run by
-//! our eBPF interpreter, and the classic interpreter must agree
-//! (`convert::oracle`). The 10 `expected_fail` programs must be refused by
+//! our eBPF interpreter, and the classic interpreters must agree
+//! (`test_kit::oracle`). The 10 `expected_fail` programs must be refused by
 //! validation or conversion. One aggregating test lists every failing case.
 //!
 //! The skb of a run is built as the file's README says: `len` bytes of

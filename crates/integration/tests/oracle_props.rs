@@ -1,6 +1,7 @@
-//! The equivalence oracle on generated and real programs: the classic
-//! interpreter and the converted program on our eBPF interpreter return the
-//! same value on every branch-reaching input (`convert::oracle`).
+//! The equivalence oracle on generated and real programs: every engine
+//! (the classic interpreters, the converted program on our eBPF interpreter,
+//! for seccomp the fast engine and rbpf) returns the classic trace
+//! interpreter's value on every branch-reaching input (`test_kit::oracle`).
 //!
 //! - random valid seccomp and socket programs (`arbitrary_program`): a fixed
 //!   range of seeds in one aggregating test per mode, plus proptest over
