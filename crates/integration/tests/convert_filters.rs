@@ -9,61 +9,28 @@
 
 mod common;
 
-use cbpf::{raw, validate, Mode};
 use convert::{convert, Options};
-
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
+use test_kit::corpus::{self, Source};
 
 #[test]
 fn converted_filters_match_kernel_vectors() {
-    let mut names: Vec<String> = std::fs::read_dir(DIR)
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().into_string().unwrap();
-            name.strip_suffix(".bpf").map(str::to_owned)
-        })
-        .collect();
-    names.sort();
-    assert!(!names.is_empty(), "no filters in {DIR}");
+    let filters = corpus::filters().unwrap();
+    assert!(!filters.is_empty(), "no filters in {}", corpus::filters_dir().display());
     let mut failures = Vec::new();
     let mut checked = 0usize;
-    for name in &names {
-        let bytes = std::fs::read(format!("{DIR}/{name}.bpf")).unwrap();
-        let insns = raw::decode(&bytes).unwrap();
-        let prog = match validate(&insns, Mode::Seccomp) {
-            Ok(p) => p,
-            Err(e) => {
-                failures.push(format!("{name}: rejected by validate: {e}"));
-                continue;
-            }
-        };
-        let out = match convert(&prog, &Options::default()) {
+    for filter in &filters {
+        let name = &filter.name;
+        let out = match convert(&filter.program, &Options::default()) {
             Ok(o) => o,
             Err(e) => {
                 failures.push(format!("{name}: rejected by convert: {e}"));
                 continue;
             }
         };
-        for suffix in ["vectors", "sim_only"] {
-            let path = format!("{DIR}/{name}.{suffix}.jsonl");
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
+        for (source, suffix) in [(Source::Kernel, "vectors"), (Source::Simulator, "sim_only")] {
+            let vectors = filter.vectors_from(source).unwrap();
             let mut file_failures = 0;
-            let mut ctxs = Vec::new();
-            let mut wants = Vec::new();
-            for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                let v: serde_json::Value = serde_json::from_str(line).unwrap();
-                let nr = v["nr"].as_i64().unwrap() as u32;
-                let arch = v["arch"].as_u64().unwrap() as u32;
-                let ip = v["ip"].as_u64().unwrap_or(0);
-                let mut args = [0u64; 6];
-                for (slot, a) in args.iter_mut().zip(v["args"].as_array().unwrap()) {
-                    *slot = a.as_u64().unwrap();
-                }
-                ctxs.push(common::seccomp_data(nr, arch, ip, args));
-                wants.push((n + 1, nr, arch, v["action"].as_u64().unwrap() as u32));
-            }
+            let mut ctxs: Vec<[u8; 64]> = vectors.iter().map(|v| v.data.to_bytes()).collect();
             let results = match common::run_rbpf_many(&out.insns, &mut ctxs) {
                 Ok(r) => r,
                 Err(e) => {
@@ -71,13 +38,14 @@ fn converted_filters_match_kernel_vectors() {
                     continue;
                 }
             };
-            for ((line, nr, arch, want), got) in wants.into_iter().zip(results) {
+            for (v, got) in vectors.iter().zip(results) {
                 checked += 1;
-                if got.as_ref() != Ok(&want) {
+                if got.as_ref() != Ok(&v.action) {
                     file_failures += 1;
                     if file_failures <= 5 {
                         failures.push(format!(
-                            "{name}.{suffix}.jsonl:{line}: nr={nr} arch={arch:#x}: got {got:x?}, want {want:#x}"
+                            "{name}.{suffix}.jsonl:{}: nr={} arch={:#x}: got {got:x?}, want {:#x}",
+                            v.line, v.data.nr as u32, v.data.arch, v.action
                         ));
                     }
                 }
@@ -87,7 +55,7 @@ fn converted_filters_match_kernel_vectors() {
             }
         }
     }
-    println!("{} filters, {checked} vectors checked on rbpf", names.len());
+    println!("{} filters, {checked} vectors checked on rbpf", filters.len());
     assert!(checked > 0);
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }

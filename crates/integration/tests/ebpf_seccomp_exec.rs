@@ -7,23 +7,10 @@
 //! `struct seccomp_data`; programs outside the subset fall back.
 
 use ebpf::{ExecError, Helpers, Input, Insn, LoadOptions, Program, Vm};
+use test_kit::corpus::{self, Filter};
 use test_kit::{arbitrary_program, SplitMix64};
 
-const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
-
 const PLAIN: LoadOptions = LoadOptions { strict: false, no_superinstructions: true };
-
-fn vector(line: &str) -> [u8; 64] {
-    let v: serde_json::Value = serde_json::from_str(line).unwrap();
-    let mut d = [0u8; 64];
-    d[0..4].copy_from_slice(&(v["nr"].as_i64().unwrap() as u32).to_le_bytes());
-    d[4..8].copy_from_slice(&(v["arch"].as_u64().unwrap() as u32).to_le_bytes());
-    d[8..16].copy_from_slice(&v["ip"].as_u64().unwrap().to_le_bytes());
-    for (k, a) in v["args"].as_array().unwrap().iter().enumerate() {
-        d[16 + 8 * k..24 + 8 * k].copy_from_slice(&a.as_u64().unwrap().to_le_bytes());
-    }
-    d
-}
 
 /// Runs `data` through the executor (both entry points) and the general
 /// interpreter; describes any difference.
@@ -39,38 +26,31 @@ fn compare(fast: &Program, plain: &Program, data: &[u8; 64]) -> Option<String> {
     (!same).then(|| format!("executor {ra:?} ({sa} steps), run {rc:?} ({sc} steps), general {rb:?} ({sb} steps)"))
 }
 
-fn converted(raw: &[u8]) -> Vec<Insn> {
-    let prog = cbpf::validate(&cbpf::raw::decode(raw).unwrap(), cbpf::Mode::Seccomp).unwrap();
-    convert::convert(&prog, &Default::default()).unwrap().insns
+fn converted(prog: &cbpf::Program) -> Vec<Insn> {
+    convert::convert(prog, &Default::default()).unwrap().insns
 }
 
 #[test]
 fn executor_matches_the_general_interpreter_on_every_filter_vector() {
-    let mut names: Vec<String> = std::fs::read_dir(FILTERS)
-        .unwrap()
-        .filter_map(|e| e.unwrap().file_name().into_string().unwrap().strip_suffix(".bpf").map(str::to_owned))
-        .collect();
-    names.sort();
+    let filters = corpus::filters().unwrap();
     let (mut failures, mut runs) = (Vec::new(), 0);
-    for name in &names {
-        let insns = converted(&std::fs::read(format!("{FILTERS}/{name}.bpf")).unwrap());
+    for filter in &filters {
+        let name = &filter.name;
+        let insns = converted(&filter.program);
         let fast = Program::load(&insns, &LoadOptions::default(), &Helpers::new()).unwrap();
         let plain = Program::load(&insns, &PLAIN, &Helpers::new()).unwrap();
         if !fast.has_seccomp_executor() {
             failures.push(format!("{name}: not compiled for the seccomp executor"));
         }
         assert!(!plain.has_seccomp_executor());
-        for kind in ["vectors", "sim_only"] {
-            let text = std::fs::read_to_string(format!("{FILTERS}/{name}.{kind}.jsonl")).unwrap();
-            for (line_no, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                runs += 1;
-                if let Some(diff) = compare(&fast, &plain, &vector(line)) {
-                    failures.push(format!("{name}.{kind}:{}: {diff}", line_no + 1));
-                }
+        for v in filter.vectors().unwrap() {
+            runs += 1;
+            if let Some(diff) = compare(&fast, &plain, &v.data.to_bytes()) {
+                failures.push(format!("{name} ({:?}) line {}: {diff}", v.source, v.line));
             }
         }
     }
-    println!("{} filters, {runs} vectors", names.len());
+    println!("{} filters, {runs} vectors", filters.len());
     assert!(runs > 1000, "too few vectors: {runs}");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
@@ -197,8 +177,7 @@ fn programs_outside_the_subset_fall_back_to_the_general_interpreter() {
 /// interpreter, which enforces it exactly.
 #[test]
 fn small_step_budgets_use_the_general_interpreter() {
-    let raw = std::fs::read(format!("{FILTERS}/long_jumps_large.bpf")).unwrap();
-    let prog = load(&converted(&raw));
+    let prog = load(&converted(&Filter::load("long_jumps_large").unwrap().program));
     assert!(prog.has_seccomp_executor());
     let mut data = [0u8; 64];
     data[0] = 80;
@@ -330,22 +309,17 @@ fn both_variants_match_the_general_interpreter_on_converted_programs() {
     };
     let mut failures = Vec::new();
     let mut programs = 0;
-    for entry in std::fs::read_dir(FILTERS).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "bpf") {
-            let raw = std::fs::read(&path).unwrap();
-            let consts: Vec<u32> = raw.chunks_exact(8).map(|c| u32::from_le_bytes([c[4], c[5], c[6], c[7]])).collect();
-            let name = path.display().to_string();
-            failures.extend(differences_on(&name, &converted(&raw), &inputs(&mut rng, &consts)));
-            programs += 1;
-        }
+    for filter in corpus::filters().unwrap() {
+        let consts: Vec<u32> = filter.insns.iter().map(|i| i.k).collect();
+        failures.extend(differences_on(&filter.name, &converted(&filter.program), &inputs(&mut rng, &consts)));
+        programs += 1;
     }
     assert!(programs >= 8, "too few filters: {programs}");
     for case in 0..400 {
         let classic = test_kit::arbitrary_program(&mut || rng.next_u64(), cbpf::Mode::Seccomp, 48);
         let consts: Vec<u32> = classic.iter().map(|i| i.k).collect();
-        let raw = cbpf::raw::encode(&classic);
-        failures.extend(differences_on(&format!("random {case}"), &converted(&raw), &inputs(&mut rng, &consts)));
+        let prog = cbpf::validate(&classic, cbpf::Mode::Seccomp).unwrap();
+        failures.extend(differences_on(&format!("random {case}"), &converted(&prog), &inputs(&mut rng, &consts)));
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }

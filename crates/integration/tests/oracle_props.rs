@@ -14,11 +14,9 @@
 
 use std::collections::HashSet;
 
-use cbpf::{raw, validate, Interp, Mode, Op};
+use cbpf::{validate, Interp, Mode, Op};
 use proptest::prelude::*;
 use test_kit::{arbitrary_program, branch_inputs, branch_packets, impossible_outcomes, Oracle, SetupError, SplitMix64};
-
-const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
 
 /// Longest generated program.
 const MAX_LEN: usize = 48;
@@ -134,25 +132,19 @@ fn outcomes(prog: &cbpf::Program, inputs: &[cbpf::SeccompData]) -> HashSet<(usiz
 
 #[test]
 fn filters_agree_on_branch_inputs_and_take_every_branch() {
-    let mut names: Vec<String> = std::fs::read_dir(FILTERS)
-        .unwrap()
-        .filter_map(|e| e.unwrap().file_name().into_string().unwrap().strip_suffix(".bpf").map(str::to_owned))
-        .collect();
-    names.sort();
-    assert!(!names.is_empty());
+    let filters = test_kit::corpus::filters().unwrap();
+    assert!(!filters.is_empty());
     let mut failures = Vec::new();
     let mut runs = 0;
-    for name in &names {
-        let insns = raw::decode(&std::fs::read(format!("{FILTERS}/{name}.bpf")).unwrap()).unwrap();
-        let prog = validate(&insns, Mode::Seccomp).unwrap();
-        let mut oracle = match Oracle::new(name.clone(), &prog) {
+    for test_kit::corpus::Filter { name, program: prog, .. } in &filters {
+        let mut oracle = match Oracle::new(name.clone(), prog) {
             Ok(o) => o,
             Err(e) => {
                 failures.push(e.to_string());
                 continue;
             }
         };
-        let inputs = branch_inputs(&prog);
+        let inputs = branch_inputs(prog);
         for data in &inputs {
             runs += 1;
             if let Err(m) = oracle.check_seccomp(data) {
@@ -162,9 +154,9 @@ fn filters_agree_on_branch_inputs_and_take_every_branch() {
         }
         // Both outcomes of every jump whose two targets differ, except those
         // the program itself rules out (leaves of libseccomp's trees).
-        let taken = outcomes(&prog, &inputs);
+        let taken = outcomes(prog, &inputs);
         let impossible: HashSet<(usize, bool)> =
-            impossible_outcomes(&prog).into_iter().map(|(pc, t)| (pc.0, t)).collect();
+            impossible_outcomes(prog).into_iter().map(|(pc, t)| (pc.0, t)).collect();
         if let Some(&(pc, t)) = impossible.iter().find(|o| taken.contains(o)) {
             failures.push(format!("{name}: outcome {pc}:{t} declared impossible but taken"));
         }
@@ -184,7 +176,7 @@ fn filters_agree_on_branch_inputs_and_take_every_branch() {
             failures.push(format!("{name}: branch_inputs ({}) never take {}", inputs.len(), missed.join(" ")));
         }
     }
-    println!("{} filters, {runs} runs agree", names.len());
+    println!("{} filters, {runs} runs agree", filters.len());
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
