@@ -25,7 +25,8 @@
 
 use arbitrary::{Error, Result, Unstructured};
 use cbpf::opcode::{BPF_MEMWORDS, LD_IMM, RET_A, SKF_AD_OFF, SKF_AD_PAY_OFFSET, SKF_LL_OFF, SKF_NET_OFF};
-use cbpf::{AluOp, Insn, JmpOp, Mode, NetDevice, Op, Program, Size, Skb, Src};
+use cbpf::{AluOp, Insn, JmpOp, Mode, NetDevice, Op, Program, Size, Src};
+use test_kit::SocketInput;
 
 /// Longest generated program. Long enough for every jump distance a
 /// converted group can stretch, short enough to run thousands per second.
@@ -293,58 +294,10 @@ pub fn seccomp_data(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<[u8; 64
     Ok(out)
 }
 
-/// A socket buffer in a form both interpreters can be given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Packet {
-    pub data: Vec<u8>,
-    pub headlen: usize,
-    pub protocol: u16,
-    pub pkt_type: u8,
-    pub dev: Option<NetDevice>,
-    pub mark: u32,
-    pub queue_mapping: u16,
-    pub rxhash: u32,
-    pub vlan_tci: u16,
-    pub vlan_proto: u16,
-    pub cpu: u32,
-    pub random: u32,
-    pub network_offset: usize,
-    pub mac_offset: Option<usize>,
-}
-
-impl Packet {
-    /// The classic interpreter's view.
-    pub fn cbpf_skb(&self) -> Skb<'_> {
-        Skb {
-            data: &self.data,
-            headlen: self.headlen,
-            protocol: self.protocol,
-            pkt_type: self.pkt_type,
-            dev: self.dev,
-            mark: self.mark,
-            queue_mapping: self.queue_mapping,
-            rxhash: self.rxhash,
-            vlan_tci: self.vlan_tci,
-            vlan_proto: self.vlan_proto,
-            cpu: self.cpu,
-            random: self.random,
-            network_offset: self.network_offset,
-            mac_offset: self.mac_offset,
-            wire_len: None,
-        }
-    }
-
-    /// The eBPF interpreter's view (our documented context layout), by the
-    /// one mapping the oracle defines ([`convert::socket_ctx::skb_meta`]).
-    pub fn ebpf_meta(&self) -> ebpf::SkbMeta {
-        convert::socket_ctx::skb_meta(&self.cbpf_skb())
-    }
-}
-
 /// A packet of up to 96 bytes, sometimes partly paged, with metadata drawn
 /// from the kernel's test values, protocols the flow dissector knows, and
 /// program constants.
-pub fn packet(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<Packet> {
+pub fn packet(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<SocketInput> {
     let len = u.int_in_range(0..=96usize)?;
     let mut data = Vec::with_capacity(len);
     for _ in 0..len {
@@ -372,7 +325,7 @@ pub fn packet(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<Packet> {
     } else {
         None
     };
-    Ok(Packet {
+    Ok(SocketInput {
         data,
         headlen,
         protocol,
@@ -394,7 +347,7 @@ pub fn packet(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<Packet> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
     Seccomp([u8; 64]),
-    Socket(Packet),
+    Socket(SocketInput),
 }
 
 /// A valid program and up to four inputs to run it on.

@@ -7,13 +7,16 @@ use std::fmt;
 use arbitrary::Unstructured;
 use cbpf::text::{self, Format};
 use cbpf::{Interp, Mode, Program, SeccompData};
+use convert::socket_ctx::skb_meta;
 use convert::{ConvertError, Options};
 use ebpf::interp::Input as EInput;
 use ebpf::{Helpers, LoadOptions, SkbContext, Vm};
 use seccomp::analysis::{ActionResult, Analyzer, Field};
 use test_kit::oracle::{Oracle, SetupError};
 
-use crate::gen::{self, Input, Packet};
+use test_kit::SocketInput;
+
+use crate::gen::{self, Input};
 
 /// Reports a broken property. Panicking is the interface: libFuzzer records
 /// the input as a crash and the replayer's `catch_unwind` reports it.
@@ -66,7 +69,7 @@ fn fixed_seccomp_inputs() -> Vec<Input> {
 }
 
 /// An IPv4/UDP-looking frame with lib/test_bpf.c's metadata.
-fn fixed_packet() -> Packet {
+fn fixed_packet() -> SocketInput {
     let mut data = vec![0u8; 60];
     for (i, b) in data.iter_mut().enumerate() {
         *b = (i as u8).wrapping_mul(13);
@@ -76,23 +79,7 @@ fn fixed_packet() -> Packet {
             *b = v;
         }
     }
-    let skb = cbpf::Skb::test_bpf(&data);
-    Packet {
-        headlen: skb.headlen,
-        protocol: skb.protocol,
-        pkt_type: skb.pkt_type,
-        dev: skb.dev,
-        mark: skb.mark,
-        queue_mapping: skb.queue_mapping,
-        rxhash: skb.rxhash,
-        vlan_tci: skb.vlan_tci,
-        vlan_proto: skb.vlan_proto,
-        cpu: skb.cpu,
-        random: skb.random,
-        network_offset: skb.network_offset,
-        mac_offset: skb.mac_offset,
-        data,
-    }
+    SocketInput::from_skb(&cbpf::Skb::test_bpf(&data))
 }
 
 // ---------------------------------------------------------------- convert_equiv
@@ -126,7 +113,7 @@ fn equiv(prog: &Program, inputs: &[Input]) {
     for input in inputs {
         let r = match input {
             Input::Seccomp(d) => oracle.check_seccomp(&seccomp_data(d)),
-            Input::Socket(p) => oracle.check_socket(&p.cbpf_skb()),
+            Input::Socket(p) => oracle.check_socket(&p.skb()),
         };
         match r {
             Ok(v) => expected.push(v),
@@ -161,7 +148,7 @@ fn equiv(prog: &Program, inputs: &[Input]) {
                 // exactly on linear packets.
                 Input::Socket(p) if p.headlen < p.data.len() => continue,
                 Input::Socket(p) => {
-                    let ctx = SkbContext::new(&p.data, &p.ebpf_meta());
+                    let ctx = SkbContext::new(&p.data, &skb_meta(&p.skb()));
                     vm.run(&eprog, EInput::Skb(&ctx)).map(|r0| r0 as u32)
                 }
             };
@@ -312,7 +299,7 @@ pub fn ebpf_exec(data: &[u8]) {
     }
     let (Ok(fused), Ok(plain)) = (fused, plain) else { return };
     let packet = fixed_packet();
-    let skb = SkbContext::new(&packet.data, &packet.ebpf_meta());
+    let skb = SkbContext::new(&packet.data, &skb_meta(&packet.skb()));
     let ctx: [u8; 64] = std::array::from_fn(|i| (i as u8) ^ 0x5a);
     let run = |prog: &ebpf::Program| {
         let mut buffer = [GUARD; GUARD_LEN + USER_MEM_LEN + GUARD_LEN];
