@@ -21,8 +21,6 @@
 use ebpf::{Helpers, Insn, LoadOptions, Program, Vm};
 use std::hint::black_box;
 
-const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
-
 /// Same workloads as `ebpf_interp.rs`.
 const WORKLOADS: [(&str, u32, [u64; 6]); 8] = [
     ("seed_fast", 110, [0; 6]),
@@ -46,9 +44,7 @@ fn seccomp_data(nr: u32, args: [u64; 6]) -> [u8; 64] {
 }
 
 fn converted(name: &str) -> Vec<Insn> {
-    let raw = std::fs::read(format!("{FILTERS}/{name}.bpf")).unwrap();
-    let insns = cbpf::raw::decode(&raw).unwrap();
-    let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp).unwrap();
+    let prog = test_kit::corpus::Filter::load(name).unwrap().program;
     convert::convert(&prog, &Default::default()).unwrap().insns
 }
 
