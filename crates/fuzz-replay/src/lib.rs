@@ -26,7 +26,8 @@
 //! file is exactly the bytes libFuzzer wrote.
 
 pub mod blowup;
-pub mod gen;
+/// The program and context generator, shared with the seeded suites.
+pub use test_kit::gen;
 mod targets;
 
 pub use targets::{analysis_sound, bounded_work, convert_equiv, decode_validate, ebpf_exec, fast_equiv, text_parse};

@@ -8,7 +8,7 @@
 
 use ebpf::{ExecError, Helpers, Input, Insn, LoadOptions, Program, Vm};
 use test_kit::corpus::{self, Filter};
-use test_kit::{arbitrary_program, SplitMix64};
+use test_kit::SplitMix64;
 
 const PLAIN: LoadOptions = LoadOptions { strict: false, no_superinstructions: true };
 
@@ -78,8 +78,8 @@ fn executor_matches_the_general_interpreter_on_random_converted_programs() {
     let (mut failures, mut compiled, mut runs) = (Vec::new(), 0, 0);
     const PROGRAMS: usize = 3000;
     for case in 0..PROGRAMS {
-        let classic = arbitrary_program(&mut || rng.next_u64(), cbpf::Mode::Seccomp, 64);
-        let prog = cbpf::validate(&classic, cbpf::Mode::Seccomp).unwrap();
+        let prog = test_kit::gen::seeded(rng.next_u64(), cbpf::Mode::Seccomp).unwrap().program;
+        let classic = prog.original();
         let insns = convert::convert(&prog, &Default::default()).unwrap().insns;
         let fast = Program::load(&insns, &LoadOptions::default(), &Helpers::new()).unwrap();
         let plain = Program::load(&insns, &PLAIN, &Helpers::new()).unwrap();
@@ -91,7 +91,7 @@ fn executor_matches_the_general_interpreter_on_random_converted_programs() {
             if let Some(diff) = compare(&fast, &plain, &data) {
                 failures.push(format!(
                     "program {case} ({}), data {data:02x?}: {diff}",
-                    cbpf::text::print_ddd_line(&classic)
+                    cbpf::text::print_ddd_line(classic)
                 ));
             }
         }
@@ -316,9 +316,8 @@ fn both_variants_match_the_general_interpreter_on_converted_programs() {
     }
     assert!(programs >= 8, "too few filters: {programs}");
     for case in 0..400 {
-        let classic = test_kit::arbitrary_program(&mut || rng.next_u64(), cbpf::Mode::Seccomp, 48);
-        let consts: Vec<u32> = classic.iter().map(|i| i.k).collect();
-        let prog = cbpf::validate(&classic, cbpf::Mode::Seccomp).unwrap();
+        let prog = test_kit::gen::seeded(rng.next_u64(), cbpf::Mode::Seccomp).unwrap().program;
+        let consts: Vec<u32> = prog.original().iter().map(|i| i.k).collect();
         failures.extend(differences_on(&format!("random {case}"), &converted(&prog), &inputs(&mut rng, &consts)));
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));

@@ -3,7 +3,7 @@
 //! for seccomp the fast engine and rbpf) returns the classic trace
 //! interpreter's value on every branch-reaching input (`test_kit::oracle`).
 //!
-//! - random valid seccomp and socket programs (`arbitrary_program`): a fixed
+//! - random valid seccomp and socket programs (`test_kit::gen::seeded`): a fixed
 //!   range of seeds in one aggregating test per mode, plus proptest over
 //!   arbitrary seeds;
 //! - every testdata/filters program on its `branch_inputs`, with a check
@@ -16,10 +16,7 @@ use std::collections::HashSet;
 
 use cbpf::{validate, Interp, Mode, Op};
 use proptest::prelude::*;
-use test_kit::{arbitrary_program, branch_inputs, branch_packets, impossible_outcomes, Oracle, SetupError, SplitMix64};
-
-/// Longest generated program.
-const MAX_LEN: usize = 48;
+use test_kit::{branch_inputs, branch_packets, impossible_outcomes, Oracle, SetupError};
 
 /// Number of branch inputs one program was checked on.
 #[derive(Default)]
@@ -29,9 +26,11 @@ struct Checked {
 
 /// Checks the program of `seed` on all its branch inputs.
 fn check_seed(mode: Mode, seed: u64) -> Result<Checked, String> {
-    let mut rng = SplitMix64::new(seed);
-    let insns = arbitrary_program(&mut || rng.next_u64(), mode, MAX_LEN);
-    let prog = validate(&insns, mode).map_err(|e| format!("{mode}/seed={seed}: generated an invalid program: {e}"))?;
+    let prog = test_kit::gen::seeded(seed, mode)
+        .map_err(|e| format!("{mode}/seed={seed}: no program generated: {e}"))?
+        .program;
+    let prog = validate(prog.original(), mode)
+        .map_err(|e| format!("{mode}/seed={seed}: generated an invalid program: {e}"))?;
     let mut oracle = Oracle::new(format!("{mode}/seed={seed}"), &prog).map_err(|e: SetupError| e.to_string())?;
     let mut checked = Checked::default();
     match mode {

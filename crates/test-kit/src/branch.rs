@@ -11,8 +11,8 @@ use std::collections::HashSet;
 use cbpf::opcode::*;
 use cbpf::{Insn, NetDevice, Op, Program, SeccompData, Src};
 
-use crate::gen::{below, pick, SplitMix64};
 use crate::input::SocketInput;
+use crate::rng::{below, pick, SplitMix64};
 
 /// Where a value in A or X came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -4,7 +4,8 @@
 //! ```text
 //! corpus ──► testdata/filters (+ vectors), testdata/test_bpf/classic.json
 //!            (feature `corpus`)
-//! gen ─────► random VALID classic programs (seeded or from fuzzer bytes)
+//! gen ─────► random VALID classic programs and their contexts (arbitrary
+//!            bytes, or seeded through rng::SplitMix64)
 //! branch ──► inputs that reach every branch of a program
 //! oracle ──► trace interpreter (reference) vs every engine, with step counts
 //! ```
@@ -19,8 +20,9 @@ pub mod corpus;
 pub mod gen;
 pub mod input;
 pub mod oracle;
+pub mod rng;
 
 pub use branch::{branch_inputs, branch_packets, impossible_outcomes};
-pub use gen::{arbitrary_program, ByteSource, SplitMix64};
 pub use input::SocketInput;
 pub use oracle::{check_seccomp, check_socket, Engine, Mismatch, Oracle, OracleError, OracleInput, Run, SetupError};
+pub use rng::SplitMix64;
