@@ -22,7 +22,7 @@
 
 pub mod filter;
 pub mod listing;
-pub mod oracle;
+pub mod socket_ctx;
 
 pub use filter::{convert, ConvertError, Converted, Options, Pass, PcMap};
 pub use listing::side_by_side;

@@ -133,7 +133,7 @@ pub struct SkbMeta {
     /// would return for this packet: what `SKF_AD_PAY_OFFSET`
     /// (`bpf_skb_get_pay_offset()`) reads. Computed by the caller: this
     /// crate has no flow dissector (the one model of it is
-    /// `cbpf::Skb::payload_offset()`, which `convert::oracle::skb_meta()`
+    /// `cbpf::Skb::payload_offset()`, which `convert::socket_ctx::skb_meta()`
     /// fills this from). 0 by default, which is also what the kernel
     /// returns when dissection fails.
     pub pay_offset: u32,

@@ -144,7 +144,7 @@ impl Prepared {
 /// Loads the converted program into our eBPF interpreter with the helpers a
 /// converted program may call.
 pub fn load_ebpf(converted: &convert::Converted) -> Result<ebpf::Program, EngineError> {
-    Ok(ebpf::Program::load(&converted.insns, &ebpf::LoadOptions::default(), &convert::oracle::socket_helpers())?)
+    Ok(ebpf::Program::load(&converted.insns, &ebpf::LoadOptions::default(), &convert::socket_ctx::socket_helpers())?)
 }
 
 /// A seccomp engine with its program loaded.
@@ -228,7 +228,7 @@ impl<'p> SeccompEngine<'p> {
 
 /// The eBPF interpreter's view of a classic [`Skb`]: the same packet and
 /// metadata in our documented context layout ([`ebpf::skb`]).
-pub use convert::oracle::skb_meta;
+pub use convert::socket_ctx::skb_meta;
 
 /// A socket-filter engine with its program loaded (`cbpf` or `ebpf`).
 #[derive(Debug)]

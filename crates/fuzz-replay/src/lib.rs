@@ -16,7 +16,7 @@
 //! |---|---|---|
 //! | [`decode_validate`] | raw `sock_filter` bytes | decode and validate (both modes) never panic; what validates converts, loads and agrees with the classic interpreter on a fixed context |
 //! | [`text_parse`] | text | every cBPF text parser, the seccomp assembler and the eBPF assembler never panic; what parses round-trips through the printers |
-//! | [`convert_equiv`] | a generated valid program + contexts ([`gen`]) | classic interpreter == converted eBPF on our interpreter (kernel and legacy shapes, with and without superinstructions) == rbpf's interpreter (seccomp) |
+//! | [`convert_equiv`] | a generated valid program + contexts ([`gen`]) | the oracle ([`test_kit::oracle`]): the classic trace interpreter == every engine (optimised classic interpreter, converted eBPF with and without superinstructions with equal step counts, and for seccomp the fast engine and rbpf's interpreter); the legacy socket shape too |
 //! | [`ebpf_exec`] | raw eBPF bytes | load + run with a step budget never panics or hangs; memory outside the regions is never touched; superinstructions change nothing; disassembly round-trips |
 //! | [`analysis_sound`] | a generated valid seccomp program | every constant action the analysis promises holds on random arguments |
 //! | [`fast_equiv`] | a generated valid seccomp program + contexts | the fast engine builds without whole-filter fallbacks and returns the classic interpreter's answer |
@@ -26,7 +26,8 @@
 //! file is exactly the bytes libFuzzer wrote.
 
 pub mod blowup;
-pub mod gen;
+/// The program and context generator, shared with the seeded suites.
+pub use test_kit::gen;
 mod targets;
 
 pub use targets::{analysis_sound, bounded_work, convert_equiv, decode_validate, ebpf_exec, fast_equiv, text_parse};

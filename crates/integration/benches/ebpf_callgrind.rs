@@ -1,19 +1,19 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
-//! Instruction counts per run, the noise-free companion of `interp.rs`:
+//! Instruction counts per run, the noise-free companion of `ebpf_interp.rs`:
 //! the same converted filters and workloads, each engine's runs inside one
 //! `#[inline(never)]` function (`measure`) so callgrind can count only them.
 //!
 //! ```text
-//! cargo bench -p bpfconv-ebpf --bench callgrind --no-run      # build (bench profile)
-//! valgrind --tool=callgrind --toggle-collect='callgrind::measure' \
-//!     --callgrind-out-file=/dev/null target/release/deps/callgrind-HASH FILTER ENGINE RUNS
+//! cargo bench -p bpfconv-integration --bench ebpf_callgrind --no-run   # build (bench profile)
+//! valgrind --tool=callgrind --toggle-collect='ebpf_callgrind::measure' \
+//!     --callgrind-out-file=/dev/null target/release/deps/ebpf_callgrind-HASH FILTER ENGINE RUNS
 //! ```
 //!
 //! `ENGINE` is `ours` (`Vm::run_seccomp_uncounted`, what a seccomp engine
 //! calls), `ours_counted` (`Vm::run_seccomp`, which also counts executed
 //! instructions), `ours_plain` (no superinstructions) or `rbpf`;
 //! callgrind's `Collected` total divided by `RUNS` is the x86 instructions
-//! per run. `callgrind-HASH FILTER ENGINE RUNS time` (no valgrind) prints
+//! per run. `ebpf_callgrind-HASH FILTER ENGINE RUNS time` (no valgrind) prints
 //! the best wall-clock time per run over 200 batches of `RUNS` runs: a
 //! noise-resistant companion to criterion's medians on a shared machine. Without arguments (as `cargo bench` runs it) it runs every
 //! workload once on every engine and checks they agree.
@@ -21,9 +21,7 @@
 use ebpf::{Helpers, Insn, LoadOptions, Program, Vm};
 use std::hint::black_box;
 
-const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
-
-/// Same workloads as `interp.rs`.
+/// Same workloads as `ebpf_interp.rs`.
 const WORKLOADS: [(&str, u32, [u64; 6]); 8] = [
     ("seed_fast", 110, [0; 6]),
     ("long_jumps_short", 12, [0; 6]),
@@ -46,9 +44,7 @@ fn seccomp_data(nr: u32, args: [u64; 6]) -> [u8; 64] {
 }
 
 fn converted(name: &str) -> Vec<Insn> {
-    let raw = std::fs::read(format!("{FILTERS}/{name}.bpf")).unwrap();
-    let insns = cbpf::raw::decode(&raw).unwrap();
-    let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp).unwrap();
+    let prog = test_kit::corpus::Filter::load(name).unwrap().program;
     convert::convert(&prog, &Default::default()).unwrap().insns
 }
 

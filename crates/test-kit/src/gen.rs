@@ -1,4 +1,6 @@
-//! Valid classic programs and run contexts, built from fuzzer bytes.
+//! The one generator of valid classic programs (and of run contexts that
+//! share their constants), driven by `arbitrary`: from fuzzer bytes
+//! ([`program`], [`case`]) or from a seed ([`seeded`], for seeded tests).
 //!
 //! [`program`] turns any byte string into a program that [`cbpf::validate()`]
 //! accepts, by construction rather than by luck, so the fuzzer spends its
@@ -23,9 +25,11 @@
 //! Constants are drawn from a per-program pool shared with the contexts
 //! ([`seccomp_data`], [`packet`]) so that comparisons are sometimes true.
 
+use crate::input::SocketInput;
+use crate::rng::SplitMix64;
 use arbitrary::{Error, Result, Unstructured};
 use cbpf::opcode::{BPF_MEMWORDS, LD_IMM, RET_A, SKF_AD_OFF, SKF_AD_PAY_OFFSET, SKF_LL_OFF, SKF_NET_OFF};
-use cbpf::{AluOp, Insn, JmpOp, Mode, NetDevice, Op, Program, Size, Skb, Src};
+use cbpf::{AluOp, Insn, JmpOp, Mode, NetDevice, Op, Program, Size, Src};
 
 /// Longest generated program. Long enough for every jump distance a
 /// converted group can stretch, short enough to run thousands per second.
@@ -293,58 +297,10 @@ pub fn seccomp_data(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<[u8; 64
     Ok(out)
 }
 
-/// A socket buffer in a form both interpreters can be given.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Packet {
-    pub data: Vec<u8>,
-    pub headlen: usize,
-    pub protocol: u16,
-    pub pkt_type: u8,
-    pub dev: Option<NetDevice>,
-    pub mark: u32,
-    pub queue_mapping: u16,
-    pub rxhash: u32,
-    pub vlan_tci: u16,
-    pub vlan_proto: u16,
-    pub cpu: u32,
-    pub random: u32,
-    pub network_offset: usize,
-    pub mac_offset: Option<usize>,
-}
-
-impl Packet {
-    /// The classic interpreter's view.
-    pub fn cbpf_skb(&self) -> Skb<'_> {
-        Skb {
-            data: &self.data,
-            headlen: self.headlen,
-            protocol: self.protocol,
-            pkt_type: self.pkt_type,
-            dev: self.dev,
-            mark: self.mark,
-            queue_mapping: self.queue_mapping,
-            rxhash: self.rxhash,
-            vlan_tci: self.vlan_tci,
-            vlan_proto: self.vlan_proto,
-            cpu: self.cpu,
-            random: self.random,
-            network_offset: self.network_offset,
-            mac_offset: self.mac_offset,
-            wire_len: None,
-        }
-    }
-
-    /// The eBPF interpreter's view (our documented context layout), by the
-    /// one mapping the oracle defines ([`convert::oracle::skb_meta`]).
-    pub fn ebpf_meta(&self) -> ebpf::SkbMeta {
-        convert::oracle::skb_meta(&self.cbpf_skb())
-    }
-}
-
 /// A packet of up to 96 bytes, sometimes partly paged, with metadata drawn
 /// from the kernel's test values, protocols the flow dissector knows, and
 /// program constants.
-pub fn packet(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<Packet> {
+pub fn packet(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<SocketInput> {
     let len = u.int_in_range(0..=96usize)?;
     let mut data = Vec::with_capacity(len);
     for _ in 0..len {
@@ -372,7 +328,7 @@ pub fn packet(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<Packet> {
     } else {
         None
     };
-    Ok(Packet {
+    Ok(SocketInput {
         data,
         headlen,
         protocol,
@@ -394,7 +350,7 @@ pub fn packet(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<Packet> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
     Seccomp([u8; 64]),
-    Socket(Packet),
+    Socket(SocketInput),
 }
 
 /// A valid program and up to four inputs to run it on.
@@ -428,4 +384,81 @@ pub fn case_in(u: &mut Unstructured<'_>, mode: Mode) -> Result<Case> {
         });
     }
     Ok(Case { program, inputs })
+}
+
+/// Bytes a seeded program is drawn from: more than the longest program asks
+/// for (an exhausted [`Unstructured`] would pad with zeros and skew the rest
+/// of the program).
+const SEEDED_BYTES: usize = 8 * MAX_LEN * 8;
+
+/// The program of `seed`: [`program`] over [`SplitMix64`]'s bytes, so
+/// seeded tests draw from the same generator as the fuzz targets and a
+/// failing seed reproduces exactly.
+///
+/// # Errors
+/// Those of [`program`].
+pub fn seeded(seed: u64, mode: Mode) -> Result<Generated> {
+    let mut rng = SplitMix64::new(seed);
+    let bytes: Vec<u8> = (0..SEEDED_BYTES / 8).flat_map(|_| rng.next_u64().to_le_bytes()).collect();
+    program(&mut Unstructured::new(&bytes), mode)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cbpf::opcode::*;
+    use cbpf::validate;
+    use std::collections::HashSet;
+
+    /// The opcodes `seccomp_check_filter()` accepts (kernel/seccomp.c),
+    /// before its rewrite of `ld [k]` and `len`.
+    const SECCOMP_CODES: [u16; 41] = [
+        RET_K, RET_A, ALU_ADD_K, ALU_ADD_X, ALU_SUB_K, ALU_SUB_X, ALU_MUL_K, ALU_MUL_X, ALU_DIV_K, ALU_DIV_X,
+        ALU_AND_K, ALU_AND_X, ALU_OR_K, ALU_OR_X, ALU_XOR_K, ALU_XOR_X, ALU_LSH_K, ALU_LSH_X, ALU_RSH_K, ALU_RSH_X,
+        ALU_NEG, LD_IMM, LDX_IMM, MISC_TAX, MISC_TXA, LD_MEM, LDX_MEM, ST, STX, JMP_JA, JMP_JEQ_K, JMP_JEQ_X,
+        JMP_JGE_K, JMP_JGE_X, JMP_JGT_K, JMP_JGT_X, JMP_JSET_K, JMP_JSET_X, LD_W_ABS, LD_W_LEN, LDX_W_LEN,
+    ];
+
+    #[test]
+    fn seeded_programs_validate_in_both_modes() {
+        for mode in [Mode::Seccomp, Mode::Socket] {
+            for seed in 0..3000 {
+                let Generated { program, .. } = seeded(seed, mode).unwrap();
+                if let Err(e) = validate(program.original(), mode) {
+                    panic!("{mode}/seed={seed}: {e}\n{}", cbpf::text::print_ddd_line(program.original()));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn seeded_programs_reach_every_opcode() {
+        for (mode, codes) in [(Mode::Seccomp, &SECCOMP_CODES[..]), (Mode::Socket, &ALLOWED_CODES[..])] {
+            let mut seen = HashSet::new();
+            for seed in 0..500 {
+                for insn in seeded(seed, mode).unwrap().program.original() {
+                    seen.insert(insn.code);
+                }
+            }
+            let missing: Vec<_> = codes.iter().filter(|c| !seen.contains(c)).collect();
+            assert!(missing.is_empty(), "{mode}: never generated {missing:x?}");
+        }
+    }
+
+    #[test]
+    fn seeds_reproduce_their_program() {
+        for mode in [Mode::Seccomp, Mode::Socket] {
+            let a = seeded(7, mode).unwrap().program;
+            assert_eq!(a.original(), seeded(7, mode).unwrap().program.original());
+            assert_ne!(a.original(), seeded(8, mode).unwrap().program.original());
+        }
+    }
+
+    #[test]
+    fn no_bytes_still_give_a_valid_program() {
+        for mode in [Mode::Seccomp, Mode::Socket] {
+            let Generated { program, .. } = program(&mut Unstructured::new(&[]), mode).unwrap();
+            assert!(validate(program.original(), mode).is_ok());
+        }
+    }
 }

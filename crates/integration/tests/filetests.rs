@@ -1,9 +1,9 @@
 //! Converter filetests: every `testdata/convert/*.txt` is converted and its
 //! side-by-side listing compared with the file's expected block; its `; run:`
-//! lines are executed on both interpreters through the equivalence oracle
-//! (`convert::oracle`: classic interpreter == converted program on our eBPF
-//! interpreter == the expected value), and seccomp runs also on rbpf's
-//! interpreter as a third opinion. Socket runs use lib/test_bpf.c's skb
+//! lines are executed through the equivalence oracle (`test_kit::oracle`:
+//! the classic trace interpreter == every engine, among them the converted
+//! program on our eBPF interpreter, == the expected value), and seccomp runs
+//! also on rbpf's interpreter through this suite's own runner. Socket runs use lib/test_bpf.c's skb
 //! values for the packet. All files are checked, every failure is reported
 //! with a diff, then the test fails. `UPDATE_EXPECT=1` rewrites expected blocks.
 //!
@@ -30,8 +30,8 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use cbpf::{validate, Insn, Mode, Program};
-use convert::oracle::{Oracle, SocketInput};
 use convert::{convert, side_by_side, Options};
+use test_kit::{Oracle, SocketInput};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/convert");
 const MARKER: &str = "== expect";

@@ -6,24 +6,11 @@
 //! testdata/filters vector and on random converted programs with random
 //! `struct seccomp_data`; programs outside the subset fall back.
 
-use convert::oracle::{arbitrary_program, SplitMix64};
 use ebpf::{ExecError, Helpers, Input, Insn, LoadOptions, Program, Vm};
-
-const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
+use test_kit::corpus::{self, Filter};
+use test_kit::SplitMix64;
 
 const PLAIN: LoadOptions = LoadOptions { strict: false, no_superinstructions: true };
-
-fn vector(line: &str) -> [u8; 64] {
-    let v: serde_json::Value = serde_json::from_str(line).unwrap();
-    let mut d = [0u8; 64];
-    d[0..4].copy_from_slice(&(v["nr"].as_i64().unwrap() as u32).to_le_bytes());
-    d[4..8].copy_from_slice(&(v["arch"].as_u64().unwrap() as u32).to_le_bytes());
-    d[8..16].copy_from_slice(&v["ip"].as_u64().unwrap().to_le_bytes());
-    for (k, a) in v["args"].as_array().unwrap().iter().enumerate() {
-        d[16 + 8 * k..24 + 8 * k].copy_from_slice(&a.as_u64().unwrap().to_le_bytes());
-    }
-    d
-}
 
 /// Runs `data` through the executor (both entry points) and the general
 /// interpreter; describes any difference.
@@ -39,38 +26,31 @@ fn compare(fast: &Program, plain: &Program, data: &[u8; 64]) -> Option<String> {
     (!same).then(|| format!("executor {ra:?} ({sa} steps), run {rc:?} ({sc} steps), general {rb:?} ({sb} steps)"))
 }
 
-fn converted(raw: &[u8]) -> Vec<Insn> {
-    let prog = cbpf::validate(&cbpf::raw::decode(raw).unwrap(), cbpf::Mode::Seccomp).unwrap();
-    convert::convert(&prog, &Default::default()).unwrap().insns
+fn converted(prog: &cbpf::Program) -> Vec<Insn> {
+    convert::convert(prog, &Default::default()).unwrap().insns
 }
 
 #[test]
 fn executor_matches_the_general_interpreter_on_every_filter_vector() {
-    let mut names: Vec<String> = std::fs::read_dir(FILTERS)
-        .unwrap()
-        .filter_map(|e| e.unwrap().file_name().into_string().unwrap().strip_suffix(".bpf").map(str::to_owned))
-        .collect();
-    names.sort();
+    let filters = corpus::filters().unwrap();
     let (mut failures, mut runs) = (Vec::new(), 0);
-    for name in &names {
-        let insns = converted(&std::fs::read(format!("{FILTERS}/{name}.bpf")).unwrap());
+    for filter in &filters {
+        let name = &filter.name;
+        let insns = converted(&filter.program);
         let fast = Program::load(&insns, &LoadOptions::default(), &Helpers::new()).unwrap();
         let plain = Program::load(&insns, &PLAIN, &Helpers::new()).unwrap();
         if !fast.has_seccomp_executor() {
             failures.push(format!("{name}: not compiled for the seccomp executor"));
         }
         assert!(!plain.has_seccomp_executor());
-        for kind in ["vectors", "sim_only"] {
-            let text = std::fs::read_to_string(format!("{FILTERS}/{name}.{kind}.jsonl")).unwrap();
-            for (line_no, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-                runs += 1;
-                if let Some(diff) = compare(&fast, &plain, &vector(line)) {
-                    failures.push(format!("{name}.{kind}:{}: {diff}", line_no + 1));
-                }
+        for v in filter.vectors().unwrap() {
+            runs += 1;
+            if let Some(diff) = compare(&fast, &plain, &v.data.to_bytes()) {
+                failures.push(format!("{name} ({:?}) line {}: {diff}", v.source, v.line));
             }
         }
     }
-    println!("{} filters, {runs} vectors", names.len());
+    println!("{} filters, {runs} vectors", filters.len());
     assert!(runs > 1000, "too few vectors: {runs}");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
@@ -98,8 +78,8 @@ fn executor_matches_the_general_interpreter_on_random_converted_programs() {
     let (mut failures, mut compiled, mut runs) = (Vec::new(), 0, 0);
     const PROGRAMS: usize = 3000;
     for case in 0..PROGRAMS {
-        let classic = arbitrary_program(&mut || rng.next_u64(), cbpf::Mode::Seccomp, 64);
-        let prog = cbpf::validate(&classic, cbpf::Mode::Seccomp).unwrap();
+        let prog = test_kit::gen::seeded(rng.next_u64(), cbpf::Mode::Seccomp).unwrap().program;
+        let classic = prog.original();
         let insns = convert::convert(&prog, &Default::default()).unwrap().insns;
         let fast = Program::load(&insns, &LoadOptions::default(), &Helpers::new()).unwrap();
         let plain = Program::load(&insns, &PLAIN, &Helpers::new()).unwrap();
@@ -111,7 +91,7 @@ fn executor_matches_the_general_interpreter_on_random_converted_programs() {
             if let Some(diff) = compare(&fast, &plain, &data) {
                 failures.push(format!(
                     "program {case} ({}), data {data:02x?}: {diff}",
-                    cbpf::text::print_ddd_line(&classic)
+                    cbpf::text::print_ddd_line(classic)
                 ));
             }
         }
@@ -197,8 +177,7 @@ fn programs_outside_the_subset_fall_back_to_the_general_interpreter() {
 /// interpreter, which enforces it exactly.
 #[test]
 fn small_step_budgets_use_the_general_interpreter() {
-    let raw = std::fs::read(format!("{FILTERS}/long_jumps_large.bpf")).unwrap();
-    let prog = load(&converted(&raw));
+    let prog = load(&converted(&Filter::load("long_jumps_large").unwrap().program));
     assert!(prog.has_seccomp_executor());
     let mut data = [0u8; 64];
     data[0] = 80;
@@ -271,5 +250,75 @@ fn load_mov_compare_and_short_stretches_match_the_general_interpreter() {
         }
     }
     assert_eq!(cases, 98);
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Runs `p` on each named input on both executor variants (counting
+/// and uncounted) and on the general interpreter; describes each
+/// difference in result or executed count (the uncounted variant
+/// leaves `Vm::executed` as it was).
+fn differences_on(name: &str, p: &[Insn], datas: &[(String, [u8; 64])]) -> Vec<String> {
+    let fast = Program::load(p, &LoadOptions::default(), &Helpers::new()).unwrap();
+    let slow = Program::load(p, &PLAIN, &Helpers::new()).unwrap();
+    assert!(fast.has_seccomp_executor(), "{name}: not on the executor");
+    let (mut vf, mut vs) = (Vm::new(), Vm::new());
+    let mut out = Vec::new();
+    for (what, d) in datas {
+        let (rf, rs) = (vf.run_seccomp(&fast, d), vs.run_seccomp(&slow, d));
+        let steps = vf.executed();
+        let ru = vf.run_seccomp_uncounted(&fast, d);
+        if rf != rs || ru != rs || steps != vs.executed() || vf.executed() != steps {
+            out.push(format!(
+                "{what}: executor {rf:?} ({steps} steps), uncounted {ru:?} (then {} steps), general {rs:?} ({} \
+                 steps)",
+                vf.executed(),
+                vs.executed()
+            ));
+        }
+    }
+    out
+}
+
+/// Both executor variants against the general interpreter on every
+/// converted testdata/filters program (binary-search trees, ladders,
+/// long jumps) and on random converted programs: on inputs whose
+/// words are the programs' constants give or take one (so compares
+/// go both ways), zero, and random.
+#[test]
+fn both_variants_match_the_general_interpreter_on_converted_programs() {
+    let mut rng = test_kit::SplitMix64::new(0xe5_9eed);
+    let inputs = |rng: &mut test_kit::SplitMix64, consts: &[u32]| -> Vec<(String, [u8; 64])> {
+        (0..48)
+            .map(|_| {
+                let mut d = [0u8; 64];
+                for w in d.chunks_exact_mut(4) {
+                    let r = rng.next_u64();
+                    let v = match r % 4 {
+                        0 => (r >> 32) as u32,
+                        1 => 0,
+                        _ if consts.is_empty() => 1,
+                        _ => {
+                            consts[(r >> 8) as usize % consts.len()].wrapping_add((r >> 40) as u32 % 3).wrapping_sub(1)
+                        }
+                    };
+                    w.copy_from_slice(&v.to_le_bytes());
+                }
+                (format!("{d:02x?}"), d)
+            })
+            .collect()
+    };
+    let mut failures = Vec::new();
+    let mut programs = 0;
+    for filter in corpus::filters().unwrap() {
+        let consts: Vec<u32> = filter.insns.iter().map(|i| i.k).collect();
+        failures.extend(differences_on(&filter.name, &converted(&filter.program), &inputs(&mut rng, &consts)));
+        programs += 1;
+    }
+    assert!(programs >= 8, "too few filters: {programs}");
+    for case in 0..400 {
+        let prog = test_kit::gen::seeded(rng.next_u64(), cbpf::Mode::Seccomp).unwrap().program;
+        let consts: Vec<u32> = prog.original().iter().map(|i| i.k).collect();
+        failures.extend(differences_on(&format!("random {case}"), &converted(&prog), &inputs(&mut rng, &consts)));
+    }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }

@@ -20,8 +20,6 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use ebpf::{Helpers, Insn, LoadOptions, Program, Vm};
 
-const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
-
 /// `(filter, nr, args)`: the workloads of the published tables (getppid on
 /// the seed and allow306 filters, brk on the short long_jumps filters,
 /// `chdir(0, 1, 0)` on the large ones).
@@ -47,9 +45,7 @@ fn seccomp_data(nr: u32, args: [u64; 6]) -> [u8; 64] {
 }
 
 fn converted(name: &str) -> Vec<Insn> {
-    let raw = std::fs::read(format!("{FILTERS}/{name}.bpf")).unwrap();
-    let insns = cbpf::raw::decode(&raw).unwrap();
-    let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp).unwrap();
+    let prog = test_kit::corpus::Filter::load(name).unwrap().program;
     convert::convert(&prog, &Default::default()).unwrap().insns
 }
 

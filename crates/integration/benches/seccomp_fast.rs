@@ -10,7 +10,7 @@
 
 use std::hint::black_box;
 
-use cbpf::{raw, validate, Interp, Mode, Program, SeccompData};
+use cbpf::{Interp, Program, SeccompData};
 use criterion::{criterion_group, criterion_main, Criterion};
 use seccomp::fast::FastFilter;
 
@@ -32,10 +32,7 @@ const FILTERS: [&str; 12] = [
 ];
 
 fn load(name: &str) -> Program {
-    let path = format!("{}/../../testdata/filters/{name}.bpf", env!("CARGO_MANIFEST_DIR"));
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    let insns = raw::decode(&bytes).unwrap_or_else(|e| panic!("{path}: {e}"));
-    validate(&insns, Mode::Seccomp).unwrap_or_else(|e| panic!("{path}: {e}"))
+    test_kit::corpus::Filter::load(name).unwrap_or_else(|e| panic!("{e}")).program
 }
 
 fn build(c: &mut Criterion) {

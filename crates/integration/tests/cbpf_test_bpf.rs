@@ -2,38 +2,19 @@
 //! lib/test_bpf.c's classic tests (testdata/test_bpf/classic.json) on the
 //! classic interpreter in socket mode, with the skb `populate_skb()` builds.
 
-use cbpf::{validate, Insn, Interp, Mode, Skb};
-use serde_json::Value;
-
-const CLASSIC: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/test_bpf/classic.json"));
-
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap()).collect()
-}
-
-fn insns(t: &Value) -> Vec<Insn> {
-    t["insns"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| {
-            let f: Vec<u64> = i.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
-            Insn::jump(f[0] as u16, f[3] as u32, f[1] as u8, f[2] as u8)
-        })
-        .collect()
-}
+use cbpf::{validate, Interp, Mode, Skb};
+use test_kit::corpus;
 
 #[test]
 fn every_classic_test_bpf_run_passes_in_socket_mode() {
-    let doc: Value = serde_json::from_str(CLASSIC).unwrap();
     let mut failures = Vec::new();
     let mut runs = 0;
-    for t in doc["tests"].as_array().unwrap() {
-        let name = t["name"].as_str().unwrap();
-        if t["expected_fail"].as_bool().unwrap() {
+    for t in corpus::test_bpf_classic().unwrap() {
+        let name = &t.name;
+        if t.expected_fail {
             continue;
         }
-        let prog = match validate(&insns(t), Mode::Socket) {
+        let prog = match validate(&t.insns, Mode::Socket) {
             Ok(p) => p,
             Err(e) => {
                 failures.push(format!("{name}: rejected: {e}"));
@@ -41,14 +22,11 @@ fn every_classic_test_bpf_run_passes_in_socket_mode() {
             }
         };
         let interp = Interp::new(&prog);
-        let flags: Vec<&str> = t["flags"].as_array().unwrap().iter().map(|f| f.as_str().unwrap()).collect();
-        let no_data = flags.contains(&"FLAG_NO_DATA");
-        let mut data = hex(t["data"].as_str().unwrap());
+        let no_data = t.has_flag("FLAG_NO_DATA");
+        let mut data = t.data.clone();
         data.resize(128, 0);
-        let frag = t.get("frag_data").and_then(Value::as_str).map(hex);
-        for (i, run) in t["runs"].as_array().unwrap().iter().enumerate() {
-            let len = run["len"].as_u64().unwrap() as usize;
-            let want = run["result"].as_u64().unwrap() as u32;
+        let frag = t.frag_data.clone();
+        for (i, &(len, want)) in t.runs.iter().enumerate() {
             // FLAG_NO_DATA: the kernel passes no skb; these programs never
             // touch it, so an empty packet stands in.
             let linear: Vec<u8> = if no_data { Vec::new() } else { data[..len].to_vec() };

@@ -1,8 +1,9 @@
-//! The equivalence oracle on generated and real programs: the classic
-//! interpreter and the converted program on our eBPF interpreter return the
-//! same value on every branch-reaching input (`convert::oracle`).
+//! The equivalence oracle on generated and real programs: every engine
+//! (the classic interpreters, the converted program on our eBPF interpreter,
+//! for seccomp the fast engine and rbpf) returns the classic trace
+//! interpreter's value on every branch-reaching input (`test_kit::oracle`).
 //!
-//! - random valid seccomp and socket programs (`arbitrary_program`): a fixed
+//! - random valid seccomp and socket programs (`test_kit::gen::seeded`): a fixed
 //!   range of seeds in one aggregating test per mode, plus proptest over
 //!   arbitrary seeds;
 //! - every testdata/filters program on its `branch_inputs`, with a check
@@ -13,16 +14,9 @@
 
 use std::collections::HashSet;
 
-use cbpf::{raw, validate, Interp, Mode, Op};
-use convert::oracle::{
-    arbitrary_program, branch_inputs, branch_packets, impossible_outcomes, Oracle, SetupError, SplitMix64,
-};
+use cbpf::{validate, Interp, Mode, Op};
 use proptest::prelude::*;
-
-const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
-
-/// Longest generated program.
-const MAX_LEN: usize = 48;
+use test_kit::{branch_inputs, branch_packets, impossible_outcomes, Oracle, SetupError};
 
 /// Number of branch inputs one program was checked on.
 #[derive(Default)]
@@ -32,9 +26,11 @@ struct Checked {
 
 /// Checks the program of `seed` on all its branch inputs.
 fn check_seed(mode: Mode, seed: u64) -> Result<Checked, String> {
-    let mut rng = SplitMix64::new(seed);
-    let insns = arbitrary_program(&mut || rng.next_u64(), mode, MAX_LEN);
-    let prog = validate(&insns, mode).map_err(|e| format!("{mode}/seed={seed}: generated an invalid program: {e}"))?;
+    let prog = test_kit::gen::seeded(seed, mode)
+        .map_err(|e| format!("{mode}/seed={seed}: no program generated: {e}"))?
+        .program;
+    let prog = validate(prog.original(), mode)
+        .map_err(|e| format!("{mode}/seed={seed}: generated an invalid program: {e}"))?;
     let mut oracle = Oracle::new(format!("{mode}/seed={seed}"), &prog).map_err(|e: SetupError| e.to_string())?;
     let mut checked = Checked::default();
     match mode {
@@ -93,7 +89,7 @@ fn ebpf_negative_offset_loads_reach_paged_data() {
     let mut skb = cbpf::Skb::test_bpf(&data);
     skb.headlen = 20;
     assert_eq!(cbpf::Interp::new(&prog).run_socket(&skb), Ok(22));
-    assert_eq!(convert::oracle::check_socket(&prog, &skb), Ok(22));
+    assert_eq!(test_kit::check_socket(&prog, &skb), Ok(22));
 }
 
 proptest! {
@@ -135,25 +131,19 @@ fn outcomes(prog: &cbpf::Program, inputs: &[cbpf::SeccompData]) -> HashSet<(usiz
 
 #[test]
 fn filters_agree_on_branch_inputs_and_take_every_branch() {
-    let mut names: Vec<String> = std::fs::read_dir(FILTERS)
-        .unwrap()
-        .filter_map(|e| e.unwrap().file_name().into_string().unwrap().strip_suffix(".bpf").map(str::to_owned))
-        .collect();
-    names.sort();
-    assert!(!names.is_empty());
+    let filters = test_kit::corpus::filters().unwrap();
+    assert!(!filters.is_empty());
     let mut failures = Vec::new();
     let mut runs = 0;
-    for name in &names {
-        let insns = raw::decode(&std::fs::read(format!("{FILTERS}/{name}.bpf")).unwrap()).unwrap();
-        let prog = validate(&insns, Mode::Seccomp).unwrap();
-        let mut oracle = match Oracle::new(name.clone(), &prog) {
+    for test_kit::corpus::Filter { name, program: prog, .. } in &filters {
+        let mut oracle = match Oracle::new(name.clone(), prog) {
             Ok(o) => o,
             Err(e) => {
                 failures.push(e.to_string());
                 continue;
             }
         };
-        let inputs = branch_inputs(&prog);
+        let inputs = branch_inputs(prog);
         for data in &inputs {
             runs += 1;
             if let Err(m) = oracle.check_seccomp(data) {
@@ -163,9 +153,9 @@ fn filters_agree_on_branch_inputs_and_take_every_branch() {
         }
         // Both outcomes of every jump whose two targets differ, except those
         // the program itself rules out (leaves of libseccomp's trees).
-        let taken = outcomes(&prog, &inputs);
+        let taken = outcomes(prog, &inputs);
         let impossible: HashSet<(usize, bool)> =
-            impossible_outcomes(&prog).into_iter().map(|(pc, t)| (pc.0, t)).collect();
+            impossible_outcomes(prog).into_iter().map(|(pc, t)| (pc.0, t)).collect();
         if let Some(&(pc, t)) = impossible.iter().find(|o| taken.contains(o)) {
             failures.push(format!("{name}: outcome {pc}:{t} declared impossible but taken"));
         }
@@ -185,13 +175,13 @@ fn filters_agree_on_branch_inputs_and_take_every_branch() {
             failures.push(format!("{name}: branch_inputs ({}) never take {}", inputs.len(), missed.join(" ")));
         }
     }
-    println!("{} filters, {runs} runs agree", names.len());
+    println!("{} filters, {runs} runs agree", filters.len());
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// The wiring of `SKF_AD_PAY_OFFSET`: the classic model
 /// ([`cbpf::Skb::payload_offset`]) is the only flow dissector;
-/// `convert::oracle::skb_meta` stores its answer in the eBPF context and
+/// `convert::socket_ctx::skb_meta` stores its answer in the eBPF context and
 /// ebpf's own `bpf_skb_get_pay_offset()` helper ([`ebpf::Helpers::socket`])
 /// returns it. Cases where a second dissector used to disagree: DCCP header
 /// length (`sizeof(struct dccp_hdr)` is 12), headers in paged data.
@@ -222,7 +212,7 @@ fn ebpf_pay_offset_helper_matches_the_classic_model() {
             skb.headlen = h;
         }
         let classic = cbpf::Interp::new(&prog).run_socket(&skb).unwrap();
-        let ctx = ebpf::SkbContext::new(skb.data, &convert::oracle::skb_meta(&skb));
+        let ctx = ebpf::SkbContext::new(skb.data, &convert::socket_ctx::skb_meta(&skb));
         let own = ebpf::Vm::new().run(&ebpf_own, ebpf::Input::Skb(&ctx)).unwrap() as u32;
         if classic != own {
             failures.push(format!("{name}: classic model {classic}, ebpf helper {own}"));

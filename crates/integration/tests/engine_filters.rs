@@ -2,28 +2,18 @@
 //! Every engine on every kernel-checked vector of testdata/filters.
 
 use engine::{EngineKind, Outcome, Prepared, SeccompEngine};
+use test_kit::corpus;
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
-
-fn filters() -> Vec<(String, Prepared, Vec<engine::vectors::Vector>)> {
-    let mut out = Vec::new();
-    let mut names: Vec<_> = std::fs::read_dir(DIR)
+/// Every filter, prepared for the engines, with all its vectors.
+fn filters() -> Vec<(String, Prepared, Vec<corpus::Vector>)> {
+    corpus::filters()
         .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".bpf"))
-        .collect();
-    names.sort();
-    for name in names {
-        let stem = name.trim_end_matches(".bpf").to_string();
-        let insns = cbpf::raw::decode(&std::fs::read(format!("{DIR}/{name}")).unwrap()).unwrap();
-        let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp).unwrap();
-        let text = std::fs::read_to_string(format!("{DIR}/{stem}.vectors.jsonl")).unwrap();
-        let sim = std::fs::read_to_string(format!("{DIR}/{stem}.sim_only.jsonl")).unwrap();
-        let mut vectors = engine::vectors::parse(&text).unwrap();
-        vectors.extend(engine::vectors::parse(&sim).unwrap());
-        out.push((stem, Prepared::new(prog).unwrap(), vectors));
-    }
-    out
+        .into_iter()
+        .map(|f| {
+            let vectors = f.vectors().unwrap();
+            (f.name, Prepared::new(f.program).unwrap(), vectors)
+        })
+        .collect()
 }
 
 /// Runs every in-process engine that can load each filter; engines that
@@ -52,8 +42,10 @@ fn every_in_process_engine_gives_every_expected_action() {
             for v in &vectors {
                 runs += 1;
                 match engine.eval(&v.data) {
-                    Ok(Outcome::Action(a)) if Some(a) == v.action => {}
-                    other => failures.push(format!("{name}:{} {kind}: got {other:?}, want {:?}", v.line, v.action)),
+                    Ok(Outcome::Action(a)) if a == v.action => {}
+                    other => {
+                        failures.push(format!("{name}:{} {kind}: got {other:?}, want {:?}", v.line, Some(v.action)))
+                    }
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! Fixed-workload driver for instruction counting under
 //! `valgrind --tool=callgrind` (stable where wall-clock time on a shared
 //! machine is not). Not a criterion bench: `cargo bench --bench
-//! interp_count` runs a token workload.
+//! cbpf_interp_count` runs a token workload.
 //!
 //! `COUNT=<filter>:<cbpf|rbpf>:<deepest|all>:<passes>` makes that many
 //! passes over the vector set (one call per vector) after loading, and

@@ -1,0 +1,15 @@
+//! bpfconv's cross-crate suites (not published). Each library's own tests
+//! use only that library and the crates below it; a suite that needs more
+//! lives here, as a test or bench of this package:
+//!
+//! | suite | what |
+//! |---|---|
+//! | `tests/filetests.rs` | converter filetests, `testdata/convert/` (`UPDATE_EXPECT=1` blesses) |
+//! | `tests/oracle_props.rs` | the oracle on generated and real programs |
+//! | `tests/test_bpf_classic.rs`, `tests/cbpf_test_bpf.rs` | lib/test_bpf.c's classic tests, converted and classic |
+//! | `tests/engine_filters.rs` | every engine of `engine` on every testdata/filters vector |
+//! | `tests/convert_filters.rs`, `tests/ebpf_interp_filters.rs`, `tests/ebpf_seccomp_exec.rs` | every converted testdata/filters program on every vector (rbpf; fused and plain interpreter; the seccomp executor) |
+//! | `benches/` | interpreter benches comparing crates (and rbpf) |
+//!
+//! The shared corpus reader, program generator, branch inputs and oracle are
+//! in `bpfconv-test-kit`.

@@ -1,0 +1,28 @@
+//! bpfconv's test kit (not published): what every cross-crate suite and
+//! every fuzz target shares, written once.
+//!
+//! ```text
+//! corpus ──► testdata/filters (+ vectors), testdata/test_bpf/classic.json
+//!            (feature `corpus`)
+//! gen ─────► random VALID classic programs and their contexts (arbitrary
+//!            bytes, or seeded through rng::SplitMix64)
+//! branch ──► inputs that reach every branch of a program
+//! oracle ──► trace interpreter (reference) vs every engine, with step counts
+//! ```
+//!
+//! The libraries' own tests use only their library; suites that need
+//! several crates live in `crates/integration` and use this crate; the fuzz
+//! target bodies (`crates/fuzz-replay`) use it too.
+
+pub mod branch;
+#[cfg(feature = "corpus")]
+pub mod corpus;
+pub mod gen;
+pub mod input;
+pub mod oracle;
+pub mod rng;
+
+pub use branch::{branch_inputs, branch_packets, impossible_outcomes};
+pub use input::SocketInput;
+pub use oracle::{check_seccomp, check_socket, Engine, Mismatch, Oracle, OracleError, OracleInput, Run, SetupError};
+pub use rng::SplitMix64;
