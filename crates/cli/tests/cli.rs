@@ -238,8 +238,10 @@ fn pcap_runs_every_packet_with_wire_or_captured_length() {
     // Packet 0: 60 bytes captured of 1500 on the wire; packet 1: 60 of 60.
     std::fs::write(&cpath, pcap(&[(&short, 1500), (&short, 60)])).unwrap();
     let (f, c) = (fpath.to_str().unwrap(), cpath.to_str().unwrap());
-    let o = run(&["run", "--mode", "socket", f, "--pcap", c], b"");
-    assert_eq!(stdout(&o).trim(), "1 of 2 packets accepted", "{}", stderr(&o));
+    for engine in ["cbpf", "ebpf"] {
+        let o = run(&["run", "--mode", "socket", "--engine", engine, f, "--pcap", c], b"");
+        assert_eq!(stdout(&o).trim(), "1 of 2 packets accepted", "{engine}: {}", stderr(&o));
+    }
     let o = run(&["run", "--mode", "socket", f, "--pcap", c, "--format", "json"], b"");
     assert_eq!(stdout(&o), "{\"packet\": 0, \"ret\": 65535}\n{\"packet\": 1, \"ret\": 0}\n");
     for engine in ["cbpf", "ebpf"] {

@@ -259,14 +259,10 @@ impl SocketEngine {
         match self {
             SocketEngine::Cbpf(interp) => Ok(interp.run_socket(skb)?),
             SocketEngine::Ebpf { prog, vm } => {
-                if skb.wire_len.is_some_and(|w| w as usize != skb.data.len()) {
-                    return Err(EngineError::Unavailable {
-                        engine: EngineKind::Ebpf,
-                        why: "a wire length different from the captured bytes (use --len captured, or --engine cbpf)"
-                            .to_string(),
-                    });
+                let mut ctx = ebpf::SkbContext::new(skb.data, &skb_meta(skb));
+                if let Some(wire) = skb.wire_len {
+                    ctx = ctx.with_wire_len(wire);
                 }
-                let ctx = ebpf::SkbContext::new(skb.data, &skb_meta(skb));
                 Ok(vm.run(prog, ebpf::Input::Skb(&ctx))? as u32)
             }
         }

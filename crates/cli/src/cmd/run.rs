@@ -25,7 +25,8 @@ pub enum PcapFormat {
 /// What `ld len` sees for a captured packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum LenSource {
-    /// The original wire length of the pcap record (libpcap's `bpf_filter`, as `tcpdump -r`).
+    /// The original wire length of the pcap record (libpcap's `bpf_filter`, as `tcpdump -r`);
+    /// the eBPF engine sees `skb->len` = wire length over the captured bytes, loads past them fail.
     #[default]
     Wire,
     /// The captured bytes only (what a socket receives).
