@@ -276,3 +276,49 @@ fn kernel_engine_checks_vectors_against_the_running_kernel() {
     let o = run(&["run", "--engine", "kernel", &filter("seed_fast.bpf"), "--nr", "getppid"], b"");
     assert_eq!(stdout(&o).trim(), "ALLOW (0x7fff0000)", "{}", stderr(&o));
 }
+
+#[test]
+fn socket_kernel_engine_runs_packets_and_pcaps_and_compares_refusals() {
+    if !matches!(kernel::socket::attach(&[cbpf::Insn::stmt(0x06, 1)]), Ok(kernel::socket::Attach::Accepted)) {
+        eprintln!("SKIPPED: SO_ATTACH_FILTER is refused here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let ip = write("ip.asm", "ldh [12]\njeq #0x800, yes, no\nyes: ret #4\nno: ret #0\n");
+    let proto = write("proto.asm", "ld proto\nret a\n");
+    let mut frame = vec![0u8; 60];
+    frame[12] = 0x08;
+    let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
+    let base = ["run", "--mode", "socket", "--engine", "kernel"];
+    let o = run(&[&base[..], &[ip.as_str(), "--packet", &hex]].concat(), b"");
+    assert_eq!(stdout(&o), "4\n", "{}", stderr(&o));
+    // The AF_UNIX path has no skb->protocol: the default (the EtherType) is not observable.
+    let o = run(&[&base[..], &[proto.as_str(), "--packet", &hex]].concat(), b"");
+    assert!(stdout(&o).starts_with("not-observable: the filter reads skb->protocol"), "{}", stdout(&o));
+    let o = run(&[&base[..], &[proto.as_str(), "--packet", &hex, "--protocol", "0"]].concat(), b"");
+    assert_eq!(stdout(&o), "0\n", "{}", stderr(&o));
+    let cpath = dir.path().join("c.pcap");
+    let other = [0u8; 60];
+    std::fs::write(&cpath, pcap(&[(&frame, 60), (&other, 60), (&frame, 1500)])).unwrap();
+    let c = cpath.to_str().unwrap();
+    let o = run(&[&base[..], &[ip.as_str(), "--pcap", c]].concat(), b"");
+    assert_eq!(stdout(&o), "2 of 3 packets accepted\n", "{}", stderr(&o));
+    let len = write("len.asm", "ld len\nret a\n");
+    let o = run(&[&base[..], &[len.as_str(), "--pcap", c, "--format", "json"]].concat(), b"");
+    let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(lines[0], "{\"packet\": 0, \"ret_at_least\": 60}", "{}", stderr(&o));
+    assert!(lines[2].starts_with("{\"packet\": 2, \"not_observable\": \"the filter reads skb->len"), "{}", lines[2]);
+    // ja over 2341 `ld [14]`: our conversion and the kernel both refuse it.
+    let mut big = vec![cbpf::Insn::stmt(0x05, 2341)];
+    big.extend(std::iter::repeat_n(cbpf::Insn::stmt(0x20, 14), 2341));
+    big.push(cbpf::Insn::stmt(0x06, 0));
+    let bpath = dir.path().join("big.bpf");
+    std::fs::write(&bpath, cbpf::raw::encode(&big)).unwrap();
+    let o = run(&[&base[..], &[bpath.to_str().unwrap(), "--packet", &hex]].concat(), b"");
+    assert_rejected(&o, "the kernel refuses it too: Invalid argument");
+}
