@@ -7,7 +7,7 @@ use crate::cmd::disasm::parse_arch;
 use crate::fail::{Failure, Result};
 use std::io::Read;
 
-use crate::io::{parse_hex, read_classic, read_input, From};
+use crate::io::{parse_hex, read_classic, read_input, EndianArg, From};
 use crate::out::{outln, Out};
 use crate::pcap;
 use crate::ModeArg;
@@ -40,6 +40,9 @@ pub struct RunArgs {
     /// Input syntax; auto-detected when absent.
     #[arg(long, value_enum)]
     from: Option<From>,
+    /// Byte order of raw sock_filter records (filters exported on s390x, ppc64 or mips are big).
+    #[arg(long, value_enum, default_value_t)]
+    endian: EndianArg,
     /// Kernel entry point the filter is for.
     #[arg(long, value_enum, default_value_t)]
     mode: ModeArg,
@@ -146,7 +149,7 @@ fn small<T: TryFrom<u64>>(text: &str, what: &str) -> Result<T> {
 /// `bpfconv run`.
 pub fn run(args: &RunArgs) -> Result<i32> {
     let kind: EngineKind = args.engine.parse().map_err(Failure::usage)?;
-    let insns = read_classic(&args.file, args.from)?;
+    let insns = read_classic(&args.file, args.from, args.endian)?;
     let socket_kernel = kind == EngineKind::Kernel && args.mode == ModeArg::Socket;
     let prog = match cbpf::validate(&insns, args.mode.mode()) {
         Ok(prog) => prog,
