@@ -125,3 +125,52 @@ fn metadata_the_path_cannot_set_is_not_observable() {
     let mut kernel = SocketEngine::new(EngineKind::Kernel, &cpu).unwrap();
     assert!(matches!(kernel.eval(&unix_dgram_skb(&frame)).unwrap(), SocketOutcome::NotObservable(_)));
 }
+
+/// Seeded random programs (every load kind, ALU op and jump shape) on every
+/// packet shape: the kernel's verdict is the cbpf engine's, and the kernel
+/// refuses a program exactly when our validation or conversion does.
+#[test]
+fn kernel_equals_cbpf_on_generated_programs() {
+    if !kernel_attaches() {
+        return;
+    }
+    let mut rng = common::Rng(0x5eed_0017);
+    let (mut programs, mut runs, mut unobservable, mut failures) = (0usize, 0usize, 0usize, Vec::new());
+    let frames = common::packets();
+    for n in 0..600 {
+        let insns = common::random_program(&mut rng, 24);
+        let ours = cbpf::validate(&insns, cbpf::Mode::Socket).ok().and_then(|p| Prepared::new(p).ok());
+        let theirs = attach(&insns).unwrap();
+        let Some(prepared) = ours else {
+            assert!(
+                matches!(theirs, Attach::Rejected { .. }),
+                "program {n}: we refuse it, the kernel {theirs:?}: {insns:?}"
+            );
+            continue;
+        };
+        assert_eq!(theirs, Attach::Accepted, "program {n}: we accept it: {insns:?}");
+        programs += 1;
+        let mut cbpf = SocketEngine::new(EngineKind::Cbpf, &prepared).unwrap();
+        let mut kernel = SocketEngine::new(EngineKind::Kernel, &prepared).unwrap();
+        for (shape, frame) in &frames {
+            for captured in [frame.len().min(14), frame.len().min(38), frame.len()] {
+                let skb = unix_dgram_skb(&frame[..captured]);
+                let want = cbpf.run(&skb).unwrap();
+                match kernel.eval(&skb).unwrap() {
+                    SocketOutcome::NotObservable(_) => unobservable += 1,
+                    got if got.agrees_with(want) => runs += 1,
+                    got => failures
+                        .push(format!("program {n} {insns:?} on {shape}[..{captured}]: cbpf {want}, kernel {got}")),
+                }
+            }
+        }
+    }
+    eprintln!("{programs} valid programs, {runs} agreeing runs, {unobservable} not observable");
+    assert!(
+        failures.is_empty(),
+        "{} disagreements:\n{}",
+        failures.len(),
+        failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+    );
+    assert!(programs > 100 && runs > 5000, "{programs} programs, {runs} runs");
+}

@@ -55,3 +55,41 @@ fn wire_length_is_what_ld_len_reads_and_loads_past_the_capture_fail() {
         assert_eq!(SocketEngine::new(kind, &p).unwrap().run(&skb).unwrap(), 0, "{kind}");
     }
 }
+
+/// The same over seeded random programs (every load kind, ALU op and jump
+/// shape; the generator of the kernel-engine suite).
+#[test]
+fn ebpf_equals_cbpf_on_generated_programs_with_cut_captures() {
+    let mut rng = common::Rng(0x5eed_0002);
+    let (mut runs, mut failures) = (0usize, Vec::new());
+    let frames = common::packets();
+    for n in 0..600 {
+        let insns = common::random_program(&mut rng, 24);
+        let Ok(program) = cbpf::validate(&insns, cbpf::Mode::Socket) else { continue };
+        let Ok(prepared) = Prepared::new(program) else { continue };
+        let mut cbpf = SocketEngine::new(EngineKind::Cbpf, &prepared).unwrap();
+        let mut ebpf = SocketEngine::new(EngineKind::Ebpf, &prepared).unwrap();
+        for (shape, frame) in &frames {
+            for captured in [frame.len().min(14), frame.len().min(38), frame.len()] {
+                for wire in [None, Some(frame.len() as u32), Some(9000)] {
+                    let mut skb = common::skb_of(&frame[..captured]);
+                    skb.wire_len = wire;
+                    let (want, got) = (cbpf.run(&skb).unwrap(), ebpf.run(&skb).unwrap());
+                    runs += 1;
+                    if want != got {
+                        failures.push(format!(
+                            "program {n} {insns:?} on {shape}[..{captured}] wire={wire:?}: cbpf {want}, ebpf {got}"
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} differ:\n{}",
+        failures.len(),
+        failures.iter().take(20).cloned().collect::<Vec<_>>().join("\n")
+    );
+    assert!(runs > 10_000, "{runs}");
+}

@@ -221,3 +221,83 @@ pub fn skb_of(data: &[u8]) -> cbpf::Skb<'_> {
     skb.vlan_proto = 0;
     skb
 }
+
+/// A seeded SplitMix64 stream, for the generated programs.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random classic socket filter of up to `max` instructions over the
+/// packet shapes above: packet loads (absolute, indexed, `SKF_NET_OFF` and
+/// `SKF_LL_OFF` relative, `ldx msh`), `len`, every ancillary load, every
+/// ALU op in K and X form, forward conditional jumps and `ja`, `tax`/`txa`,
+/// ending in `ret a` or `ret #k`. Not every result is valid (the caller
+/// validates).
+pub fn random_program(rng: &mut Rng, max: usize) -> Vec<Insn> {
+    const SIZES: [u16; 3] = [0x00, 0x08, 0x10]; // W, H, B
+    const ALU: [u16; 11] = [0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x90, 0xa0, 0x80];
+    const JMP: [u16; 4] = [0x10, 0x20, 0x30, 0x40]; // jeq jgt jge jset
+    let len = 2 + rng.below(max as u64 - 1) as usize;
+    let mut p = Vec::with_capacity(len);
+    for pc in 0..len - 1 {
+        let left = (len - 2 - pc) as u64; // instructions a jump may skip
+        let size = SIZES[rng.below(3) as usize];
+        let insn = match rng.below(16) {
+            0..=2 => s(0x20 | size, rng.below(72) as u32),
+            3 => s(0x40 | size, rng.below(40) as u32),
+            4 => s(0x20 | size, SKF_NET + rng.below(44) as u32),
+            5 => s(0x20 | size, SKF_LL + rng.below(20) as u32),
+            6 => s(0xb1, rng.below(40) as u32),
+            7 => s(0x80 | (rng.below(2) as u16), 0),
+            8 => s(0x20 | size, 0xffff_f000 + 4 * rng.below(16) as u32),
+            9 => {
+                let op = ALU[rng.below(ALU.len() as u64) as usize];
+                let k = match op {
+                    0x60 | 0x70 => rng.below(32) as u32,
+                    0x30 | 0x90 => 1 + rng.below(300) as u32,
+                    _ => interesting(rng),
+                };
+                s(0x04 | op | if rng.below(3) == 0 && op != 0x80 { 0x08 } else { 0 }, k)
+            }
+            10 => s(if rng.below(2) == 0 { 0x07 } else { 0x87 }, 0),
+            11 => s(if rng.below(2) == 0 { 0x00 } else { 0x01 }, interesting(rng)),
+            12 if left > 0 => s(0x05, rng.below(left + 1) as u32),
+            12..=14 if left > 0 => {
+                let op = JMP[rng.below(4) as usize] | if rng.below(4) == 0 { 0x08 } else { 0 };
+                let jt = rng.below(left.min(255) + 1) as u8;
+                let jf = rng.below(left.min(255) + 1) as u8;
+                j(0x05 | op, interesting(rng), jt, jf)
+            }
+            _ => s(0x06, interesting(rng)),
+        };
+        p.push(insn);
+    }
+    p.push(if rng.below(2) == 0 { s(0x16, 0) } else { s(0x06, interesting(rng)) });
+    p
+}
+
+/// `SKF_NET_OFF` and `SKF_LL_OFF` as unsigned offsets.
+const SKF_NET: u32 = 0xfff0_0000;
+const SKF_LL: u32 = 0xffe0_0000;
+
+/// Constants that meet the packet shapes' fields and the edges of 32 bits.
+fn interesting(rng: &mut Rng) -> u32 {
+    const K: [u32; 14] = [0, 1, 2, 6, 17, 22, 53, 64, 0x800, 0x86dd, 0x8100, 0x1fff, 0x7fff_ffff, 0xffff_ffff];
+    if rng.below(3) == 0 {
+        rng.next() as u32 >> rng.below(32)
+    } else {
+        K[rng.below(K.len() as u64) as usize]
+    }
+}
