@@ -2,6 +2,7 @@
 
 use std::io::{Read, Write};
 
+use cbpf::raw::Endian;
 use cbpf::text::Format;
 use cbpf::Insn;
 
@@ -88,14 +89,46 @@ pub enum From {
     Seccomp,
 }
 
-/// Reads and parses a classic program: auto-detected unless `from` is given.
-pub fn read_classic(path: &str, from: Option<From>) -> Result<Vec<Insn>> {
-    let bytes = read_input(path)?;
-    parse_classic(&bytes, from).map_err(|f| Failure { code: f.code, message: format!("{path}: {}", f.message) })
+/// `--endian`: the byte order of raw `struct sock_filter` records read or
+/// written ([`cbpf::raw::Endian`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum EndianArg {
+    /// x86, arm64, riscv64, ...
+    #[default]
+    Little,
+    /// s390x, ppc64, mips (filters exported there by libseccomp).
+    Big,
 }
 
-/// Parses a classic program from bytes.
+impl EndianArg {
+    /// The byte order.
+    pub fn endian(self) -> Endian {
+        match self {
+            EndianArg::Little => Endian::Little,
+            EndianArg::Big => Endian::Big,
+        }
+    }
+}
+
+/// Reads and parses a classic program: auto-detected unless `from` is
+/// given; raw records in byte order `endian`.
+pub fn read_classic(path: &str, from: Option<From>, endian: EndianArg) -> Result<Vec<Insn>> {
+    let bytes = read_input(path)?;
+    parse_classic_endian(&bytes, from, endian.endian())
+        .map_err(|f| Failure { code: f.code, message: format!("{path}: {}", f.message) })
+}
+
+/// Parses a classic program from bytes (raw records little-endian).
+#[cfg(test)]
 pub fn parse_classic(bytes: &[u8], from: Option<From>) -> Result<Vec<Insn>> {
+    parse_classic_endian(bytes, from, Endian::Little)
+}
+
+/// Parses a classic program from bytes, raw records in byte order `endian`.
+/// A raw program with an opcode that is unknown in `endian` order but whose
+/// every opcode is known in the other order is refused with a hint to give
+/// `--endian` (a filter exported on a machine of the other byte order).
+pub fn parse_classic_endian(bytes: &[u8], from: Option<From>, endian: Endian) -> Result<Vec<Insn>> {
     // A UTF-8 BOM before text is skipped (never in raw input).
     let bytes = match bytes.strip_prefix(b"\xef\xbb\xbf".as_slice()) {
         Some(rest) if from != Some(From::Raw) => rest,
@@ -122,7 +155,40 @@ pub fn parse_classic(bytes: &[u8], from: Option<From>) -> Result<Vec<Insn>> {
             cbpf::text::detect(bytes)
         }
     };
+    if format == Format::Raw {
+        return match cbpf::raw::decode_endian(bytes, endian) {
+            Ok(insns) => match byte_order_hint(bytes, &insns, endian) {
+                Some(hint) => Err(Failure::rejected(hint)),
+                None => Ok(insns),
+            },
+            // Framing errors do not depend on the byte order: report them
+            // as the raw parser does, with their position.
+            Err(e) => Err(match cbpf::text::parse(bytes, format) {
+                Err(pe) => pe.into(),
+                Ok(_) => Failure::rejected(e),
+            }),
+        };
+    }
     Ok(cbpf::text::parse(bytes, format)?)
+}
+
+/// The error for raw records that look byte-swapped: the first opcode
+/// unknown in `endian` order (`chk_code_allowed()`'s 49, see
+/// [`cbpf::Op::from_insn`]), when every record decodes to a known opcode in
+/// the other order.
+fn byte_order_hint(bytes: &[u8], insns: &[Insn], endian: Endian) -> Option<String> {
+    let (pc, bad) = insns.iter().enumerate().find(|(_, i)| cbpf::Op::from_insn(**i).is_none())?;
+    let other = endian.swapped();
+    let swapped = cbpf::raw::decode_endian(bytes, other).ok()?;
+    if !swapped.iter().all(|i| cbpf::Op::from_insn(*i).is_some()) {
+        return None;
+    }
+    Some(format!(
+        "unknown opcode {:#06x} at insn {pc}; the file looks {}-endian: try --endian {}",
+        bad.code,
+        other.name(),
+        other.name()
+    ))
 }
 
 /// Input that is text but for a few stray bytes (a NUL, invalid UTF-8, a

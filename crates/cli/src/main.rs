@@ -12,7 +12,7 @@ mod pcap;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::io::From;
+use crate::io::{EndianArg, From};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -52,6 +52,9 @@ struct InputArgs {
     /// Kernel entry point the program is validated for.
     #[arg(long, value_enum, default_value_t)]
     mode: ModeArg,
+    /// Byte order of raw sock_filter records (filters exported on s390x, ppc64 or mips are big).
+    #[arg(long, value_enum, default_value_t)]
+    endian: EndianArg,
 }
 
 #[derive(Subcommand, Debug)]

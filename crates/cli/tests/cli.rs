@@ -238,8 +238,10 @@ fn pcap_runs_every_packet_with_wire_or_captured_length() {
     // Packet 0: 60 bytes captured of 1500 on the wire; packet 1: 60 of 60.
     std::fs::write(&cpath, pcap(&[(&short, 1500), (&short, 60)])).unwrap();
     let (f, c) = (fpath.to_str().unwrap(), cpath.to_str().unwrap());
-    let o = run(&["run", "--mode", "socket", f, "--pcap", c], b"");
-    assert_eq!(stdout(&o).trim(), "1 of 2 packets accepted", "{}", stderr(&o));
+    for engine in ["cbpf", "ebpf"] {
+        let o = run(&["run", "--mode", "socket", "--engine", engine, f, "--pcap", c], b"");
+        assert_eq!(stdout(&o).trim(), "1 of 2 packets accepted", "{engine}: {}", stderr(&o));
+    }
     let o = run(&["run", "--mode", "socket", f, "--pcap", c, "--format", "json"], b"");
     assert_eq!(stdout(&o), "{\"packet\": 0, \"ret\": 65535}\n{\"packet\": 1, \"ret\": 0}\n");
     for engine in ["cbpf", "ebpf"] {
@@ -273,4 +275,96 @@ fn kernel_engine_checks_vectors_against_the_running_kernel() {
     assert!(last.ends_with("passed, 0 failed"), "{last}");
     let o = run(&["run", "--engine", "kernel", &filter("seed_fast.bpf"), "--nr", "getppid"], b"");
     assert_eq!(stdout(&o).trim(), "ALLOW (0x7fff0000)", "{}", stderr(&o));
+}
+
+#[test]
+fn socket_kernel_engine_runs_packets_and_pcaps_and_compares_refusals() {
+    if !matches!(kernel::socket::attach(&[cbpf::Insn::stmt(0x06, 1)]), Ok(kernel::socket::Attach::Accepted)) {
+        eprintln!("SKIPPED: SO_ATTACH_FILTER is refused here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_str().unwrap().to_string()
+    };
+    let ip = write("ip.asm", "ldh [12]\njeq #0x800, yes, no\nyes: ret #4\nno: ret #0\n");
+    let proto = write("proto.asm", "ld proto\nret a\n");
+    let mut frame = vec![0u8; 60];
+    frame[12] = 0x08;
+    let hex: String = frame.iter().map(|b| format!("{b:02x}")).collect();
+    let base = ["run", "--mode", "socket", "--engine", "kernel"];
+    let o = run(&[&base[..], &[ip.as_str(), "--packet", &hex]].concat(), b"");
+    assert_eq!(stdout(&o), "4\n", "{}", stderr(&o));
+    // The AF_UNIX path has no skb->protocol: the default (the EtherType) is not observable.
+    let o = run(&[&base[..], &[proto.as_str(), "--packet", &hex]].concat(), b"");
+    assert!(stdout(&o).starts_with("not-observable: the filter reads skb->protocol"), "{}", stdout(&o));
+    let o = run(&[&base[..], &[proto.as_str(), "--packet", &hex, "--protocol", "0"]].concat(), b"");
+    assert_eq!(stdout(&o), "0\n", "{}", stderr(&o));
+    let cpath = dir.path().join("c.pcap");
+    let other = [0u8; 60];
+    std::fs::write(&cpath, pcap(&[(&frame, 60), (&other, 60), (&frame, 1500)])).unwrap();
+    let c = cpath.to_str().unwrap();
+    let o = run(&[&base[..], &[ip.as_str(), "--pcap", c]].concat(), b"");
+    assert_eq!(stdout(&o), "2 of 3 packets accepted\n", "{}", stderr(&o));
+    let len = write("len.asm", "ld len\nret a\n");
+    let o = run(&[&base[..], &[len.as_str(), "--pcap", c, "--format", "json"]].concat(), b"");
+    let lines: Vec<String> = stdout(&o).lines().map(str::to_string).collect();
+    assert_eq!(lines[0], "{\"packet\": 0, \"ret_at_least\": 60}", "{}", stderr(&o));
+    assert!(lines[2].starts_with("{\"packet\": 2, \"not_observable\": \"the filter reads skb->len"), "{}", lines[2]);
+    // ja over 2341 `ld [14]`: our conversion and the kernel both refuse it.
+    let mut big = vec![cbpf::Insn::stmt(0x05, 2341)];
+    big.extend(std::iter::repeat_n(cbpf::Insn::stmt(0x20, 14), 2341));
+    big.push(cbpf::Insn::stmt(0x06, 0));
+    let bpath = dir.path().join("big.bpf");
+    std::fs::write(&bpath, cbpf::raw::encode(&big)).unwrap();
+    let o = run(&[&base[..], &[bpath.to_str().unwrap(), "--packet", &hex]].concat(), b"");
+    assert_rejected(&o, "the kernel refuses it too: Invalid argument");
+}
+
+/// Issue 17 item 4: a filter exported on a big-endian machine (every
+/// testdata filter, byte-swapped) checks, runs its kernel-checked vectors,
+/// disassembles and round-trips through `asm` with `--endian big`; without
+/// the flag the error names the opcode and suggests it.
+#[test]
+fn big_endian_raw_filters_check_run_and_round_trip_with_endian_big() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut swapped = 0;
+    for e in std::fs::read_dir(FILTERS).unwrap() {
+        let p = e.unwrap().path();
+        if p.extension().is_none_or(|x| x != "bpf") {
+            continue;
+        }
+        let little = std::fs::read(&p).unwrap();
+        let insns = cbpf::raw::decode(&little).unwrap();
+        let big = cbpf::raw::encode_endian(&insns, cbpf::raw::Endian::Big);
+        let stem = p.file_stem().unwrap().to_str().unwrap().to_string();
+        let bpath = dir.path().join(format!("{stem}.be.bpf"));
+        std::fs::write(&bpath, &big).unwrap();
+        let b = bpath.to_str().unwrap();
+        let o = run(&["check", "--endian", "big", b], b"");
+        assert_eq!(o.status.code(), Some(0), "{stem}: {}", stderr(&o));
+        let o = run(&["check", b], b"");
+        assert_rejected(&o, "the file looks big-endian: try --endian big");
+        assert!(stderr(&o).contains("unknown opcode 0x"), "{}", stderr(&o));
+        // The little-endian original read as big gets the opposite hint.
+        let o = run(&["check", "--endian", "big", p.to_str().unwrap()], b"");
+        assert_rejected(&o, "the file looks little-endian: try --endian little");
+        // Same listing both ways, and asm writes the big-endian bytes back.
+        let want = run(&["disasm", p.to_str().unwrap()], b"");
+        let got = run(&["disasm", "--endian", "big", b], b"");
+        assert_eq!(stdout(&got), stdout(&want), "{stem}");
+        let o = run(&["asm", "--endian", "big", b, "-o", "-"], b"");
+        assert_eq!(o.stdout, big, "{stem}: {}", stderr(&o));
+        let o = run(&["asm", "--endian", "big", "--from", "asm", "-", "-o", "-"], &want.stdout);
+        assert_eq!(o.stdout, big, "{stem}: {}", stderr(&o));
+        let vectors = p.with_extension("vectors.jsonl");
+        let o = run(&["run", "--endian", "big", b, "--vectors", vectors.to_str().unwrap(), "--check"], b"");
+        assert_eq!(o.status.code(), Some(0), "{stem}: {}{}", stdout(&o), stderr(&o));
+        let o = run(&["analyze", "--endian", "big", b], b"");
+        assert_eq!(o.status.code(), Some(0), "{stem}: {}", stderr(&o));
+        swapped += 1;
+    }
+    assert!(swapped >= 10, "{swapped}");
 }

@@ -223,6 +223,33 @@ impl SkbContext {
         SkbContext { ctx, packet: packet.to_vec(), headlen, meta }
     }
 
+    /// The same packet as the kernel would hold it after a capture cut it
+    /// short: `skb->len` is `wire_len`, the linear data (and any paged
+    /// bytes already present) are the captured bytes, and nothing past them
+    /// exists. So `ld len` reads the wire length while every load past the
+    /// captured bytes fails in `skb_copy_bits()` (`-EFAULT`, and the
+    /// converted filter returns 0 — libpcap's `bpf_filter()` answer for a
+    /// load past the capture).
+    ///
+    /// `skb->data_len` becomes `wire_len - headlen`, so the converted
+    /// prologue's cached headlen (`skb->len - skb->data_len`, see
+    /// `convert_bpf_ld_abs()` in net/core/filter.c) is still the linear
+    /// length. A `wire_len` below the linear length (a malformed record)
+    /// gives `data_len` 0 and that smaller headlen; the bytes then read go
+    /// through `skb_copy_bits()` instead, with the same result.
+    ///
+    /// # Deviations
+    /// The nlattr helpers keep judging linearity and `skb->len` by the
+    /// bytes present, as the classic model (`cbpf::Skb::wire_len` changes
+    /// only `ld len`) does; a kernel skb with absent paged data cannot
+    /// exist.
+    pub fn with_wire_len(mut self, wire_len: u32) -> SkbContext {
+        let data_len = wire_len.saturating_sub(self.headlen as u32);
+        put(&mut self.ctx, OFF_LEN, &wire_len.to_le_bytes());
+        put(&mut self.ctx, OFF_DATA_LEN, &data_len.to_le_bytes());
+        self
+    }
+
     /// The context bytes (`r1` points at them).
     pub fn ctx_bytes(&self) -> &[u8] {
         &self.ctx

@@ -3,13 +3,14 @@
 //! ```text
 //! cbpf::Program ─► Prepared (validated + converted + raw eBPF bytes)
 //!                     └─► SeccompEngine::new(kind, &prepared) ─► eval / eval_batch
-//!                     └─► SocketEngine::new(kind, &prepared)  ─► run(&Skb)
+//!                     └─► SocketEngine::new(kind, &prepared)  ─► run(&Skb) / eval(&Skb)
 //! ```
 //!
 //! Engines (names as `bpfconv run --engine` takes them): `cbpf` (the classic
 //! interpreter), `ebpf` (the converted program on our interpreter), `rbpf`,
 //! `rbpf-jit`, `rbpf-cranelift` (rbpf 0.4's interpreter and compilers on the
-//! converted program), `kernel` (the running kernel, seccomp only) and `fast`
+//! converted program), `kernel` (the running kernel: seccomp filters in a forked child, socket
+//! filters on an `AF_UNIX` socketpair, see [`kernel::socket`]) and `fast`
 //! (the per-syscall specialised engine, seccomp only).
 
 pub mod rbpf_adapter;
@@ -230,15 +231,85 @@ impl<'p> SeccompEngine<'p> {
 /// metadata in our documented context layout ([`ebpf::skb`]).
 pub use convert::socket_ctx::skb_meta;
 
-/// A socket-filter engine with its program loaded (`cbpf` or `ebpf`).
+/// What a socket engine says about one packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SocketOutcome {
+    /// The filter's return value (the in-process engines).
+    Ret(u32),
+    /// What the running kernel did with the packet sent as a datagram
+    /// ([`kernel::socket::Delivery`]): dropped, or kept with a length that
+    /// is the return value only when shorter than the packet.
+    Delivered(kernel::socket::Delivery),
+    /// The engine cannot reproduce this packet's verdict; the reason says why.
+    NotObservable(String),
+}
+
+impl SocketOutcome {
+    /// Whether a filter returning `ret` gives this outcome (`NotObservable`
+    /// agrees with nothing).
+    pub fn agrees_with(&self, ret: u32) -> bool {
+        match self {
+            SocketOutcome::Ret(r) => *r == ret,
+            SocketOutcome::Delivered(d) => d.agrees_with(ret),
+            SocketOutcome::NotObservable(_) => false,
+        }
+    }
+
+    /// Whether the packet was accepted (kept, in any length); `None` when
+    /// not observable or not sent.
+    pub fn accepted(&self) -> Option<bool> {
+        match self {
+            SocketOutcome::Ret(r) => Some(*r != 0),
+            SocketOutcome::Delivered(kernel::socket::Delivery::Dropped) => Some(false),
+            SocketOutcome::Delivered(kernel::socket::Delivery::Kept { .. }) => Some(true),
+            SocketOutcome::Delivered(kernel::socket::Delivery::NotSent { .. }) | SocketOutcome::NotObservable(_) => {
+                None
+            }
+        }
+    }
+}
+
+impl fmt::Display for SocketOutcome {
+    /// `N` for a known return value (0 = dropped); `>=N` when the kernel
+    /// kept the whole N-byte packet (the filter returned N or more);
+    /// `not-observable: why`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use kernel::socket::Delivery;
+        match self {
+            SocketOutcome::Ret(r) => write!(f, "{r}"),
+            SocketOutcome::Delivered(Delivery::Dropped) => f.write_str("0"),
+            SocketOutcome::Delivered(Delivery::Kept { kept, len }) if kept < len => write!(f, "{kept}"),
+            SocketOutcome::Delivered(Delivery::Kept { len, .. }) => write!(f, ">={}", (*len).max(1)),
+            SocketOutcome::Delivered(Delivery::NotSent { errno }) => {
+                write!(f, "not-observable: the datagram was not sent: {}", std::io::Error::from_raw_os_error(*errno))
+            }
+            SocketOutcome::NotObservable(why) => write!(f, "not-observable: {why}"),
+        }
+    }
+}
+
+/// A socket-filter engine with its program loaded (`cbpf`, `ebpf` or
+/// `kernel`).
 #[derive(Debug)]
 pub enum SocketEngine {
     Cbpf(cbpf::Interp),
-    Ebpf { prog: Box<ebpf::Program>, vm: Box<ebpf::Vm> },
+    Ebpf {
+        prog: Box<ebpf::Program>,
+        vm: Box<ebpf::Vm>,
+    },
+    /// The running kernel: the filter attached to an `AF_UNIX` datagram
+    /// socketpair ([`kernel::socket`] documents the skb it sees there).
+    Kernel {
+        filter: kernel::socket::SocketFilter,
+        program: Box<cbpf::Program>,
+    },
 }
 
 impl SocketEngine {
-    /// Loads `prepared` (a socket-mode program) into engine `kind`.
+    /// Loads `prepared` (a socket-mode program) into engine `kind`. The
+    /// kernel engine attaches the original instructions with
+    /// `SO_ATTACH_FILTER`; its refusal is [`kernel::KernelError::FilterRejected`]
+    /// with the kernel's errno.
     pub fn new(kind: EngineKind, prepared: &Prepared) -> Result<Self, EngineError> {
         let mode = prepared.program.mode();
         if mode != Mode::Socket {
@@ -250,25 +321,47 @@ impl SocketEngine {
                 prog: Box::new(load_ebpf(&prepared.converted)?),
                 vm: Box::new(ebpf::Vm::new()),
             }),
+            EngineKind::Kernel => Ok(SocketEngine::Kernel {
+                filter: kernel::socket::SocketFilter::attach(prepared.program.original())?,
+                program: Box::new(prepared.program.clone()),
+            }),
             other => Err(EngineError::WrongMode { engine: other, mode }),
         }
     }
 
-    /// Runs the filter on one packet; the result is the number of bytes to keep (0 = drop).
+    /// Runs the filter on one packet; the result is the number of bytes to
+    /// keep (0 = drop). The kernel engine cannot tell the return value
+    /// (only what it kept of the packet): use [`SocketEngine::eval`].
     pub fn run(&mut self, skb: &Skb<'_>) -> Result<u32, EngineError> {
         match self {
             SocketEngine::Cbpf(interp) => Ok(interp.run_socket(skb)?),
             SocketEngine::Ebpf { prog, vm } => {
-                if skb.wire_len.is_some_and(|w| w as usize != skb.data.len()) {
-                    return Err(EngineError::Unavailable {
-                        engine: EngineKind::Ebpf,
-                        why: "a wire length different from the captured bytes (use --len captured, or --engine cbpf)"
-                            .to_string(),
-                    });
+                let mut ctx = ebpf::SkbContext::new(skb.data, &skb_meta(skb));
+                if let Some(wire) = skb.wire_len {
+                    ctx = ctx.with_wire_len(wire);
                 }
-                let ctx = ebpf::SkbContext::new(skb.data, &skb_meta(skb));
                 Ok(vm.run(prog, ebpf::Input::Skb(&ctx))? as u32)
             }
+            SocketEngine::Kernel { .. } => Err(EngineError::Unavailable {
+                engine: EngineKind::Kernel,
+                why: "the kernel reports the length it kept, not the return value (SocketEngine::eval)".to_string(),
+            }),
+        }
+    }
+
+    /// Runs the filter on one packet, on any engine. The kernel engine
+    /// answers [`SocketOutcome::NotObservable`] when the verdict depends on
+    /// skb metadata the `AF_UNIX` path cannot carry
+    /// ([`kernel::socket::unobservable`]).
+    pub fn eval(&mut self, skb: &Skb<'_>) -> Result<SocketOutcome, EngineError> {
+        match self {
+            SocketEngine::Kernel { filter, program } => {
+                if let Some(why) = kernel::socket::unobservable(program, skb) {
+                    return Ok(SocketOutcome::NotObservable(why));
+                }
+                Ok(SocketOutcome::Delivered(filter.deliver(skb.data)?))
+            }
+            _ => Ok(SocketOutcome::Ret(self.run(skb)?)),
         }
     }
 }

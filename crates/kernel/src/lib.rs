@@ -1,8 +1,9 @@
-//! The running Linux kernel as a seccomp engine, benchmark primitives, and
-//! filter dumps from live processes.
+//! The running Linux kernel as a seccomp engine and a socket-filter engine,
+//! benchmark primitives, and filter dumps from live processes.
 //!
 //! ```text
 //! cbpf::Insn[] ─► engine (rewrite rets + ip prologue, fork, seccomp, stub syscalls) ─► Outcome per input
+//!             ─► socket (SO_ATTACH_FILTER on an AF_UNIX socketpair, send, recv MSG_TRUNC) ─► Delivery per packet
 //!             ─► bench  (install unmodified, time the syscall loop / the attach)
 //! pid ────────► dump   (PTRACE_SEIZE + PTRACE_SECCOMP_GET_FILTER) ─► filters, oldest first
 //! ```

@@ -7,10 +7,47 @@
 //! eBPF form cannot encode) and only then charges the converted program
 //! to the socket's option memory (`sk_filter_charge()`, ENOMEM past
 //! `net.core.optmem_max`). [`attach`] reports which of those refused.
+//!
+//! [`SocketFilter`] then runs an attached filter on packets: each one is
+//! sent as a datagram over an `AF_UNIX` `SOCK_DGRAM` socketpair whose
+//! receiving end holds the filter; `unix_dgram_sendmsg()` (net/unix/af_unix.c)
+//! runs `sk_filter()` → `sk_filter_trim_cap(sk, skb, 1)` (net/core/filter.c)
+//! on the receiver before queueing, which drops the datagram when the
+//! filter returns 0 and otherwise trims it to `max(1, ret)` bytes
+//! (`pskb_trim()` only shortens). A non-blocking `recv(MSG_TRUNC)` reads
+//! back the kept length, or finds nothing (dropped).
+//!
+//! # The `sk_buff` the filter sees on this path
+//!
+//! `sock_alloc_send_pskb()` builds a fresh skb and `unix_dgram_sendmsg()`
+//! copies the datagram into it; nothing on the way sets a device or a
+//! header, so the filter sees ([`unix_dgram_skb`] is this model):
+//!
+//! | field | value | classic loads that read it |
+//! |---|---|---|
+//! | `len` | the datagram's length | `ld len`, `ldx len` |
+//! | linear data | the whole datagram (linear up to `SKB_MAX_ALLOC`, about 16 KiB; [`LINEAR_MAX`]) | packet loads, `SKF_AD_NLATTR*` |
+//! | `protocol` | 0 (never set) | `SKF_AD_PROTOCOL`, `SKF_AD_PAY_OFFSET` |
+//! | `pkt_type` | 0, `PACKET_HOST` (zeroed at allocation) | `SKF_AD_PKTTYPE` |
+//! | `dev` | NULL: the IFINDEX/HATYPE sequence exits returning A | `SKF_AD_IFINDEX`, `SKF_AD_HATYPE` |
+//! | `mark`, `queue_mapping`, `hash` | 0 | `SKF_AD_MARK`, `SKF_AD_QUEUE`, `SKF_AD_RXHASH` |
+//! | `vlan_all` | 0: no tag, TPID 0 | `SKF_AD_VLAN_TAG`, `_TAG_PRESENT`, `_TPID` |
+//! | network header | `skb->data` (offset 0: `network_header` is zeroed and `data == head`) | `SKF_NET_OFF` loads, `SKF_AD_PAY_OFFSET` |
+//! | MAC header | unset (`~0`): every `SKF_LL_OFF` load fails | `SKF_LL_OFF` loads |
+//! | CPU, random | whatever `raw_smp_processor_id()` / `get_random_u32()` give | `SKF_AD_CPU`, `SKF_AD_RANDOM` |
+//!
+//! A packet whose verdict depends on any of these fields with another value
+//! (a protocol of 0x0800, a device, a network header at 14, a wire length
+//! longer than the bytes, paged data) cannot be reproduced here:
+//! [`unobservable`] finds such packets by running the classic interpreter's
+//! trace on the caller's model and looking at every metadata-reading load
+//! it executes (the loads and the values they would read, not a static scan:
+//! `ld [x + k]` reaches `SKF_NET_OFF` only for some X).
 
-use cbpf::Insn;
+use cbpf::opcode::*;
+use cbpf::{Insn, Op, Program, Skb};
 
-use crate::sys::{self, OwnedSocket};
+use crate::sys::{self, DatagramPair, OwnedSocket};
 
 /// What `SO_ATTACH_FILTER` said of a program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,9 +65,7 @@ pub enum Attach {
 /// kernel answered. `Err` only when no socket could be made.
 pub fn attach(prog: &[Insn]) -> Result<Attach, crate::KernelError> {
     let socket = OwnedSocket::unix_datagram().map_err(|errno| crate::KernelError::Os { op: "socketpair", errno })?;
-    let raw: Vec<libc::sock_filter> =
-        prog.iter().map(|i| libc::sock_filter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect();
-    Ok(match socket.attach_filter(&raw) {
+    Ok(match socket.attach_filter(&sock_filters(prog)) {
         Ok(()) => Attach::Accepted,
         Err(libc::ENOMEM) => Attach::OverOptmem,
         Err(errno) => Attach::Rejected { errno },
@@ -40,4 +75,211 @@ pub fn attach(prog: &[Insn]) -> Result<Attach, crate::KernelError> {
 /// `net.core.optmem_max`, if readable.
 pub fn optmem_max() -> Option<u64> {
     std::fs::read_to_string(sys::OPTMEM_MAX).ok()?.trim().parse().ok()
+}
+
+/// Longest datagram the `AF_UNIX` path keeps linear: `unix_dgram_sendmsg()`
+/// puts only what exceeds `SKB_MAX_ALLOC` (`SKB_WITH_OVERHEAD(PAGE_SIZE <<
+/// 2)`, 16 KiB less the `skb_shared_info`) into page fragments. A round,
+/// lower bound: longer packets are not judged where linearity matters.
+pub const LINEAR_MAX: usize = 15 * 1024;
+
+/// The `sk_buff` a filter on the receiving end of an `AF_UNIX` datagram
+/// socketpair sees for `data` (see the module docs). `cpu` and `random`
+/// are 0 here, but the kernel's are unknown: [`unobservable`] refuses
+/// packets whose verdict reads them.
+pub fn unix_dgram_skb(data: &[u8]) -> Skb<'_> {
+    Skb {
+        data,
+        headlen: data.len(),
+        protocol: 0,
+        pkt_type: 0,
+        dev: None,
+        mark: 0,
+        queue_mapping: 0,
+        rxhash: 0,
+        vlan_tci: 0,
+        vlan_proto: 0,
+        cpu: 0,
+        random: 0,
+        network_offset: 0,
+        mac_offset: None,
+        wire_len: None,
+    }
+}
+
+/// Why the kernel engine cannot reproduce `program`'s verdict on `skb`, or
+/// `None` when it can: the classic interpreter traces `program` on `skb`
+/// and every executed load that reads metadata is compared with what the
+/// same load reads on [`unix_dgram_skb`]`(skb.data)`. `SKF_AD_CPU` and
+/// `SKF_AD_RANDOM` are never reproducible; `ld len` is not when
+/// `skb.wire_len` differs from the bytes; the nlattr loads are not when
+/// `skb` has paged data or is longer than [`LINEAR_MAX`].
+pub fn unobservable(program: &Program, skb: &Skb<'_>) -> Option<String> {
+    let kernel = unix_dgram_skb(skb.data);
+    let interp = cbpf::Interp::new(program);
+    let mut why: Option<String> = None;
+    let traced = interp.trace_socket(skb, |step| {
+        if why.is_none() {
+            why = step_reads_other_metadata(step.insn, step.x, skb, &kernel);
+        }
+    });
+    match traced {
+        Ok(_) => why,
+        Err(e) => Some(format!("the classic interpreter cannot run it: {e}")),
+    }
+}
+
+/// What differs for one executed instruction (`x` is X before it).
+fn step_reads_other_metadata(insn: Insn, x: u32, skb: &Skb<'_>, kernel: &Skb<'_>) -> Option<String> {
+    let differs = |what: &str, ours: String, theirs: String| {
+        (ours != theirs).then(|| format!("the filter reads {what}: {ours} here, {theirs} on the AF_UNIX path"))
+    };
+    match Op::from_insn(insn)? {
+        Op::LdLen | Op::LdxLen => {
+            let ours = skb.wire_len.map_or(skb.data.len() as u64, u64::from);
+            differs("skb->len", ours.to_string(), skb.data.len().to_string())
+        }
+        // convert_bpf_extensions() takes exactly these offsets (any size);
+        // any other negative `ld [k]` is an ordinary load.
+        Op::LdAbs { k, .. } if k >= SKF_AD_OFF && (k - SKF_AD_OFF) < SKF_AD_MAX && k % 4 == 0 => {
+            ancillary(k - SKF_AD_OFF, skb, kernel)
+        }
+        Op::LdAbs { k, .. } | Op::LdxMsh { k } => negative_offset(k, skb, kernel),
+        Op::LdInd { k, .. } => negative_offset(x.wrapping_add(k), skb, kernel),
+        _ => None,
+    }
+}
+
+/// An `ld [k]` (or `[x + k]`) at a negative offset: relative to the network
+/// header (`SKF_NET_OFF` up) or the MAC header (`SKF_LL_OFF` up), as
+/// `bpf_skb_load_helper_convert_offset()` resolves it. Offsets below
+/// `SKF_LL_OFF` fail whatever the skb.
+fn negative_offset(k: u32, skb: &Skb<'_>, kernel: &Skb<'_>) -> Option<String> {
+    if (k as i32) >= 0 {
+        return None;
+    }
+    if k >= SKF_NET_OFF {
+        return (skb.network_offset != kernel.network_offset).then(|| {
+            format!(
+                "the filter loads relative to the network header: at {} here, at 0 on the AF_UNIX path",
+                skb.network_offset
+            )
+        });
+    }
+    if k >= SKF_LL_OFF {
+        return skb
+            .mac_offset
+            .map(|m| format!("the filter loads relative to the MAC header: at {m} here, unset on the AF_UNIX path"));
+    }
+    None
+}
+
+/// An ancillary load `SKF_AD_OFF + which`; `None` when it reads the same
+/// on both skbs.
+fn ancillary(which: u32, skb: &Skb<'_>, kernel: &Skb<'_>) -> Option<String> {
+    let differs = |what: &str, ours: String, theirs: String| {
+        (ours != theirs).then(|| format!("the filter reads {what}: {ours} here, {theirs} on the AF_UNIX path"))
+    };
+    match which {
+        SKF_AD_PROTOCOL => {
+            differs("skb->protocol", format!("{:#06x}", skb.protocol), format!("{:#06x}", kernel.protocol))
+        }
+        SKF_AD_PKTTYPE => differs("skb->pkt_type", skb.pkt_type.to_string(), kernel.pkt_type.to_string()),
+        SKF_AD_IFINDEX | SKF_AD_HATYPE => differs("skb->dev", format!("{:?}", skb.dev), format!("{:?}", kernel.dev)),
+        SKF_AD_MARK => differs("skb->mark", skb.mark.to_string(), kernel.mark.to_string()),
+        SKF_AD_QUEUE => differs("skb->queue_mapping", skb.queue_mapping.to_string(), kernel.queue_mapping.to_string()),
+        SKF_AD_RXHASH => differs("skb->hash", skb.rxhash.to_string(), kernel.rxhash.to_string()),
+        SKF_AD_VLAN_TAG | SKF_AD_VLAN_TAG_PRESENT | SKF_AD_VLAN_TPID => differs(
+            "the VLAN tag",
+            format!("tci {:#x} tpid {:#x}", skb.vlan_tci, skb.vlan_proto),
+            format!("tci {:#x} tpid {:#x}", kernel.vlan_tci, kernel.vlan_proto),
+        ),
+        SKF_AD_PAY_OFFSET => differs(
+            "the payload offset (skb_get_poff())",
+            skb.payload_offset().to_string(),
+            kernel.payload_offset().to_string(),
+        ),
+        SKF_AD_NLATTR | SKF_AD_NLATTR_NEST => {
+            if skb.headlen < skb.data.len() {
+                Some(
+                    "the filter reads netlink attributes of a packet with paged data; the AF_UNIX path's is linear"
+                        .into(),
+                )
+            } else if skb.data.len() > LINEAR_MAX {
+                Some(format!(
+                    "the filter reads netlink attributes of a {}-byte packet; the AF_UNIX path may page past {LINEAR_MAX}",
+                    skb.data.len()
+                ))
+            } else {
+                None
+            }
+        }
+        SKF_AD_CPU => Some("the filter reads SKF_AD_CPU, the CPU the sender runs on".into()),
+        SKF_AD_RANDOM => Some("the filter reads SKF_AD_RANDOM".into()),
+        _ => None,
+    }
+}
+
+/// What the kernel did with one datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// Dropped: the filter returned 0.
+    Dropped,
+    /// Queued with `kept` of its `len` bytes: the filter returned `kept`
+    /// when `kept < len`, any value `>= len` when `kept == len` (and any
+    /// non-zero value for an empty datagram).
+    Kept { kept: u32, len: u32 },
+    /// The datagram could not be sent (e.g. `EMSGSIZE` past the socket's
+    /// send buffer); the filter did not run.
+    NotSent { errno: i32 },
+}
+
+impl Delivery {
+    /// Whether a filter returning `ret` on a `len`-byte packet gives this
+    /// delivery (`sk_filter_trim_cap()` with cap 1).
+    pub fn agrees_with(self, ret: u32) -> bool {
+        match self {
+            Delivery::Dropped => ret == 0,
+            Delivery::Kept { kept, len } => ret != 0 && ret.min(len) == kept,
+            Delivery::NotSent { .. } => false,
+        }
+    }
+}
+
+/// A classic filter attached to the receiving end of an `AF_UNIX`
+/// datagram socketpair, ready to judge packets.
+#[derive(Debug)]
+pub struct SocketFilter {
+    pair: DatagramPair,
+}
+
+impl SocketFilter {
+    /// Attaches `prog` with `SO_ATTACH_FILTER`. The kernel's refusal is
+    /// [`crate::KernelError::FilterRejected`] with its errno (EINVAL from
+    /// validation or conversion, ENOMEM past `net.core.optmem_max`).
+    pub fn attach(prog: &[Insn]) -> Result<SocketFilter, crate::KernelError> {
+        let pair = DatagramPair::new().map_err(|errno| crate::KernelError::Os { op: "socketpair", errno })?;
+        pair.receiver
+            .attach_filter(&sock_filters(prog))
+            .map_err(|errno| crate::KernelError::FilterRejected { errno, len: prog.len() })?;
+        Ok(SocketFilter { pair })
+    }
+
+    /// Sends `packet` through the filter and reports what arrived.
+    pub fn deliver(&self, packet: &[u8]) -> Result<Delivery, crate::KernelError> {
+        let len =
+            u32::try_from(packet.len()).map_err(|_| crate::KernelError::Os { op: "send", errno: libc::EMSGSIZE })?;
+        match self.pair.send(packet) {
+            Ok(_) => {}
+            Err(errno) => return Ok(Delivery::NotSent { errno }),
+        }
+        match self.pair.recv_len().map_err(|errno| crate::KernelError::Os { op: "recv", errno })? {
+            None => Ok(Delivery::Dropped),
+            Some(kept) => Ok(Delivery::Kept { kept: u32::try_from(kept).unwrap_or(u32::MAX), len }),
+        }
+    }
+}
+
+fn sock_filters(prog: &[Insn]) -> Vec<libc::sock_filter> {
+    prog.iter().map(|i| libc::sock_filter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect()
 }

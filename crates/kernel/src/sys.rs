@@ -331,6 +331,56 @@ impl OwnedSocket {
     }
 }
 
+/// Both ends of `socketpair(AF_UNIX, SOCK_DGRAM)`: datagrams written to
+/// `sender` are filtered by `receiver`'s filter inside the `send` call
+/// (`unix_dgram_sendmsg()` runs `sk_filter()` on the peer before queueing).
+#[derive(Debug)]
+pub(crate) struct DatagramPair {
+    pub(crate) sender: OwnedSocket,
+    pub(crate) receiver: OwnedSocket,
+}
+
+impl DatagramPair {
+    pub(crate) fn new() -> Result<DatagramPair, i32> {
+        let mut fds = [-1i32; 2];
+        // SAFETY: `fds` is a writable array of two c_ints, as socketpair(2) requires.
+        let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) };
+        if r != 0 {
+            return Err(errno());
+        }
+        let [sender, receiver] = fds;
+        Ok(DatagramPair { sender: OwnedSocket(sender), receiver: OwnedSocket(receiver) })
+    }
+
+    /// Sends `packet` as one datagram without blocking; `Ok` with the bytes
+    /// the sender was told were sent (a filter's drop is not an error).
+    pub(crate) fn send(&self, packet: &[u8]) -> Result<usize, i32> {
+        // SAFETY: `packet` is a live buffer of `packet.len()` bytes the
+        // kernel only reads; `sender` is an open socket we own.
+        let r = unsafe { libc::send(self.sender.0, packet.as_ptr().cast(), packet.len(), libc::MSG_DONTWAIT) };
+        usize::try_from(r).map_err(|_| errno())
+    }
+
+    /// Takes the next queued datagram without blocking: `Ok(Some(len))` its
+    /// length (`MSG_TRUNC`: the datagram's, not the buffer's), `Ok(None)`
+    /// when the queue is empty (`EAGAIN`).
+    pub(crate) fn recv_len(&self) -> Result<Option<usize>, i32> {
+        let mut byte = [0u8; 1];
+        // SAFETY: `byte` is a writable buffer of the length passed;
+        // `receiver` is an open socket we own.
+        let r = unsafe {
+            libc::recv(self.receiver.0, byte.as_mut_ptr().cast(), byte.len(), libc::MSG_DONTWAIT | libc::MSG_TRUNC)
+        };
+        match usize::try_from(r) {
+            Ok(n) => Ok(Some(n)),
+            Err(_) => match errno() {
+                libc::EAGAIN => Ok(None),
+                e => Err(e),
+            },
+        }
+    }
+}
+
 impl Drop for OwnedSocket {
     fn drop(&mut self) {
         // SAFETY: closing the descriptor this value owns, once.

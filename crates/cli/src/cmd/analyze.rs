@@ -7,7 +7,7 @@ use seccomp::{Action, Arch};
 
 use crate::cmd::disasm::parse_arch;
 use crate::fail::{Failure, Result};
-use crate::io::{read_classic, From};
+use crate::io::{read_classic, EndianArg, From};
 use crate::out::{outln, Out};
 
 /// Output of `analyze`.
@@ -25,6 +25,9 @@ pub struct AnalyzeArgs {
     /// Input syntax; auto-detected when absent.
     #[arg(long, value_enum)]
     from: Option<From>,
+    /// Byte order of raw sock_filter records (filters exported on s390x, ppc64 or mips are big).
+    #[arg(long, value_enum, default_value_t)]
+    endian: EndianArg,
     /// Arch whose syscall table to analyse.
     #[arg(long, default_value = "x86_64")]
     arch: String,
@@ -76,7 +79,7 @@ fn cache_for(arch: Arch) -> Option<(u32, u32)> {
 /// `bpfconv analyze`.
 pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
     let mut sink = Out::stdout();
-    let insns = read_classic(&args.file, args.from)?;
+    let insns = read_classic(&args.file, args.from, args.endian)?;
     let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp)?;
     let arch = parse_arch(Some(&args.arch))?.unwrap_or(Arch::X86_64);
     let audit_arch = arch.audit_arch();

@@ -3,7 +3,7 @@
 use clap::{Args, ValueEnum};
 
 use crate::fail::{Failure, Result};
-use crate::io::{read_classic, write_output, From};
+use crate::io::{read_classic, write_output, EndianArg, From};
 
 /// Output syntaxes of `disasm`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -31,6 +31,9 @@ pub struct DisasmArgs {
     /// Output syntax.
     #[arg(long, value_enum, default_value_t)]
     format: DisasmFormat,
+    /// Byte order of raw sock_filter records (filters exported on s390x, ppc64 or mips are big).
+    #[arg(long, value_enum, default_value_t)]
+    endian: EndianArg,
     /// Arch used to name syscalls where the filter establishes none (seccomp format).
     #[arg(long)]
     arch: Option<String>,
@@ -42,7 +45,7 @@ pub struct DisasmArgs {
 /// Output forms of `asm`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum AsmFormat {
-    /// Raw little-endian `struct sock_filter` records.
+    /// Raw `struct sock_filter` records (little-endian unless `--endian big`).
     #[default]
     Raw,
     /// C array as `tcpdump -dd` prints it.
@@ -59,6 +62,9 @@ pub struct AsmArgs {
     /// Output form.
     #[arg(long, value_enum, default_value_t)]
     format: AsmFormat,
+    /// Byte order of raw sock_filter records read and written (s390x, ppc64, mips: big).
+    #[arg(long, value_enum, default_value_t)]
+    endian: EndianArg,
     /// Output file (`-` for stdout).
     #[arg(short, long, default_value = "-")]
     output: String,
@@ -71,7 +77,7 @@ pub fn parse_arch(arch: Option<&str>) -> Result<Option<seccomp::Arch>> {
 
 /// `bpfconv disasm`.
 pub fn disasm(args: &DisasmArgs) -> Result<i32> {
-    let insns = read_classic(&args.file, args.from)?;
+    let insns = read_classic(&args.file, args.from, args.endian)?;
     let text = match args.format {
         DisasmFormat::Asm => cbpf::text::print_asm(&insns),
         DisasmFormat::C => cbpf::text::print_c(&insns),
@@ -88,9 +94,9 @@ pub fn disasm(args: &DisasmArgs) -> Result<i32> {
 
 /// `bpfconv asm`.
 pub fn asm(args: &AsmArgs) -> Result<i32> {
-    let insns = read_classic(&args.file, args.from)?;
+    let insns = read_classic(&args.file, args.from, args.endian)?;
     let bytes = match args.format {
-        AsmFormat::Raw => cbpf::raw::encode(&insns),
+        AsmFormat::Raw => cbpf::raw::encode_endian(&insns, args.endian.endian()),
         AsmFormat::C => cbpf::text::print_c(&insns).into_bytes(),
     };
     write_output(&args.output, &bytes)?;

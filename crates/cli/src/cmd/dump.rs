@@ -20,6 +20,9 @@ pub struct DumpArgs {
     /// With -o: replace existing files (a symlink is replaced, never followed).
     #[arg(long, requires = "output")]
     force: bool,
+    /// With -o: byte order of the raw files written (default little, the x86-64 host's).
+    #[arg(long, value_enum, default_value_t, requires = "output")]
+    endian: crate::io::EndianArg,
 }
 
 /// `bpfconv dump`.
@@ -31,7 +34,7 @@ pub fn dump(args: &DumpArgs) -> Result<i32> {
     }
     let mut out = Out::stdout();
     match &args.output {
-        Some(dir) => write_filters(Path::new(dir), args.pid, &filters, args.force, &mut out)?,
+        Some(dir) => write_filters(Path::new(dir), args.pid, &filters, args.force, args.endian.endian(), &mut out)?,
         None => {
             for (n, f) in filters.iter().enumerate() {
                 outln!(out, "# filter {n} of {} (oldest first), {} instructions", filters.len(), f.len())?;
@@ -47,11 +50,18 @@ pub fn dump(args: &DumpArgs) -> Result<i32> {
 /// (which never follows a symlink); an existing name is refused unless
 /// `force`, and then replaced by renaming a fresh O_EXCL temporary over it,
 /// so a planted symlink is replaced itself and its target is never written.
-pub fn write_filters(dir: &Path, pid: i32, filters: &[Vec<cbpf::Insn>], force: bool, out: &mut Out) -> Result<()> {
+pub fn write_filters(
+    dir: &Path,
+    pid: i32,
+    filters: &[Vec<cbpf::Insn>],
+    force: bool,
+    endian: cbpf::raw::Endian,
+    out: &mut Out,
+) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(io(format!("creating {}", dir.display())))?;
     for (n, f) in filters.iter().enumerate() {
         let path = dir.join(format!("{pid}-{n}.bpf"));
-        let bytes = cbpf::raw::encode(f);
+        let bytes = cbpf::raw::encode_endian(f, endian);
         if force {
             crate::io::write_atomic(&path, |file| file.write_all(&bytes))?;
         } else {
@@ -87,12 +97,12 @@ mod tests {
         let name = dir.path().join("42-0.bpf");
         std::os::unix::fs::symlink(&victim, &name).unwrap();
         let mut out = Out::stdout();
-        let err = write_filters(dir.path(), 42, &filters(), false, &mut out).unwrap_err();
+        let err = write_filters(dir.path(), 42, &filters(), false, cbpf::raw::Endian::Little, &mut out).unwrap_err();
         assert!(err.message.contains("already exists") && err.message.contains("--force"), "{}", err.message);
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
         assert!(std::fs::symlink_metadata(&name).unwrap().file_type().is_symlink());
 
-        write_filters(dir.path(), 42, &filters(), true, &mut out).unwrap();
+        write_filters(dir.path(), 42, &filters(), true, cbpf::raw::Endian::Little, &mut out).unwrap();
         assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
         assert!(std::fs::symlink_metadata(&name).unwrap().file_type().is_file());
         assert_eq!(std::fs::read(&name).unwrap(), cbpf::raw::encode(&filters()[0]));
@@ -104,7 +114,7 @@ mod tests {
         let name = dir.path().join("7-0.bpf");
         std::fs::write(&name, b"old").unwrap();
         let mut out = Out::stdout();
-        assert!(write_filters(dir.path(), 7, &filters(), false, &mut out).is_err());
+        assert!(write_filters(dir.path(), 7, &filters(), false, cbpf::raw::Endian::Little, &mut out).is_err());
         assert_eq!(std::fs::read(&name).unwrap(), b"old");
     }
 }

@@ -14,7 +14,7 @@ use crate::InputArgs;
 
 /// Reads, parses and validates the program named by `args`.
 pub fn load(args: &InputArgs) -> Result<cbpf::Program> {
-    let insns = read_classic(&args.file, args.from)?;
+    let insns = read_classic(&args.file, args.from, args.endian)?;
     Ok(cbpf::validate(&insns, args.mode.mode())?)
 }
 

@@ -1,13 +1,13 @@
 //! `bpfconv run`: evaluate a filter on one engine (FORMATS.md §2, §2b).
 
 use clap::{Args, ValueEnum};
-use engine::{EngineKind, Outcome, Prepared, SeccompEngine, SocketEngine};
+use engine::{EngineKind, Outcome, Prepared, SeccompEngine, SocketEngine, SocketOutcome};
 
 use crate::cmd::disasm::parse_arch;
 use crate::fail::{Failure, Result};
 use std::io::Read;
 
-use crate::io::{parse_hex, read_classic, read_input, From};
+use crate::io::{parse_hex, read_classic, read_input, EndianArg, From};
 use crate::out::{outln, Out};
 use crate::pcap;
 use crate::ModeArg;
@@ -25,7 +25,8 @@ pub enum PcapFormat {
 /// What `ld len` sees for a captured packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum LenSource {
-    /// The original wire length of the pcap record (libpcap's `bpf_filter`, as `tcpdump -r`).
+    /// The original wire length of the pcap record (libpcap's `bpf_filter`, as `tcpdump -r`);
+    /// the eBPF engine sees `skb->len` = wire length over the captured bytes, loads past them fail.
     #[default]
     Wire,
     /// The captured bytes only (what a socket receives).
@@ -39,6 +40,9 @@ pub struct RunArgs {
     /// Input syntax; auto-detected when absent.
     #[arg(long, value_enum)]
     from: Option<From>,
+    /// Byte order of raw sock_filter records (filters exported on s390x, ppc64 or mips are big).
+    #[arg(long, value_enum, default_value_t)]
+    endian: EndianArg,
     /// Kernel entry point the filter is for.
     #[arg(long, value_enum, default_value_t)]
     mode: ModeArg,
@@ -145,9 +149,18 @@ fn small<T: TryFrom<u64>>(text: &str, what: &str) -> Result<T> {
 /// `bpfconv run`.
 pub fn run(args: &RunArgs) -> Result<i32> {
     let kind: EngineKind = args.engine.parse().map_err(Failure::usage)?;
-    let insns = read_classic(&args.file, args.from)?;
-    let prog = cbpf::validate(&insns, args.mode.mode())?;
-    let prepared = Prepared::new(prog)?;
+    let insns = read_classic(&args.file, args.from, args.endian)?;
+    let socket_kernel = kind == EngineKind::Kernel && args.mode == ModeArg::Socket;
+    let prog = match cbpf::validate(&insns, args.mode.mode()) {
+        Ok(prog) => prog,
+        Err(e) if socket_kernel => return Err(Failure::rejected(format!("{e}{}", kernel_also(&insns)))),
+        Err(e) => return Err(e.into()),
+    };
+    let prepared = match Prepared::new(prog) {
+        Ok(prepared) => prepared,
+        Err(e) if socket_kernel => return Err(Failure::rejected(format!("{e}{}", kernel_also(&insns)))),
+        Err(e) => return Err(e.into()),
+    };
     let mut out = Out::stdout();
     let code = match args.mode {
         ModeArg::Seccomp => run_seccomp(args, kind, &prepared, &mut out),
@@ -155,6 +168,38 @@ pub fn run(args: &RunArgs) -> Result<i32> {
     }?;
     out.finish()?;
     Ok(code)
+}
+
+/// What `SO_ATTACH_FILTER` says of a program our check refused, as a
+/// suffix for the error line (the kernel engine compares both).
+fn kernel_also(insns: &[cbpf::Insn]) -> String {
+    match kernel::socket::attach(insns) {
+        Ok(kernel::socket::Attach::Rejected { errno }) => {
+            format!("; the kernel refuses it too: {}", std::io::Error::from_raw_os_error(errno))
+        }
+        Ok(kernel::socket::Attach::Accepted) => "; the kernel ACCEPTS it (a disagreement)".to_string(),
+        Ok(kernel::socket::Attach::OverOptmem) => {
+            "; the kernel converts it (then refuses it over net.core.optmem_max: a disagreement)".to_string()
+        }
+        Err(e) => format!("; the kernel could not be asked: {e}"),
+    }
+}
+
+/// Loads the socket engine; a kernel refusal of a filter our check accepts
+/// names the kernel's errno and says that `check` disagrees.
+fn socket_engine(kind: EngineKind, prepared: &Prepared) -> Result<SocketEngine> {
+    match SocketEngine::new(kind, prepared) {
+        Ok(engine) => Ok(engine),
+        Err(engine::EngineError::Kernel(kernel::KernelError::FilterRejected { errno, .. })) => {
+            let why = std::io::Error::from_raw_os_error(errno);
+            Err(Failure::rejected(if why.kind() == std::io::ErrorKind::OutOfMemory {
+                format!("kernel: SO_ATTACH_FILTER: {why}: the converted filter exceeds net.core.optmem_max (`check --mode socket` accepts it: valid, converts)")
+            } else {
+                format!("kernel: SO_ATTACH_FILTER refused the filter: {why}; `check --mode socket` accepts it (a disagreement)")
+            }))
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut Out) -> Result<i32> {
@@ -381,6 +426,28 @@ fn step_printer<'a>(
     }
 }
 
+/// One `--format json` line: `ret` (the return value, or what the kernel
+/// kept of a packet it shortened), `ret_at_least` (the kernel kept the
+/// whole packet), or `not_observable` with the reason.
+fn json_line(i: usize, outcome: &SocketOutcome) -> String {
+    use kernel::socket::Delivery;
+    match outcome {
+        SocketOutcome::Ret(r) => format!("{{\"packet\": {i}, \"ret\": {r}}}"),
+        SocketOutcome::Delivered(Delivery::Dropped) => format!("{{\"packet\": {i}, \"ret\": 0}}"),
+        SocketOutcome::Delivered(Delivery::Kept { kept, len }) if kept < len => {
+            format!("{{\"packet\": {i}, \"ret\": {kept}}}")
+        }
+        SocketOutcome::Delivered(Delivery::Kept { len, .. }) => {
+            format!("{{\"packet\": {i}, \"ret_at_least\": {}}}", (*len).max(1))
+        }
+        other => {
+            let why = other.to_string();
+            let why = why.strip_prefix("not-observable: ").unwrap_or(&why);
+            format!("{{\"packet\": {i}, \"not_observable\": {}}}", serde_json::Value::from(why))
+        }
+    }
+}
+
 fn skb_for<'a>(args: &SkbArgs, data: &'a [u8]) -> Result<cbpf::Skb<'a>> {
     let mut skb = cbpf::Skb::test_bpf(data);
     let ethertype = match (data.get(12), data.get(13)) {
@@ -415,7 +482,7 @@ fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut O
             "--vectors and --nr are for seccomp filters; socket filters take --packet or --pcap",
         ));
     }
-    let mut engine = SocketEngine::new(kind, prepared)?;
+    let mut engine = socket_engine(kind, prepared)?;
     if let Some(hex) = &args.packet {
         let data = parse_hex(hex)?;
         let skb = skb_for(&args.skb, &data)?;
@@ -432,7 +499,7 @@ fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut O
             outln!(out, "=> {ret}")?;
             return Ok(0);
         }
-        outln!(out, "{}", engine.run(&skb)?)?;
+        outln!(out, "{}", engine.eval(&skb)?)?;
         return Ok(0);
     }
     let Some(path) = &args.pcap else {
@@ -440,7 +507,7 @@ fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut O
     };
     let bytes = read_input(path)?;
     let capture = pcap::parse(&bytes).map_err(|e| Failure::rejected(format!("{path}: {e}")))?;
-    let (mut accepted, mut total) = (0usize, 0usize);
+    let (mut accepted, mut total, mut unobservable) = (0usize, 0usize, 0usize);
     for (i, rec) in capture.records.iter().enumerate() {
         let mut skb = skb_for(&args.skb, rec.data)?;
         if capture.link_type == pcap::LINKTYPE_RAW {
@@ -456,17 +523,23 @@ fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut O
         if args.len == LenSource::Wire {
             skb.wire_len = Some(rec.orig_len);
         }
-        let ret = engine.run(&skb)?;
+        let outcome = engine.eval(&skb)?;
         total += 1;
-        if ret != 0 {
-            accepted += 1;
+        match outcome.accepted() {
+            Some(true) => accepted += 1,
+            Some(false) => {}
+            None => unobservable += 1,
         }
         if args.format == PcapFormat::Json {
-            outln!(out, "{{\"packet\": {i}, \"ret\": {ret}}}")?;
+            outln!(out, "{}", json_line(i, &outcome))?;
         }
     }
     if args.format == PcapFormat::Text {
-        outln!(out, "{accepted} of {total} packets accepted")?;
+        if unobservable == 0 {
+            outln!(out, "{accepted} of {total} packets accepted")?;
+        } else {
+            outln!(out, "{accepted} of {total} packets accepted, {unobservable} not observable")?;
+        }
     }
     Ok(0)
 }

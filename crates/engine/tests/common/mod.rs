@@ -1,0 +1,303 @@
+//! Socket filters and packets shared by the socket-engine suites: the
+//! classic programs of testdata/convert's `socket_*` filetests, a few
+//! `tcpdump -dd`-shaped programs written here, and packets of every common
+//! shape (Ethernet, 802.1Q, IPv4/IPv6, TCP/UDP/ICMP, fragments) built here.
+#![allow(dead_code)]
+
+use cbpf::Insn;
+
+const CONVERT_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/convert");
+
+/// Every `socket_*.txt` filetest's classic program (the lines before
+/// `== expect`), by file stem, plus the handwritten filters below.
+pub fn socket_filters() -> Vec<(String, Vec<Insn>)> {
+    let mut names: Vec<String> = std::fs::read_dir(CONVERT_DIR)
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("socket_") && n.ends_with(".txt"))
+        .collect();
+    names.sort();
+    let mut out = Vec::new();
+    for name in names {
+        let text = std::fs::read_to_string(format!("{CONVERT_DIR}/{name}")).unwrap();
+        let insns: Vec<Insn> = text
+            .lines()
+            .take_while(|l| !l.starts_with("=="))
+            .map(|l| l.split(';').next().unwrap_or("").trim())
+            .filter(|l| !l.is_empty())
+            .flat_map(|l| {
+                // `repeat N: insn` is the filetests' shorthand for N copies.
+                let (times, l) = match l.strip_prefix("repeat ").and_then(|r| r.split_once(':')) {
+                    Some((n, rest)) => (number(n.trim()) as usize, rest),
+                    None => (1, l),
+                };
+                let f: Vec<u64> = l.split_whitespace().map(number).collect();
+                std::iter::repeat_n(Insn { code: f[0] as u16, jt: f[1] as u8, jf: f[2] as u8, k: f[3] as u32 }, times)
+            })
+            .collect();
+        out.push((name.trim_end_matches(".txt").to_string(), insns));
+    }
+    out.extend(handwritten());
+    out
+}
+
+fn number(text: &str) -> u64 {
+    match text.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
+        None => text.parse().unwrap(),
+    }
+}
+
+fn s(code: u16, k: u32) -> Insn {
+    Insn::stmt(code, k)
+}
+
+fn j(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
+    Insn::jump(code, k, jt, jf)
+}
+
+/// Programs in the shape `tcpdump -dd` prints (our own encodings of the
+/// expressions named; snap length 262144).
+fn handwritten() -> Vec<(String, Vec<Insn>)> {
+    const KEEP: u32 = 0x40000;
+    vec![
+        // ip
+        ("tcpdump_ip".into(), vec![s(0x28, 12), j(0x15, 0x800, 0, 1), s(0x06, KEEP), s(0x06, 0)]),
+        // ip6
+        ("tcpdump_ip6".into(), vec![s(0x28, 12), j(0x15, 0x86dd, 0, 1), s(0x06, KEEP), s(0x06, 0)]),
+        // udp (v4 and v6)
+        (
+            "tcpdump_udp".into(),
+            vec![
+                s(0x28, 12),
+                j(0x15, 0x86dd, 0, 2),
+                s(0x30, 20),
+                j(0x15, 17, 3, 4),
+                j(0x15, 0x800, 0, 3),
+                s(0x30, 23),
+                j(0x15, 17, 0, 1),
+                s(0x06, KEEP),
+                s(0x06, 0),
+            ],
+        ),
+        // icmp
+        (
+            "tcpdump_icmp".into(),
+            vec![s(0x28, 12), j(0x15, 0x800, 0, 3), s(0x30, 23), j(0x15, 1, 0, 1), s(0x06, KEEP), s(0x06, 0)],
+        ),
+        // vlan and ip (in-packet 802.1Q tag)
+        (
+            "tcpdump_vlan_ip".into(),
+            vec![s(0x28, 12), j(0x15, 0x8100, 0, 3), s(0x28, 16), j(0x15, 0x800, 0, 1), s(0x06, KEEP), s(0x06, 0)],
+        ),
+        // udp dst port 53, fragment-aware (ldxb 4*([14]&0xf), ldh [x+16])
+        (
+            "tcpdump_udp_dst_port_53".into(),
+            vec![
+                s(0x28, 12),
+                j(0x15, 0x800, 0, 8),
+                s(0x30, 23),
+                j(0x15, 17, 0, 6),
+                s(0x28, 20),
+                j(0x45, 0x1fff, 4, 0),
+                s(0xb1, 14),
+                s(0x48, 16),
+                j(0x15, 53, 0, 1),
+                s(0x06, KEEP),
+                s(0x06, 0),
+            ],
+        ),
+        // greater 100 (ld len)
+        ("tcpdump_greater_100".into(), vec![s(0x80, 0), j(0x35, 100, 0, 1), s(0x06, KEEP), s(0x06, 0)]),
+        // less 60, returning the wire length (ret a)
+        ("len_or_drop".into(), vec![s(0x80, 0), j(0x25, 60, 1, 0), s(0x16, 0), s(0x06, 0)]),
+        // a word past a short capture, then ret a
+        ("load_word_40".into(), vec![s(0x20, 40), s(0x04, 1), s(0x16, 0)]),
+        // SKF_NET_OFF: IPv4 protocol byte via the network header
+        ("net_off_protocol".into(), vec![s(0x30, 0xfff0_0009), s(0x04, 1), s(0x16, 0)]),
+    ]
+}
+
+fn ether(ethertype: u16, payload: &[u8]) -> Vec<u8> {
+    let mut p = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2];
+    p.extend(ethertype.to_be_bytes());
+    p.extend(payload);
+    p
+}
+
+fn ipv4(proto: u8, frag: u16, payload: &[u8]) -> Vec<u8> {
+    let total = (20 + payload.len()) as u16;
+    let mut h = vec![0x45, 0];
+    h.extend(total.to_be_bytes());
+    h.extend([0x12, 0x34]);
+    h.extend(frag.to_be_bytes());
+    h.extend([64, proto, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]);
+    h.extend(payload);
+    h
+}
+
+fn ipv6(next: u8, payload: &[u8]) -> Vec<u8> {
+    let mut h = vec![0x60, 0, 0, 0];
+    h.extend((payload.len() as u16).to_be_bytes());
+    h.extend([next, 64]);
+    h.extend([0xfd; 16]);
+    h.extend([0xfe; 16]);
+    h.extend(payload);
+    h
+}
+
+fn tcp(sport: u16, dport: u16) -> Vec<u8> {
+    let mut t = Vec::new();
+    t.extend(sport.to_be_bytes());
+    t.extend(dport.to_be_bytes());
+    t.extend([0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x02, 0xff, 0xff, 0, 0, 0, 0]);
+    t.extend([0xab; 24]);
+    t
+}
+
+fn udp(sport: u16, dport: u16) -> Vec<u8> {
+    let mut u = Vec::new();
+    u.extend(sport.to_be_bytes());
+    u.extend(dport.to_be_bytes());
+    u.extend(40u16.to_be_bytes());
+    u.extend([0, 0]);
+    u.extend([0xcd; 32]);
+    u
+}
+
+fn icmp() -> Vec<u8> {
+    let mut i = vec![8, 0, 0, 0, 0, 1, 0, 1];
+    i.extend([0x5a; 56]);
+    i
+}
+
+/// Whole frames of every shape, named.
+pub fn packets() -> Vec<(&'static str, Vec<u8>)> {
+    let vlan = |inner: u16, payload: &[u8]| {
+        let mut tag = vec![0x00, 0x05];
+        tag.extend(inner.to_be_bytes());
+        tag.extend(payload);
+        ether(0x8100, &tag)
+    };
+    vec![
+        ("eth-ipv4-tcp-22", ether(0x0800, &ipv4(6, 0, &tcp(40000, 22)))),
+        ("eth-ipv4-tcp-80", ether(0x0800, &ipv4(6, 0x4000, &tcp(22, 80)))),
+        ("eth-ipv4-udp-53", ether(0x0800, &ipv4(17, 0, &udp(5353, 53)))),
+        ("eth-ipv4-udp-frag", ether(0x0800, &ipv4(17, 0x2001, &udp(53, 53)))),
+        ("eth-ipv4-icmp", ether(0x0800, &ipv4(1, 0, &icmp()))),
+        ("eth-ipv6-tcp-22", ether(0x86dd, &ipv6(6, &tcp(22, 1234)))),
+        ("eth-ipv6-udp", ether(0x86dd, &ipv6(17, &udp(1, 53)))),
+        ("eth-ipv6-icmp6", ether(0x86dd, &ipv6(58, &icmp()))),
+        ("eth-vlan-ipv4-udp", vlan(0x0800, &ipv4(17, 0, &udp(53, 53)))),
+        ("eth-vlan-ipv6-tcp", vlan(0x86dd, &ipv6(6, &tcp(22, 22)))),
+        ("eth-arp", ether(0x0806, &[0, 1, 8, 0, 6, 4, 0, 1, 2, 0, 0, 0, 0, 1, 10, 0, 0, 1])),
+        ("eth-header-only", ether(0x0800, &[])),
+        ("runt-4", vec![1, 2, 3, 4]),
+    ]
+}
+
+/// The byte counts to cut each packet at: the whole packet and captures cut
+/// inside the Ethernet, IP and transport headers.
+pub fn capture_lengths(len: usize) -> Vec<usize> {
+    let mut cuts: Vec<usize> = [0, 1, 13, 14, 20, 23, 24, 34, 38, 54, 60].into_iter().filter(|&c| c < len).collect();
+    cuts.push(len);
+    cuts
+}
+
+/// The skb metadata `bpfconv run` gives a received Ethernet frame (see
+/// `SkbArgs` in the CLI), on which the kernel engine's values agree.
+pub fn skb_of(data: &[u8]) -> cbpf::Skb<'_> {
+    let mut skb = cbpf::Skb::test_bpf(data);
+    skb.protocol = match (data.get(12), data.get(13)) {
+        (Some(&hi), Some(&lo)) => u16::from_be_bytes([hi, lo]),
+        _ => 0x0800,
+    };
+    skb.pkt_type = 0;
+    skb.dev = Some(cbpf::NetDevice { ifindex: 1, hatype: 1 });
+    skb.mark = 0;
+    skb.queue_mapping = 0;
+    skb.rxhash = 0;
+    skb.vlan_tci = 0;
+    skb.vlan_proto = 0;
+    skb
+}
+
+/// A seeded SplitMix64 stream, for the generated programs.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random classic socket filter of up to `max` instructions over the
+/// packet shapes above: packet loads (absolute, indexed, `SKF_NET_OFF` and
+/// `SKF_LL_OFF` relative, `ldx msh`), `len`, every ancillary load, every
+/// ALU op in K and X form, forward conditional jumps and `ja`, `tax`/`txa`,
+/// ending in `ret a` or `ret #k`. Not every result is valid (the caller
+/// validates).
+pub fn random_program(rng: &mut Rng, max: usize) -> Vec<Insn> {
+    const SIZES: [u16; 3] = [0x00, 0x08, 0x10]; // W, H, B
+    const ALU: [u16; 11] = [0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x90, 0xa0, 0x80];
+    const JMP: [u16; 4] = [0x10, 0x20, 0x30, 0x40]; // jeq jgt jge jset
+    let len = 2 + rng.below(max as u64 - 1) as usize;
+    let mut p = Vec::with_capacity(len);
+    for pc in 0..len - 1 {
+        let left = (len - 2 - pc) as u64; // instructions a jump may skip
+        let size = SIZES[rng.below(3) as usize];
+        let insn = match rng.below(16) {
+            0..=2 => s(0x20 | size, rng.below(72) as u32),
+            3 => s(0x40 | size, rng.below(40) as u32),
+            4 => s(0x20 | size, SKF_NET + rng.below(44) as u32),
+            5 => s(0x20 | size, SKF_LL + rng.below(20) as u32),
+            6 => s(0xb1, rng.below(40) as u32),
+            7 => s(0x80 | (rng.below(2) as u16), 0),
+            8 => s(0x20 | size, 0xffff_f000 + 4 * rng.below(16) as u32),
+            9 => {
+                let op = ALU[rng.below(ALU.len() as u64) as usize];
+                let k = match op {
+                    0x60 | 0x70 => rng.below(32) as u32,
+                    0x30 | 0x90 => 1 + rng.below(300) as u32,
+                    _ => interesting(rng),
+                };
+                s(0x04 | op | if rng.below(3) == 0 && op != 0x80 { 0x08 } else { 0 }, k)
+            }
+            10 => s(if rng.below(2) == 0 { 0x07 } else { 0x87 }, 0),
+            11 => s(if rng.below(2) == 0 { 0x00 } else { 0x01 }, interesting(rng)),
+            12 if left > 0 => s(0x05, rng.below(left + 1) as u32),
+            12..=14 if left > 0 => {
+                let op = JMP[rng.below(4) as usize] | if rng.below(4) == 0 { 0x08 } else { 0 };
+                let jt = rng.below(left.min(255) + 1) as u8;
+                let jf = rng.below(left.min(255) + 1) as u8;
+                j(0x05 | op, interesting(rng), jt, jf)
+            }
+            _ => s(0x06, interesting(rng)),
+        };
+        p.push(insn);
+    }
+    p.push(if rng.below(2) == 0 { s(0x16, 0) } else { s(0x06, interesting(rng)) });
+    p
+}
+
+/// `SKF_NET_OFF` and `SKF_LL_OFF` as unsigned offsets.
+const SKF_NET: u32 = 0xfff0_0000;
+const SKF_LL: u32 = 0xffe0_0000;
+
+/// Constants that meet the packet shapes' fields and the edges of 32 bits.
+fn interesting(rng: &mut Rng) -> u32 {
+    const K: [u32; 14] = [0, 1, 2, 6, 17, 22, 53, 64, 0x800, 0x86dd, 0x8100, 0x1fff, 0x7fff_ffff, 0xffff_ffff];
+    if rng.below(3) == 0 {
+        rng.next() as u32 >> rng.below(32)
+    } else {
+        K[rng.below(K.len() as u64) as usize]
+    }
+}
