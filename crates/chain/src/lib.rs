@@ -195,7 +195,7 @@ pub enum Link {
     /// Go on scanning the chain at the target test, `x` unchanged.
     Same,
     /// Go on scanning the chain at the target test after loading `x` from
-    /// context word (classic: byte offset) `k`.
+    /// context word `k` (a word index: the byte offset divided by 4).
     Reload(u8),
 }
 
@@ -240,7 +240,7 @@ pub const BLOCK: usize = 8;
 /// test follows the last chain (see [`Builder::finish`]), so that windows
 /// and blocks read at any chain position stay inside the arrays and every
 /// scan ends at a hit.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Table<E> {
     mask: Box<[u32]>,
     lo_flipped: Box<[u32]>,
@@ -251,6 +251,18 @@ pub struct Table<E> {
     built: usize,
 }
 
+impl<E> Default for Table<E> {
+    fn default() -> Self {
+        Table {
+            mask: Box::new([]),
+            lo_flipped: Box::new([]),
+            span_flipped: Box::new([]),
+            exits: Box::new([]),
+            built: 0,
+        }
+    }
+}
+
 impl<E> Table<E> {
     /// Tests of the chains, without the padding.
     pub fn built(&self) -> usize {
@@ -258,9 +270,13 @@ impl<E> Table<E> {
     }
 
     /// The `N` records from `from`; `None` past the end.
+    ///
+    /// `from` is a chain position (below the table's length), so
+    /// `from + N` does not overflow and the range is one comparison with
+    /// the length.
     #[inline(always)]
     pub fn window<const N: usize>(&self, from: usize) -> Option<&[E; N]> {
-        self.exits.get(from..from.checked_add(N)?)?.try_into().ok()
+        self.exits.get(from..from + N)?.try_into().ok()
     }
 
     /// The three arrays' tests `at..at + N` (flipped `lo` and `span`);
@@ -347,24 +363,39 @@ impl<E: Record> Table<E> {
     /// one bounds check and an unrolled scan of the records, no length.
     /// `None` past the end or without a hit.
     #[inline(always)]
+    #[allow(clippy::manual_find)] // the plain loop the callers were measured with
     pub fn first_in_window<const N: usize>(&self, x: u32, from: usize) -> Option<&E> {
-        self.window::<N>(from)?.iter().find(|e| e.test().hits(x))
+        for e in self.window::<N>(from)? {
+            if e.test().hits(x) {
+                return Some(e);
+            }
+        }
+        None
     }
 
     /// [`Table::first_in_window`] for windows of range tests (full mask, or
     /// always hit: see [`ExitTest::range`]), scanned without the `&`.
     #[inline(always)]
+    #[allow(clippy::manual_find)] // the plain loop the callers were measured with
     pub fn first_range_in_window<const N: usize>(&self, x: u32, from: usize) -> Option<&E> {
-        self.window::<N>(from)?.iter().find(|e| {
+        for e in self.window::<N>(from)? {
             let t = e.test();
-            x.wrapping_sub(t.lo) <= t.span
-        })
+            if x.wrapping_sub(t.lo) <= t.span {
+                return Some(e);
+            }
+        }
+        None
     }
 
     /// Record `i` if `x` hits its test.
     #[inline(always)]
     pub fn single(&self, x: u32, i: usize) -> Option<&E> {
-        self.exits.get(i).filter(|e| e.test().hits(x))
+        let e = self.exits.get(i)?;
+        if e.test().hits(x) {
+            Some(e)
+        } else {
+            None
+        }
     }
 }
 
@@ -388,21 +419,39 @@ fn any_hit(x: u32, m: &[u32; BLOCK], l: &[u32; BLOCK], s: &[i32; BLOCK]) -> bool
     hit
 }
 
-impl<E: Record> fmt::Display for Table<E> {
-    /// One line per test of the chains (padding left out):
-    /// `index: test -> where`, a chain's end marked by its `always` test.
+impl fmt::Display for Leaving {
+    /// `pc N`, `pc N (ret K)`, `test N`, `test N after reload of word K`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, e) in self.exits.iter().take(self.built).enumerate() {
-            let Leaving { target, link } = e.leaving();
-            write!(f, "{i:4}: {:<24} -> ", e.test().to_string())?;
-            match link {
-                Link::Leave => writeln!(f, "pc {target}")?,
-                Link::Return(k) => writeln!(f, "pc {target} (ret {k:#x})")?,
-                Link::Same => writeln!(f, "test {target}")?,
-                Link::Reload(k) => writeln!(f, "test {target} after reload of {k}")?,
-            }
+        let target = self.target;
+        match self.link {
+            Link::Leave => write!(f, "pc {target}"),
+            Link::Return(k) => write!(f, "pc {target} (ret {k:#x})"),
+            Link::Same => write!(f, "test {target}"),
+            Link::Reload(k) => write!(f, "test {target} after reload of word {k}"),
         }
-        Ok(())
+    }
+}
+
+impl<E: Record> Table<E> {
+    /// One line per test of the chains (padding left out):
+    /// `index: test -> where`, a chain's end marked by its `always` test;
+    /// `name` says where an exit goes (an interpreter may know more than
+    /// its record, e.g. which pcs stand for returns).
+    pub fn listing(&self, name: impl Fn(&Leaving) -> String) -> String {
+        let mut out = String::new();
+        for (i, e) in self.exits.iter().take(self.built).enumerate() {
+            let line = format!("{i:4}: {:<24} -> {}", e.test().to_string(), name(&e.leaving()));
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl<E: Record> fmt::Display for Table<E> {
+    /// [`Table::listing`] with each exit's own [`Leaving`].
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.listing(Leaving::to_string))
     }
 }
 

@@ -254,6 +254,47 @@ impl Interp {
         &self.insns
     }
 
+    /// The compare chains this interpreter runs, for tests and debugging:
+    /// each op that is a chain superinstruction (`pc: op`, its targets
+    /// absolute, jumps to a `ret #k` shown as `ret K`), then every exit
+    /// test of the chain table (`index: test -> where`; see
+    /// `chain::Table::listing`). Programs without compare chains print
+    /// just the headings.
+    pub fn chain_listing(&self) -> String {
+        let n = self.ops.len();
+        let ret = |t: u16| self.rets.get(usize::from(t).wrapping_sub(n)).map(|k| format!("ret {k:#x}"));
+        let pc = |t: u16| ret(t).unwrap_or_else(|| format!("pc {t}"));
+        let mut out = String::from("ops:\n");
+        for (at, op) in self.ops.iter().enumerate() {
+            let line = match *op {
+                Op::Chain { from } => format!("chain @{from}"),
+                Op::RangeChain { from } => format!("range chain @{from}"),
+                Op::LongChain { from, to } => format!("long chain @{from}..{to}"),
+                Op::LdChain { k, from } => format!("ld [{k}]; chain @{from}"),
+                Op::LdRangeChain { k, from } => format!("ld [{k}]; range chain @{from}"),
+                Op::LdLongChain { k, from, to } => format!("ld [{k}]; long chain @{from}..{to}"),
+                Op::Test { index, then } => format!("test @{index} else {}", pc(then)),
+                Op::LdTest { k, index, then } => format!("ld [{k}]; test @{index} else {}", pc(then)),
+                Op::Range { from, lo, span, target, then } => {
+                    let test = chain::ExitTest { mask: u32::MAX, lo, span };
+                    format!("range @{from} ({test}) -> {} else {}", pc(target), pc(then))
+                }
+                Op::LdRange { k, from, lo, span, target, then } => {
+                    let test = chain::ExitTest { mask: u32::MAX, lo, span };
+                    format!("ld [{k}]; range @{from} ({test}) -> {} else {}", pc(target), pc(then))
+                }
+                _ => continue,
+            };
+            out.push_str(&format!("{at:4}: {line}\n"));
+        }
+        out.push_str("tests:\n");
+        out.push_str(&self.chains.listing(|l| match (l.link, u16::try_from(l.target).ok().and_then(ret)) {
+            (chain::Link::Leave, Some(r)) => r,
+            _ => l.to_string(),
+        }));
+        out
+    }
+
     /// Runs a seccomp-mode program on `struct seccomp_data` bytes and returns
     /// the filter's 32-bit `SECCOMP_RET_*` value.
     ///
