@@ -31,8 +31,9 @@
 //! `w2 = K; if r0 <op> r2`) is a test on a `u32`.
 //!
 //! Superinstructions execute every covered instruction's semantics in
-//! program order. The main one is the compare chain (ported from the
-//! classic interpreter's, `cbpf::interp`): from a compare, follow the side
+//! program order. The main one is the compare chain (built on the chain
+//! core, crate `chain`, which the classic interpreter `cbpf::interp` uses
+//! too; `chain_listing` prints them): from a compare, follow the side
 //! that reaches another compare (directly, past `ja`s, or, when r0 is known
 //! to hold context word k, through a reload of word k, which changes
 //! nothing: libseccomp's rule ladders); every other outcome becomes an exit
@@ -47,7 +48,7 @@
 //! is a detour that rejoins the taken side (the converter's `jge` pairs).
 //!
 //! Binary-search trees (libseccomp's optimised filters) are linked chains
-//! (the classic interpreter's range-chain links, ported): a chain that
+//! (as the classic interpreter's range-chain links): a chain that
 //! starts at a tree node (a compare whose both sides go on to compares)
 //! and holds only range tests (full mask or always hit: `x - lo <= span`,
 //! no `&`) is linked to, so every chain exit that lands on its entry
@@ -350,14 +351,14 @@ impl Chains {
     /// (Not an `Option`: a `ChainExit` comes back in two registers.)
     #[inline(never)]
     fn first_exit_after(&self, x: u32, at: usize) -> ChainExit {
-        self.first_hit_from(x, at).map_or(ChainExit::NOWHERE, |t| t.exit)
+        self.first_hit_from(x, at, |t| t.exit, || ChainExit::NOWHERE)
     }
 
     /// [`Chains::first_exit_after`] by reference, for the end of a window
     /// of [`Chains::linked_exit`].
     #[inline(never)]
     fn first_exit_after_ref(&self, x: u32, at: usize) -> &ChainExit {
-        self.first_hit_from(x, at).map_or(&NOWHERE, |t| &t.exit)
+        self.first_hit_from(x, at, |t| &t.exit, || &NOWHERE)
     }
 
     /// The exit of the first test from `at` on that `x` hits, for a chain
@@ -366,10 +367,7 @@ impl Chains {
     /// tree walk mostly leaves at the first), then the blocked scan.
     #[inline(always)]
     fn linked_exit(&self, x: u32, at: usize) -> &ChainExit {
-        if let Some(t) = self.first_range_in_window::<WINDOW>(x, at) {
-            return &t.exit;
-        }
-        self.first_exit_after_ref(x, at + WINDOW)
+        self.scan_window_ranges::<WINDOW, _>(x, at, |t| &t.exit, || self.first_exit_after_ref(x, at + WINDOW))
     }
 }
 

@@ -33,7 +33,10 @@
 //! An exit whose target is itself a range chain (possibly behind a fused
 //! `ld [k]`) links to it, and the run scans on without dispatching: a walk
 //! down a libseccomp binary tree (architecture check, x32 check, the tree)
-//! is a single op.
+//! is a single op. The exit tests, the chain table and its scans and the
+//! ladder walk are the chain core's (crate `chain`, shared with the eBPF
+//! seccomp executor); [`Interp::chain_listing`] prints what a program's
+//! chains compiled to (testdata/chains pins it).
 //! libseccomp's rule ladders (`ld [16]; jeq #i, 0, 9; <arg checks>;
 //! ld [16]; jeq #j, 0, 9; ...`) are one chain too, entered at each load:
 //! reloading the word `A` already holds changes nothing. A chain with a
