@@ -6,12 +6,14 @@
 //! - `codegen [--check]`: regenerate `crates/seccomp/src/syscalls/generated.rs`
 //!   from the kernel syscall tables in `xtask/syscalls/` (`--check`: fail if
 //!   the committed file is stale).
-//! - `bench [--quick] [--table A|B|C|D|all] [--json FILE]`: the four published
-//!   seccomp benchmark tables, measured in release mode (see bench/mod.rs).
+//! - `bench [--quick] [--table A|B|C|D|all] [--json FILE] [--no-kernel] [--out-dir DIR]`:
+//!   the four published seccomp benchmark tables, measured in release mode
+//!   (see bench/mod.rs).
 //! - `callgrind [--runs N] [--save FILE] [--against FILE]`: x86 instructions
 //!   per evaluation of every interpreter on every testdata filter (see callgrind.rs).
-//! - `fuzz [--time SECONDS] [--target NAME]...`: the cargo-fuzz targets (see fuzz.rs).
-//! - `coverage`: line coverage per crate with cargo-llvm-cov (see coverage.rs).
+//! - `fuzz [--time SECONDS] [--runs N] [--sanitizer address|none] [--target NAME]...
+//!   [--build-only]`: the cargo-fuzz targets (see fuzz.rs).
+//! - `coverage [-- ARGS]`: line coverage per crate with cargo-llvm-cov (see coverage.rs).
 
 use std::process::ExitCode;
 
@@ -22,9 +24,20 @@ mod coverage;
 mod demo;
 mod fuzz;
 
-const USAGE: &str = "usage: cargo xtask <command>\n\ncommands:\n  demo                check, convert, run and analyse the built-in example filters\n  callgrind [--runs N] [--save FILE] [--against FILE]
+const USAGE: &str = "\
+usage: cargo xtask <command>
+
+commands:
+  demo                check, convert, run and analyse the built-in example filters
+  codegen [--check]   regenerate (or check) crates/seccomp/src/syscalls/generated.rs
+  bench [--quick] [--table A|B|C|D|all] [--json FILE] [--no-kernel] [--out-dir DIR]
+                      reproduce the four published seccomp benchmark tables (release build)
+  callgrind [--runs N] [--save FILE] [--against FILE]
                       x86 instructions per evaluation, every interpreter x testdata filter (valgrind)
-  codegen [--check]   regenerate (or check) crates/seccomp/src/syscalls/generated.rs\n  bench [--quick] [--table A|B|C|D|all] [--json FILE]\n                      reproduce the four published seccomp benchmark tables (release build)\n  fuzz [--time SECONDS] [--target NAME]... [--build-only]\n                      run the cargo-fuzz targets (nightly), print executions and coverage\n  coverage            line coverage per crate (cargo-llvm-cov)";
+  fuzz [--time SECONDS] [--runs N] [--sanitizer address|none] [--target NAME]... [--build-only]
+                      run the cargo-fuzz targets (nightly), print executions and coverage
+  coverage [-- EXTRA cargo-llvm-cov ARGS]
+                      line coverage per crate (cargo-llvm-cov)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -61,4 +74,40 @@ fn main() -> ExitCode {
 pub fn workspace_root() -> std::path::PathBuf {
     let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest.parent().unwrap_or(manifest).to_path_buf()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::USAGE;
+
+    /// Every `cargo xtask <command> --flag` the README shows (in a code span
+    /// or a code block line) is in the usage text, so neither drifts.
+    #[test]
+    fn usage_lists_every_flag_the_readme_names() {
+        let readme = std::fs::read_to_string(super::workspace_root().join("README.md")).unwrap();
+        let mut named = Vec::new();
+        for line in readme.lines() {
+            let spans: Vec<&str> =
+                if line.contains('`') { line.split('`').skip(1).step_by(2).collect() } else { vec![line] };
+            for span in spans.into_iter().filter(|s| s.trim_start().starts_with("cargo xtask")) {
+                let command = span.split_whitespace().nth(2).unwrap_or_default();
+                assert!(
+                    USAGE.contains(&format!("\n  {command}")),
+                    "README names `cargo xtask {command}`; not in USAGE"
+                );
+                for word in span.split(|c: char| c.is_whitespace() || "[]|".contains(c)) {
+                    if word.starts_with("--") && word.len() > 2 {
+                        named.push(word.to_string());
+                        assert!(
+                            USAGE.contains(word),
+                            "README names `cargo xtask {command} {word}`; not in USAGE:\n{USAGE}"
+                        );
+                    }
+                }
+            }
+        }
+        for flag in ["--check", "--quick", "--time", "--runs", "--sanitizer", "--target"] {
+            assert!(named.iter().any(|f| f == flag), "the README no longer names {flag}: update this test");
+        }
+    }
 }

@@ -17,7 +17,7 @@ pub enum DecodeError {
 /// Decodes little-endian `struct sock_filter` records.
 ///
 /// Only the framing is checked here; what the instructions mean is
-/// [`crate::validate`]'s job.
+/// [`crate::validate()`]'s job.
 pub fn decode(bytes: &[u8]) -> Result<Vec<Insn>, DecodeError> {
     if bytes.is_empty() {
         return Err(DecodeError::Empty);

@@ -4,7 +4,7 @@
 //! `#[inline(never)]` function (`measure`) so callgrind can count only them.
 //!
 //! ```text
-//! cargo bench -p ebpf --bench callgrind --no-run      # build (bench profile)
+//! cargo bench -p bpfconv-ebpf --bench callgrind --no-run      # build (bench profile)
 //! valgrind --tool=callgrind --toggle-collect='callgrind::measure' \
 //!     --callgrind-out-file=/dev/null target/release/deps/callgrind-HASH FILTER ENGINE RUNS
 //! ```

@@ -5,7 +5,7 @@
 //! `MOV64` X, `LDX W` from the context (`r6`) and the stack (`r10`),
 //! `STX W` to the stack, `JA`, `JEQ/JNE/JGT/JGE/JLT/JLE/JSET` K and X,
 //! `EXIT`, on `r0` (A), `r2` (TMP), `r7` (X), with `r6 = r1` the only use of
-//! `r1`. [`compile`] recognises programs of that shape at load and resolves
+//! `r1`. `compile` recognises programs of that shape at load and resolves
 //! everything the general interpreter checks at run time:
 //!
 //! - A, TMP and X are plain locals (64-bit: `MOV64 X` copies 64 bits, jump

@@ -384,7 +384,7 @@ fn skb_load(mem: &mut Memory<'_>, args: [u64; 5], size: usize) -> Result<u64, He
     })
 }
 
-/// Helper [`helper::SKB_LOAD_8`]; see [`skb_load`]'s mirror notes.
+/// Helper [`helper::SKB_LOAD_8`]; see `skb_load`'s mirror notes.
 pub fn helper_skb_load_8(mem: &mut Memory<'_>, args: [u64; 5]) -> Result<u64, HelperError> {
     skb_load(mem, args, 1)
 }

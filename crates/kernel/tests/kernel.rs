@@ -331,7 +331,7 @@ fn benchmark_primitives_report_their_samples() {
 }
 
 /// Prints the real-kernel figures for the published tables (no assertions
-/// on time): `cargo test -p kernel --test kernel -- --ignored --nocapture`.
+/// on time): `cargo test -p bpfconv-kernel --test kernel -- --ignored --nocapture`.
 #[test]
 #[ignore = "prints measurements; run by hand"]
 fn print_real_kernel_figures() {

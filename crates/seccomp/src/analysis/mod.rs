@@ -268,7 +268,7 @@ impl Analyzer {
 
     /// What the filter returns for `nr` on `arch`, or the budget error.
     ///
-    /// Numbers the filter cannot tell apart ([`classes`]) share one answer:
+    /// Numbers the filter cannot tell apart (`analysis::classes`) share one answer:
     /// only the first of each class is analysed.
     pub fn try_result(&mut self, arch: u32, nr: u32) -> Result<ActionResult, AnalysisError> {
         if !self.classes.contains_key(&arch) {

@@ -1,0 +1,132 @@
+//! Classic BPF (seccomp and socket filters) to eBPF, exactly as Linux 6.18's
+//! `bpf_convert_filter()` builds it, with kernel-exact validation,
+//! interpreters for both forms, the running kernel as an engine and seccomp
+//! analysis.
+//!
+//! ```text
+//!  raw bytes ─┐
+//!  bpf_asm,   ├─► cbpf::text::parse ─► cbpf::validate ─► cbpf::Program ─► convert::convert ─► eBPF (convert::Converted)
+//!  C, -ddd  ──┘       (Vec<Insn>)      (seccomp(2) or        │                                      │
+//!                                      SO_ATTACH_FILTER)     ├─► cbpf::Interp (classic)             ├─► ebpf::Vm (our interpreter)
+//!                                                            ├─► kernel (the running kernel)        └─► engine: rbpf interpreter / JITs
+//!                                                            ├─► seccomp::fast (per-syscall engine)
+//!                                                            └─► seccomp::analysis (constant action per syscall,
+//!                                                                explain, audit) and seccomp::cache (the kernel's bitmap)
+//! ```
+//!
+//! This crate only re-exports; each stage is its own crate, usable alone:
+//!
+//! | module | package | what |
+//! |---|---|---|
+//! | [`cbpf`] | `bpfconv-cbpf` | `struct sock_filter`, raw and text formats, the kernel's validation, the classic interpreters |
+//! | [`ebpf`] | `bpfconv-ebpf` | `struct bpf_insn`, load-time checks, listings, assembler/disassembler, the eBPF interpreter |
+//! | [`convert`](mod@convert) | `bpfconv-convert` | `bpf_convert_filter()` instruction for instruction, the pc map, side-by-side listings |
+//! | [`seccomp`] | `bpfconv-seccomp` | actions, arches, syscall tables, seccomp-tools style listings, analysis, the action cache, the fast engine |
+//! | [`engine`] | `bpfconv-engine` | every engine behind one interface (cbpf, ebpf, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast) |
+//! | `kernel` | `bpfconv-kernel` | the running kernel as a seccomp engine, filter dumps from live processes (x86_64 Linux only) |
+//!
+//! The `bpfconv` command-line tool is the `bpfconv-cli` package.
+//!
+//! # Parse, validate, convert
+//!
+//! ```
+//! use bpfconv::{convert, parse, validate, Format, Mode};
+//!
+//! let text = b"ld [4]\n\
+//!              jne #0xc000003e, kill\n\
+//!              ld [0]\n\
+//!              jeq #39, allow\n\
+//!              ret #0x00050001\n\
+//!              allow: ret #0x7fff0000\n\
+//!              kill: ret #0\n";
+//! let insns = parse(text, Format::Asm)?;
+//! // The checks seccomp(2) makes (SO_ATTACH_FILTER's with Mode::Socket).
+//! let prog = validate(&insns, Mode::Seccomp)?;
+//! let ebpf = convert(&prog, &bpfconv::convert::Options::default())?;
+//! // Where each classic instruction starts in the eBPF program.
+//! assert_eq!(ebpf.pc_map.addrs().len(), prog.len());
+//! // The classic program and its eBPF translation, side by side.
+//! println!("{}", bpfconv::convert::side_by_side(&prog, &ebpf));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Run both forms and compare
+//!
+//! ```
+//! use bpfconv::{convert, parse, validate, Format, Mode, SeccompData};
+//! use bpfconv::ebpf::{Helpers, LoadOptions, Vm};
+//!
+//! let text = b"ld [0]\njeq #39, allow\nret #0x00050001\nallow: ret #0x7fff0000\n";
+//! let prog = validate(&parse(text, Format::Asm)?, Mode::Seccomp)?;
+//! let classic = bpfconv::cbpf::Interp::new(&prog);
+//!
+//! let converted = convert(&prog, &bpfconv::convert::Options::default())?;
+//! let loaded = bpfconv::ebpf::Program::load(&converted.insns, &LoadOptions::default(), &Helpers::new())?;
+//! let mut vm = Vm::new(); // reusable: a run allocates nothing
+//!
+//! let x86_64: bpfconv::Arch = "x86_64".parse()?;
+//! for nr in [0, 39, 110] {
+//!     let data = SeccompData::new(x86_64.audit_arch(), nr).to_bytes();
+//!     let ret = classic.run_seccomp(&data)?;
+//!     assert_eq!(vm.run_seccomp(&loaded, &data)?, ret);
+//!     let expected = if nr == 39 { bpfconv::Action::Allow } else { bpfconv::Action::Errno(1) };
+//!     assert_eq!(bpfconv::Action::from(ret), expected);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The same through [`engine`], for any engine by name (`bpfconv run --engine`):
+//!
+//! ```
+//! use bpfconv::{parse, validate, EngineKind, Format, Mode, Prepared, SeccompData, SeccompEngine};
+//!
+//! let text = b"ld [0]\njeq #39, allow\nret #0x00050001\nallow: ret #0x7fff0000\n";
+//! let prepared = Prepared::new(validate(&parse(text, Format::Asm)?, Mode::Seccomp)?)?;
+//! let x86_64: bpfconv::Arch = "x86_64".parse()?;
+//! let data = SeccompData::new(x86_64.audit_arch(), 39);
+//! let mut outcomes = Vec::new();
+//! for kind in [EngineKind::Cbpf, EngineKind::Ebpf, EngineKind::Fast] {
+//!     outcomes.push(SeccompEngine::new(kind, &prepared)?.eval(&data)?);
+//! }
+//! assert!(outcomes.windows(2).all(|pair| pair[0] == pair[1]));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Analyse a seccomp filter
+//!
+//! ```
+//! use bpfconv::seccomp::analysis::{analyze, ActionResult};
+//! use bpfconv::{parse, validate, Action, Format, Mode};
+//!
+//! // Allow getppid (110); for openat (257) the answer depends on args[2].
+//! let text = b"ld [0]\n\
+//!              jeq #110, allow\n\
+//!              jne #257, deny\n\
+//!              ld [32]\n\
+//!              jeq #0, allow\n\
+//!              deny: ret #0x00050001\n\
+//!              allow: ret #0x7fff0000\n";
+//! let prog = validate(&parse(text, Format::Asm)?, Mode::Seccomp)?;
+//! let x86_64: bpfconv::Arch = "x86_64".parse()?;
+//! let entries = analyze(&prog, x86_64.audit_arch(), [110, 257, 59])?;
+//! assert_eq!(entries[0].result, ActionResult::Constant(Action::Allow.to_u32()));
+//! assert!(matches!(entries[1].result, ActionResult::Depends(_)));
+//! assert_eq!(entries[2].result, ActionResult::Constant(Action::Errno(1).to_u32()));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+// `::` names the dependency, not the re-export of the same name below.
+pub use ::cbpf;
+pub use ::convert;
+pub use ::ebpf;
+pub use ::engine;
+#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+pub use ::kernel;
+pub use ::seccomp;
+
+pub use ::cbpf::text::{parse, Format};
+pub use ::cbpf::validate::validate;
+pub use ::cbpf::{Insn, Mode, Program, SeccompData};
+pub use ::convert::{convert, Converted};
+pub use ::engine::{EngineKind, Prepared, SeccompEngine};
+pub use ::seccomp::{Action, Arch};
