@@ -151,7 +151,7 @@ enum Kind {
     Chain,
     /// `w0 = ctx word aux`, then the chain of entry `target` (a ladder entry).
     LdChain,
-    /// A compare chain on r0 from test `target` of [`Chains::tests`] (skip
+    /// A compare chain on r0 from test `target` of [`Table::exits`] (skip
     /// count `imm` at the op), scanned by [`Chains::linked_exit`], its
     /// links followed: in programs with links, every chain op, and tree
     /// nodes and short chains whose chain links on.
@@ -253,7 +253,7 @@ struct ChainExit {
     /// it); [`NOT_RET`] when execution goes on at pc `target`; or a link
     /// to another chain ([`SAME`], [`RELOAD`]` + k`; [`compile`] links exits
     /// whose target is the entry of a chain from a tree node): the scan
-    /// goes on at test `target` of [`Chains::tests`] with r0 unchanged or
+    /// goes on at test `target` of [`Table::exits`] with r0 unchanged or
     /// after reloading context word `k` (the entry is a load of that
     /// word). Links only go forward in the program, so following them ends.
     /// (One field for all three: an exit is two registers, and the
@@ -287,7 +287,7 @@ impl ChainExit {
 /// [`ChainExit::NOWHERE`], for scans that return a reference.
 static NOWHERE: ChainExit = ChainExit::NOWHERE;
 
-/// One test of [`Chains::tests`] with its exit, for the scalar scan of
+/// One test of [`Table::exits`] with its exit, for the scalar scan of
 /// linked chains (one bounds check per window, one branch per test).
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
@@ -714,7 +714,7 @@ fn plain(pc: usize, insn: Insn) -> Option<Plain> {
 /// as links see it.
 #[derive(Debug, Clone, Copy)]
 struct EntryAt {
-    /// The chain's test at the entry (an index into [`Chains::tests`]).
+    /// The chain's test at the entry (an index into [`Table::exits`]).
     from: usize,
     /// The skip count at the entry (see [`ChainExit::skip`]).
     skip_base: u64,
