@@ -163,12 +163,17 @@ pub enum ExecError {
 /// A pre-decoded classic program, ready to run any number of times.
 ///
 /// Built from a validated [`Program`] by [`Interp::new`]; runs never allocate.
+// `repr(C)` with the chain table first: the run loop passes `&chains` to the
+// out-of-line long-chain scan, and at offset 0 that is the `&self` it already
+// holds (measured: elsewhere, its address is kept on the stack, two
+// instructions per run).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct Interp {
-    /// One operation per classic instruction, indexed by pc.
-    ops: Box<[Op]>,
     /// Exit tests of the compare chains ([`Op::Chain`]).
     chains: Chains,
+    /// One operation per classic instruction, indexed by pc.
+    ops: Box<[Op]>,
     /// The values of the `ret #k` that jumps go to; a jump to one goes past
     /// the ops (see [`compile::route_returns`]).
     rets: Box<[u32]>,
