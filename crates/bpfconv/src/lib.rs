@@ -117,6 +117,7 @@
 
 // `::` names the dependency, not the re-export of the same name below.
 pub use ::cbpf;
+pub use ::chain;
 pub use ::convert;
 pub use ::ebpf;
 pub use ::engine;

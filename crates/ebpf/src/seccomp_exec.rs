@@ -31,8 +31,9 @@
 //! `w2 = K; if r0 <op> r2`) is a test on a `u32`.
 //!
 //! Superinstructions execute every covered instruction's semantics in
-//! program order. The main one is the compare chain (ported from the
-//! classic interpreter's, `cbpf::interp`): from a compare, follow the side
+//! program order. The main one is the compare chain (built on the chain
+//! core, crate `chain`, which the classic interpreter `cbpf::interp` uses
+//! too; `chain_listing` prints them): from a compare, follow the side
 //! that reaches another compare (directly, past `ja`s, or, when r0 is known
 //! to hold context word k, through a reload of word k, which changes
 //! nothing: libseccomp's rule ladders); every other outcome becomes an exit
@@ -47,7 +48,7 @@
 //! is a detour that rejoins the taken side (the converter's `jge` pairs).
 //!
 //! Binary-search trees (libseccomp's optimised filters) are linked chains
-//! (the classic interpreter's range-chain links, ported): a chain that
+//! (as the classic interpreter's range-chain links): a chain that
 //! starts at a tree node (a compare whose both sides go on to compares)
 //! and holds only range tests (full mask or always hit: `x - lo <= span`,
 //! no `&`) is linked to, so every chain exit that lands on its entry
@@ -89,6 +90,8 @@
 //! taken jump skipped over; each chain exit carries the count skipped from
 //! the start of its chain, and each entry the count up to itself (a link
 //! carries its exit's count less that of the entry it links to).
+
+use chain::{Builder, Compare, Cond, ExitTest, Leaving, Link, Record, Rules, Table, BLOCK};
 
 use crate::filter_h::{BPF_REG_A, BPF_REG_ARG1, BPF_REG_CTX, BPF_REG_FP, BPF_REG_TMP, BPF_REG_X};
 use crate::insn::{Insn, Pc};
@@ -152,7 +155,7 @@ enum Kind {
     Chain,
     /// `w0 = ctx word aux`, then the chain of entry `target` (a ladder entry).
     LdChain,
-    /// A compare chain on r0 from test `target` of [`Chains::tests`] (skip
+    /// A compare chain on r0 from test `target` of [`Table::exits`] (skip
     /// count `imm` at the op), scanned by [`Chains::linked_exit`], its
     /// links followed: in programs with links, every chain op, and tree
     /// nodes and short chains whose chain links on.
@@ -199,9 +202,6 @@ struct SOp {
     imm: u64,
 }
 
-/// Tests per block of [`Chains::first_exit`]: one branch per block.
-const BLOCK: usize = 8;
-
 /// Tests of a linked chain scanned one at a time before the blocked scan
 /// ([`Chains::linked_exit`]); a chain is linked to if these tests from its
 /// entry are ranges and one of them is a tree node's.
@@ -220,64 +220,27 @@ const FIRST_BLOCK: usize = 4;
 /// linked-chain op ([`Kind::Linked`]) when its chain links on.
 const MIN_CHAIN: usize = 3;
 
-/// An exit test of a compare chain: the chain is left iff
-/// `(x & mask) - lo <= span` (wrapping `u32` arithmetic) for the value `x`
-/// of r0. Every outcome of a compare of r0 with a constant has this form
-/// ([`exit_test`]), so one block scan runs a chain of mixed conditions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ExitTest {
-    mask: u32,
-    lo: u32,
-    span: u32,
-}
-
-impl ExitTest {
-    /// Hit by every value: a chain's last test, where it ends anyway.
-    const ALWAYS: ExitTest = ExitTest { mask: 0, lo: 0, span: 0 };
-
-    #[cfg(test)]
-    fn hits(self, x: u32) -> bool {
-        (x & self.mask).wrapping_sub(self.lo) <= self.span
+/// The chain core's condition of a compare (`SOp::aux`).
+fn cond_of(cond: u8) -> Cond {
+    match cond {
+        EQ => Cond::Eq,
+        NE => Cond::Ne,
+        GT => Cond::Gt,
+        GE => Cond::Ge,
+        LT => Cond::Lt,
+        LE => Cond::Le,
+        _ => Cond::Set,
     }
 }
 
 /// The exit test equivalent to "`x <cond> v` is `outcome`" (the 64-bit
 /// compare of the jump, `v` the sign-extended `imm` or a zero-extended
 /// `w2 = K`) for every `x` below 2^32, the only values a register of the
-/// subset can hold (module docs); `None` when it never happens.
+/// subset can hold (module docs); `None` when it never happens
+/// ([`ExitTest::of_wide`]).
+#[cfg(test)]
 fn exit_test(cond: u8, v: u64, outcome: bool) -> Option<ExitTest> {
-    const ALL: u32 = u32::MAX;
-    let Ok(k) = u32::try_from(v) else {
-        // v >= 2^32 > x: only the low half matters to `&`; every other
-        // compare has a fixed answer.
-        return match cond {
-            SET => exit_test(SET, v & u64::from(ALL), outcome),
-            EQ | GT | GE => (!outcome).then_some(ExitTest::ALWAYS),
-            _ => outcome.then_some(ExitTest::ALWAYS),
-        };
-    };
-    let t = |mask, lo, span| Some(ExitTest { mask, lo, span });
-    // `!=`, `<`, `<=` are the negations of `==`, `>=`, `>`.
-    let (cond, outcome) = match cond {
-        NE => (EQ, !outcome),
-        LT => (GE, !outcome),
-        LE => (GT, !outcome),
-        c => (c, outcome),
-    };
-    match (cond, outcome) {
-        // x == k: the one value k; x != k: the ALL values from k + 1 round to k - 1.
-        (EQ, true) => t(ALL, k, 0),
-        (EQ, false) => t(ALL, k.wrapping_add(1), ALL - 1),
-        // x > k: k + 1 ..= ALL; x <= k: 0 ..= k.
-        (GT, true) => (k != ALL).then(|| ExitTest { mask: ALL, lo: k + 1, span: ALL - k - 1 }),
-        (GT, false) => t(ALL, 0, k),
-        // x >= k: k ..= ALL; x < k: 0 ..= k - 1.
-        (GE, true) => t(ALL, k, ALL - k),
-        (GE, false) => (k != 0).then(|| ExitTest { mask: ALL, lo: 0, span: k - 1 }),
-        // x & k != 0: (x & k) in 1 ..= ALL; x & k == 0: (x & k) == 0.
-        (_, true) => (k != 0).then_some(ExitTest { mask: k, lo: 1, span: ALL - 1 }),
-        (_, false) => t(k, 0, 0),
-    }
+    ExitTest::of_wide(cond_of(cond), v, outcome)
 }
 
 /// Where a chain is left at one of its tests.
@@ -294,7 +257,7 @@ struct ChainExit {
     /// it); [`NOT_RET`] when execution goes on at pc `target`; or a link
     /// to another chain ([`SAME`], [`RELOAD`]` + k`; [`compile`] links exits
     /// whose target is the entry of a chain from a tree node): the scan
-    /// goes on at test `target` of [`Chains::tests`] with r0 unchanged or
+    /// goes on at test `target` of [`Table::exits`] with r0 unchanged or
     /// after reloading context word `k` (the entry is a load of that
     /// word). Links only go forward in the program, so following them ends.
     /// (One field for all three: an exit is two registers, and the
@@ -328,7 +291,7 @@ impl ChainExit {
 /// [`ChainExit::NOWHERE`], for scans that return a reference.
 static NOWHERE: ChainExit = ChainExit::NOWHERE;
 
-/// One test of [`Chains::tests`] with its exit, for the scalar scan of
+/// One test of [`Table::exits`] with its exit, for the scalar scan of
 /// linked chains (one bounds check per window, one branch per test).
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
@@ -338,103 +301,68 @@ struct LinkedTest {
     /// made only of tests of that form (full mask, or always hit).
     lo: u32,
     span: u32,
+    /// The test's mask (for printing and the masked window scan).
+    mask: u32,
     /// Pads the record to 32 bytes (an index is a shift).
-    _pad: u64,
+    _pad: u32,
 }
 
-/// The exit tests of every compare chain, as parallel arrays (struct of
-/// arrays, so that a block of tests is a few vector operations), and where
-/// each one leaves to. Every chain ends with a test that always hits, and
-/// `BLOCK - 1` such tests pad the arrays, so a block read at any chain
-/// position stays inside them and a scan always ends at a hit.
-///
-/// `lo` and `span` are stored with their top bit flipped, which turns the
-/// unsigned `d <= span` into the signed compare vector units have:
-/// `(x & mask) - (lo ^ 2^31)` is `d ^ 2^31`, and flipping the top bit of
-/// both sides maps unsigned order onto signed order.
+impl Record for LinkedTest {
+    #[inline(always)]
+    fn test(&self) -> ExitTest {
+        ExitTest { mask: self.mask, lo: self.lo, span: self.span }
+    }
+
+    fn leaving(&self) -> Leaving {
+        let link = match self.exit.ret {
+            NOT_RET => Link::Leave,
+            SAME => Link::Same,
+            _ if self.exit.links() => Link::Reload((self.exit.ret - RELOAD) as u8),
+            k => Link::Return(k),
+        };
+        Leaving { target: u64::from(self.exit.target), link }
+    }
+}
+
+/// The exit tests of every compare chain ([`chain::Table`]: parallel
+/// arrays, so that a block of tests is a few vector operations, and a
+/// [`LinkedTest`] per test with where it leaves to). Every chain ends with
+/// a test that always hits, and `BLOCK - 1` such tests pad the arrays, so
+/// a block read at any chain position stays inside them and a scan always
+/// ends at a hit.
 #[derive(Debug, Clone, Default)]
-struct Chains {
-    mask: Box<[u32]>,
-    lo_flipped: Box<[u32]>,
-    span_flipped: Box<[i32]>,
-    /// The same tests, plain, with their exits.
-    tests: Box<[LinkedTest]>,
+struct Chains(Table<LinkedTest>);
+
+impl std::ops::Deref for Chains {
+    type Target = Table<LinkedTest>;
+    fn deref(&self) -> &Table<LinkedTest> {
+        &self.0
+    }
 }
 
-/// The top bit of a `u32`, flipped in [`Chains::lo_flipped`] and
-/// [`Chains::span_flipped`].
-const TOP: u32 = 1 << 31;
+impl std::ops::DerefMut for Chains {
+    fn deref_mut(&mut self) -> &mut Table<LinkedTest> {
+        &mut self.0
+    }
+}
 
 impl Chains {
-    /// The three arrays' tests `at..at + N`; `None` past the arrays (never
-    /// at a chain position: padding).
-    #[inline(always)]
-    #[allow(clippy::type_complexity)]
-    fn block<const N: usize>(&self, at: usize) -> Option<(&[u32; N], &[u32; N], &[i32; N])> {
-        let end = at.checked_add(N)?;
-        let m = self.mask.get(at..end)?.try_into().ok()?;
-        let l = self.lo_flipped.get(at..end)?.try_into().ok()?;
-        let s = self.span_flipped.get(at..end)?.try_into().ok()?;
-        Some((m, l, s))
-    }
-
-    /// Byte `j` (little-endian) 0xff iff `x` hits test `at + j` (`j < N`,
-    /// N = 4 or 8), else 0. (Bytes, not bits: this form compiles to a few
-    /// vector operations.)
-    #[inline(always)]
-    fn hits<const N: usize>(&self, x: u32, at: usize) -> Option<u64> {
-        let (m, l, s) = self.block::<N>(at)?;
-        let mut hit = [0u8; 8];
-        for (j, h) in hit.iter_mut().enumerate().take(N) {
-            // j < N, the length of the three arrays.
-            #[allow(clippy::indexing_slicing)]
-            {
-                *h = 0u8.wrapping_sub(u8::from((x & m[j]).wrapping_sub(l[j]) as i32 <= s[j]));
-            }
-        }
-        Some(u64::from_le_bytes(hit))
-    }
-
-    /// Whether `x` hits any of tests `at..at + BLOCK`.
-    #[inline(always)]
-    fn any_hit(&self, x: u32, at: usize) -> Option<bool> {
-        let (m, l, s) = self.block::<BLOCK>(at)?;
-        let mut hit = false;
-        for j in 0..BLOCK {
-            // j < BLOCK, the length of the three arrays.
-            #[allow(clippy::indexing_slicing)]
-            {
-                hit |= (x & m[j]).wrapping_sub(l[j]) as i32 <= s[j];
-            }
-        }
-        Some(hit)
-    }
-
-    /// The exit of the first test from `at` on that `x` hits: blocks of
-    /// [`BLOCK`] tests, each checked at once, then the first hit of the
-    /// block with one; [`ChainExit::NOWHERE`] past the arrays (never from
-    /// a chain position: padding). Not inlined: a long scan costs far more
-    /// than the call. (Not an `Option`: a `ChainExit` comes back in two
-    /// registers.)
+    /// The exit of the first test from `at` on that `x` hits
+    /// ([`Table::first_hit_from`]: blocks of [`BLOCK`] tests, each checked
+    /// at once, then the first hit of the block with one);
+    /// [`ChainExit::NOWHERE`] past the arrays (never from a chain position:
+    /// padding). Not inlined: a long scan costs far more than the call.
+    /// (Not an `Option`: a `ChainExit` comes back in two registers.)
     #[inline(never)]
     fn first_exit_after(&self, x: u32, at: usize) -> ChainExit {
-        self.scan(x, at).copied().unwrap_or(ChainExit::NOWHERE)
+        self.first_hit_from(x, at, |t| t.exit, || ChainExit::NOWHERE)
     }
 
     /// [`Chains::first_exit_after`] by reference, for the end of a window
     /// of [`Chains::linked_exit`].
     #[inline(never)]
     fn first_exit_after_ref(&self, x: u32, at: usize) -> &ChainExit {
-        self.scan(x, at).unwrap_or(&NOWHERE)
-    }
-
-    #[inline(always)]
-    fn scan(&self, x: u32, mut at: usize) -> Option<&ChainExit> {
-        while !self.any_hit(x, at)? {
-            at += BLOCK;
-        }
-        let hits = self.hits::<BLOCK>(x, at)?;
-        self.tests.get(at + (hits.trailing_zeros() / 8) as usize).map(|t| &t.exit)
+        self.first_hit_from(x, at, |t| &t.exit, || &NOWHERE)
     }
 
     /// The exit of the first test from `at` on that `x` hits, for a chain
@@ -443,14 +371,7 @@ impl Chains {
     /// tree walk mostly leaves at the first), then the blocked scan.
     #[inline(always)]
     fn linked_exit(&self, x: u32, at: usize) -> &ChainExit {
-        if let Some(window) = self.tests.get(at..at + WINDOW).and_then(|w| <&[LinkedTest; WINDOW]>::try_from(w).ok()) {
-            for t in window {
-                if x.wrapping_sub(t.lo) <= t.span {
-                    return &t.exit;
-                }
-            }
-        }
-        self.first_exit_after_ref(x, at + WINDOW)
+        self.scan_window_ranges::<WINDOW, _>(x, at, |t| &t.exit, || self.first_exit_after_ref(x, at + WINDOW))
     }
 }
 
@@ -479,7 +400,7 @@ impl EntryBlock {
             mask: *mask,
             lo_flipped: *lo_flipped,
             span_flipped: *span_flipped,
-            exits: std::array::from_fn(|j| chains.tests.get(from + j).map_or(ChainExit::NOWHERE, |t| t.exit)),
+            exits: std::array::from_fn(|j| chains.exits.get(from + j).map_or(ChainExit::NOWHERE, |t| t.exit)),
             from: u32::try_from(from).ok()?,
             skip_base,
         })
@@ -561,71 +482,63 @@ impl Shapes<'_> {
         }
         (pc, skip)
     }
+}
 
-    /// The compare execution reaches from `pc` with r0 unchanged: at `pc`
-    /// itself, or (when r0 is known to hold context word `word`) right
-    /// after a reload of that word at `pc`, which changes nothing.
-    fn next_cmp(&self, pc: usize, word: Option<u8>) -> Option<usize> {
-        if self.cmp(pc).is_some() {
-            return Some(pc);
-        }
-        let o = self.base.get(pc)?;
-        (word.is_some() && o.kind == Kind::LdCtx && o.dst == RA && Some(o.aux) == word && self.cmp(pc + 1).is_some())
-            .then_some(pc + 1)
+/// The converted program as the chain walk ([`chain::walk`]) sees it.
+impl chain::Code for Shapes<'_> {
+    fn compare(&self, pc: usize) -> Option<Compare> {
+        let c = self.cmp(pc)?;
+        Some(Compare {
+            cond: cond_of(c.cond),
+            value: c.value,
+            jump_pc: c.jump_pc,
+            taken: c.target,
+            fall: c.jump_pc + 1,
+        })
     }
 
-    /// Whether the compare at `pc` goes on to `join` on at least one side:
-    /// a detour that rejoins (the converter's `jge #k, jt, jf` pairs).
-    fn rejoins(&self, pc: usize, join: usize) -> bool {
-        self.cmp(pc).is_some_and(|c| self.resolve(c.target).0 == join || self.resolve(c.jump_pc + 1).0 == join)
+    fn resolve(&self, pc: usize) -> (usize, u32) {
+        Shapes::resolve(self, pc)
+    }
+
+    /// A load of context word `word` into r0.
+    fn reloads(&self, pc: usize, word: u8) -> bool {
+        self.base.get(pc).is_some_and(|o| o.kind == Kind::LdCtx && o.dst == RA && o.aux == word)
+    }
+
+    /// `w0 = K; exit`.
+    fn ret_k(&self, pc: usize) -> Option<u64> {
+        let (o, next) = (self.base.get(pc)?, self.base.get(pc + 1)?);
+        (o.kind == Kind::MovK && o.dst == RA && next.kind == Kind::Exit).then_some(o.imm)
     }
 }
 
+/// The tests of the chains as they are found ([`chain::Builder`]).
 #[derive(Default)]
-struct ChainBuilder {
-    mask: Vec<u32>,
-    lo_flipped: Vec<u32>,
-    span_flipped: Vec<i32>,
-    tests: Vec<LinkedTest>,
-    /// Per test: a range (full mask, or always hit), scanned by
-    /// [`Chains::linked_exit`] without the mask.
-    range: Vec<bool>,
-    /// Per test: leaves to a compare from a tree node (a compare whose
-    /// both sides go on to compares).
-    tree: Vec<bool>,
-}
+struct ChainBuilder(Builder);
 
 impl ChainBuilder {
     fn len(&self) -> usize {
-        self.tests.len()
+        self.0.len()
     }
 
     /// Appends `test` (nothing if it never hits) leaving to `target`.
+    #[cfg(test)]
     fn push(&mut self, test: Option<ExitTest>, target: usize, skip: u32) {
-        if let Some(test) = test {
-            self.mask.push(test.mask);
-            self.lo_flipped.push(test.lo ^ TOP);
-            self.span_flipped.push((test.span ^ TOP) as i32);
-            // A test with no mask bit hits every value (`exit_test` never
-            // makes one that hits none): the range of all values.
-            let range = test.mask == u32::MAX || test.mask == 0;
-            let (lo, span) = if test.mask == 0 { (0, u32::MAX) } else { (test.lo, test.span) };
-            let exit = ChainExit { target: target as u32, skip, ret: NOT_RET };
-            self.tests.push(LinkedTest { lo, span, _pad: 0, exit });
-            self.range.push(range);
-            self.tree.push(false);
-        }
+        self.0.push(test, target, skip);
     }
 
-    /// Builds the chain that starts at `entry` with the compare at `first`:
-    /// follows compares along the side that reaches another compare
-    /// (`next_cmp`, through reloads of `word` if r0 is known to hold that
-    /// context word), each other outcome an exit test, until a compare
-    /// whose sides both leave or a pc another chain of the same kind
-    /// already covers (then the chain leaves to it). Marks the pcs it goes
-    /// through in `covered`. Returns its entries: `(pc, first test, skip
-    /// count at pc)`, each pc where the rest of the chain is what execution
-    /// does from there: every compare for `word == None`, else `entry` and
+    /// Builds the chain that starts at `entry` with the compare at `first`
+    /// ([`chain::walk`]): follows compares along the side that reaches
+    /// another compare (through reloads of `word` if r0 is known to hold
+    /// that context word; the fall-through, except where it is a detour
+    /// that rejoins the taken side: the converter's `jge` pairs), each
+    /// other outcome an exit test, until a compare whose sides both leave
+    /// or a pc another chain of the same kind already covers (then the
+    /// chain leaves to it). Marks the pcs it goes through in `covered`.
+    /// Returns its entries: `(pc, first test, skip count at pc, tree
+    /// node)`, each pc where the rest of the chain is what execution does
+    /// from there: every compare for `word == None`, else `entry` and
     /// every reload.
     fn walk(
         &mut self,
@@ -635,75 +548,32 @@ impl ChainBuilder {
         first: usize,
         word: Option<u8>,
     ) -> Vec<(usize, usize, u64, bool)> {
-        let mut entries = vec![(entry, self.len(), 0, false)];
-        for pc in [entry, first] {
-            if let Some(c) = covered.get_mut(pc) {
-                *c = true;
-            }
-        }
-        let (mut at, mut skip) = (first, 0u32);
-        while let Some(c) = shapes.cmp(at) {
-            let (taken, taken_skip) = shapes.resolve(c.target);
-            let taken_skip = skip.wrapping_add(taken_skip).wrapping_add((c.target - c.jump_pc - 1) as u32);
-            let (fall, fall_skip) = shapes.resolve(c.jump_pc + 1);
-            let fall_skip = skip.wrapping_add(fall_skip);
-            let (on_taken, on_fall) = (shapes.next_cmp(taken, word), shapes.next_cmp(fall, word));
-            // Go on along the fall-through (chains, ladders), unless it is
-            // a detour that rejoins the taken side.
-            let detour = on_taken.is_some() && on_fall.is_some_and(|f| shapes.rejoins(f, taken));
-            if let Some(e) = entries.last_mut().filter(|e| e.1 == self.len()) {
-                e.3 = on_taken.is_some() && on_fall.is_some() && !detour;
-            }
-            let (next, land, land_skip) = match (on_fall, on_taken) {
-                (Some(f), _) if !detour => {
-                    let before = self.len();
-                    self.push(exit_test(c.cond, c.value, true), taken, taken_skip);
-                    if let Some(t) = self.tree.get_mut(before) {
-                        *t = on_taken.is_some();
-                    }
-                    (f, fall, fall_skip)
-                }
-                (_, Some(t)) => {
-                    self.push(exit_test(c.cond, c.value, false), fall, fall_skip);
-                    (t, taken, taken_skip)
-                }
-                _ => {
-                    self.push(exit_test(c.cond, c.value, true), taken, taken_skip);
-                    self.push(Some(ExitTest::ALWAYS), fall, fall_skip);
-                    return entries;
-                }
-            };
-            skip = land_skip;
-            if covered.get(land).copied().unwrap_or(true) || covered.get(next).copied().unwrap_or(true) {
-                self.push(Some(ExitTest::ALWAYS), land, skip);
-                return entries;
-            }
-            for pc in [land, next] {
-                if let Some(c) = covered.get_mut(pc) {
-                    *c = true;
-                }
-            }
-            if word.is_none() || land != next {
-                entries.push((land, self.len(), u64::from(skip), false));
-            }
-            at = next;
-        }
-        // Unreachable: walks only go on to compares.
-        self.push(Some(ExitTest::ALWAYS), at, skip);
-        entries
+        let rules = Rules { word, rejoin_detours: true, stop_at_covered: true };
+        chain::walk(shapes, &mut self.0, covered, entry, first, rules)
+            .into_iter()
+            .map(|e| (e.pc, e.first, u64::from(e.skip), e.tree))
+            .collect()
+    }
+
+    /// Per test: a range (full mask, or always hit), scanned by
+    /// [`Chains::linked_exit`] without the mask.
+    fn ranges(&self) -> Vec<bool> {
+        self.0.tests().iter().map(|p| p.test.range().is_some()).collect()
+    }
+
+    /// Per test: leaves to a compare from a tree node (a compare whose
+    /// both sides go on to compares).
+    fn trees(&self) -> Vec<bool> {
+        self.0.tests().iter().map(|p| p.tree).collect()
     }
 
     /// The finished table, padded (see [`Chains`]).
-    fn finish(mut self) -> Chains {
-        for _ in 1..BLOCK.max(WINDOW) {
-            self.push(Some(ExitTest::ALWAYS), u32::MAX as usize, 0);
-        }
-        Chains {
-            mask: self.mask.into(),
-            lo_flipped: self.lo_flipped.into(),
-            span_flipped: self.span_flipped.into(),
-            tests: self.tests.into(),
-        }
+    fn finish(self) -> Chains {
+        Chains(self.0.finish(BLOCK.max(WINDOW) - 1, |p| {
+            let (lo, span) = p.test.range().unwrap_or((p.test.lo, p.test.span));
+            let exit = ChainExit { target: p.target as u32, skip: p.skip, ret: NOT_RET };
+            LinkedTest { exit, lo, span, mask: p.test.mask, _pad: 0 }
+        }))
     }
 }
 
@@ -863,7 +733,7 @@ fn alu_code(alu: AluOp) -> u8 {
 /// as links see it.
 #[derive(Debug, Clone, Copy)]
 struct EntryAt {
-    /// The chain's test at the entry (an index into [`Chains::tests`]).
+    /// The chain's test at the entry (an index into [`Table::exits`]).
     from: usize,
     /// The skip count at the entry (see [`ChainExit::skip`]).
     skip_base: u64,
@@ -1047,7 +917,7 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
     let tests_built = built.len();
     // Chains worth linking to: from a tree node on, ranges only, within
     // the window of [`Chains::linked_exit`].
-    let (range, tree) = (std::mem::take(&mut built.range), std::mem::take(&mut built.tree));
+    let (range, tree) = (built.ranges(), built.trees());
     let ranges =
         |from: usize, len: usize| range.get(from..from + len.min(WINDOW)).is_some_and(|r| r.iter().all(|&r| r));
     let linkable = |from: usize, len: usize| {
@@ -1055,9 +925,9 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
     };
     let mut chains = built.finish();
     // Exits that land on `w0 = K; exit` end the run there.
-    for t in chains.tests.iter_mut() {
-        if let Some(o) = ops.get(t.exit.target as usize).filter(|o| o.kind == Kind::RetImm) {
-            t.exit.ret = o.imm;
+    for t in chains.exits.iter_mut() {
+        if let Some(k) = chain::Code::ret_k(&shapes, t.exit.target as usize) {
+            t.exit.ret = k;
         }
     }
     // Exits that land on the entry of a chain from a tree node go on
@@ -1075,10 +945,10 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
         !matches!(o.kind, Kind::Chain | Kind::LdChain)
             || entry_at.get(pc).copied().flatten().is_some_and(|e| ranges(e.from, e.len))
     });
-    let has_links = chain_ops_ranges && chains.tests.iter().take(tests_built).any(|t| link_of(&t.exit).is_some());
+    let has_links = chain_ops_ranges && chains.exits.iter().take(tests_built).any(|t| link_of(&t.exit).is_some());
     let mut linked = vec![false; tests_built];
     if has_links {
-        for (t, l) in chains.tests.iter_mut().zip(linked.iter_mut()) {
+        for (t, l) in chains.exits.iter_mut().zip(linked.iter_mut()) {
             if let Some(e) = link_of(&t.exit) {
                 t.exit = e;
                 *l = true;
@@ -1511,6 +1381,32 @@ impl SeccompProg {
     }
 }
 
+/// The compare chains the seccomp executor runs for `prog`, for tests and
+/// debugging, or `None` when `prog` has no executor (outside the subset,
+/// or loaded without superinstructions): each op that is a chain
+/// superinstruction (`pc: op`; `entry` ops scan their first tests from a
+/// record of their own, `linked` ops scan the table from a test), then
+/// every exit test of the chain table (`index: test -> where`; see
+/// `chain::Table::listing`).
+pub fn chain_listing(prog: &crate::Program) -> Option<String> {
+    let exec = prog.seccomp.as_deref()?;
+    let mut out = String::from("ops:\n");
+    for (pc, o) in exec.ops.iter().enumerate() {
+        let entry = || exec.entries.get(o.target as usize).map_or((u32::MAX, 0), |e| (e.from, e.skip_base));
+        let line = match o.kind {
+            Kind::Chain => format!("entry @{} skip {}", entry().0, entry().1),
+            Kind::LdChain => format!("w0 = word {}; entry @{} skip {}", o.aux, entry().0, entry().1),
+            Kind::Linked => format!("linked @{} skip {}", o.target, o.imm),
+            Kind::LdLinked => format!("w0 = word {}; linked @{} skip {}", o.aux, o.target, o.imm),
+            _ => continue,
+        };
+        out.push_str(&format!("{pc:4}: {line}\n"));
+    }
+    out.push_str("tests:\n");
+    out.push_str(&exec.chains.to_string());
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1841,8 +1737,8 @@ mod tests {
                     let p = head(entry, &body);
                     let prog = compile(&p).unwrap();
                     let linked_ops = count(&p, Kind::Linked) + count(&p, Kind::LdLinked);
-                    let links = prog.chains.tests.iter().filter(|t| t.exit.links()).count();
-                    let reloads = prog.chains.tests.iter().filter(|t| t.exit.links() && t.exit.ret != SAME).count();
+                    let links = prog.chains.exits.iter().filter(|t| t.exit.links()).count();
+                    let reloads = prog.chains.exits.iter().filter(|t| t.exit.links() && t.exit.ret != SAME).count();
                     if jset_leaf && (linked_ops != 0 || links != 0) {
                         failures.push(format!("n {n} jset: {linked_ops} linked ops, {links} links"));
                     }

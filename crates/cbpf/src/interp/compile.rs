@@ -2,6 +2,8 @@
 
 use std::num::NonZeroU32;
 
+use chain::{Builder, Compare, Cond, ExitTest, Leaving, Link, Record, Rules, Table, BLOCK};
+
 use crate::insn::{AluOp, Insn, JmpOp, Op as View, Size, Src};
 use crate::opcode::SKF_AD_OFF;
 use crate::validate::is_ancillary;
@@ -13,90 +15,41 @@ use super::socket::Ancillary;
 /// invariant from looping.
 const DEAD: u16 = u16::MAX;
 
-/// Comparison of a conditional jump on X, unsigned 32-bit as in classic BPF.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum CmpOp {
-    Jeq,
-    Jgt,
-    Jge,
-    Jset,
-}
-
-impl CmpOp {
-    fn from_jmp(op: JmpOp) -> Self {
-        match op {
-            JmpOp::Jeq => CmpOp::Jeq,
-            JmpOp::Jgt => CmpOp::Jgt,
-            JmpOp::Jge => CmpOp::Jge,
-            JmpOp::Jset => CmpOp::Jset,
-        }
-    }
-
-    #[inline(always)]
-    pub(super) fn eval(self, a: u32, b: u32) -> bool {
-        match self {
-            CmpOp::Jeq => a == b,
-            CmpOp::Jgt => a > b,
-            CmpOp::Jge => a >= b,
-            CmpOp::Jset => a & b != 0,
-        }
+/// The chain core's condition for a classic conditional jump.
+fn cond(op: JmpOp) -> Cond {
+    match op {
+        JmpOp::Jeq => Cond::Eq,
+        JmpOp::Jgt => Cond::Gt,
+        JmpOp::Jge => Cond::Ge,
+        JmpOp::Jset => Cond::Set,
     }
 }
 
-/// An exit test of a compare chain: leave the chain iff
-/// `(A & mask) - lo <= span` (wrapping u32 arithmetic). Every outcome of
-/// `jeq/jgt/jge/jset #k` has this form (see [`exit_test`]), so one loop
-/// without per-entry dispatch runs a chain of mixed comparisons.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct ExitTest {
-    pub(super) mask: u32,
-    pub(super) lo: u32,
-    pub(super) span: u32,
-}
-
-impl ExitTest {
-    /// The test every `A` hits: ends each short chain ([`Op::Chain`]) with
-    /// the chain's `then`, so that scanning it needs no length.
-    pub(super) const ALWAYS: ExitTest = ExitTest { mask: 0, lo: 0, span: u32::MAX };
-
-    #[inline(always)]
-    pub(super) fn hits(self, a: u32) -> bool {
-        (a & self.mask).wrapping_sub(self.lo) <= self.span
-    }
-}
-
-/// The exit test equivalent to "`A op k` is `outcome`", or `None` when that
-/// can never happen (`jgt #0xffffffff` true, `jge #0` false, `jset #0` true).
+/// The exit test equivalent to "`A op k` is `outcome`" ([`ExitTest::of`]),
+/// or `None` when that can never happen (`jgt #0xffffffff` true, `jge #0`
+/// false, `jset #0` true).
 pub(super) fn exit_test(op: JmpOp, k: u32, outcome: bool) -> Option<ExitTest> {
-    const ALL: u32 = u32::MAX;
-    let t = |mask, lo, span| Some(ExitTest { mask, lo, span });
-    match (op, outcome) {
-        // A == k: the one value k. A != k: the MAX values from k + 1 round to k - 1.
-        (JmpOp::Jeq, true) => t(ALL, k, 0),
-        (JmpOp::Jeq, false) => t(ALL, k.wrapping_add(1), ALL - 1),
-        // A > k: k + 1 ..= MAX. A <= k: 0 ..= k.
-        (JmpOp::Jgt, true) => (k != ALL).then(|| ExitTest { mask: ALL, lo: k + 1, span: ALL - k - 1 }),
-        (JmpOp::Jgt, false) => t(ALL, 0, k),
-        // A >= k: k ..= MAX. A < k: 0 ..= k - 1.
-        (JmpOp::Jge, true) => t(ALL, k, ALL - k),
-        (JmpOp::Jge, false) => (k != 0).then(|| ExitTest { mask: ALL, lo: 0, span: k - 1 }),
-        // A & k != 0: (A & k) in 1 ..= MAX. A & k == 0: (A & k) == 0.
-        (JmpOp::Jset, true) => (k != 0).then_some(ExitTest { mask: k, lo: 1, span: ALL - 1 }),
-        (JmpOp::Jset, false) => t(k, 0, 0),
+    ExitTest::of(cond(op), k, outcome)
+}
+
+/// The exit tests of all compare chains ([`chain::Table`]: struct of
+/// arrays for the blocked scan, and one array of [`Exit`]s, array of
+/// structs with one bounds check per test, for the window scans and
+/// single-test chains), with the scans the run loop uses.
+#[derive(Debug, Clone)]
+pub(super) struct Chains(Table<Exit>);
+
+impl std::ops::Deref for Chains {
+    type Target = Table<Exit>;
+    fn deref(&self) -> &Table<Exit> {
+        &self.0
     }
 }
 
-/// The exit tests of all compare chains, as parallel arrays (struct of
-/// arrays, so that blocks of tests vectorise), with the pc each one leaves to.
-///
-/// The tests are also kept as one array of [`Exit`]s (array of structs, one
-/// bounds check per test) for the scalar scan and single-test chains.
-#[derive(Debug, Clone, Default)]
-pub(super) struct Chains {
-    pub(super) mask: Box<[u32]>,
-    pub(super) lo: Box<[u32]>,
-    pub(super) span: Box<[u32]>,
-    pub(super) exits: Box<[Exit]>,
+impl std::ops::DerefMut for Chains {
+    fn deref_mut(&mut self) -> &mut Table<Exit> {
+        &mut self.0
+    }
 }
 
 /// An exit test and where it goes: the pc it leaves to, or (once
@@ -112,6 +65,23 @@ pub(super) struct Exit {
     pub(super) link: u8,
 }
 
+impl Record for Exit {
+    #[inline(always)]
+    fn test(&self) -> ExitTest {
+        self.test
+    }
+
+    fn leaving(&self) -> Leaving {
+        let link = match self.link {
+            LEAVE => Link::Leave,
+            SAME_A => Link::Same,
+            // A seccomp byte offset, 4-aligned.
+            k => Link::Reload(k / 4),
+        };
+        Leaving { target: u64::from(self.target), link }
+    }
+}
+
 /// [`Exit::link`]: the exit leaves the chain to the pc `target`. Links
 /// order as reload offsets (< 64) < [`SAME_A`] < `LEAVE`, so that the run
 /// loop tells them apart with one comparison each.
@@ -124,9 +94,6 @@ pub(super) const SAME_A: u8 = 64;
 /// What a scan that cannot happen (a window out of range) returns: a
 /// leave to [`DEAD`].
 static DEAD_EXIT: Exit = Exit { test: ExitTest::ALWAYS, target: DEAD, link: LEAVE };
-
-/// Tests per block in [`Chains::first_exit`].
-const BLOCK: usize = 8;
 
 /// The window a chain's last tests are scanned in ([`Chains::short`]):
 /// those tests and the [`ExitTest::ALWAYS`] sentinel after them. Two
@@ -142,13 +109,7 @@ impl Chains {
     /// one bounds check and an unrolled scan; no length, no loop.
     #[inline(always)]
     pub(super) fn short(&self, a: u32, from: usize) -> &Exit {
-        let Some(window) = self.window(from) else { return &DEAD_EXIT };
-        for exit in window {
-            if exit.test.hits(a) {
-                return exit;
-            }
-        }
-        &DEAD_EXIT
+        self.scan_window::<WINDOW, _>(a, from, |e| e, || &DEAD_EXIT)
     }
 
     /// [`Chains::short`] for a chain whose tests all have a full mask
@@ -157,75 +118,24 @@ impl Chains {
     /// are never reached.
     #[inline(always)]
     pub(super) fn short_ranges(&self, a: u32, from: usize) -> &Exit {
-        let Some(window) = self.window(from) else { return &DEAD_EXIT };
-        for exit in window {
-            if a.wrapping_sub(exit.test.lo) <= exit.test.span {
-                return exit;
-            }
-        }
-        &DEAD_EXIT
-    }
-
-    /// The [`WINDOW`] tests from `from`. `from` comes from a `u16`, so
-    /// `from + WINDOW` cannot overflow and the range is one comparison with
-    /// the length.
-    #[inline(always)]
-    fn window(&self, from: usize) -> Option<&[Exit; WINDOW]> {
-        self.exits.get(from..from + WINDOW)?.try_into().ok()
-    }
-
-    /// Test `i` if `a` hits it.
-    #[inline(always)]
-    pub(super) fn single(&self, a: u32, i: usize) -> Option<&Exit> {
-        let exit = self.exits.get(i)?;
-        if exit.test.hits(a) {
-            Some(exit)
-        } else {
-            None
-        }
+        self.scan_window_ranges::<WINDOW, _>(a, from, |e| e, || &DEAD_EXIT)
     }
 
     /// Where the chain `from..to` leaves to: the first test that `a` hits,
     /// else the chain's sentinel (at `to`, going to its `then`).
     ///
     /// Tests are evaluated in program order; blocks of [`BLOCK`] are first
-    /// checked all at once (comparisons have no side effects, so evaluating a
-    /// few past the first hit changes nothing), then the block with the hit,
-    /// or the fewer than `BLOCK` tests left and the sentinel, are scanned by
-    /// [`Chains::short`].
+    /// checked all at once ([`Table::blocks_without_hit`]: comparisons have
+    /// no side effects, so evaluating a few past the first hit changes
+    /// nothing), then the block with the hit, or the fewer than `BLOCK`
+    /// tests left and the sentinel, are scanned by [`Chains::short`].
     ///
     /// Not inlined: long chains cost far more than a call, while inlining
     /// would make every run load the four arrays' bounds up front
     /// (measured: a third of a short filter's instructions).
     #[inline(never)]
     pub(super) fn first_exit(&self, a: u32, from: usize, to: usize) -> &Exit {
-        let (Some(mask), Some(lo), Some(span)) =
-            (self.mask.get(from..to), self.lo.get(from..to), self.span.get(from..to))
-        else {
-            return &DEAD_EXIT;
-        };
-        let blocks = mask.chunks_exact(BLOCK).zip(lo.chunks_exact(BLOCK)).zip(span.chunks_exact(BLOCK));
-        let mut passed = 0;
-        for ((m, l), s) in blocks {
-            // Chunks of exactly BLOCK: the conversions always succeed.
-            let (Ok(m), Ok(l), Ok(s)) =
-                (<&[u32; BLOCK]>::try_from(m), <&[u32; BLOCK]>::try_from(l), <&[u32; BLOCK]>::try_from(s))
-            else {
-                break;
-            };
-            let mut hit = false;
-            for j in 0..BLOCK {
-                // j < BLOCK, the length of the three arrays.
-                #[allow(clippy::indexing_slicing)]
-                {
-                    hit |= (a & m[j]).wrapping_sub(l[j]) <= s[j];
-                }
-            }
-            if hit {
-                break;
-            }
-            passed += BLOCK;
-        }
+        let passed = self.blocks_without_hit(a, from, to);
         self.short(a, from + passed)
     }
 }
@@ -234,28 +144,40 @@ impl Chains {
 /// per-rule ops.
 const LONG_CHAIN: usize = 2 * BLOCK;
 
-#[derive(Default)]
-struct ChainBuilder {
-    mask: Vec<u32>,
-    lo: Vec<u32>,
-    span: Vec<u32>,
-    exits: Vec<Exit>,
+/// The classic program as the chain walk ([`chain::walk`]) sees it.
+struct Classic<'a> {
+    insns: &'a [Insn],
+    /// [`thread_jumps`] of `insns`.
+    through_ja: &'a [u16],
 }
 
-impl ChainBuilder {
-    fn truncate(&mut self, len: usize) {
-        self.mask.truncate(len);
-        self.lo.truncate(len);
-        self.span.truncate(len);
-        self.exits.truncate(len);
+impl chain::Code for Classic<'_> {
+    fn compare(&self, pc: usize) -> Option<Compare> {
+        let (op, k, jt, jf) = cmp_k(self.insns.get(pc))?;
+        let taken = usize::from(target(pc, u64::from(jt)));
+        let fall = usize::from(target(pc, u64::from(jf)));
+        Some(Compare { cond: cond(op), value: u64::from(k), jump_pc: pc, taken, fall })
     }
 
-    fn push(&mut self, test: ExitTest, target: u16) {
-        self.mask.push(test.mask);
-        self.lo.push(test.lo);
-        self.span.push(test.span);
-        self.exits.push(Exit { test, target, link: LEAVE });
+    fn resolve(&self, pc: usize) -> (usize, u32) {
+        (usize::from(self.through_ja.get(pc).copied().unwrap_or(DEAD)), 0)
     }
+
+    fn reloads(&self, pc: usize, word: u8) -> bool {
+        seccomp_load(self.insns, pc) == Some(u32::from(word))
+    }
+
+    fn ret_k(&self, pc: usize) -> Option<u64> {
+        match self.insns.get(pc)?.op()? {
+            View::RetK { k } => Some(u64::from(k)),
+            _ => None,
+        }
+    }
+}
+
+/// A test's target as an [`Exit::target`] ([`DEAD`] if it is no pc).
+fn pc16(pc: usize) -> u16 {
+    u16::try_from(pc).unwrap_or(DEAD)
 }
 
 /// A pre-decoded classic instruction. Jump targets are absolute pcs (a
@@ -308,7 +230,7 @@ pub(super) enum Op {
     Txa,
     Ja(u16),
     JmpX {
-        op: CmpOp,
+        op: JmpOp,
         jt: u16,
         jf: u16,
     },
@@ -424,7 +346,7 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
     let through_ja = thread_jumps(insns);
     let via = |pc: u16| through_ja.get(usize::from(pc)).copied().unwrap_or(DEAD);
     let mut ops = Vec::with_capacity(insns.len());
-    let mut built = ChainBuilder::default();
+    let mut built = Builder::default();
     let mut pc = 0;
     while let Some(insn) = insns.get(pc) {
         if cmp_k(Some(insn)).is_none() {
@@ -441,45 +363,37 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
         let mut firsts = Vec::new();
         let then = loop {
             let Some((op, k, jt, jf)) = cmp_k(insns.get(pc)) else { break via(u16::try_from(pc).unwrap_or(DEAD)) };
-            firsts.push(built.exits.len());
+            firsts.push(built.len());
             let (t, f) = (via(target(pc, u64::from(jt))), via(target(pc, u64::from(jf))));
             pc += 1;
             match (jt == 0, jf == 0) {
                 (true, true) => {}
                 (false, true) => {
-                    if let Some(test) = exit_test(op, k, true) {
-                        built.push(test, t);
-                    }
+                    built.push(exit_test(op, k, true), usize::from(t), 0);
                 }
-                (true, false) => {
-                    if let Some(test) = exit_test(op, k, false) {
-                        built.push(test, f);
-                    }
-                }
+                (true, false) => built.push(exit_test(op, k, false), usize::from(f), 0),
                 (false, false) => {
-                    if let Some(test) = exit_test(op, k, true) {
-                        built.push(test, t);
-                    }
+                    built.push(exit_test(op, k, true), usize::from(t), 0);
                     break f;
                 }
             }
         };
-        let to = u16::try_from(built.exits.len()).unwrap_or(0);
+        let to = u16::try_from(built.len()).unwrap_or(0);
         // The sentinel that ends the short chains among the entries.
-        built.push(ExitTest::ALWAYS, then);
+        built.push(Some(ExitTest::ALWAYS), usize::from(then), 0);
         for (offset, first) in firsts.into_iter().enumerate() {
             let from = u16::try_from(first).unwrap_or(to);
             debug_assert_eq!(ops.len(), start + offset);
             ops.push(match usize::from(to - from) {
                 0 => Op::Ja(then),
-                1 => match built.exits.get(usize::from(from)) {
-                    Some(&Exit { test: ExitTest { mask: u32::MAX, lo, span }, target, .. }) => {
-                        Op::Range { from, lo, span, target, then }
+                1 => match built.tests().get(usize::from(from)) {
+                    Some(&chain::Pending { test: ExitTest { mask: u32::MAX, lo, span }, target, .. }) => {
+                        Op::Range { from, lo, span, target: pc16(target), then }
                     }
                     _ => Op::Test { index: from, then },
                 },
                 n if n < WINDOW => {
-                    let tests = built.exits.get(usize::from(from)..usize::from(to)).unwrap_or_default();
+                    let tests = built.tests().get(usize::from(from)..usize::from(to)).unwrap_or_default();
                     if tests.iter().all(|exit| exit.test.mask == u32::MAX) {
                         Op::RangeChain { from }
                     } else {
@@ -491,13 +405,9 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
         }
     }
     fuse_loads(&mut ops);
-    build_ladders(insns, &via, &mut ops, &mut built);
+    build_ladders(&Classic { insns, through_ja: &through_ja }, &mut ops, &mut built);
     // Whole windows for short chains near the end (see `Chains::short`).
-    for _ in 1..WINDOW {
-        built.push(ExitTest::ALWAYS, DEAD);
-    }
-    let chains =
-        Chains { mask: built.mask.into(), lo: built.lo.into(), span: built.span.into(), exits: built.exits.into() };
+    let chains = Chains(built.finish(WINDOW - 1, |p| Exit { test: p.test, target: pc16(p.target), link: LEAVE }));
     (ops.into_boxed_slice(), chains)
 }
 
@@ -623,11 +533,12 @@ fn seccomp_load(insns: &[Insn], pc: usize) -> Option<u32> {
 /// test, like [`Op::Chain`]), and only with at least [`LONG_CHAIN`] tests
 /// left: a jump into the middle of a rule reaches the next reload with an
 /// `A` the chain knows nothing about, so those pcs keep their own ops.
-fn build_ladders(insns: &[Insn], via: &impl Fn(u16) -> u16, ops: &mut [Op], built: &mut ChainBuilder) {
+fn build_ladders(code: &Classic<'_>, ops: &mut [Op], built: &mut Builder) {
+    let insns = code.insns;
     // Ladders from different words may share their jumps; bound the tests
     // kept (and so the work) linearly in the program. Past the budget,
     // loads simply keep their tree nodes.
-    let budget = built.exits.len() + 2 * insns.len();
+    let budget = built.len() + 2 * insns.len();
     let mut covered = vec![false; insns.len()];
     for start in 0..insns.len() {
         if covered.get(start).copied().unwrap_or(true) {
@@ -638,66 +549,29 @@ fn build_ladders(insns: &[Insn], via: &impl Fn(u16) -> u16, ops: &mut [Op], buil
         if cmp_k(insns.get(start + 1)).is_none() {
             continue;
         }
-        // Where execution goes on from `pc` with A == word(k) and nothing
-        // changed: the jump at pc itself, or the one after a reload of k
-        // (then also the reload's pc).
-        let cont = |pc: u16| {
-            let pc = usize::from(pc);
-            if cmp_k(insns.get(pc)).is_some() {
-                return Some((pc, None));
-            }
-            (seccomp_load(insns, pc) == Some(k) && cmp_k(insns.get(pc + 1)).is_some()).then_some((pc + 1, Some(pc)))
-        };
-        let mark = built.exits.len();
-        // The reloads met (each an entry), with the index of their first test.
-        let mut loads = vec![(start, mark)];
-        let mut pc = start + 1;
-        let then = loop {
-            let Some((op, kk, jt, jf)) = cmp_k(insns.get(pc)) else { break via(u16::try_from(pc).unwrap_or(DEAD)) };
-            let (t, f) = (via(target(pc, u64::from(jt))), via(target(pc, u64::from(jf))));
-            // Prefer going on along the false side, libseccomp's fall-through.
-            let (next, exit) = match (cont(t), cont(f)) {
-                (_, Some(next)) => (next, (exit_test(op, kk, true), t)),
-                (Some(next), None) => (next, (exit_test(op, kk, false), f)),
-                (None, None) => {
-                    if let Some(test) = exit_test(op, kk, true) {
-                        built.push(test, t);
-                    }
-                    break f;
-                }
-            };
-            if let (Some(test), target) = exit {
-                built.push(test, target);
-            }
-            let (next_pc, reload) = next;
-            if let Some(reload) = reload {
-                loads.push((reload, built.exits.len()));
-            }
-            pc = next_pc;
-        };
-        let to = built.exits.len();
+        let mark = built.len();
+        // Prefer going on along the false side, libseccomp's fall-through;
+        // the reloads met are the entries. The walk marks them covered.
+        let rules = Rules { word: Some(k8), rejoin_detours: false, stop_at_covered: false };
+        let entries = chain::walk(code, built, &mut covered, start, start + 1, rules);
+        // The tests before the walk's sentinel (which leaves to `then`).
+        let to = built.len().saturating_sub(1);
         if to > budget {
             built.truncate(mark);
             return;
         }
-        for (pc, from) in loads {
-            if let Some(c) = covered.get_mut(pc) {
-                *c = true;
-            }
-            if to - from < LONG_CHAIN {
+        for entry in entries {
+            if to - entry.first < LONG_CHAIN {
                 continue;
             }
-            let (Ok(from), Ok(to)) = (u16::try_from(from), u16::try_from(to)) else { continue };
-            if let Some(slot) = ops.get_mut(pc) {
+            let (Ok(from), Ok(to)) = (u16::try_from(entry.first), u16::try_from(to)) else { continue };
+            if let Some(slot) = ops.get_mut(entry.pc) {
                 *slot = Op::LdLongChain { k: k8, from, to };
             }
         }
         // A ladder too short to use leaves its tests unused; drop them.
-        // Otherwise its sentinel leaves to `then`.
         if to - mark < LONG_CHAIN {
             built.truncate(mark);
-        } else {
-            built.push(ExitTest::ALWAYS, then);
         }
     }
 }
@@ -756,7 +630,7 @@ fn decode(pc: usize, view: View) -> Op {
         View::Neg => Op::Neg,
         View::Ja { k } => Op::Ja(target(pc, u64::from(k))),
         View::Jmp { op, src: _, k: _, jt, jf } => {
-            Op::JmpX { op: CmpOp::from_jmp(op), jt: target(pc, u64::from(jt)), jf: target(pc, u64::from(jf)) }
+            Op::JmpX { op, jt: target(pc, u64::from(jt)), jf: target(pc, u64::from(jf)) }
         }
         View::RetK { k } => Op::RetK(k),
         View::RetA => Op::RetA,

@@ -33,7 +33,10 @@
 //! An exit whose target is itself a range chain (possibly behind a fused
 //! `ld [k]`) links to it, and the run scans on without dispatching: a walk
 //! down a libseccomp binary tree (architecture check, x32 check, the tree)
-//! is a single op.
+//! is a single op. The exit tests, the chain table and its scans and the
+//! ladder walk are the chain core's (crate `chain`, shared with the eBPF
+//! seccomp executor); [`Interp::chain_listing`] prints what a program's
+//! chains compiled to (testdata/chains pins it).
 //! libseccomp's rule ladders (`ld [16]; jeq #i, 0, 9; <arg checks>;
 //! ld [16]; jeq #j, 0, 9; ...`) are one chain too, entered at each load:
 //! reloading the word `A` already holds changes nothing. A chain with a
@@ -160,12 +163,17 @@ pub enum ExecError {
 /// A pre-decoded classic program, ready to run any number of times.
 ///
 /// Built from a validated [`Program`] by [`Interp::new`]; runs never allocate.
+// `repr(C)` with the chain table first: the run loop passes `&chains` to the
+// out-of-line long-chain scan, and at offset 0 that is the `&self` it already
+// holds (measured: elsewhere, its address is kept on the stack, two
+// instructions per run).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct Interp {
-    /// One operation per classic instruction, indexed by pc.
-    ops: Box<[Op]>,
     /// Exit tests of the compare chains ([`Op::Chain`]).
     chains: Chains,
+    /// One operation per classic instruction, indexed by pc.
+    ops: Box<[Op]>,
     /// The values of the `ret #k` that jumps go to; a jump to one goes past
     /// the ops (see [`compile::route_returns`]).
     rets: Box<[u32]>,
@@ -252,6 +260,47 @@ impl Interp {
     /// The instructions this interpreter runs (`Program::insns()`).
     pub fn insns(&self) -> &[Insn] {
         &self.insns
+    }
+
+    /// The compare chains this interpreter runs, for tests and debugging:
+    /// each op that is a chain superinstruction (`pc: op`, its targets
+    /// absolute, jumps to a `ret #k` shown as `ret K`), then every exit
+    /// test of the chain table (`index: test -> where`; see
+    /// `chain::Table::listing`). Programs without compare chains print
+    /// just the headings.
+    pub fn chain_listing(&self) -> String {
+        let n = self.ops.len();
+        let ret = |t: u16| self.rets.get(usize::from(t).wrapping_sub(n)).map(|k| format!("ret {k:#x}"));
+        let pc = |t: u16| ret(t).unwrap_or_else(|| format!("pc {t}"));
+        let mut out = String::from("ops:\n");
+        for (at, op) in self.ops.iter().enumerate() {
+            let line = match *op {
+                Op::Chain { from } => format!("chain @{from}"),
+                Op::RangeChain { from } => format!("range chain @{from}"),
+                Op::LongChain { from, to } => format!("long chain @{from}..{to}"),
+                Op::LdChain { k, from } => format!("ld [{k}]; chain @{from}"),
+                Op::LdRangeChain { k, from } => format!("ld [{k}]; range chain @{from}"),
+                Op::LdLongChain { k, from, to } => format!("ld [{k}]; long chain @{from}..{to}"),
+                Op::Test { index, then } => format!("test @{index} else {}", pc(then)),
+                Op::LdTest { k, index, then } => format!("ld [{k}]; test @{index} else {}", pc(then)),
+                Op::Range { from, lo, span, target, then } => {
+                    let test = chain::ExitTest { mask: u32::MAX, lo, span };
+                    format!("range @{from} ({test}) -> {} else {}", pc(target), pc(then))
+                }
+                Op::LdRange { k, from, lo, span, target, then } => {
+                    let test = chain::ExitTest { mask: u32::MAX, lo, span };
+                    format!("ld [{k}]; range @{from} ({test}) -> {} else {}", pc(target), pc(then))
+                }
+                _ => continue,
+            };
+            out.push_str(&format!("{at:4}: {line}\n"));
+        }
+        out.push_str("tests:\n");
+        out.push_str(&self.chains.listing(|l| match (l.link, u16::try_from(l.target).ok().and_then(ret)) {
+            (chain::Link::Leave, Some(r)) => r,
+            _ => l.to_string(),
+        }));
+        out
     }
 
     /// Runs a seccomp-mode program on `struct seccomp_data` bytes and returns

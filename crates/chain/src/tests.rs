@@ -1,0 +1,228 @@
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use super::*;
+
+/// Values around every boundary an exit test has.
+const EDGES: [u32; 12] =
+    [0, 1, 2, 0x3f, 0x40, 0x7fff_fffe, 0x7fff_ffff, 0x8000_0000, 0x8000_0001, 0xffff_fffe, 0xffff_ffff, 0x1234_5678];
+
+/// A record that is just its test and a target pc.
+#[derive(Debug, Clone, Copy)]
+struct Plain {
+    test: ExitTest,
+    target: usize,
+}
+
+impl Record for Plain {
+    fn test(&self) -> ExitTest {
+        self.test
+    }
+    fn leaving(&self) -> Leaving {
+        Leaving { target: self.target as u64, link: Link::Leave }
+    }
+}
+
+fn table(tests: &[(Option<ExitTest>, usize)], padding: usize) -> Table<Plain> {
+    let mut b = Builder::default();
+    for &(t, target) in tests {
+        b.push(t, target, 0);
+    }
+    b.finish(padding, |p| Plain { test: p.test, target: p.target })
+}
+
+/// Every way of reading a table finds the same first hit from `from`.
+fn scans(t: &Table<Plain>, x: u32, from: usize) -> [Option<usize>; 4] {
+    let target = |e: Option<&Plain>| e.map(|e| e.target);
+    let passed = t.blocks_without_hit(x, from, t.built());
+    [
+        target(t.scan_window::<16, _>(x, from + passed, Some, || None)),
+        target(t.first_hit_from(x, from, Some, || None)),
+        target(t.exits[from..].iter().find(|e| e.test.hits(x))),
+        target(t.scan_window::<16, _>(x, from + (passed / BLOCK) * BLOCK, Some, || None)),
+    ]
+}
+
+#[test]
+fn exit_tests_are_exactly_the_compares() {
+    let mut values: Vec<u64> = EDGES.iter().map(|&k| u64::from(k)).collect();
+    // Sign-extended eBPF immediates, at and past 2^32.
+    values.extend([
+        1 << 32,
+        0xffff_ffff_8000_0000,
+        0xffff_ffff_ffff_ffff,
+        0xffff_ffff_ffff_fffe,
+        0xffff_ffff_0000_0040,
+    ]);
+    let mut failures = Vec::new();
+    for cond in Cond::ALL {
+        for &v in &values {
+            for outcome in [true, false] {
+                let wide = ExitTest::of_wide(cond, v, outcome);
+                if let Ok(k) = u32::try_from(v) {
+                    assert_eq!(wide, ExitTest::of(cond, k, outcome));
+                }
+                // The flipped arrays of a table agree with the plain test.
+                let t = table(&[(wide, 1), (Some(ExitTest::ALWAYS), 2)], 15);
+                for &x in &EDGES {
+                    let want = cond.eval(u64::from(x), v) == outcome;
+                    let got = wide.is_some_and(|t| t.hits(x));
+                    let by_range = wide.and_then(ExitTest::range).map(|(lo, span)| x.wrapping_sub(lo) <= span);
+                    let scanned = scans(&t, x, 0).map(|s| s == Some(1));
+                    if got != want || scanned.iter().any(|&s| s != want) || by_range.is_some_and(|r| r != want) {
+                        failures.push(format!("{cond:?} v {v:#x} {outcome} x {x:#x}: {got} {scanned:?} {by_range:?}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn tests_that_never_hit_are_none() {
+    assert_eq!(ExitTest::of(Cond::Gt, u32::MAX, true), None);
+    assert_eq!(ExitTest::of(Cond::Le, u32::MAX, false), None);
+    assert_eq!(ExitTest::of(Cond::Ge, 0, false), None);
+    assert_eq!(ExitTest::of(Cond::Lt, 0, true), None);
+    assert_eq!(ExitTest::of(Cond::Set, 0, true), None);
+    assert_eq!(ExitTest::of_wide(Cond::Eq, 1 << 32, true), None);
+    assert_eq!(ExitTest::of_wide(Cond::Ne, 1 << 32, true), Some(ExitTest::ALWAYS));
+    assert_eq!(ExitTest::ALWAYS.range(), Some((0, u32::MAX)));
+    assert_eq!(ExitTest::of(Cond::Set, 0, false).and_then(ExitTest::range), Some((0, u32::MAX)));
+    assert_eq!(ExitTest::of(Cond::Set, 4, false).and_then(ExitTest::range), None);
+}
+
+/// 40 tests `x == i % 13` leaving to `100 + i`, then the end: whatever the
+/// start and the block boundaries, the first hit in program order wins
+/// (evaluating past it changes nothing), and a miss ends at the chain's
+/// `always`.
+#[test]
+fn block_scans_find_the_first_hit_in_program_order() {
+    let mut tests: Vec<(Option<ExitTest>, usize)> =
+        (0..40u32).map(|i| (ExitTest::of(Cond::Eq, i % 13, true), 100 + i as usize)).collect();
+    tests.push((Some(ExitTest::ALWAYS), 999));
+    let t = table(&tests, 15);
+    assert_eq!(t.built(), 41);
+    for from in 0..40usize {
+        for x in [0u32, 1, 5, 12, 13, 99] {
+            let want = (from..40).find(|&i| i as u32 % 13 == x).map_or(999, |i| 100 + i);
+            assert_eq!(scans(&t, x, from), [Some(want); 4], "from {from} x {x}");
+            // All ranges (`==`): the scan without the mask agrees.
+            let passed = t.blocks_without_hit(x, from, t.built());
+            let ranges = t.scan_window_ranges::<16, _>(x, from + passed, |e| Some(e.target), || None);
+            assert_eq!(ranges, Some(want), "from {from} x {x}");
+        }
+    }
+    // Padding: past the table, scans say so rather than read out of range.
+    assert_eq!(t.first_hit_from(0, t.exits.len(), Some, || None).map(|e| e.target), None);
+    assert_eq!(t.scan_window::<16, _>(0, t.exits.len() - 15, Some, || None).map(|e| e.target), None);
+    assert_eq!(t.scan_window::<16, _>(0, t.exits.len() - 16, Some, || None).map(|e| e.target), Some(999));
+    assert_eq!(t.blocks_without_hit(0, 30, 10), 0);
+}
+
+#[test]
+fn tests_print_as_their_condition() {
+    let show = |c, k, o| ExitTest::of(c, k, o).map(|t| t.to_string());
+    assert_eq!(show(Cond::Eq, 59, true).as_deref(), Some("== 0x3b"));
+    assert_eq!(show(Cond::Eq, 59, false).as_deref(), Some("!= 0x3b"));
+    assert_eq!(show(Cond::Gt, 9, false).as_deref(), Some("<= 0x9"));
+    assert_eq!(show(Cond::Gt, 9, true).as_deref(), Some(">= 0xa"));
+    assert_eq!(show(Cond::Set, 6, true).as_deref(), Some("& 0x6 != 0"));
+    assert_eq!(show(Cond::Set, 6, false).as_deref(), Some("& 0x6 == 0"));
+    assert_eq!(ExitTest::ALWAYS.to_string(), "always");
+    assert_eq!(ExitTest { mask: u32::MAX, lo: 5, span: 3 }.to_string(), "in 0x5..=0x8");
+    let t = table(&[(ExitTest::of(Cond::Eq, 2, true), 7), (Some(ExitTest::ALWAYS), 9)], 3);
+    assert_eq!(t.to_string(), "   0: == 0x2                   -> pc 7\n   1: always                   -> pc 9\n");
+}
+
+/// A program of `(pc, insn)`: compares on a value, reloads of word 0,
+/// jumps, returns.
+#[derive(Debug, Clone, Copy)]
+enum Fake {
+    Cmp(Cond, u32, usize, usize),
+    Reload,
+    Ja(usize),
+    Ret,
+}
+
+struct FakeCode(Vec<Fake>);
+
+impl Code for FakeCode {
+    fn compare(&self, pc: usize) -> Option<Compare> {
+        match *self.0.get(pc)? {
+            Fake::Cmp(cond, k, taken, fall) => Some(Compare { cond, value: u64::from(k), jump_pc: pc, taken, fall }),
+            _ => None,
+        }
+    }
+    fn resolve(&self, mut pc: usize) -> (usize, u32) {
+        let mut skip = 0;
+        while let Some(&Fake::Ja(to)) = self.0.get(pc) {
+            skip += (to - pc - 1) as u32;
+            pc = to;
+        }
+        (pc, skip)
+    }
+    fn reloads(&self, pc: usize, word: u8) -> bool {
+        word == 0 && matches!(self.0.get(pc), Some(Fake::Reload))
+    }
+    fn ret_k(&self, pc: usize) -> Option<u64> {
+        matches!(self.0.get(pc), Some(Fake::Ret)).then_some(pc as u64)
+    }
+}
+
+/// A rule ladder `ld; jne #1, next; ret; ld; jne #2, next; ret; ...`: one
+/// chain, entered at each load, its misses going on through the reloads.
+#[test]
+fn ladders_walk_through_reloads() {
+    let mut p = Vec::new();
+    for i in 0..3u32 {
+        let at = p.len();
+        p.extend([Fake::Reload, Fake::Cmp(Cond::Eq, i, at + 2, at + 3), Fake::Ret]);
+    }
+    p.push(Fake::Ret);
+    let code = FakeCode(p);
+    let mut built = Builder::default();
+    let mut covered = vec![false; 10];
+    let rules = Rules { word: Some(0), ..Rules::default() };
+    let entries = walk(&code, &mut built, &mut covered, 0, 1, rules);
+    let at: Vec<(usize, usize)> = entries.iter().map(|e| (e.pc, e.first)).collect();
+    assert_eq!(at, [(0, 0), (3, 1), (6, 2)]);
+    let tests: Vec<(String, usize)> = built.tests().iter().map(|t| (t.test.to_string(), t.target)).collect();
+    let want = [("== 0x0", 2), ("== 0x1", 5), ("== 0x2", 8), ("always", 9)];
+    assert_eq!(tests, want.map(|(t, pc)| (t.to_string(), pc)));
+    assert!(code.ret_k(9).is_some());
+    // Without the word, the reload ends the chain at the first rung.
+    let mut built = Builder::default();
+    let entries = walk(&code, &mut built, &mut [false; 10], 1, 1, Rules::default());
+    assert_eq!(entries.len(), 1);
+    assert_eq!(built.len(), 2);
+}
+
+/// Walks stop where an earlier walk went, when told to, and jumps past
+/// `ja` are counted.
+#[test]
+fn walks_stop_at_covered_pcs_and_count_skips() {
+    let code = FakeCode(vec![
+        Fake::Cmp(Cond::Eq, 1, 5, 1), // 0
+        Fake::Cmp(Cond::Gt, 9, 2, 3), // 1: true to 2, false to 3
+        Fake::Ja(4),                  // 2
+        Fake::Cmp(Cond::Eq, 3, 5, 4), // 3
+        Fake::Ret,                    // 4
+        Fake::Ret,                    // 5
+    ]);
+    let mut covered = vec![false; 7];
+    covered[3] = true;
+    let mut built = Builder::default();
+    let rules = Rules { stop_at_covered: true, ..Rules::default() };
+    let entries = walk(&code, &mut built, &mut covered, 0, 0, rules);
+    // Entered at each compare (no word).
+    assert_eq!(entries.iter().map(|e| e.pc).collect::<Vec<_>>(), [0, 1]);
+    let tests: Vec<(String, usize, u32)> =
+        built.tests().iter().map(|t| (t.test.to_string(), t.target, t.skip)).collect();
+    // `== 1` jumps over pcs 1..=4; the `jgt` leaves on true through the
+    // `ja` (pc 3 jumped over) and falls to 3 (pc 2 jumped over), which is
+    // covered, so the chain leaves there.
+    assert_eq!(tests[0], ("== 0x1".to_string(), 5, 4));
+    assert_eq!(tests[1], (">= 0xa".to_string(), 4, 1));
+    assert_eq!(tests[2], ("always".to_string(), 3, 1));
+}
