@@ -134,9 +134,7 @@ impl std::fmt::Display for Finding {
     }
 }
 
-const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-/// `__X32_SYSCALL_BIT`.
-const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+use crate::arch::{AUDIT_ARCH_X86_64, X32_SYSCALL_BIT};
 
 /// x86_64 syscalls and their newer equivalents: `(older, name, newer, name)`.
 /// A filter restricting the older one usually means to restrict the newer.

@@ -731,25 +731,6 @@ fn alu_insn(op: AluOp, src: Src, k: u32) -> Insn {
     Insn::stmt(BPF_ALU | op.bits() | src.bits(), k)
 }
 
-/// Constant folding of one ALU operation. `Err(())` when it ends the
-/// program with 0 (division or modulo by a zero X: `bpf_convert_filter()`
-/// emits `if X == 0 return 0`).
-fn fold(op: AluOp, a: u32, b: u32) -> Result<u32, ()> {
-    Ok(match op {
-        AluOp::Add => a.wrapping_add(b),
-        AluOp::Sub => a.wrapping_sub(b),
-        AluOp::Mul => a.wrapping_mul(b),
-        AluOp::Div => a.checked_div(b).ok_or(())?,
-        AluOp::Or => a | b,
-        AluOp::And => a & b,
-        // eBPF ALU32 shifts mask the count to 5 bits (same as `Interp`).
-        AluOp::Lsh => a.wrapping_shl(b),
-        AluOp::Rsh => a.wrapping_shr(b),
-        AluOp::Mod => a.checked_rem(b).ok_or(())?,
-        AluOp::Xor => a ^ b,
-    })
-}
-
 /// A result independent of an unknown A: `and #0`, `mul #0`, `or #~0`.
 fn absorbs(op: AluOp, b: u32) -> Option<u32> {
     match (op, b) {
@@ -859,12 +840,12 @@ fn step(
                 Src::X => s.get(X),
             };
             match (s.get(A), b) {
-                (Some(a), Some(b)) => match fold(alu, a, b) {
-                    Ok(v) => {
+                (Some(a), Some(b)) => match alu.eval(a, b) {
+                    Some(v) => {
                         s.set(A, Some(v));
                         known(A, v)
                     }
-                    Err(()) => {
+                    None => {
                         results.add(Some(0));
                         return Some((Plan::Ret { insn: Insn::stmt(RET_K, 0), uses: 0 }, Next::End));
                     }
