@@ -1,8 +1,30 @@
-//! The abstract domain shared by the data-flow pass and the path explorer:
-//! which `struct seccomp_data` half a load reads, abstract register values,
-//! and the exact transfer function of one classic instruction.
+//! The one abstract domain over `struct seccomp_data` words: which 32-bit
+//! half a load reads ([`Field`]), abstract values of A, X and `M[]` ([`Val`]:
+//! known constants, exact copies of a word, or values depending on a set of
+//! words), the comparisons jumps make ([`Cmp`]: against constants, decided or
+//! not, refining the state on an edge), and the exact transfer function of one
+//! classic instruction ([`step`]), written once.
+//!
+//! Along one path, [`Facts`] hold what the branches taken say about each
+//! field: intervals, known one and zero bits, and constants it differs from.
+//!
+//! Its users are the analysis passes ([`crate::analysis`]: data flow, path
+//! exploration, classes, audit) and the fast engine's partial evaluation
+//! ([`crate::fast`]), which is the special case where [`Env`] makes `arch`,
+//! `nr` or a key word known. A generator of branch-reaching inputs asks the
+//! same questions: which constants a word is compared with on reachable
+//! branches ([`Cmp::constant_against`]), and what an edge teaches
+//! ([`State::assume`]).
+//!
+//! Semantics are the converted program's (`bpf_convert_filter()` in
+//! net/core/filter.c run by `___bpf_prog_run()` in kernel/bpf/core.c): A and
+//! X start at 0, ALU is [`AluOp::eval`], division by a zero X returns 0.
 
-use cbpf::{AluOp, JmpOp, Op};
+use cbpf::{AluOp, JmpOp, Op, Src};
+
+mod facts;
+
+pub use facts::{Facts, Node, NotEqual};
 
 /// A 32-bit half of a `struct seccomp_data` field: what one seccomp load
 /// (`ld [k]`, k = 0, 4, ..., 60) reads.
@@ -168,6 +190,15 @@ impl Val {
         }
     }
 
+    /// The value, when it is the same constant on every path and input.
+    #[inline(always)]
+    pub fn known(self) -> Option<u32> {
+        match self {
+            Val::Known(v) => Some(v),
+            _ => None,
+        }
+    }
+
     /// Least upper bound of two values reaching the same instruction; `ctrl`
     /// are the fields the choice between the incoming paths depends on.
     pub fn join(self, other: Val, ctrl: FieldSet) -> Val {
@@ -180,24 +211,36 @@ impl Val {
 }
 
 /// What the seccomp loads see: `nr` and `arch` either concrete or symbolic,
-/// every other field symbolic.
+/// at most one other field concrete, every other field symbolic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Env {
     /// Concrete `nr`, or `None` to keep it symbolic.
     pub nr: Option<u32>,
     /// Concrete `arch`, or `None` to keep it symbolic.
     pub arch: Option<u32>,
+    /// One more field with a concrete value (not `nr` nor `arch`, which the
+    /// fields above decide): the fast engine's key word.
+    pub word: Option<(Field, u32)>,
     /// AUDIT_ARCH value deciding which half an offset names (byte order).
     pub layout_arch: u32,
 }
 
 impl Env {
+    /// `nr` and `arch` as given, every other field symbolic.
+    pub fn new(nr: Option<u32>, arch: Option<u32>, layout_arch: u32) -> Env {
+        Env { nr, arch, word: None, layout_arch }
+    }
+
     /// The value `ld [k]` (seccomp, rewritten to 0x21) puts in A.
+    #[inline(always)]
     pub fn load(&self, k: u32) -> Val {
         match Field::from_offset(k, self.layout_arch) {
             Some(Field::Nr) => self.nr.map_or(Val::Exact(Field::Nr), Val::Known),
             Some(Field::Arch) => self.arch.map_or(Val::Exact(Field::Arch), Val::Known),
-            Some(f) => Val::Exact(f),
+            Some(f) => match self.word {
+                Some((w, v)) if w == f => Val::Known(v),
+                _ => Val::Exact(f),
+            },
             // Not produced by validation; anything at all.
             None => Val::Unknown(FieldSet::ALL),
         }
@@ -210,8 +253,11 @@ pub const MEMWORDS: usize = 16;
 /// Abstract machine state before an instruction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct State {
+    /// The accumulator.
     pub a: Val,
+    /// The index register.
     pub x: Val,
+    /// Scratch memory `M[0..16]`.
     pub m: [Val; MEMWORDS],
     /// Fields some undecided branch on some path to here depended on.
     pub ctrl: FieldSet,
@@ -245,11 +291,13 @@ impl State {
     }
 
     /// Reads scratch word `k` (validated `k < 16`).
-    fn mem(&self, k: u32) -> Val {
+    #[inline(always)]
+    pub fn mem(&self, k: u32) -> Val {
         self.m.get(k as usize).copied().unwrap_or(Val::Unknown(FieldSet::ALL))
     }
 
     /// Writes scratch word `k` (validated `k < 16`).
+    #[inline(always)]
     fn set_mem(&mut self, k: u32, v: Val) {
         if let Some(slot) = self.m.get_mut(k as usize) {
             *slot = v;
@@ -260,12 +308,48 @@ impl State {
 /// A comparison `lhs OP rhs` of a conditional jump.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Cmp {
+    /// The comparison.
     pub op: JmpOp,
+    /// A.
     pub lhs: Val,
+    /// `k` or X.
     pub rhs: Val,
 }
 
 impl Cmp {
+    /// The comparison `jeq/jgt/jge/jset` with source `src` makes in state `s`.
+    #[inline(always)]
+    pub fn of(op: JmpOp, src: Src, k: u32, s: &State) -> Cmp {
+        let rhs = match src {
+            Src::K => Val::Known(k),
+            Src::X => s.x,
+        };
+        Cmp { op, lhs: s.a, rhs }
+    }
+
+    /// The outcome when the operands decide it: both known, or a constant
+    /// right-hand side no left-hand value can change (`jgt #0xffffffff` is
+    /// never taken, `jge #0` always, `jset #0` never).
+    #[inline(always)]
+    pub fn decided(self) -> Option<bool> {
+        match (self.op, self.lhs, self.rhs) {
+            (op, Val::Known(a), Val::Known(b)) => Some(op.eval(a, b)),
+            (JmpOp::Jgt, _, Val::Known(u32::MAX)) | (JmpOp::Jset, _, Val::Known(0)) => Some(false),
+            (JmpOp::Jge, _, Val::Known(0)) => Some(true),
+            _ => None,
+        }
+    }
+
+    /// The constant `field` itself (unchanged, unmasked) is compared with,
+    /// on either side.
+    #[inline(always)]
+    pub fn constant_against(self, field: Field) -> Option<u32> {
+        match (self.lhs, self.rhs) {
+            (Val::Exact(f), Val::Known(k)) | (Val::Known(k), Val::Exact(f)) if f == field => Some(k),
+            _ => None,
+        }
+    }
+
     /// The outcome when both sides are known.
     pub fn eval_known(self) -> Option<bool> {
         match (self.lhs, self.rhs) {
@@ -277,6 +361,18 @@ impl Cmp {
     /// The fields the outcome may depend on.
     pub fn deps(self) -> FieldSet {
         self.lhs.deps().union(self.rhs.deps())
+    }
+}
+
+impl State {
+    /// What taking (`taken`) or not taking the edge of `cmp` teaches: on the
+    /// true edge of `jeq` with a constant, A is that constant. Other
+    /// outcomes teach nothing this domain can hold.
+    #[inline(always)]
+    pub fn assume(&mut self, cmp: Cmp, taken: bool) {
+        if let (JmpOp::Jeq, true, Val::Known(k)) = (cmp.op, taken, cmp.rhs) {
+            self.a = Val::Known(k);
+        }
     }
 }
 
@@ -313,10 +409,12 @@ fn alu_abstract(op: AluOp, a: Val, b: Val) -> Val {
 }
 
 /// Executes one instruction of a validated seccomp program (the rewritten
-/// form, `Program::insns()`) on the abstract state.
+/// form, `Program::insns()`) on the abstract state: the transfer function of
+/// every user of the domain.
 ///
 /// `op` is `None` only for codes validation never lets through; they are
 /// treated as returning anything.
+#[inline(always)]
 pub fn step(pc: usize, op: Option<Op>, s: &mut State, env: &Env) -> Step {
     let next = pc + 1;
     let Some(op) = op else {
@@ -336,8 +434,8 @@ pub fn step(pc: usize, op: Option<Op>, s: &mut State, env: &Env) -> Step {
         Op::LdxLen | Op::LdxMsh { .. } => s.x = Val::Unknown(FieldSet::ALL),
         Op::Alu { op, src, k } => {
             let operand = match src {
-                cbpf::Src::K => Val::Known(k),
-                cbpf::Src::X => s.x,
+                Src::K => Val::Known(k),
+                Src::X => s.x,
             };
             if matches!(op, AluOp::Div | AluOp::Mod) {
                 match operand {
@@ -364,11 +462,7 @@ pub fn step(pc: usize, op: Option<Op>, s: &mut State, env: &Env) -> Step {
             if taken == not_taken {
                 return Step::Goto(taken);
             }
-            let rhs = match src {
-                cbpf::Src::K => Val::Known(k),
-                cbpf::Src::X => s.x,
-            };
-            return Step::Branch { cmp: Cmp { op, lhs: s.a, rhs }, taken, not_taken };
+            return Step::Branch { cmp: Cmp::of(op, src, k, s), taken, not_taken };
         }
         Op::RetK { k } => return Step::Return(Val::Known(k)),
         Op::RetA => return Step::Return(s.a),
@@ -401,5 +495,71 @@ mod tests {
         for (i, f) in Field::ALL.iter().enumerate() {
             assert_eq!(f.index() as usize, i);
         }
+    }
+
+    const LE: u32 = crate::arch::AUDIT_ARCH_X86_64;
+
+    #[test]
+    fn comparisons_decide_on_constants_alone() {
+        let nr = Val::Exact(Field::Nr);
+        let cmp = |op, rhs| Cmp { op, lhs: nr, rhs: Val::Known(rhs) };
+        assert_eq!(cmp(JmpOp::Jgt, u32::MAX).decided(), Some(false));
+        assert_eq!(cmp(JmpOp::Jge, 0).decided(), Some(true));
+        assert_eq!(cmp(JmpOp::Jset, 0).decided(), Some(false));
+        assert_eq!(cmp(JmpOp::Jeq, 7).decided(), None);
+        let known = Cmp { op: JmpOp::Jgt, lhs: Val::Known(3), rhs: Val::Known(2) };
+        assert_eq!(known.decided(), Some(true));
+        assert_eq!(known.eval_known(), Some(true));
+    }
+
+    #[test]
+    fn constants_a_field_is_compared_with_on_either_side() {
+        let mut s = State::entry();
+        let env = Env::new(None, None, LE);
+        s.a = env.load(0);
+        assert_eq!(Cmp::of(JmpOp::Jeq, Src::K, 59, &s).constant_against(Field::Nr), Some(59));
+        assert_eq!(Cmp::of(JmpOp::Jeq, Src::K, 59, &s).constant_against(Field::Arch), None);
+        // `ldx [0]` is not a classic load; `tax` after `ld [0]` then `ld #k`
+        // compares k (in A) with nr (in X).
+        s.x = s.a;
+        s.a = Val::Known(5);
+        assert_eq!(Cmp::of(JmpOp::Jgt, Src::X, 0, &s).constant_against(Field::Nr), Some(5));
+    }
+
+    #[test]
+    fn the_true_edge_of_jeq_makes_a_known() {
+        let mut s = State::entry();
+        s.a = Val::Exact(Field::ArgLo(0));
+        let cmp = Cmp::of(JmpOp::Jeq, Src::K, 9, &s);
+        let mut f = s;
+        f.assume(cmp, false);
+        assert_eq!(f.a, Val::Exact(Field::ArgLo(0)));
+        s.assume(cmp, true);
+        assert_eq!(s.a, Val::Known(9));
+    }
+
+    #[test]
+    fn a_known_word_loads_as_its_value() {
+        let env = Env { word: Some((Field::ArgLo(1), 42)), ..Env::new(Some(1), None, LE) };
+        assert_eq!(env.load(0), Val::Known(1));
+        assert_eq!(env.load(4), Val::Exact(Field::Arch));
+        assert_eq!(env.load(24), Val::Known(42));
+        assert_eq!(env.load(28), Val::Exact(Field::ArgHi(1)));
+    }
+
+    #[test]
+    fn facts_hold_intervals_bits_and_exclusions() {
+        let f = Field::ArgLo(0);
+        let on = |op, k| Cmp { op, lhs: Val::Exact(f), rhs: Val::Known(k) };
+        let mut facts = Facts::default();
+        assert!(facts.assume(on(JmpOp::Jge, 10), true));
+        assert!(facts.assume(on(JmpOp::Jgt, 20), false));
+        assert!(facts.assume(on(JmpOp::Jeq, 10), false));
+        assert!(facts.assume(on(JmpOp::Jset, 1), false));
+        assert_eq!(facts.bounds(f), (11, 20, 0, 1));
+        assert!(facts.excluded(f, 10));
+        assert_eq!(facts.witness(f), Some(12));
+        assert_eq!(facts.decide(on(JmpOp::Jgt, 25)), Some(false));
+        assert!(!facts.assume(on(JmpOp::Jeq, 30), true));
     }
 }
