@@ -26,6 +26,7 @@ impl Operand {
         match v {
             Val::Known(k) => Operand::Const(k),
             Val::Exact(f) => Operand::Field(f),
+            Val::Masked { field, .. } => Operand::Computed(FieldSet::single(field)),
             Val::Unknown(s) => Operand::Computed(s),
         }
     }

@@ -176,6 +176,18 @@ pub enum Val {
     Known(u32),
     /// Exactly the value of this field, unchanged.
     Exact(Field),
+    /// Exactly `field & mask` (`and #mask` of a loaded word), `mask != 0`.
+    ///
+    /// For everything but comparisons against constants it is a value
+    /// computed from `field`: it joins and depends like
+    /// `Unknown({field})`, so it only adds what a generator of inputs (or a
+    /// decompiler) asks: which masked word is compared with which constant.
+    Masked {
+        /// The word.
+        field: Field,
+        /// The bits kept.
+        mask: u32,
+    },
     /// Some value computed from (at most) these fields.
     Unknown(FieldSet),
 }
@@ -185,9 +197,14 @@ impl Val {
     pub fn deps(self) -> FieldSet {
         match self {
             Val::Known(_) => FieldSet::EMPTY,
-            Val::Exact(f) => FieldSet::single(f),
+            Val::Exact(f) | Val::Masked { field: f, .. } => FieldSet::single(f),
             Val::Unknown(s) => s,
         }
+    }
+
+    /// Neither a constant nor an exact word: a value computed from fields.
+    fn is_computed(self) -> bool {
+        matches!(self, Val::Masked { .. } | Val::Unknown(_))
     }
 
     /// The value, when it is the same constant on every path and input.
@@ -204,6 +221,10 @@ impl Val {
     pub fn join(self, other: Val, ctrl: FieldSet) -> Val {
         if self == other {
             self
+        } else if self.is_computed() && other.is_computed() && self.deps() == other.deps() {
+            // Computed values from the same fields are one value to
+            // everything but masked comparisons.
+            Val::Unknown(self.deps())
         } else {
             Val::Unknown(self.deps().union(other.deps()).union(ctrl))
         }
@@ -340,6 +361,21 @@ impl Cmp {
         }
     }
 
+    /// The constant `field & mask` is compared with, on either side, with
+    /// that `mask` (`u32::MAX` for the word itself).
+    #[inline(always)]
+    pub fn masked_constant_against(self, field: Field) -> Option<(u32, u32)> {
+        match (self.lhs, self.rhs) {
+            (Val::Exact(f), Val::Known(k)) | (Val::Known(k), Val::Exact(f)) if f == field => Some((u32::MAX, k)),
+            (Val::Masked { field: f, mask }, Val::Known(k)) | (Val::Known(k), Val::Masked { field: f, mask })
+                if f == field =>
+            {
+                Some((mask, k))
+            }
+            _ => None,
+        }
+    }
+
     /// The constant `field` itself (unchanged, unmasked) is compared with,
     /// on either side.
     #[inline(always)]
@@ -404,6 +440,10 @@ fn alu_abstract(op: AluOp, a: Val, b: Val) -> Val {
         },
         (_, Val::Known(0)) | (Val::Known(0), _) if matches!(op, AluOp::And | AluOp::Mul) => Val::Known(0),
         (_, Val::Known(u32::MAX)) | (Val::Known(u32::MAX), _) if op == AluOp::Or => Val::Known(u32::MAX),
+        // A mask of 0 is absorbed above.
+        (Val::Exact(field), Val::Known(mask)) | (Val::Known(mask), Val::Exact(field)) if op == AluOp::And => {
+            Val::Masked { field, mask }
+        }
         _ => Val::Unknown(a.deps().union(b.deps())),
     }
 }
@@ -524,6 +564,30 @@ mod tests {
         s.x = s.a;
         s.a = Val::Known(5);
         assert_eq!(Cmp::of(JmpOp::Jgt, Src::X, 0, &s).constant_against(Field::Nr), Some(5));
+    }
+
+    #[test]
+    fn masked_words_are_compared_with_their_mask() {
+        let env = Env::new(None, None, LE);
+        let mut s = State::entry();
+        let and = |m| Some(Op::Alu { op: AluOp::And, src: Src::K, k: m });
+        assert_eq!(step(0, Some(Op::LdxAbsSeccomp { k: 16 }), &mut s, &env), Step::Goto(1));
+        step(1, and(0xff), &mut s, &env);
+        assert_eq!(s.a, Val::Masked { field: Field::ArgLo(0), mask: 0xff });
+        let cmp = Cmp::of(JmpOp::Jeq, Src::K, 7, &s);
+        assert_eq!(cmp.masked_constant_against(Field::ArgLo(0)), Some((0xff, 7)));
+        assert_eq!(cmp.constant_against(Field::ArgLo(0)), None);
+        // Masking again, or joining with another mask, leaves a computed value.
+        let mut t = s;
+        step(2, and(0xf), &mut t, &env);
+        assert_eq!(t.a, Val::Unknown(FieldSet::single(Field::ArgLo(0))));
+        let other = Val::Masked { field: Field::ArgLo(0), mask: 1 };
+        assert_eq!(s.a.join(other, FieldSet::single(Field::Nr)), Val::Unknown(FieldSet::single(Field::ArgLo(0))));
+        assert_eq!(s.a.deps(), FieldSet::single(Field::ArgLo(0)));
+        // A zero mask is the constant 0.
+        let mut z = State { a: Val::Exact(Field::Nr), ..State::entry() };
+        step(0, and(0), &mut z, &env);
+        assert_eq!(z.a, Val::Known(0));
     }
 
     #[test]
