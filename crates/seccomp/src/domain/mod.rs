@@ -72,6 +72,7 @@ impl Field {
     ];
 
     /// Position in [`Field::ALL`] (0..16); bit position in a [`FieldSet`].
+    #[inline(always)]
     pub fn index(self) -> u32 {
         match self {
             Field::Nr => 0,
@@ -134,16 +135,19 @@ impl FieldSet {
     pub const ALL: FieldSet = FieldSet(u16::MAX);
 
     /// The set holding only `f`.
+    #[inline(always)]
     pub fn single(f: Field) -> FieldSet {
         FieldSet(1u16.checked_shl(f.index()).unwrap_or(0))
     }
 
     /// Set union.
+    #[inline(always)]
     pub fn union(self, other: FieldSet) -> FieldSet {
         FieldSet(self.0 | other.0)
     }
 
     /// Set intersection.
+    #[inline(always)]
     pub fn intersect(self, other: FieldSet) -> FieldSet {
         FieldSet(self.0 & other.0)
     }
@@ -194,6 +198,7 @@ pub enum Val {
 
 impl Val {
     /// The fields the value may depend on.
+    #[inline(always)]
     pub fn deps(self) -> FieldSet {
         match self {
             Val::Known(_) => FieldSet::EMPTY,
@@ -203,6 +208,7 @@ impl Val {
     }
 
     /// Neither a constant nor an exact word: a value computed from fields.
+    #[inline(always)]
     fn is_computed(self) -> bool {
         matches!(self, Val::Masked { .. } | Val::Unknown(_))
     }
@@ -218,6 +224,7 @@ impl Val {
 
     /// Least upper bound of two values reaching the same instruction; `ctrl`
     /// are the fields the choice between the incoming paths depends on.
+    #[inline(always)]
     pub fn join(self, other: Val, ctrl: FieldSet) -> Val {
         if self == other {
             self
@@ -255,6 +262,13 @@ impl Env {
     /// The value `ld [k]` (seccomp, rewritten to 0x21) puts in A.
     #[inline(always)]
     pub fn load(&self, k: u32) -> Val {
+        // `nr` and `arch` first: they are most of the loads, and need no
+        // byte order.
+        match k {
+            0 => return self.nr.map_or(Val::Exact(Field::Nr), Val::Known),
+            4 => return self.arch.map_or(Val::Exact(Field::Arch), Val::Known),
+            _ => {}
+        }
         match Field::from_offset(k, self.layout_arch) {
             Some(Field::Nr) => self.nr.map_or(Val::Exact(Field::Nr), Val::Known),
             Some(Field::Arch) => self.arch.map_or(Val::Exact(Field::Arch), Val::Known),
@@ -272,14 +286,19 @@ impl Env {
 pub const MEMWORDS: usize = 16;
 
 /// Abstract machine state before an instruction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy)]
 pub struct State {
     /// The accumulator.
     pub a: Val,
     /// The index register.
     pub x: Val,
-    /// Scratch memory `M[0..16]`.
-    pub m: [Val; MEMWORDS],
+    /// Scratch memory `M[0..16]` ([`State::mem`]).
+    m: [Val; MEMWORDS],
+    /// Bit `k`: `M[k]` was written on some path here. The others hold their
+    /// entry value whatever `m[k]` says, so joins and [`State::assign`] skip
+    /// them: that keeps the partial evaluator's states as cheap to move as
+    /// it needs, since most filters never use `M[]`.
+    written: u16,
     /// Fields some undecided branch on some path to here depended on.
     pub ctrl: FieldSet,
     /// Fields an undecided branch on every path to here depended on.
@@ -294,18 +313,42 @@ impl State {
             a: Val::Known(0),
             x: Val::Known(0),
             m: [Val::Unknown(FieldSet::ALL); MEMWORDS],
+            written: 0,
             ctrl: FieldSet::EMPTY,
             compared: FieldSet::EMPTY,
         }
     }
 
+    /// `*self = *other`, moving only the scratch words `other` wrote.
+    #[inline(always)]
+    pub fn assign(&mut self, other: &State) {
+        self.a = other.a;
+        self.x = other.x;
+        self.ctrl = other.ctrl;
+        self.compared = other.compared;
+        self.written = other.written;
+        let mut written = other.written;
+        while written != 0 {
+            let k = written.trailing_zeros() as usize;
+            written &= written - 1;
+            if let (Some(mine), Some(theirs)) = (self.m.get_mut(k), other.m.get(k)) {
+                *mine = *theirs;
+            }
+        }
+    }
+
     /// Joins `other` into `self` (both reach the same instruction).
+    #[inline(always)]
     pub fn join(&mut self, other: &State) {
         let ctrl = self.ctrl.union(other.ctrl);
         self.a = self.a.join(other.a, ctrl);
         self.x = self.x.join(other.x, ctrl);
-        for (mine, theirs) in self.m.iter_mut().zip(other.m.iter()) {
-            *mine = mine.join(*theirs, ctrl);
+        let mut written = self.written | other.written;
+        while written != 0 {
+            let k = written.trailing_zeros();
+            written &= written - 1;
+            let joined = self.mem(k).join(other.mem(k), ctrl);
+            self.set_mem(k, joined);
         }
         self.ctrl = ctrl;
         self.compared = self.compared.intersect(other.compared);
@@ -314,7 +357,10 @@ impl State {
     /// Reads scratch word `k` (validated `k < 16`).
     #[inline(always)]
     pub fn mem(&self, k: u32) -> Val {
-        self.m.get(k as usize).copied().unwrap_or(Val::Unknown(FieldSet::ALL))
+        match self.m.get(k as usize) {
+            Some(v) if self.written & (1 << k) != 0 => *v,
+            _ => Val::Unknown(FieldSet::ALL),
+        }
     }
 
     /// Writes scratch word `k` (validated `k < 16`).
@@ -322,9 +368,19 @@ impl State {
     fn set_mem(&mut self, k: u32, v: Val) {
         if let Some(slot) = self.m.get_mut(k as usize) {
             *slot = v;
+            self.written |= 1 << k;
         }
     }
 }
+
+impl PartialEq for State {
+    fn eq(&self, other: &State) -> bool {
+        (self.a, self.x, self.ctrl, self.compared) == (other.a, other.x, other.ctrl, other.compared)
+            && (0..MEMWORDS as u32).all(|k| self.mem(k) == other.mem(k))
+    }
+}
+
+impl Eq for State {}
 
 /// A comparison `lhs OP rhs` of a conditional jump.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

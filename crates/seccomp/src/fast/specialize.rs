@@ -375,7 +375,7 @@ impl Specializer {
         if *w & b != 0 {
             slot.join(state);
         } else {
-            *slot = *state;
+            slot.assign(state);
             *w |= b;
         }
     }
@@ -394,13 +394,19 @@ impl Specializer {
         }
     }
 
-    /// Takes the waiting state at `pc`.
+    /// Takes the waiting state at `pc`: `state` becomes it, or (`join`)
+    /// is joined with it. In place, without copying the state twice.
     #[inline(always)]
-    fn take(&mut self, pc: usize) -> State {
+    fn take_into(&mut self, pc: usize, state: &mut State, join: bool) {
         if let Some(w) = self.has.get_mut(pc / 64) {
             *w &= !(1u64 << (pc % 64));
         }
-        self.pending.get(pc).copied().unwrap_or_else(State::entry)
+        match self.pending.get(pc) {
+            Some(waiting) if join => state.join(waiting),
+            Some(waiting) => state.assign(waiting),
+            None if join => state.join(&State::entry()),
+            None => *state = State::entry(),
+        }
     }
 
     /// Pass 1. `None` when an instruction has no seccomp meaning (impossible
@@ -459,8 +465,7 @@ impl Specializer {
                             Some(p)
                         }
                         Some(p) if p == s => {
-                            let waiting = self.take(s);
-                            state.join(&waiting);
+                            self.take_into(s, &mut state, true);
                             pc = s;
                             continue;
                         }
@@ -470,16 +475,18 @@ impl Specializer {
                         }
                     }
                 }
-                Next::Two { t, t_state, f } => {
+                Next::Two { t, cmp, f } => {
                     self.deposit(f, &state);
-                    self.deposit(t, &t_state);
+                    // The running state is replaced below: refine it in place.
+                    state.assume(cmp, true);
+                    self.deposit(t, &state);
                     self.next_pending(pc + 1)
                 }
                 Next::End => self.next_pending(pc + 1),
             };
             match resume {
                 Some(p) => {
-                    state = self.take(p);
+                    self.take_into(p, &mut state, false);
                     pc = p;
                 }
                 None => return Some(results),
@@ -660,7 +667,12 @@ impl Specializer {
 /// Where control goes after one instruction.
 enum Next {
     One(u16),
-    Two { t: u16, t_state: State, f: u16 },
+    /// Both edges of `cmp`: `t` when it holds, `f` otherwise.
+    Two {
+        t: u16,
+        cmp: Cmp,
+        f: u16,
+    },
     End,
 }
 
@@ -738,9 +750,7 @@ fn step(
                 Val::Known(b) => (Insn::jump(BPF_JMP | cmp.bits() | BPF_K, b, jt, jf), bit(A)),
                 _ => (Insn::jump(BPF_JMP | cmp.bits() | BPF_X, 0, jt, jf), bit(A) | bit(X)),
             };
-            let mut t_state = *s;
-            t_state.assume(c, true);
-            return Some((Plan::Cond { insn, uses, t, f }, Next::Two { t, t_state, f }));
+            return Some((Plan::Cond { insn, uses, t, f }, Next::Two { t, cmp: c, f }));
         }
         _ => match domain::step(usize::from(pc), Some(op), s, &facts.env) {
             Step::Return(v) => return ret(results, v),
