@@ -16,6 +16,16 @@
 //! branches ([`Cmp::constant_against`]), and what an edge teaches
 //! ([`State::assume`]).
 //!
+//! # For a generator of branch-reaching inputs
+//!
+//! Walk the program with [`step`] under `Env::new(None, None, arch)`; at each
+//! [`Step::Branch`], [`Cmp::masked_constant_against`] names the word, mask
+//! and constant compared (the values to try are around that constant), and
+//! the path's [`Facts`], advanced with [`Facts::assume`] on each edge taken,
+//! give the values the other words must have to get there
+//! ([`Facts::bounds`], [`Facts::witness`]); [`Facts::decide`] says which
+//! outcomes no input reaches.
+//!
 //! Semantics are the converted program's (`bpf_convert_filter()` in
 //! net/core/filter.c run by `___bpf_prog_run()` in kernel/bpf/core.c): A and
 //! X start at 0, ALU is [`AluOp::eval`], division by a zero X returns 0.
