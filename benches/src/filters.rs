@@ -10,14 +10,14 @@ use cbpf::{Insn, Interp, Mode, Program};
 
 use crate::BenchError;
 
-/// `SECCOMP_RET_ALLOW`.
-pub const RET_ALLOW: u32 = 0x7fff_0000;
 /// `AUDIT_ARCH_X86_64`: every benchmark input is a native x86_64 call.
-pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+pub use cbpf::uapi::audit::AUDIT_ARCH_X86_64;
 /// `offsetof(struct seccomp_data, args[0])` (its low half on x86_64).
-pub const OFFSET_ARG0: u32 = 16;
+pub use cbpf::uapi::seccomp::OFFSET_ARGS as OFFSET_ARG0;
 /// `offsetof(struct seccomp_data, nr)`.
-pub const OFFSET_NR: u32 = 0;
+pub use cbpf::uapi::seccomp::OFFSET_NR;
+/// `SECCOMP_RET_ALLOW`.
+pub use cbpf::uapi::seccomp::SECCOMP_RET_ALLOW as RET_ALLOW;
 
 /// Where the benchmark filters live.
 pub fn testdata_dir() -> PathBuf {
@@ -75,7 +75,7 @@ pub const NR_GETPPID: u32 = 110;
 /// length sweep and the conversion and validation benches.
 pub fn synthetic_allow_list(len: usize) -> Vec<Insn> {
     use cbpf::opcode::JMP_JEQ_K;
-    const RET_KILL_PROCESS: u32 = 0x8000_0000;
+    use cbpf::uapi::seccomp::SECCOMP_RET_KILL_PROCESS as RET_KILL_PROCESS;
     let len = len.max(7);
     let mut out = vec![
         Insn::stmt(LD_W_ABS, 4),

@@ -118,111 +118,100 @@ impl Src {
     }
 }
 
-/// Binary ALU operations (`BPF_OP` of class ALU, NEG excluded).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum AluOp {
-    Add,
-    Sub,
-    Mul,
-    Div,
-    Or,
-    And,
-    Lsh,
-    Rsh,
-    Mod,
-    Xor,
+/// Declares an op family from one table: the enum, `ALL` (table order), and
+/// one method per column. Every property of an op is written once, in its
+/// row, the way the kernel expands `BPF_INSN_MAP` once into both the
+/// verifier's whitelist and `___bpf_prog_run()`'s jump table.
+macro_rules! op_table {
+    (
+        $(#[$meta:meta])*
+        enum $name:ident ($n:literal) -> $eval_ty:ty {
+            $( $(#[$vmeta:meta])* $variant:ident = $bits:ident, $mnemonic:literal, |$a:ident, $b:ident| $eval:expr; )*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $( $(#[$vmeta])* $variant, )*
+        }
+
+        impl $name {
+            /// Every op of the family, in opcode order.
+            pub const ALL: [$name; $n] = [$($name::$variant),*];
+
+            /// The `BPF_OP` bits.
+            #[inline(always)]
+            pub const fn bits(self) -> u16 {
+                match self {
+                    $( $name::$variant => $bits, )*
+                }
+            }
+
+            /// bpf_asm mnemonic (tools/bpf/bpf_exp.l); libpcap's `bpf_image()`
+            /// prints the same words.
+            pub const fn mnemonic(self) -> &'static str {
+                match self {
+                    $( $name::$variant => $mnemonic, )*
+                }
+            }
+
+            /// The op whose `BPF_OP` bits are `code & 0xf0`, if any.
+            pub fn from_bits(code: u16) -> Option<$name> {
+                match code & 0xf0 {
+                    $( $bits => Some($name::$variant), )*
+                    _ => None,
+                }
+            }
+
+            /// Exact semantics on unsigned 32-bit operands `a` (A) and `b`
+            /// (`k` or X); see the family's doc for the kernel code mirrored.
+            #[inline(always)]
+            pub fn eval(self, a: u32, b: u32) -> $eval_ty {
+                match self {
+                    $( $name::$variant => { let ($a, $b) = (a, b); $eval } )*
+                }
+            }
+        }
+    };
 }
 
-impl AluOp {
-    /// All binary operations, in opcode order.
-    pub const ALL: [AluOp; 10] = [
-        AluOp::Add,
-        AluOp::Sub,
-        AluOp::Mul,
-        AluOp::Div,
-        AluOp::Or,
-        AluOp::And,
-        AluOp::Lsh,
-        AluOp::Rsh,
-        AluOp::Mod,
-        AluOp::Xor,
-    ];
-
-    /// The `BPF_OP` bits.
-    pub fn bits(self) -> u16 {
-        match self {
-            AluOp::Add => BPF_ADD,
-            AluOp::Sub => BPF_SUB,
-            AluOp::Mul => BPF_MUL,
-            AluOp::Div => BPF_DIV,
-            AluOp::Or => BPF_OR,
-            AluOp::And => BPF_AND,
-            AluOp::Lsh => BPF_LSH,
-            AluOp::Rsh => BPF_RSH,
-            AluOp::Mod => BPF_MOD,
-            AluOp::Xor => BPF_XOR,
-        }
-    }
-
-    /// bpf_asm mnemonic.
-    pub fn mnemonic(self) -> &'static str {
-        match self {
-            AluOp::Add => "add",
-            AluOp::Sub => "sub",
-            AluOp::Mul => "mul",
-            AluOp::Div => "div",
-            AluOp::Or => "or",
-            AluOp::And => "and",
-            AluOp::Lsh => "lsh",
-            AluOp::Rsh => "rsh",
-            AluOp::Mod => "mod",
-            AluOp::Xor => "xor",
-        }
+op_table! {
+    /// Binary ALU operations (`BPF_OP` of class ALU, NEG excluded).
+    ///
+    /// [`AluOp::eval`] is what the converted program computes:
+    /// `bpf_convert_filter()` (net/core/filter.c) turns each into a
+    /// `BPF_ALU32` op that `___bpf_prog_run()` (kernel/bpf/core.c) runs on the
+    /// low 32 bits (wrapping; shifts by `b & 31`, as its 32-bit shift ops
+    /// mask the count), and it emits
+    /// `if X == 0 return 0` before `div x`/`mod x` (`div #0` is refused by
+    /// `bpf_check_classic()`). `None` is that return: the program returns 0.
+    enum AluOp (10) -> Option<u32> {
+        Add = BPF_ADD, "add", |a, b| Some(a.wrapping_add(b));
+        Sub = BPF_SUB, "sub", |a, b| Some(a.wrapping_sub(b));
+        Mul = BPF_MUL, "mul", |a, b| Some(a.wrapping_mul(b));
+        Div = BPF_DIV, "div", |a, b| a.checked_div(b);
+        Or = BPF_OR, "or", |a, b| Some(a | b);
+        And = BPF_AND, "and", |a, b| Some(a & b);
+        Lsh = BPF_LSH, "lsh", |a, b| Some(a.wrapping_shl(b));
+        Rsh = BPF_RSH, "rsh", |a, b| Some(a.wrapping_shr(b));
+        Mod = BPF_MOD, "mod", |a, b| a.checked_rem(b);
+        Xor = BPF_XOR, "xor", |a, b| Some(a ^ b);
     }
 }
 
-/// Conditional jump operations (`BPF_OP` of class JMP, JA excluded).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum JmpOp {
-    Jeq,
-    Jgt,
-    Jge,
-    Jset,
-}
-
-impl JmpOp {
-    /// All conditional jumps, in opcode order.
-    pub const ALL: [JmpOp; 4] = [JmpOp::Jeq, JmpOp::Jgt, JmpOp::Jge, JmpOp::Jset];
-
-    /// The `BPF_OP` bits.
-    pub fn bits(self) -> u16 {
-        match self {
-            JmpOp::Jeq => BPF_JEQ,
-            JmpOp::Jgt => BPF_JGT,
-            JmpOp::Jge => BPF_JGE,
-            JmpOp::Jset => BPF_JSET,
-        }
-    }
-
-    /// bpf_asm mnemonic.
-    pub fn mnemonic(self) -> &'static str {
-        match self {
-            JmpOp::Jeq => "jeq",
-            JmpOp::Jgt => "jgt",
-            JmpOp::Jge => "jge",
-            JmpOp::Jset => "jset",
-        }
-    }
-
-    /// Classic semantics of the comparison on unsigned 32-bit values.
-    #[inline(always)]
-    pub fn eval(self, a: u32, b: u32) -> bool {
-        match self {
-            JmpOp::Jeq => a == b,
-            JmpOp::Jgt => a > b,
-            JmpOp::Jge => a >= b,
-            JmpOp::Jset => a & b != 0,
-        }
+op_table! {
+    /// Conditional jump operations (`BPF_OP` of class JMP, JA excluded).
+    ///
+    /// [`JmpOp::eval`] is the classic comparison on unsigned 32-bit values,
+    /// as `bpf_convert_filter()` emits it and `___bpf_prog_run()` runs it: a
+    /// 64-bit `BPF_JMP` on A and X, which 32-bit ALU ops keep zero-extended,
+    /// with a negative `k` first moved into TMP by `BPF_MOV32_IMM` so that
+    /// it is not sign-extended.
+    enum JmpOp (4) -> bool {
+        Jeq = BPF_JEQ, "jeq", |a, b| a == b;
+        Jgt = BPF_JGT, "jgt", |a, b| a > b;
+        Jge = BPF_JGE, "jge", |a, b| a >= b;
+        Jset = BPF_JSET, "jset", |a, b| a & b != 0;
     }
 }
 
@@ -303,12 +292,12 @@ impl Op {
             ALU_ADD_K | ALU_ADD_X | ALU_SUB_K | ALU_SUB_X | ALU_MUL_K | ALU_MUL_X | ALU_DIV_K | ALU_DIV_X
             | ALU_MOD_K | ALU_MOD_X | ALU_AND_K | ALU_AND_X | ALU_OR_K | ALU_OR_X | ALU_XOR_K | ALU_XOR_X
             | ALU_LSH_K | ALU_LSH_X | ALU_RSH_K | ALU_RSH_X => {
-                let op = AluOp::ALL.into_iter().find(|op| op.bits() == insn.code & 0xf0)?;
+                let op = AluOp::from_bits(insn.code)?;
                 Op::Alu { op, src, k }
             }
             JMP_JA => Op::Ja { k },
             JMP_JEQ_K | JMP_JEQ_X | JMP_JGT_K | JMP_JGT_X | JMP_JGE_K | JMP_JGE_X | JMP_JSET_K | JMP_JSET_X => {
-                let op = JmpOp::ALL.into_iter().find(|op| op.bits() == insn.code & 0xf0)?;
+                let op = JmpOp::from_bits(insn.code)?;
                 Op::Jmp { op, src, k, jt: insn.jt, jf: insn.jf }
             }
             RET_K => Op::RetK { k },
@@ -378,6 +367,28 @@ mod tests {
                 assert!(Insn::stmt(code, 0).op().is_none(), "code {code:#x}");
             }
         }
+    }
+
+    #[test]
+    fn alu_eval_is_the_converted_programs_32_bit_semantics() {
+        assert_eq!(AluOp::Div.eval(7, 0), None);
+        assert_eq!(AluOp::Mod.eval(7, 0), None);
+        assert_eq!(AluOp::Lsh.eval(1, 33), Some(2));
+        assert_eq!(AluOp::Rsh.eval(0x8000_0000, 63), Some(1));
+        assert_eq!(AluOp::Sub.eval(0, 1), Some(u32::MAX));
+        assert_eq!(AluOp::Mul.eval(0x8000_0001, 2), Some(2));
+    }
+
+    #[test]
+    fn op_tables_round_trip_their_bits() {
+        for op in AluOp::ALL {
+            assert_eq!(AluOp::from_bits(op.bits()), Some(op));
+        }
+        for op in JmpOp::ALL {
+            assert_eq!(JmpOp::from_bits(op.bits()), Some(op));
+        }
+        assert_eq!(AluOp::from_bits(BPF_NEG), None);
+        assert_eq!(JmpOp::from_bits(BPF_JA), None);
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod interp;
 pub mod opcode;
 pub mod raw;
 pub mod text;
+pub mod uapi;
 pub mod validate;
 
 pub use insn::{AluOp, Insn, JmpOp, Op, Pc, Size, Src};

@@ -253,7 +253,7 @@ fn check_load_and_stores(insns: &[Insn]) -> Result<(), ValidateError> {
 /// # Deviations
 /// None.
 fn seccomp_check_filter(insns: &mut [Insn]) -> Result<(), ValidateError> {
-    const SECCOMP_DATA_SIZE: u32 = 64;
+    use crate::uapi::seccomp::SECCOMP_DATA_SIZE;
     for (i, insn) in insns.iter_mut().enumerate() {
         let pc = Pc(i);
         match insn.code {

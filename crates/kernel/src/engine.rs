@@ -40,36 +40,26 @@ use cbpf::Insn;
 use crate::sys::{self, Exit};
 use crate::KernelError;
 
-/// `AUDIT_ARCH_X86_64`.
-pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-/// `AUDIT_ARCH_I386`.
-pub const AUDIT_ARCH_I386: u32 = 0x4000_0003;
-/// `__NR_uretprobe` on x86_64.
-pub const NR_URETPROBE: i32 = 335;
+pub use cbpf::uapi::audit::{AUDIT_ARCH_I386, AUDIT_ARCH_X86_64};
+/// `__NR_uretprobe` on x86_64, as the `i32` a system call number is here.
+pub const NR_URETPROBE: i32 = cbpf::uapi::x86_64::NR_URETPROBE as i32;
 /// `__NR_uprobe` on x86_64.
-pub const NR_UPROBE: i32 = 336;
+pub const NR_UPROBE: i32 = cbpf::uapi::x86_64::NR_UPROBE as i32;
 
-const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
-const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
-const RET_K: u16 = 0x06;
-const RET_A: u16 = 0x16;
-const LD_W_ABS: u16 = 0x20;
-const LD_IMM: u16 = 0x00;
-const JMP_JA: u16 = 0x05;
-const JMP_JEQ_K: u16 = 0x15;
-const ALU_RSH_K: u16 = 0x74;
-const ALU_AND_K: u16 = 0x54;
-const ALU_OR_K: u16 = 0x44;
-/// `BPF_MAXINSNS`.
-const MAX_INSNS: usize = 4096;
+use cbpf::opcode::{
+    ALU_AND_K, ALU_OR_K, ALU_RSH_K, BPF_MAXINSNS as MAX_INSNS, JMP_JA, JMP_JEQ_K, LD_IMM, LD_W_ABS, RET_A, RET_K,
+};
+use cbpf::uapi::seccomp::{OFFSET_IP, SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO};
+
 /// Largest errno code used for `ret #k` (codes above are `ret a` chunks).
 const RET_K_CODES: usize = 0xbff;
 const RET_A_BASE: u32 = 0xc00;
 const RET_A_CHUNK_BITS: u32 = 10;
 const RET_A_SHIFTS: [u32; 4] = [0, 10, 20, 30];
-/// Offset of `instruction_pointer` in `struct seccomp_data` (low, high half).
-const IP_LO: u32 = 8;
-const IP_HI: u32 = 12;
+/// The halves of `instruction_pointer` in `struct seccomp_data` (x86_64 is
+/// little-endian: low half first).
+const IP_LO: u32 = OFFSET_IP;
+const IP_HI: u32 = OFFSET_IP + 4;
 
 /// One `struct seccomp_data` to present to the filter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -11,28 +11,11 @@
 use std::fmt;
 use std::str::FromStr;
 
-/// `SECCOMP_RET_KILL_PROCESS`.
-pub const SECCOMP_RET_KILL_PROCESS: u32 = 0x8000_0000;
-/// `SECCOMP_RET_KILL_THREAD` (= `SECCOMP_RET_KILL`).
-pub const SECCOMP_RET_KILL_THREAD: u32 = 0x0000_0000;
-/// `SECCOMP_RET_TRAP`.
-pub const SECCOMP_RET_TRAP: u32 = 0x0003_0000;
-/// `SECCOMP_RET_ERRNO`.
-pub const SECCOMP_RET_ERRNO: u32 = 0x0005_0000;
-/// `SECCOMP_RET_USER_NOTIF`.
-pub const SECCOMP_RET_USER_NOTIF: u32 = 0x7fc0_0000;
-/// `SECCOMP_RET_TRACE`.
-pub const SECCOMP_RET_TRACE: u32 = 0x7ff0_0000;
-/// `SECCOMP_RET_LOG`.
-pub const SECCOMP_RET_LOG: u32 = 0x7ffc_0000;
-/// `SECCOMP_RET_ALLOW`.
-pub const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
-/// `SECCOMP_RET_ACTION_FULL`: the action bits.
-pub const SECCOMP_RET_ACTION_FULL: u32 = 0xffff_0000;
-/// `SECCOMP_RET_ACTION` (legacy: masks off bit 31).
-pub const SECCOMP_RET_ACTION: u32 = 0x7fff_0000;
-/// `SECCOMP_RET_DATA`: the data bits.
-pub const SECCOMP_RET_DATA: u32 = 0x0000_ffff;
+pub use cbpf::uapi::seccomp::{
+    SECCOMP_RET_ACTION, SECCOMP_RET_ACTION_FULL, SECCOMP_RET_ALLOW, SECCOMP_RET_DATA, SECCOMP_RET_ERRNO,
+    SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_KILL_THREAD, SECCOMP_RET_LOG, SECCOMP_RET_TRACE, SECCOMP_RET_TRAP,
+    SECCOMP_RET_USER_NOTIF,
+};
 /// `MAX_ERRNO` (include/linux/err.h): the cap applied to ERRNO data.
 pub const MAX_ERRNO: u16 = 4095;
 

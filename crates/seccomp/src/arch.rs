@@ -11,37 +11,8 @@ use std::str::FromStr;
 
 use crate::syscalls;
 
-/// `__AUDIT_ARCH_64BIT`.
-pub const AUDIT_ARCH_64BIT: u32 = 0x8000_0000;
-/// `__AUDIT_ARCH_LE`.
-pub const AUDIT_ARCH_LE: u32 = 0x4000_0000;
-/// `__AUDIT_ARCH_CONVENTION_MIPS64_N32`.
-pub const AUDIT_ARCH_CONVENTION_MIPS64_N32: u32 = 0x2000_0000;
-/// `__X32_SYSCALL_BIT` (arch/x86/include/uapi/asm/unistd.h).
-pub const X32_SYSCALL_BIT: u32 = 0x4000_0000;
-
-pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-pub const AUDIT_ARCH_I386: u32 = 0x4000_0003;
-pub const AUDIT_ARCH_AARCH64: u32 = 0xc000_00b7;
-pub const AUDIT_ARCH_ARM: u32 = 0x4000_0028;
-pub const AUDIT_ARCH_ARMEB: u32 = 0x0000_0028;
-pub const AUDIT_ARCH_RISCV64: u32 = 0xc000_00f3;
-pub const AUDIT_ARCH_RISCV32: u32 = 0x4000_00f3;
-pub const AUDIT_ARCH_S390X: u32 = 0x8000_0016;
-pub const AUDIT_ARCH_S390: u32 = 0x0000_0016;
-pub const AUDIT_ARCH_PPC64LE: u32 = 0xc000_0015;
-pub const AUDIT_ARCH_PPC64: u32 = 0x8000_0015;
-pub const AUDIT_ARCH_PPC: u32 = 0x0000_0014;
-/// `AUDIT_ARCH_PPC | __AUDIT_ARCH_LE`: the compat arch of a little-endian
-/// powerpc kernel (`SECCOMP_ARCH_COMPAT` in arch/powerpc/include/asm/seccomp.h).
-pub const AUDIT_ARCH_PPCLE: u32 = 0x4000_0014;
-pub const AUDIT_ARCH_MIPS: u32 = 0x0000_0008;
-pub const AUDIT_ARCH_MIPSEL: u32 = 0x4000_0008;
-pub const AUDIT_ARCH_MIPS64: u32 = 0x8000_0008;
-pub const AUDIT_ARCH_MIPSEL64: u32 = 0xc000_0008;
-pub const AUDIT_ARCH_MIPS64N32: u32 = 0xa000_0008;
-pub const AUDIT_ARCH_MIPSEL64N32: u32 = 0xe000_0008;
-pub const AUDIT_ARCH_LOONGARCH64: u32 = 0xc000_0102;
+pub use cbpf::uapi::audit::*;
+pub use cbpf::uapi::x86_64::X32_SYSCALL_BIT;
 
 /// A system call ABI as a seccomp filter sees it: an `AUDIT_ARCH` value plus,
 /// for x32, the number bit.

@@ -30,22 +30,17 @@
 use cbpf::opcode::{ALU_AND_K, JMP_JA, JMP_JEQ_K, JMP_JGE_K, JMP_JGT_K, JMP_JSET_K, LD_W_ABS, RET_K};
 use cbpf::Insn;
 
-/// `SECCOMP_RET_ALLOW` (include/uapi/linux/seccomp.h).
-pub const SECCOMP_RET_ALLOW: u32 = 0x7fff_0000;
-/// `AUDIT_ARCH_X86_64`: the only native arch whose kernel defines
-/// `__NR_uretprobe` / `__NR_uprobe`.
-pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-/// `AUDIT_ARCH_I386`: `SECCOMP_ARCH_COMPAT` of an x86_64 kernel.
-pub const AUDIT_ARCH_I386: u32 = 0x4000_0003;
-/// `__NR_uretprobe` on x86_64.
-pub const X86_64_NR_URETPROBE: u32 = 335;
+pub use crate::action::SECCOMP_RET_ALLOW;
+/// `AUDIT_ARCH_X86_64` is the only native arch whose kernel defines
+/// `__NR_uretprobe` / `__NR_uprobe`; `AUDIT_ARCH_I386` is `SECCOMP_ARCH_COMPAT`
+/// of an x86_64 kernel.
+pub use crate::arch::{AUDIT_ARCH_I386, AUDIT_ARCH_X86_64};
 /// `__NR_uprobe` on x86_64.
-pub const X86_64_NR_UPROBE: u32 = 336;
+pub use cbpf::uapi::x86_64::NR_UPROBE as X86_64_NR_UPROBE;
+/// `__NR_uretprobe` on x86_64.
+pub use cbpf::uapi::x86_64::NR_URETPROBE as X86_64_NR_URETPROBE;
 
-/// `offsetof(struct seccomp_data, nr)`.
-const SECCOMP_DATA_NR: u32 = 0;
-/// `offsetof(struct seccomp_data, arch)`.
-const SECCOMP_DATA_ARCH: u32 = 4;
+use crate::data::{OFFSET_ARCH as SECCOMP_DATA_ARCH, OFFSET_NR as SECCOMP_DATA_NR};
 
 /// One `DECLARE_BITMAP(allow_*, SECCOMP_ARCH_*_NR)`: bit `nr` set means the
 /// filter chain always allows `nr` and the kernel skips the filters.

@@ -7,15 +7,8 @@
 //! half at `20 + 8*i`; see SPEC §5.1).
 
 /// Size of `struct seccomp_data` in bytes; `ld len` in a seccomp filter reads this.
-pub const SECCOMP_DATA_SIZE: usize = cbpf::interp::SECCOMP_DATA_SIZE;
-/// `offsetof(struct seccomp_data, nr)`.
-pub const OFFSET_NR: u32 = 0;
-/// `offsetof(struct seccomp_data, arch)`.
-pub const OFFSET_ARCH: u32 = 4;
-/// `offsetof(struct seccomp_data, instruction_pointer)`.
-pub const OFFSET_IP: u32 = 8;
-/// `offsetof(struct seccomp_data, args)`.
-pub const OFFSET_ARGS: u32 = 16;
+pub const SECCOMP_DATA_SIZE: usize = cbpf::uapi::seccomp::SECCOMP_DATA_SIZE as usize;
+pub use cbpf::uapi::seccomp::{OFFSET_ARCH, OFFSET_ARGS, OFFSET_IP, OFFSET_NR};
 
 /// Mirror of `struct seccomp_data`: the one definition lives in the classic
 /// interpreter ([`cbpf::SeccompData`]), which runs filters on it.

@@ -26,6 +26,7 @@ pub mod cache;
 pub mod chain;
 pub mod data;
 pub mod disasm;
+pub mod domain;
 pub mod fast;
 pub mod syscalls;
 

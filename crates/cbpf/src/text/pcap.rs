@@ -1,6 +1,6 @@
 //! libpcap's `tcpdump -d` listing, output only.
 
-use crate::insn::Insn;
+use crate::insn::{AluOp, Insn, Op, Size, Src};
 use crate::opcode::*;
 
 /// libpcap's names for ancillary loads on Linux builds (`offsets[]` in
@@ -44,59 +44,45 @@ fn abs_operand(k: u32) -> String {
 fn image(insn: Insn, n: usize) -> String {
     let k = insn.k;
     let sk = k as i32;
-    let (op, operand): (&str, String) = match insn.code {
-        RET_K => ("ret", format!("#{sk}")),
-        RET_A => ("ret", String::new()),
-        LD_W_ABS => ("ld", abs_operand(k)),
-        LD_H_ABS => ("ldh", abs_operand(k)),
-        LD_B_ABS => ("ldb", abs_operand(k)),
-        LD_W_LEN => ("ld", "#pktlen".to_string()),
-        LDX_W_LEN => ("ldx", "#pktlen".to_string()),
-        LD_W_IND => ("ld", format!("[x + {sk}]")),
-        LD_H_IND => ("ldh", format!("[x + {sk}]")),
-        LD_B_IND => ("ldb", format!("[x + {sk}]")),
-        LD_IMM => ("ld", format!("#0x{k:x}")),
-        LDX_IMM => ("ldx", format!("#0x{k:x}")),
-        LDX_B_MSH => ("ldxb", format!("4*([{sk}]&0xf)")),
-        LD_MEM => ("ld", format!("M[{sk}]")),
-        LDX_MEM => ("ldx", format!("M[{sk}]")),
-        ST => ("st", format!("M[{sk}]")),
-        STX => ("stx", format!("M[{sk}]")),
-        JMP_JA => ("ja", format!("{}", (n as u32).wrapping_add(1).wrapping_add(k) as i32)),
-        JMP_JGT_K => ("jgt", format!("#0x{k:x}")),
-        JMP_JGE_K => ("jge", format!("#0x{k:x}")),
-        JMP_JEQ_K => ("jeq", format!("#0x{k:x}")),
-        JMP_JSET_K => ("jset", format!("#0x{k:x}")),
-        JMP_JGT_X => ("jgt", "x".to_string()),
-        JMP_JGE_X => ("jge", "x".to_string()),
-        JMP_JEQ_X => ("jeq", "x".to_string()),
-        JMP_JSET_X => ("jset", "x".to_string()),
-        ALU_ADD_X => ("add", "x".to_string()),
-        ALU_SUB_X => ("sub", "x".to_string()),
-        ALU_MUL_X => ("mul", "x".to_string()),
-        ALU_DIV_X => ("div", "x".to_string()),
-        ALU_MOD_X => ("mod", "x".to_string()),
-        ALU_AND_X => ("and", "x".to_string()),
-        ALU_OR_X => ("or", "x".to_string()),
-        ALU_XOR_X => ("xor", "x".to_string()),
-        ALU_LSH_X => ("lsh", "x".to_string()),
-        ALU_RSH_X => ("rsh", "x".to_string()),
-        ALU_ADD_K => ("add", format!("#{sk}")),
-        ALU_SUB_K => ("sub", format!("#{sk}")),
-        ALU_MUL_K => ("mul", format!("#{sk}")),
-        ALU_DIV_K => ("div", format!("#{sk}")),
-        ALU_MOD_K => ("mod", format!("#{sk}")),
-        ALU_AND_K => ("and", format!("#0x{k:x}")),
-        ALU_OR_K => ("or", format!("#0x{k:x}")),
-        ALU_XOR_K => ("xor", format!("#0x{k:x}")),
-        ALU_LSH_K => ("lsh", format!("#{sk}")),
-        ALU_RSH_K => ("rsh", format!("#{sk}")),
-        ALU_NEG => ("neg", String::new()),
-        MISC_TAX => ("tax", String::new()),
-        MISC_TXA => ("txa", String::new()),
-        code => ("unimp", format!("0x{code:x}")),
+    let load = |size: Size| match size {
+        Size::W => "ld",
+        Size::H => "ldh",
+        Size::B => "ldb",
     };
-    let is_cond_jump = insn.code & 0x07 == BPF_JMP && insn.code & 0xf0 != BPF_JA;
+    // The typed view, except the seccomp-internal 0x21, which libpcap does
+    // not know.
+    let op = insn.op().filter(|op| !matches!(op, Op::LdxAbsSeccomp { .. }));
+    let (op, operand): (&str, String) = match op {
+        Some(Op::RetK { .. }) => ("ret", format!("#{sk}")),
+        Some(Op::RetA) => ("ret", String::new()),
+        Some(Op::LdAbs { size, .. }) => (load(size), abs_operand(k)),
+        Some(Op::LdLen) => ("ld", "#pktlen".to_string()),
+        Some(Op::LdxLen) => ("ldx", "#pktlen".to_string()),
+        Some(Op::LdInd { size, .. }) => (load(size), format!("[x + {sk}]")),
+        Some(Op::LdImm { .. }) => ("ld", format!("#0x{k:x}")),
+        Some(Op::LdxImm { .. }) => ("ldx", format!("#0x{k:x}")),
+        Some(Op::LdxMsh { .. }) => ("ldxb", format!("4*([{sk}]&0xf)")),
+        Some(Op::LdMem { .. }) => ("ld", format!("M[{sk}]")),
+        Some(Op::LdxMem { .. }) => ("ldx", format!("M[{sk}]")),
+        Some(Op::St { .. }) => ("st", format!("M[{sk}]")),
+        Some(Op::Stx { .. }) => ("stx", format!("M[{sk}]")),
+        Some(Op::Ja { .. }) => ("ja", format!("{}", (n as u32).wrapping_add(1).wrapping_add(k) as i32)),
+        Some(Op::Jmp { op, src: Src::K, .. }) => (op.mnemonic(), format!("#0x{k:x}")),
+        Some(Op::Jmp { op, src: Src::X, .. }) => (op.mnemonic(), "x".to_string()),
+        Some(Op::Alu { op, src: Src::X, .. }) => (op.mnemonic(), "x".to_string()),
+        // bpf_image() prints the bitwise operands in hex, the others signed.
+        Some(Op::Alu { op: op @ (AluOp::And | AluOp::Or | AluOp::Xor), src: Src::K, .. }) => {
+            (op.mnemonic(), format!("#0x{k:x}"))
+        }
+        Some(Op::Alu { op, src: Src::K, .. }) => (op.mnemonic(), format!("#{sk}")),
+        Some(Op::Neg) => ("neg", String::new()),
+        Some(Op::Tax) => ("tax", String::new()),
+        Some(Op::Txa) => ("txa", String::new()),
+        Some(Op::LdxAbsSeccomp { .. }) | None => ("unimp", format!("0x{:x}", insn.code)),
+    };
+    // From the raw class, as bpf_image() does: an unknown code of class JMP
+    // still prints its targets.
+    let is_cond_jump = insn.class() == BPF_JMP && insn.code & 0xf0 != BPF_JA;
     if is_cond_jump {
         format!(
             "({n:03}) {op:<8} {operand:<16} jt {}\tjf {}",

@@ -6,12 +6,15 @@
 //! Values are `i64` because C spells some of them as negative `int`s
 //! (`SKF_AD_OFF` is `-0x1000`).
 
+use crate::uapi::audit::{AUDIT_ARCH_64BIT, AUDIT_ARCH_CONVENTION_MIPS64_N32, AUDIT_ARCH_LE};
+use crate::uapi::seccomp::*;
+
 /// `__AUDIT_ARCH_64BIT`.
-const A64: i64 = 0x8000_0000;
+const A64: i64 = AUDIT_ARCH_64BIT as i64;
 /// `__AUDIT_ARCH_LE`.
-const LE: i64 = 0x4000_0000;
+const LE: i64 = AUDIT_ARCH_LE as i64;
 /// `__AUDIT_ARCH_CONVENTION_MIPS64_N32`.
-const N32: i64 = 0x2000_0000;
+const N32: i64 = AUDIT_ARCH_CONVENTION_MIPS64_N32 as i64;
 
 // ELF machine numbers (include/uapi/linux/elf-em.h) used by AUDIT_ARCH_*.
 const EM_SPARC: i64 = 2;
@@ -118,18 +121,18 @@ pub(crate) const SYMBOLS: &[(&str, i64)] = &[
     ("BPF_NET_OFF", -0x10_0000),
     ("BPF_LL_OFF", -0x20_0000),
     // include/uapi/linux/seccomp.h
-    ("SECCOMP_RET_KILL_PROCESS", 0x8000_0000),
-    ("SECCOMP_RET_KILL_THREAD", 0x0000_0000),
-    ("SECCOMP_RET_KILL", 0x0000_0000),
-    ("SECCOMP_RET_TRAP", 0x0003_0000),
-    ("SECCOMP_RET_ERRNO", 0x0005_0000),
-    ("SECCOMP_RET_USER_NOTIF", 0x7fc0_0000),
-    ("SECCOMP_RET_TRACE", 0x7ff0_0000),
-    ("SECCOMP_RET_LOG", 0x7ffc_0000),
-    ("SECCOMP_RET_ALLOW", 0x7fff_0000),
-    ("SECCOMP_RET_ACTION_FULL", 0xffff_0000),
-    ("SECCOMP_RET_ACTION", 0x7fff_0000),
-    ("SECCOMP_RET_DATA", 0x0000_ffff),
+    ("SECCOMP_RET_KILL_PROCESS", SECCOMP_RET_KILL_PROCESS as i64),
+    ("SECCOMP_RET_KILL_THREAD", SECCOMP_RET_KILL_THREAD as i64),
+    ("SECCOMP_RET_KILL", SECCOMP_RET_KILL_THREAD as i64),
+    ("SECCOMP_RET_TRAP", SECCOMP_RET_TRAP as i64),
+    ("SECCOMP_RET_ERRNO", SECCOMP_RET_ERRNO as i64),
+    ("SECCOMP_RET_USER_NOTIF", SECCOMP_RET_USER_NOTIF as i64),
+    ("SECCOMP_RET_TRACE", SECCOMP_RET_TRACE as i64),
+    ("SECCOMP_RET_LOG", SECCOMP_RET_LOG as i64),
+    ("SECCOMP_RET_ALLOW", SECCOMP_RET_ALLOW as i64),
+    ("SECCOMP_RET_ACTION_FULL", SECCOMP_RET_ACTION_FULL as i64),
+    ("SECCOMP_RET_ACTION", SECCOMP_RET_ACTION as i64),
+    ("SECCOMP_RET_DATA", SECCOMP_RET_DATA as i64),
     // include/uapi/linux/audit.h
     ("__AUDIT_ARCH_64BIT", A64),
     ("__AUDIT_ARCH_LE", LE),
@@ -237,10 +240,46 @@ pub(crate) fn lookup(name: &str) -> Option<i64> {
 /// handled by the caller (`16 + 8 * i`).
 pub(crate) fn seccomp_data_offset(field: &str) -> Option<i64> {
     match field {
-        "nr" => Some(0),
-        "arch" => Some(4),
-        "instruction_pointer" => Some(8),
-        "args" => Some(16),
+        "nr" => Some(OFFSET_NR.into()),
+        "arch" => Some(OFFSET_ARCH.into()),
+        "instruction_pointer" => Some(OFFSET_IP.into()),
+        "args" => Some(OFFSET_ARGS.into()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::uapi::audit::*;
+
+    /// The table spells AUDIT_ARCH values as audit.h does (`EM_* | flags`);
+    /// they must agree with the numeric home of each.
+    #[test]
+    fn audit_arch_symbols_agree_with_uapi() {
+        let uapi = [
+            ("AUDIT_ARCH_X86_64", AUDIT_ARCH_X86_64),
+            ("AUDIT_ARCH_I386", AUDIT_ARCH_I386),
+            ("AUDIT_ARCH_AARCH64", AUDIT_ARCH_AARCH64),
+            ("AUDIT_ARCH_ARM", AUDIT_ARCH_ARM),
+            ("AUDIT_ARCH_ARMEB", AUDIT_ARCH_ARMEB),
+            ("AUDIT_ARCH_RISCV64", AUDIT_ARCH_RISCV64),
+            ("AUDIT_ARCH_RISCV32", AUDIT_ARCH_RISCV32),
+            ("AUDIT_ARCH_S390X", AUDIT_ARCH_S390X),
+            ("AUDIT_ARCH_S390", AUDIT_ARCH_S390),
+            ("AUDIT_ARCH_PPC64LE", AUDIT_ARCH_PPC64LE),
+            ("AUDIT_ARCH_PPC64", AUDIT_ARCH_PPC64),
+            ("AUDIT_ARCH_PPC", AUDIT_ARCH_PPC),
+            ("AUDIT_ARCH_MIPS", AUDIT_ARCH_MIPS),
+            ("AUDIT_ARCH_MIPSEL", AUDIT_ARCH_MIPSEL),
+            ("AUDIT_ARCH_MIPS64", AUDIT_ARCH_MIPS64),
+            ("AUDIT_ARCH_MIPSEL64", AUDIT_ARCH_MIPSEL64),
+            ("AUDIT_ARCH_MIPS64N32", AUDIT_ARCH_MIPS64N32),
+            ("AUDIT_ARCH_MIPSEL64N32", AUDIT_ARCH_MIPSEL64N32),
+            ("AUDIT_ARCH_LOONGARCH64", AUDIT_ARCH_LOONGARCH64),
+        ];
+        for (name, value) in uapi {
+            assert_eq!(lookup(name), Some(i64::from(value)), "{name}");
+        }
     }
 }

@@ -13,8 +13,8 @@
 
 use cbpf::{JmpOp, Pc, Program};
 
-use super::domain::{Env, Field, Step, Val};
 use super::{ActionResult, AnalysisError, Analyzer, Budget};
+use crate::domain::{Env, Field, Step, Val};
 
 /// How serious a finding is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -134,9 +134,7 @@ impl std::fmt::Display for Finding {
     }
 }
 
-const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-/// `__X32_SYSCALL_BIT`.
-const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+use crate::arch::{AUDIT_ARCH_X86_64, X32_SYSCALL_BIT};
 
 /// x86_64 syscalls and their newer equivalents: `(older, name, newer, name)`.
 /// A filter restricting the older one usually means to restrict the newer.
@@ -241,7 +239,7 @@ fn audit_with(prog: &Program, an: &mut Analyzer) -> Result<Vec<Finding>, Analysi
     let mut findings = Vec::new();
 
     // Structure, with nr and arch both symbolic.
-    let symbolic = Env { nr: None, arch: None, layout_arch: AUDIT_ARCH_X86_64 };
+    let symbolic = Env::new(None, None, AUDIT_ARCH_X86_64);
     let mut reached = vec![false; an.ops().len()];
     let mut arch_unchecked_at: Option<usize> = None;
     an.for_each_step(&symbolic, |pc, state, step| {
@@ -286,7 +284,7 @@ fn audit_with(prog: &Program, an: &mut Analyzer) -> Result<Vec<Finding>, Analysi
     let mut x86_64_default = None;
     for arch in arches.iter().copied().map(Some).chain([None]) {
         let concrete = arch.unwrap_or(unnamed_arch);
-        let env = Env { nr: None, arch: Some(concrete), layout_arch: concrete };
+        let env = Env::new(None, Some(concrete), concrete);
         let nrs = an.compared_constants(&env, Field::Nr);
         let nr = unnamed_nr(&nrs);
         let result = an.try_result(concrete, nr)?;
@@ -320,7 +318,7 @@ fn audit_x86_64(
     default_result: &ActionResult,
     findings: &mut Vec<Finding>,
 ) -> Result<(), AnalysisError> {
-    let env = Env { nr: None, arch: Some(AUDIT_ARCH_X86_64), layout_arch: AUDIT_ARCH_X86_64 };
+    let env = Env::new(None, Some(AUDIT_ARCH_X86_64), AUDIT_ARCH_X86_64);
     let mut tests_nr = false;
     let mut x32_handled = false;
     an.for_each_step(&env, |_, _, step| {

@@ -23,8 +23,8 @@
 
 use cbpf::JmpOp;
 
-use super::domain::{Env, Field, FieldSet, Step, Val};
 use super::Analyzer;
+use crate::domain::{Env, Field, FieldSet, Step, Val};
 
 /// How one arch's reachable code tests `nr`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,7 +38,7 @@ pub(super) enum NrClasses {
 impl NrClasses {
     /// Classifies the program `analyzer` holds under `arch`.
     pub(super) fn of(analyzer: &mut Analyzer, arch: u32) -> NrClasses {
-        let env = Env { nr: None, arch: Some(arch), layout_arch: arch };
+        let env = Env::new(None, Some(arch), arch);
         let mut tests: Vec<(JmpOp, u32, bool)> = Vec::new();
         let mut classified = true;
         analyzer.for_each_step_hiding(&env, FieldSet::single(Field::Nr), |_, _, step| {

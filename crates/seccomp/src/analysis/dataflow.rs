@@ -7,7 +7,7 @@
 
 use cbpf::Op;
 
-use super::domain::{step, Env, FieldSet, State, Step, Val, DIV_BY_ZERO_RET};
+use crate::domain::{step, Env, FieldSet, State, Step, Val, DIV_BY_ZERO_RET};
 
 /// What one data-flow pass learned about the program's results.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use cbpf::Program;
 
-use super::domain::{Env, Val};
 use super::paths::{explore, Cond, Limits, Outcome};
 use super::{ActionResult, AnalysisError, Analyzer, Budget, BudgetKind};
+use crate::domain::{Env, Val};
 
 /// The paths of one syscall number that end in the same result.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -145,7 +145,7 @@ fn stream<E: From<AnalysisError>>(
     nrs: impl IntoIterator<Item = u32>,
     mut sink: impl FnMut(PolicyEvent<'_>) -> Result<(), E>,
 ) -> Result<(), E> {
-    let env_of = |nr: u32| Env { nr: Some(nr), arch: Some(arch), layout_arch: arch };
+    let env_of = |nr: u32| Env::new(Some(nr), Some(arch), arch);
     let key = |ret: Val| match ret {
         Val::Known(v) => Some(v),
         _ => None,

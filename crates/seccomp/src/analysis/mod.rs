@@ -43,12 +43,12 @@
 mod audit;
 mod classes;
 mod dataflow;
-mod domain;
+
 mod explain;
 mod paths;
 
+pub use crate::domain::{Field, FieldSet};
 pub use audit::{audit, audit_in, Finding, FindingKind, Severity, SIBLINGS_X86_64};
-pub use domain::{Field, FieldSet};
 pub use explain::{explain, explain_in, ActionRules, NrPaths, Policy, PolicyEvent};
 pub use paths::{Cond, Operand, Relation};
 
@@ -56,9 +56,9 @@ use cbpf::{Mode, Op, Program};
 
 use std::collections::HashMap;
 
+use crate::domain::{self, Env, Step, Val};
 use classes::NrClasses;
 use dataflow::Dataflow;
-use domain::{Env, Step, Val};
 use paths::{explore, Limits, Outcome, Work};
 
 /// Why a program cannot be analysed.
@@ -253,7 +253,7 @@ impl Analyzer {
     /// What the filter returns for `nr` on `arch`. Once the run's budget
     /// is spent, the (sound) data-flow answer.
     pub fn result(&mut self, arch: u32, nr: u32) -> ActionResult {
-        let env = Env { nr: Some(nr), arch: Some(arch), layout_arch: arch };
+        let env = Env::new(Some(nr), Some(arch), arch);
         match self.try_result(arch, nr) {
             Ok(r) => r,
             Err(_) => {
@@ -291,7 +291,7 @@ impl Analyzer {
 
     /// [`Analyzer::try_result`] without the class memo.
     fn result_uncached(&mut self, arch: u32, nr: u32) -> Result<ActionResult, AnalysisError> {
-        let env = Env { nr: Some(nr), arch: Some(arch), layout_arch: arch };
+        let env = Env::new(Some(nr), Some(arch), arch);
         self.budget.charge_steps(self.ops.len() as u64)?;
         let summary = self.flow.run(&self.ops, &env);
         if let Some(v) = summary.constant() {
@@ -355,10 +355,7 @@ impl Analyzer {
         let mut out = Vec::new();
         self.for_each_step(env, |_, _, step| {
             if let Step::Branch { cmp, .. } = step {
-                match (cmp.lhs, cmp.rhs) {
-                    (Val::Exact(f), Val::Known(k)) | (Val::Known(k), Val::Exact(f)) if f == field => out.push(k),
-                    _ => {}
-                }
+                out.extend(cmp.constant_against(field));
             }
         });
         out.sort_unstable();
@@ -396,12 +393,12 @@ pub fn analyze_in(
 /// `nr & 0x3fffffff`) are not listed.
 pub fn compared_nrs(prog: &Program, arch: u32) -> Result<Vec<u32>, AnalysisError> {
     let mut analyzer = Analyzer::new(prog)?;
-    Ok(analyzer.compared_constants(&Env { nr: None, arch: Some(arch), layout_arch: arch }, Field::Nr))
+    Ok(analyzer.compared_constants(&Env::new(None, Some(arch), arch), Field::Nr))
 }
 
 /// Every constant the filter compares `arch` against (ascending): the
 /// arches it handles explicitly.
 pub fn compared_arches(prog: &Program) -> Result<Vec<u32>, AnalysisError> {
     let mut analyzer = Analyzer::new(prog)?;
-    Ok(analyzer.compared_constants(&Env { nr: None, arch: None, layout_arch: 0 }, Field::Arch))
+    Ok(analyzer.compared_constants(&Env::new(None, None, 0), Field::Arch))
 }

@@ -8,223 +8,7 @@ use std::rc::Rc;
 
 use cbpf::{JmpOp, Op, Pc};
 
-use super::domain::{step, Cmp, Env, Field, FieldSet, State, Step, Val, DIV_BY_ZERO_RET};
-
-/// Number of fields tracked.
-const FIELDS: usize = 16;
-
-/// What the branches along one path imply about the (unchanging) fields of
-/// `struct seccomp_data`. Every fact is a true statement about the input on
-/// that path; decisions drawn from them are therefore sound.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Facts {
-    min: [u32; FIELDS],
-    max: [u32; FIELDS],
-    ones: [u32; FIELDS],
-    zeros: [u32; FIELDS],
-    /// Per field, the values it is known to differ from: a list shared
-    /// with the facts this one was cloned from, so a branch costs O(1)
-    /// whatever the path's length.
-    not_equal: [Option<Rc<NotEqual>>; FIELDS],
-}
-
-/// One item of a list shared between the paths that split after it, and
-/// the older items: a branch extends its list in O(1) instead of copying it.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Node<T> {
-    item: T,
-    /// Items in this list (this one included).
-    len: usize,
-    older: Option<Rc<Node<T>>>,
-}
-
-impl<T> Node<T> {
-    /// `list` with `item` in front.
-    fn push(list: &Option<Rc<Node<T>>>, item: T) -> Option<Rc<Node<T>>> {
-        let len = list.as_ref().map_or(0, |n| n.len) + 1;
-        Some(Rc::new(Node { item, len, older: list.clone() }))
-    }
-}
-
-impl<T> Drop for Node<T> {
-    // Unlinks iteratively: a long list must not recurse once per node.
-    fn drop(&mut self) {
-        let mut next = self.older.take();
-        while let Some(node) = next {
-            next = match Rc::try_unwrap(node) {
-                Ok(mut n) => n.older.take(),
-                Err(_) => None,
-            };
-        }
-    }
-}
-
-/// One "field != value" fact and the older ones on the same field.
-pub type NotEqual = Node<u32>;
-
-/// Longest "!=" list kept per field on one path; further facts of that
-/// kind are dropped (sound: fewer facts only leave more branches
-/// undecided), which bounds the cost of one decision.
-const MAX_NOT_EQUAL: usize = 256;
-
-impl Default for Facts {
-    fn default() -> Self {
-        Facts {
-            min: [0; FIELDS],
-            max: [u32::MAX; FIELDS],
-            ones: [0; FIELDS],
-            zeros: [0; FIELDS],
-            not_equal: Default::default(),
-        }
-    }
-}
-
-impl Facts {
-    fn idx(f: Field) -> usize {
-        (f.index() as usize).min(FIELDS - 1)
-    }
-
-    fn get(&self, f: Field) -> (u32, u32, u32, u32) {
-        let i = Facts::idx(f);
-        let pick = |a: &[u32; FIELDS], d: u32| a.get(i).copied().unwrap_or(d);
-        (pick(&self.min, 0), pick(&self.max, u32::MAX), pick(&self.ones, 0), pick(&self.zeros, 0))
-    }
-
-    fn set(&mut self, f: Field, (min, max, ones, zeros): (u32, u32, u32, u32)) {
-        let i = Facts::idx(f);
-        for (arr, v) in [(&mut self.min, min), (&mut self.max, max), (&mut self.ones, ones), (&mut self.zeros, zeros)] {
-            if let Some(slot) = arr.get_mut(i) {
-                *slot = v;
-            }
-        }
-    }
-
-    /// Could field `f` hold `v`?
-    fn admits(&self, f: Field, v: u32) -> bool {
-        let (min, max, ones, zeros) = self.get(f);
-        (min..=max).contains(&v) && v & ones == ones && v & zeros == 0 && !self.excluded(f, v)
-    }
-
-    /// Is `f != v` among the recorded facts?
-    fn excluded(&self, f: Field, v: u32) -> bool {
-        let mut node = self.not_equal.get(Facts::idx(f)).and_then(Option::as_deref);
-        while let Some(n) = node {
-            if n.item == v {
-                return true;
-            }
-            node = n.older.as_deref();
-        }
-        false
-    }
-
-    /// Records `f != v`.
-    fn exclude(&mut self, f: Field, v: u32) {
-        if let Some(head) = self.not_equal.get_mut(Facts::idx(f)) {
-            let len = head.as_ref().map_or(0, |n| n.len);
-            if len < MAX_NOT_EQUAL {
-                *head = Node::push(head, v);
-            }
-        }
-    }
-
-    /// The outcome of `f OP k` if the facts decide it.
-    fn decide_field(&self, f: Field, op: JmpOp, k: u32) -> Option<bool> {
-        let (min, max, ones, zeros) = self.get(f);
-        if min == max {
-            return Some(op.eval(min, k));
-        }
-        match op {
-            JmpOp::Jeq => (!self.admits(f, k)).then_some(false),
-            JmpOp::Jgt if min > k => Some(true),
-            JmpOp::Jgt if max <= k => Some(false),
-            JmpOp::Jge if min >= k => Some(true),
-            JmpOp::Jge if max < k => Some(false),
-            JmpOp::Jset if ones & k != 0 => Some(true),
-            JmpOp::Jset if k & !zeros == 0 => Some(false),
-            _ => None,
-        }
-    }
-
-    /// Records that `f OP k` came out `holds`; false if that is impossible.
-    fn assume_field(&mut self, f: Field, op: JmpOp, k: u32, holds: bool) -> bool {
-        if let Some(known) = self.decide_field(f, op, k) {
-            return known == holds;
-        }
-        let (mut min, mut max, mut ones, mut zeros) = self.get(f);
-        match (op, holds) {
-            (JmpOp::Jeq, true) => {
-                min = k;
-                max = k;
-            }
-            (JmpOp::Jeq, false) => {
-                if min == k {
-                    min = k.saturating_add(1);
-                }
-                if max == k {
-                    max = k.saturating_sub(1);
-                }
-                self.exclude(f, k);
-            }
-            (JmpOp::Jgt, true) => match k.checked_add(1) {
-                Some(k1) => min = min.max(k1),
-                None => return false,
-            },
-            (JmpOp::Jgt, false) => max = max.min(k),
-            (JmpOp::Jge, true) => min = min.max(k),
-            (JmpOp::Jge, false) => match k.checked_sub(1) {
-                Some(k1) => max = max.min(k1),
-                None => return false,
-            },
-            (JmpOp::Jset, true) => {
-                let candidates = k & !zeros;
-                if candidates.count_ones() == 1 {
-                    ones |= candidates;
-                }
-            }
-            (JmpOp::Jset, false) => zeros |= k,
-        }
-        if min > max || ones & zeros != 0 {
-            return false;
-        }
-        self.set(f, (min, max, ones, zeros));
-        min != max || self.admits(f, min)
-    }
-
-    /// The outcome of `cmp` if the facts (or known operands) decide it.
-    pub fn decide(&self, cmp: Cmp) -> Option<bool> {
-        match (cmp.lhs, cmp.rhs) {
-            (Val::Known(a), Val::Known(b)) => Some(cmp.op.eval(a, b)),
-            (Val::Exact(f), Val::Known(k)) => self.decide_field(f, cmp.op, k),
-            (Val::Known(k), Val::Exact(f)) => match cmp.op {
-                JmpOp::Jeq | JmpOp::Jset => self.decide_field(f, cmp.op, k),
-                // k > f  <=>  !(f >= k)
-                JmpOp::Jgt => self.decide_field(f, JmpOp::Jge, k).map(|b| !b),
-                // k >= f  <=>  !(f > k)
-                JmpOp::Jge => self.decide_field(f, JmpOp::Jgt, k).map(|b| !b),
-            },
-            (Val::Exact(f), Val::Exact(g)) if f == g => match cmp.op {
-                JmpOp::Jeq | JmpOp::Jge => Some(true),
-                JmpOp::Jgt => Some(false),
-                JmpOp::Jset => self.decide_field(f, JmpOp::Jset, u32::MAX),
-            },
-            _ => None,
-        }
-    }
-
-    /// Records that `cmp` came out `holds`; false if that is impossible.
-    pub fn assume(&mut self, cmp: Cmp, holds: bool) -> bool {
-        match (cmp.lhs, cmp.rhs) {
-            (Val::Known(a), Val::Known(b)) => cmp.op.eval(a, b) == holds,
-            (Val::Exact(f), Val::Known(k)) => self.assume_field(f, cmp.op, k, holds),
-            (Val::Known(k), Val::Exact(f)) => match cmp.op {
-                JmpOp::Jeq | JmpOp::Jset => self.assume_field(f, cmp.op, k, holds),
-                JmpOp::Jgt => self.assume_field(f, JmpOp::Jge, k, !holds),
-                JmpOp::Jge => self.assume_field(f, JmpOp::Jgt, k, !holds),
-            },
-            _ => self.decide(cmp).is_none_or(|b| b == holds),
-        }
-    }
-}
+use crate::domain::{step, Cmp, Env, Facts, Field, FieldSet, Node, State, Step, Val, DIV_BY_ZERO_RET};
 
 /// One side of a [`Cond`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -242,6 +26,7 @@ impl Operand {
         match v {
             Val::Known(k) => Operand::Const(k),
             Val::Exact(f) => Operand::Field(f),
+            Val::Masked { field, .. } => Operand::Computed(FieldSet::single(field)),
             Val::Unknown(s) => Operand::Computed(s),
         }
     }
@@ -540,7 +325,7 @@ mod tests {
         let insns = cbpf::raw::decode(&std::fs::read(path).unwrap()).unwrap();
         let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp).unwrap();
         let ops: Vec<Option<Op>> = prog.insns().iter().map(|i| i.op()).collect();
-        let env = Env { nr: Some(80), arch: Some(0xc000_003e), layout_arch: 0xc000_003e };
+        let env = Env::new(Some(80), Some(0xc000_003e), 0xc000_003e);
         let mut paths = 0;
         let limits = Limits { max_steps: super::super::REFINE_STEPS, max_paths: usize::MAX };
         let mut work = Work { used: 0, max: u64::MAX };
@@ -559,34 +344,5 @@ mod tests {
         // The run's budget is shared: once spent, every exploration says so.
         let mut spent = Work { used: 0, max: 500 };
         assert_eq!(explore(&ops, &env, false, limits, &mut spent, |_| true), Outcome::Exhausted);
-    }
-
-    #[test]
-    fn facts_decide_and_reject() {
-        let f = Field::ArgLo(0);
-        let mut facts = Facts::default();
-        assert!(facts.assume_field(f, JmpOp::Jgt, 10, true));
-        assert_eq!(facts.decide_field(f, JmpOp::Jeq, 10), Some(false));
-        assert_eq!(facts.decide_field(f, JmpOp::Jge, 11), Some(true));
-        assert!(facts.assume_field(f, JmpOp::Jge, 13, false));
-        assert!(facts.assume_field(f, JmpOp::Jeq, 11, false));
-        // 11 <= v <= 12 and v != 11 leave only 12.
-        assert_eq!(facts.decide_field(f, JmpOp::Jeq, 12), Some(true));
-        assert!(!facts.clone().assume_field(f, JmpOp::Jeq, 12, false));
-        assert!(!facts.clone().assume_field(f, JmpOp::Jgt, 12, true));
-        let mut bits = Facts::default();
-        assert!(bits.assume_field(f, JmpOp::Jset, 0b100, true));
-        assert_eq!(bits.decide_field(f, JmpOp::Jset, 0b110), Some(true));
-        assert!(bits.assume_field(f, JmpOp::Jset, 0b011, false));
-        assert_eq!(bits.decide_field(f, JmpOp::Jeq, 0b101), Some(false));
-        assert!(!bits.clone().assume_field(f, JmpOp::Jeq, 0b001, true));
-        assert!(bits.assume_field(f, JmpOp::Jeq, 0b100, true));
-        assert_eq!(bits.decide_field(f, JmpOp::Jgt, 3), Some(true));
-        // Mirrored operands: 5 > f  <=>  f < 5.
-        let mut m = Facts::default();
-        let cmp = Cmp { op: JmpOp::Jgt, lhs: Val::Known(5), rhs: Val::Exact(f) };
-        assert!(m.assume(cmp, true));
-        assert_eq!(m.decide_field(f, JmpOp::Jge, 5), Some(false));
-        assert_eq!(m.decide(Cmp { op: JmpOp::Jge, lhs: Val::Known(4), rhs: Val::Exact(f) }), Some(true));
     }
 }

@@ -3,8 +3,10 @@
 //! Three passes over the forward-only classic DAG, each linear in the
 //! instructions reachable under the given (arch, nr):
 //!
-//! 1. **Forward** (abstract interpretation in pc order): A, X and `M[0..16]`
-//!    are each `Known(u32)` or unknown. Loads of a known `nr`/`arch`, `ld #k`,
+//! 1. **Forward** (abstract interpretation in pc order, over the one
+//!    abstract domain of [`crate::domain`] with [`domain::step`] as the
+//!    transfer function): A, X and `M[0..16]` are each `Known(u32)`, an
+//!    exact copy of a word, or unknown. Loads of a known `nr`/`arch`, `ld #k`,
 //!    ALU on known operands, `tax`/`txa`, `st`/`ld M[]` of known values fold;
 //!    a conditional jump on known operands follows one edge only; the true
 //!    edge of `jeq` teaches that A equals the constant. States of paths that
@@ -48,10 +50,17 @@
 use cbpf::opcode::*;
 use cbpf::{AluOp, Insn, JmpOp, Op, Program, Src};
 
-/// Register indices in an abstract state: A, X, then `M[0..16]`.
+use crate::arch::AUDIT_ARCH_X86_64;
+use crate::domain::{self, Cmp, Env, Field, State, Step, Val};
+
+/// The byte order the specialiser names words in. It works on offsets and
+/// any byte order maps them one to one onto [`Field`]s, so one fixed layout
+/// serves every arch.
+const LAYOUT_ARCH: u32 = AUDIT_ARCH_X86_64;
+
+/// Register indices in the liveness bitmasks: A, X, then `M[0..16]`.
 const A: u32 = 0;
 const X: u32 = 1;
-const REGS: usize = 18;
 
 fn mem_reg(k: u32) -> u32 {
     2 + (k & 15)
@@ -59,95 +68,6 @@ fn mem_reg(k: u32) -> u32 {
 
 const fn bit(reg: u32) -> u32 {
     1 << reg
-}
-
-/// Abstract machine state: bit `r` of `known` says `vals[r]` is the value
-/// register `r` holds on every path here; bit `r` of `field` says register
-/// `r` holds exactly the `struct seccomp_data` word at offset `vals[r]`
-/// (only used to find the constants `nr` and `arch` are compared with).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct State {
-    known: u32,
-    field: u32,
-    vals: [u32; REGS],
-}
-
-impl State {
-    /// At entry A and X are 0 (SPEC §1.4); `M[]` is unknown (never read
-    /// before a write, `check_load_and_stores()`).
-    const ENTRY: State = State { known: bit(A) | bit(X), field: 0, vals: [0; REGS] };
-
-    #[inline(always)]
-    fn get(&self, reg: u32) -> Option<u32> {
-        if self.known & bit(reg) != 0 {
-            self.vals.get(reg as usize).copied()
-        } else {
-            None
-        }
-    }
-
-    /// The offset of the field register `reg` holds exactly, if known.
-    #[inline(always)]
-    fn field(&self, reg: u32) -> Option<u32> {
-        if self.field & bit(reg) != 0 {
-            self.vals.get(reg as usize).copied()
-        } else {
-            None
-        }
-    }
-
-    #[inline(always)]
-    fn set(&mut self, reg: u32, value: Option<u32>) {
-        self.field &= !bit(reg);
-        match (value, self.vals.get_mut(reg as usize)) {
-            (Some(v), Some(slot)) => {
-                *slot = v;
-                self.known |= bit(reg);
-            }
-            _ => self.known &= !bit(reg),
-        }
-    }
-
-    #[inline(always)]
-    fn set_field(&mut self, reg: u32, offset: u32) {
-        self.known &= !bit(reg);
-        if let Some(slot) = self.vals.get_mut(reg as usize) {
-            *slot = offset;
-            self.field |= bit(reg);
-        }
-    }
-
-    /// `to = from`, with everything known about it.
-    #[inline(always)]
-    fn copy(&mut self, from: u32, to: u32) {
-        let v = self.vals.get(from as usize).copied().unwrap_or(0);
-        if let Some(slot) = self.vals.get_mut(to as usize) {
-            *slot = v;
-        }
-        let keep = |mask: u32| (mask & !bit(to)) | if mask & bit(from) != 0 { bit(to) } else { 0 };
-        self.known = keep(self.known);
-        self.field = keep(self.field);
-    }
-
-    /// Keeps only what both states agree on.
-    #[inline(always)]
-    fn join(&mut self, other: &State) {
-        let agree = |mine: u32, theirs: u32| {
-            let mut both = mine & theirs;
-            let mut scan = both;
-            while scan != 0 {
-                let r = scan.trailing_zeros();
-                scan &= scan - 1;
-                if self.vals.get(r as usize) != other.vals.get(r as usize) {
-                    both &= !bit(r);
-                }
-            }
-            both
-        };
-        let (known, field) = (agree(self.known, other.known), agree(self.field, other.field));
-        self.known = known;
-        self.field = field;
-    }
 }
 
 /// What the forward pass decided for one reachable instruction.
@@ -207,10 +127,26 @@ pub(crate) enum KeyFact {
 /// Everything known about the input of one specialisation.
 #[derive(Debug, Clone, Copy)]
 struct Facts<'a> {
-    arch: Option<u32>,
-    nr: Option<u32>,
-    /// The key field's offset and what is known about it.
-    key: Option<(u32, &'a KeyFact)>,
+    /// The known words, as the domain's loads see them.
+    env: Env,
+    /// The key field, when it is none of these constants (ascending).
+    none_of: Option<(Field, &'a [u32])>,
+}
+
+impl<'a> Facts<'a> {
+    fn new(arch: Option<u32>, nr: Option<u32>, key: Option<(u32, &'a KeyFact)>) -> Facts<'a> {
+        let mut env = Env::new(nr, arch, LAYOUT_ARCH);
+        let mut none_of = None;
+        if let Some((offset, fact)) = key {
+            if let Some(field) = Field::from_offset(offset, LAYOUT_ARCH) {
+                match fact {
+                    KeyFact::Equals(v) => env.word = Some((field, *v)),
+                    KeyFact::NoneOf(ks) => none_of = Some((field, ks.as_slice())),
+                }
+            }
+        }
+        Facts { env, none_of }
+    }
 }
 
 /// What a filter does for one specialisation.
@@ -261,8 +197,8 @@ pub(crate) struct Specializer {
     runs: Vec<Run>,
     /// `(k, pc, target)` of every run member, each run's slice sorted.
     run_keys: Vec<RunKey>,
-    /// Which field's compared constants to collect (0 = nr, 4 = arch).
-    watch: Option<u32>,
+    /// Which field's compared constants to collect (nr or arch).
+    watch: Option<Field>,
     compared: Vec<u32>,
     /// Bit `pc`: some state is waiting in `pending[pc]`.
     has: Vec<u64>,
@@ -367,7 +303,7 @@ impl Specializer {
             watch: None,
             compared: Vec::new(),
             has: vec![0; n.div_ceil(64) + 1],
-            pending: vec![State::ENTRY; n],
+            pending: vec![State::entry(); n],
             plans: vec![Plan::Goto(0); n],
             visited: Vec::with_capacity(n),
             live: vec![0; n + 1],
@@ -388,7 +324,7 @@ impl Specializer {
         nr: Option<u32>,
         offset: u32,
     ) -> (Vec<u32>, Specialized<'_>) {
-        self.watch = Some(offset);
+        self.watch = Field::from_offset(offset, LAYOUT_ARCH);
         self.compared.clear();
         let found = self.forward(arch, nr, None);
         self.watch = None;
@@ -439,7 +375,7 @@ impl Specializer {
         if *w & b != 0 {
             slot.join(state);
         } else {
-            *slot = *state;
+            slot.assign(state);
             *w |= b;
         }
     }
@@ -458,13 +394,19 @@ impl Specializer {
         }
     }
 
-    /// Takes the waiting state at `pc`.
+    /// Takes the waiting state at `pc`: `state` becomes it, or (`join`)
+    /// is joined with it. In place, without copying the state twice.
     #[inline(always)]
-    fn take(&mut self, pc: usize) -> State {
+    fn take_into(&mut self, pc: usize, state: &mut State, join: bool) {
         if let Some(w) = self.has.get_mut(pc / 64) {
             *w &= !(1u64 << (pc % 64));
         }
-        self.pending.get(pc).copied().unwrap_or(State::ENTRY)
+        match self.pending.get(pc) {
+            Some(waiting) if join => state.join(waiting),
+            Some(waiting) => state.assign(waiting),
+            None if join => state.join(&State::entry()),
+            None => *state = State::entry(),
+        }
     }
 
     /// Pass 1. `None` when an instruction has no seccomp meaning (impossible
@@ -472,7 +414,8 @@ impl Specializer {
     fn forward(&mut self, arch: Option<u32>, nr: Option<u32>, key: Option<(u32, &KeyFact)>) -> Option<Results> {
         self.visited.clear();
         let mut results = Results::default();
-        let mut state = State::ENTRY;
+        let mut state = State::entry();
+        let facts = Facts::new(arch, nr, key);
         let mut pc = 0usize;
         let n = self.ops.len();
         loop {
@@ -485,8 +428,8 @@ impl Specializer {
             };
             let pc16 = pc as u16; // pc < 4096
             self.visited.push(pc16);
-            let skipped = match (state.get(A), self.run_of.get(pc)) {
-                (Some(a), Some(&run)) if run != NO_RUN => {
+            let skipped = match (state.a, self.run_of.get(pc)) {
+                (Val::Known(a), Some(&run)) if run != NO_RUN => {
                     self.run_exit(run, a, pc16).map(|t| (Plan::Goto(t), Next::One(t)))
                 }
                 _ => None,
@@ -495,7 +438,7 @@ impl Specializer {
                 Some(s) => Some(s),
                 None => {
                     let watch = self.watch.map(|offset| (offset, &mut self.compared));
-                    step(pc16, op, &mut state, Facts { arch, nr, key }, &mut results, watch)
+                    step(pc16, op, &mut state, facts, &mut results, watch)
                 }
             };
             let Some((plan, next)) = stepped else {
@@ -522,8 +465,7 @@ impl Specializer {
                             Some(p)
                         }
                         Some(p) if p == s => {
-                            let waiting = self.take(s);
-                            state.join(&waiting);
+                            self.take_into(s, &mut state, true);
                             pc = s;
                             continue;
                         }
@@ -533,16 +475,18 @@ impl Specializer {
                         }
                     }
                 }
-                Next::Two { t, t_state, f } => {
+                Next::Two { t, cmp, f } => {
                     self.deposit(f, &state);
-                    self.deposit(t, &t_state);
+                    // The running state is replaced below: refine it in place.
+                    state.assume(cmp, true);
+                    self.deposit(t, &state);
                     self.next_pending(pc + 1)
                 }
                 Next::End => self.next_pending(pc + 1),
             };
             match resume {
                 Some(p) => {
-                    state = self.take(p);
+                    self.take_into(p, &mut state, false);
                     pc = p;
                 }
                 None => return Some(results),
@@ -723,71 +667,40 @@ impl Specializer {
 /// Where control goes after one instruction.
 enum Next {
     One(u16),
-    Two { t: u16, t_state: State, f: u16 },
+    /// Both edges of `cmp`: `t` when it holds, `f` otherwise.
+    Two {
+        t: u16,
+        cmp: Cmp,
+        f: u16,
+    },
     End,
 }
 
-fn alu_insn(op: AluOp, src: Src, k: u32) -> Insn {
-    Insn::stmt(BPF_ALU | op.bits() | src.bits(), k)
-}
-
-/// Constant folding of one ALU operation. `Err(())` when it ends the
-/// program with 0 (division or modulo by a zero X: `bpf_convert_filter()`
-/// emits `if X == 0 return 0`).
-fn fold(op: AluOp, a: u32, b: u32) -> Result<u32, ()> {
-    Ok(match op {
-        AluOp::Add => a.wrapping_add(b),
-        AluOp::Sub => a.wrapping_sub(b),
-        AluOp::Mul => a.wrapping_mul(b),
-        AluOp::Div => a.checked_div(b).ok_or(())?,
-        AluOp::Or => a | b,
-        AluOp::And => a & b,
-        // eBPF ALU32 shifts mask the count to 5 bits (same as `Interp`).
-        AluOp::Lsh => a.wrapping_shl(b),
-        AluOp::Rsh => a.wrapping_shr(b),
-        AluOp::Mod => a.checked_rem(b).ok_or(())?,
-        AluOp::Xor => a ^ b,
-    })
-}
-
-/// A result independent of an unknown A: `and #0`, `mul #0`, `or #~0`.
-fn absorbs(op: AluOp, b: u32) -> Option<u32> {
-    match (op, b) {
-        (AluOp::And | AluOp::Mul, 0) => Some(0),
-        (AluOp::Or, u32::MAX) => Some(u32::MAX),
-        _ => None,
-    }
-}
-
-/// A comparison decided by its constant alone, whatever A is.
-fn trivially(op: JmpOp, b: u32) -> Option<bool> {
-    match (op, b) {
-        (JmpOp::Jgt, u32::MAX) => Some(false),
-        (JmpOp::Jge, 0) => Some(true),
-        (JmpOp::Jset, 0) => Some(false),
-        _ => None,
+/// `op` (an ALU instruction) with X as its operand.
+fn alu_insn(op: Op, k: u32) -> Insn {
+    match op {
+        Op::Alu { op, .. } => Insn::stmt(BPF_ALU | op.bits() | BPF_X, k),
+        other => other.to_insn(),
     }
 }
 
 /// `jeq` of the key field with a constant it is known to differ from.
-fn excluded(cmp: JmpOp, field: Option<u32>, b: u32, key: Option<(u32, &KeyFact)>) -> Option<bool> {
-    match (cmp, field, key) {
-        (JmpOp::Jeq, Some(f), Some((offset, KeyFact::NoneOf(ks)))) if f == offset => {
+fn excluded(cmp: Cmp, none_of: Option<(Field, &[u32])>) -> Option<bool> {
+    match (cmp.op, cmp.lhs, cmp.rhs, none_of) {
+        (JmpOp::Jeq, Val::Exact(f), Val::Known(b), Some((key, ks))) if f == key => {
             ks.binary_search(&b).is_ok().then_some(false)
         }
         _ => None,
     }
 }
 
-/// The abstract transfer function: updates `state`, records possible
-/// results, and says what to keep and where control goes.
-///
-/// Mirrors the classic semantics of SPEC §1.4 as `cbpf::Interp` runs them
-/// (the converted program's: wrapping 32-bit ALU, register shift counts
-/// masked to 5 bits, `div x` / `mod x` by zero returning 0).
+/// One instruction of the forward pass: the domain's transfer function
+/// ([`domain::step`]) updates `state`; this records possible results and
+/// says what to keep and where control goes.
 ///
 /// # Deviations
-/// None: every folded value is the value on every concrete path.
+/// None: every folded value is the value on every concrete path (the
+/// domain's semantics are the converted program's, SPEC §1.4).
 #[inline(always)]
 fn step(
     pc: u16,
@@ -795,185 +708,116 @@ fn step(
     s: &mut State,
     facts: Facts<'_>,
     results: &mut Results,
-    watch: Option<(u32, &mut Vec<u32>)>,
+    watch: Option<(Field, &mut Vec<u32>)>,
 ) -> Option<(Plan, Next)> {
     let next = pc + 1;
     let known = |reg: u32, v: u32| {
         let materialize = match reg {
-            A => Insn::stmt(LD_IMM, v),
             X => Insn::stmt(LDX_IMM, v),
-            // Only reached for st/stx below, which pass their own insn.
             _ => Insn::stmt(LD_IMM, v),
         };
         Plan::Known { reg, materialize, uses: 0 }
     };
     let keep = |insn: Insn, uses: u32, defs: u32| Plan::Step { insn, uses, defs, pure: true };
+    let ret = |results: &mut Results, v: Val| {
+        results.add(v.known());
+        let plan = match v {
+            Val::Known(k) => Plan::Ret { insn: Insn::stmt(RET_K, k), uses: 0 },
+            _ => Plan::Ret { insn: Insn::stmt(RET_A, 0), uses: bit(A) },
+        };
+        Some((plan, Next::End))
+    };
     let plan = match op {
-        Op::LdImm { k } => {
-            s.set(A, Some(k));
-            known(A, k)
-        }
-        Op::LdxImm { k } => {
-            s.set(X, Some(k));
-            known(X, k)
-        }
-        Op::LdMem { k } | Op::LdxMem { k } => {
-            let dst = if matches!(op, Op::LdMem { .. }) { A } else { X };
-            let v = s.get(mem_reg(k));
-            s.copy(mem_reg(k), dst);
-            match v {
-                Some(v) => known(dst, v),
-                None => keep(op.to_insn(), bit(mem_reg(k)), bit(dst)),
-            }
-        }
-        Op::St { k } | Op::Stx { k } => {
-            let src = if matches!(op, Op::St { .. }) { A } else { X };
-            let v = s.get(src);
-            s.copy(src, mem_reg(k));
-            match v {
-                Some(_) => Plan::Known { reg: mem_reg(k), materialize: op.to_insn(), uses: bit(src) },
-                None => keep(op.to_insn(), bit(src), bit(mem_reg(k))),
-            }
-        }
-        Op::LdxAbsSeccomp { k } => {
-            let v = match (k, facts.key) {
-                (crate::data::OFFSET_NR, _) => facts.nr,
-                (crate::data::OFFSET_ARCH, _) => facts.arch,
-                (_, Some((offset, KeyFact::Equals(v)))) if offset == k => Some(*v),
-                _ => None,
-            };
-            match v {
-                Some(v) => {
-                    s.set(A, Some(v));
-                    known(A, v)
-                }
-                None => {
-                    s.set_field(A, k);
-                    keep(Insn::stmt(LD_W_ABS, k), 0, bit(A))
-                }
-            }
-        }
-        Op::Alu { op: alu, src, k } => {
-            let b = match src {
-                Src::K => Some(k),
-                Src::X => s.get(X),
-            };
-            match (s.get(A), b) {
-                (Some(a), Some(b)) => match fold(alu, a, b) {
-                    Ok(v) => {
-                        s.set(A, Some(v));
-                        known(A, v)
-                    }
-                    Err(()) => {
-                        results.add(Some(0));
-                        return Some((Plan::Ret { insn: Insn::stmt(RET_K, 0), uses: 0 }, Next::End));
-                    }
-                },
-                (None, Some(b)) => {
-                    if matches!(alu, AluOp::Div | AluOp::Mod) && b == 0 {
-                        results.add(Some(0));
-                        return Some((Plan::Ret { insn: Insn::stmt(RET_K, 0), uses: 0 }, Next::End));
-                    }
-                    match absorbs(alu, b) {
-                        Some(v) => {
-                            s.set(A, Some(v));
-                            known(A, v)
-                        }
-                        None => {
-                            s.set(A, None);
-                            let b = if matches!(alu, AluOp::Lsh | AluOp::Rsh) { b & 31 } else { b };
-                            keep(alu_insn(alu, Src::K, b), bit(A), bit(A))
-                        }
-                    }
-                }
-                (_, None) => {
-                    s.set(A, None);
-                    let exits = matches!(alu, AluOp::Div | AluOp::Mod);
-                    if exits {
-                        results.add(Some(0));
-                    }
-                    Plan::Step { insn: alu_insn(alu, Src::X, 0), uses: bit(A) | bit(X), defs: bit(A), pure: !exits }
-                }
-            }
-        }
-        Op::Neg => match s.get(A) {
-            Some(a) => {
-                let v = a.wrapping_neg();
-                s.set(A, Some(v));
-                known(A, v)
-            }
-            None => keep(Insn::stmt(ALU_NEG, 0), bit(A), bit(A)),
-        },
-        Op::Tax | Op::Txa => {
-            let (from, to) = if matches!(op, Op::Tax) { (A, X) } else { (X, A) };
-            let v = s.get(from);
-            s.copy(from, to);
-            match v {
-                Some(v) => known(to, v),
-                None => keep(op.to_insn(), bit(from), bit(to)),
-            }
-        }
-        Op::Ja { k } => {
-            // k < len - pc - 1 (bpf_check_classic), so this fits in u16.
-            let t = (u32::from(next) + k) as u16;
-            return Some((Plan::Goto(t), Next::One(t)));
-        }
-        Op::Jmp { op: cmp, src, k, jt, jf } => {
-            let (t, f) = (next + u16::from(jt), next + u16::from(jf));
-            let b = match src {
-                Src::K => Some(k),
-                Src::X => s.get(X),
-            };
-            if let Some((offset, found)) = watch {
-                if let (Some(f), Some(b)) = (s.field(A), b) {
-                    if f == offset {
-                        found.push(b);
-                    }
-                }
-                if let (Src::X, Some(f), Some(a)) = (src, s.field(X), s.get(A)) {
-                    if f == offset {
-                        found.push(a);
-                    }
-                }
-            }
-            let decided = match (s.get(A), b) {
-                (Some(a), Some(b)) => Some(cmp.eval(a, b)),
-                (None, Some(b)) => trivially(cmp, b).or_else(|| excluded(cmp, s.field(A), b, facts.key)),
-                _ => None,
-            };
-            if let Some(taken) = decided.or((t == f).then_some(true)) {
-                let to = if taken { t } else { f };
-                return Some((Plan::Goto(to), Next::One(to)));
-            }
-            let (insn, uses) = match b {
-                Some(b) => (Insn::jump(BPF_JMP | cmp.bits() | BPF_K, b, jt, jf), bit(A)),
-                None => (Insn::jump(BPF_JMP | cmp.bits() | BPF_X, 0, jt, jf), bit(A) | bit(X)),
-            };
-            let mut t_state = *s;
-            if let (JmpOp::Jeq, Some(b)) = (cmp, b) {
-                // On the true edge of `jeq`, A is the constant.
-                t_state.set(A, Some(b));
-            }
-            return Some((Plan::Cond { insn, uses, t, f }, Next::Two { t, t_state, f }));
-        }
-        Op::RetK { k } => {
-            results.add(Some(k));
-            return Some((Plan::Ret { insn: Insn::stmt(RET_K, k), uses: 0 }, Next::End));
-        }
-        Op::RetA => {
-            let a = s.get(A);
-            results.add(a);
-            let plan = match a {
-                Some(v) => Plan::Ret { insn: Insn::stmt(RET_K, v), uses: 0 },
-                None => Plan::Ret { insn: Insn::stmt(RET_A, 0), uses: bit(A) },
-            };
-            return Some((plan, Next::End));
-        }
         // Packet loads never survive seccomp_check_filter(); `len` was
         // rewritten to `#64`. Refuse rather than guess.
         Op::LdAbs { .. } | Op::LdInd { .. } | Op::LdLen | Op::LdxLen | Op::LdxMsh { .. } => {
             return Some((Plan::Goto(next), Next::One(u16::MAX)));
         }
+        Op::Jmp { op: cmp, src, k, jt, jf } => {
+            // The comparison is recorded even when both edges meet, which
+            // the domain's step reports as a plain goto.
+            let c = Cmp::of(cmp, src, k, s);
+            if let Some((field, found)) = watch {
+                found.extend(c.constant_against(field));
+            }
+            let (t, f) = (next + u16::from(jt), next + u16::from(jf));
+            let decided = c.decided().or_else(|| excluded(c, facts.none_of));
+            if let Some(taken) = decided.or((t == f).then_some(true)) {
+                let to = if taken { t } else { f };
+                return Some((Plan::Goto(to), Next::One(to)));
+            }
+            let (insn, uses) = match c.rhs {
+                Val::Known(b) => (Insn::jump(BPF_JMP | cmp.bits() | BPF_K, b, jt, jf), bit(A)),
+                _ => (Insn::jump(BPF_JMP | cmp.bits() | BPF_X, 0, jt, jf), bit(A) | bit(X)),
+            };
+            return Some((Plan::Cond { insn, uses, t, f }, Next::Two { t, cmp: c, f }));
+        }
+        _ => match domain::step(usize::from(pc), Some(op), s, &facts.env) {
+            Step::Return(v) => return ret(results, v),
+            Step::Goto(to) if matches!(op, Op::Ja { .. }) => {
+                // k < len - pc - 1 (bpf_check_classic), so this fits in u16.
+                let to = to as u16;
+                return Some((Plan::Goto(to), Next::One(to)));
+            }
+            // `div x` / `mod x` with an X that may be zero: kept, and it may
+            // return 0.
+            Step::DivByX { .. } => {
+                results.add(Some(0));
+                Plan::Step { insn: alu_insn(op, 0), uses: bit(A) | bit(X), defs: bit(A), pure: false }
+            }
+            // Only conditional jumps branch, and they are handled above.
+            Step::Branch { .. } => return None,
+            Step::Goto(_) => straight_line(op, s, known, keep),
+        },
     };
     Some((plan, Next::One(next)))
+}
+
+/// The plan of a straight-line instruction from the state after it: fold
+/// what became known, keep the rest with known operands substituted.
+#[inline(always)]
+fn straight_line(op: Op, s: &State, known: impl Fn(u32, u32) -> Plan, keep: impl Fn(Insn, u32, u32) -> Plan) -> Plan {
+    match op {
+        Op::LdImm { k } => known(A, k),
+        Op::LdxImm { k } => known(X, k),
+        Op::LdMem { k } => s.a.known().map_or_else(|| keep(op.to_insn(), bit(mem_reg(k)), bit(A)), |v| known(A, v)),
+        Op::LdxMem { k } => s.x.known().map_or_else(|| keep(op.to_insn(), bit(mem_reg(k)), bit(X)), |v| known(X, v)),
+        Op::St { k } | Op::Stx { k } => {
+            let src = if matches!(op, Op::St { .. }) { A } else { X };
+            match s.mem(k) {
+                Val::Known(_) => Plan::Known { reg: mem_reg(k), materialize: op.to_insn(), uses: bit(src) },
+                _ => keep(op.to_insn(), bit(src), bit(mem_reg(k))),
+            }
+        }
+        Op::LdxAbsSeccomp { k } => {
+            s.a.known().map_or_else(|| keep(Insn::stmt(LD_W_ABS, k), 0, bit(A)), |v| known(A, v))
+        }
+        Op::Alu { op: alu, src, k } => {
+            let operand = match src {
+                Src::K => Some(k),
+                Src::X => s.x.known(),
+            };
+            match (s.a, operand) {
+                (Val::Known(v), _) => known(A, v),
+                (_, Some(b)) => {
+                    let b = if matches!(alu, AluOp::Lsh | AluOp::Rsh) { b & 31 } else { b };
+                    keep(Insn::stmt(BPF_ALU | alu.bits() | BPF_K, b), bit(A), bit(A))
+                }
+                (_, None) => Plan::Step { insn: alu_insn(op, 0), uses: bit(A) | bit(X), defs: bit(A), pure: true },
+            }
+        }
+        Op::Neg => s.a.known().map_or_else(|| keep(Insn::stmt(ALU_NEG, 0), bit(A), bit(A)), |v| known(A, v)),
+        Op::Tax => s.x.known().map_or_else(|| keep(op.to_insn(), bit(A), bit(X)), |v| known(X, v)),
+        Op::Txa => s.a.known().map_or_else(|| keep(op.to_insn(), bit(X), bit(A)), |v| known(A, v)),
+        // Jumps, returns and packet loads are planned by the caller.
+        Op::LdAbs { .. }
+        | Op::LdInd { .. }
+        | Op::LdLen
+        | Op::LdxLen
+        | Op::LdxMsh { .. }
+        | Op::Ja { .. }
+        | Op::Jmp { .. }
+        | Op::RetK { .. }
+        | Op::RetA => Plan::Goto(0),
+    }
 }
