@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use cbpf::opcode::{LD_IMM, LD_W_ABS, RET_K};
-use cbpf::{Insn, Interp, Mode, Program};
+use cbpf::{Insn, Interp, Mode, Op, Program, Size};
 
 use crate::BenchError;
 
@@ -54,7 +54,8 @@ pub fn full_filter() -> Vec<Insn> {
 /// prepended as well to restore that. Returns `None` when the result would
 /// exceed `BPF_MAXINSNS`.
 pub fn forced(insns: &[Insn]) -> Option<Vec<Insn>> {
-    let first_overwrites_a = insns.first().is_some_and(|i| i.code == LD_W_ABS || i.code == LD_IMM);
+    let first_overwrites_a =
+        insns.first().is_some_and(|i| matches!(i.op(), Some(Op::LdAbs { size: Size::W, .. } | Op::LdImm { .. })));
     let mut out = vec![Insn::stmt(LD_W_ABS, OFFSET_ARG0)];
     if !first_overwrites_a {
         out.push(Insn::stmt(LD_IMM, 0));

@@ -61,6 +61,13 @@ impl Insn {
         self.code & 0x07
     }
 
+    /// Is the code of class JMP with an operation other than `ja`? Known
+    /// or not: listings print the targets of such codes as libpcap's
+    /// `bpf_image()` does, even for codes no kernel accepts.
+    pub fn has_jump_targets(self) -> bool {
+        self.class() == BPF_JMP && self.code & 0xf0 != BPF_JA
+    }
+
     /// The typed view, or `None` when `code` is not one of the 49 classic
     /// opcodes nor the seccomp-internal `LDX|W|ABS` (0x21).
     pub fn op(self) -> Option<Op> {

@@ -35,7 +35,7 @@ use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use cbpf::Insn;
+use cbpf::{Insn, Op, Size};
 
 use crate::sys::{self, Exit};
 use crate::KernelError;
@@ -179,7 +179,7 @@ fn own_seccomp_mode() -> u32 {
 /// True when some `ld [8]` / `ld [12]` reads `instruction_pointer` (the only
 /// way a seccomp filter can: it allows no other data access).
 pub fn reads_instruction_pointer(filter: &[Insn]) -> bool {
-    filter.iter().any(|i| i.code == LD_W_ABS && (i.k == IP_LO || i.k == IP_HI))
+    filter.iter().any(|i| matches!(i.op(), Some(Op::LdAbs { size: Size::W, k }) if k == IP_LO || k == IP_HI))
 }
 
 /// The rewritten program and how to map errno codes back.
@@ -207,16 +207,19 @@ pub(crate) fn rewrite(filter: &[Insn], ips: StubIps, shift: u32) -> Result<Rewri
     }
     let mut values: BTreeMap<u32, u32> = BTreeMap::new();
     let mut ret_values = Vec::new();
-    for insn in filter.iter().filter(|i| i.code == RET_K) {
-        if let std::collections::btree_map::Entry::Vacant(slot) = values.entry(insn.k) {
-            ret_values.push(insn.k);
+    for k in filter.iter().filter_map(|i| match i.op() {
+        Some(Op::RetK { k }) => Some(k),
+        _ => None,
+    }) {
+        if let std::collections::btree_map::Entry::Vacant(slot) = values.entry(k) {
+            ret_values.push(k);
             slot.insert(u32::try_from(ret_values.len()).unwrap_or(u32::MAX));
         }
     }
     if ret_values.len() > RET_K_CODES {
         return Err(KernelError::TooManyReturnValues { distinct: ret_values.len(), max: RET_K_CODES });
     }
-    let has_ret_a = filter.iter().any(|i| i.code == RET_A);
+    let has_ret_a = filter.iter().any(|i| i.op() == Some(Op::RetA));
     let tail_len = if has_ret_a { 4 } else { 0 };
     let total = PROLOGUE_LEN + filter.len() + tail_len;
     if total > MAX_INSNS {
@@ -235,12 +238,12 @@ pub(crate) fn rewrite(filter: &[Insn], ips: StubIps, shift: u32) -> Result<Rewri
     insns.push(Insn::stmt(LD_IMM, 0));
     let tail_start = PROLOGUE_LEN + filter.len();
     for (pc, insn) in filter.iter().enumerate() {
-        let new = match insn.code {
-            RET_K => {
-                let code = values.get(&insn.k).copied().unwrap_or(0);
+        let new = match insn.op() {
+            Some(Op::RetK { k }) => {
+                let code = values.get(&k).copied().unwrap_or(0);
                 Insn::stmt(RET_K, SECCOMP_RET_ERRNO | code)
             }
-            RET_A => {
+            Some(Op::RetA) => {
                 let here = PROLOGUE_LEN + pc;
                 Insn::stmt(JMP_JA, (tail_start - here - 1) as u32)
             }

@@ -80,9 +80,8 @@ fn image(insn: Insn, n: usize) -> String {
         Some(Op::Txa) => ("txa", String::new()),
         Some(Op::LdxAbsSeccomp { .. }) | None => ("unimp", format!("0x{:x}", insn.code)),
     };
-    // From the raw class, as bpf_image() does: an unknown code of class JMP
-    // still prints its targets.
-    let is_cond_jump = insn.class() == BPF_JMP && insn.code & 0xf0 != BPF_JA;
+    // As bpf_image() does, an unknown code of class JMP still prints its targets.
+    let is_cond_jump = insn.has_jump_targets();
     if is_cond_jump {
         format!(
             "({n:03}) {op:<8} {operand:<16} jt {}\tjf {}",

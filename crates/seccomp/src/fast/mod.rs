@@ -451,7 +451,8 @@ impl FastFilter {
         }
         // A filter that never loads `seccomp_data.arch` answers the same for
         // every arch: one table serves them all (instead of the whole filter).
-        let reads_arch = program.insns().iter().any(|i| i.code == cbpf::opcode::LDX_W_ABS && i.k == OFFSET_ARCH);
+        let reads_arch =
+            program.insns().iter().any(|i| matches!(i.op(), Some(cbpf::Op::LdxAbsSeccomp { k }) if k == OFFSET_ARCH));
         let any_arch = (!reads_arch).then(|| table_for(None, &mut stats, &tables));
         stats.residual_programs = residuals.list.len();
         stats.residual_insns = residuals.list.iter().map(|r| r.program.len()).sum();

@@ -597,9 +597,9 @@ impl Specializer {
         for &pc in &self.visited {
             if let Some(Emit::Fall(insn)) = self.emit.get(usize::from(pc)) {
                 let slot = 1u32.checked_shl(insn.k).unwrap_or(0);
-                match insn.code {
-                    ST | STX => stored |= slot,
-                    LD_MEM | LDX_MEM => loaded |= slot,
+                match insn.op() {
+                    Some(Op::St { .. } | Op::Stx { .. }) => stored |= slot,
+                    Some(Op::LdMem { .. } | Op::LdxMem { .. }) => loaded |= slot,
                     _ => {}
                 }
             }
