@@ -2,31 +2,10 @@
 //! The command-line contract of FORMATS.md §1: exit codes, `-` for stdin and
 //! stdout, one-line `error: ...` messages naming where.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bpfconv");
-const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
-
-fn run(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{filter, run, stderr, stdout, FILTERS};
 
 /// Asserts a rejection: exit 1, exactly one stderr line starting `error: ` and containing `needle`.
 fn assert_rejected(o: &Output, needle: &str) {
@@ -35,10 +14,6 @@ fn assert_rejected(o: &Output, needle: &str) {
     assert_eq!(err.lines().count(), 1, "one-line error expected: {err}");
     assert!(err.starts_with("error: "), "{err}");
     assert!(err.contains(needle), "`{needle}` not in: {err}");
-}
-
-fn filter(name: &str) -> String {
-    format!("{FILTERS}/{name}")
 }
 
 #[test]
