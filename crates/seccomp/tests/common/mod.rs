@@ -4,6 +4,8 @@
 
 use cbpf::{raw, validate, Mode, Program};
 
+pub mod gen;
+
 /// testdata/filters.
 pub fn dir() -> String {
     format!("{}/../../testdata/filters", env!("CARGO_MANIFEST_DIR"))
