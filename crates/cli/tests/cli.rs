@@ -109,22 +109,18 @@ fn convert_writes_the_kernels_bytes() {
 #[test]
 fn run_checks_vectors_on_every_in_process_engine() {
     for engine in ["cbpf", "ebpf", "rbpf", "rbpf-jit", "rbpf-cranelift", "fast"] {
-        let o = run(
-            &[
-                "run",
-                "--engine",
-                engine,
-                &filter("seed_slow.bpf"),
-                "--vectors",
-                &filter("seed_slow.vectors.jsonl"),
-                "--check",
-            ],
-            b"",
-        );
-        assert_eq!(o.status.code(), Some(0), "{engine}: {}", stderr(&o));
-        let last = stdout(&o).lines().last().unwrap_or_default().to_string();
-        assert!(last.ends_with("passed, 0 failed"), "{engine}: {last}");
+        assert_seed_slow_vectors_pass(engine);
     }
+}
+
+/// `run --engine ENGINE seed_slow.bpf --vectors seed_slow.vectors.jsonl
+/// --check` exits 0 and its summary reports no failure.
+fn assert_seed_slow_vectors_pass(engine: &str) {
+    let vectors = filter("seed_slow.vectors.jsonl");
+    let o = run(&["run", "--engine", engine, &filter("seed_slow.bpf"), "--vectors", &vectors, "--check"], b"");
+    assert_eq!(o.status.code(), Some(0), "{engine}: {}", stderr(&o));
+    let last = stdout(&o).lines().last().unwrap_or_default().to_string();
+    assert!(last.ends_with("passed, 0 failed"), "{engine}: {last}");
 }
 
 #[test]
@@ -233,21 +229,7 @@ fn kernel_engine_checks_vectors_against_the_running_kernel() {
         eprintln!("SKIPPED: kernel engine: seccomp is not available here: {e}");
         return;
     }
-    let o = run(
-        &[
-            "run",
-            "--engine",
-            "kernel",
-            &filter("seed_slow.bpf"),
-            "--vectors",
-            &filter("seed_slow.vectors.jsonl"),
-            "--check",
-        ],
-        b"",
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let last = stdout(&o).lines().last().unwrap_or_default().to_string();
-    assert!(last.ends_with("passed, 0 failed"), "{last}");
+    assert_seed_slow_vectors_pass("kernel");
     let o = run(&["run", "--engine", "kernel", &filter("seed_fast.bpf"), "--nr", "getppid"], b"");
     assert_eq!(stdout(&o).trim(), "ALLOW (0x7fff0000)", "{}", stderr(&o));
 }

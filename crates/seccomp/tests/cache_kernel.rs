@@ -5,7 +5,7 @@
 //! libseccomp filters of testdata/filters.
 
 use cbpf::opcode::*;
-use cbpf::{raw, validate, Insn, Mode};
+use cbpf::{validate, Insn, Mode};
 use seccomp::analysis::{analyze, ActionResult};
 use seccomp::cache::{
     chain_cache_allow, kernel_cache_allow, seccomp_is_const_allow, ActionCache, CacheBitmap, CacheConfig,
@@ -200,11 +200,8 @@ fn chains_and_lookup() {
     assert!(full.allowed().is_empty());
 }
 
-fn load(name: &str) -> cbpf::Program {
-    let path = format!("{}/../../testdata/filters/{name}.bpf", env!("CARGO_MANIFEST_DIR"));
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    validate(&raw::decode(&bytes).unwrap(), Mode::Seccomp).unwrap()
-}
+mod common;
+use common::load;
 
 const FILTERS: [&str; 12] = [
     "allow306_default",
