@@ -26,7 +26,7 @@ use std::path::Path;
 use cbpf::{validate, Insn, Interp, Mode};
 
 mod common;
-use common::filetest::{diff, files};
+use common::filetest::{self, diff, files};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/chains");
 const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
@@ -92,11 +92,7 @@ fn parse(text: &str) -> Result<ChainTest, String> {
         if let Some(comment) = line.strip_prefix(';') {
             let comment = comment.trim();
             if let Some(m) = comment.strip_prefix("mode:") {
-                mode = Some(match m.trim() {
-                    "seccomp" => Mode::Seccomp,
-                    "socket" => Mode::Socket,
-                    other => return Err(format!("unknown mode {other:?}")),
-                });
+                mode = Some(filetest::mode(m).ok_or_else(|| format!("unknown mode {:?}", m.trim()))?);
             } else if let Some(name) = comment.strip_prefix("filter:") {
                 let path = Path::new(FILTERS).join(format!("{}.bpf", name.trim()));
                 insns.extend(raw(&std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?));

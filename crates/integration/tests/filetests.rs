@@ -25,7 +25,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
-use common::filetest::{diff, files};
+use common::filetest::{self, diff, files};
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -140,11 +140,7 @@ fn parse_file(text: &str) -> Result<FileTest, String> {
         if let Some(directive) = trimmed.strip_prefix(';') {
             let directive = directive.trim();
             if let Some(m) = directive.strip_prefix("mode:") {
-                mode = Some(match m.trim() {
-                    "seccomp" => Mode::Seccomp,
-                    "socket" => Mode::Socket,
-                    other => return Err(format!("line {lineno}: unknown mode {other:?}")),
-                });
+                mode = Some(filetest::mode(m).ok_or_else(|| format!("line {lineno}: unknown mode {:?}", m.trim()))?);
             } else if let Some(o) = directive.strip_prefix("options:") {
                 for opt in o.split_whitespace() {
                     match opt {

@@ -4,6 +4,8 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use cbpf::Mode;
+
 /// The `.txt` files of `dir`, sorted.
 pub fn files(dir: &str) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -38,4 +40,13 @@ pub fn diff(want: &str, got: &str) -> String {
         }
     }
     out
+}
+
+/// The mode a `; mode: NAME` directive names.
+pub fn mode(name: &str) -> Option<Mode> {
+    match name.trim() {
+        "seccomp" => Some(Mode::Seccomp),
+        "socket" => Some(Mode::Socket),
+        _ => None,
+    }
 }
