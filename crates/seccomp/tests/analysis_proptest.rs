@@ -13,8 +13,7 @@ use seccomp::analysis::{analyze, explain, ActionResult, Cond, Field, Operand, Re
 mod common;
 use common::gen::Gen;
 
-const X86_64: u32 = 0xc000_003e;
-const I386: u32 = 0x4000_0003;
+use seccomp::arch::{AUDIT_ARCH_I386 as I386, AUDIT_ARCH_X86_64 as X86_64};
 
 /// Values likely to make comparisons come out both ways.
 fn interesting() -> impl Strategy<Value = u32> {

@@ -14,7 +14,7 @@ use seccomp::cache::{
 
 const ALLOW: u32 = SECCOMP_RET_ALLOW;
 const KILL: u32 = 0;
-const LOG: u32 = 0x7ffc_0000;
+use seccomp::action::SECCOMP_RET_LOG as LOG;
 const AARCH64: u32 = 0xc000_00b7;
 /// A bitmap size covering 335/336 and everything libseccomp compares.
 const NR_COUNT: u32 = 470;

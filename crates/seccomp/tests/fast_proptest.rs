@@ -15,8 +15,7 @@ use seccomp::fast::{FastChain, FastFilter};
 mod common;
 use common::gen::Gen;
 
-const X86_64: u32 = 0xc000_003e;
-const I386: u32 = 0x4000_0003;
+use seccomp::arch::{AUDIT_ARCH_I386 as I386, AUDIT_ARCH_X86_64 as X86_64};
 const AARCH64: u32 = 0xc000_00b7;
 
 /// Constants likely to make comparisons go both ways.
