@@ -12,12 +12,9 @@ const S390X: u32 = 0x8000_0016;
 const ERRNO1: u32 = 0x0005_0001;
 const KILL: u32 = 0;
 
-fn s(code: u16, k: u32) -> Insn {
-    Insn::stmt(code, k)
-}
-fn j(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
-    Insn::jump(code, k, jt, jf)
-}
+mod common;
+use common::{j, s};
+
 fn prog(insns: &[Insn]) -> Program {
     validate(insns, Mode::Seccomp).unwrap_or_else(|e| panic!("{e}"))
 }
