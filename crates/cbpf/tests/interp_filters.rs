@@ -2,22 +2,13 @@
 //! libseccomp-generated filters (testdata/filters) with kernel-checked test
 //! vectors, run on the classic interpreter in seccomp mode.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cbpf::{raw, validate, Interp, Mode, SeccompData};
 use serde_json::Value;
 
-const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
-
-fn filters() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(FILTERS)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "bpf"))
-        .collect();
-    v.sort();
-    v
-}
+mod common;
+use common::{filters, FILTERS};
 
 fn vector(line: &str) -> (SeccompData, u32) {
     let v: Value = serde_json::from_str(line).unwrap();

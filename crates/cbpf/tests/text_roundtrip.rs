@@ -6,8 +6,8 @@
 use cbpf::text::{detect, parse, print_asm, print_c, print_ddd, print_ddd_line, Format};
 use cbpf::{raw, validate, Insn, Mode};
 
-const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
-const CLASSIC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/test_bpf/classic.json");
+mod common;
+use common::{classic_insns, classic_tests, filters, FILTERS};
 
 type Printer = fn(&[Insn]) -> String;
 
@@ -49,12 +49,7 @@ fn round_trip_failures(name: &str, insns: &[Insn]) -> Vec<String> {
 
 #[test]
 fn every_test_filter_round_trips_through_every_syntax() {
-    let mut names: Vec<_> = std::fs::read_dir(FILTERS)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "bpf"))
-        .collect();
-    names.sort();
+    let names = filters();
     assert!(names.len() >= 10, "expected the test filters, found {}", names.len());
     let mut failures = Vec::new();
     for path in &names {
@@ -70,21 +65,12 @@ fn every_test_filter_round_trips_through_every_syntax() {
 
 #[test]
 fn every_valid_classic_test_bpf_program_round_trips() {
-    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(CLASSIC).unwrap()).unwrap();
-    let tests = json["tests"].as_array().unwrap();
+    let tests = classic_tests();
     let mut checked = 0;
     let mut failures = Vec::new();
-    for t in tests {
+    for t in &tests {
         let name = t["name"].as_str().unwrap();
-        let insns: Vec<Insn> = t["insns"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| {
-                let f: Vec<u64> = i.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
-                Insn::jump(f[0] as u16, f[3] as u32, f[1] as u8, f[2] as u8)
-            })
-            .collect();
+        let insns = classic_insns(t);
         // Invalid programs must round-trip too (through `.raw` where needed);
         // the contract is only promised for valid ones, so count those.
         if validate(&insns, Mode::Socket).is_ok() {

@@ -5,9 +5,9 @@
 
 use cbpf::opcode::*;
 use cbpf::{validate, Insn, Mode, Pc, ValidateError};
-use serde_json::Value;
 
-const CLASSIC: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/test_bpf/classic.json"));
+mod common;
+use common::{classic_insns, classic_tests};
 
 /// The classic tests that also pass `seccomp_check_filter()`: no packet
 /// loads other than `ld [k]` with `k < 64`, `k % 4 == 0`, no `mod`, no MSH.
@@ -38,23 +38,9 @@ const SECCOMP_ACCEPTED: [&str; 21] = [
 ];
 
 fn tests() -> Vec<(String, bool, Vec<Insn>)> {
-    let doc: Value = serde_json::from_str(CLASSIC).unwrap();
-    doc["tests"]
-        .as_array()
-        .unwrap()
+    classic_tests()
         .iter()
-        .map(|t| {
-            let insns = t["insns"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|i| {
-                    let f: Vec<u64> = i.as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
-                    Insn::jump(f[0] as u16, f[3] as u32, f[1] as u8, f[2] as u8)
-                })
-                .collect();
-            (t["name"].as_str().unwrap().to_owned(), t["expected_fail"].as_bool().unwrap(), insns)
-        })
+        .map(|t| (t["name"].as_str().unwrap().to_owned(), t["expected_fail"].as_bool().unwrap(), classic_insns(t)))
         .collect()
 }
 

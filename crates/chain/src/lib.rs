@@ -387,14 +387,7 @@ impl<E: Record> Table<E> {
         hit: impl FnOnce(&'a E) -> T,
         miss: impl FnOnce() -> T,
     ) -> T {
-        if let Some(window) = self.window::<N>(from) {
-            for e in window {
-                if e.test().hits(x) {
-                    return hit(e);
-                }
-            }
-        }
-        miss()
+        self.scan_window_by::<N, T>(from, |t| t.hits(x), hit, miss)
     }
 
     /// [`Table::scan_window`] for windows of range tests (full mask, or
@@ -407,10 +400,22 @@ impl<E: Record> Table<E> {
         hit: impl FnOnce(&'a E) -> T,
         miss: impl FnOnce() -> T,
     ) -> T {
+        self.scan_window_by::<N, T>(from, |t| x.wrapping_sub(t.lo) <= t.span, hit, miss)
+    }
+
+    /// The scan of [`Table::scan_window`] with the test given: `hit` of the
+    /// record of the first of the `N` tests from `from` that `hits`.
+    #[inline(always)]
+    fn scan_window_by<'a, const N: usize, T>(
+        &'a self,
+        from: usize,
+        hits: impl Fn(ExitTest) -> bool,
+        hit: impl FnOnce(&'a E) -> T,
+        miss: impl FnOnce() -> T,
+    ) -> T {
         if let Some(window) = self.window::<N>(from) {
             for e in window {
-                let t = e.test();
-                if x.wrapping_sub(t.lo) <= t.span {
+                if hits(e.test()) {
                     return hit(e);
                 }
             }

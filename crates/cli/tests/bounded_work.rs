@@ -22,7 +22,8 @@ use std::process::{Command, Stdio};
 
 use fuzz_replay::blowup::{self, Shape};
 
-const BIN: &str = env!("CARGO_BIN_EXE_bpfconv");
+mod common;
+use common::BIN;
 
 /// Address-space limit for each child.
 const AS_LIMIT: u64 = 512 << 20;

@@ -2,21 +2,13 @@
 //! Issue 13 finding 8: `check` rejects what the kernel's attach-time
 //! conversion (`bpf_convert_filter`) rejects.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bpfconv");
+mod common;
+use common::run;
 
 fn check(mode: &str, raw: &[u8]) -> Output {
-    let mut child = Command::new(BIN)
-        .args(["check", "--mode", mode, "--from", "raw", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(raw).unwrap();
-    child.wait_with_output().unwrap()
+    run(&["check", "--mode", mode, "--from", "raw", "-"], raw)
 }
 
 /// `ja +n`, `n` × `ld [14]`, `ret #0` as raw sock_filter bytes.

@@ -2,31 +2,10 @@
 //! The command-line contract of FORMATS.md §1: exit codes, `-` for stdin and
 //! stdout, one-line `error: ...` messages naming where.
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-const BIN: &str = env!("CARGO_BIN_EXE_bpfconv");
-const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
-
-fn run(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+mod common;
+use common::{filter, run, stderr, stdout, FILTERS};
 
 /// Asserts a rejection: exit 1, exactly one stderr line starting `error: ` and containing `needle`.
 fn assert_rejected(o: &Output, needle: &str) {
@@ -35,10 +14,6 @@ fn assert_rejected(o: &Output, needle: &str) {
     assert_eq!(err.lines().count(), 1, "one-line error expected: {err}");
     assert!(err.starts_with("error: "), "{err}");
     assert!(err.contains(needle), "`{needle}` not in: {err}");
-}
-
-fn filter(name: &str) -> String {
-    format!("{FILTERS}/{name}")
 }
 
 #[test]
@@ -134,22 +109,18 @@ fn convert_writes_the_kernels_bytes() {
 #[test]
 fn run_checks_vectors_on_every_in_process_engine() {
     for engine in ["cbpf", "ebpf", "rbpf", "rbpf-jit", "rbpf-cranelift", "fast"] {
-        let o = run(
-            &[
-                "run",
-                "--engine",
-                engine,
-                &filter("seed_slow.bpf"),
-                "--vectors",
-                &filter("seed_slow.vectors.jsonl"),
-                "--check",
-            ],
-            b"",
-        );
-        assert_eq!(o.status.code(), Some(0), "{engine}: {}", stderr(&o));
-        let last = stdout(&o).lines().last().unwrap_or_default().to_string();
-        assert!(last.ends_with("passed, 0 failed"), "{engine}: {last}");
+        assert_seed_slow_vectors_pass(engine);
     }
+}
+
+/// `run --engine ENGINE seed_slow.bpf --vectors seed_slow.vectors.jsonl
+/// --check` exits 0 and its summary reports no failure.
+fn assert_seed_slow_vectors_pass(engine: &str) {
+    let vectors = filter("seed_slow.vectors.jsonl");
+    let o = run(&["run", "--engine", engine, &filter("seed_slow.bpf"), "--vectors", &vectors, "--check"], b"");
+    assert_eq!(o.status.code(), Some(0), "{engine}: {}", stderr(&o));
+    let last = stdout(&o).lines().last().unwrap_or_default().to_string();
+    assert!(last.ends_with("passed, 0 failed"), "{engine}: {last}");
 }
 
 #[test]
@@ -258,21 +229,7 @@ fn kernel_engine_checks_vectors_against_the_running_kernel() {
         eprintln!("SKIPPED: kernel engine: seccomp is not available here: {e}");
         return;
     }
-    let o = run(
-        &[
-            "run",
-            "--engine",
-            "kernel",
-            &filter("seed_slow.bpf"),
-            "--vectors",
-            &filter("seed_slow.vectors.jsonl"),
-            "--check",
-        ],
-        b"",
-    );
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let last = stdout(&o).lines().last().unwrap_or_default().to_string();
-    assert!(last.ends_with("passed, 0 failed"), "{last}");
+    assert_seed_slow_vectors_pass("kernel");
     let o = run(&["run", "--engine", "kernel", &filter("seed_fast.bpf"), "--nr", "getppid"], b"");
     assert_eq!(stdout(&o).trim(), "ALLOW (0x7fff0000)", "{}", stderr(&o));
 }

@@ -3,29 +3,14 @@
 //! and exit 1, never a panic; `-o` replaces its target atomically.
 
 use std::fs::File;
-use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_bpfconv");
-const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
-
-fn filter(name: &str) -> String {
-    format!("{FILTERS}/{name}")
-}
+mod common;
+use common::{filter, run, run_into, BIN};
 
 /// Runs with stdout on /dev/full.
 fn into_full(args: &[&str], stdin: &[u8]) -> Output {
-    let full = File::options().write(true).open("/dev/full").unwrap();
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::from(full))
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The child may exit before reading stdin: a broken pipe here is fine.
-    let _ = child.stdin.take().unwrap().write_all(stdin);
-    child.wait_with_output().unwrap()
+    run_into(args, stdin, Stdio::from(File::options().write(true).open("/dev/full").unwrap()))
 }
 
 #[test]
@@ -92,18 +77,6 @@ fn dash_o_into_a_missing_directory_fails_cleanly() {
     assert!(err.starts_with("error: writing /nonexistent-dir-bpfconv/x.bin"), "{err}");
 }
 
-fn run_with(args: &[&str], stdin: &[u8]) -> Output {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let _ = child.stdin.take().unwrap().write_all(stdin);
-    child.wait_with_output().unwrap()
-}
-
 #[test]
 fn zero_vectors_is_a_failure() {
     let bpf = filter("allow306_default.bpf");
@@ -115,12 +88,12 @@ fn zero_vectors_is_a_failure() {
         (vec!["run", &bpf, "--vectors", "-", "--check"], &b""[..]),
         (vec!["run", &bpf, "--vectors", "-"], &b""[..]),
     ] {
-        let o = run_with(&args, stdin);
+        let o = run(&args, stdin);
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.starts_with("error: ") && err.contains("no vectors"), "{err}");
     }
-    let o = run_with(&["run", "-", "--vectors", "-", "--check"], &std::fs::read(&bpf).unwrap());
+    let o = run(&["run", "-", "--vectors", "-", "--check"], &std::fs::read(&bpf).unwrap());
     assert_eq!(o.status.code(), Some(2), "{}", String::from_utf8_lossy(&o.stderr));
 }
 
@@ -131,12 +104,12 @@ fn vectors_skip_a_bom_and_refuse_a_huge_line() {
     let mut bom = b"\xef\xbb\xbf".to_vec();
     bom.extend_from_slice(line.as_bytes());
     bom.push(b'\n');
-    let o = run_with(&["run", &bpf, "--vectors", "-"], &bom);
+    let o = run(&["run", &bpf, "--vectors", "-"], &bom);
     assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
     let mut huge = format!("{line}\n").into_bytes();
     huge.extend(std::iter::repeat_n(b' ', 2 << 20));
     huge.push(b'\n');
-    let o = run_with(&["run", &bpf, "--vectors", "-"], &huge);
+    let o = run(&["run", &bpf, "--vectors", "-"], &huge);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("line 2") && err.contains("longer than"), "{err}");

@@ -182,80 +182,64 @@ impl AluOp {
     }
 }
 
-impl AluOp {
-    /// `dst op src` on 64 bits, as `___bpf_prog_run()` computes it for
-    /// `BPF_ALU64`. Shift amounts are masked to 63 (RFC 9669; the kernel
-    /// masks the X form and its verifier keeps K in range); division and
-    /// modulo by zero follow `do_misc_fixups()`: `x / 0 = 0`, `x % 0 = x`.
-    #[inline(always)]
-    pub fn eval64(self, dst: u64, src: u64) -> u64 {
-        match self {
-            AluOp::Add => dst.wrapping_add(src),
-            AluOp::Sub => dst.wrapping_sub(src),
-            AluOp::And => dst & src,
-            AluOp::Or => dst | src,
-            AluOp::Lsh => dst.wrapping_shl(src as u32),
-            AluOp::Rsh => dst.wrapping_shr(src as u32),
-            AluOp::Xor => dst ^ src,
-            AluOp::Mul => dst.wrapping_mul(src),
-            AluOp::Mov => src,
-            AluOp::Arsh => (dst as i64).wrapping_shr(src as u32) as u64,
-            AluOp::Div => dst.checked_div(src).unwrap_or(0),
-            AluOp::SDiv => {
-                let v = src as i64;
-                if v == 0 {
-                    0
-                } else {
-                    (dst as i64).wrapping_div(v) as u64
+/// `AluOp::$name`: `dst op src` on `$u` as `___bpf_prog_run()` computes it,
+/// signed forms through `$s`; shift amounts wrap at the width (the caller's
+/// load masked them); division and modulo by zero follow `do_misc_fixups()`:
+/// `x / 0 = 0`, `x % 0 = x`. One body for both widths.
+macro_rules! alu_eval {
+    ($(#[$doc:meta])* $name:ident: $u:ty, $s:ty) => {
+        $(#[$doc])*
+        #[inline(always)]
+        #[allow(clippy::unnecessary_cast)] // `src as u32` is a no-op at 32 bits.
+        pub fn $name(self, dst: $u, src: $u) -> $u {
+            match self {
+                AluOp::Add => dst.wrapping_add(src),
+                AluOp::Sub => dst.wrapping_sub(src),
+                AluOp::And => dst & src,
+                AluOp::Or => dst | src,
+                AluOp::Lsh => dst.wrapping_shl(src as u32),
+                AluOp::Rsh => dst.wrapping_shr(src as u32),
+                AluOp::Xor => dst ^ src,
+                AluOp::Mul => dst.wrapping_mul(src),
+                AluOp::Mov => src,
+                AluOp::Arsh => (dst as $s).wrapping_shr(src as u32) as $u,
+                AluOp::Div => dst.checked_div(src).unwrap_or(0),
+                AluOp::SDiv => {
+                    let v = src as $s;
+                    if v == 0 {
+                        0
+                    } else {
+                        (dst as $s).wrapping_div(v) as $u
+                    }
                 }
-            }
-            AluOp::Mod => dst.checked_rem(src).unwrap_or(dst),
-            AluOp::SMod => {
-                let v = src as i64;
-                if v == 0 {
-                    dst
-                } else {
-                    (dst as i64).wrapping_rem(v) as u64
+                AluOp::Mod => dst.checked_rem(src).unwrap_or(dst),
+                AluOp::SMod => {
+                    let v = src as $s;
+                    if v == 0 {
+                        dst
+                    } else {
+                        (dst as $s).wrapping_rem(v) as $u
+                    }
                 }
             }
         }
+    };
+}
+
+impl AluOp {
+    alu_eval! {
+        /// `dst op src` on 64 bits, as `___bpf_prog_run()` computes it for
+        /// `BPF_ALU64`. Shift amounts are masked to 63 (RFC 9669; the kernel
+        /// masks the X form and its verifier keeps K in range); division and
+        /// modulo by zero follow `do_misc_fixups()`: `x / 0 = 0`, `x % 0 = x`.
+        eval64: u64, i64
     }
 
-    /// `dst op src` on the low 32 bits, as `___bpf_prog_run()` computes it
-    /// for `BPF_ALU` (the caller zero-extends); same conventions as
-    /// [`AluOp::eval64`], shifts masked to 31.
-    #[inline(always)]
-    pub fn eval32(self, dst: u32, src: u32) -> u32 {
-        match self {
-            AluOp::Add => dst.wrapping_add(src),
-            AluOp::Sub => dst.wrapping_sub(src),
-            AluOp::And => dst & src,
-            AluOp::Or => dst | src,
-            AluOp::Lsh => dst.wrapping_shl(src),
-            AluOp::Rsh => dst.wrapping_shr(src),
-            AluOp::Xor => dst ^ src,
-            AluOp::Mul => dst.wrapping_mul(src),
-            AluOp::Mov => src,
-            AluOp::Arsh => (dst as i32).wrapping_shr(src) as u32,
-            AluOp::Div => dst.checked_div(src).unwrap_or(0),
-            AluOp::SDiv => {
-                let v = src as i32;
-                if v == 0 {
-                    0
-                } else {
-                    (dst as i32).wrapping_div(v) as u32
-                }
-            }
-            AluOp::Mod => dst.checked_rem(src).unwrap_or(dst),
-            AluOp::SMod => {
-                let v = src as i32;
-                if v == 0 {
-                    dst
-                } else {
-                    (dst as i32).wrapping_rem(v) as u32
-                }
-            }
-        }
+    alu_eval! {
+        /// `dst op src` on the low 32 bits, as `___bpf_prog_run()` computes it
+        /// for `BPF_ALU` (the caller zero-extends); same conventions as
+        /// [`AluOp::eval64`], shifts masked to 31.
+        eval32: u32, i32
     }
 
     /// [`AluOp::eval32`] or [`AluOp::eval64`] on 64-bit register values;
@@ -313,42 +297,40 @@ impl JmpCond {
     }
 }
 
-impl JmpCond {
-    /// Whether the jump is taken for 64-bit operands (`COND_JMP` in
-    /// `___bpf_prog_run()`, class `BPF_JMP`).
-    #[inline(always)]
-    pub fn eval64(self, x: u64, y: u64) -> bool {
-        match self {
-            JmpCond::Eq => x == y,
-            JmpCond::Ne => x != y,
-            JmpCond::Gt => x > y,
-            JmpCond::Lt => x < y,
-            JmpCond::Ge => x >= y,
-            JmpCond::Le => x <= y,
-            JmpCond::Sgt => (x as i64) > (y as i64),
-            JmpCond::Slt => (x as i64) < (y as i64),
-            JmpCond::Sge => (x as i64) >= (y as i64),
-            JmpCond::Sle => (x as i64) <= (y as i64),
-            JmpCond::Set => x & y != 0,
+/// `JmpCond::$name`: whether the jump is taken for operands of `$u`,
+/// signed conditions through `$s`. One body for both widths.
+macro_rules! jmp_eval {
+    ($(#[$doc:meta])* $name:ident: $u:ty, $s:ty) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name(self, x: $u, y: $u) -> bool {
+            match self {
+                JmpCond::Eq => x == y,
+                JmpCond::Ne => x != y,
+                JmpCond::Gt => x > y,
+                JmpCond::Lt => x < y,
+                JmpCond::Ge => x >= y,
+                JmpCond::Le => x <= y,
+                JmpCond::Sgt => (x as $s) > (y as $s),
+                JmpCond::Slt => (x as $s) < (y as $s),
+                JmpCond::Sge => (x as $s) >= (y as $s),
+                JmpCond::Sle => (x as $s) <= (y as $s),
+                JmpCond::Set => x & y != 0,
+            }
         }
+    };
+}
+
+impl JmpCond {
+    jmp_eval! {
+        /// Whether the jump is taken for 64-bit operands (`COND_JMP` in
+        /// `___bpf_prog_run()`, class `BPF_JMP`).
+        eval64: u64, i64
     }
 
-    /// Whether the jump is taken for 32-bit operands (class `BPF_JMP32`).
-    #[inline(always)]
-    pub fn eval32(self, x: u32, y: u32) -> bool {
-        match self {
-            JmpCond::Eq => x == y,
-            JmpCond::Ne => x != y,
-            JmpCond::Gt => x > y,
-            JmpCond::Lt => x < y,
-            JmpCond::Ge => x >= y,
-            JmpCond::Le => x <= y,
-            JmpCond::Sgt => (x as i32) > (y as i32),
-            JmpCond::Slt => (x as i32) < (y as i32),
-            JmpCond::Sge => (x as i32) >= (y as i32),
-            JmpCond::Sle => (x as i32) <= (y as i32),
-            JmpCond::Set => x & y != 0,
-        }
+    jmp_eval! {
+        /// Whether the jump is taken for 32-bit operands (class `BPF_JMP32`).
+        eval32: u32, i32
     }
 
     /// [`JmpCond::eval32`] (low halves) or [`JmpCond::eval64`].

@@ -1519,6 +1519,22 @@ mod tests {
         w.iter().flat_map(|&v| [(v, 0), (v, 1)]).collect()
     }
 
+    /// [`differences`] of `body` entered (through [`head`]) at each of
+    /// `starts`, on the words around `consts`; with two or more entries, a
+    /// program without a `kind` op is a failure too (`what` names it).
+    fn from_every_entry(starts: &[usize], body: &[Insn], consts: &[u32], kind: Kind, what: &str) -> Vec<String> {
+        let n = starts.len();
+        let mut failures = Vec::new();
+        for (entry, &start) in starts.iter().enumerate() {
+            let p = head(start, body);
+            if n >= 2 && count(&p, kind) == 0 {
+                failures.push(format!("n {n}: no {what} op"));
+            }
+            failures.extend(differences(&format!("n {n} entry {entry}"), &p, &words(consts)));
+        }
+        failures
+    }
+
     /// `==` chains of 1 to 20 compares (`if r0 == K` and, every third,
     /// `w2 = K; if r0 == r2` with K >= 2^31; every fifth jumping through a
     /// `ja`), entered at the top and, through the `if X != 0` jump, at
@@ -1553,13 +1569,7 @@ mod tests {
                 body.extend([i(0x05, 0, 0, 0, 0), i(0xb4, 0, 0, 0, k as i32 + 1), i(0x95, 0, 0, 0, 0)]);
             }
             let consts: Vec<u32> = (0..n).map(value).collect();
-            for (entry, &start) in starts.iter().enumerate() {
-                let p = head(start, &body);
-                if n >= 2 && count(&p, Kind::Chain) == 0 {
-                    failures.push(format!("n {n}: no chain op"));
-                }
-                failures.extend(differences(&format!("n {n} entry {entry}"), &p, &words(&consts)));
-            }
+            failures.extend(from_every_entry(&starts, &body, &consts, Kind::Chain, "chain"));
         }
         assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     }
@@ -1593,13 +1603,7 @@ mod tests {
             }
             body.extend([i(0xb4, 0, 0, 0, 0), i(0x95, 0, 0, 0, 0)]);
             let consts: Vec<u32> = (0..n).map(value).collect();
-            for (entry, &start) in starts.iter().enumerate() {
-                let p = head(start, &body);
-                if n >= 2 && count(&p, Kind::LdChain) == 0 {
-                    failures.push(format!("n {n}: no ladder op"));
-                }
-                failures.extend(differences(&format!("n {n} entry {entry}"), &p, &words(&consts)));
-            }
+            failures.extend(from_every_entry(&starts, &body, &consts, Kind::LdChain, "ladder"));
         }
         assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     }

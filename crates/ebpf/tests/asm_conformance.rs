@@ -2,27 +2,12 @@
 //! The assembler, disassembler and `.data` parser over every file of
 //! testdata/bpf_conformance (tests/ and negative/).
 
-use std::path::{Path, PathBuf};
-
 use ebpf::asm::assemble;
 use ebpf::conformance::{parse, ConformanceError, Expected};
 use ebpf::disasm::disassemble;
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/bpf_conformance");
-
-fn data_files(sub: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(Path::new(DIR).join(sub))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "data"))
-        .collect();
-    files.sort();
-    files
-}
-
-fn name(path: &Path) -> String {
-    path.file_stem().unwrap().to_string_lossy().into_owned()
-}
+mod common;
+use common::{data_files, name};
 
 /// Every conformance test parses, assembles, matches its `-- raw` section,
 /// and survives disassemble -> assemble unchanged.

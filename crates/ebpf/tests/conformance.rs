@@ -4,26 +4,13 @@
 //! writable copy), `r2` = their length, helper 5 registered, the whole
 //! 64-bit `r0` compared with `-- result`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use ebpf::conformance::{parse, Expected};
 use ebpf::{Helpers, Input, LoadOptions, Program, Vm};
 
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/bpf_conformance");
-
-fn data_files(sub: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(Path::new(DIR).join(sub))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "data"))
-        .collect();
-    files.sort();
-    files
-}
-
-fn name(path: &Path) -> String {
-    path.file_stem().unwrap().to_string_lossy().into_owned()
-}
+mod common;
+use common::{data_files, name, DIR};
 
 /// Assembles, loads and runs one file; `Ok(r0)` or a description of the failure.
 fn run_file(path: &Path, opts: &LoadOptions) -> Result<(u64, Expected), String> {

@@ -27,6 +27,16 @@ fn fail(what: fmt::Arguments<'_>) -> ! {
     panic!("property violated: {what}")
 }
 
+/// The classic interpreter's action on `data`: a refusal is a finding, the
+/// programs the targets run are valid seccomp filters.
+#[track_caller]
+fn classic_seccomp(interp: &Interp, data: &[u8; 64]) -> u32 {
+    match interp.run_seccomp(data) {
+        Ok(v) => v,
+        Err(e) => fail(format_args!("classic interpreter refused a seccomp run: {e}")),
+    }
+}
+
 /// Step budget for runs of arbitrary eBPF: small enough that a loop costs
 /// microseconds, large enough for every straight-line program the fuzzer
 /// writes (libFuzzer's default `-max_len` of 4096 bytes is 512 slots).
@@ -368,10 +378,7 @@ pub fn analysis_sound(data: &[u8]) {
             let (nr_word, arch_word) = head.split_at_mut(4);
             nr_word.copy_from_slice(&nr.to_ne_bytes());
             arch_word.copy_from_slice(&arch.to_ne_bytes());
-            let got = match interp.run_seccomp(&d) {
-                Ok(v) => v,
-                Err(e) => fail(format_args!("classic interpreter refused a seccomp run: {e}")),
-            };
+            let got = classic_seccomp(&interp, &d);
             match &result {
                 ActionResult::Constant(c) if got != *c => fail(format_args!(
                     "analysis promised {c:#x} for arch {arch:#x} nr {nr:#x}, the filter returned {got:#x}\n\
@@ -447,10 +454,7 @@ pub fn fast_equiv(data: &[u8]) {
             if let Some(word) = d.get_mut(0..4) {
                 word.copy_from_slice(&nr.wrapping_add(delta).to_ne_bytes());
             }
-            let want = match interp.run_seccomp(&d) {
-                Ok(v) => v,
-                Err(e) => fail(format_args!("classic interpreter refused a seccomp run: {e}")),
-            };
+            let want = classic_seccomp(&interp, &d);
             let got = fast.eval_bytes(&d);
             if got != want {
                 fail(format_args!(
@@ -520,10 +524,7 @@ pub fn bounded_work(data: &[u8]) {
         let nrs = analysis::compared_nrs(&program, arch).unwrap_or_default();
         for nr in nrs.iter().copied().take(64).chain([u32::MAX]) {
             let data = SeccompData { nr: nr as i32, arch, ..SeccompData::default() };
-            let want = match interp.run_seccomp(&data.to_bytes()) {
-                Ok(v) => v,
-                Err(e) => fail(format_args!("classic interpreter refused a seccomp run: {e}")),
-            };
+            let want = classic_seccomp(&interp, &data.to_bytes());
             let got = fast.eval(&data);
             if got != want {
                 fail(format_args!(

@@ -20,34 +20,8 @@
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use ebpf::{Helpers, Insn, LoadOptions, Program, Vm};
 
-/// `(filter, nr, args)`: the workloads of the published tables (getppid on
-/// the seed and allow306 filters, brk on the short long_jumps filters,
-/// `chdir(0, 1, 0)` on the large ones).
-const WORKLOADS: [(&str, u32, [u64; 6]); 8] = [
-    ("seed_fast", 110, [0; 6]),
-    ("long_jumps_short", 12, [0; 6]),
-    ("seed_slow", 110, [0; 6]),
-    ("long_jumps_large", 80, [0, 1, 0, 0, 0, 0]),
-    ("long_jumps_large_opt2", 80, [0, 1, 0, 0, 0, 0]),
-    ("allow306_front", 110, [0; 6]),
-    ("allow306_end", 110, [0; 6]),
-    ("allow306_opt2", 110, [0; 6]),
-];
-
-fn seccomp_data(nr: u32, args: [u64; 6]) -> [u8; 64] {
-    let mut d = [0u8; 64];
-    d[0..4].copy_from_slice(&nr.to_le_bytes());
-    d[4..8].copy_from_slice(&0xc000_003eu32.to_le_bytes());
-    for (k, a) in args.iter().enumerate() {
-        d[16 + 8 * k..24 + 8 * k].copy_from_slice(&a.to_le_bytes());
-    }
-    d
-}
-
-fn converted(name: &str) -> Vec<Insn> {
-    let prog = test_kit::corpus::Filter::load(name).unwrap().program;
-    convert::convert(&prog, &Default::default()).unwrap().insns
-}
+mod support;
+use support::{converted, seccomp_data, WORKLOADS};
 
 fn vs_rbpf(c: &mut Criterion) {
     let only = std::env::var("BENCH_FILTERS").ok();

@@ -16,20 +16,8 @@ use seccomp::fast::FastFilter;
 
 const X86_64: u32 = 0xc000_003e;
 
-const FILTERS: [&str; 12] = [
-    "allow306_default",
-    "allow306_end",
-    "allow306_front",
-    "allow306_middle",
-    "allow306_opt2",
-    "long_jumps_large",
-    "long_jumps_large_opt2",
-    "long_jumps_short",
-    "long_jumps_short_opt2",
-    "seed_fast",
-    "seed_slow",
-    "seed_slow_opt2",
-];
+mod support;
+use support::NAMES;
 
 fn load(name: &str) -> Program {
     test_kit::corpus::Filter::load(name).unwrap_or_else(|e| panic!("{e}")).program
@@ -57,7 +45,7 @@ fn eval(c: &mut Criterion) {
         ("chdir", 80, [0, 1, 0, 0, 0, 0]),
         ("chdir42", 80, [42, 1, 7, 0, 0, 0]),
     ];
-    for name in FILTERS {
+    for &name in NAMES {
         let prog = load(name);
         let fast = FastFilter::build(&prog).unwrap_or_else(|e| panic!("{name}: {e}"));
         let interp = Interp::new(&prog);

@@ -2,8 +2,9 @@
 //! lib/test_bpf.c's classic tests (testdata/test_bpf/classic.json) on the
 //! classic interpreter in socket mode, with the skb `populate_skb()` builds.
 
-use cbpf::{validate, Interp, Mode, Skb};
+use cbpf::{validate, Interp, Mode};
 use test_kit::corpus;
+use test_kit::SocketInput;
 
 #[test]
 fn every_classic_test_bpf_run_passes_in_socket_mode() {
@@ -23,22 +24,11 @@ fn every_classic_test_bpf_run_passes_in_socket_mode() {
         };
         let interp = Interp::new(&prog);
         let no_data = t.has_flag("FLAG_NO_DATA");
-        let mut data = t.data.clone();
-        data.resize(128, 0);
-        let frag = t.frag_data.clone();
         for (i, &(len, want)) in t.runs.iter().enumerate() {
             // FLAG_NO_DATA: the kernel passes no skb; these programs never
             // touch it, so an empty packet stands in.
-            let linear: Vec<u8> = if no_data { Vec::new() } else { data[..len].to_vec() };
-            let mut bytes = linear.clone();
-            if let Some(frag) = &frag {
-                let mut f = frag.clone();
-                f.resize(128, 0);
-                bytes.extend_from_slice(&f);
-            }
-            let mut skb = Skb::test_bpf(&bytes);
-            skb.headlen = linear.len();
-            skb.network_offset = linear.len().min(14);
+            let input = if no_data { SocketInput::test_bpf(Vec::new()) } else { t.input(len) };
+            let skb = input.skb();
             let got = interp.run_socket(&skb).unwrap();
             let traced = interp.trace_socket(&skb, |_| {}).unwrap();
             runs += 1;

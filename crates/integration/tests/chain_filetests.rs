@@ -21,9 +21,12 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cbpf::{validate, Insn, Interp, Mode};
+
+mod common;
+use common::filetest::{self, diff, files};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/chains");
 const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
@@ -89,11 +92,7 @@ fn parse(text: &str) -> Result<ChainTest, String> {
         if let Some(comment) = line.strip_prefix(';') {
             let comment = comment.trim();
             if let Some(m) = comment.strip_prefix("mode:") {
-                mode = Some(match m.trim() {
-                    "seccomp" => Mode::Seccomp,
-                    "socket" => Mode::Socket,
-                    other => return Err(format!("unknown mode {other:?}")),
-                });
+                mode = Some(filetest::mode(m).ok_or_else(|| format!("unknown mode {:?}", m.trim()))?);
             } else if let Some(name) = comment.strip_prefix("filter:") {
                 let path = Path::new(FILTERS).join(format!("{}.bpf", name.trim()));
                 insns.extend(raw(&std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?));
@@ -137,37 +136,11 @@ fn listings(mode: Mode, insns: &[Insn]) -> String {
 
 /// Lines of `want` and `got` that differ, `-`/`+` marked (positional: a
 /// chain listing changes in place when chain formation does).
-fn diff(want: &str, got: &str) -> String {
-    let (w, g): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
-    let mut out = String::new();
-    for i in 0..w.len().max(g.len()) {
-        let (a, b) = (w.get(i), g.get(i));
-        if a != b {
-            if let Some(a) = a {
-                out.push_str(&format!("-{i:4} {a}\n"));
-            }
-            if let Some(b) = b {
-                out.push_str(&format!("+{i:4} {b}\n"));
-            }
-        }
-    }
-    out
-}
-
-fn files() -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(DIR)
-        .expect("testdata/chains")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "txt"))
-        .collect();
-    out.sort();
-    out
-}
 
 #[test]
 fn chain_filetests() {
     let bless = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1");
-    let files = files();
+    let files = files(DIR);
     assert!(files.len() >= 6, "too few chain filetests: {}", files.len());
     let mut failures = Vec::new();
     for path in files {

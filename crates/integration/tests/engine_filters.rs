@@ -23,14 +23,7 @@ fn every_in_process_engine_gives_every_expected_action() {
     let mut failures = Vec::new();
     let mut runs = 0usize;
     for (name, prepared, vectors) in filters() {
-        for kind in [
-            EngineKind::Cbpf,
-            EngineKind::Ebpf,
-            EngineKind::Rbpf,
-            EngineKind::RbpfJit,
-            EngineKind::RbpfCranelift,
-            EngineKind::Fast,
-        ] {
+        for kind in EngineKind::ALL.into_iter().filter(|&k| k != EngineKind::Kernel) {
             let mut engine = match SeccompEngine::new(kind, &prepared) {
                 Ok(e) => e,
                 Err(e) => {

@@ -25,9 +25,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
+use common::filetest::{self, diff, files};
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use cbpf::{validate, Insn, Mode, Program};
 use convert::{convert, side_by_side, Options};
@@ -139,11 +140,7 @@ fn parse_file(text: &str) -> Result<FileTest, String> {
         if let Some(directive) = trimmed.strip_prefix(';') {
             let directive = directive.trim();
             if let Some(m) = directive.strip_prefix("mode:") {
-                mode = Some(match m.trim() {
-                    "seccomp" => Mode::Seccomp,
-                    "socket" => Mode::Socket,
-                    other => return Err(format!("line {lineno}: unknown mode {other:?}")),
-                });
+                mode = Some(filetest::mode(m).ok_or_else(|| format!("line {lineno}: unknown mode {:?}", m.trim()))?);
             } else if let Some(o) = directive.strip_prefix("options:") {
                 for opt in o.split_whitespace() {
                     match opt {
@@ -195,39 +192,6 @@ fn actual(t: &FileTest) -> (String, Option<(Program, Vec<ebpf::Insn>)>) {
             (s, Some((prog, out.insns)))
         }
     }
-}
-
-fn diff(want: &str, got: &str) -> String {
-    let (w, g): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
-    let mut out = String::new();
-    let mut shown = 0;
-    for i in 0..w.len().max(g.len()) {
-        let (a, b) = (w.get(i), g.get(i));
-        if a != b {
-            if let Some(a) = a {
-                let _ = writeln!(out, "  line {:>4} -{a}", i + 1);
-            }
-            if let Some(b) = b {
-                let _ = writeln!(out, "  line {:>4} +{b}", i + 1);
-            }
-            shown += 1;
-            if shown == 20 {
-                let _ = writeln!(out, "  ...");
-                break;
-            }
-        }
-    }
-    out
-}
-
-fn files() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(DIR)
-        .expect("testdata/convert exists")
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    v.sort();
-    v
 }
 
 fn check_file(path: &Path, update: bool, stats: &mut Stats) -> Result<(), String> {
@@ -322,7 +286,7 @@ fn seccomp_data(bytes: &[u8; 64]) -> cbpf::SeccompData {
 #[test]
 fn filetests() {
     let update = std::env::var_os("UPDATE_EXPECT").is_some_and(|v| v == "1");
-    let files = files();
+    let files = files(DIR);
     assert!(!files.is_empty(), "no filetests in {DIR}");
     let mut stats = Stats::default();
     let mut failures = Vec::new();

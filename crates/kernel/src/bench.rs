@@ -93,13 +93,10 @@ fn time_in_child(
     let clock_id = libc::CLOCK_THREAD_CPUTIME_ID;
     // words[0] = clock worked once, [1] = setup errno, [2] = samples done,
     // [3..] = nanoseconds of each run (warm-up first).
-    let shared =
-        sys::SharedWords::new(3 + REPEATS + 1).map_err(|errno| KernelError::Os { op: "mmap shared results", errno })?;
+    let shared = shared_results(3 + REPEATS + 1)?;
     let words = shared.words();
     let child = || -> i32 {
-        sys::harden_child(false);
-        if let Err(e) = setup(progs) {
-            put(words, 1, e as u64);
+        if !setup_child(words, progs) {
             return EXIT_SETUP;
         }
         for run in 0..=REPEATS {
@@ -107,11 +104,7 @@ fn time_in_child(
                 return EXIT_CLOCK;
             };
             put(words, 0, 1);
-            for _ in 0..iterations {
-                // SAFETY: this child exists only to run this call; pointer
-                // arguments point at the live zeroed buffer.
-                std::hint::black_box(unsafe { sys::raw_syscall(nr, std::hint::black_box(regs)) });
-            }
+            call_repeatedly(nr, regs, iterations);
             let Some(t1) = sys::clock_ns(clock_id) else {
                 return EXIT_CLOCK;
             };
@@ -168,19 +161,13 @@ fn loop_cpu(
     iterations: u64,
 ) -> Result<Duration, KernelError> {
     // words[0] = loop finished, [1] = setup errno.
-    let shared = sys::SharedWords::new(2).map_err(|errno| KernelError::Os { op: "mmap shared results", errno })?;
+    let shared = shared_results(2)?;
     let words = shared.words();
     let child = || -> i32 {
-        sys::harden_child(false);
-        if let Err(e) = setup(progs) {
-            put(words, 1, e as u64);
+        if !setup_child(words, progs) {
             return EXIT_SETUP;
         }
-        for _ in 0..iterations {
-            // SAFETY: this child exists only to run this call; pointer
-            // arguments point at the live zeroed buffer.
-            std::hint::black_box(unsafe { sys::raw_syscall(nr, std::hint::black_box(regs)) });
-        }
+        call_repeatedly(nr, regs, iterations);
         put(words, 0, 1);
         0
     };
@@ -218,7 +205,7 @@ pub fn attach_time(filter: &[Insn]) -> Result<Duration, KernelError> {
     let mut samples = Vec::with_capacity(REPEATS);
     for _ in 0..REPEATS {
         // words[0] = ns, [1] = errno, [2] = done.
-        let shared = sys::SharedWords::new(3).map_err(|errno| KernelError::Os { op: "mmap shared results", errno })?;
+        let shared = shared_results(3)?;
         let words = shared.words();
         let child = || -> i32 {
             sys::harden_child(false);
@@ -263,6 +250,35 @@ fn setup(progs: &[Vec<libc::sock_filter>]) -> Result<(), i32> {
         sys::install_filter(prog)?;
     }
     Ok(())
+}
+
+/// `n` words shared with a forked child, for its results.
+pub(crate) fn shared_results(n: usize) -> Result<sys::SharedWords, KernelError> {
+    sys::SharedWords::new(n).map_err(|errno| KernelError::Os { op: "mmap shared results", errno })
+}
+
+/// In a forked child: hardens it and installs `progs`; on failure stores the
+/// errno in `words[1]` and returns false.
+fn setup_child(words: &[AtomicU64], progs: &[Vec<libc::sock_filter>]) -> bool {
+    sys::harden_child(false);
+    match setup(progs) {
+        Ok(()) => true,
+        Err(e) => {
+            put(words, 1, e as u64);
+            false
+        }
+    }
+}
+
+/// In a forked child: `iterations` calls of syscall `nr` with `regs`, the
+/// measured loop (inlined so the child's timing is the loop's alone).
+#[inline(always)]
+fn call_repeatedly(nr: i64, regs: [u64; 6], iterations: u64) {
+    for _ in 0..iterations {
+        // SAFETY: this child exists only to run this call; pointer
+        // arguments point at the live zeroed buffer.
+        std::hint::black_box(unsafe { sys::raw_syscall(nr, std::hint::black_box(regs)) });
+    }
 }
 
 fn setup_error(errno: i32) -> KernelError {

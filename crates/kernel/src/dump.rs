@@ -184,7 +184,7 @@ impl FilteredProcess {
         crate::engine::seccomp_available()?;
         let progs: Vec<Vec<libc::sock_filter>> = filters.iter().map(|f| crate::bench::to_sock_filters(f)).collect();
         // words[0] = installed, [1] = errno.
-        let shared = sys::SharedWords::new(2).map_err(|errno| KernelError::Os { op: "mmap shared results", errno })?;
+        let shared = crate::bench::shared_results(2)?;
         let words = shared.words();
         let child = || -> i32 {
             sys::harden_child(true);

@@ -12,8 +12,8 @@ use seccomp::analysis::{
     analyze_in, audit_in, compared_nrs, explain_in, AnalysisError, Budget, BudgetKind, PolicyEvent,
 };
 
-const X86_64: u32 = 0xc000_003e;
-const ALLOW: u32 = 0x7fff_0000;
+use seccomp::action::SECCOMP_RET_ALLOW as ALLOW;
+use seccomp::arch::AUDIT_ARCH_X86_64 as X86_64;
 const ERRNO1: u32 = 0x0005_0001;
 const ARGS: u32 = 16;
 const LD_ABS_W: u16 = BPF_LD | BPF_W | BPF_ABS;

@@ -6,18 +6,15 @@ use cbpf::opcode::*;
 use cbpf::{validate, Insn, Mode, Pc, Program};
 use seccomp::analysis::{analyze, audit, explain, ActionResult, AnalysisError, Field, Finding, FindingKind, Severity};
 
-const X86_64: u32 = 0xc000_003e;
+use seccomp::action::SECCOMP_RET_ALLOW as ALLOW;
+use seccomp::arch::AUDIT_ARCH_X86_64 as X86_64;
 const S390X: u32 = 0x8000_0016;
-const ALLOW: u32 = 0x7fff_0000;
 const ERRNO1: u32 = 0x0005_0001;
 const KILL: u32 = 0;
 
-fn s(code: u16, k: u32) -> Insn {
-    Insn::stmt(code, k)
-}
-fn j(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
-    Insn::jump(code, k, jt, jf)
-}
+mod common;
+use common::{j, s};
+
 fn prog(insns: &[Insn]) -> Program {
     validate(insns, Mode::Seccomp).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -9,8 +9,8 @@ use seccomp::analysis::{
     Relation,
 };
 
-const X86_64: u32 = 0xc000_003e;
-const ALLOW: u32 = 0x7fff_0000;
+use seccomp::action::SECCOMP_RET_ALLOW as ALLOW;
+use seccomp::arch::AUDIT_ARCH_X86_64 as X86_64;
 const KILL_THREAD: u32 = 0;
 
 mod common;

@@ -10,8 +10,10 @@ use cbpf::{validate, AluOp, Insn, Interp, JmpOp, Mode, Program, SeccompData};
 use proptest::prelude::*;
 use seccomp::analysis::{analyze, explain, ActionResult, Cond, Field, Operand, Relation};
 
-const X86_64: u32 = 0xc000_003e;
-const I386: u32 = 0x4000_0003;
+mod common;
+use common::gen::Gen;
+
+use seccomp::arch::{AUDIT_ARCH_I386 as I386, AUDIT_ARCH_X86_64 as X86_64};
 
 /// Values likely to make comparisons come out both ways.
 fn interesting() -> impl Strategy<Value = u32> {
@@ -25,28 +27,6 @@ fn interesting() -> impl Strategy<Value = u32> {
         1 => Just(0x8000_0000u32),
         2 => any::<u32>(),
     ]
-}
-
-/// One instruction of a random program, before jump offsets are fitted.
-#[derive(Debug, Clone)]
-enum Gen {
-    /// `ld [4 * word]`.
-    LdData(u32),
-    LdImm(u32),
-    LdxImm(u32),
-    Tax,
-    Txa,
-    /// Scratch words 0..4 (the prologue initialises them).
-    St(u32),
-    Stx(u32),
-    LdMem(u32),
-    LdxMem(u32),
-    Alu(AluOp, bool, u32),
-    Neg,
-    Ja(u8),
-    Jmp(JmpOp, bool, u32, u8, u8),
-    RetK(u32),
-    RetA,
 }
 
 fn gen_insn() -> impl Strategy<Value = Gen> {
@@ -88,32 +68,7 @@ fn gen_program() -> impl Strategy<Value = Vec<Insn>> {
             // Largest offset that stays inside the program.
             let room = (len - pc - 2) as u32;
             let fit = |off: u8| (u32::from(off) % (room + 1).min(256)) as u8;
-            prog.push(match g {
-                Gen::LdData(w) => Insn::stmt(LD_W_ABS, 4 * w),
-                Gen::LdImm(k) => Insn::stmt(LD_IMM, k),
-                Gen::LdxImm(k) => Insn::stmt(LDX_IMM, k),
-                Gen::Tax => Insn::stmt(MISC_TAX, 0),
-                Gen::Txa => Insn::stmt(MISC_TXA, 0),
-                Gen::St(m) => Insn::stmt(ST, m),
-                Gen::Stx(m) => Insn::stmt(STX, m),
-                Gen::LdMem(m) => Insn::stmt(LD_MEM, m),
-                Gen::LdxMem(m) => Insn::stmt(LDX_MEM, m),
-                Gen::Alu(op, x, k) => {
-                    let k = match op {
-                        AluOp::Div | AluOp::Mod if k == 0 => 1,
-                        AluOp::Lsh | AluOp::Rsh => k % 32,
-                        _ => k,
-                    };
-                    Insn::stmt(BPF_ALU | op.bits() | if x { BPF_X } else { BPF_K }, k)
-                }
-                Gen::Neg => Insn::stmt(ALU_NEG, 0),
-                Gen::Ja(k) => Insn::stmt(JMP_JA, u32::from(fit(k))),
-                Gen::Jmp(op, x, k, jt, jf) => {
-                    Insn::jump(BPF_JMP | op.bits() | if x { BPF_X } else { BPF_K }, k, fit(jt), fit(jf))
-                }
-                Gen::RetK(k) => Insn::stmt(RET_K, k),
-                Gen::RetA => Insn::stmt(RET_A, 0),
-            });
+            prog.extend(g.insn(fit, 1));
         }
         prog.extend(tail);
         prog

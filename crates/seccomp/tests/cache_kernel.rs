@@ -5,7 +5,7 @@
 //! libseccomp filters of testdata/filters.
 
 use cbpf::opcode::*;
-use cbpf::{raw, validate, Insn, Mode};
+use cbpf::{validate, Insn, Mode};
 use seccomp::analysis::{analyze, ActionResult};
 use seccomp::cache::{
     chain_cache_allow, kernel_cache_allow, seccomp_is_const_allow, ActionCache, CacheBitmap, CacheConfig,
@@ -14,21 +14,17 @@ use seccomp::cache::{
 
 const ALLOW: u32 = SECCOMP_RET_ALLOW;
 const KILL: u32 = 0;
-const LOG: u32 = 0x7ffc_0000;
+use seccomp::action::SECCOMP_RET_LOG as LOG;
 const AARCH64: u32 = 0xc000_00b7;
 /// A bitmap size covering 335/336 and everything libseccomp compares.
 const NR_COUNT: u32 = 470;
 
-fn stmt(code: u16, k: u32) -> Insn {
-    Insn::stmt(code, k)
-}
-fn jump(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
-    Insn::jump(code, k, jt, jf)
-}
+mod common;
+use common::{j, load, s};
 
 /// `ld [0]; jOP k; ret ALLOW; ret KILL`.
 fn nr_test(code: u16, k: u32) -> Vec<Insn> {
-    vec![stmt(LD_W_ABS, 0), jump(code, k, 0, 1), stmt(RET_K, ALLOW), stmt(RET_K, KILL)]
+    vec![s(LD_W_ABS, 0), j(code, k, 0, 1), s(RET_K, ALLOW), s(RET_K, KILL)]
 }
 
 /// The bitmap for native x86_64, numbers below 8 only (the uprobe exception
@@ -53,84 +49,51 @@ fn emulator_rules() {
         ("jset k", nr_test(JMP_JSET_K, 2), vec![2, 3, 6, 7]),
         (
             "ld arch",
-            vec![stmt(LD_W_ABS, 4), jump(JMP_JEQ_K, AUDIT_ARCH_X86_64, 0, 1), stmt(RET_K, ALLOW), stmt(RET_K, KILL)],
+            vec![s(LD_W_ABS, 4), j(JMP_JEQ_K, AUDIT_ARCH_X86_64, 0, 1), s(RET_K, ALLOW), s(RET_K, KILL)],
             all.clone(),
         ),
         (
             "ld arch, other arch",
-            vec![stmt(LD_W_ABS, 4), jump(JMP_JEQ_K, AUDIT_ARCH_I386, 0, 1), stmt(RET_K, ALLOW), stmt(RET_K, KILL)],
+            vec![s(LD_W_ABS, 4), j(JMP_JEQ_K, AUDIT_ARCH_I386, 0, 1), s(RET_K, ALLOW), s(RET_K, KILL)],
             vec![],
         ),
-        ("ld args gives up even when every path allows", vec![stmt(LD_W_ABS, 16), stmt(RET_K, ALLOW)], vec![]),
-        ("ld ip gives up", vec![stmt(LD_W_ABS, 8), stmt(RET_K, ALLOW)], vec![]),
+        ("ld args gives up even when every path allows", vec![s(LD_W_ABS, 16), s(RET_K, ALLOW)], vec![]),
+        ("ld ip gives up", vec![s(LD_W_ABS, 8), s(RET_K, ALLOW)], vec![]),
         (
             "ld args only on other numbers' paths",
-            vec![
-                stmt(LD_W_ABS, 0),
-                jump(JMP_JEQ_K, 3, 0, 1),
-                stmt(RET_K, ALLOW),
-                stmt(LD_W_ABS, 16),
-                stmt(RET_K, ALLOW),
-            ],
+            vec![s(LD_W_ABS, 0), j(JMP_JEQ_K, 3, 0, 1), s(RET_K, ALLOW), s(LD_W_ABS, 16), s(RET_K, ALLOW)],
             vec![3],
         ),
         (
             "ja",
-            vec![
-                stmt(LD_W_ABS, 0),
-                stmt(JMP_JA, 1),
-                stmt(RET_K, ALLOW),
-                jump(JMP_JEQ_K, 2, 0, 1),
-                stmt(RET_K, ALLOW),
-                stmt(RET_K, KILL),
-            ],
+            vec![s(LD_W_ABS, 0), s(JMP_JA, 1), s(RET_K, ALLOW), j(JMP_JEQ_K, 2, 0, 1), s(RET_K, ALLOW), s(RET_K, KILL)],
             vec![2],
         ),
         (
             "and k masks",
-            vec![
-                stmt(LD_W_ABS, 0),
-                stmt(ALU_AND_K, 6),
-                jump(JMP_JEQ_K, 4, 0, 1),
-                stmt(RET_K, ALLOW),
-                stmt(RET_K, KILL),
-            ],
+            vec![s(LD_W_ABS, 0), s(ALU_AND_K, 6), j(JMP_JEQ_K, 4, 0, 1), s(RET_K, ALLOW), s(RET_K, KILL)],
             vec![4, 5],
         ),
-        ("ret ALLOW", vec![stmt(RET_K, ALLOW)], all.clone()),
-        ("ret ALLOW with data", vec![stmt(RET_K, ALLOW | 1)], vec![]),
-        ("ret LOG", vec![stmt(RET_K, LOG)], vec![]),
-        ("ret a gives up", vec![stmt(LD_W_ABS, 0), stmt(RET_A, 0)], vec![]),
-        ("ld imm gives up", vec![stmt(LD_IMM, ALLOW), stmt(RET_A, 0)], vec![]),
-        ("ld len gives up", vec![stmt(LD_W_LEN, 0), stmt(RET_K, ALLOW)], vec![]),
-        ("ldx imm gives up", vec![stmt(LDX_IMM, 3), stmt(RET_K, ALLOW)], vec![]),
-        (
-            "jeq x gives up",
-            vec![stmt(LD_W_ABS, 0), jump(JMP_JEQ_X, 0, 0, 1), stmt(RET_K, ALLOW), stmt(RET_K, KILL)],
-            vec![],
-        ),
-        (
-            "jset x gives up",
-            vec![stmt(LD_W_ABS, 0), jump(JMP_JSET_X, 0, 0, 1), stmt(RET_K, KILL), stmt(RET_K, ALLOW)],
-            vec![],
-        ),
-        ("or k gives up", vec![stmt(LD_W_ABS, 0), stmt(ALU_OR_K, 0), stmt(RET_K, ALLOW)], vec![]),
-        ("add k gives up", vec![stmt(LD_W_ABS, 0), stmt(ALU_ADD_K, 0), stmt(RET_K, ALLOW)], vec![]),
-        ("and x gives up", vec![stmt(LD_W_ABS, 0), stmt(ALU_AND_X, 0), stmt(RET_K, ALLOW)], vec![]),
-        ("neg gives up", vec![stmt(LD_W_ABS, 0), stmt(ALU_NEG, 0), stmt(RET_K, ALLOW)], vec![]),
-        ("st gives up", vec![stmt(ST, 0), stmt(RET_K, ALLOW)], vec![]),
-        ("ld mem gives up", vec![stmt(ST, 0), stmt(LD_MEM, 0), stmt(RET_K, ALLOW)], vec![]),
-        ("tax gives up", vec![stmt(MISC_TAX, 0), stmt(RET_K, ALLOW)], vec![]),
-        ("txa gives up", vec![stmt(MISC_TXA, 0), stmt(RET_K, ALLOW)], vec![]),
+        ("ret ALLOW", vec![s(RET_K, ALLOW)], all.clone()),
+        ("ret ALLOW with data", vec![s(RET_K, ALLOW | 1)], vec![]),
+        ("ret LOG", vec![s(RET_K, LOG)], vec![]),
+        ("ret a gives up", vec![s(LD_W_ABS, 0), s(RET_A, 0)], vec![]),
+        ("ld imm gives up", vec![s(LD_IMM, ALLOW), s(RET_A, 0)], vec![]),
+        ("ld len gives up", vec![s(LD_W_LEN, 0), s(RET_K, ALLOW)], vec![]),
+        ("ldx imm gives up", vec![s(LDX_IMM, 3), s(RET_K, ALLOW)], vec![]),
+        ("jeq x gives up", vec![s(LD_W_ABS, 0), j(JMP_JEQ_X, 0, 0, 1), s(RET_K, ALLOW), s(RET_K, KILL)], vec![]),
+        ("jset x gives up", vec![s(LD_W_ABS, 0), j(JMP_JSET_X, 0, 0, 1), s(RET_K, KILL), s(RET_K, ALLOW)], vec![]),
+        ("or k gives up", vec![s(LD_W_ABS, 0), s(ALU_OR_K, 0), s(RET_K, ALLOW)], vec![]),
+        ("add k gives up", vec![s(LD_W_ABS, 0), s(ALU_ADD_K, 0), s(RET_K, ALLOW)], vec![]),
+        ("and x gives up", vec![s(LD_W_ABS, 0), s(ALU_AND_X, 0), s(RET_K, ALLOW)], vec![]),
+        ("neg gives up", vec![s(LD_W_ABS, 0), s(ALU_NEG, 0), s(RET_K, ALLOW)], vec![]),
+        ("st gives up", vec![s(ST, 0), s(RET_K, ALLOW)], vec![]),
+        ("ld mem gives up", vec![s(ST, 0), s(LD_MEM, 0), s(RET_K, ALLOW)], vec![]),
+        ("tax gives up", vec![s(MISC_TAX, 0), s(RET_K, ALLOW)], vec![]),
+        ("txa gives up", vec![s(MISC_TXA, 0), s(RET_K, ALLOW)], vec![]),
         (
             "give-up only on a path not taken",
-            vec![
-                stmt(LD_W_ABS, 0),
-                jump(JMP_JGE_K, 4, 1, 0),
-                stmt(RET_K, ALLOW),
-                stmt(MISC_TAX, 0),
-                stmt(RET_K, ALLOW),
-            ],
+            vec![s(LD_W_ABS, 0), j(JMP_JGE_K, 4, 1, 0), s(RET_K, ALLOW), s(MISC_TAX, 0), s(RET_K, ALLOW)],
             vec![0, 1, 2, 3],
         ),
     ];
@@ -146,8 +109,8 @@ fn emulator_rules() {
 
 #[test]
 fn uprobe_exception_only_for_native_x86_64() {
-    let kill_all = [stmt(RET_K, KILL)];
-    let gives_up = [stmt(LD_W_ABS, 16), stmt(RET_K, KILL)];
+    let kill_all = [s(RET_K, KILL)];
+    let gives_up = [s(LD_W_ABS, 16), s(RET_K, KILL)];
     for prog in [&kill_all[..], &gives_up[..]] {
         let native = kernel_cache_allow(prog, AUDIT_ARCH_X86_64, NR_COUNT, AUDIT_ARCH_X86_64);
         assert_eq!(native.allowed(), vec![335, 336]);
@@ -165,10 +128,8 @@ fn uprobe_exception_only_for_native_x86_64() {
 #[test]
 fn chains_and_lookup() {
     // Older filter allows 1..=3, newer allows 2..=4: the chain allows 2, 3.
-    let older =
-        [stmt(LD_W_ABS, 0), jump(JMP_JGE_K, 1, 0, 2), jump(JMP_JGT_K, 3, 1, 0), stmt(RET_K, ALLOW), stmt(RET_K, KILL)];
-    let newer =
-        [stmt(LD_W_ABS, 0), jump(JMP_JGE_K, 2, 0, 2), jump(JMP_JGT_K, 4, 1, 0), stmt(RET_K, ALLOW), stmt(RET_K, KILL)];
+    let older = [s(LD_W_ABS, 0), j(JMP_JGE_K, 1, 0, 2), j(JMP_JGT_K, 3, 1, 0), s(RET_K, ALLOW), s(RET_K, KILL)];
+    let newer = [s(LD_W_ABS, 0), j(JMP_JGE_K, 2, 0, 2), j(JMP_JGT_K, 4, 1, 0), s(RET_K, ALLOW), s(RET_K, KILL)];
     let n = 16;
     let x = AUDIT_ARCH_X86_64;
     assert_eq!(kernel_cache_allow(&older, x, n, x).allowed(), vec![1, 2, 3]);
@@ -189,7 +150,7 @@ fn chains_and_lookup() {
     assert!(!second.check_allow(AARCH64, 2), "unknown arch is a miss");
 
     let native_only = CacheConfig { native_arch: AARCH64, native_nr: n, compat: None };
-    let cache = ActionCache::prepare(&[stmt(RET_K, ALLOW)], None, native_only);
+    let cache = ActionCache::prepare(&[s(RET_K, ALLOW)], None, native_only);
     assert!(cache.check_allow(0x1234, 5), "a native-only kernel does not look at arch");
     assert!(cache.allow_compat.is_none());
 
@@ -198,12 +159,6 @@ fn chains_and_lookup() {
     assert!(!full.test(65));
     full = CacheBitmap::full(0);
     assert!(full.allowed().is_empty());
-}
-
-fn load(name: &str) -> cbpf::Program {
-    let path = format!("{}/../../testdata/filters/{name}.bpf", env!("CARGO_MANIFEST_DIR"));
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    validate(&raw::decode(&bytes).unwrap(), Mode::Seccomp).unwrap()
 }
 
 const FILTERS: [&str; 12] = [

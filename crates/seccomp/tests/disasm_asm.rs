@@ -9,19 +9,19 @@ use seccomp::arch::Arch;
 use seccomp::asm::{assemble, AsmError, AsmOptions};
 use seccomp::disasm::{disasm, disasm_text, DisasmOptions};
 
-const FILTERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
+mod common;
+use common::{dir, filter_names};
 
+/// Every `testdata/filters/*.bpf` as (file name, decoded instructions), sorted.
 fn filters() -> Vec<(String, Vec<Insn>)> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(FILTERS).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "bpf") {
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            out.push((name, raw::decode(&std::fs::read(&path).unwrap()).unwrap()));
-        }
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
+    filter_names()
+        .into_iter()
+        .map(|stem| {
+            let name = format!("{stem}.bpf");
+            let bytes = std::fs::read(format!("{}/{name}", dir())).unwrap();
+            (name, raw::decode(&bytes).unwrap())
+        })
+        .collect()
 }
 
 #[test]
@@ -51,7 +51,7 @@ fn testdata_filters_round_trip_byte_exactly() {
 
 #[test]
 fn seed_fast_reads_like_seccomp_tools() {
-    let insns = raw::decode(&std::fs::read(format!("{FILTERS}/seed_fast.bpf")).unwrap()).unwrap();
+    let insns = raw::decode(&std::fs::read(format!("{}/seed_fast.bpf", dir())).unwrap()).unwrap();
     let listing = disasm(&insns, DisasmOptions::default());
     println!("{listing}");
     let lines: Vec<&str> = listing.lines().collect();

@@ -8,12 +8,10 @@ use cbpf::{validate, Insn, Interp, Mode, Program, SeccompData};
 use seccomp::chain::combine;
 use seccomp::fast::{Entry, FastChain, FastFilter};
 
-const X86_64: u32 = 0xc000_003e;
-const I386: u32 = 0x4000_0003;
+use seccomp::action::SECCOMP_RET_ALLOW as ALLOW;
+use seccomp::arch::{AUDIT_ARCH_I386 as I386, AUDIT_ARCH_X86_64 as X86_64, X32_SYSCALL_BIT as X32_BIT};
 const AARCH64: u32 = 0xc000_00b7;
-const ALLOW: u32 = 0x7fff_0000;
 const EPERM: u32 = 0x0005_0001;
-const X32_BIT: u32 = 0x4000_0000;
 
 mod common;
 use common::{dir, filter_names, load};

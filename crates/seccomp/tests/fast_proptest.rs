@@ -12,8 +12,10 @@ use proptest::prelude::*;
 use seccomp::chain::combine;
 use seccomp::fast::{FastChain, FastFilter};
 
-const X86_64: u32 = 0xc000_003e;
-const I386: u32 = 0x4000_0003;
+mod common;
+use common::gen::Gen;
+
+use seccomp::arch::{AUDIT_ARCH_I386 as I386, AUDIT_ARCH_X86_64 as X86_64};
 const AARCH64: u32 = 0xc000_00b7;
 
 /// Constants likely to make comparisons go both ways.
@@ -31,38 +33,6 @@ fn constant() -> impl Strategy<Value = u32> {
         2 => prop::sample::select(vec![59u32, 110, 305, 469, 470, 547, 548, 1023, 1024]),
         2 => any::<u32>(),
     ]
-}
-
-#[derive(Debug, Clone)]
-enum Gen {
-    /// `ld [4 * word]`; word 0 is nr, 1 is arch.
-    LdData(u32),
-    LdImm(u32),
-    LdxImm(u32),
-    Tax,
-    Txa,
-    St(u32),
-    Stx(u32),
-    LdMem(u32),
-    LdxMem(u32),
-    Alu(AluOp, bool, u32),
-    Neg,
-    Ja(u8),
-    Jmp(JmpOp, bool, u32, u8, u8),
-    RetK(u32),
-    RetA,
-    /// libseccomp's syscall dispatch: `jeq #k, L, 0` per entry (keys may
-    /// repeat), sometimes ended by a two-way `jeq #k, L, M`.
-    Dispatch(Vec<(u32, u8)>, Option<(u32, u8, u8)>),
-}
-
-impl Gen {
-    fn len(&self) -> usize {
-        match self {
-            Gen::Dispatch(entries, end) => entries.len() + usize::from(end.is_some()),
-            _ => 1,
-        }
-    }
 }
 
 fn gen_insn() -> impl Strategy<Value = Gen> {
@@ -137,33 +107,7 @@ fn gen_program() -> impl Strategy<Value = Vec<Insn>> {
                 let pc = prog.len();
                 let room = (len - pc - 2) as u32;
                 let fit = |off: u8| (u32::from(off) % (room + 1).min(256)) as u8;
-                prog.push(match g {
-                    Gen::LdData(w) => Insn::stmt(LD_W_ABS, 4 * w),
-                    Gen::LdImm(k) => Insn::stmt(LD_IMM, k),
-                    Gen::LdxImm(k) => Insn::stmt(LDX_IMM, k),
-                    Gen::Tax => Insn::stmt(MISC_TAX, 0),
-                    Gen::Txa => Insn::stmt(MISC_TXA, 0),
-                    Gen::St(m) => Insn::stmt(ST, m),
-                    Gen::Stx(m) => Insn::stmt(STX, m),
-                    Gen::LdMem(m) => Insn::stmt(LD_MEM, m),
-                    Gen::LdxMem(m) => Insn::stmt(LDX_MEM, m),
-                    Gen::Alu(op, x, k) => {
-                        let k = match op {
-                            AluOp::Div if k == 0 => 3,
-                            AluOp::Lsh | AluOp::Rsh => k % 32,
-                            _ => k,
-                        };
-                        Insn::stmt(BPF_ALU | op.bits() | if x { BPF_X } else { BPF_K }, k)
-                    }
-                    Gen::Neg => Insn::stmt(ALU_NEG, 0),
-                    Gen::Ja(k) => Insn::stmt(JMP_JA, u32::from(fit(k))),
-                    Gen::Jmp(op, x, k, jt, jf) => {
-                        Insn::jump(BPF_JMP | op.bits() | if x { BPF_X } else { BPF_K }, k, fit(jt), fit(jf))
-                    }
-                    Gen::RetK(k) => Insn::stmt(RET_K, k),
-                    Gen::RetA => Insn::stmt(RET_A, 0),
-                    Gen::Dispatch(..) => continue,
-                });
+                prog.extend(g.insn(fit, 3));
             }
             prog.extend(tail);
             if prologue {

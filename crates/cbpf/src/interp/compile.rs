@@ -664,14 +664,12 @@ fn alu(op: AluOp, src: Src, k: u32) -> Op {
     }
 }
 
+// `Op` stays 16 bytes (see its docs), checked when the crate compiles.
+const _: () = assert!(std::mem::size_of::<Op>() == 16);
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn op_is_sixteen_bytes() {
-        assert_eq!(std::mem::size_of::<Op>(), 16);
-    }
 
     #[test]
     fn exit_tests_match_the_comparisons() {

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod filetest;
+
 /// `struct seccomp_data` (64 bytes, little-endian): nr, arch, ip, args[6].
 pub fn seccomp_data(nr: u32, arch: u32, ip: u64, args: [u64; 6]) -> [u8; 64] {
     let mut d = [0u8; 64];

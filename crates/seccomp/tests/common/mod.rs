@@ -2,7 +2,19 @@
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code, clippy::unwrap_used, clippy::panic)]
 
-use cbpf::{raw, validate, Mode, Program};
+use cbpf::{raw, validate, Insn, Mode, Program};
+
+pub mod gen;
+
+/// A statement, short for the hand-written cases.
+pub fn s(code: u16, k: u32) -> Insn {
+    Insn::stmt(code, k)
+}
+
+/// A conditional jump, short for the hand-written cases.
+pub fn j(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
+    Insn::jump(code, k, jt, jf)
+}
 
 /// testdata/filters.
 pub fn dir() -> String {
