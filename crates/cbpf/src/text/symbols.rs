@@ -120,19 +120,8 @@ pub(crate) const SYMBOLS: &[(&str, i64)] = &[
     ("SKF_LL_OFF", -0x20_0000),
     ("BPF_NET_OFF", -0x10_0000),
     ("BPF_LL_OFF", -0x20_0000),
-    // include/uapi/linux/seccomp.h
-    ("SECCOMP_RET_KILL_PROCESS", SECCOMP_RET_KILL_PROCESS as i64),
-    ("SECCOMP_RET_KILL_THREAD", SECCOMP_RET_KILL_THREAD as i64),
+    // include/uapi/linux/seccomp.h (the rest, spelled as in Rust, in SECCOMP_SYMBOLS)
     ("SECCOMP_RET_KILL", SECCOMP_RET_KILL_THREAD as i64),
-    ("SECCOMP_RET_TRAP", SECCOMP_RET_TRAP as i64),
-    ("SECCOMP_RET_ERRNO", SECCOMP_RET_ERRNO as i64),
-    ("SECCOMP_RET_USER_NOTIF", SECCOMP_RET_USER_NOTIF as i64),
-    ("SECCOMP_RET_TRACE", SECCOMP_RET_TRACE as i64),
-    ("SECCOMP_RET_LOG", SECCOMP_RET_LOG as i64),
-    ("SECCOMP_RET_ALLOW", SECCOMP_RET_ALLOW as i64),
-    ("SECCOMP_RET_ACTION_FULL", SECCOMP_RET_ACTION_FULL as i64),
-    ("SECCOMP_RET_ACTION", SECCOMP_RET_ACTION as i64),
-    ("SECCOMP_RET_DATA", SECCOMP_RET_DATA as i64),
     // include/uapi/linux/audit.h
     ("__AUDIT_ARCH_64BIT", A64),
     ("__AUDIT_ARCH_LE", LE),
@@ -231,9 +220,24 @@ pub(crate) const SYMBOLS: &[(&str, i64)] = &[
     ("EOPNOTSUPP", 95),
 ];
 
+/// `(name, value)` pairs for constants whose Rust name is their C name.
+macro_rules! same_name {
+    ($($name:ident),* $(,)?) => {
+        &[$((stringify!($name), $name as i64)),*]
+    };
+}
+
+/// include/uapi/linux/seccomp.h, from [`crate::uapi::seccomp`].
+#[rustfmt::skip]
+const SECCOMP_SYMBOLS: &[(&str, i64)] = same_name![
+    SECCOMP_RET_KILL_PROCESS, SECCOMP_RET_KILL_THREAD, SECCOMP_RET_TRAP, SECCOMP_RET_ERRNO,
+    SECCOMP_RET_USER_NOTIF, SECCOMP_RET_TRACE, SECCOMP_RET_LOG, SECCOMP_RET_ALLOW,
+    SECCOMP_RET_ACTION_FULL, SECCOMP_RET_ACTION, SECCOMP_RET_DATA,
+];
+
 /// The value of a named constant.
 pub(crate) fn lookup(name: &str) -> Option<i64> {
-    SYMBOLS.iter().find(|&&(n, _)| n == name).map(|&(_, v)| v)
+    SYMBOLS.iter().chain(SECCOMP_SYMBOLS).find(|&&(n, _)| n == name).map(|&(_, v)| v)
 }
 
 /// `offsetof(struct seccomp_data, FIELD)` for the scalar fields; `args` is
