@@ -340,6 +340,23 @@ impl Op {
             Op::Txa => Insn::stmt(MISC_TXA, 0),
         }
     }
+
+    /// Whether the instruction stores into the accumulator A: every `BPF_LD`
+    /// and `BPF_ALU` instruction, `txa`, and the seccomp-internal 0x21 load.
+    pub fn writes_a(self) -> bool {
+        matches!(
+            self,
+            Op::LdImm { .. }
+                | Op::LdMem { .. }
+                | Op::LdAbs { .. }
+                | Op::LdInd { .. }
+                | Op::LdLen
+                | Op::LdxAbsSeccomp { .. }
+                | Op::Alu { .. }
+                | Op::Neg
+                | Op::Txa
+        )
+    }
 }
 
 #[cfg(test)]

@@ -76,4 +76,16 @@ fn seccomp_data_layout_is_native_endian() {
     assert_eq!(&b[8..16], &0x1122_3344_5566_7788u64.to_ne_bytes());
     assert_eq!(&b[16..24], &1u64.to_ne_bytes());
     assert_eq!(&b[56..64], &0xaabb_ccdd_0000_0006u64.to_ne_bytes());
+    // Every engine here models a little-endian host (SPEC §5.1).
+    assert_eq!(&b[0..4], &[0xff; 4]);
+    assert_eq!(&b[4..8], &0xc000_003eu32.to_le_bytes());
+    assert_eq!(&b[8..16], &0x1122_3344_5566_7788u64.to_le_bytes());
+    assert_eq!(&b[56..64], &0xaabb_ccdd_0000_0006u64.to_le_bytes());
+    assert_eq!(SeccompData::from_bytes(&b), d);
+    for off in (0..64).step_by(4) {
+        let want = u32::from_le_bytes([b[off], b[off + 1], b[off + 2], b[off + 3]]);
+        assert_eq!(d.load_word(off as u32), Some(want), "offset {off}");
+    }
+    assert_eq!(d.load_word(2), None);
+    assert_eq!(d.load_word(64), None);
 }

@@ -122,7 +122,7 @@ fn equiv(prog: &Program, inputs: &[Input]) {
     let mut expected = Vec::with_capacity(inputs.len());
     for input in inputs {
         let r = match input {
-            Input::Seccomp(d) => oracle.check_seccomp(&seccomp_data(d)),
+            Input::Seccomp(d) => oracle.check_seccomp(&SeccompData::from_bytes(d)),
             Input::Socket(p) => oracle.check_socket(&p.skb()),
         };
         match r {
@@ -172,24 +172,6 @@ fn equiv(prog: &Program, inputs: &[Input]) {
             }
         }
     }
-}
-
-/// The typed `struct seccomp_data` whose bytes ([`SeccompData::to_bytes`],
-/// host order) are `bytes`.
-fn seccomp_data(bytes: &[u8; 64]) -> SeccompData {
-    let mut words = bytes.chunks_exact(8).map(|c| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        u64::from_ne_bytes(w)
-    });
-    let mut next = || words.next().unwrap_or(0);
-    let head = next().to_ne_bytes();
-    let (nr, arch) = head.split_at(4);
-    let word =
-        |b: &[u8]| u32::from_ne_bytes([b.first(), b.get(1), b.get(2), b.get(3)].map(|x| x.copied().unwrap_or(0)));
-    let instruction_pointer = next();
-    let args = [next(), next(), next(), next(), next(), next()];
-    SeccompData { nr: word(nr) as i32, arch: word(arch), instruction_pointer, args }
 }
 
 fn listing(prog: &Program) -> String {
@@ -539,17 +521,6 @@ pub fn bounded_work(data: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn seccomp_data_reads_back_to_bytes() {
-        let d = SeccompData {
-            nr: -2,
-            arch: 0xc000_003e,
-            instruction_pointer: 0x1122_3344_5566_7788,
-            args: [1, u64::MAX, 3, 0x8000_0000_0000_0000, 5, 6],
-        };
-        assert_eq!(seccomp_data(&d.to_bytes()), d);
-    }
 
     #[test]
     fn fail_panics_with_the_property() {

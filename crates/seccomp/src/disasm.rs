@@ -91,25 +91,6 @@ pub fn arch_flow(insns: &[Insn]) -> Vec<Option<PathFacts>> {
                     _ => AValue::Other,
                 };
             }
-            Some(
-                Op::LdImm { .. }
-                | Op::LdMem { .. }
-                | Op::LdAbs { .. }
-                | Op::LdInd { .. }
-                | Op::LdLen
-                | Op::Alu { .. }
-                | Op::Neg
-                | Op::Txa,
-            ) => after.a = AValue::Other,
-            Some(
-                Op::LdxImm { .. }
-                | Op::LdxMem { .. }
-                | Op::St { .. }
-                | Op::Stx { .. }
-                | Op::LdxLen
-                | Op::LdxMsh { .. }
-                | Op::Tax,
-            ) => {}
             Some(Op::Ja { k }) => {
                 flow_to(&mut facts, next + u64::from(k), here);
                 continue;
@@ -124,6 +105,8 @@ pub fn arch_flow(insns: &[Insn]) -> Vec<Option<PathFacts>> {
                 continue;
             }
             Some(Op::RetK { .. } | Op::RetA) | None => continue,
+            Some(op) if op.writes_a() => after.a = AValue::Other,
+            Some(_) => {}
         }
         flow_to(&mut facts, next, after);
     }

@@ -62,24 +62,30 @@ use crate::arch::AUDIT_ARCH_LE;
 
 impl Field {
     /// Every field, in [`Field::index`] order.
-    pub const ALL: [Field; 16] = [
-        Field::Nr,
-        Field::Arch,
-        Field::IpLo,
-        Field::IpHi,
-        Field::ArgLo(0),
-        Field::ArgHi(0),
-        Field::ArgLo(1),
-        Field::ArgHi(1),
-        Field::ArgLo(2),
-        Field::ArgHi(2),
-        Field::ArgLo(3),
-        Field::ArgHi(3),
-        Field::ArgLo(4),
-        Field::ArgHi(4),
-        Field::ArgLo(5),
-        Field::ArgHi(5),
-    ];
+    // Evaluated at compile time: an index out of range fails the build.
+    #[allow(clippy::indexing_slicing)]
+    pub const ALL: [Field; 16] = {
+        let mut all = [Field::Nr; 16];
+        let mut i = 0;
+        while i < all.len() {
+            all[i] = Field::from_index(i as u32);
+            i += 1;
+        }
+        all
+    };
+
+    /// The inverse of [`Field::index`] on 0..16: nr, arch, ip's halves, then
+    /// each argument's low and high half.
+    const fn from_index(i: u32) -> Field {
+        match i {
+            0 => Field::Nr,
+            1 => Field::Arch,
+            2 => Field::IpLo,
+            3 => Field::IpHi,
+            _ if i % 2 == 0 => Field::ArgLo(((i - 4) / 2) as u8),
+            _ => Field::ArgHi(((i - 5) / 2) as u8),
+        }
+    }
 
     /// Position in [`Field::ALL`] (0..16); bit position in a [`FieldSet`].
     #[inline(always)]
