@@ -30,14 +30,12 @@ const JSET_K: u16 = BPF_JMP | BPF_JSET | BPF_K;
 const ADD_K: u16 = BPF_ALU | BPF_ADD | BPF_K;
 const RET_K: u16 = BPF_RET | BPF_K;
 
-/// `offsetof(struct seccomp_data, nr)`, `arch` and `args[0]`.
-const NR: u32 = 0;
-const ARCH: u32 = 4;
-const ARGS: u32 = 16;
+// `offsetof(struct seccomp_data, nr)`, `arch` and `args[0]`; the actions the shapes return.
+use cbpf::uapi::seccomp::{OFFSET_ARCH as ARCH, OFFSET_ARGS as ARGS, OFFSET_NR as NR};
+use cbpf::uapi::seccomp::{SECCOMP_RET_ALLOW as ALLOW, SECCOMP_RET_ERRNO, SECCOMP_RET_KILL_THREAD as KILL};
 
-const ALLOW: u32 = 0x7fff_0000;
-const KILL: u32 = 0;
-const ERRNO_1: u32 = 0x0005_0001;
+/// `SECCOMP_RET_ERRNO | EPERM`.
+const ERRNO_1: u32 = SECCOMP_RET_ERRNO | 1;
 
 /// One blow-up shape and its size parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

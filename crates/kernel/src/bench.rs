@@ -70,7 +70,7 @@ pub fn time_syscalls(
 ) -> Result<SyscallTiming, KernelError> {
     crate::engine::seccomp_available()?;
     let iterations = iterations.max(1);
-    let progs: Vec<Vec<libc::sock_filter>> = filters.iter().map(|f| to_sock_filters(f)).collect();
+    let progs: Vec<Vec<libc::sock_filter>> = filters.iter().map(|f| sys::to_sock_filters(f)).collect();
     let mut buffer = Box::new([0_u8; BUFFER_LEN]);
     let buffer_addr = buffer.as_mut_ptr() as u64;
     let regs = args.map(|a| match a {
@@ -201,7 +201,7 @@ fn loop_cpu(
 /// `CLOCK_MONOTONIC` through the vDSO so the filter cannot interfere.
 pub fn attach_time(filter: &[Insn]) -> Result<Duration, KernelError> {
     crate::engine::seccomp_available()?;
-    let prog = to_sock_filters(filter);
+    let prog = sys::to_sock_filters(filter);
     let mut samples = Vec::with_capacity(REPEATS);
     for _ in 0..REPEATS {
         // words[0] = ns, [1] = errno, [2] = done.
@@ -297,10 +297,6 @@ fn wait(pid: i32) -> Result<Exit, KernelError> {
             Err(KernelError::Os { op: "waitpid", errno })
         }
     }
-}
-
-pub(crate) fn to_sock_filters(filter: &[Insn]) -> Vec<libc::sock_filter> {
-    filter.iter().map(|i| libc::sock_filter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect()
 }
 
 fn put(words: &[AtomicU64], at: usize, value: u64) {

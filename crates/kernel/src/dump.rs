@@ -182,7 +182,7 @@ impl FilteredProcess {
     /// Forks the child and waits until its filters are installed.
     pub fn spawn(filters: &[Vec<Insn>]) -> Result<Self, KernelError> {
         crate::engine::seccomp_available()?;
-        let progs: Vec<Vec<libc::sock_filter>> = filters.iter().map(|f| crate::bench::to_sock_filters(f)).collect();
+        let progs: Vec<Vec<libc::sock_filter>> = filters.iter().map(|f| sys::to_sock_filters(f)).collect();
         // words[0] = installed, [1] = errno.
         let shared = crate::bench::shared_results(2)?;
         let words = shared.words();

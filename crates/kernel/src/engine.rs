@@ -392,7 +392,7 @@ impl KernelEngine {
     /// runs jobs until done or killed, the zygote reaps it and starts the
     /// next worker after the killing job. One raw result per job.
     fn execute(&self, insns: &[Insn], jobs: &[Job], stub: &sys::stub::StubPage) -> Result<Vec<Raw>, KernelError> {
-        let prog = crate::bench::to_sock_filters(insns);
+        let prog = sys::to_sock_filters(insns);
         // words[STARTED] = jobs started (progress), words[SETUP] = errno of
         // a failed setup step or the signal of a worker that died before
         // starting a job, words[NEXT] = first job of the current worker,

@@ -47,7 +47,7 @@
 use cbpf::opcode::*;
 use cbpf::{Insn, Op, Program, Skb};
 
-use crate::sys::{self, DatagramPair, OwnedSocket};
+use crate::sys::{self, DatagramPair};
 
 /// What `SO_ATTACH_FILTER` said of a program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,8 +64,9 @@ pub enum Attach {
 /// Attaches `prog` to a fresh `AF_UNIX` datagram socket and says how the
 /// kernel answered. `Err` only when no socket could be made.
 pub fn attach(prog: &[Insn]) -> Result<Attach, crate::KernelError> {
-    let socket = OwnedSocket::unix_datagram().map_err(|errno| crate::KernelError::Os { op: "socketpair", errno })?;
-    Ok(match socket.attach_filter(&sock_filters(prog)) {
+    // The receiving end of a fresh pair; the sender closes with it.
+    let pair = DatagramPair::new().map_err(|errno| crate::KernelError::Os { op: "socketpair", errno })?;
+    Ok(match pair.receiver.attach_filter(&sys::to_sock_filters(prog)) {
         Ok(()) => Attach::Accepted,
         Err(libc::ENOMEM) => Attach::OverOptmem,
         Err(errno) => Attach::Rejected { errno },
@@ -260,7 +261,7 @@ impl SocketFilter {
     pub fn attach(prog: &[Insn]) -> Result<SocketFilter, crate::KernelError> {
         let pair = DatagramPair::new().map_err(|errno| crate::KernelError::Os { op: "socketpair", errno })?;
         pair.receiver
-            .attach_filter(&sock_filters(prog))
+            .attach_filter(&sys::to_sock_filters(prog))
             .map_err(|errno| crate::KernelError::FilterRejected { errno, len: prog.len() })?;
         Ok(SocketFilter { pair })
     }
@@ -278,8 +279,4 @@ impl SocketFilter {
             Some(kept) => Ok(Delivery::Kept { kept: u32::try_from(kept).unwrap_or(u32::MAX), len }),
         }
     }
-}
-
-fn sock_filters(prog: &[Insn]) -> Vec<libc::sock_filter> {
-    prog.iter().map(|i| libc::sock_filter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect()
 }

@@ -287,26 +287,16 @@ pub(crate) fn set_no_new_privs() -> Result<(), i32> {
 /// The sysctl bounding a socket's option memory (attached filters included).
 pub(crate) const OPTMEM_MAX: &str = "/proc/sys/net/core/optmem_max";
 
+/// The `struct sock_filter` records the kernel's interfaces take.
+pub(crate) fn to_sock_filters(filter: &[cbpf::Insn]) -> Vec<libc::sock_filter> {
+    filter.iter().map(|i| libc::sock_filter { code: i.code, jt: i.jt, jf: i.jf, k: i.k }).collect()
+}
+
 /// A socket this process owns, closed on drop.
 #[derive(Debug)]
 pub(crate) struct OwnedSocket(i32);
 
 impl OwnedSocket {
-    /// One end of `socketpair(AF_UNIX, SOCK_DGRAM)` (the other end is
-    /// closed at once): a socket any process may attach filters to.
-    pub(crate) fn unix_datagram() -> Result<OwnedSocket, i32> {
-        let mut fds = [-1i32; 2];
-        // SAFETY: `fds` is a writable array of two c_ints, as socketpair(2) requires.
-        let r = unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_DGRAM, 0, fds.as_mut_ptr()) };
-        if r != 0 {
-            return Err(errno());
-        }
-        let [mine, other] = fds;
-        // SAFETY: closing a descriptor socketpair just gave us.
-        unsafe { libc::close(other) };
-        Ok(OwnedSocket(mine))
-    }
-
     /// `setsockopt(SOL_SOCKET, SO_ATTACH_FILTER, prog)`.
     pub(crate) fn attach_filter(&self, prog: &[libc::sock_filter]) -> Result<(), i32> {
         let len = u16::try_from(prog.len()).map_err(|_| libc::EINVAL)?;

@@ -423,8 +423,8 @@ fn push_unique<T: Clone + Eq + std::hash::Hash>(seen: &mut HashSet<T>, out: &mut
     }
 }
 
-/// `AUDIT_ARCH_X86_64`, the arch of inputs whose filter never tests one.
-const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+// `AUDIT_ARCH_X86_64` is the arch of inputs whose filter never tests one.
+use cbpf::uapi::audit::AUDIT_ARCH_X86_64;
 
 /// Seed of the random part of the generated inputs.
 const INPUT_SEED: u64 = 0x0bad_5eed_cafe_f00d;

@@ -87,9 +87,7 @@ mod tests {
 
     use super::*;
 
-    const X86_64: u32 = 0xc000_003e;
-    const I386: u32 = 0x4000_0003;
-    const AARCH64: u32 = 0xc000_00b7;
+    use cbpf::uapi::audit::{AUDIT_ARCH_AARCH64 as AARCH64, AUDIT_ARCH_I386 as I386, AUDIT_ARCH_X86_64 as X86_64};
 
     fn programs() -> Vec<(String, cbpf::Program)> {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters");
