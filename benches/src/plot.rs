@@ -19,6 +19,10 @@ pub struct Series {
     pub name: String,
     /// `(x, ns)` points, sorted by x.
     pub points: Vec<(f64, f64)>,
+    /// Palette index: the engine's place in the fixed column list
+    /// ([`crate::report::columns`]), so an engine keeps its colour in every
+    /// chart, whichever engines have points there.
+    pub color: usize,
 }
 
 /// How the x axis is scaled.
@@ -36,6 +40,7 @@ pub fn line_chart(path: &Path, title: &str, x_label: &str, x_scale: XScale, seri
         .iter()
         .map(|s| Series {
             name: s.name.clone(),
+            color: s.color,
             points: s
                 .points
                 .iter()
@@ -73,8 +78,8 @@ pub fn line_chart(path: &Path, title: &str, x_label: &str, x_scale: XScale, seri
         .x_label_formatter(&x_ticks)
         .draw()
         .map_err(|e| err(&e))?;
-    for (i, s) in series.iter().enumerate() {
-        let color = Palette99::pick(i).mix(0.9);
+    for s in series {
+        let color = Palette99::pick(s.color).mix(0.9);
         let points: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
         chart
             .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
@@ -107,10 +112,12 @@ fn cost(table: &TableResult, row: &RowResult, engine: &str, native_row: &str) ->
 fn series_over(points: impl Fn(&str) -> Vec<(f64, f64)>, engines: &[&str]) -> Vec<Series> {
     engines
         .iter()
-        .map(|e| {
+        .enumerate()
+        .map(|(color, e)| {
             let mut pts = points(e);
             pts.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series { name: if *e == KERNEL { "kernel (filter cost)".to_string() } else { e.to_string() }, points: pts }
+            let name = if *e == KERNEL { "kernel (filter cost)".to_string() } else { e.to_string() };
+            Series { name, points: pts, color }
         })
         .filter(|s| !s.points.is_empty())
         .collect()
@@ -150,8 +157,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.svg");
         let series = vec![
-            Series { name: "cbpf".into(), points: vec![(1.0, 5.0), (153.0, 40.0), (306.0, 80.0)] },
-            Series { name: "kernel (filter cost)".into(), points: vec![(1.0, 20.0), (306.0, 600.0)] },
+            Series { name: "cbpf".into(), points: vec![(1.0, 5.0), (153.0, 40.0), (306.0, 80.0)], color: 0 },
+            Series { name: "kernel (filter cost)".into(), points: vec![(1.0, 20.0), (306.0, 600.0)], color: 1 },
         ];
         line_chart(&path, "cost vs position", "position", XScale::Linear, &series).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
@@ -164,5 +171,18 @@ mod tests {
         assert!(svg.lines().any(|l| l.trim() == "256"), "log2 ticks not labelled with x");
         assert!(line_chart(&path, "empty", "x", XScale::Linear, &[]).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// An engine's colour is fixed by its column, not by which other engines
+    /// have points in a chart (position.svg and length.svg once disagreed).
+    #[test]
+    fn an_engine_keeps_its_colour_when_others_have_no_points() {
+        let engines = ["cbpf", "ebpf", "fast"];
+        let all = series_over(|_| vec![(1.0, 2.0)], &engines);
+        let without_ebpf = series_over(|e| if e == "ebpf" { Vec::new() } else { vec![(1.0, 2.0)] }, &engines);
+        let color_of = |s: &[Series], name: &str| s.iter().find(|s| s.name == name).map(|s| s.color);
+        assert_eq!(without_ebpf.len(), 2);
+        assert_eq!(color_of(&all, "fast"), color_of(&without_ebpf, "fast"));
+        assert_ne!(color_of(&all, "fast"), color_of(&all, "cbpf"));
     }
 }
