@@ -8,6 +8,7 @@
 //!            bytes, or seeded through rng::SplitMix64)
 //! branch ──► inputs that reach every branch of a program
 //! oracle ──► trace interpreter (reference) vs every engine, with step counts
+//! socket ──► socket filetests, packet shapes and a seeded raw-filter generator
 //! ```
 //!
 //! The libraries' own tests use only their library; suites that need
@@ -21,6 +22,7 @@ pub mod gen;
 pub mod input;
 pub mod oracle;
 pub mod rng;
+pub mod socket;
 
 pub use branch::{branch_inputs, branch_packets, impossible_outcomes};
 pub use input::SocketInput;

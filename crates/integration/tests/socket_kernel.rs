@@ -6,10 +6,9 @@
 //! the kernel refuses to attach is refused by our conversion too. Skipped
 //! visibly where attaching is refused altogether.
 
-mod common;
-
 use engine::{EngineError, EngineKind, Prepared, SocketEngine, SocketOutcome};
 use kernel::socket::{attach, unix_dgram_skb, Attach};
+use test_kit::{socket, SplitMix64};
 
 /// errno values (asm-generic/errno-base.h).
 const ENOMEM: i32 = 12;
@@ -31,7 +30,7 @@ fn kernel_equals_cbpf_on_every_filter_and_packet() {
         return;
     }
     let (mut runs, mut unobservable, mut refused, mut failures) = (0usize, 0usize, 0usize, Vec::new());
-    for (name, insns) in common::socket_filters() {
+    for (name, insns) in socket::socket_filters().unwrap() {
         let Ok(program) = cbpf::validate(&insns, cbpf::Mode::Socket) else { continue };
         let Ok(prepared) = Prepared::new(program) else { continue };
         let mut cbpf = SocketEngine::new(EngineKind::Cbpf, &prepared).unwrap();
@@ -45,8 +44,8 @@ fn kernel_equals_cbpf_on_every_filter_and_packet() {
             }
             Err(e) => panic!("{name}: the kernel refused a filter our conversion accepts: {e}"),
         };
-        for (shape, frame) in common::packets() {
-            for captured in common::capture_lengths(frame.len()) {
+        for (shape, frame) in socket::packets() {
+            for captured in socket::capture_lengths(frame.len()) {
                 let skb = unix_dgram_skb(&frame[..captured]);
                 let want = cbpf.run(&skb).unwrap();
                 match kernel.eval(&skb).unwrap() {
@@ -70,7 +69,7 @@ fn kernel_refuses_what_our_conversion_refuses() {
         return;
     }
     let mut compared = 0;
-    for (name, insns) in common::socket_filters() {
+    for (name, insns) in socket::socket_filters().unwrap() {
         let ours = cbpf::validate(&insns, cbpf::Mode::Socket).map_err(|e| e.to_string()).and_then(|p| {
             convert::check_attach(&p).map_err(|e| e.to_string())?;
             Ok(p)
@@ -97,7 +96,7 @@ fn metadata_the_path_cannot_set_is_not_observable() {
     if !kernel_attaches() {
         return;
     }
-    let frame = common::packets()[0].1.clone();
+    let frame = socket::packets()[0].1.clone();
     let cases: [Case; 5] = [
         ("protocol", vec![cbpf::Insn::stmt(0x28, 0xffff_f000), cbpf::Insn::stmt(0x16, 0)], |s| s.protocol = 0x0800),
         ("ifindex", vec![cbpf::Insn::stmt(0x20, 0xffff_f008), cbpf::Insn::stmt(0x16, 0)], |s| {
@@ -134,11 +133,11 @@ fn kernel_equals_cbpf_on_generated_programs() {
     if !kernel_attaches() {
         return;
     }
-    let mut rng = common::Rng(0x5eed_0017);
+    let mut rng = SplitMix64::new(0x5eed_0017);
     let (mut programs, mut runs, mut unobservable, mut failures) = (0usize, 0usize, 0usize, Vec::new());
-    let frames = common::packets();
+    let frames = socket::packets();
     for n in 0..600 {
-        let insns = common::random_program(&mut rng, 24);
+        let insns = socket::random_program(&mut rng, 24);
         let ours = cbpf::validate(&insns, cbpf::Mode::Socket).ok().and_then(|p| Prepared::new(p).ok());
         let theirs = attach(&insns).unwrap();
         let Some(prepared) = ours else {

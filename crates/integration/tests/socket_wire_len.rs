@@ -3,24 +3,23 @@
 //! packet whose capture was cut short, with `ld len` reading the wire
 //! length (`--len wire`) and reading the captured bytes (`--len captured`).
 
-mod common;
-
 use engine::{EngineKind, Prepared, SocketEngine};
+use test_kit::{socket, SplitMix64};
 
 #[test]
 fn ebpf_equals_cbpf_with_wire_and_captured_lengths() {
     let (mut runs, mut cut_short, mut failures) = (0usize, 0usize, Vec::new());
-    for (name, insns) in common::socket_filters() {
+    for (name, insns) in socket::socket_filters().unwrap() {
         let Ok(program) = cbpf::validate(&insns, cbpf::Mode::Socket) else { continue };
         // The conversion-rejected filetests have no eBPF form to compare.
         let Ok(prepared) = Prepared::new(program) else { continue };
         let mut cbpf = SocketEngine::new(EngineKind::Cbpf, &prepared).unwrap();
         let mut ebpf = SocketEngine::new(EngineKind::Ebpf, &prepared).unwrap();
-        for (shape, frame) in common::packets() {
-            for captured in common::capture_lengths(frame.len()) {
+        for (shape, frame) in socket::packets() {
+            for captured in socket::capture_lengths(frame.len()) {
                 let data = &frame[..captured];
                 for wire in [None, Some(frame.len() as u32), Some(frame.len() as u32 + 1000)] {
-                    let mut skb = common::skb_of(data);
+                    let mut skb = socket::skb_of(data);
                     skb.wire_len = wire;
                     let want = cbpf.run(&skb).unwrap();
                     let got = ebpf.run(&skb).unwrap();
@@ -46,7 +45,7 @@ fn wire_length_is_what_ld_len_reads_and_loads_past_the_capture_fail() {
     let ld_len = cbpf::validate(&[cbpf::Insn::stmt(0x80, 0), cbpf::Insn::stmt(0x16, 0)], cbpf::Mode::Socket).unwrap();
     let past = cbpf::validate(&[cbpf::Insn::stmt(0x20, 40), cbpf::Insn::stmt(0x06, 9)], cbpf::Mode::Socket).unwrap();
     let data = [0u8; 42];
-    let mut skb = common::skb_of(&data[..20]);
+    let mut skb = socket::skb_of(&data[..20]);
     skb.wire_len = Some(1500);
     for kind in [EngineKind::Cbpf, EngineKind::Ebpf] {
         let p = Prepared::new(ld_len.clone()).unwrap();
@@ -60,11 +59,11 @@ fn wire_length_is_what_ld_len_reads_and_loads_past_the_capture_fail() {
 /// shape; the generator of the kernel-engine suite).
 #[test]
 fn ebpf_equals_cbpf_on_generated_programs_with_cut_captures() {
-    let mut rng = common::Rng(0x5eed_0002);
+    let mut rng = SplitMix64::new(0x5eed_0002);
     let (mut runs, mut failures) = (0usize, Vec::new());
-    let frames = common::packets();
+    let frames = socket::packets();
     for n in 0..600 {
-        let insns = common::random_program(&mut rng, 24);
+        let insns = socket::random_program(&mut rng, 24);
         let Ok(program) = cbpf::validate(&insns, cbpf::Mode::Socket) else { continue };
         let Ok(prepared) = Prepared::new(program) else { continue };
         let mut cbpf = SocketEngine::new(EngineKind::Cbpf, &prepared).unwrap();
@@ -72,7 +71,7 @@ fn ebpf_equals_cbpf_on_generated_programs_with_cut_captures() {
         for (shape, frame) in &frames {
             for captured in [frame.len().min(14), frame.len().min(38), frame.len()] {
                 for wire in [None, Some(frame.len() as u32), Some(9000)] {
-                    let mut skb = common::skb_of(&frame[..captured]);
+                    let mut skb = socket::skb_of(&frame[..captured]);
                     skb.wire_len = wire;
                     let (want, got) = (cbpf.run(&skb).unwrap(), ebpf.run(&skb).unwrap());
                     runs += 1;

@@ -1,51 +1,59 @@
-//! Socket filters and packets shared by the socket-engine suites: the
-//! classic programs of testdata/convert's `socket_*` filetests, a few
-//! `tcpdump -dd`-shaped programs written here, and packets of every common
-//! shape (Ethernet, 802.1Q, IPv4/IPv6, TCP/UDP/ICMP, fragments) built here.
-#![allow(dead_code)]
+//! Socket filters and packets for the socket-engine suites: the classic
+//! programs of testdata/convert's `socket_*` filetests, a few
+//! `tcpdump -dd`-shaped programs, packets of every common shape (Ethernet,
+//! 802.1Q, IPv4/IPv6, TCP/UDP/ICMP, fragments), and a seeded generator of
+//! random (not always valid) socket filters over those shapes.
+
+use std::path::Path;
 
 use cbpf::Insn;
 
-const CONVERT_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/convert");
+use crate::rng::{below, pick, SplitMix64};
 
 /// Every `socket_*.txt` filetest's classic program (the lines before
-/// `== expect`), by file stem, plus the handwritten filters below.
-pub fn socket_filters() -> Vec<(String, Vec<Insn>)> {
-    let mut names: Vec<String> = std::fs::read_dir(CONVERT_DIR)
-        .unwrap()
+/// `== expect`), by file stem, plus [`tcpdump_filters`].
+pub fn socket_filters() -> Result<Vec<(String, Vec<Insn>)>, String> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/convert");
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut names: Vec<String> = entries
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
         .filter(|n| n.starts_with("socket_") && n.ends_with(".txt"))
         .collect();
     names.sort();
     let mut out = Vec::new();
     for name in names {
-        let text = std::fs::read_to_string(format!("{CONVERT_DIR}/{name}")).unwrap();
-        let insns: Vec<Insn> = text
-            .lines()
-            .take_while(|l| !l.starts_with("=="))
-            .map(|l| l.split(';').next().unwrap_or("").trim())
-            .filter(|l| !l.is_empty())
-            .flat_map(|l| {
-                // `repeat N: insn` is the filetests' shorthand for N copies.
-                let (times, l) = match l.strip_prefix("repeat ").and_then(|r| r.split_once(':')) {
-                    Some((n, rest)) => (number(n.trim()) as usize, rest),
-                    None => (1, l),
-                };
-                let f: Vec<u64> = l.split_whitespace().map(number).collect();
-                std::iter::repeat_n(Insn { code: f[0] as u16, jt: f[1] as u8, jf: f[2] as u8, k: f[3] as u32 }, times)
-            })
-            .collect();
+        let path = dir.join(&name);
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut insns = Vec::new();
+        for line in text.lines().take_while(|l| !l.starts_with("==")) {
+            let line = line.split(';').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            // `repeat N: insn` is the filetests' shorthand for N copies.
+            let (times, line) = match line.strip_prefix("repeat ").and_then(|r| r.split_once(':')) {
+                Some((n, rest)) => (number(n.trim())? as usize, rest),
+                None => (1, line),
+            };
+            let fields = line.split_whitespace().map(number).collect::<Result<Vec<u64>, String>>()?;
+            let [code, jt, jf, k] = fields[..] else {
+                return Err(format!("{name}: `{line}` is not `code jt jf k`"));
+            };
+            let insn = Insn { code: code as u16, jt: jt as u8, jf: jf as u8, k: k as u32 };
+            insns.extend(std::iter::repeat_n(insn, times));
+        }
         out.push((name.trim_end_matches(".txt").to_string(), insns));
     }
-    out.extend(handwritten());
-    out
+    out.extend(tcpdump_filters());
+    Ok(out)
 }
 
-fn number(text: &str) -> u64 {
+fn number(text: &str) -> Result<u64, String> {
     match text.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
-        None => text.parse().unwrap(),
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => text.parse(),
     }
+    .map_err(|e| format!("`{text}`: {e}"))
 }
 
 fn s(code: u16, k: u32) -> Insn {
@@ -58,7 +66,7 @@ fn j(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
 
 /// Programs in the shape `tcpdump -dd` prints (our own encodings of the
 /// expressions named; snap length 262144).
-fn handwritten() -> Vec<(String, Vec<Insn>)> {
+pub fn tcpdump_filters() -> Vec<(String, Vec<Insn>)> {
     const KEEP: u32 = 0x40000;
     vec![
         // ip
@@ -196,8 +204,8 @@ pub fn packets() -> Vec<(&'static str, Vec<u8>)> {
     ]
 }
 
-/// The byte counts to cut each packet at: the whole packet and captures cut
-/// inside the Ethernet, IP and transport headers.
+/// The byte counts to cut a packet of `len` bytes at: the whole packet and
+/// captures cut inside the Ethernet, IP and transport headers.
 pub fn capture_lengths(len: usize) -> Vec<usize> {
     let mut cuts: Vec<usize> = [0, 1, 13, 14, 20, 23, 24, 34, 38, 54, 60].into_iter().filter(|&c| c < len).collect();
     cuts.push(len);
@@ -222,69 +230,55 @@ pub fn skb_of(data: &[u8]) -> cbpf::Skb<'_> {
     skb
 }
 
-/// A seeded SplitMix64 stream, for the generated programs.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-/// A random classic socket filter of up to `max` instructions over the
-/// packet shapes above: packet loads (absolute, indexed, `SKF_NET_OFF` and
-/// `SKF_LL_OFF` relative, `ldx msh`), `len`, every ancillary load, every
-/// ALU op in K and X form, forward conditional jumps and `ja`, `tax`/`txa`,
+/// A random classic socket filter of 2 to `max` instructions over the packet
+/// shapes of [`packets`]: packet loads (absolute, indexed, `SKF_NET_OFF` and
+/// `SKF_LL_OFF` relative, `ldx msh`), `len`, every ancillary load, every ALU
+/// op in K and X form, forward conditional jumps and `ja`, `tax`/`txa`,
 /// ending in `ret a` or `ret #k`. Not every result is valid (the caller
-/// validates).
-pub fn random_program(rng: &mut Rng, max: usize) -> Vec<Insn> {
+/// validates); unlike [`crate::gen`], invalid programs are the point here
+/// (the kernel must refuse exactly what we refuse).
+pub fn random_program(rng: &mut SplitMix64, max: usize) -> Vec<Insn> {
     const SIZES: [u16; 3] = [0x00, 0x08, 0x10]; // W, H, B
     const ALU: [u16; 11] = [0x00, 0x10, 0x20, 0x30, 0x40, 0x50, 0x60, 0x70, 0x90, 0xa0, 0x80];
     const JMP: [u16; 4] = [0x10, 0x20, 0x30, 0x40]; // jeq jgt jge jset
-    let len = 2 + rng.below(max as u64 - 1) as usize;
+    let mut next = || rng.next_u64();
+    let next = &mut next;
+    let len = 2 + below(next, max.saturating_sub(1));
     let mut p = Vec::with_capacity(len);
     for pc in 0..len - 1 {
-        let left = (len - 2 - pc) as u64; // instructions a jump may skip
-        let size = SIZES[rng.below(3) as usize];
-        let insn = match rng.below(16) {
-            0..=2 => s(0x20 | size, rng.below(72) as u32),
-            3 => s(0x40 | size, rng.below(40) as u32),
-            4 => s(0x20 | size, SKF_NET + rng.below(44) as u32),
-            5 => s(0x20 | size, SKF_LL + rng.below(20) as u32),
-            6 => s(0xb1, rng.below(40) as u32),
-            7 => s(0x80 | (rng.below(2) as u16), 0),
-            8 => s(0x20 | size, 0xffff_f000 + 4 * rng.below(16) as u32),
+        let left = len - 2 - pc; // instructions a jump may skip
+        let size = pick(next, &SIZES, 0);
+        let insn = match below(next, 16) {
+            0..=2 => s(0x20 | size, below(next, 72) as u32),
+            3 => s(0x40 | size, below(next, 40) as u32),
+            4 => s(0x20 | size, SKF_NET + below(next, 44) as u32),
+            5 => s(0x20 | size, SKF_LL + below(next, 20) as u32),
+            6 => s(0xb1, below(next, 40) as u32),
+            7 => s(0x80 | (below(next, 2) as u16), 0),
+            8 => s(0x20 | size, 0xffff_f000 + 4 * below(next, 16) as u32),
             9 => {
-                let op = ALU[rng.below(ALU.len() as u64) as usize];
+                let op = pick(next, &ALU, 0);
                 let k = match op {
-                    0x60 | 0x70 => rng.below(32) as u32,
-                    0x30 | 0x90 => 1 + rng.below(300) as u32,
-                    _ => interesting(rng),
+                    0x60 | 0x70 => below(next, 32) as u32,
+                    0x30 | 0x90 => 1 + below(next, 300) as u32,
+                    _ => interesting(next),
                 };
-                s(0x04 | op | if rng.below(3) == 0 && op != 0x80 { 0x08 } else { 0 }, k)
+                s(0x04 | op | if below(next, 3) == 0 && op != 0x80 { 0x08 } else { 0 }, k)
             }
-            10 => s(if rng.below(2) == 0 { 0x07 } else { 0x87 }, 0),
-            11 => s(if rng.below(2) == 0 { 0x00 } else { 0x01 }, interesting(rng)),
-            12 if left > 0 => s(0x05, rng.below(left + 1) as u32),
+            10 => s(if below(next, 2) == 0 { 0x07 } else { 0x87 }, 0),
+            11 => s(if below(next, 2) == 0 { 0x00 } else { 0x01 }, interesting(next)),
+            12 if left > 0 => s(0x05, below(next, left + 1) as u32),
             12..=14 if left > 0 => {
-                let op = JMP[rng.below(4) as usize] | if rng.below(4) == 0 { 0x08 } else { 0 };
-                let jt = rng.below(left.min(255) + 1) as u8;
-                let jf = rng.below(left.min(255) + 1) as u8;
-                j(0x05 | op, interesting(rng), jt, jf)
+                let op = pick(next, &JMP, 0) | if below(next, 4) == 0 { 0x08 } else { 0 };
+                let jt = below(next, left.min(255) + 1) as u8;
+                let jf = below(next, left.min(255) + 1) as u8;
+                j(0x05 | op, interesting(next), jt, jf)
             }
-            _ => s(0x06, interesting(rng)),
+            _ => s(0x06, interesting(next)),
         };
         p.push(insn);
     }
-    p.push(if rng.below(2) == 0 { s(0x16, 0) } else { s(0x06, interesting(rng)) });
+    p.push(if below(next, 2) == 0 { s(0x16, 0) } else { s(0x06, interesting(next)) });
     p
 }
 
@@ -293,11 +287,12 @@ const SKF_NET: u32 = 0xfff0_0000;
 const SKF_LL: u32 = 0xffe0_0000;
 
 /// Constants that meet the packet shapes' fields and the edges of 32 bits.
-fn interesting(rng: &mut Rng) -> u32 {
+fn interesting(next: &mut impl FnMut() -> u64) -> u32 {
     const K: [u32; 14] = [0, 1, 2, 6, 17, 22, 53, 64, 0x800, 0x86dd, 0x8100, 0x1fff, 0x7fff_ffff, 0xffff_ffff];
-    if rng.below(3) == 0 {
-        rng.next() as u32 >> rng.below(32)
+    if below(next, 3) == 0 {
+        let bits = next() as u32;
+        bits >> below(next, 32)
     } else {
-        K[rng.below(K.len() as u64) as usize]
+        pick(next, &K, 0)
     }
 }
