@@ -583,10 +583,10 @@ fn packet_position(input: &SocketInput, k: u32) -> Option<usize> {
         return usize::try_from(k).ok();
     }
     if k >= SKF_NET_OFF as i32 {
-        return usize::try_from(k - SKF_NET_OFF as i32).ok()?.checked_add(input.network_offset);
+        return usize::try_from(k - SKF_NET_OFF as i32).ok()?.checked_add(input.meta.network_offset);
     }
     if k >= SKF_LL_OFF as i32 {
-        return usize::try_from(k - SKF_LL_OFF as i32).ok()?.checked_add(input.mac_offset?);
+        return usize::try_from(k - SKF_LL_OFF as i32).ok()?.checked_add(input.meta.mac_offset?);
     }
     None
 }
@@ -605,7 +605,7 @@ fn set_field(input: &mut SocketInput, field: Field, v: u32) -> bool {
             }
             if input.data.len() < end {
                 input.data.resize(end, 0);
-                input.headlen = input.data.len();
+                input.meta.headlen = input.data.len();
             }
             let be = v.to_be_bytes();
             match (input.data.get_mut(pos..end), be.get(4 - size..)) {
@@ -621,37 +621,37 @@ fn set_field(input: &mut SocketInput, field: Field, v: u32) -> bool {
             if len > MAX_PACKET {
                 return false;
             }
-            let was_linear = input.headlen >= input.data.len();
+            let was_linear = input.meta.headlen >= input.data.len();
             input.data.resize(len, 0);
-            input.headlen = if was_linear { len } else { input.headlen.min(len) };
-            input.network_offset = input.network_offset.min(len);
+            input.meta.headlen = if was_linear { len } else { input.meta.headlen.min(len) };
+            input.meta.network_offset = input.meta.network_offset.min(len);
             true
         }
         Field::Ancillary(x) => {
             match x {
-                SKF_AD_PROTOCOL => input.protocol = v as u16,
-                SKF_AD_PKTTYPE => input.pkt_type = (v & 7) as u8,
+                SKF_AD_PROTOCOL => input.meta.protocol = v as u16,
+                SKF_AD_PKTTYPE => input.meta.pkt_type = (v & 7) as u8,
                 SKF_AD_IFINDEX => {
-                    let hatype = input.dev.map_or(1, |d| d.hatype);
-                    input.dev = Some(NetDevice { ifindex: v as i32, hatype });
+                    let hatype = input.meta.dev.map_or(1, |d| d.hatype);
+                    input.meta.dev = Some(NetDevice { ifindex: v as i32, hatype });
                 }
                 SKF_AD_HATYPE => {
-                    let ifindex = input.dev.map_or(1, |d| d.ifindex);
-                    input.dev = Some(NetDevice { ifindex, hatype: v as u16 });
+                    let ifindex = input.meta.dev.map_or(1, |d| d.ifindex);
+                    input.meta.dev = Some(NetDevice { ifindex, hatype: v as u16 });
                 }
-                SKF_AD_MARK => input.mark = v,
-                SKF_AD_QUEUE => input.queue_mapping = v as u16,
-                SKF_AD_RXHASH => input.rxhash = v,
-                SKF_AD_CPU => input.cpu = v,
-                SKF_AD_RANDOM => input.random = v,
-                SKF_AD_VLAN_TAG => input.vlan_tci = v as u16,
-                SKF_AD_VLAN_TPID => input.vlan_proto = v as u16,
+                SKF_AD_MARK => input.meta.mark = v,
+                SKF_AD_QUEUE => input.meta.queue_mapping = v as u16,
+                SKF_AD_RXHASH => input.meta.rxhash = v,
+                SKF_AD_CPU => input.meta.cpu = v,
+                SKF_AD_RANDOM => input.meta.random = v,
+                SKF_AD_VLAN_TAG => input.meta.vlan_tci = v as u16,
+                SKF_AD_VLAN_TPID => input.meta.vlan_proto = v as u16,
                 SKF_AD_VLAN_TAG_PRESENT => {
                     if v == 0 {
-                        input.vlan_tci = 0;
-                        input.vlan_proto = 0;
-                    } else if input.vlan_tci == 0 && input.vlan_proto == 0 {
-                        input.vlan_tci = 1;
+                        input.meta.vlan_tci = 0;
+                        input.meta.vlan_proto = 0;
+                    } else if input.meta.vlan_tci == 0 && input.meta.vlan_proto == 0 {
+                        input.meta.vlan_tci = 1;
                     }
                 }
                 _ => return false,
@@ -688,7 +688,7 @@ pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
             if let Some(end) = packet_position(&base, k).map(|p| p + usize::from(size)) {
                 if end > base.data.len() && end <= MAX_PACKET {
                     base.data.resize(end, 0x5a);
-                    base.headlen = base.data.len();
+                    base.meta.headlen = base.data.len();
                 }
             }
         }
@@ -719,12 +719,12 @@ pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
             for cut in [end - 1, end] {
                 let mut short = base.clone();
                 short.data.truncate(cut);
-                short.headlen = cut;
+                short.meta.headlen = cut;
                 push_unique(&mut seen, &mut out, short);
             }
             for headlen in [pos, pos + 1] {
                 let mut paged = base.clone();
-                paged.headlen = headlen.min(paged.data.len());
+                paged.meta.headlen = headlen.min(paged.data.len());
                 push_unique(&mut seen, &mut out, paged);
             }
         }
@@ -732,23 +732,23 @@ pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
     for len in [0usize, 1, 13, 14, 15, 34, 54] {
         let mut short = SocketInput::test_bpf(base.data.get(..len.min(base.data.len())).unwrap_or(&[]).to_vec());
         short.data.resize(len, 0);
-        short.headlen = len;
+        short.meta.headlen = len;
         push_unique(&mut seen, &mut out, short);
     }
     let variants: [fn(&mut SocketInput); 7] = [
-        |i| i.headlen = 0,
-        |i| i.headlen /= 2,
-        |i| i.dev = None,
-        |i| i.mac_offset = None,
+        |i| i.meta.headlen = 0,
+        |i| i.meta.headlen /= 2,
+        |i| i.meta.dev = None,
+        |i| i.meta.mac_offset = None,
         |i| {
-            i.vlan_tci = 0;
-            i.vlan_proto = 0;
+            i.meta.vlan_tci = 0;
+            i.meta.vlan_proto = 0;
         },
         |i| {
             *i = SocketInput::test_bpf(ipv6_packet());
-            i.protocol = 0x86dd;
-            i.vlan_tci = 0;
-            i.vlan_proto = 0;
+            i.meta.protocol = 0x86dd;
+            i.meta.vlan_tci = 0;
+            i.meta.vlan_proto = 0;
         },
         |i| *i = SocketInput::test_bpf(netlink_packet()),
     ];
@@ -770,10 +770,10 @@ pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
             1 => {
                 let len = below(&mut next, input.data.len() + 1);
                 input.data.truncate(len);
-                input.headlen = len;
-                input.network_offset = input.network_offset.min(len);
+                input.meta.headlen = len;
+                input.meta.network_offset = input.meta.network_offset.min(len);
             }
-            _ => input.headlen = below(&mut next, input.data.len() + 1),
+            _ => input.meta.headlen = below(&mut next, input.data.len() + 1),
         }
         for _ in 0..3 {
             if let Some(&(field, v)) = pool.get(below(&mut next, pool.len())) {
@@ -781,11 +781,11 @@ pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
             }
         }
         if next() % 4 == 0 {
-            input.mark = next() as u32;
-            input.protocol = pick(&mut next, &[0x0800, 0x86dd, 0x0806, 0x8100], 0x0800);
-            input.pkt_type = (next() % 8) as u8;
-            input.cpu = next() as u32 % 64;
-            input.random = next() as u32;
+            input.meta.mark = next() as u32;
+            input.meta.protocol = pick(&mut next, &[0x0800, 0x86dd, 0x0806, 0x8100], 0x0800);
+            input.meta.pkt_type = (next() % 8) as u8;
+            input.meta.cpu = next() as u32 % 64;
+            input.meta.random = next() as u32;
         }
         push_unique(&mut seen, &mut out, input);
     }

@@ -99,6 +99,28 @@ impl<'a> Skb<'a> {
         }
     }
 
+    /// The same `sk_buff` fields over other packet bytes (`data`); what an
+    /// owner of the bytes lends, or keeps with empty `data` as a template.
+    pub fn with_data<'b>(&self, data: &'b [u8]) -> Skb<'b> {
+        Skb {
+            data,
+            headlen: self.headlen,
+            protocol: self.protocol,
+            pkt_type: self.pkt_type,
+            dev: self.dev,
+            mark: self.mark,
+            queue_mapping: self.queue_mapping,
+            rxhash: self.rxhash,
+            vlan_tci: self.vlan_tci,
+            vlan_proto: self.vlan_proto,
+            cpu: self.cpu,
+            random: self.random,
+            network_offset: self.network_offset,
+            mac_offset: self.mac_offset,
+            wire_len: self.wire_len,
+        }
+    }
+
     fn headlen(&self) -> usize {
         self.headlen.min(self.data.len())
     }
