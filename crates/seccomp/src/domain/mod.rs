@@ -125,6 +125,16 @@ impl Field {
             }
         })
     }
+
+    /// The byte offset a seccomp load reads this field at, on an arch whose
+    /// AUDIT_ARCH value is `arch`: the inverse of [`Field::from_offset`].
+    pub fn offset(self, arch: u32) -> u32 {
+        let i = self.index();
+        // Words 2.. come in (low, high) pairs on little-endian arches and
+        // (high, low) pairs on big-endian ones.
+        let swap = i >= 2 && arch & AUDIT_ARCH_LE == 0;
+        4 * if swap { i ^ 1 } else { i }
+    }
 }
 
 impl std::fmt::Display for Field {
@@ -606,6 +616,9 @@ mod tests {
         assert_eq!(Field::from_offset(6, le), None);
         for (i, f) in Field::ALL.iter().enumerate() {
             assert_eq!(f.index() as usize, i);
+            for arch in [le, be] {
+                assert_eq!(Field::from_offset(f.offset(arch), arch), Some(*f));
+            }
         }
     }
 

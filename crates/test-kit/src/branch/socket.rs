@@ -1,24 +1,19 @@
-//! Inputs that reach every branch: [`branch_inputs`] (seccomp) and
-//! [`branch_packets`] (socket) run a small forward data flow over the
-//! program to learn which field (seccomp word, packet bytes, ancillary
-//! value, length) `A` holds at each comparison, then build inputs with that
-//! field at `K - 1`, `K` and `K + 1` (and around AND masks), combined with
-//! what the path to the comparison has already tested (the arch, the
-//! syscall number, earlier argument checks); plus seeded random inputs.
+//! Branch-reaching socket inputs, on a small domain of their own: a field
+//! is packet bytes at a classic offset, an ancillary value or the length
+//! (see the parent module for why not `seccomp::domain`).
 
 use std::collections::HashSet;
 
 use cbpf::opcode::*;
-use cbpf::{Insn, NetDevice, Op, Program, SeccompData, Src};
+use cbpf::{Insn, NetDevice, Op, Program, Src};
 
+use super::{allowed_or_all, candidates, push_unique, INPUT_SEED, MAX_WITNESSES, RANDOM_INPUTS};
 use crate::input::SocketInput;
 use crate::rng::{below, pick, SplitMix64};
 
 /// Where a value in A or X came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Field {
-    /// Seccomp-internal load of the word at this offset of `seccomp_data`.
-    Seccomp(u32),
     /// Packet load of `size` bytes at classic offset `k` (may be negative).
     Packet { k: u32, size: u8 },
     /// Ancillary load `SKF_AD_OFF + x`.
@@ -93,9 +88,6 @@ impl Range {
 
 /// At most this many exclusions are kept per field.
 const MAX_NE: usize = 16;
-
-/// At most this many witness paths are kept per pc.
-const MAX_WITNESSES: usize = 3;
 
 /// Facts about fields, one range per field tested.
 type Facts = Vec<(Field, Range)>;
@@ -224,8 +216,7 @@ impl Compare {
         let mut v = candidates(self.k, self.mask);
         if let Some((_, range)) = witness.iter().find(|(f, _)| *f == self.field) {
             v.extend([range.lo, range.hi, range.pick()]);
-            let (inside, outside): (Vec<u32>, Vec<u32>) = v.into_iter().partition(|&x| range.contains(x));
-            v = if inside.is_empty() { outside } else { inside };
+            v = allowed_or_all(v, |x| range.contains(x));
         }
         v
     }
@@ -233,7 +224,7 @@ impl Compare {
 
 /// What the data flow found.
 #[derive(Debug, Default)]
-struct Analysis {
+pub(super) struct Analysis {
     /// Every comparison of a field with a constant.
     compares: Vec<Compare>,
     /// Every field loaded anywhere.
@@ -241,11 +232,11 @@ struct Analysis {
     /// Outcomes `(pc, taken)` of conditional jumps that no input can take:
     /// what every path to the jump tested contradicts them, or the jump is
     /// never reached.
-    impossible: Vec<(usize, bool)>,
+    pub(super) impossible: Vec<(usize, bool)>,
 }
 
 /// Runs the data flow over a validated program.
-fn analyse(insns: &[Insn]) -> Analysis {
+pub(super) fn analyse(insns: &[Insn]) -> Analysis {
     let mut states: Vec<Option<State>> = vec![None; insns.len()];
     if let Some(first) = states.first_mut() {
         *first = Some(State::entry());
@@ -288,7 +279,8 @@ fn analyse(insns: &[Insn]) -> Analysis {
                     *m = s.x;
                 }
             }
-            Op::LdxAbsSeccomp { k } => load(&mut s, Field::Seccomp(k)),
+            // Not in a validated socket program.
+            Op::LdxAbsSeccomp { .. } => s.a = Val::Unknown,
             Op::LdAbs { size, k } => {
                 if k >= SKF_AD_OFF {
                     match k - SKF_AD_OFF {
@@ -372,16 +364,6 @@ fn analyse(insns: &[Insn]) -> Analysis {
     Analysis { compares, loaded, impossible }
 }
 
-/// Outcomes of conditional jumps that no input can take, as `(pc, taken)`:
-/// the program's own earlier comparisons rule them out (the leaves of
-/// libseccomp's binary trees, where every value of the range is handled) or
-/// the jump is unreachable. Conservative: an outcome not listed may still be
-/// impossible (only full-width comparisons of loaded fields with constants
-/// are tracked).
-pub fn impossible_outcomes(program: &Program) -> Vec<(cbpf::Pc, bool)> {
-    analyse(program.insns()).impossible.into_iter().map(|(pc, taken)| (cbpf::Pc(pc), taken)).collect()
-}
-
 fn note(loaded: &mut Vec<Field>, field: Field) {
     if !loaded.contains(&field) {
         loaded.push(field);
@@ -402,125 +384,6 @@ fn alu_const(op: cbpf::AluOp, a: u32, b: u32) -> Option<u32> {
         Lsh => a.wrapping_shl(b),
         Rsh => a.wrapping_shr(b),
     })
-}
-
-/// Values of a field around a comparison with `k` after `& mask`: `K - 1`,
-/// `K`, `K + 1`, and for masks the bits outside it set, the lowest masked bit
-/// flipped, all or none of the mask.
-fn candidates(k: u32, mask: u32) -> Vec<u32> {
-    let mut v = vec![k.wrapping_sub(1), k, k.wrapping_add(1)];
-    if mask != u32::MAX {
-        let low = mask & mask.wrapping_neg();
-        v.extend([k | !mask, (k & mask) ^ low, 0, mask, !k]);
-    }
-    v
-}
-
-/// Pushes `item` unless already present (keeps generation order).
-fn push_unique<T: Clone + Eq + std::hash::Hash>(seen: &mut HashSet<T>, out: &mut Vec<T>, item: T) {
-    if seen.insert(item.clone()) {
-        out.push(item);
-    }
-}
-
-// `AUDIT_ARCH_X86_64` is the arch of inputs whose filter never tests one.
-use cbpf::uapi::audit::AUDIT_ARCH_X86_64;
-
-/// Seed of the random part of the generated inputs.
-const INPUT_SEED: u64 = 0x0bad_5eed_cafe_f00d;
-
-/// Random inputs added to the branch-reaching ones.
-const RANDOM_INPUTS: usize = 32;
-
-/// System calls that reach every branch of a seccomp filter that compares
-/// `seccomp_data` words (possibly after an AND mask) with constants.
-///
-/// For each comparison of a word with `K`, the word is set to `K - 1`, `K`
-/// and `K + 1` (and masked variants, and the edges of the range the path
-/// allows), in an input whose other words satisfy what every path to the
-/// comparison tested: equalities (`jeq` taken), ranges (`jgt`/`jge`) and
-/// exclusions (`jeq` not taken), so argument checks see the arch and syscall
-/// number that lead to them and the earlier argument checks that let them run. Then
-/// `RANDOM_INPUTS` seeded random inputs built from the compared constants
-/// and random words. Deterministic; duplicates removed.
-pub fn branch_inputs(program: &Program) -> Vec<SeccompData> {
-    let compares = analyse(program.insns()).compares;
-    let default_arch =
-        compares.iter().find(|c| c.field == Field::Seccomp(4) && c.mask == u32::MAX).map_or(AUDIT_ARCH_X86_64, |c| c.k);
-    let base = |known: &[(Field, Range)]| {
-        let mut words = [0u32; 16];
-        if let Some(w) = words.get_mut(1) {
-            *w = default_arch;
-        }
-        for (field, range) in known {
-            if let Field::Seccomp(off) = field {
-                if let Some(w) = words.get_mut(*off as usize / 4) {
-                    *w = range.pick();
-                }
-            }
-        }
-        words
-    };
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    push_unique(&mut seen, &mut out, seccomp_from_words(&base(&[])));
-    let mut pool: Vec<(usize, u32)> = Vec::new();
-    for c in &compares {
-        let Field::Seccomp(off) = c.field else { continue };
-        let word = off as usize / 4;
-        for witness in &c.witnesses {
-            let mut words = base(witness);
-            for v in c.values(witness) {
-                if let Some(w) = words.get_mut(word) {
-                    *w = v;
-                }
-                push_unique(&mut seen, &mut out, seccomp_from_words(&words));
-                pool.push((word, v));
-            }
-        }
-    }
-    let mut rng = SplitMix64::new(INPUT_SEED ^ program.len() as u64);
-    for _ in 0..RANDOM_INPUTS {
-        let mut words = base(&[]);
-        for w in &mut words {
-            *w = match rng.next_u64() % 4 {
-                0 => rng.next_u64() as u32,
-                1 => 0,
-                _ => *w,
-            };
-        }
-        for _ in 0..3 {
-            if let Some(&(word, v)) = pool.get(below(&mut || rng.next_u64(), pool.len())) {
-                if let Some(w) = words.get_mut(word) {
-                    *w = v;
-                }
-            }
-        }
-        push_unique(&mut seen, &mut out, seccomp_from_words(&words));
-    }
-    out
-}
-
-/// `struct seccomp_data` from its 16 native-endian words.
-fn seccomp_from_words(words: &[u32; 16]) -> SeccompData {
-    let mut bytes = [0u8; 64];
-    for (chunk, w) in bytes.chunks_exact_mut(4).zip(words) {
-        chunk.copy_from_slice(&w.to_ne_bytes());
-    }
-    let u64_at = |at: usize| {
-        let mut b = [0u8; 8];
-        if let Some(src) = bytes.get(at..at + 8) {
-            b.copy_from_slice(src);
-        }
-        u64::from_ne_bytes(b)
-    };
-    let word = |i: usize| words.get(i).copied().unwrap_or(0);
-    SeccompData {
-        nr: word(0) as i32,
-        arch: word(1),
-        instruction_pointer: u64_at(8),
-        args: [u64_at(16), u64_at(24), u64_at(32), u64_at(40), u64_at(48), u64_at(56)],
-    }
 }
 
 /// The packet every socket input starts from: Ethernet, IPv4 (20 bytes, no
@@ -595,7 +458,6 @@ fn packet_position(input: &SocketInput, k: u32) -> Option<usize> {
 /// false when it cannot be set.
 fn set_field(input: &mut SocketInput, field: Field, v: u32) -> bool {
     match field {
-        Field::Seccomp(_) => false,
         Field::Packet { k, size } => {
             let Some(pos) = packet_position(input, k) else { return false };
             let size = usize::from(size);
@@ -798,36 +660,6 @@ mod tests {
     use cbpf::{validate, Mode};
 
     #[test]
-    fn data_flow_sees_masked_argument_halves_and_the_path_equalities() {
-        // ld arch; jeq x86_64 else kill; ld nr; jeq 2 -> args; allow;
-        // args: ld [20] (high half of args[0]); and #0xff00; jeq #0x1200 -> errno; allow
-        let insns = [
-            Insn::stmt(LD_W_ABS, 4),
-            Insn::jump(JMP_JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
-            Insn::stmt(RET_K, 0),
-            Insn::stmt(LD_W_ABS, 0),
-            Insn::jump(JMP_JEQ_K, 2, 1, 0),
-            Insn::stmt(RET_K, 0x7fff_0000),
-            Insn::stmt(LD_W_ABS, 20),
-            Insn::stmt(ALU_AND_K, 0xff00),
-            Insn::jump(JMP_JEQ_K, 0x1200, 0, 1),
-            Insn::stmt(RET_K, 0x0005_0001),
-            Insn::stmt(RET_K, 0x7fff_0000),
-        ];
-        let prog = validate(&insns, Mode::Seccomp).unwrap();
-        let compares = analyse(prog.insns()).compares;
-        let arg = compares.iter().find(|c| c.field == Field::Seccomp(20)).unwrap();
-        assert_eq!((arg.mask, arg.k), (0xff00, 0x1200));
-        let fact = |field| arg.witnesses[0].iter().find(|(f, _)| *f == field).map(|(_, r)| r.pick());
-        assert_eq!(fact(Field::Seccomp(4)), Some(AUDIT_ARCH_X86_64));
-        assert_eq!(fact(Field::Seccomp(0)), Some(2));
-        let inputs = branch_inputs(&prog);
-        let interp = cbpf::Interp::new(&prog);
-        let results: HashSet<u32> = inputs.iter().map(|d| interp.run_seccomp(&d.to_bytes()).unwrap()).collect();
-        assert_eq!(results, HashSet::from([0, 0x7fff_0000, 0x0005_0001]), "every return reached");
-    }
-
-    #[test]
     fn packets_reach_compared_bytes_and_short_lengths() {
         // ldh [SKF_NET_OFF + 2]; jgt #1000 -> 1 ; ldb [60]; jeq #7 -> 2; 3
         let insns = [
@@ -844,38 +676,5 @@ mod tests {
         let results: HashSet<u32> =
             branch_packets(&prog).iter().map(|p| interp.run_socket(&p.skb()).unwrap()).collect();
         assert_eq!(results, HashSet::from([0, 1, 2, 3]), "every return, and a failing load, reached");
-    }
-
-    #[test]
-    fn impossible_outcomes_are_the_leaves_a_range_rules_out() {
-        // ld nr; jgt #2 -> ret 9; jeq #0 -> ret 0; jeq #1 -> ret 1;
-        // jeq #2 -> ret 2 else ret 3 (impossible: nr <= 2 and not 0, 1).
-        let insns = [
-            Insn::stmt(LD_W_ABS, 0),
-            Insn::jump(JMP_JGT_K, 2, 7, 0),
-            Insn::jump(JMP_JEQ_K, 0, 4, 0),
-            Insn::jump(JMP_JEQ_K, 1, 4, 0),
-            Insn::jump(JMP_JEQ_K, 2, 0, 1),
-            Insn::stmt(RET_K, 2),
-            Insn::stmt(RET_K, 3),
-            Insn::stmt(RET_K, 0),
-            Insn::stmt(RET_K, 1),
-            Insn::stmt(RET_K, 9),
-        ];
-        let prog = validate(&insns, Mode::Seccomp).unwrap();
-        assert_eq!(impossible_outcomes(&prog), [(cbpf::Pc(4), false)]);
-        let interp = cbpf::Interp::new(&prog);
-        let results: HashSet<u32> =
-            branch_inputs(&prog).iter().map(|d| interp.run_seccomp(&d.to_bytes()).unwrap()).collect();
-        assert_eq!(results, HashSet::from([0, 1, 2, 9]));
-    }
-
-    #[test]
-    fn seccomp_words_round_trip() {
-        let words: [u32; 16] = std::array::from_fn(|i| 0x1000_0000 * (i as u32 % 3) + i as u32);
-        let bytes = seccomp_from_words(&words).to_bytes();
-        for (i, chunk) in bytes.chunks_exact(4).enumerate() {
-            assert_eq!(u32::from_ne_bytes(chunk.try_into().unwrap()), words[i]);
-        }
     }
 }

@@ -1,0 +1,81 @@
+//! Inputs that reach every branch: [`branch_inputs`] (seccomp) and
+//! [`branch_packets`] (socket) run a forward data flow over the program to
+//! learn which field `A` (or `X`) holds at each comparison with a constant,
+//! then build inputs with that field at `K - 1`, `K` and `K + 1` (and around
+//! AND masks), combined with what the path to the comparison has already
+//! tested (the arch, the syscall number, earlier argument checks); plus
+//! seeded random inputs.
+//!
+//! The two sides differ in their abstract domain:
+//! - seccomp filters run on [`seccomp::domain`], the one domain over
+//!   `struct seccomp_data` words that analysis and the fast engine's
+//!   specialisation use (its [`step`](seccomp::domain::step),
+//!   [`Cmp`](seccomp::domain::Cmp) and path [`Facts`](seccomp::domain::Facts));
+//! - socket filters keep a small domain of their own ([`socket`]): their
+//!   fields are packet bytes at any offset and size, ancillary values and
+//!   the length, which `seccomp::domain` does not model and should not
+//!   (its `Field` is one of 16 words so that a set of fields is a `u16`,
+//!   and the analysis and the fast build copy states of fixed size on
+//!   their hot paths).
+
+use std::collections::HashSet;
+
+use cbpf::Program;
+
+mod seccomp;
+mod socket;
+
+pub use self::seccomp::branch_inputs;
+pub use self::socket::branch_packets;
+
+/// At most this many witness paths are kept per pc.
+const MAX_WITNESSES: usize = 3;
+
+/// Seed of the random part of the generated inputs.
+const INPUT_SEED: u64 = 0x0bad_5eed_cafe_f00d;
+
+/// Random inputs added to the branch-reaching ones.
+const RANDOM_INPUTS: usize = 32;
+
+/// Outcomes of conditional jumps that no input can take, as `(pc, taken)`:
+/// the program's own earlier comparisons rule them out (the leaves of
+/// libseccomp's binary trees, where every value of the range is handled) or
+/// the jump is unreachable. Conservative: an outcome not listed may still be
+/// impossible (only comparisons of loaded fields with constants are
+/// tracked).
+pub fn impossible_outcomes(program: &Program) -> Vec<(cbpf::Pc, bool)> {
+    let impossible = match program.mode() {
+        cbpf::Mode::Seccomp => self::seccomp::analyse(program).impossible,
+        cbpf::Mode::Socket => self::socket::analyse(program.insns()).impossible,
+    };
+    impossible.into_iter().map(|(pc, taken)| (cbpf::Pc(pc), taken)).collect()
+}
+
+/// Values of a field around a comparison with `k` after `& mask`: `K - 1`,
+/// `K`, `K + 1`, and for masks the bits outside it set, the lowest masked bit
+/// flipped, all or none of the mask.
+fn candidates(k: u32, mask: u32) -> Vec<u32> {
+    let mut v = vec![k.wrapping_sub(1), k, k.wrapping_add(1)];
+    if mask != u32::MAX {
+        let low = mask & mask.wrapping_neg();
+        v.extend([k | !mask, (k & mask) ^ low, 0, mask, !k]);
+    }
+    v
+}
+
+/// Of `values`, those `allowed` (all of them when none is).
+fn allowed_or_all(values: Vec<u32>, allowed: impl Fn(u32) -> bool) -> Vec<u32> {
+    let (inside, outside): (Vec<u32>, Vec<u32>) = values.into_iter().partition(|&x| allowed(x));
+    if inside.is_empty() {
+        outside
+    } else {
+        inside
+    }
+}
+
+/// Pushes `item` unless already present (keeps generation order).
+fn push_unique<T: Clone + Eq + std::hash::Hash>(seen: &mut HashSet<T>, out: &mut Vec<T>, item: T) {
+    if seen.insert(item.clone()) {
+        out.push(item);
+    }
+}
