@@ -63,13 +63,38 @@ fn candidates(k: u32, mask: u32) -> Vec<u32> {
     v
 }
 
-/// Of `values`, those `allowed` (all of them when none is).
-fn allowed_or_all(values: Vec<u32>, allowed: impl Fn(u32) -> bool) -> Vec<u32> {
-    let (inside, outside): (Vec<u32>, Vec<u32>) = values.into_iter().partition(|&x| allowed(x));
-    if inside.is_empty() {
-        outside
-    } else {
-        inside
+/// What one path to a comparison tested about the fields, as the choice of
+/// values asks it.
+trait PathFacts<F> {
+    /// `(lo, hi, a value allowed)` of `f` when the path tested it.
+    fn edges(&self, f: F) -> Option<[u32; 3]>;
+    /// Could `f` hold `v` on the path?
+    fn admits(&self, f: F, v: u32) -> bool;
+}
+
+/// One comparison of a (possibly masked) field with a constant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Compare<F, W> {
+    field: F,
+    mask: u32,
+    k: u32,
+    /// What each witness path to the comparison tested.
+    witnesses: Vec<W>,
+}
+
+impl<F: Copy, W: PathFacts<F>> Compare<F, W> {
+    /// Values to give the compared field on the path of `witness`: around
+    /// `K` (and the mask), plus the edges of what the path allows when it
+    /// tested the field; only those the path allows, when there are any.
+    fn values(&self, witness: &W) -> Vec<u32> {
+        let mut v = candidates(self.k, self.mask);
+        v.extend(witness.edges(self.field).into_iter().flatten());
+        let (inside, outside): (Vec<u32>, Vec<u32>) = v.into_iter().partition(|&x| witness.admits(self.field, x));
+        if inside.is_empty() {
+            outside
+        } else {
+            inside
+        }
     }
 }
 

@@ -6,7 +6,7 @@ use cbpf::uapi::audit::AUDIT_ARCH_X86_64;
 use cbpf::{Program, SeccompData};
 use seccomp::domain::{step, Cmp, Env, Facts, Field, State, Step, Val};
 
-use super::{allowed_or_all, candidates, push_unique, INPUT_SEED, MAX_WITNESSES, RANDOM_INPUTS};
+use super::{push_unique, PathFacts, INPUT_SEED, MAX_WITNESSES, RANDOM_INPUTS};
 use crate::rng::{below, SplitMix64};
 
 /// The byte order fields are named in. The generator only needs a load's
@@ -69,30 +69,18 @@ impl Path {
     }
 }
 
-/// One comparison of a (possibly masked) word with a constant.
-#[derive(Debug, Clone)]
-struct Compare {
-    field: Field,
-    mask: u32,
-    k: u32,
-    /// The witness paths to the comparison.
-    witnesses: Vec<Facts>,
-}
+impl PathFacts<Field> for Facts {
+    fn edges(&self, f: Field) -> Option<[u32; 3]> {
+        let (lo, hi, ones, zeros) = self.bounds(f);
+        ((lo, hi, ones, zeros) != (0, u32::MAX, 0, 0)).then(|| [lo, hi, self.witness(f).unwrap_or(lo)])
+    }
 
-impl Compare {
-    /// Values to give the compared word on the path of `witness`: around
-    /// `K` (and the mask), plus the edges of what the path allows when it
-    /// tested the word; only those the path allows, when there are any.
-    fn values(&self, witness: &Facts) -> Vec<u32> {
-        let mut v = candidates(self.k, self.mask);
-        let (lo, hi, ones, zeros) = witness.bounds(self.field);
-        if (lo, hi, ones, zeros) != (0, u32::MAX, 0, 0) {
-            v.extend([lo, hi]);
-            v.extend(witness.witness(self.field));
-        }
-        allowed_or_all(v, |x| witness.admits(self.field, x))
+    fn admits(&self, f: Field, v: u32) -> bool {
+        Facts::admits(self, f, v)
     }
 }
+
+type Compare = super::Compare<Field, Facts>;
 
 /// The word and constant a comparison tests, with the mask applied first.
 fn compared(cmp: Cmp) -> Option<(Field, u32, u32)> {

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use cbpf::opcode::*;
 use cbpf::{Insn, NetDevice, Op, Program, Src};
 
-use super::{allowed_or_all, candidates, push_unique, INPUT_SEED, MAX_WITNESSES, RANDOM_INPUTS};
+use super::{push_unique, PathFacts, INPUT_SEED, MAX_WITNESSES, RANDOM_INPUTS};
 use crate::input::SocketInput;
 use crate::rng::{below, pick, SplitMix64};
 
@@ -198,29 +198,17 @@ fn edge_facts(op: cbpf::JmpOp, k: u32, taken: bool, r: &mut Range) {
     }
 }
 
-/// One comparison of a loaded field against a constant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Compare {
-    field: Field,
-    mask: u32,
-    k: u32,
-    /// The witness paths to the comparison.
-    witnesses: Vec<Facts>,
-}
+impl PathFacts<Field> for Facts {
+    fn edges(&self, f: Field) -> Option<[u32; 3]> {
+        self.iter().find(|(g, _)| *g == f).map(|(_, range)| [range.lo, range.hi, range.pick()])
+    }
 
-impl Compare {
-    /// Values to give the compared field on the path of `witness`: around
-    /// `K` (and the mask), plus the edges of what the path allows; only
-    /// those the path allows, when there are any.
-    fn values(&self, witness: &Facts) -> Vec<u32> {
-        let mut v = candidates(self.k, self.mask);
-        if let Some((_, range)) = witness.iter().find(|(f, _)| *f == self.field) {
-            v.extend([range.lo, range.hi, range.pick()]);
-            v = allowed_or_all(v, |x| range.contains(x));
-        }
-        v
+    fn admits(&self, f: Field, v: u32) -> bool {
+        self.iter().find(|(g, _)| *g == f).is_none_or(|(_, range)| range.contains(v))
     }
 }
+
+type Compare = super::Compare<Field, Facts>;
 
 /// What the data flow found.
 #[derive(Debug, Default)]
