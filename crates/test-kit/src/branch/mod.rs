@@ -51,6 +51,36 @@ pub fn impossible_outcomes(program: &Program) -> Vec<(cbpf::Pc, bool)> {
     impossible.into_iter().map(|(pc, taken)| (cbpf::Pc(pc), taken)).collect()
 }
 
+/// A state that two paths meeting at a pc merge into.
+trait Join {
+    /// Merges `other` into `self`.
+    fn join(&mut self, other: &Self);
+}
+
+/// One forward pass over a classic program of `len` instructions (its
+/// jumps go forward, so a pc's state is complete when the pass reaches
+/// it): `visit(pc, state, flow)` gets the joined state of the paths that
+/// reach `pc` (`None` when none does) and hands states on with
+/// `flow(target, state)`.
+fn forward<P: Join>(len: usize, entry: P, mut visit: impl FnMut(usize, Option<P>, &mut dyn FnMut(usize, P))) {
+    let mut states: Vec<Option<P>> = (0..len).map(|_| None).collect();
+    if let Some(first) = states.first_mut() {
+        *first = Some(entry);
+    }
+    for pc in 0..len {
+        let state = states.get_mut(pc).and_then(Option::take);
+        let mut flow = |target: usize, p: P| {
+            if let Some(slot) = states.get_mut(target) {
+                match slot {
+                    Some(existing) => existing.join(&p),
+                    None => *slot = Some(p),
+                }
+            }
+        };
+        visit(pc, state, &mut flow);
+    }
+}
+
 /// Values of a field around a comparison with `k` after `& mask`: `K - 1`,
 /// `K`, `K + 1`, and for masks the bits outside it set, the lowest masked bit
 /// flipped, all or none of the mask.

@@ -6,7 +6,7 @@ use cbpf::uapi::audit::AUDIT_ARCH_X86_64;
 use cbpf::{Program, SeccompData};
 use seccomp::domain::{step, Cmp, Env, Facts, Field, State, Step, Val};
 
-use super::{push_unique, PathFacts, INPUT_SEED, MAX_WITNESSES, RANDOM_INPUTS};
+use super::{forward, push_unique, Join, PathFacts, INPUT_SEED, MAX_WITNESSES, RANDOM_INPUTS};
 use crate::rng::{below, SplitMix64};
 
 /// The byte order fields are named in. The generator only needs a load's
@@ -33,16 +33,6 @@ impl Path {
         Path { state: State::entry(), known: Facts::default(), witnesses: vec![Facts::default()] }
     }
 
-    fn join(&mut self, other: &Path) {
-        self.state.join(&other.state);
-        self.known.join(&other.known);
-        for w in &other.witnesses {
-            if self.witnesses.len() < MAX_WITNESSES && !self.witnesses.contains(w) {
-                self.witnesses.push(w.clone());
-            }
-        }
-    }
-
     /// This path after the edge of `cmp` that comes out `taken`; `None` when
     /// what every path tested rules the edge out.
     fn after(&self, cmp: Cmp, taken: bool) -> Option<Path> {
@@ -66,6 +56,18 @@ impl Path {
             witnesses.push(known.clone());
         }
         Some(Path { state, known, witnesses })
+    }
+}
+
+impl Join for Path {
+    fn join(&mut self, other: &Path) {
+        self.state.join(&other.state);
+        self.known.join(&other.known);
+        for w in &other.witnesses {
+            if self.witnesses.len() < MAX_WITNESSES && !self.witnesses.contains(w) {
+                self.witnesses.push(w.clone());
+            }
+        }
     }
 }
 
@@ -107,43 +109,31 @@ pub(super) struct Analysis {
 pub(super) fn analyse(program: &Program) -> Analysis {
     let insns = program.insns();
     let env = Env::new(None, None, LAYOUT);
-    let mut paths: Vec<Option<Path>> = vec![None; insns.len()];
-    if let Some(first) = paths.first_mut() {
-        *first = Some(Path::entry());
-    }
     let mut analysis = Analysis::default();
-    let flow = |paths: &mut Vec<Option<Path>>, target: usize, p: Path| {
-        if let Some(slot) = paths.get_mut(target) {
-            match slot {
-                Some(existing) => existing.join(&p),
-                None => *slot = Some(p),
-            }
-        }
-    };
-    for (pc, insn) in insns.iter().enumerate() {
-        let op = insn.op();
-        let Some(mut path) = paths.get_mut(pc).and_then(Option::take) else {
+    forward(insns.len(), Path::entry(), |pc, path, flow| {
+        let op = insns.get(pc).and_then(|i| i.op());
+        let Some(mut path) = path else {
             if let Some(cbpf::Op::Jmp { .. }) = op {
                 analysis.impossible.extend([(pc, true), (pc, false)]);
             }
-            continue;
+            return;
         };
         match step(pc, op, &mut path.state, &env) {
-            Step::Goto(next) | Step::DivByX { next, .. } => flow(&mut paths, next, path),
+            Step::Goto(next) | Step::DivByX { next, .. } => flow(next, path),
             Step::Branch { cmp, taken, not_taken } => {
                 if let Some((field, mask, k)) = compared(cmp) {
                     analysis.compares.push(Compare { field, mask, k, witnesses: path.witnesses.clone() });
                 }
                 for (target, outcome) in [(taken, true), (not_taken, false)] {
                     match path.after(cmp, outcome) {
-                        Some(next) => flow(&mut paths, target, next),
+                        Some(next) => flow(target, next),
                         None => analysis.impossible.push((pc, outcome)),
                     }
                 }
             }
             Step::Return(_) => {}
         }
-    }
+    });
     analysis
 }
 

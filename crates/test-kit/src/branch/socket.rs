@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use cbpf::opcode::*;
 use cbpf::{Insn, NetDevice, Op, Program, Src};
 
-use super::{push_unique, PathFacts, INPUT_SEED, MAX_WITNESSES, RANDOM_INPUTS};
+use super::{forward, push_unique, Join, PathFacts, INPUT_SEED, MAX_WITNESSES, RANDOM_INPUTS};
 use crate::input::SocketInput;
 use crate::rng::{below, pick, SplitMix64};
 
@@ -132,7 +132,9 @@ impl State {
             witnesses: vec![Vec::new()],
         }
     }
+}
 
+impl Join for State {
     fn join(&mut self, other: &State) {
         let meet = |a: &mut Val, b: Val| {
             if *a != b {
@@ -157,7 +159,9 @@ impl State {
             }
         }
     }
+}
 
+impl State {
     /// This state after an edge that tells `fact` about `field`; `None` when
     /// what every path tested rules the edge out.
     fn with_fact(&self, field: Field, fact: impl Fn(&mut Range)) -> Option<State> {
@@ -225,28 +229,16 @@ pub(super) struct Analysis {
 
 /// Runs the data flow over a validated program.
 pub(super) fn analyse(insns: &[Insn]) -> Analysis {
-    let mut states: Vec<Option<State>> = vec![None; insns.len()];
-    if let Some(first) = states.first_mut() {
-        *first = Some(State::entry());
-    }
     let mut compares = Vec::new();
     let mut loaded = Vec::new();
     let mut impossible = Vec::new();
-    let flow = |states: &mut Vec<Option<State>>, target: usize, s: State| {
-        if let Some(slot) = states.get_mut(target) {
-            match slot {
-                Some(existing) => existing.join(&s),
-                None => *slot = Some(s),
-            }
-        }
-    };
-    for (pc, insn) in insns.iter().enumerate() {
-        let Some(op) = insn.op() else { continue };
-        let Some(mut s) = states.get_mut(pc).and_then(Option::take) else {
+    forward(insns.len(), State::entry(), |pc, state, flow| {
+        let Some(op) = insns.get(pc).and_then(|i| i.op()) else { return };
+        let Some(mut s) = state else {
             if let Op::Jmp { .. } = op {
                 impossible.extend([(pc, true), (pc, false)]);
             }
-            continue;
+            return;
         };
         let mut load = |s: &mut State, field: Field| {
             note(&mut loaded, field);
@@ -313,8 +305,8 @@ pub(super) fn analyse(insns: &[Insn]) -> Analysis {
             Op::Tax => s.x = s.a,
             Op::Txa => s.a = s.x,
             Op::Ja { k } => {
-                flow(&mut states, pc + 1 + k as usize, s);
-                continue;
+                flow(pc + 1 + k as usize, s);
+                return;
             }
             Op::Jmp { op, src, k, jt, jf } => {
                 let operand = match src {
@@ -334,21 +326,21 @@ pub(super) fn analyse(insns: &[Insn]) -> Analysis {
                     if mask == u32::MAX && matches!(s.a, Val::Field { .. }) {
                         for (target, taken) in [(t, true), (f, false)] {
                             match s.with_fact(field, |r| edge_facts(op, k, taken, r)) {
-                                Some(next) => flow(&mut states, target, next),
+                                Some(next) => flow(target, next),
                                 None => impossible.push((pc, taken)),
                             }
                         }
-                        continue;
+                        return;
                     }
                 }
-                flow(&mut states, t, s.clone());
-                flow(&mut states, f, s);
-                continue;
+                flow(t, s.clone());
+                flow(f, s);
+                return;
             }
-            Op::RetK { .. } | Op::RetA => continue,
+            Op::RetK { .. } | Op::RetA => return,
         }
-        flow(&mut states, pc + 1, s);
-    }
+        flow(pc + 1, s);
+    });
     Analysis { compares, loaded, impossible }
 }
 
