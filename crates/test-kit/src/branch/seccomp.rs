@@ -236,27 +236,20 @@ fn seccomp_from_words(words: &[u32; 16]) -> SeccompData {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cbpf::opcode::*;
-    use cbpf::{validate, Insn, Mode};
+    use cbpf::text::{parse, Format};
+    use cbpf::{validate, Mode};
+
+    fn asm(text: &str) -> Program {
+        validate(&parse(text.as_bytes(), Format::Asm).unwrap(), Mode::Seccomp).unwrap()
+    }
 
     #[test]
     fn data_flow_sees_masked_argument_halves_and_the_path_equalities() {
-        // ld arch; jeq x86_64 else kill; ld nr; jeq 2 -> args; allow;
-        // args: ld [20] (high half of args[0]); and #0xff00; jeq #0x1200 -> errno; allow
-        let insns = [
-            Insn::stmt(LD_W_ABS, 4),
-            Insn::jump(JMP_JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
-            Insn::stmt(RET_K, 0),
-            Insn::stmt(LD_W_ABS, 0),
-            Insn::jump(JMP_JEQ_K, 2, 1, 0),
-            Insn::stmt(RET_K, 0x7fff_0000),
-            Insn::stmt(LD_W_ABS, 20),
-            Insn::stmt(ALU_AND_K, 0xff00),
-            Insn::jump(JMP_JEQ_K, 0x1200, 0, 1),
-            Insn::stmt(RET_K, 0x0005_0001),
-            Insn::stmt(RET_K, 0x7fff_0000),
-        ];
-        let prog = validate(&insns, Mode::Seccomp).unwrap();
+        // Kill unless x86_64; nr 2 checks the high half of args[0] masked.
+        let prog =
+            asm("ld [4]\n jeq #0xc000003e, arch_ok, kill\n kill: ret #0\n arch_ok: ld [0]\n jeq #2, args, allow\n \
+             allow: ret #0x7fff0000\n args: ld [20]\n and #0xff00\n jeq #0x1200, errno, allow2\n \
+             errno: ret #0x50001\n allow2: ret #0x7fff0000");
         let compares = analyse(&prog).compares;
         let arg = compares.iter().find(|c| c.field == Field::ArgHi(0)).unwrap();
         assert_eq!((arg.mask, arg.k), (0xff00, 0x1200));
@@ -271,21 +264,10 @@ mod tests {
 
     #[test]
     fn impossible_outcomes_are_the_leaves_a_range_rules_out() {
-        // ld nr; jgt #2 -> ret 9; jeq #0 -> ret 0; jeq #1 -> ret 1;
-        // jeq #2 -> ret 2 else ret 3 (impossible: nr <= 2 and not 0, 1).
-        let insns = [
-            Insn::stmt(LD_W_ABS, 0),
-            Insn::jump(JMP_JGT_K, 2, 7, 0),
-            Insn::jump(JMP_JEQ_K, 0, 4, 0),
-            Insn::jump(JMP_JEQ_K, 1, 4, 0),
-            Insn::jump(JMP_JEQ_K, 2, 0, 1),
-            Insn::stmt(RET_K, 2),
-            Insn::stmt(RET_K, 3),
-            Insn::stmt(RET_K, 0),
-            Insn::stmt(RET_K, 1),
-            Insn::stmt(RET_K, 9),
-        ];
-        let prog = validate(&insns, Mode::Seccomp).unwrap();
+        // nr > 2: 9; nr 0, 1, 2: itself; else 3 (impossible: nr <= 2 and
+        // not 0, 1).
+        let prog = asm("ld [0]\n jgt #2, r9, n0\n n0: jeq #0, r0, n1\n n1: jeq #1, r1, n2\n n2: jeq #2, r2, r3\n \
+             r2: ret #2\n r3: ret #3\n r0: ret #0\n r1: ret #1\n r9: ret #9");
         assert_eq!(super::super::impossible_outcomes(&prog), [(cbpf::Pc(4), false)]);
         let interp = cbpf::Interp::new(&prog);
         let results: HashSet<u32> =
