@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 //! Issue 13 finding 5: every recursive part of the C reader has a depth
 //! limit (256) and macro expansion a work budget; errors carry line:col.
 
