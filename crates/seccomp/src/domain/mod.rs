@@ -9,12 +9,10 @@
 //! field: intervals, known one and zero bits, and constants it differs from.
 //!
 //! Its users are the analysis passes ([`crate::analysis`]: data flow, path
-//! exploration, classes, audit) and the fast engine's partial evaluation
+//! exploration, classes, audit), the fast engine's partial evaluation
 //! ([`crate::fast`]), which is the special case where [`Env`] makes `arch`,
-//! `nr` or a key word known. A generator of branch-reaching inputs asks the
-//! same questions: which constants a word is compared with on reachable
-//! branches ([`Cmp::constant_against`]), and what an edge teaches
-//! ([`State::assume`]).
+//! `nr` or a key word known, and the test kit's generator of
+//! branch-reaching inputs (`test_kit::branch::branch_inputs`).
 //!
 //! # For a generator of branch-reaching inputs
 //!
@@ -23,8 +21,9 @@
 //! and constant compared (the values to try are around that constant), and
 //! the path's [`Facts`], advanced with [`Facts::assume`] on each edge taken,
 //! give the values the other words must have to get there
-//! ([`Facts::bounds`], [`Facts::witness`]); [`Facts::decide`] says which
-//! outcomes no input reaches.
+//! ([`Facts::bounds`], [`Facts::witness`], [`Facts::admits`]); the facts
+//! every path to a pc shares ([`Facts::join`]) say which outcomes no input
+//! reaches, and [`Field::offset`] gives the word back.
 //!
 //! Semantics are the converted program's (`bpf_convert_filter()` in
 //! net/core/filter.c run by `___bpf_prog_run()` in kernel/bpf/core.c): A and
