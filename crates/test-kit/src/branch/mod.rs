@@ -7,11 +7,11 @@
 //! seeded random inputs.
 //!
 //! The two sides differ in their abstract domain:
-//! - seccomp filters run on [`seccomp::domain`], the one domain over
+//! - seccomp filters run on [`seccomp::domain`](::seccomp::domain), the one domain over
 //!   `struct seccomp_data` words that analysis and the fast engine's
-//!   specialisation use (its [`step`](seccomp::domain::step),
-//!   [`Cmp`](seccomp::domain::Cmp) and path [`Facts`](seccomp::domain::Facts));
-//! - socket filters keep a small domain of their own ([`socket`]): their
+//!   specialisation use (its [`step`](::seccomp::domain::step),
+//!   [`Cmp`](::seccomp::domain::Cmp) and path [`Facts`](::seccomp::domain::Facts));
+//! - socket filters keep a small domain of their own (`branch/socket.rs`): their
 //!   fields are packet bytes at any offset and size, ancillary values and
 //!   the length, which `seccomp::domain` does not model and should not
 //!   (its `Field` is one of 16 words so that a set of fields is a `u16`,

@@ -509,7 +509,7 @@ fn set_field(input: &mut SocketInput, field: Field, v: u32) -> bool {
 /// - For each comparison of a packet byte/half/word (absolute, `SKF_NET_OFF`,
 ///   `SKF_LL_OFF`, or indirect with a known X), an ancillary value or the
 ///   length with `K`: that field at `K - 1`, `K`, `K + 1` (and masked
-///   variants), on top of what the path tested (as for [`branch_inputs`]), in a typical
+///   variants), on top of what the path tested (as for [`branch_inputs`](super::branch_inputs)), in a typical
 ///   Ethernet/IPv4/TCP packet grown to reach the field.
 /// - For each loaded field: the packet cut one byte short of it and just
 ///   long enough, and split (linear / paged) at its first byte.
