@@ -89,7 +89,7 @@ fn fixed_packet() -> SocketInput {
             *b = v;
         }
     }
-    SocketInput::from_skb(&cbpf::Skb::test_bpf(&data))
+    SocketInput::test_bpf(data)
 }
 
 // ---------------------------------------------------------------- convert_equiv
@@ -156,7 +156,7 @@ fn equiv(prog: &Program, inputs: &[Input]) {
                 // (`SKF_NET_OFF`/`SKF_LL_OFF`) loads reach only the linear
                 // area; Linux >= 6.15 also reads paged data. The two agree
                 // exactly on linear packets.
-                Input::Socket(p) if p.headlen < p.data.len() => continue,
+                Input::Socket(p) if p.meta.headlen < p.data.len() => continue,
                 Input::Socket(p) => {
                     let ctx = SkbContext::new(&p.data, &skb_meta(&p.skb()));
                     vm.run(&eprog, EInput::Skb(&ctx)).map(|r0| r0 as u32)

@@ -91,11 +91,7 @@ mod tests {
 
     #[test]
     fn a_planted_symlink_is_never_followed() {
-        let dir = tempfile::tempdir().unwrap();
-        let victim = dir.path().join("victim");
-        std::fs::write(&victim, b"precious").unwrap();
-        let name = dir.path().join("42-0.bpf");
-        std::os::unix::fs::symlink(&victim, &name).unwrap();
+        let (dir, victim, name) = crate::io::tests::planted_symlink("42-0.bpf", b"precious");
         let mut out = Out::stdout();
         let err = write_filters(dir.path(), 42, &filters(), false, cbpf::raw::Endian::Little, &mut out).unwrap_err();
         assert!(err.message.contains("already exists") && err.message.contains("--force"), "{}", err.message);
