@@ -78,6 +78,24 @@ impl NrClasses {
         }
         Some(key)
     }
+    /// One number of every class when the tests are order comparisons
+    /// (`jeq`, `jgt`, `jge`: each class is a union of runs of numbers
+    /// whose ends are a tested constant, its neighbour, 0 or `u32::MAX`):
+    /// those ends, ascending. `None` when unclassified or when a `jset`
+    /// tests `nr` (its classes are not runs).
+    pub(super) fn representatives(&self) -> Option<Vec<u32>> {
+        let NrClasses::Tests(tests) = self else { return None };
+        let mut out = vec![0, u32::MAX];
+        for &(op, k, _) in tests {
+            if op == JmpOp::Jset {
+                return None;
+            }
+            out.extend([k.wrapping_sub(1), k, k.wrapping_add(1)]);
+        }
+        out.sort_unstable();
+        out.dedup();
+        Some(out)
+    }
 }
 
 #[cfg(test)]

@@ -396,6 +396,16 @@ pub fn compared_nrs(prog: &Program, arch: u32) -> Result<Vec<u32>, AnalysisError
     Ok(analyzer.compared_constants(&Env::new(None, Some(arch), arch), Field::Nr))
 }
 
+/// Numbers standing for every class of syscall numbers `prog` can tell
+/// apart on `arch` (ascending): every number gets the answer of one of
+/// them, the one whose class it shares ([`classes`]). `None` when `nr`
+/// reaches more than order comparisons with constants (arithmetic, a
+/// return, a bit test), so that no finite list stands for every number.
+pub fn nr_representatives(prog: &Program, arch: u32) -> Result<Option<Vec<u32>>, AnalysisError> {
+    let mut analyzer = Analyzer::new(prog)?;
+    Ok(NrClasses::of(&mut analyzer, arch).representatives())
+}
+
 /// Every constant the filter compares `arch` against (ascending): the
 /// arches it handles explicitly.
 pub fn compared_arches(prog: &Program) -> Result<Vec<u32>, AnalysisError> {
