@@ -184,20 +184,24 @@ pub fn read(prog: &Program, budget: &mut Budget) -> Result<Reading, AnalysisErro
         let (starts, found) = examine(arch, budget)?;
         for view in views_of(arch) {
             let in_view = |nr: &u32| (view.lo..=view.hi).contains(nr);
-            let handled = found
-                .iter()
-                .filter(|(nr, _)| in_view(nr))
-                .any(|(_, b)| other_arches.is_none_or(|u| *b != Behaviour::Constant(u)));
-            if !handled {
-                continue;
-            }
-            let index = views.len();
-            views.push(view);
             let table: Vec<u32> = view
                 .arch
                 .syscalls()
                 .map(|t| t.iter().map(|(nr, _)| nr).filter(|nr| in_view(nr)).collect())
                 .unwrap_or_default();
+            // Handled: a syscall of the view's table gets something else
+            // than an unchecked arch. (Numbers alone do not count: a
+            // libseccomp filter without x32 lets nr -1 through on x86_64.)
+            let probe: Vec<&u32> = if table.is_empty() { found.keys().filter(|nr| in_view(nr)).collect() } else { table.iter().collect() };
+            let handled = probe
+                .into_iter()
+                .filter_map(|nr| found.get(nr))
+                .any(|b| other_arches.is_none_or(|u| *b != Behaviour::Constant(u)));
+            if !handled {
+                continue;
+            }
+            let index = views.len();
+            views.push(view);
             for &nr in &table {
                 if let Some(b) = found.get(&nr) {
                     entries.push(Entry { view: index, name: view.name(nr), lo: nr, hi: nr, behaviour: b.clone() });
