@@ -333,13 +333,20 @@ pub fn merge(boxes: Vec<ArgBox>) -> Vec<ArgBox> {
     }
 }
 
-/// The fewest comparisons of `args[index]` whose OR is `set`.
+/// How round a bound reads: its longest run of trailing zeros or ones
+/// (`0x10` and `0xf` alike, `0x7fffffffffffffff` more than `...fe`).
+fn roundness(x: u64) -> u32 {
+    x.trailing_zeros().max(x.trailing_ones())
+}
+
+/// The fewest comparisons of `args[index]` whose OR is `set`; bounds are
+/// said with whichever of `<`/`<=` (`>`/`>=`) has the rounder constant.
 pub fn set_conds(index: u8, set: &Set, pc: usize) -> Result<Vec<ArgCond>, Inexpressible> {
     let max = set.max;
     let c = |op, value| ArgCond { index, op, value, value_two: 0 };
     if let [(p, q)] = set.complement().runs() {
-        // A hole at an edge reads better as an order (`>= 1`, `< max`).
-        if p == q && *p != 0 && *p != max {
+        // A hole at the top reads better as an order (`< max`).
+        if p == q && *p != max {
             return Ok(vec![c(CmpOp::Ne, *p)]);
         }
     }
@@ -349,12 +356,12 @@ pub fn set_conds(index: u8, set: &Set, pc: usize) -> Result<Vec<ArgCond>, Inexpr
             c(CmpOp::Eq, a)
         } else if a == 0 {
             match b.checked_add(1) {
-                Some(b1) if b1.trailing_zeros() > b.trailing_zeros() => c(CmpOp::Lt, b1),
+                Some(b1) if roundness(b1) >= roundness(b) => c(CmpOp::Lt, b1),
                 _ => c(CmpOp::Le, b),
             }
         } else if b == max {
             let a1 = a - 1;
-            if a1 != 0 && a1.trailing_zeros() > a.trailing_zeros() {
+            if roundness(a1) > roundness(a) {
                 c(CmpOp::Gt, a1)
             } else {
                 c(CmpOp::Ge, a)
