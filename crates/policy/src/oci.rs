@@ -91,6 +91,9 @@ pub enum DecompileError {
     /// An arch the profile language has no name for.
     #[error("arch {arch}: the OCI profile has no name for it")]
     Arch { arch: String },
+    /// One syscall needs more rules than a profile should hold.
+    #[error("{view}:{name}: more than {limit} rules")]
+    TooManyRules { view: String, name: String, limit: usize },
     /// The exploration of a number stopped at its limit.
     #[error("{view}:{name}: more paths than one number's exploration allows; the profile would be partial")]
     Truncated { view: String, name: String },
@@ -135,6 +138,9 @@ pub fn oci_arch(arch: Arch) -> Result<&'static str, DecompileError> {
         a => return Err(DecompileError::Arch { arch: a.to_string() }),
     })
 }
+
+/// Most rules one syscall may get (bounds the work and the output).
+const MAX_RULES_PER_NAME: usize = 4096;
 
 /// One rule: the action and its ANDed comparisons.
 type Rule = (u32, Vec<ArgCond>);
@@ -191,6 +197,10 @@ pub fn decompile(r: &Reading) -> Result<Profile, DecompileError> {
                         let expanded = box_rules(&b)
                             .map_err(|why| DecompileError::Condition { view: view_name(e.view), name: name.into(), why })?;
                         rules.extend(expanded.into_iter().map(|conds| (action, conds)));
+                        if rules.len() > MAX_RULES_PER_NAME {
+                            let (view, name) = (view_name(e.view), name.into());
+                            return Err(DecompileError::TooManyRules { view, name, limit: MAX_RULES_PER_NAME });
+                        }
                     }
                 }
             }
