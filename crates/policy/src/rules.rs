@@ -352,7 +352,7 @@ pub fn set_conds(index: u8, set: &Set, pc: usize) -> Result<Vec<ArgCond>, Inexpr
     }
     let mut out = Vec::new();
     for &(a, b) in set.runs() {
-        out.push(if a == b {
+        let cond = if a == b {
             c(CmpOp::Eq, a)
         } else if a == 0 {
             match b.checked_add(1) {
@@ -368,12 +368,55 @@ pub fn set_conds(index: u8, set: &Set, pc: usize) -> Result<Vec<ArgCond>, Inexpr
             }
         } else if let Some(size) = (b - a).checked_add(1).filter(|s| s.is_power_of_two() && a % s == 0) {
             ArgCond { index, op: CmpOp::MaskedEq, value: max & !(size - 1), value_two: a }
+        } else if b - a < MAX_POINTS {
+            // A few values: one `==` each.
+            out.extend((a..b).map(|v| c(CmpOp::Eq, v)));
+            c(CmpOp::Eq, b)
         } else {
-            let set = format!("[{}, {}]", Num(a), Num(b));
-            return Err(Inexpressible::Set { pc, index, set });
-        });
+            // Aligned blocks, one `MASKED_EQ` each, if few.
+            let blocks = aligned_blocks(a, b);
+            if blocks.len() > MAX_BLOCKS {
+                let set = format!("[{}, {}]", Num(a), Num(b));
+                return Err(Inexpressible::Set { pc, index, set });
+            }
+            out.extend(blocks.into_iter().map(|(start, size)| ArgCond {
+                index,
+                op: CmpOp::MaskedEq,
+                value: max & !(size - 1),
+                value_two: start,
+            }));
+            continue;
+        };
+        out.push(cond);
     }
     Ok(out)
+}
+
+/// A run of at most this many values is said as one `==` each.
+const MAX_POINTS: u64 = 16;
+
+/// A run splits into at most this many aligned blocks (`MASKED_EQ` each).
+const MAX_BLOCKS: usize = 16;
+
+/// `[a, b]` as the fewest aligned power-of-two blocks `(start, size)`.
+fn aligned_blocks(a: u64, b: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut lo = a;
+    loop {
+        // The largest block starting at `lo` that stays inside `[lo, b]`.
+        let mut size: u64 = if lo == 0 { 1 << 63 } else { 1 << lo.trailing_zeros().min(63) };
+        while size > 1 && lo.checked_add(size - 1).is_none_or(|end| end > b) {
+            size >>= 1;
+        }
+        out.push((lo, size));
+        if out.len() > MAX_BLOCKS {
+            return out;
+        }
+        match lo.checked_add(size) {
+            Some(next) if next <= b => lo = next,
+            _ => return out,
+        }
+    }
 }
 
 /// Most rules one box may expand to.
@@ -429,8 +472,10 @@ pub fn box_text(b: &ArgBox) -> Option<String> {
 
 /// A set of one argument's values, readable.
 fn set_text(index: u8, set: &Set, pc: usize) -> String {
-    let points: Vec<u64> = set.runs().iter().filter(|(a, b)| a == b).map(|(a, _)| *a).collect();
-    if points.len() > 1 && points.len() == set.runs().len() {
+    // A few values in short runs: list them.
+    let short = set.runs().iter().all(|(a, b)| b - a < 3);
+    if short && set.count() > 1 && set.count() <= MAX_POINTS {
+        let points: Vec<u64> = set.runs().iter().flat_map(|&(a, b)| a..=b).collect();
         let list: Vec<String> = points.iter().map(|p| Num(*p).to_string()).collect();
         return format!("args[{index}] in {{{}}}", list.join(", "));
     }
@@ -445,5 +490,56 @@ fn set_text(index: u8, set: &Set, pc: usize) -> String {
     match pieces.as_slice() {
         [one] => one.clone(),
         _ => format!("({})", pieces.join(" || ")),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn conds(set: &Set) -> Vec<String> {
+        set_conds(0, set, 0).unwrap().iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn sets_are_said_in_the_fewest_comparisons() {
+        let m = u64::MAX;
+        assert_eq!(conds(&Set::point(m, 0x27)), ["args[0] == 0x27"]);
+        assert_eq!(conds(&Set::point(m, 0x28).complement()), ["args[0] != 0x28"]);
+        assert_eq!(conds(&Set::point(m, 0).complement()), ["args[0] != 0"]);
+        assert_eq!(conds(&Set::point(m, m).complement()), ["args[0] < 0xffffffffffffffff"]);
+        assert_eq!(conds(&Set::from_runs(m, [(0, 0xf)])), ["args[0] < 0x10"]);
+        assert_eq!(conds(&Set::from_runs(m, [(0, 0x10000)])), ["args[0] <= 0x10000"]);
+        assert_eq!(conds(&Set::from_runs(m, [(0x11, m)])), ["args[0] > 0x10"]);
+        assert_eq!(conds(&Set::from_runs(m, [(0x10, m)])), ["args[0] >= 0x10"]);
+        assert_eq!(conds(&Set::from_runs(m, [(0x100, 0x1ff)])), ["(args[0] & 0xffffffffffffff00) == 0x100"]);
+        assert_eq!(conds(&Set::from_runs(m, [(1, 3)])), ["args[0] == 0x1", "args[0] == 0x2", "args[0] == 0x3"]);
+        assert_eq!(
+            conds(&Set::from_runs(m, [(0x100, 0x2ff)])),
+            ["(args[0] & 0xffffffffffffff00) == 0x100", "(args[0] & 0xffffffffffffff00) == 0x200"]
+        );
+        assert!(set_conds(0, &Set::from_runs(m, [(0x12345, 0x9876543)]), 7).is_err());
+        assert_eq!(aligned_blocks(0, m), [(0, 1 << 63), (1 << 63, 1 << 63)]);
+    }
+
+    #[test]
+    fn high_and_low_words_make_one_64_bit_set() {
+        use seccomp::analysis::{Cond, Operand, Relation};
+        let at = |pc, lhs, rel, k| Cond { pc: cbpf::Pc(pc), lhs: Operand::Field(lhs), rel, rhs: Operand::Const(k) };
+        // libseccomp's GT 0x1_0000_0005: hi > 1, or hi == 1 && lo > 5.
+        let a = path_box(&[at(3, Field::ArgHi(0), Relation::Gt, 1)], true).unwrap().unwrap();
+        let b = path_box(&[at(3, Field::ArgHi(0), Relation::Le, 1), at(4, Field::ArgHi(0), Relation::Eq, 1), at(6, Field::ArgLo(0), Relation::Gt, 5)], true)
+            .unwrap()
+            .unwrap();
+        let merged = merge(vec![a, b]);
+        assert_eq!(merged.len(), 1);
+        assert_eq!(box_text(&merged[0]).unwrap(), "args[0] >= 0x100000006");
+        assert_eq!(merged[0].pcs[0], 3);
+        // On a 32-bit arch a test of the high word cannot be said.
+        assert!(path_box(&[at(3, Field::ArgHi(0), Relation::Eq, 1)], false).is_err());
+        // The instruction pointer cannot be said, and the error names the pc.
+        let ip = path_box(&[at(9, Field::IpLo, Relation::Eq, 1)], true).unwrap_err();
+        assert!(ip.to_string().starts_with("pc 9:"), "{ip}");
     }
 }
