@@ -361,7 +361,7 @@ pub fn set_conds(index: u8, set: &Set, pc: usize) -> Result<Vec<ArgCond>, Inexpr
             }
         } else if b == max {
             let a1 = a - 1;
-            if roundness(a1) > roundness(a) {
+            if roundness(a1) > roundness(a) + 1 {
                 c(CmpOp::Gt, a1)
             } else {
                 c(CmpOp::Ge, a)
