@@ -61,7 +61,10 @@ fn decompile_prints_the_oci_profile_and_text() {
     let o = run(&["decompile", "--format", "text", &bpf, "-o", out.to_str().unwrap()], b"");
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let text = std::fs::read_to_string(&out).unwrap();
-    assert!(text.starts_with("default SCMP_ACT_ERRNO(1); arches SCMP_ARCH_X86 SCMP_ARCH_X86_64 SCMP_ARCH_X32\n"), "{text}");
+    assert!(
+        text.starts_with("default SCMP_ACT_ERRNO(1); arches SCMP_ARCH_X86 SCMP_ARCH_X86_64 SCMP_ARCH_X32\n"),
+        "{text}"
+    );
     assert!(text.contains("\nSCMP_ACT_ALLOW socket when args[0] != 0x28\n"), "{text}");
 }
 
@@ -83,7 +86,10 @@ fn decompile_names_what_no_profile_can_say() {
     let head = "ld [4]\njeq #0xc000003e, ok, kill\nok: ld [0]\njeq #0, read, allow\nread: ";
     let tail = "allow: ret #0x7fff0000\nkill: ret #0\n";
     // An instruction-pointer check (pc 5: `jeq` on ip.lo).
-    assert_refused(&format!("{head}ld [8]\njeq #0x1000, allow, kill\n{tail}"), &["read", "pc 5", "instruction pointer"]);
+    assert_refused(
+        &format!("{head}ld [8]\njeq #0x1000, allow, kill\n{tail}"),
+        &["read", "pc 5", "instruction pointer"],
+    );
     // Arithmetic on an argument (pc 6: the compare of args[0].lo + 1).
     assert_refused(&format!("{head}ld [16]\nadd #1\njeq #5, allow, kill\n{tail}"), &["read", "pc 6", "computed"]);
     // `ret A` (pc 5).

@@ -14,10 +14,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use test_kit::corpus::{self, Filter};
 use cbpf::{Mode, Program};
 use equiv::{Options, Side, Verdict};
 use seccomp::analysis::Budget;
+use test_kit::corpus::{self, Filter};
 
 const PYTHON: &str = "/usr/bin/python3";
 
@@ -214,12 +214,8 @@ fn every_comparison_survives_the_round_trip() {
     if !libseccomp() {
         return;
     }
-    let arg = |index: u32, op: &str, value: u64, two: u64| {
-        serde_json::json!({"index": index, "op": op, "value": value, "valueTwo": two})
-    };
-    let rule = |name: &str, args: Vec<serde_json::Value>| {
-        serde_json::json!({"names": [name], "action": "SCMP_ACT_ALLOW", "args": args})
-    };
+    let arg = |index: u32, op: &str, value: u64, two: u64| serde_json::json!({"index": index, "op": op, "value": value, "valueTwo": two});
+    let rule = |name: &str, args: Vec<serde_json::Value>| serde_json::json!({"names": [name], "action": "SCMP_ACT_ALLOW", "args": args});
     let wide = serde_json::json!({
         "defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1, "architectures": ["SCMP_ARCH_X86_64"],
         "syscalls": [

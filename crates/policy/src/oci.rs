@@ -191,11 +191,18 @@ pub fn decompile(r: &Reading) -> Result<Profile, DecompileError> {
                         let b = match clause {
                             Clause::Box(b) => b,
                             Clause::Raw { why, .. } => {
-                                return Err(DecompileError::Condition { view: view_name(e.view), name: name.into(), why });
+                                return Err(DecompileError::Condition {
+                                    view: view_name(e.view),
+                                    name: name.into(),
+                                    why,
+                                });
                             }
                         };
-                        let expanded = box_rules(&b)
-                            .map_err(|why| DecompileError::Condition { view: view_name(e.view), name: name.into(), why })?;
+                        let expanded = box_rules(&b).map_err(|why| DecompileError::Condition {
+                            view: view_name(e.view),
+                            name: name.into(),
+                            why,
+                        })?;
                         rules.extend(expanded.into_iter().map(|conds| (action, conds)));
                         if rules.len() > MAX_RULES_PER_NAME {
                             let (view, name) = (view_name(e.view), name.into());
@@ -233,7 +240,8 @@ pub fn decompile(r: &Reading) -> Result<Profile, DecompileError> {
     }
     // ALLOW first, then by action value, descending (the kernel's
     // precedence, most permissive first); then unconditional entries first.
-    entries.sort_by_key(|((action, conds), _)| (std::cmp::Reverse(Action::from_u32(*action).rank()), !conds.is_empty()));
+    entries
+        .sort_by_key(|((action, conds), _)| (std::cmp::Reverse(Action::from_u32(*action).rank()), !conds.is_empty()));
     let (default_action, default_errno_ret) = oci_action(default)?;
     let mut syscalls = Vec::new();
     for ((action, conds), names) in entries {
@@ -264,7 +272,9 @@ impl Profile {
                 .args
                 .iter()
                 .map(|a| match CmpOp::from_oci(&a.op) {
-                    Some(op) => ArgCond { index: a.index as u8, op, value: a.value, value_two: a.value_two }.to_string(),
+                    Some(op) => {
+                        ArgCond { index: a.index as u8, op, value: a.value, value_two: a.value_two }.to_string()
+                    }
                     None => format!("args[{}] {} {:#x}", a.index, a.op, a.value),
                 })
                 .collect();

@@ -192,7 +192,8 @@ pub fn read(prog: &Program, budget: &mut Budget) -> Result<Reading, AnalysisErro
             // Handled: a syscall of the view's table gets something else
             // than an unchecked arch. (Numbers alone do not count: a
             // libseccomp filter without x32 lets nr -1 through on x86_64.)
-            let probe: Vec<&u32> = if table.is_empty() { found.keys().filter(|nr| in_view(nr)).collect() } else { table.iter().collect() };
+            let probe: Vec<&u32> =
+                if table.is_empty() { found.keys().filter(|nr| in_view(nr)).collect() } else { table.iter().collect() };
             let handled = probe
                 .into_iter()
                 .filter_map(|nr| found.get(nr))

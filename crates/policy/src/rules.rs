@@ -270,10 +270,16 @@ pub fn path_box(conds: &[Cond], wide: bool) -> Result<Option<ArgBox>, Inexpressi
             let highs = hi.set.runs().iter().flat_map(|&(a, b)| a..=b);
             Set::from_runs(
                 u64::MAX,
-                highs.flat_map(|h| lo.set.runs().iter().map(move |&(a, b)| (h << 32 | a, h << 32 | b))).collect::<Vec<_>>(),
+                highs
+                    .flat_map(|h| lo.set.runs().iter().map(move |&(a, b)| (h << 32 | a, h << 32 | b)))
+                    .collect::<Vec<_>>(),
             )
         } else {
-            return Err(Inexpressible::Set { pc, index, set: "a range of high words with a test of the low word".into() });
+            return Err(Inexpressible::Set {
+                pc,
+                index,
+                set: "a range of high words with a test of the low word".into(),
+            });
         };
         *slot = if set.is_full() { ArgSet::Any } else { ArgSet::In(set) };
     }
@@ -308,7 +314,11 @@ pub fn merge(boxes: Vec<ArgBox>) -> Vec<ArgBox> {
                             let joined = match (m.args.get(i), b.args.get(i)) {
                                 (Some(ArgSet::In(x)), Some(ArgSet::In(y))) => {
                                     let u = x.union(y);
-                                    if u.is_full() { ArgSet::Any } else { ArgSet::In(u) }
+                                    if u.is_full() {
+                                        ArgSet::Any
+                                    } else {
+                                        ArgSet::In(u)
+                                    }
                                 }
                                 _ => ArgSet::Any,
                             };
@@ -484,7 +494,13 @@ fn set_text(index: u8, set: &Set, pc: usize) -> String {
         Err(_) => set
             .runs()
             .iter()
-            .map(|&(a, b)| if a == b { format!("args[{index}] == {}", Num(a)) } else { format!("{} <= args[{index}] <= {}", Num(a), Num(b)) })
+            .map(|&(a, b)| {
+                if a == b {
+                    format!("args[{index}] == {}", Num(a))
+                } else {
+                    format!("{} <= args[{index}] <= {}", Num(a), Num(b))
+                }
+            })
             .collect(),
     };
     match pieces.as_slice() {
@@ -529,9 +545,16 @@ mod tests {
         let at = |pc, lhs, rel, k| Cond { pc: cbpf::Pc(pc), lhs: Operand::Field(lhs), rel, rhs: Operand::Const(k) };
         // libseccomp's GT 0x1_0000_0005: hi > 1, or hi == 1 && lo > 5.
         let a = path_box(&[at(3, Field::ArgHi(0), Relation::Gt, 1)], true).unwrap().unwrap();
-        let b = path_box(&[at(3, Field::ArgHi(0), Relation::Le, 1), at(4, Field::ArgHi(0), Relation::Eq, 1), at(6, Field::ArgLo(0), Relation::Gt, 5)], true)
-            .unwrap()
-            .unwrap();
+        let b = path_box(
+            &[
+                at(3, Field::ArgHi(0), Relation::Le, 1),
+                at(4, Field::ArgHi(0), Relation::Eq, 1),
+                at(6, Field::ArgLo(0), Relation::Gt, 5),
+            ],
+            true,
+        )
+        .unwrap()
+        .unwrap();
         let merged = merge(vec![a, b]);
         assert_eq!(merged.len(), 1);
         assert_eq!(box_text(&merged[0]).unwrap(), "args[0] >= 0x100000006");

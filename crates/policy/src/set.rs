@@ -39,7 +39,8 @@ impl Set {
 
     /// The set from arbitrary intervals (clamped to `max`, merged).
     pub fn from_runs(max: u64, runs: impl IntoIterator<Item = (u64, u64)>) -> Set {
-        let mut v: Vec<(u64, u64)> = runs.into_iter().filter(|&(a, b)| a <= b && a <= max).map(|(a, b)| (a, b.min(max))).collect();
+        let mut v: Vec<(u64, u64)> =
+            runs.into_iter().filter(|&(a, b)| a <= b && a <= max).map(|(a, b)| (a, b.min(max))).collect();
         v.sort_unstable();
         let mut out: Vec<(u64, u64)> = Vec::with_capacity(v.len());
         for (a, b) in v {

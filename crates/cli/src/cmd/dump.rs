@@ -40,7 +40,9 @@ pub fn dump(args: &DumpArgs) -> Result<i32> {
     if args.decompile {
         let mut profiles = Vec::new();
         for (n, f) in filters.iter().enumerate() {
-            let of = |e: Failure| Failure::rejected(format!("filter {n} of {} (oldest first): {}", filters.len(), e.message));
+            let of = |e: Failure| {
+                Failure::rejected(format!("filter {n} of {} (oldest first): {}", filters.len(), e.message))
+            };
             let prog = cbpf::validate(f, cbpf::Mode::Seccomp).map_err(|e| of(Failure::rejected(e)))?;
             let mut budget = seccomp::analysis::Budget::default();
             let reading = policy::read(&prog, &mut budget).map_err(|e| of(Failure::rejected(e)))?;
