@@ -411,7 +411,7 @@ pub fn compared_nrs(prog: &Program, arch: u32) -> Result<Vec<u32>, AnalysisError
 
 /// Numbers standing for every class of syscall numbers `prog` can tell
 /// apart on `arch` (ascending): every number gets the answer of one of
-/// them, the one whose class it shares ([`classes`]). `None` when `nr`
+/// them, the one whose class it shares (the module `classes`: every test of `nr` comes out the same). `None` when `nr`
 /// reaches more than order comparisons with constants (arithmetic, a
 /// return, a bit test), so that no finite list stands for every number.
 pub fn nr_representatives(prog: &Program, arch: u32) -> Result<Option<Vec<u32>>, AnalysisError> {
