@@ -91,7 +91,7 @@ impl NrClasses {
     /// whose ends are a tested constant, its neighbour, 0 or `u32::MAX`):
     /// those ends, ascending. `None` when unclassified or when a `jset`
     /// tests `nr` (its classes are not runs).
-    pub(super) fn representatives(&self) -> Option<Vec<u32>> {
+    pub fn representatives(&self) -> Option<Vec<u32>> {
         let NrClasses::Tests(tests) = self else { return None };
         let mut out = vec![0, u32::MAX];
         for &(op, k, _) in tests {
