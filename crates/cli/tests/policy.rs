@@ -98,6 +98,12 @@ fn decompile_names_what_no_profile_can_say() {
     assert_refused("ld [0]\nand #0xff\njeq #1, yes, no\nyes: ret #0x7fff0000\nno: ret #0\n", &["nr"]);
     // An action the OCI spec lacks (TRAP with data).
     assert_refused("ld [4]\njeq #0xc000003e, trap, kill\ntrap: ret #0x30007\nkill: ret #0\n", &["TRAP(7)"]);
+    // An order test on arch: the arch values it does not name are not
+    // all killed, and which they get cannot be proved one constant.
+    assert_refused(
+        "ld [4]\njgt #0xc0000000, hi, lo\nhi: ld [0]\njeq #1, yes, no\nyes: ret #0x7fff0000\nno: ret #0\nlo: ret #0x50001\n",
+        &["arches the filter does not check"],
+    );
     // One name, two arches, two policies.
     assert_refused(&format!("{head}ret #0x50001\n{tail}"), &["read", "x86_64", "x32", "different rules"]);
 }

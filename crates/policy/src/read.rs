@@ -4,8 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use cbpf::JmpOp;
 use cbpf::{Op, Program};
-use seccomp::analysis::{self, AnalysisError, Budget, Cond, PolicyEvent};
+use seccomp::analysis::{self, AnalysisError, Analyzer, Budget, Cond, Field, NrClasses, PolicyEvent};
 use seccomp::arch::X32_SYSCALL_BIT;
 use seccomp::Arch;
 
@@ -75,7 +76,9 @@ pub struct Reading {
     /// [`Reading::other_arches`] on some number), in the order the filter
     /// compares their arch values.
     pub views: Vec<View>,
-    /// What an arch the filter does not handle gets, when constant.
+    /// What every arch value the filter does not compare gets, when it is
+    /// one constant (proved: `arch` is tested by comparisons with
+    /// constants only, and every run of other values was examined).
     pub other_arches: Option<u32>,
     /// The most common constant action of the unnamed numbers of the
     /// handled views: what a profile's `defaultAction` would be.
@@ -171,10 +174,27 @@ pub fn read(prog: &Program, budget: &mut Budget) -> Result<Reading, AnalysisErro
         Ok((starts, found))
     };
 
-    let (_, others) = examine(other, budget)?;
-    let mut values = others.values();
-    let other_arches = match values.next() {
-        Some(Behaviour::Constant(u)) if values.all(|b| *b == Behaviour::Constant(*u)) => Some(*u),
+    // The arch values the filter does not compare: when it tests `arch`
+    // only with `jeq`, one stands for all; with order tests, one per run
+    // the constants cut; with anything else, none does.
+    let (others, sure) = match Analyzer::new(prog)?.field_classes(None, Field::Arch)? {
+        NrClasses::Tests(t) if t.iter().all(|&(op, _, _)| op == JmpOp::Jeq) => (vec![other], true),
+        c => match c.representatives() {
+            Some(reps) => (reps.into_iter().filter(|v| arches.binary_search(v).is_err()).collect(), true),
+            None => (vec![other], false),
+        },
+    };
+    let mut seen: Vec<Behaviour> = Vec::new();
+    for value in others {
+        let (_, found) = examine(value, budget)?;
+        for b in found.into_values() {
+            if !seen.contains(&b) {
+                seen.push(b);
+            }
+        }
+    }
+    let other_arches = match seen.as_slice() {
+        [Behaviour::Constant(u)] if sure => Some(*u),
         _ => None,
     };
 
