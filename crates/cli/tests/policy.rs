@@ -94,8 +94,8 @@ fn decompile_names_what_no_profile_can_say() {
     assert_refused(&format!("{head}ld [16]\nadd #1\njeq #5, allow, kill\n{tail}"), &["read", "pc 6", "computed"]);
     // `ret A` (pc 5).
     assert_refused(&format!("{head}ld [16]\nret a\n{tail}"), &["pc 5", "ret A"]);
-    // Arithmetic on nr.
-    assert_refused("ld [0]\nand #0xff\njeq #1, yes, no\nyes: ret #0x7fff0000\nno: ret #0\n", &["nr"]);
+    // Arithmetic on nr (pc 2: the compare of nr & 0xff).
+    assert_refused("ld [0]\nand #0xff\njeq #1, yes, no\nyes: ret #0x7fff0000\nno: ret #0\n", &["pc 2", "nr"]);
     // An action the OCI spec lacks (TRAP with data).
     assert_refused("ld [4]\njeq #0xc000003e, trap, kill\ntrap: ret #0x30007\nkill: ret #0\n", &["TRAP(7)"]);
     // An order test on arch: the arch values it does not name are not

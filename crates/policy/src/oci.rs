@@ -70,9 +70,9 @@ pub enum DecompileError {
     /// `ret A`: the value returned is computed.
     #[error("pc {pc}: `ret A` returns a computed value; a profile's actions are constants")]
     ComputedReturn { pc: usize },
-    /// nr reaches arithmetic, a bit test or a return.
-    #[error("the filter does more with nr than compare it with constants (arithmetic, a bit test or a return); a profile can only name syscalls")]
-    NrArithmetic,
+    /// nr reaches arithmetic, a bit test or a return (at `pc`, when known).
+    #[error("{}the filter does more with nr than compare it with constants (arithmetic, a bit test or a return); a profile can only name syscalls", pc.map(|p| format!("pc {p}: ")).unwrap_or_default())]
+    NrArithmetic { pc: Option<usize> },
     /// Arches the filter does not check are not killed.
     #[error("arches the filter does not check get {action}; a profile gives them KILL_THREAD (libseccomp's bad-arch action)")]
     OtherArches { action: String },
@@ -148,7 +148,7 @@ type Rule = (u32, Vec<ArgCond>);
 /// The profile that means the filter `r` was read from.
 pub fn decompile(r: &Reading) -> Result<Profile, DecompileError> {
     if !r.complete {
-        return Err(DecompileError::NrArithmetic);
+        return Err(DecompileError::NrArithmetic { pc: r.nr_pc });
     }
     match r.other_arches {
         Some(0) => {}

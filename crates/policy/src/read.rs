@@ -89,6 +89,9 @@ pub struct Reading {
     /// only by order comparisons, so unnamed runs stand for their class);
     /// false: only table numbers and compared numbers were examined.
     pub complete: bool,
+    /// When not complete: the first pc where `nr` reaches more than a
+    /// comparison with a constant (`None` for a bit test of `nr`).
+    pub nr_pc: Option<usize>,
     /// The first `ret A` (a computed return value), if any.
     pub ret_a: Option<usize>,
 }
@@ -145,6 +148,7 @@ pub fn read(prog: &Program, budget: &mut Budget) -> Result<Reading, AnalysisErro
     let other = (0..=u32::MAX).find(|v| arches.binary_search(v).is_err()).unwrap_or(0);
     let ret_a = prog.insns().iter().position(|i| matches!(i.op(), Some(Op::RetA)));
     let mut complete = true;
+    let mut nr_pc: Option<usize> = None;
 
     let mut examine = |arch: u32, budget: &mut Budget| -> Result<(Vec<u32>, BTreeMap<u32, Behaviour>), AnalysisError> {
         let views = views_of(arch);
@@ -160,6 +164,9 @@ pub fn read(prog: &Program, budget: &mut Budget) -> Result<Reading, AnalysisErro
             Some(r) => nrs.extend(r),
             None => {
                 complete = false;
+                if nr_pc.is_none() {
+                    nr_pc = Analyzer::new(prog)?.field_other_use(Some(arch), Field::Nr)?;
+                }
                 nrs.extend(analysis::compared_nrs(prog, arch)?);
             }
         }
@@ -263,7 +270,7 @@ pub fn read(prog: &Program, budget: &mut Budget) -> Result<Reading, AnalysisErro
         }
     }
     let default = weight.iter().max_by_key(|(a, w)| (**w, std::cmp::Reverse(**a))).map(|(a, _)| *a);
-    Ok(Reading { views, other_arches, default, entries, complete, ret_a })
+    Ok(Reading { views, other_arches, default, entries, complete, nr_pc, ret_a })
 }
 
 /// One conditional outcome of a number: a box of argument comparisons, or

@@ -334,6 +334,17 @@ impl Analyzer {
         Ok(NrClasses::of_field(self, &env, field))
     }
 
+    /// The first instruction (pc) where `field` reaches something other
+    /// than a comparison with a constant (arithmetic feeding a jump, a
+    /// divisor, a returned value, a compare with another word), with `arch`
+    /// fixed where given; `None` when it reaches nothing else. Charges one
+    /// step per instruction.
+    pub fn field_other_use(&mut self, arch: Option<u32>, field: Field) -> Result<Option<usize>, AnalysisError> {
+        self.budget.charge_steps(self.ops.len() as u64)?;
+        let env = Env::new(None, arch, arch.unwrap_or(crate::arch::AUDIT_ARCH_X86_64));
+        Ok(NrClasses::scan(self, &env, field).1)
+    }
+
     /// The decoded program.
     fn ops(&self) -> &[Option<Op>] {
         &self.ops
