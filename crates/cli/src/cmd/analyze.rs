@@ -34,7 +34,7 @@ pub struct AnalyzeArgs {
     /// Output form.
     #[arg(long, value_enum, default_value_t)]
     format: AnalyzeFormat,
-    /// Text output: also print the policy per action (syscall lists and argument conditions).
+    /// Text output: also print the policy: the default action, then per action the syscalls by name on every arch the filter handles, with 64-bit argument conditions.
     #[arg(long)]
     explain: bool,
     /// Text output: also print audit findings.
