@@ -23,6 +23,7 @@
 //! | [`convert`](mod@convert) | `bpfconv-convert` | `bpf_convert_filter()` instruction for instruction, the pc map, side-by-side listings |
 //! | [`seccomp`] | `bpfconv-seccomp` | actions, arches, syscall tables, seccomp-tools style listings, analysis, the action cache, the fast engine |
 //! | [`engine`] | `bpfconv-engine` | every engine behind one interface (cbpf, ebpf, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast) |
+//! | [`policy`] | `bpfconv-policy` | a seccomp filter read back as its policy: readable rules per action, the OCI `linux.seccomp` profile (`decompile`) |
 //! | `kernel` | `bpfconv-kernel` | the running kernel as a seccomp engine, filter dumps from live processes (x86_64 Linux only) |
 //!
 //! The `bpfconv` command-line tool is the `bpfconv-cli` package.
@@ -123,6 +124,7 @@ pub use ::ebpf;
 pub use ::engine;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub use ::kernel;
+pub use ::policy;
 pub use ::seccomp;
 
 pub use ::cbpf::text::{parse, Format};

@@ -26,46 +26,70 @@ use cbpf::JmpOp;
 use super::Analyzer;
 use crate::domain::{Env, Field, FieldSet, Step, Val};
 
-/// How one arch's reachable code tests `nr`.
+/// How one arch's reachable code tests `nr` (or, with `arch` unknown, how
+/// the whole filter tests `arch`): the same argument holds for any field
+/// whose value reaches nothing but comparisons with constants.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum NrClasses {
-    /// Every use of `nr` is one of these comparisons: `(op, k, nr_is_lhs)`.
+pub enum NrClasses {
+    /// Every use of the field is one of these comparisons:
+    /// `(op, k, field_is_lhs)`, sorted, without repeats.
     Tests(Vec<(JmpOp, u32, bool)>),
-    /// `nr` reaches arithmetic, a return or a join: no classes.
+    /// The field reaches arithmetic, a return or a join: no classes.
     Unclassified,
 }
 
 impl NrClasses {
     /// Classifies the program `analyzer` holds under `arch`.
     pub(super) fn of(analyzer: &mut Analyzer, arch: u32) -> NrClasses {
-        let env = Env::new(None, Some(arch), arch);
+        NrClasses::of_field(analyzer, &Env::new(None, Some(arch), arch), Field::Nr)
+    }
+
+    /// Classifies the values of `field` under `env` (where `field` is
+    /// unknown).
+    pub(super) fn of_field(analyzer: &mut Analyzer, env: &Env, field: Field) -> NrClasses {
+        match NrClasses::scan(analyzer, env, field) {
+            (_, Some(_)) => NrClasses::Unclassified,
+            (mut tests, None) => {
+                tests.sort_unstable_by_key(|&(op, k, lhs)| (op.bits(), k, lhs));
+                tests.dedup();
+                NrClasses::Tests(tests)
+            }
+        }
+    }
+
+    /// Every comparison of `field` with a constant, and the first pc (in
+    /// program order) where `field` reaches anything else.
+    pub(super) fn scan(analyzer: &mut Analyzer, env: &Env, field: Field) -> (Vec<(JmpOp, u32, bool)>, Option<usize>) {
         let mut tests: Vec<(JmpOp, u32, bool)> = Vec::new();
-        let mut classified = true;
-        analyzer.for_each_step_hiding(&env, FieldSet::single(Field::Nr), |_, _, step| {
-            let nr_in = |v: Val| v.deps().contains(Field::Nr);
-            match step {
+        let mut other: Option<usize> = None;
+        analyzer.for_each_step_hiding(env, FieldSet::single(field), |pc, _, step| {
+            let nr_in = |v: Val| v.deps().contains(field);
+            let used = match step {
                 Step::Branch { cmp, .. } => match (cmp.lhs, cmp.rhs) {
-                    (Val::Exact(Field::Nr), Val::Known(k)) => tests.push((cmp.op, k, true)),
-                    (Val::Known(k), Val::Exact(Field::Nr)) => tests.push((cmp.op, k, false)),
-                    (l, r) if nr_in(l) || nr_in(r) => classified = false,
-                    _ => {}
+                    (Val::Exact(f), Val::Known(k)) if f == field => {
+                        tests.push((cmp.op, k, true));
+                        false
+                    }
+                    (Val::Known(k), Val::Exact(f)) if f == field => {
+                        tests.push((cmp.op, k, false));
+                        false
+                    }
+                    (l, r) => nr_in(l) || nr_in(r),
                 },
-                Step::DivByX { divisor, .. } if nr_in(divisor) => classified = false,
-                Step::Return(v) if nr_in(v) => classified = false,
-                Step::Goto(_) | Step::DivByX { .. } | Step::Return(_) => {}
+                Step::DivByX { divisor, .. } => nr_in(divisor),
+                Step::Return(v) => nr_in(v),
+                Step::Goto(_) => false,
+            };
+            if used {
+                other.get_or_insert(pc);
             }
         });
-        if !classified {
-            return NrClasses::Unclassified;
-        }
-        tests.sort_unstable_by_key(|&(op, k, lhs)| (op.bits(), k, lhs));
-        tests.dedup();
-        NrClasses::Tests(tests)
+        (tests, other)
     }
 
     /// The class of `nr`: the outcome of every test, one bit each; `None`
     /// when unclassified.
-    pub(super) fn key(&self, nr: u32) -> Option<Vec<u64>> {
+    pub fn key(&self, nr: u32) -> Option<Vec<u64>> {
         let NrClasses::Tests(tests) = self else { return None };
         let mut key = vec![0u64; tests.len().div_ceil(64)];
         for (i, &(op, k, nr_is_lhs)) in tests.iter().enumerate() {
@@ -77,6 +101,24 @@ impl NrClasses {
             }
         }
         Some(key)
+    }
+    /// One number of every class when the tests are order comparisons
+    /// (`jeq`, `jgt`, `jge`: each class is a union of runs of numbers
+    /// whose ends are a tested constant, its neighbour, 0 or `u32::MAX`):
+    /// those ends, ascending. `None` when unclassified or when a `jset`
+    /// tests `nr` (its classes are not runs).
+    pub fn representatives(&self) -> Option<Vec<u32>> {
+        let NrClasses::Tests(tests) = self else { return None };
+        let mut out = vec![0, u32::MAX];
+        for &(op, k, _) in tests {
+            if op == JmpOp::Jset {
+                return None;
+            }
+            out.extend([k.wrapping_sub(1), k, k.wrapping_add(1)]);
+        }
+        out.sort_unstable();
+        out.dedup();
+        Some(out)
     }
 }
 

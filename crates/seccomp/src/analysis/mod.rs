@@ -57,7 +57,7 @@ use cbpf::{Mode, Op, Program};
 use std::collections::HashMap;
 
 use crate::domain::{self, Env, Step, Val};
-use classes::NrClasses;
+pub use classes::NrClasses;
 use dataflow::Dataflow;
 use paths::{explore, Limits, Outcome, Work};
 
@@ -321,6 +321,30 @@ impl Analyzer {
         })
     }
 
+    /// How the filter tells values of `field` (`Field::Nr` or
+    /// `Field::Arch`) apart, with `arch` fixed where given (and `nr`
+    /// unknown): the constants every reachable use compares the field with,
+    /// or [`NrClasses::Unclassified`] when the field reaches anything else.
+    /// Values with equal outcomes on every listed test give the filter the
+    /// same behaviour on every other word (module `classes`). Charges one
+    /// step per instruction.
+    pub fn field_classes(&mut self, arch: Option<u32>, field: Field) -> Result<NrClasses, AnalysisError> {
+        self.budget.charge_steps(self.ops.len() as u64)?;
+        let env = Env::new(None, arch, arch.unwrap_or(crate::arch::AUDIT_ARCH_X86_64));
+        Ok(NrClasses::of_field(self, &env, field))
+    }
+
+    /// The first instruction (pc) where `field` reaches something other
+    /// than a comparison with a constant (arithmetic feeding a jump, a
+    /// divisor, a returned value, a compare with another word), with `arch`
+    /// fixed where given; `None` when it reaches nothing else. Charges one
+    /// step per instruction.
+    pub fn field_other_use(&mut self, arch: Option<u32>, field: Field) -> Result<Option<usize>, AnalysisError> {
+        self.budget.charge_steps(self.ops.len() as u64)?;
+        let env = Env::new(None, arch, arch.unwrap_or(crate::arch::AUDIT_ARCH_X86_64));
+        Ok(NrClasses::scan(self, &env, field).1)
+    }
+
     /// The decoded program.
     fn ops(&self) -> &[Option<Op>] {
         &self.ops
@@ -394,6 +418,16 @@ pub fn analyze_in(
 pub fn compared_nrs(prog: &Program, arch: u32) -> Result<Vec<u32>, AnalysisError> {
     let mut analyzer = Analyzer::new(prog)?;
     Ok(analyzer.compared_constants(&Env::new(None, Some(arch), arch), Field::Nr))
+}
+
+/// Numbers standing for every class of syscall numbers `prog` can tell
+/// apart on `arch` (ascending): every number gets the answer of one of
+/// them, the one whose class it shares (the module `classes`: every test of `nr` comes out the same). `None` when `nr`
+/// reaches more than order comparisons with constants (arithmetic, a
+/// return, a bit test), so that no finite list stands for every number.
+pub fn nr_representatives(prog: &Program, arch: u32) -> Result<Option<Vec<u32>>, AnalysisError> {
+    let mut analyzer = Analyzer::new(prog)?;
+    Ok(NrClasses::of(&mut analyzer, arch).representatives())
 }
 
 /// Every constant the filter compares `arch` against (ascending): the
