@@ -50,6 +50,7 @@ pub mod helpers;
 pub mod insn;
 pub mod interp;
 pub mod op;
+pub mod plain;
 pub mod opcode;
 pub mod program;
 pub mod seccomp_exec;
