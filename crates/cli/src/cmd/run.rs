@@ -46,7 +46,7 @@ pub struct RunArgs {
     /// Kernel entry point the filter is for.
     #[arg(long, value_enum, default_value_t)]
     mode: ModeArg,
-    /// Engine: cbpf, ebpf, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast.
+    /// Engine: cbpf, ebpf, cbpf-plain, ebpf-plain, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast.
     #[arg(long, default_value = "cbpf")]
     engine: String,
 
