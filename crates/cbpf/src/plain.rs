@@ -25,8 +25,8 @@
 
 use crate::insn::Insn;
 use crate::interp::ExecError;
-use crate::opcode::*;
 use crate::interp::SECCOMP_DATA_SIZE;
+use crate::opcode::*;
 use crate::validate::{Mode, Program};
 
 /// A seccomp filter ready for the plain interpreter: the validated,
@@ -198,7 +198,12 @@ mod tests {
 
     #[test]
     fn seccomp_bpf_load_reads_each_field() {
-        let d = SeccompData { nr: 7, arch: 0xc000_003e, instruction_pointer: 0x1_0000_0002, args: [3, 4, 5, 6, 7, 0x9_0000_0008] };
+        let d = SeccompData {
+            nr: 7,
+            arch: 0xc000_003e,
+            instruction_pointer: 0x1_0000_0002,
+            args: [3, 4, 5, 6, 7, 0x9_0000_0008],
+        };
         let bytes = d.to_bytes();
         assert_eq!(seccomp_bpf_load(&bytes, 0), 7);
         assert_eq!(seccomp_bpf_load(&bytes, 4), 0xc000_003e);

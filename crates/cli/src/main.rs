@@ -71,6 +71,8 @@ enum Command {
     Run(Box<cmd::run::RunArgs>),
     /// Constant-action analysis of a seccomp filter (FORMATS.md §3), with explain and audit.
     Analyze(cmd::analyze::AnalyzeArgs),
+    /// What a filter costs per input on every engine and in the kernel (classic vs eBPF, path lengths).
+    Bench(Box<cmd::bench::BenchArgs>),
     /// Read every seccomp filter of a running process (PTRACE_SECCOMP_GET_FILTER), oldest first.
     Dump(cmd::dump::DumpArgs),
     /// eBPF tools: assembler, disassembler, interpreter, bpf_conformance plugin.
@@ -91,6 +93,7 @@ fn main() {
         Command::Run(a) => cmd::run::run(&a),
         Command::Analyze(a) => cmd::analyze::analyze(&a),
         Command::Dump(a) => cmd::dump::dump(&a),
+        Command::Bench(a) => cmd::bench::bench(&a),
         Command::Ebpf(a) => cmd::ebpf::ebpf(&a),
     };
     match result {

@@ -329,10 +329,14 @@ macro_rules! jmp_rows {
 #[allow(clippy::indexing_slicing)]
 const fn jumptable() -> [Option<Handler>; 256] {
     let mut t: [Option<Handler>; 256] = [None; 256];
-    alu_rows!(t, BPF_ADD, BPF_SUB, BPF_MUL, BPF_DIV, BPF_OR, BPF_AND, BPF_LSH, BPF_RSH, BPF_MOD, BPF_XOR, BPF_MOV, BPF_ARSH);
+    alu_rows!(
+        t, BPF_ADD, BPF_SUB, BPF_MUL, BPF_DIV, BPF_OR, BPF_AND, BPF_LSH, BPF_RSH, BPF_MOD, BPF_XOR, BPF_MOV, BPF_ARSH
+    );
     t[(BPF_ALU64 | BPF_NEG) as usize] = Some(neg::<true>);
     t[(BPF_ALU | BPF_NEG) as usize] = Some(neg::<false>);
-    jmp_rows!(t, BPF_JEQ, BPF_JNE, BPF_JGT, BPF_JLT, BPF_JGE, BPF_JLE, BPF_JSGT, BPF_JSLT, BPF_JSGE, BPF_JSLE, BPF_JSET);
+    jmp_rows!(
+        t, BPF_JEQ, BPF_JNE, BPF_JGT, BPF_JLT, BPF_JGE, BPF_JLE, BPF_JSGT, BPF_JSLT, BPF_JSGE, BPF_JSLE, BPF_JSET
+    );
     t[(BPF_JMP | BPF_JA) as usize] = Some(ja);
     t[(BPF_JMP32 | BPF_JA) as usize] = Some(ja32);
     t[EXIT as usize] = Some(exit);

@@ -228,6 +228,35 @@ impl<'p> SeccompEngine<'p> {
         }
     }
 
+    /// The timing loop of `bpfconv bench`: evaluates each of `datas`, in
+    /// order, `rounds` times over, results hidden from the optimiser and
+    /// dropped (check them first with [`SeccompEngine::eval_bytes`]). The
+    /// engine is chosen once, outside the loop, so the loop costs one
+    /// counter and one slice step per evaluation on every engine alike, and
+    /// allocates nothing. The kernel engine is [`EngineError::Unavailable`].
+    pub fn run_batch(&mut self, datas: &mut [[u8; 64]], rounds: u64) -> Result<(), EngineError> {
+        use std::hint::black_box;
+        macro_rules! spin {
+            ($run:expr) => {
+                for _ in 0..rounds {
+                    for d in datas.iter_mut() {
+                        let _ = black_box($run(black_box(d)));
+                    }
+                }
+            };
+        }
+        match self {
+            SeccompEngine::Cbpf(interp) => spin!(|d: &mut [u8; 64]| interp.run_seccomp(d)),
+            SeccompEngine::Ebpf { prog, vm } => spin!(|d: &mut [u8; 64]| vm.run_seccomp_uncounted(prog, d)),
+            SeccompEngine::Rbpf(r) => spin!(|d: &mut [u8; 64]| r.run(d)),
+            SeccompEngine::Fast(fast) => spin!(|d: &mut [u8; 64]| fast.eval_bytes(d)),
+            SeccompEngine::CbpfPlain(p) => spin!(|d: &mut [u8; 64]| p.run_seccomp(d)),
+            SeccompEngine::EbpfPlain(p) => spin!(|d: &mut [u8; 64]| p.run_seccomp(d)),
+            SeccompEngine::Kernel { .. } => return self.eval_bytes(&mut [0; 64]).map(|_| ()),
+        }
+        Ok(())
+    }
+
     /// Evaluates one input. The kernel engine forks a child per call: use
     /// [`SeccompEngine::eval_batch`] for many inputs.
     pub fn eval(&mut self, data: &SeccompData) -> Result<Outcome, EngineError> {

@@ -45,7 +45,7 @@ pub enum TimingClock {
 }
 
 /// Result of [`time_syscalls`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SyscallTiming {
     /// Median over the repeats of the time per call.
     pub per_call: Duration,
@@ -53,6 +53,9 @@ pub struct SyscallTiming {
     pub samples: Vec<Duration>,
     /// The clock used.
     pub clock: TimingClock,
+    /// Nanoseconds per call of each repeat, unrounded (`samples` are whole
+    /// nanoseconds; a filter's cost is often a few).
+    pub samples_ns: Vec<f64>,
 }
 
 /// Times `iterations` calls of `syscall(nr, args)` in a forked child that
@@ -131,7 +134,8 @@ fn time_in_child(
     // Completed: a death afterwards (the filter killing exit_group) is fine.
     let samples: Vec<Duration> =
         (1..=REPEATS).map(|run| Duration::from_nanos(get(words, 3 + run) / iterations)).collect();
-    Ok(Some(SyscallTiming { per_call: median(&samples), samples, clock: TimingClock::ThreadCpu }))
+    let samples_ns = (1..=REPEATS).map(|run| get(words, 3 + run) as f64 / iterations as f64).collect();
+    Ok(Some(SyscallTiming { per_call: median(&samples), samples, clock: TimingClock::ThreadCpu, samples_ns }))
 }
 
 /// The [`TimingClock::ChildCpuDifference`] measurement.
@@ -142,14 +146,16 @@ fn time_by_difference(
     iterations: u64,
 ) -> Result<SyscallTiming, KernelError> {
     let mut samples = Vec::with_capacity(REPEATS);
+    let mut samples_ns = Vec::with_capacity(REPEATS);
     for _ in 0..REPEATS {
         let once = loop_cpu(progs, nr, regs, iterations)?;
         let twice = loop_cpu(progs, nr, regs, iterations.saturating_mul(2))?;
         let extra = twice.saturating_sub(once);
         samples
             .push(Duration::from_nanos(u64::try_from(extra.as_nanos() / u128::from(iterations)).unwrap_or(u64::MAX)));
+        samples_ns.push(extra.as_nanos() as f64 / iterations as f64);
     }
-    Ok(SyscallTiming { per_call: median(&samples), samples, clock: TimingClock::ChildCpuDifference })
+    Ok(SyscallTiming { per_call: median(&samples), samples, clock: TimingClock::ChildCpuDifference, samples_ns })
 }
 
 /// Total CPU time of a child that installs `progs` and loops `iterations`
@@ -360,8 +366,9 @@ mod tests {
         for (nr, arg) in [(39, 0), (40, 0), (40, 1)] {
             let rewritten = refusing(&insns, nr).unwrap();
             let interp = Interp::new(&cbpf::validate(&rewritten, Mode::Seccomp).unwrap());
-            let d = SeccompData { nr: nr as i32, arch: 0xc000_003e, instruction_pointer: 0, args: [arg, 0, 0, 0, 0, 0] }
-                .to_bytes();
+            let d =
+                SeccompData { nr: nr as i32, arch: 0xc000_003e, instruction_pointer: 0, args: [arg, 0, 0, 0, 0, 0] }
+                    .to_bytes();
             let (mut before, mut after) = (0, 0);
             original.trace_seccomp(&d, |_| before += 1).unwrap();
             assert_eq!(interp.trace_seccomp(&d, |_| after += 1).unwrap(), REFUSED);

@@ -32,9 +32,17 @@ pub enum XScale {
     Labels(Vec<String>),
 }
 
-/// Draws `series` as lines with markers, log-scaled y axis.
+/// Draws `series` as lines with markers, log-scaled y axis, into the file
+/// `path`.
 pub fn line_chart(path: &Path, title: &str, x_label: &str, x_scale: &XScale, series: &[Series]) -> Result<(), String> {
-    let err = |e: &dyn std::fmt::Display| format!("plot {}: {e}", path.display());
+    let svg = line_chart_svg(title, x_label, x_scale, series).map_err(|e| format!("plot {}: {e}", path.display()))?;
+    std::fs::write(path, svg).map_err(|e| format!("plot {}: {e}", path.display()))
+}
+
+/// [`line_chart`] returning the SVG text (for callers that write files
+/// their own way, e.g. atomically).
+pub fn line_chart_svg(title: &str, x_label: &str, x_scale: &XScale, series: &[Series]) -> Result<String, String> {
+    let err = |e: &dyn std::fmt::Display| e.to_string();
     let log2 = *x_scale == XScale::Log2;
     let placed: Vec<Series> = series
         .iter()
@@ -63,58 +71,60 @@ pub fn line_chart(path: &Path, title: &str, x_label: &str, x_scale: &XScale, ser
     };
     // Wide enough for one readable label per category.
     let width = (900 + labels.saturating_sub(12) * 40).min(8000) as u32;
-    let root = SVGBackend::new(path, (width, 560)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| err(&e))?;
-    let x_pad = match x_scale {
-        XScale::Labels(_) => 0.5,
-        _ => ((x_max - x_min) * 0.05).max(1.0),
-    };
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 20))
-        .margin(12)
-        .x_label_area_size(if labels > 0 { 110 } else { 45 })
-        .y_label_area_size(70)
-        .build_cartesian_2d((x_min - x_pad)..(x_max + x_pad), ((y_min / 1.5)..(y_max * 1.5)).log_scale())
-        .map_err(|e| err(&e))?;
-    let x_ticks = |x: &f64| match x_scale {
-        XScale::Linear => format!("{x}"),
-        XScale::Log2 => format!("{:.0}", x.exp2()),
-        XScale::Labels(l) => {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                l.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, 560)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let x_pad = match x_scale {
+            XScale::Labels(_) => 0.5,
+            _ => ((x_max - x_min) * 0.05).max(1.0),
+        };
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(if labels > 0 { 110 } else { 45 })
+            .y_label_area_size(70)
+            .build_cartesian_2d((x_min - x_pad)..(x_max + x_pad), ((y_min / 1.5)..(y_max * 1.5)).log_scale())
+            .map_err(|e| err(&e))?;
+        let x_ticks = |x: &f64| match x_scale {
+            XScale::Linear => format!("{x}"),
+            XScale::Log2 => format!("{:.0}", x.exp2()),
+            XScale::Labels(l) => {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 {
+                    l.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
             }
+        };
+        let mut mesh = chart.configure_mesh();
+        mesh.x_desc(x_label).y_desc("ns per evaluation (log scale)").x_label_formatter(&x_ticks);
+        if labels > 0 {
+            mesh.x_labels(labels.max(1) * 2 + 1)
+                .x_label_style(("sans-serif", 12).into_font().transform(FontTransform::Rotate90));
         }
-    };
-    let mut mesh = chart.configure_mesh();
-    mesh.x_desc(x_label).y_desc("ns per evaluation (log scale)").x_label_formatter(&x_ticks);
-    if labels > 0 {
-        mesh.x_labels(labels.max(1) * 2 + 1).x_label_style(
-            ("sans-serif", 12).into_font().transform(FontTransform::Rotate90),
-        );
-    }
-    mesh.draw().map_err(|e| err(&e))?;
-    for s in series {
-        let color = Palette99::pick(s.color).mix(0.9);
-        let points: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
+        mesh.draw().map_err(|e| err(&e))?;
+        for s in series {
+            let color = Palette99::pick(s.color).mix(0.9);
+            let points: Vec<(f64, f64)> = s.points.iter().copied().filter(|p| p.1 > 0.0).collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                .map_err(|e| err(&e))?
+                .label(s.name.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+            chart.draw_series(points.into_iter().map(|p| Circle::new(p, 3, color.filled()))).map_err(|e| err(&e))?;
+        }
         chart
-            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-            .map_err(|e| err(&e))?
-            .label(s.name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
-        chart.draw_series(points.into_iter().map(|p| Circle::new(p, 3, color.filled()))).map_err(|e| err(&e))?;
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| err(&e))?;
+        root.present().map_err(|e| err(&e))?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| err(&e))?;
-    root.present().map_err(|e| err(&e))?;
-    Ok(())
+    Ok(svg)
 }
 
 #[cfg(test)]

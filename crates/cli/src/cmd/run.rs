@@ -213,32 +213,7 @@ fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut 
         let mut engine = SeccompEngine::new(kind, prepared)?;
         return stream_vectors(args.check, path, &mut engine, out);
     }
-    let arch = parse_arch(Some(&args.arch))?.unwrap_or(seccomp::Arch::X86_64);
-    let nr_text = args
-        .nr
-        .as_deref()
-        .ok_or_else(|| Failure::usage("give --vectors FILE or --nr N (with --arch, --args, --ip)"))?;
-    let nr = match number(nr_text, "--nr") {
-        Ok(n) => {
-            u32::try_from(n).map_err(|_| Failure::usage(format!("--nr {nr_text} is out of range")))? | arch.nr_bit()
-        }
-        Err(_) => seccomp::syscalls::number(arch, nr_text)
-            .ok_or_else(|| Failure::usage(format!("--nr: no syscall `{nr_text}` for {arch}")))?,
-    };
-    let mut sargs = [0u64; 6];
-    let given: Vec<&str> = args.args.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
-    if given.len() > 6 {
-        return Err(Failure::usage("--args takes at most 6 values"));
-    }
-    for (slot, text) in sargs.iter_mut().zip(&given) {
-        *slot = number(text, "--args")?;
-    }
-    let data = cbpf::SeccompData {
-        nr: nr as i32,
-        arch: arch.audit_arch(),
-        instruction_pointer: number(&args.ip, "--ip")?,
-        args: sargs,
-    };
+    let data = single_input(&args.arch, args.nr.as_deref(), &args.args, &args.ip)?;
     if args.trace {
         return trace_seccomp(kind, prepared, &data, out);
     }
@@ -252,6 +227,34 @@ fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut 
             Err(Failure::rejected(format!("engine {kind} cannot observe this input: {why}")))
         }
     }
+}
+
+/// One seccomp input from `--arch`, `--nr` (number or name), `--args`
+/// (up to six, comma-separated) and `--ip`, as `run` and `bench` take them.
+pub fn single_input(arch: &str, nr: Option<&str>, args: &str, ip: &str) -> Result<cbpf::SeccompData> {
+    let arch = parse_arch(Some(arch))?.unwrap_or(seccomp::Arch::X86_64);
+    let nr_text = nr.ok_or_else(|| Failure::usage("give --vectors FILE or --nr N (with --arch, --args, --ip)"))?;
+    let nr = match number(nr_text, "--nr") {
+        Ok(n) => {
+            u32::try_from(n).map_err(|_| Failure::usage(format!("--nr {nr_text} is out of range")))? | arch.nr_bit()
+        }
+        Err(_) => seccomp::syscalls::number(arch, nr_text)
+            .ok_or_else(|| Failure::usage(format!("--nr: no syscall `{nr_text}` for {arch}")))?,
+    };
+    let mut sargs = [0u64; 6];
+    let given: Vec<&str> = args.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    if given.len() > 6 {
+        return Err(Failure::usage("--args takes at most 6 values"));
+    }
+    for (slot, text) in sargs.iter_mut().zip(&given) {
+        *slot = number(text, "--args")?;
+    }
+    Ok(cbpf::SeccompData {
+        nr: nr as i32,
+        arch: arch.audit_arch(),
+        instruction_pointer: number(ip, "--ip")?,
+        args: sargs,
+    })
 }
 
 /// Vectors evaluated per engine call (the kernel engine forks per batch).
@@ -326,7 +329,7 @@ fn stream_vectors(check: bool, path: &str, engine: &mut SeccompEngine<'_>, out: 
 }
 
 /// A reader over a file, or stdin for `-`.
-fn open_input(path: &str) -> Result<Box<dyn std::io::BufRead>> {
+pub fn open_input(path: &str) -> Result<Box<dyn std::io::BufRead>> {
     if path == "-" {
         Ok(Box::new(std::io::stdin().lock()))
     } else {
