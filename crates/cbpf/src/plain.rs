@@ -57,7 +57,7 @@ impl PlainInterp {
         if self.mode != Mode::Seccomp {
             return Err(ExecError::ModeMismatch { program: self.mode, context: Mode::Seccomp });
         }
-        Ok(sk_run_filter(&self.insns, data).0)
+        Ok(sk_run_filter::<false>(&self.insns, data).0)
     }
 
     /// [`PlainInterp::run_seccomp`] with the number of instructions executed.
@@ -65,7 +65,7 @@ impl PlainInterp {
         if self.mode != Mode::Seccomp {
             return Err(ExecError::ModeMismatch { program: self.mode, context: Mode::Seccomp });
         }
-        let (ret, steps) = sk_run_filter(&self.insns, data);
+        let (ret, steps) = sk_run_filter::<true>(&self.insns, data);
         Ok((ret, steps))
     }
 }
@@ -110,8 +110,9 @@ pub fn seccomp_bpf_load(data: &[u8; SECCOMP_DATA_SIZE], off: u32) -> u32 {
 }
 
 /// The loop of `sk_run_filter()` on a seccomp context; returns the value and
-/// the number of instructions executed.
-fn sk_run_filter(insns: &[Insn], data: &[u8; SECCOMP_DATA_SIZE]) -> (u32, u64) {
+/// (with `COUNT`) the number of instructions executed.
+#[inline(always)]
+fn sk_run_filter<const COUNT: bool>(insns: &[Insn], data: &[u8; SECCOMP_DATA_SIZE]) -> (u32, u64) {
     let mut a: u32 = 0;
     let mut x: u32 = 0;
     let mut mem = [0u32; BPF_MEMWORDS as usize];
@@ -119,7 +120,9 @@ fn sk_run_filter(insns: &[Insn], data: &[u8; SECCOMP_DATA_SIZE]) -> (u32, u64) {
     let mut steps = 0u64;
     // Jumps are forward only (validated), so this ends within insns.len() steps.
     while let Some(fentry) = insns.get(pc) {
-        steps += 1;
+        if COUNT {
+            steps += 1;
+        }
         let k = fentry.k;
         pc += 1;
         match fentry.code {
