@@ -173,3 +173,52 @@ fn a_disagreeing_or_bad_request_is_refused() {
     assert_eq!(doc["inputs"][0]["input"], "x86_64:getppid");
     assert_eq!(doc["cells"].as_array().unwrap().len(), 3 * 2);
 }
+
+/// A little-endian pcap (LINKTYPE_ETHERNET) of `packets`.
+fn pcap(packets: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for w in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+    for p in packets {
+        for w in [0u32, 0, p.len() as u32, p.len() as u32] {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        out.extend_from_slice(p);
+    }
+    out
+}
+
+#[test]
+fn socket_filters_are_timed_per_packet_on_cbpf_and_ebpf() {
+    let dir = tempfile::tempdir().unwrap();
+    let filter = dir.path().join("ip.asm");
+    std::fs::write(&filter, "ldh [12]\njeq #0x800, acc, drop\nacc: ret #-1\ndrop: ret #0\n").unwrap();
+    let mut ip = vec![0u8; 60];
+    ip[12] = 0x08;
+    let arp = {
+        let mut p = vec![0u8; 42];
+        p[12] = 0x08;
+        p[13] = 0x06;
+        p
+    };
+    let capture = dir.path().join("c.pcap");
+    std::fs::write(&capture, pcap(&[ip, arp])).unwrap();
+    let o = Command::new(BIN)
+        .args(["bench", "--mode", "socket", "--pcap", capture.to_str().unwrap(), filter.to_str().unwrap()])
+        .args(["--time", "0.02", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["mode"], "socket");
+    let inputs = doc["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 2);
+    assert_eq!(inputs[0]["ret"], u32::MAX);
+    assert_eq!(inputs[1]["ret"], 0);
+    for c in doc["cells"].as_array().unwrap() {
+        let measured = !c["ns"].is_null();
+        let e = c["engine"].as_str().unwrap();
+        assert_eq!(measured, e == "cbpf" || e == "ebpf", "{c}");
+    }
+}

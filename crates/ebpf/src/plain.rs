@@ -322,7 +322,9 @@ impl PlainProgram {
     /// the handler, the next pc.
     #[inline(always)]
     fn run<const COUNT: bool>(&self, data: &[u8; 64]) -> Result<(u32, u64), PlainError> {
-        let mut regs = [0u64; 11];
+        // Sixteen slots (r0-r10 and five never used) so that a register field
+        // (4 bits) indexes them without a bounds check, as the kernel's array does.
+        let mut regs = [0u64; 16];
         let mut stack = [0u8; STACK_SIZE];
         regs[1] = CTX_BASE;
         regs[10] = STACK_BASE + STACK_SIZE as u64;
@@ -472,7 +474,7 @@ impl PlainProgram {
 }
 
 /// The access a faulting load or store tried.
-fn fault_of(regs: &[u64; 11], insn: Insn) -> (u64, usize) {
+fn fault_of(regs: &[u64; 16], insn: Insn) -> (u64, usize) {
     let base = if insn.code & 0x07 == BPF_LDX { reg(regs, src(insn)) } else { reg(regs, dst(insn)) };
     let size = match insn.code & 0x18 {
         BPF_B => 1,
@@ -494,20 +496,20 @@ fn src(insn: Insn) -> usize {
 }
 
 #[inline(always)]
-fn reg(regs: &[u64; 11], r: usize) -> u64 {
-    regs.get(r).copied().unwrap_or(0)
+fn reg(regs: &[u64; 16], r: usize) -> u64 {
+    regs.get(r & 15).copied().unwrap_or(0)
 }
 
 #[inline(always)]
-fn set(regs: &mut [u64; 11], r: usize, v: u64) {
-    if let Some(slot) = regs.get_mut(r) {
+fn set(regs: &mut [u64; 16], r: usize, v: u64) {
+    if let Some(slot) = regs.get_mut(r & 15) {
         *slot = v;
     }
 }
 
 /// `ALU64_*` / `ALU_*` (K or X): `DST = DST op SRC` at the width.
 #[inline(always)]
-fn alu<const W64: bool, const X: bool, const OP: u8>(regs: &mut [u64; 11], insn: Insn) -> isize {
+fn alu<const W64: bool, const X: bool, const OP: u8>(regs: &mut [u64; 16], insn: Insn) -> isize {
     let Some(op) = alu_op(OP, insn.off) else { return FAULT };
     let d = dst(insn);
     let s = if X { reg(regs, src(insn)) } else { insn.imm as i64 as u64 };
@@ -545,7 +547,7 @@ fn alu_op(bits: u8, off: i16) -> Option<AluOp> {
 
 /// `ALU64_NEG` / `ALU_NEG`.
 #[inline(always)]
-fn neg<const W64: bool>(regs: &mut [u64; 11], insn: Insn) -> isize {
+fn neg<const W64: bool>(regs: &mut [u64; 16], insn: Insn) -> isize {
     let d = dst(insn);
     let v = reg(regs, d);
     set(regs, d, if W64 { v.wrapping_neg() } else { u64::from((v as u32).wrapping_neg()) });
@@ -554,7 +556,7 @@ fn neg<const W64: bool>(regs: &mut [u64; 11], insn: Insn) -> isize {
 
 /// `JMP_*` / `JMP32_*` (K or X): `if (DST cond SRC) insn += off`.
 #[inline(always)]
-fn jmp<const W64: bool, const X: bool, const COND: u8>(regs: &[u64; 11], insn: Insn) -> isize {
+fn jmp<const W64: bool, const X: bool, const COND: u8>(regs: &[u64; 16], insn: Insn) -> isize {
     let Some(cond) = jmp_cond(COND) else { return FAULT };
     let a = reg(regs, dst(insn));
     let b = if X { reg(regs, src(insn)) } else { insn.imm as i64 as u64 };
@@ -598,7 +600,7 @@ fn read<const N: usize>(mem: &[u8], at: u64) -> Option<u64> {
 /// `LDX_MEM_{B,H,W,DW}`: `DST = *(SIZE *)(SRC + off)`, from the context
 /// (read-only) or the stack.
 #[inline(always)]
-fn ldx<const N: usize>(regs: &mut [u64; 11], data: &[u8; 64], stack: &[u8; STACK_SIZE], insn: Insn) -> isize {
+fn ldx<const N: usize>(regs: &mut [u64; 16], data: &[u8; 64], stack: &[u8; STACK_SIZE], insn: Insn) -> isize {
     let addr = reg(regs, src(insn)).wrapping_add(insn.off as i64 as u64);
     let ctx = addr.wrapping_sub(CTX_BASE);
     let v = if ctx < 64 { read::<N>(data, ctx) } else { read::<N>(stack, addr.wrapping_sub(STACK_BASE)) };
@@ -613,7 +615,7 @@ fn ldx<const N: usize>(regs: &mut [u64; 11], data: &[u8; 64], stack: &[u8; STACK
 
 /// `STX_MEM_*` / `ST_MEM_*`: `*(SIZE *)(DST + off) = v`, on the stack only.
 #[inline(always)]
-fn store<const N: usize>(regs: &[u64; 11], stack: &mut [u8; STACK_SIZE], insn: Insn, v: u64) -> isize {
+fn store<const N: usize>(regs: &[u64; 16], stack: &mut [u8; STACK_SIZE], insn: Insn, v: u64) -> isize {
     let addr = reg(regs, dst(insn)).wrapping_add(insn.off as i64 as u64).wrapping_sub(STACK_BASE);
     let Ok(at) = usize::try_from(addr) else { return FAULT };
     let bytes = v.to_le_bytes();
