@@ -20,7 +20,7 @@ use engine::{EngineKind, Outcome, Prepared, SeccompEngine};
 use serde_json::{json, Value};
 use timing::stats::{calibrate, Stats};
 
-use crate::cmd::run::{open_input, single_input};
+use crate::cmd::run::{open_input, SingleInputArgs};
 use crate::fail::{Failure, Result};
 use crate::io::{read_classic, read_input, EndianArg, From};
 use crate::out::{outln, Out};
@@ -52,18 +52,8 @@ pub struct BenchArgs {
     /// Seccomp: time these inputs (JSON Lines, FORMATS.md §2) instead of one per syscall the filter names.
     #[arg(long, conflicts_with_all = ["nr", "pcap"])]
     vectors: Option<String>,
-    /// Seccomp single input: the arch (name or AUDIT_ARCH value).
-    #[arg(long, default_value = "x86_64")]
-    arch: String,
-    /// Seccomp single input: syscall number or name (resolved for --arch).
-    #[arg(long)]
-    nr: Option<String>,
-    /// Seccomp single input: up to six comma-separated arguments.
-    #[arg(long, default_value = "")]
-    args: String,
-    /// Seccomp single input: the instruction pointer.
-    #[arg(long, default_value = "0")]
-    ip: String,
+    #[command(flatten)]
+    input: SingleInputArgs,
     /// Socket: time the filter on the packets of this pcap capture (the first 64).
     #[arg(long)]
     pcap: Option<String>,
@@ -273,8 +263,8 @@ fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) ->
     }
     let named: Vec<(String, cbpf::SeccompData)> = if let Some(path) = &args.vectors {
         vector_inputs(path, args.file == "-")?
-    } else if args.nr.is_some() {
-        let d = single_input(&args.arch, args.nr.as_deref(), &args.args, &args.ip)?;
+    } else if args.input.nr.is_some() {
+        let d = args.input.data()?;
         vec![(input_name(d.arch, d.nr as u32), d)]
     } else {
         named_inputs(prepared.program())?.into_iter().map(|d| (input_name(d.arch, d.nr as u32), d)).collect()
@@ -583,7 +573,7 @@ fn kernel_columns(
 
 /// Socket filters: the packets of `--pcap`, on the classic and eBPF engines.
 fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) -> Result<Results> {
-    if args.vectors.is_some() || args.nr.is_some() {
+    if args.vectors.is_some() || args.input.nr.is_some() {
         return Err(Failure::usage("--vectors and --nr are for seccomp filters; socket filters take --pcap"));
     }
     let Some(path) = &args.pcap else {

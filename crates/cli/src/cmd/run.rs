@@ -56,18 +56,8 @@ pub struct RunArgs {
     /// With --vectors: compare with each vector's `action` and print `N passed, M failed`.
     #[arg(long, requires = "vectors")]
     check: bool,
-    /// Seccomp single input: the arch (name or AUDIT_ARCH value).
-    #[arg(long, default_value = "x86_64")]
-    arch: String,
-    /// Seccomp single input: syscall number or name (resolved for --arch).
-    #[arg(long)]
-    nr: Option<String>,
-    /// Seccomp single input: up to six comma-separated arguments (decimal or 0x hex).
-    #[arg(long, default_value = "")]
-    args: String,
-    /// Seccomp single input: the instruction pointer.
-    #[arg(long, default_value = "0")]
-    ip: String,
+    #[command(flatten)]
+    input: SingleInputArgs,
 
     /// Socket: one packet as hex.
     #[arg(long, conflicts_with = "pcap")]
@@ -87,6 +77,30 @@ pub struct RunArgs {
     /// Print each executed instruction with the machine state (cbpf engine).
     #[arg(long)]
     trace: bool,
+}
+
+/// One seccomp input on the command line (`run`, `bench`).
+#[derive(Args, Debug)]
+pub struct SingleInputArgs {
+    /// Seccomp single input: the arch (name or AUDIT_ARCH value).
+    #[arg(long, default_value = "x86_64")]
+    pub arch: String,
+    /// Seccomp single input: syscall number or name (resolved for --arch).
+    #[arg(long)]
+    pub nr: Option<String>,
+    /// Seccomp single input: up to six comma-separated arguments (decimal or 0x hex).
+    #[arg(long, default_value = "")]
+    pub args: String,
+    /// Seccomp single input: the instruction pointer.
+    #[arg(long, default_value = "0")]
+    pub ip: String,
+}
+
+impl SingleInputArgs {
+    /// The input, resolved ([`single_input`]).
+    pub fn data(&self) -> Result<cbpf::SeccompData> {
+        single_input(&self.arch, self.nr.as_deref(), &self.args, &self.ip)
+    }
 }
 
 /// skb metadata for ancillary loads. Defaults describe a packet received on
@@ -213,7 +227,7 @@ fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut 
         let mut engine = SeccompEngine::new(kind, prepared)?;
         return stream_vectors(args.check, path, &mut engine, out);
     }
-    let data = single_input(&args.arch, args.nr.as_deref(), &args.args, &args.ip)?;
+    let data = args.input.data()?;
     if args.trace {
         return trace_seccomp(kind, prepared, &data, out);
     }
@@ -480,7 +494,7 @@ fn skb_for<'a>(args: &SkbArgs, data: &'a [u8]) -> Result<cbpf::Skb<'a>> {
 }
 
 fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut Out) -> Result<i32> {
-    if args.vectors.is_some() || args.nr.is_some() {
+    if args.vectors.is_some() || args.input.nr.is_some() {
         return Err(Failure::usage(
             "--vectors and --nr are for seccomp filters; socket filters take --packet or --pcap",
         ));
