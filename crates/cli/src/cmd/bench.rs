@@ -450,7 +450,9 @@ fn kernel_check(prepared: &Prepared, inputs: &[Input]) -> Vec<std::result::Resul
         .iter()
         .zip(outcomes)
         .map(|(input, outcome)| {
-            if input.data.arch != cbpf::uapi::audit::AUDIT_ARCH_X86_64 || input.data.nr as u32 & X32_SYSCALL_BIT != 0 {
+            // x32 numbers (bit 30 of a non-negative nr) would enter another syscall table.
+            let x32 = input.data.nr >= 0 && input.data.nr as u32 & X32_SYSCALL_BIT != 0;
+            if input.data.arch != cbpf::uapi::audit::AUDIT_ARCH_X86_64 || x32 {
                 return Err("the kernel timing issues native x86_64 system calls only".to_string());
             }
             match outcome {
