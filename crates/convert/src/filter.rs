@@ -325,9 +325,12 @@ fn bpf_convert_filter(
     let mut new_flen = 0usize;
     let mut pass = 0u32;
     let mut group: Vec<Insn> = Vec::with_capacity(32);
+    // The emitted program, one buffer for every pass (the length call
+    // told its size), refilled from the start by each pass.
+    let mut out: Vec<Insn> = Vec::with_capacity(if emitting { *new_len } else { 0 });
     loop {
         // do_pass:
-        let mut out: Vec<Insn> = Vec::new();
+        out.clear();
         let mut count = 0usize;
         if emitting {
             // Classic BPF expects A and X to be reset first.
