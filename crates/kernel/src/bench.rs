@@ -262,7 +262,7 @@ pub const REFUSED: u32 = cbpf::uapi::seccomp::SECCOMP_RET_ERRNO | 1;
 /// cancel the prologue and the refused call's own cost. `None` when the
 /// result would exceed `BPF_MAXINSNS`.
 pub fn refusing(filter: &[Insn], nr: u32) -> Option<Vec<Insn>> {
-    use cbpf::opcode::{JMP_JEQ_K, LD_IMM, LD_W_ABS, RET_A, RET_K};
+    use cbpf::opcode::{JMP_JEQ_K, LD_IMM, LD_W_ABS, RET_K};
     use cbpf::uapi::seccomp::{OFFSET_NR, SECCOMP_RET_ALLOW};
     let mut out = vec![
         Insn::stmt(LD_W_ABS, OFFSET_NR),
@@ -270,7 +270,10 @@ pub fn refusing(filter: &[Insn], nr: u32) -> Option<Vec<Insn>> {
         Insn::stmt(RET_K, SECCOMP_RET_ALLOW),
         Insn::stmt(LD_IMM, 0),
     ];
-    out.extend(filter.iter().map(|i| if i.code == RET_K || i.code == RET_A { Insn::stmt(RET_K, REFUSED) } else { *i }));
+    out.extend(filter.iter().map(|i| match i.op() {
+        Some(cbpf::Op::RetK { .. } | cbpf::Op::RetA) => Insn::stmt(RET_K, REFUSED),
+        _ => *i,
+    }));
     (out.len() <= cbpf::opcode::BPF_MAXINSNS).then_some(out)
 }
 
