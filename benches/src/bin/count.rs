@@ -5,6 +5,7 @@
 //!
 //! ```text
 //! count list                       # every filter of testdata/filters and its deepest vector
+//! count FILTER convert RUNS        # RUNS conversions (convert::convert)
 //! count FILTER ENGINE RUNS         # RUNS evaluations (ENGINE: cbpf, ebpf-exec, ebpf-general, fast, cbpf-plain, ebpf-plain)
 //! ```
 //!
@@ -136,6 +137,18 @@ fn measure(engine: &mut Engine, data: &[u8; 64], runs: u64) -> u32 {
     acc
 }
 
+/// `convert::convert` `runs` times (callgrind's `--toggle-collect` target
+/// for the conversion's cost: `count FILTER convert RUNS`).
+#[inline(never)]
+fn measure_convert(program: &cbpf::Program, runs: u64) -> usize {
+    let options = convert::Options::kernel();
+    let mut n = 0;
+    for _ in 0..runs {
+        n += convert::convert(black_box(program), &options).map_or(0, |c| c.insns.len());
+    }
+    n
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.as_slice() {
@@ -145,6 +158,12 @@ fn main() -> ExitCode {
             println!("{name} {n}");
             Ok(())
         }),
+        [name, convert, runs] if convert == "convert" => (|| {
+            let f = Filter::load(name).map_err(|e| e.to_string())?;
+            let runs: u64 = runs.parse().map_err(|e| format!("RUNS: {e}"))?;
+            println!("{name} convert {}", measure_convert(&f.program, runs));
+            Ok(())
+        })(),
         [name, kind, runs] => (|| {
             let f = Filter::load(name).map_err(|e| e.to_string())?;
             let (data, _) = deepest(&f, &vectors(name)?).ok_or(format!("{name}: no vectors"))?;
