@@ -46,6 +46,8 @@ impl std::fmt::Debug for Engine {
 pub const ENGINES: &[Engine] = &[
     Engine { name: "cbpf", about: "our classic interpreter (cbpf::Interp)", prepare: prepare_cbpf },
     Engine { name: "ebpf", about: "convert::convert, then our eBPF interpreter (ebpf::Vm)", prepare: prepare_ebpf },
+    Engine { name: "cbpf-plain", about: "the pre-3.15 kernel's classic interpreter modelled: sk_run_filter(), one switch per instruction, seccomp_bpf_load() calls (cbpf::plain)", prepare: prepare_cbpf_plain },
+    Engine { name: "ebpf-plain", about: "the kernel's eBPF interpreter modelled on the converted program: ___bpf_prog_run(), one indirect jump per instruction (ebpf::plain)", prepare: prepare_ebpf_plain },
     Engine { name: "rbpf", about: "rbpf 0.4 interpreter on the converted program", prepare: prepare_rbpf },
     Engine { name: "rbpf-jit", about: "rbpf 0.4 x86-64 JIT (where it fits its 4 KiB page)", prepare: prepare_rbpf_jit },
     Engine { name: "rbpf-cranelift", about: "rbpf 0.4 cranelift backend", prepare: prepare_rbpf_cranelift },
@@ -127,4 +129,30 @@ impl Runner for Fast {
 fn prepare_fast(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
     let fast = seccomp::fast::FastFilter::build(&filter.program).map_err(|e| e.to_string())?;
     Ok(Box::new(Fast(fast)))
+}
+
+struct CbpfPlain(cbpf::plain::PlainInterp);
+
+impl Runner for CbpfPlain {
+    #[inline]
+    fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String> {
+        self.0.run_seccomp(data).map_err(|e| e.to_string())
+    }
+}
+
+fn prepare_cbpf_plain(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
+    Ok(Box::new(CbpfPlain(cbpf::plain::PlainInterp::new(&filter.program))))
+}
+
+struct EbpfPlain(ebpf::plain::PlainProgram);
+
+impl Runner for EbpfPlain {
+    #[inline]
+    fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String> {
+        self.0.run_seccomp(data).map_err(|e| e.to_string())
+    }
+}
+
+fn prepare_ebpf_plain(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
+    Ok(Box::new(EbpfPlain(ebpf::plain::PlainProgram::new(&filter.ebpf).map_err(|e| e.to_string())?)))
 }

@@ -1,15 +1,9 @@
-//! Timing: medians of repeated samples, with their range.
-//!
-//! Each sample times a batch of calls with a monotonic clock; the batch size
-//! is calibrated first so that one sample lasts about
-//! [`Budget::sample_time`], far above the clock's resolution. The reported
-//! figure is the median time per call over [`Budget::samples`] samples,
-//! shown with the fastest and slowest sample, so a noisy neighbour shows up
-//! as a wide range instead of a silently wrong median.
+//! Timing budgets of the tables; the statistics and the calibrated batch
+//! timer are [`timing::stats`]'s (shared with `bpfconv bench`): medians of
+//! [`Budget::samples`] samples of about [`Budget::sample_time`] each, with
+//! their range.
 
-use std::time::{Duration, Instant};
-
-use serde::Serialize;
+use std::time::Duration;
 
 /// How long to measure one cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,70 +28,21 @@ impl Budget {
         Budget { samples: 101, sample_time: Duration::from_millis(1), syscalls: 500_000, kernel_runs: 5 };
 }
 
-/// Nanoseconds per call: median and range over the samples.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Stats {
-    /// Median over the samples.
-    pub median: f64,
-    /// Fastest sample.
-    pub min: f64,
-    /// Slowest sample.
-    pub max: f64,
-    /// Number of samples.
-    pub samples: usize,
-}
+pub use timing::stats::Stats;
 
-impl Stats {
-    /// Summarises per-call times in nanoseconds; `None` for no samples.
-    pub fn from_samples(samples: &[f64]) -> Option<Stats> {
-        let mut sorted: Vec<f64> = samples.iter().copied().filter(|s| s.is_finite()).collect();
-        sorted.sort_by(f64::total_cmp);
-        let median = *sorted.get(sorted.len() / 2)?;
-        Some(Stats { median, min: *sorted.first()?, max: *sorted.last()?, samples: sorted.len() })
-    }
-}
-
-/// Times `call` and returns nanoseconds per call.
+/// Times `call` and returns nanoseconds per call ([`timing::stats::measure`]
+/// with the budget's samples and sample time).
 ///
 /// `call` must do one unit of work and hide its inputs and result from the
 /// optimiser (`std::hint::black_box`); inputs are prepared by the caller,
 /// outside the timed loop.
-pub fn measure(budget: Budget, mut call: impl FnMut()) -> Stats {
-    // Warm-up and calibration: double the batch until it takes a tenth of a
-    // sample, then scale to the sample time.
-    let mut batch: u64 = 1;
-    let per_call = loop {
-        let elapsed = time_batch(batch, &mut call);
-        if elapsed >= budget.sample_time / 10 || batch >= 1 << 30 {
-            break elapsed.as_secs_f64() / batch as f64;
-        }
-        batch *= 2;
-    };
-    let batch = ((budget.sample_time.as_secs_f64() / per_call.max(1e-12)) as u64).clamp(1, 1 << 32);
-    let samples: Vec<f64> =
-        (0..budget.samples.max(1)).map(|_| time_batch(batch, &mut call).as_secs_f64() * 1e9 / batch as f64).collect();
-    // `samples` is non-empty, so the summary exists.
-    Stats::from_samples(&samples).unwrap_or(Stats { median: f64::NAN, min: f64::NAN, max: f64::NAN, samples: 0 })
-}
-
-fn time_batch(batch: u64, call: &mut impl FnMut()) -> Duration {
-    let start = Instant::now();
-    for _ in 0..batch {
-        call();
-    }
-    start.elapsed()
+pub fn measure(budget: Budget, call: impl FnMut()) -> Stats {
+    timing::stats::measure(budget.samples, budget.sample_time, call)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stats_take_the_median_and_range() {
-        let s = Stats::from_samples(&[5.0, 1.0, 3.0, f64::NAN, 4.0, 2.0]).unwrap();
-        assert_eq!((s.median, s.min, s.max, s.samples), (3.0, 1.0, 5.0, 5));
-        assert_eq!(Stats::from_samples(&[]), None);
-    }
 
     #[test]
     fn measure_returns_the_requested_number_of_samples() {

@@ -399,6 +399,18 @@ fn derived_b(t: &TableResult) -> String {
         fmt_ratio(cb("large"))
     );
     let _ = writeln!(out, "| eBPF speed-up over cBPF, large binary tree | — | {} |", fmt_ratio(cb("large_opt2")));
+    let plain =
+        |row: &str| ratio(t.row(row).and_then(|r| r.ns("cbpf-plain")), t.row(row).and_then(|r| r.ns("ebpf-plain")));
+    let _ = writeln!(
+        out,
+        "| plain eBPF speed-up over plain cBPF, short (cbpf-plain / ebpf-plain) | 1.05x (2.7/2.58) | {} |",
+        fmt_ratio(plain("short"))
+    );
+    let _ = writeln!(
+        out,
+        "| plain eBPF speed-up over plain cBPF, large (cbpf-plain / ebpf-plain) | 1.51x (8.6/5.7) | {} |",
+        fmt_ratio(plain("large"))
+    );
     out.push('\n');
     out.push_str(&figure_table(
         KERNEL_COST_NOTE,

@@ -3,7 +3,8 @@
 //! wall-clock time on a shared machine is not), for every filter of
 //! testdata/filters on its deepest vector and every interpreter: `cbpf`,
 //! `ebpf-exec` (the converted-seccomp executor), `ebpf-general` (the
-//! general eBPF interpreter) and `fast`.
+//! general eBPF interpreter), `fast`, and the plain models of the kernel's
+//! interpreters `cbpf-plain` and `ebpf-plain`.
 //!
 //! Builds `benches/src/bin/count.rs` with the bench profile (what criterion
 //! measures), runs `valgrind --tool=callgrind --toggle-collect=*measure*`
@@ -17,7 +18,7 @@ use std::process::Command;
 
 use crate::workspace_root;
 
-const ENGINES: [&str; 4] = ["cbpf", "ebpf-exec", "ebpf-general", "fast"];
+const ENGINES: [&str; 6] = ["cbpf", "ebpf-exec", "ebpf-general", "fast", "cbpf-plain", "ebpf-plain"];
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let mut runs: u64 = 10_000;

@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! count list                       # every filter of testdata/filters and its deepest vector
-//! count FILTER ENGINE RUNS         # RUNS evaluations (ENGINE: cbpf, ebpf-exec, ebpf-general, fast)
+//! count FILTER convert RUNS        # RUNS conversions (convert::convert)
+//! count FILTER ENGINE RUNS         # RUNS evaluations (ENGINE: cbpf, ebpf-exec, ebpf-general, fast, cbpf-plain, ebpf-plain)
 //! ```
 //!
 //! The deepest vector is the one of `FILTER.vectors.jsonl` on which the
@@ -13,7 +14,9 @@
 //! Engines: `cbpf` (`Interp::run_seccomp`), `ebpf-exec` (the seccomp
 //! executor, `Vm::run_seccomp_uncounted`), `ebpf-general` (the general eBPF
 //! interpreter: loaded without superinstructions, `Vm::run_seccomp`) and
-//! `fast` (`FastFilter::eval_bytes`).
+//! `fast` (`FastFilter::eval_bytes`), and the plain models of the kernel's
+//! interpreters of each era: `cbpf-plain` (`cbpf::plain`, 3.14's
+//! `sk_run_filter()`) and `ebpf-plain` (`ebpf::plain`, `___bpf_prog_run()`).
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -21,7 +24,7 @@ use std::process::ExitCode;
 use bpfconv_benches::filters::{testdata_dir, Filter};
 use serde_json::Value;
 
-const ENGINES: [&str; 4] = ["cbpf", "ebpf-exec", "ebpf-general", "fast"];
+const ENGINES: [&str; 6] = ["cbpf", "ebpf-exec", "ebpf-general", "fast", "cbpf-plain", "ebpf-plain"];
 
 /// The filters with vectors, by name.
 fn names() -> Vec<String> {
@@ -80,6 +83,8 @@ enum Engine {
     Exec(Box<(ebpf::Program, ebpf::Vm)>),
     General(Box<(ebpf::Program, ebpf::Vm)>),
     Fast(Box<seccomp::fast::FastFilter>),
+    CbpfPlain(cbpf::plain::PlainInterp),
+    EbpfPlain(ebpf::plain::PlainProgram),
 }
 
 impl Engine {
@@ -95,6 +100,8 @@ impl Engine {
                 Engine::General(Box::new((load(&plain)?, ebpf::Vm::new())))
             }
             "fast" => Engine::Fast(Box::new(seccomp::fast::FastFilter::build(&f.program).map_err(|e| e.to_string())?)),
+            "cbpf-plain" => Engine::CbpfPlain(cbpf::plain::PlainInterp::new(&f.program)),
+            "ebpf-plain" => Engine::EbpfPlain(ebpf::plain::PlainProgram::new(&f.ebpf).map_err(|e| e.to_string())?),
             other => return Err(format!("unknown engine {other}: {}", ENGINES.join(", "))),
         })
     }
@@ -112,6 +119,8 @@ impl Engine {
                 vm.run_seccomp(p, data).unwrap_or(0)
             }
             Engine::Fast(f) => f.eval_bytes(data),
+            Engine::CbpfPlain(p) => p.run_seccomp(data).unwrap_or(0),
+            Engine::EbpfPlain(p) => p.run_seccomp(data).unwrap_or(0),
         }
     }
 }
@@ -128,6 +137,18 @@ fn measure(engine: &mut Engine, data: &[u8; 64], runs: u64) -> u32 {
     acc
 }
 
+/// `convert::convert` `runs` times (callgrind's `--toggle-collect` target
+/// for the conversion's cost: `count FILTER convert RUNS`).
+#[inline(never)]
+fn measure_convert(program: &cbpf::Program, runs: u64) -> usize {
+    let options = convert::Options::kernel();
+    let mut n = 0;
+    for _ in 0..runs {
+        n += convert::convert(black_box(program), &options).map_or(0, |c| c.insns.len());
+    }
+    n
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.as_slice() {
@@ -137,6 +158,12 @@ fn main() -> ExitCode {
             println!("{name} {n}");
             Ok(())
         }),
+        [name, convert, runs] if convert == "convert" => (|| {
+            let f = Filter::load(name).map_err(|e| e.to_string())?;
+            let runs: u64 = runs.parse().map_err(|e| format!("RUNS: {e}"))?;
+            println!("{name} convert {}", measure_convert(&f.program, runs));
+            Ok(())
+        })(),
         [name, kind, runs] => (|| {
             let f = Filter::load(name).map_err(|e| e.to_string())?;
             let (data, _) = deepest(&f, &vectors(name)?).ok_or(format!("{name}: no vectors"))?;

@@ -195,7 +195,7 @@ fn run(args: &Args) -> Result<(), String> {
             continue;
         }
         let path = out_dir.join(file);
-        plot::line_chart(&path, title, x_label, x_scale, &series)?;
+        plot::line_chart(&path, title, x_label, &x_scale, &series)?;
         written.push(path);
     }
     if let Some(json_path) = &args.json {

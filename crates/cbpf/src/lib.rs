@@ -17,6 +17,7 @@
 pub mod insn;
 pub mod interp;
 pub mod opcode;
+pub mod plain;
 pub mod raw;
 pub mod text;
 pub mod uapi;

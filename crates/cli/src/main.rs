@@ -73,6 +73,8 @@ enum Command {
     Analyze(cmd::analyze::AnalyzeArgs),
     /// The OCI runtime-spec seccomp profile that means a filter, or why none does.
     Decompile(cmd::decompile::DecompileArgs),
+    /// What a filter costs per input on every engine and in the kernel (classic vs eBPF, path lengths).
+    Bench(Box<cmd::bench::BenchArgs>),
     /// Read every seccomp filter of a running process (PTRACE_SECCOMP_GET_FILTER), oldest first.
     Dump(cmd::dump::DumpArgs),
     /// eBPF tools: assembler, disassembler, interpreter, bpf_conformance plugin.
@@ -94,6 +96,7 @@ fn main() {
         Command::Analyze(a) => cmd::analyze::analyze(&a),
         Command::Decompile(a) => cmd::decompile::decompile(&a),
         Command::Dump(a) => cmd::dump::dump(&a),
+        Command::Bench(a) => cmd::bench::bench(&a),
         Command::Ebpf(a) => cmd::ebpf::ebpf(&a),
     };
     match result {

@@ -254,6 +254,8 @@ struct NewProg {
 /// Per-instruction state the `BPF_EMIT_JMP` macro reads.
 struct JmpCtx<'a> {
     pc: usize,
+    /// Where the current instruction's group starts in the emitted program.
+    group_start: usize,
     len: usize,
     addrs: Option<&'a [usize]>,
     pass: Pass,
@@ -284,7 +286,7 @@ impl JmpCtx<'_> {
             }
             None => 0,
         };
-        let off = base - group.len() as i64;
+        let off = base - group.len().saturating_sub(self.group_start) as i64;
         insn.off = i16::try_from(off).map_err(|_| ConvertError::JumpOffset {
             pc,
             target: Pc(target_idx),
@@ -324,10 +326,13 @@ fn bpf_convert_filter(
     let mut addrs: Option<Vec<usize>> = emitting.then(|| vec![0; len]);
     let mut new_flen = 0usize;
     let mut pass = 0u32;
-    let mut group: Vec<Insn> = Vec::with_capacity(32);
+    // The emitted program, one buffer for every pass, refilled from the
+    // start by each pass; each instruction's group is appended to it in
+    // place (the length-only call fills it too, to count).
+    let mut out: Vec<Insn> = Vec::with_capacity(if emitting { *new_len } else { len * 2 + PROLOGUE_LEN });
     loop {
         // do_pass:
-        let mut out: Vec<Insn> = Vec::new();
+        out.clear();
         let mut count = 0usize;
         if emitting {
             // Classic BPF expects A and X to be reset first.
@@ -353,17 +358,14 @@ fn bpf_convert_filter(
             if let Some(slot) = addrs.as_mut().and_then(|a| a.get_mut(i)) {
                 *slot = count;
             }
-            group.clear();
-            let jmp = JmpCtx { pc: i, len, addrs: addrs.as_deref(), pass: pass_name };
+            let group_start = out.len();
+            let jmp = JmpCtx { pc: i, group_start, len, addrs: addrs.as_deref(), pass: pass_name };
             let mut stack_off = None;
-            convert_one(fp, opts, &jmp, &mut group, seen_ld_abs, &mut stack_off)?;
+            convert_one(fp, opts, &jmp, &mut out, seen_ld_abs, &mut stack_off)?;
             if let (Some(np), Some(off)) = (new_prog.as_deref_mut(), stack_off) {
                 np.stack_depth = np.stack_depth.max(off);
             }
-            if emitting {
-                out.extend_from_slice(&group);
-            }
-            count += group.len();
+            count += out.len() - group_start;
         }
         let Some(np) = new_prog.as_deref_mut() else {
             // Only calculating the new length.

@@ -51,6 +51,7 @@ pub mod insn;
 pub mod interp;
 pub mod op;
 pub mod opcode;
+pub mod plain;
 pub mod program;
 pub mod seccomp_exec;
 pub mod skb;

@@ -11,7 +11,10 @@
 //! `rbpf-jit`, `rbpf-cranelift` (rbpf 0.4's interpreter and compilers on the
 //! converted program), `kernel` (the running kernel: seccomp filters in a forked child, socket
 //! filters on an `AF_UNIX` socketpair, see [`kernel::socket`]) and `fast`
-//! (the per-syscall specialised engine, seccomp only).
+//! (the per-syscall specialised engine, seccomp only), and the two plain
+//! interpreters that model the kernel's of each era, seccomp only:
+//! `cbpf-plain` (3.14's `sk_run_filter()`, [`cbpf::plain`]) and `ebpf-plain`
+//! (`___bpf_prog_run()` on the converted program, [`ebpf::plain`]).
 
 pub mod rbpf_adapter;
 pub mod vectors;
@@ -32,13 +35,17 @@ pub enum EngineKind {
     RbpfCranelift,
     Kernel,
     Fast,
+    CbpfPlain,
+    EbpfPlain,
 }
 
 impl EngineKind {
     /// Every engine, in the order tables print them.
-    pub const ALL: [EngineKind; 7] = [
+    pub const ALL: [EngineKind; 9] = [
         EngineKind::Cbpf,
         EngineKind::Ebpf,
+        EngineKind::CbpfPlain,
+        EngineKind::EbpfPlain,
         EngineKind::Rbpf,
         EngineKind::RbpfJit,
         EngineKind::RbpfCranelift,
@@ -56,6 +63,8 @@ impl EngineKind {
             EngineKind::RbpfCranelift => "rbpf-cranelift",
             EngineKind::Kernel => "kernel",
             EngineKind::Fast => "fast",
+            EngineKind::CbpfPlain => "cbpf-plain",
+            EngineKind::EbpfPlain => "ebpf-plain",
         }
     }
 }
@@ -80,7 +89,7 @@ impl FromStr for EngineKind {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum EngineError {
-    #[error("unknown engine `{name}` (expected one of cbpf, ebpf, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast)")]
+    #[error("unknown engine `{name}` (expected one of cbpf, ebpf, cbpf-plain, ebpf-plain, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast)")]
     UnknownEngine { name: String },
     #[error("engine {engine} does not run {mode} filters")]
     WrongMode { engine: EngineKind, mode: Mode },
@@ -98,6 +107,8 @@ pub enum EngineError {
     Rbpf(#[from] RbpfError),
     #[error("kernel: {0}")]
     Kernel(#[from] kernel::KernelError),
+    #[error("ebpf-plain: {0}")]
+    EbpfPlain(#[from] ebpf::plain::PlainError),
 }
 
 /// What an engine says about one input.
@@ -156,6 +167,8 @@ pub enum SeccompEngine<'p> {
     Rbpf(Box<RbpfSeccomp<'p>>),
     Kernel { insns: Vec<cbpf::Insn> },
     Fast(Box<seccomp::fast::FastFilter>),
+    CbpfPlain(cbpf::plain::PlainInterp),
+    EbpfPlain(ebpf::plain::PlainProgram),
 }
 
 impl<'p> SeccompEngine<'p> {
@@ -188,7 +201,60 @@ impl<'p> SeccompEngine<'p> {
                 seccomp::fast::FastFilter::build(&prepared.program)
                     .map_err(|e| EngineError::Unavailable { engine: kind, why: e.to_string() })?,
             )),
+            EngineKind::CbpfPlain => SeccompEngine::CbpfPlain(cbpf::plain::PlainInterp::new(&prepared.program)),
+            EngineKind::EbpfPlain => SeccompEngine::EbpfPlain(ebpf::plain::PlainProgram::new(insns)?),
         })
+    }
+
+    /// Evaluates one `struct seccomp_data` (as bytes) on an in-process
+    /// engine, without allocating: what a timing loop calls. The kernel
+    /// engine is [`EngineError::Unavailable`] here.
+    ///
+    /// The context is `&mut` only because rbpf's API takes it so; converted
+    /// seccomp filters never write it.
+    #[inline]
+    pub fn eval_bytes(&mut self, data: &mut [u8; 64]) -> Result<u32, EngineError> {
+        match self {
+            SeccompEngine::Cbpf(interp) => Ok(interp.run_seccomp(data)?),
+            SeccompEngine::Ebpf { prog, vm } => Ok(vm.run_seccomp_uncounted(prog, data)?),
+            SeccompEngine::Rbpf(r) => Ok(r.run(data)?),
+            SeccompEngine::Fast(fast) => Ok(fast.eval_bytes(data)),
+            SeccompEngine::CbpfPlain(p) => Ok(p.run_seccomp(data)?),
+            SeccompEngine::EbpfPlain(p) => Ok(p.run_seccomp(data)?),
+            SeccompEngine::Kernel { .. } => Err(EngineError::Unavailable {
+                engine: EngineKind::Kernel,
+                why: "the kernel engine forks per batch (SeccompEngine::eval_batch)".to_string(),
+            }),
+        }
+    }
+
+    /// The timing loop of `bpfconv bench`: evaluates each of `datas`, in
+    /// order, `rounds` times over, results hidden from the optimiser and
+    /// dropped (check them first with [`SeccompEngine::eval_bytes`]). The
+    /// engine is chosen once, outside the loop, so the loop costs one
+    /// counter and one slice step per evaluation on every engine alike, and
+    /// allocates nothing. The kernel engine is [`EngineError::Unavailable`].
+    pub fn run_batch(&mut self, datas: &mut [[u8; 64]], rounds: u64) -> Result<(), EngineError> {
+        use std::hint::black_box;
+        macro_rules! spin {
+            ($run:expr) => {
+                for _ in 0..rounds {
+                    for d in datas.iter_mut() {
+                        let _ = black_box($run(black_box(d)));
+                    }
+                }
+            };
+        }
+        match self {
+            SeccompEngine::Cbpf(interp) => spin!(|d: &mut [u8; 64]| interp.run_seccomp(d)),
+            SeccompEngine::Ebpf { prog, vm } => spin!(|d: &mut [u8; 64]| vm.run_seccomp_uncounted(prog, d)),
+            SeccompEngine::Rbpf(r) => spin!(|d: &mut [u8; 64]| r.run(d)),
+            SeccompEngine::Fast(fast) => spin!(|d: &mut [u8; 64]| fast.eval_bytes(d)),
+            SeccompEngine::CbpfPlain(p) => spin!(|d: &mut [u8; 64]| p.run_seccomp(d)),
+            SeccompEngine::EbpfPlain(p) => spin!(|d: &mut [u8; 64]| p.run_seccomp(d)),
+            SeccompEngine::Kernel { .. } => return self.eval_bytes(&mut [0; 64]).map(|_| ()),
+        }
+        Ok(())
     }
 
     /// Evaluates one input. The kernel engine forks a child per call: use
@@ -201,6 +267,8 @@ impl<'p> SeccompEngine<'p> {
             SeccompEngine::Ebpf { prog, vm } => Ok(Outcome::Action(vm.run_seccomp_uncounted(prog, &data.to_bytes())?)),
             SeccompEngine::Rbpf(r) => Ok(Outcome::Action(r.run(&mut data.to_bytes())?)),
             SeccompEngine::Fast(fast) => Ok(Outcome::Action(fast.eval(data))),
+            SeccompEngine::CbpfPlain(p) => Ok(Outcome::Action(p.run_seccomp(&data.to_bytes())?)),
+            SeccompEngine::EbpfPlain(p) => Ok(Outcome::Action(p.run_seccomp(&data.to_bytes())?)),
             SeccompEngine::Kernel { .. } => {
                 let mut out = self.eval_batch(std::slice::from_ref(data))?;
                 Ok(out.pop().unwrap_or_else(|| Outcome::NotObservable("no result".to_string())))

@@ -45,7 +45,7 @@ pub enum TimingClock {
 }
 
 /// Result of [`time_syscalls`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SyscallTiming {
     /// Median over the repeats of the time per call.
     pub per_call: Duration,
@@ -53,6 +53,9 @@ pub struct SyscallTiming {
     pub samples: Vec<Duration>,
     /// The clock used.
     pub clock: TimingClock,
+    /// Nanoseconds per call of each repeat, unrounded (`samples` are whole
+    /// nanoseconds; a filter's cost is often a few).
+    pub samples_ns: Vec<f64>,
 }
 
 /// Times `iterations` calls of `syscall(nr, args)` in a forked child that
@@ -138,21 +141,24 @@ fn time_in_child(work: Workload<'_>) -> Result<Option<SyscallTiming>, KernelErro
     // Completed: a death afterwards (the filter killing exit_group) is fine.
     let samples: Vec<Duration> =
         (1..=REPEATS).map(|run| Duration::from_nanos(get(words, 3 + run) / iterations)).collect();
-    Ok(Some(SyscallTiming { per_call: median(&samples), samples, clock: TimingClock::ThreadCpu }))
+    let samples_ns = (1..=REPEATS).map(|run| get(words, 3 + run) as f64 / iterations as f64).collect();
+    Ok(Some(SyscallTiming { per_call: median(&samples), samples, clock: TimingClock::ThreadCpu, samples_ns }))
 }
 
 /// The [`TimingClock::ChildCpuDifference`] measurement.
 fn time_by_difference(work: Workload<'_>) -> Result<SyscallTiming, KernelError> {
     let iterations = work.iterations;
     let mut samples = Vec::with_capacity(REPEATS);
+    let mut samples_ns = Vec::with_capacity(REPEATS);
     for _ in 0..REPEATS {
         let once = loop_cpu(work)?;
         let twice = loop_cpu(Workload { iterations: iterations.saturating_mul(2), ..work })?;
         let extra = twice.saturating_sub(once);
         samples
             .push(Duration::from_nanos(u64::try_from(extra.as_nanos() / u128::from(iterations)).unwrap_or(u64::MAX)));
+        samples_ns.push(extra.as_nanos() as f64 / iterations as f64);
     }
-    Ok(SyscallTiming { per_call: median(&samples), samples, clock: TimingClock::ChildCpuDifference })
+    Ok(SyscallTiming { per_call: median(&samples), samples, clock: TimingClock::ChildCpuDifference, samples_ns })
 }
 
 /// Total CPU time of a child that runs `work`, reading no clock itself.
@@ -236,6 +242,39 @@ pub fn attach_time(filter: &[Insn]) -> Result<Duration, KernelError> {
     Ok(median(&samples))
 }
 
+/// What [`refusing`] makes the filtered call return: `SECCOMP_RET_ERRNO | EPERM`.
+pub const REFUSED: u32 = cbpf::uapi::seccomp::SECCOMP_RET_ERRNO | 1;
+
+/// `filter` made safe to time on calls of `nr`: the call itself never runs,
+/// and the timing child's own calls (clock, exit) are not filtered.
+///
+/// Prepends `ld [nr]; jeq #nr, 1, 0; ret ALLOW; ld #0` (other numbers are
+/// allowed; the measured one enters the filter with `A = 0` as the kernel
+/// starts it) and rewrites every `ret` (`ret #k` and `ret a`) to
+/// `ret #`[`REFUSED`], so the call returns `-EPERM` after the filter ran
+/// its full path for those arguments. Jumps are relative, so they keep their
+/// targets. No `ret` returns ALLOW for `nr`, so the kernel's
+/// constant-action cache (`seccomp_cache_prepare_bitmap()`) never skips the
+/// filter for it: the timing is always the filter's evaluation. Subtract
+/// [`refusing`] of a one-instruction filter (`ret #0`) timed the same way to
+/// cancel the prologue and the refused call's own cost. `None` when the
+/// result would exceed `BPF_MAXINSNS`.
+pub fn refusing(filter: &[Insn], nr: u32) -> Option<Vec<Insn>> {
+    use cbpf::opcode::{JMP_JEQ_K, LD_IMM, LD_W_ABS, RET_K};
+    use cbpf::uapi::seccomp::{OFFSET_NR, SECCOMP_RET_ALLOW};
+    let mut out = vec![
+        Insn::stmt(LD_W_ABS, OFFSET_NR),
+        Insn::jump(JMP_JEQ_K, nr, 1, 0),
+        Insn::stmt(RET_K, SECCOMP_RET_ALLOW),
+        Insn::stmt(LD_IMM, 0),
+    ];
+    out.extend(filter.iter().map(|i| match i.op() {
+        Some(cbpf::Op::RetK { .. } | cbpf::Op::RetA) => Insn::stmt(RET_K, REFUSED),
+        _ => *i,
+    }));
+    (out.len() <= cbpf::opcode::BPF_MAXINSNS).then_some(out)
+}
+
 const EXIT_SETUP: i32 = 70;
 const EXIT_CLOCK: i32 = 72;
 
@@ -311,4 +350,33 @@ fn median(samples: &[Duration]) -> Duration {
     let mut sorted = samples.to_vec();
     sorted.sort();
     sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cbpf::{Interp, Mode, SeccompData};
+
+    /// The refusing variant takes the original's path (plus three executed
+    /// prologue instructions) and refuses only the measured number.
+    #[test]
+    fn refusing_keeps_the_path_and_refuses_only_nr() {
+        let text = "ld [4]\njeq #0xc000003e, ok, kill\nok: ld [0]\njeq #39, allow, other\nallow: ret #0x7fff0000\nother: ld [16]\njset #1, kill, allow2\nallow2: ret a\nkill: ret #0";
+        let insns = cbpf::text::parse(text.as_bytes(), cbpf::Format::Asm).unwrap();
+        let original = Interp::new(&cbpf::validate(&insns, Mode::Seccomp).unwrap());
+        for (nr, arg) in [(39, 0), (40, 0), (40, 1)] {
+            let rewritten = refusing(&insns, nr).unwrap();
+            let interp = Interp::new(&cbpf::validate(&rewritten, Mode::Seccomp).unwrap());
+            let d =
+                SeccompData { nr: nr as i32, arch: 0xc000_003e, instruction_pointer: 0, args: [arg, 0, 0, 0, 0, 0] }
+                    .to_bytes();
+            let (mut before, mut after) = (0, 0);
+            original.trace_seccomp(&d, |_| before += 1).unwrap();
+            assert_eq!(interp.trace_seccomp(&d, |_| after += 1).unwrap(), REFUSED);
+            assert_eq!(after, before + 3);
+            let other = SeccompData { nr: nr as i32 + 1, ..SeccompData::default() }.to_bytes();
+            assert_eq!(interp.run_seccomp(&other).unwrap(), cbpf::uapi::seccomp::SECCOMP_RET_ALLOW);
+        }
+        assert!(refusing(&vec![Insn::stmt(cbpf::opcode::RET_K, 0); 4093], 1).is_none());
+    }
 }

@@ -32,7 +32,7 @@ mod sys;
 
 use std::time::Duration;
 
-pub use bench::{attach_time, time_syscalls, SyscallArg, SyscallTiming, TimingClock};
+pub use bench::{attach_time, refusing, time_syscalls, SyscallArg, SyscallTiming, TimingClock, REFUSED};
 pub use dump::{dump_filters, DumpError, FilteredProcess};
 pub use engine::{
     reads_instruction_pointer, run_vectors, seccomp_available, stub_ips, Input, KernelEngine, Outcome, StubIps,

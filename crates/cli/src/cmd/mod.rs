@@ -1,6 +1,7 @@
 //! One module per subcommand. Each returns the process exit code.
 
 pub mod analyze;
+pub mod bench;
 pub mod convert;
 pub mod decompile;
 pub mod disasm;

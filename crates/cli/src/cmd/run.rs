@@ -46,7 +46,7 @@ pub struct RunArgs {
     /// Kernel entry point the filter is for.
     #[arg(long, value_enum, default_value_t)]
     mode: ModeArg,
-    /// Engine: cbpf, ebpf, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast.
+    /// Engine: cbpf, ebpf, cbpf-plain, ebpf-plain, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast.
     #[arg(long, default_value = "cbpf")]
     engine: String,
 
@@ -56,18 +56,8 @@ pub struct RunArgs {
     /// With --vectors: compare with each vector's `action` and print `N passed, M failed`.
     #[arg(long, requires = "vectors")]
     check: bool,
-    /// Seccomp single input: the arch (name or AUDIT_ARCH value).
-    #[arg(long, default_value = "x86_64")]
-    arch: String,
-    /// Seccomp single input: syscall number or name (resolved for --arch).
-    #[arg(long)]
-    nr: Option<String>,
-    /// Seccomp single input: up to six comma-separated arguments (decimal or 0x hex).
-    #[arg(long, default_value = "")]
-    args: String,
-    /// Seccomp single input: the instruction pointer.
-    #[arg(long, default_value = "0")]
-    ip: String,
+    #[command(flatten)]
+    input: SingleInputArgs,
 
     /// Socket: one packet as hex.
     #[arg(long, conflicts_with = "pcap")]
@@ -87,6 +77,30 @@ pub struct RunArgs {
     /// Print each executed instruction with the machine state (cbpf engine).
     #[arg(long)]
     trace: bool,
+}
+
+/// One seccomp input on the command line (`run`, `bench`).
+#[derive(Args, Debug)]
+pub struct SingleInputArgs {
+    /// Seccomp single input: the arch (name or AUDIT_ARCH value).
+    #[arg(long, default_value = "x86_64")]
+    pub arch: String,
+    /// Seccomp single input: syscall number or name (resolved for --arch).
+    #[arg(long)]
+    pub nr: Option<String>,
+    /// Seccomp single input: up to six comma-separated arguments (decimal or 0x hex).
+    #[arg(long, default_value = "")]
+    pub args: String,
+    /// Seccomp single input: the instruction pointer.
+    #[arg(long, default_value = "0")]
+    pub ip: String,
+}
+
+impl SingleInputArgs {
+    /// The input, resolved ([`single_input`]).
+    pub fn data(&self) -> Result<cbpf::SeccompData> {
+        single_input(&self.arch, self.nr.as_deref(), &self.args, &self.ip)
+    }
 }
 
 /// skb metadata for ancillary loads. Defaults describe a packet received on
@@ -213,32 +227,7 @@ fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut 
         let mut engine = SeccompEngine::new(kind, prepared)?;
         return stream_vectors(args.check, path, &mut engine, out);
     }
-    let arch = parse_arch(Some(&args.arch))?.unwrap_or(seccomp::Arch::X86_64);
-    let nr_text = args
-        .nr
-        .as_deref()
-        .ok_or_else(|| Failure::usage("give --vectors FILE or --nr N (with --arch, --args, --ip)"))?;
-    let nr = match number(nr_text, "--nr") {
-        Ok(n) => {
-            u32::try_from(n).map_err(|_| Failure::usage(format!("--nr {nr_text} is out of range")))? | arch.nr_bit()
-        }
-        Err(_) => seccomp::syscalls::number(arch, nr_text)
-            .ok_or_else(|| Failure::usage(format!("--nr: no syscall `{nr_text}` for {arch}")))?,
-    };
-    let mut sargs = [0u64; 6];
-    let given: Vec<&str> = args.args.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
-    if given.len() > 6 {
-        return Err(Failure::usage("--args takes at most 6 values"));
-    }
-    for (slot, text) in sargs.iter_mut().zip(&given) {
-        *slot = number(text, "--args")?;
-    }
-    let data = cbpf::SeccompData {
-        nr: nr as i32,
-        arch: arch.audit_arch(),
-        instruction_pointer: number(&args.ip, "--ip")?,
-        args: sargs,
-    };
+    let data = args.input.data()?;
     if args.trace {
         return trace_seccomp(kind, prepared, &data, out);
     }
@@ -252,6 +241,34 @@ fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut 
             Err(Failure::rejected(format!("engine {kind} cannot observe this input: {why}")))
         }
     }
+}
+
+/// One seccomp input from `--arch`, `--nr` (number or name), `--args`
+/// (up to six, comma-separated) and `--ip`, as `run` and `bench` take them.
+pub fn single_input(arch: &str, nr: Option<&str>, args: &str, ip: &str) -> Result<cbpf::SeccompData> {
+    let arch = parse_arch(Some(arch))?.unwrap_or(seccomp::Arch::X86_64);
+    let nr_text = nr.ok_or_else(|| Failure::usage("give --vectors FILE or --nr N (with --arch, --args, --ip)"))?;
+    let nr = match number(nr_text, "--nr") {
+        Ok(n) => {
+            u32::try_from(n).map_err(|_| Failure::usage(format!("--nr {nr_text} is out of range")))? | arch.nr_bit()
+        }
+        Err(_) => seccomp::syscalls::number(arch, nr_text)
+            .ok_or_else(|| Failure::usage(format!("--nr: no syscall `{nr_text}` for {arch}")))?,
+    };
+    let mut sargs = [0u64; 6];
+    let given: Vec<&str> = args.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    if given.len() > 6 {
+        return Err(Failure::usage("--args takes at most 6 values"));
+    }
+    for (slot, text) in sargs.iter_mut().zip(&given) {
+        *slot = number(text, "--args")?;
+    }
+    Ok(cbpf::SeccompData {
+        nr: nr as i32,
+        arch: arch.audit_arch(),
+        instruction_pointer: number(ip, "--ip")?,
+        args: sargs,
+    })
 }
 
 /// Vectors evaluated per engine call (the kernel engine forks per batch).
@@ -326,7 +343,7 @@ fn stream_vectors(check: bool, path: &str, engine: &mut SeccompEngine<'_>, out: 
 }
 
 /// A reader over a file, or stdin for `-`.
-fn open_input(path: &str) -> Result<Box<dyn std::io::BufRead>> {
+pub fn open_input(path: &str) -> Result<Box<dyn std::io::BufRead>> {
     if path == "-" {
         Ok(Box::new(std::io::stdin().lock()))
     } else {
@@ -477,7 +494,7 @@ fn skb_for<'a>(args: &SkbArgs, data: &'a [u8]) -> Result<cbpf::Skb<'a>> {
 }
 
 fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut Out) -> Result<i32> {
-    if args.vectors.is_some() || args.nr.is_some() {
+    if args.vectors.is_some() || args.input.nr.is_some() {
         return Err(Failure::usage(
             "--vectors and --nr are for seccomp filters; socket filters take --packet or --pcap",
         ));

@@ -1,0 +1,224 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+//! `bpfconv bench`: the JSON of every testdata filter against its schema,
+//! and the text layout against a golden file (numbers masked).
+
+use std::process::Command;
+
+use serde_json::Value;
+
+mod common;
+use common::{stderr, stdout, BIN, FILTERS};
+
+/// Every shared filter (testdata/filters and the Docker-like profile pair).
+fn filters() -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for dir in [FILTERS.to_string(), format!("{FILTERS}/../profiles")] {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "bpf") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn number(v: &Value) -> bool {
+    v.as_f64().is_some_and(f64::is_finite)
+}
+
+/// Checks one `bench --format json` document; returns whether the kernel
+/// columns were measured.
+fn check_schema(doc: &Value, file: &str) -> bool {
+    assert_eq!(doc["filter"], file);
+    assert_eq!(doc["mode"], "seccomp");
+    assert!(doc["insns"].as_u64().unwrap() >= 1);
+    assert!(doc["ebpf_insns"].as_u64().unwrap() >= doc["insns"].as_u64().unwrap());
+    let engines: Vec<&str> = doc["engines"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
+    let all = [
+        "cbpf",
+        "ebpf",
+        "cbpf-plain",
+        "ebpf-plain",
+        "rbpf",
+        "rbpf-jit",
+        "rbpf-cranelift",
+        "fast",
+        "kernel",
+        "kernel-forced",
+    ];
+    assert_eq!(engines, all, "{file}: every engine, in order");
+    let inputs = doc["inputs"].as_array().unwrap();
+    assert!(!inputs.is_empty());
+    for i in inputs {
+        for field in ["ret", "cbpf_path", "ebpf_path", "arch", "nr", "ip"] {
+            assert!(i[field].is_u64() || i[field].is_i64(), "{file}: input {i}: {field}");
+        }
+        assert_eq!(i["args"].as_array().unwrap().len(), 6);
+        assert!(i["ebpf_path"].as_u64().unwrap() >= i["cbpf_path"].as_u64().unwrap(), "{file}: {i}");
+    }
+    let names: Vec<&str> = inputs.iter().map(|i| i["input"].as_str().unwrap()).collect();
+    let deepest = doc["deepest"].as_str().unwrap();
+    let max_path = inputs.iter().map(|i| i["cbpf_path"].as_u64().unwrap()).max().unwrap();
+    let deepest_input = inputs.iter().find(|i| i["input"] == deepest).unwrap();
+    assert_eq!(deepest_input["cbpf_path"].as_u64().unwrap(), max_path, "{file}: deepest is the longest classic path");
+    let cells = doc["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), (inputs.len() + 2) * all.len(), "{file}: a cell per (input, deepest, mix) and engine");
+    let mut kernel_measured = false;
+    for c in cells {
+        let input = c["input"].as_str().unwrap();
+        assert!(input == "deepest" || input == "mix" || names.contains(&input), "{file}: {c}");
+        assert!(all.contains(&c["engine"].as_str().unwrap()));
+        assert!(number(&c["cbpf_path"]) && number(&c["ebpf_path"]), "{file}: {c}");
+        if c["ns"].is_null() {
+            assert!(c["unavailable"].is_string(), "{file}: a missing figure says why: {c}");
+            assert!(c["min_ns"].is_null() && c["max_ns"].is_null());
+            // Only rbpf's JIT (its page) and the kernel (foreign arches) may refuse.
+            let e = c["engine"].as_str().unwrap();
+            assert!(["rbpf-jit", "kernel", "kernel-forced"].contains(&e), "{file}: {c}");
+            continue;
+        }
+        let (ns, min, max) = (c["ns"].as_f64().unwrap(), c["min_ns"].as_f64().unwrap(), c["max_ns"].as_f64().unwrap());
+        assert!(min <= ns && ns <= max, "{file}: {c}");
+        if c["engine"].as_str().unwrap().starts_with("kernel") {
+            kernel_measured = true;
+            assert!(c["kernel_cached"].is_boolean() || input == "mix", "{file}: {c}");
+        } else {
+            assert!(ns > 0.0, "{file}: {c}");
+        }
+    }
+    kernel_measured
+}
+
+#[test]
+fn json_of_every_testdata_filter_passes_the_schema() {
+    let kernel = kernel::seccomp_available().is_ok();
+    if !kernel {
+        eprintln!("skipping the kernel-figures assertion: seccomp is not available here");
+    }
+    for path in filters() {
+        let file = path.to_str().unwrap();
+        let o = Command::new(BIN).args(["bench", file, "--format", "json", "--time", "0.05"]).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{file}: {}", stderr(&o));
+        let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let measured = check_schema(&doc, file);
+        assert!(measured || !kernel, "{file}: no kernel figure");
+    }
+}
+
+/// The text layout: header, one row per input, `deepest` and `mix`, the
+/// notes. Numbers with a decimal point (timings) are masked as `#`.
+#[test]
+fn text_layout_matches_the_golden_file() {
+    let o = Command::new(BIN)
+        .current_dir(FILTERS)
+        .args(["bench", "seed_fast.bpf", "--engines", "cbpf,ebpf,cbpf-plain,ebpf-plain,fast", "--time", "0.05"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let masked: String = stdout(&o)
+        .lines()
+        .map(|l| {
+            let tokens: Vec<&str> = l
+                .split(' ')
+                .filter(|t| !t.is_empty())
+                .map(|t| {
+                    let digits = t.trim_start_matches('-');
+                    let is_timing = digits.split_once('.').is_some_and(|(a, b)| {
+                        !a.is_empty()
+                            && a.bytes().all(|c| c.is_ascii_digit())
+                            && !b.is_empty()
+                            && b.bytes().all(|c| c.is_ascii_digit())
+                    });
+                    if is_timing {
+                        "#"
+                    } else {
+                        t
+                    }
+                })
+                .collect();
+            tokens.join(" ") + "\n"
+        })
+        .collect();
+    let golden = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/bench_seed_fast.txt");
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        std::fs::write(golden, &masked).unwrap();
+    }
+    let want = std::fs::read_to_string(golden).unwrap();
+    assert_eq!(masked, want, "UPDATE_EXPECT=1 cargo test -p bpfconv-cli --test bench blesses");
+}
+
+#[test]
+fn a_disagreeing_or_bad_request_is_refused() {
+    let seed = format!("{FILTERS}/seed_fast.bpf");
+    for (args, code, needle) in [
+        (vec!["--engines", "cbpf,nope"], 2, "unknown engine"),
+        (vec!["--time", "0"], 2, "--time"),
+        (vec!["--pcap", "x.pcap"], 2, "--mode socket"),
+        (vec!["--nr", "nosuchcall"], 2, "no syscall"),
+    ] {
+        let o = Command::new(BIN).args(["bench", &seed]).args(&args).output().unwrap();
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    // One input by name: one row, plus deepest and mix.
+    let o = Command::new(BIN)
+        .args(["bench", &seed, "--nr", "getppid", "--engines", "cbpf,fast", "--time", "0.02", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["inputs"].as_array().unwrap().len(), 1);
+    assert_eq!(doc["inputs"][0]["input"], "x86_64:getppid");
+    assert_eq!(doc["cells"].as_array().unwrap().len(), 3 * 2);
+}
+
+/// A little-endian pcap (LINKTYPE_ETHERNET) of `packets`.
+fn pcap(packets: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for w in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+    for p in packets {
+        for w in [0u32, 0, p.len() as u32, p.len() as u32] {
+            out.extend_from_slice(&w.to_le_bytes());
+        }
+        out.extend_from_slice(p);
+    }
+    out
+}
+
+#[test]
+fn socket_filters_are_timed_per_packet_on_cbpf_and_ebpf() {
+    let dir = tempfile::tempdir().unwrap();
+    let filter = dir.path().join("ip.asm");
+    std::fs::write(&filter, "ldh [12]\njeq #0x800, acc, drop\nacc: ret #-1\ndrop: ret #0\n").unwrap();
+    let mut ip = vec![0u8; 60];
+    ip[12] = 0x08;
+    let arp = {
+        let mut p = vec![0u8; 42];
+        p[12] = 0x08;
+        p[13] = 0x06;
+        p
+    };
+    let capture = dir.path().join("c.pcap");
+    std::fs::write(&capture, pcap(&[ip, arp])).unwrap();
+    let o = Command::new(BIN)
+        .args(["bench", "--mode", "socket", "--pcap", capture.to_str().unwrap(), filter.to_str().unwrap()])
+        .args(["--time", "0.02", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["mode"], "socket");
+    let inputs = doc["inputs"].as_array().unwrap();
+    assert_eq!(inputs.len(), 2);
+    assert_eq!(inputs[0]["ret"], u32::MAX);
+    assert_eq!(inputs[1]["ret"], 0);
+    for c in doc["cells"].as_array().unwrap() {
+        let measured = !c["ns"].is_null();
+        let e = c["engine"].as_str().unwrap();
+        assert_eq!(measured, e == "cbpf" || e == "ebpf", "{c}");
+    }
+}
