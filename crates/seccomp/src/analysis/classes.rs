@@ -63,6 +63,30 @@ impl NrClasses {
         NrClasses::Tests(tests)
     }
 
+    /// The first number of each maximal interval of `0..=u32::MAX` on
+    /// which every test has one outcome (ascending, starting with 0): the
+    /// numbers of one interval share a class. `None` when unclassified or
+    /// when a test is a `jset`, whose classes are not intervals.
+    pub(crate) fn interval_starts(&self) -> Option<Vec<u32>> {
+        let NrClasses::Tests(tests) = self else { return None };
+        let mut starts = vec![0u32];
+        for &(op, k, nr_is_lhs) in tests {
+            // `nr op k` (or `k op nr`) changes outcome at these numbers.
+            let edges: [Option<u32>; 2] = match (op, nr_is_lhs) {
+                (JmpOp::Jeq, _) => [Some(k), k.checked_add(1)],
+                // nr > k, and k >= nr (nr <= k): from k + 1 on.
+                (JmpOp::Jgt, true) | (JmpOp::Jge, false) => [k.checked_add(1), None],
+                // nr >= k, and k > nr (nr < k): from k on.
+                (JmpOp::Jge, true) | (JmpOp::Jgt, false) => [Some(k), None],
+                (JmpOp::Jset, _) => return None,
+            };
+            starts.extend(edges.into_iter().flatten());
+        }
+        starts.sort_unstable();
+        starts.dedup();
+        Some(starts)
+    }
+
     /// The class of `nr`: the outcome of every test, one bit each; `None`
     /// when unclassified.
     pub(super) fn key(&self, nr: u32) -> Option<Vec<u64>> {
