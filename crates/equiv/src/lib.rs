@@ -8,10 +8,38 @@
 //! re-run on both by the classic interpreter. When a [`Limits`] bound
 //! strikes first it returns [`EquivError::Budget`]: undecided, never a guess.
 //!
-//! This is the API skeleton shared by `equiv`, `optimize` and `decompile`;
-//! the decision procedure is filled in behind it.
+//! # How
+//! 1. **Classes of (arch, nr).** Every filter of both sides says how it
+//!    tests `arch` and, per arch, `nr` ([`seccomp::analysis::Analyzer::field_classes`]):
+//!    when a field reaches nothing but `jeq`/`jgt`/`jge` with constants,
+//!    the constants cut its 2^32 values into intervals on which every
+//!    filter behaves alike, and one representative per interval stands for
+//!    it. A field that reaches arithmetic, a return or `jset` stays
+//!    symbolic (one class, decided over all its values).
+//! 2. **Partial evaluation.** Each filter is specialised for the class
+//!    ([`seccomp::fast::Partial`], the fast engine's specialiser): a
+//!    constant or a residual program. Two constant sides are compared
+//!    directly; identical residuals are equal without more work.
+//! 3. **Bit-blasting.** Otherwise both sides become one circuit
+//!    (module `blast`, an and-inverter graph with structural hashing,
+//!    module `aig`), stacks combined as the kernel does, and a miter (some
+//!    compared bit differs) goes to a SAT solver (module `sat`). No
+//!    model: equal on the class. A model: its words, with the class's arch
+//!    and nr, are re-run on both sides by [`cbpf::Interp`] and reported
+//!    only when the two results differ there too.
+//!
+//! Every loop is bounded by [`Limits`]: specialisation and blasting steps,
+//! solver conflicts, and clauses (circuit nodes) per solver call.
 
-use cbpf::{Mode, Program, SeccompData};
+mod aig;
+mod blast;
+mod sat;
+
+use std::collections::HashMap;
+
+use cbpf::{Insn, Interp, JmpOp, Mode, Op, Program, SeccompData};
+use seccomp::analysis::{Analyzer, Field, NrClasses};
+use seccomp::fast::{Partial, PartialResult};
 
 /// One side of a comparison: a stack of validated seccomp filters, newest
 /// first (the kernel's list order, as [`seccomp::chain`] takes them). One
@@ -136,10 +164,306 @@ pub enum EquivError {
     /// Undecided: a [`Limits`] bound struck before a verdict.
     #[error("undecided: more than {limit} {kind}")]
     Budget { kind: BudgetKind, limit: u64 },
+    /// Filter `index` (left side first, each newest first) holds an
+    /// instruction the circuit does not model (never in a validated seccomp
+    /// filter).
+    #[error("filter {index}: instruction {pc} cannot be modelled")]
+    Unsupported { index: usize, pc: usize },
+    /// The solver's input did not tell the sides apart on the classic
+    /// interpreter: a bug of this crate, reported rather than printed as a
+    /// counterexample.
+    #[error("internal error: the solver's counterexample {data:?} gives {left:#010x} on both sides")]
+    Unconfirmed { data: SeccompData, left: u32 },
+}
+
+/// What one [`check`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    /// (arch, nr) classes examined.
+    pub classes: u64,
+    /// Classes both sides answer with a constant.
+    pub constant_classes: u64,
+    /// SAT problems solved (identical problems are asked once).
+    pub solver_calls: u64,
+    /// Solver conflicts over all calls.
+    pub conflicts: u64,
+    /// Clauses given to the solver over all calls.
+    pub clauses: u64,
+    /// Abstract steps spent (classes, specialisation, blasting).
+    pub steps: u64,
+    /// True when `arch` stayed symbolic (no classes).
+    pub symbolic_arch: bool,
+    /// Arch classes in which `nr` stayed symbolic.
+    pub symbolic_nr: u64,
 }
 
 /// Decides whether `left` and `right` agree on every input.
 pub fn check(left: Side<'_>, right: Side<'_>, options: &Options) -> Result<Verdict, EquivError> {
-    let _ = (left, right);
-    Err(EquivError::Budget { kind: BudgetKind::Steps, limit: options.limits.max_steps })
+    check_with_stats(left, right, options).map(|(v, _)| v)
+}
+
+/// The bits [`Compare`] looks at.
+fn mask(compare: Compare) -> u32 {
+    match compare {
+        Compare::Value => u32::MAX,
+        Compare::Action => seccomp::action::SECCOMP_RET_ACTION_FULL,
+    }
+}
+
+/// What one side returns for `data` on the classic interpreter: a lone
+/// filter's own value, a stack's combined as `seccomp_run_filters()` does
+/// ([`seccomp::chain::combine`]).
+pub fn side_value(side: Side<'_>, data: &SeccompData) -> u32 {
+    let bytes = data.to_bytes();
+    let run = |p: &Program| Interp::new(p).run_seccomp(&bytes).unwrap_or(seccomp::action::SECCOMP_RET_KILL_PROCESS);
+    match side.filters() {
+        [one] => run(one),
+        many => seccomp::chain::combine(many.iter().map(run)),
+    }
+}
+
+/// A `struct seccomp_data` whose 16 words (as `ld [4 * i]` reads them, host
+/// byte order) are `words`.
+fn data_of(words: &[u32; 16]) -> SeccompData {
+    let mut bytes = [0u8; cbpf::interp::SECCOMP_DATA_SIZE];
+    for (chunk, w) in bytes.chunks_exact_mut(4).zip(words) {
+        chunk.copy_from_slice(&w.to_ne_bytes());
+    }
+    SeccompData::from_bytes(&bytes)
+}
+
+/// Interval representatives for a field every filter only compares with
+/// constants by `jeq`/`jgt`/`jge`: the lowest value of each interval the
+/// constants cut. `None`: keep the field symbolic.
+fn representatives(classes: &[NrClasses]) -> Option<Vec<u32>> {
+    let mut points = vec![0u32];
+    for c in classes {
+        let NrClasses::Tests(tests) = c else { return None };
+        for &(op, k, _) in tests {
+            if op == JmpOp::Jset {
+                return None;
+            }
+            points.push(k);
+            points.extend(k.checked_add(1));
+        }
+    }
+    points.sort_unstable();
+    points.dedup();
+    Some(points)
+}
+
+/// One filter's part of a class: a constant or a program.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Piece {
+    Const(u32),
+    Prog(Vec<Insn>),
+}
+
+impl Piece {
+    /// Whether the program loads the word at `offset`.
+    fn reads(&self, offset: u32) -> bool {
+        match self {
+            Piece::Const(_) => false,
+            Piece::Prog(insns) => insns.iter().any(|i| matches!(i.op(), Some(Op::LdxAbsSeccomp { k }) if k == offset)),
+        }
+    }
+}
+
+/// A class's problem: the pieces and the fixed arch and nr where a piece
+/// reads them.
+type ProblemKey = (Vec<Piece>, Option<u32>, Option<u32>);
+
+/// The run's budget.
+struct Spend<'a> {
+    limits: &'a Limits,
+    stats: Stats,
+}
+
+impl Spend<'_> {
+    fn steps(&mut self, n: u64) -> Result<(), EquivError> {
+        self.stats.steps = self.stats.steps.saturating_add(n);
+        if self.stats.steps > self.limits.max_steps {
+            return Err(EquivError::Budget { kind: BudgetKind::Steps, limit: self.limits.max_steps });
+        }
+        Ok(())
+    }
+}
+
+/// [`check`], with what it did.
+pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> Result<(Verdict, Stats), EquivError> {
+    let filters: Vec<&Program> = left.filters().iter().chain(right.filters()).collect();
+    let n_left = left.filters().len();
+    for (index, p) in filters.iter().enumerate() {
+        if p.mode() != Mode::Seccomp {
+            return Err(EquivError::NotSeccomp { index, mode: p.mode() });
+        }
+    }
+    let mut spend = Spend { limits: &options.limits, stats: Stats::default() };
+    let unlimited = || seccomp::analysis::Budget::new(u64::MAX, u64::MAX, u64::MAX);
+    let mut analyzers = Vec::with_capacity(filters.len());
+    let mut partials = Vec::with_capacity(filters.len());
+    for p in &filters {
+        analyzers.push(
+            Analyzer::with_budget(p, unlimited()).map_err(|_| EquivError::NotSeccomp { index: 0, mode: p.mode() })?,
+        );
+        partials.push(Partial::new(p).map_err(|_| EquivError::NotSeccomp { index: 0, mode: p.mode() })?);
+    }
+    let total_len: u64 = filters.iter().map(|p| p.len() as u64).sum();
+    let mut classes_of =
+        |arch: Option<u32>, field: Field, spend: &mut Spend<'_>| -> Result<Option<Vec<u32>>, EquivError> {
+            spend.steps(total_len)?;
+            let mut all = Vec::with_capacity(analyzers.len());
+            for a in analyzers.iter_mut() {
+                all.push(a.field_classes(arch, field).unwrap_or(NrClasses::Unclassified));
+            }
+            Ok(representatives(&all))
+        };
+    let arch_reps = classes_of(None, Field::Arch, &mut spend)?;
+    spend.stats.symbolic_arch = arch_reps.is_none();
+    let arches: Vec<Option<u32>> = match arch_reps {
+        Some(reps) => reps.into_iter().map(Some).collect(),
+        None => vec![None],
+    };
+    let mask = mask(options.compare);
+    let mut found: Vec<Counterexample> = Vec::new();
+    // Identical problems (the same pieces, the same fixed words they read)
+    // are solved once: `None` = equal, else the model's words.
+    let mut memo: HashMap<ProblemKey, Option<[u32; 16]>> = HashMap::new();
+    for arch in arches {
+        let nr_reps = classes_of(arch, Field::Nr, &mut spend)?;
+        if nr_reps.is_none() {
+            spend.stats.symbolic_nr += 1;
+        }
+        let nrs: Vec<Option<u32>> = match nr_reps {
+            Some(reps) => reps.into_iter().map(Some).collect(),
+            None => vec![None],
+        };
+        for nr in nrs {
+            spend.stats.classes += 1;
+            let mut pieces = Vec::with_capacity(filters.len());
+            for (p, partial) in filters.iter().zip(partials.iter_mut()) {
+                let piece = match partial.specialize(arch, nr) {
+                    PartialResult::Constant(v) => Piece::Const(v),
+                    PartialResult::Residual(r) => Piece::Prog(r.insns().to_vec()),
+                    PartialResult::Whole => Piece::Prog(p.insns().to_vec()),
+                };
+                spend.steps(partial.last_work() as u64 + 1)?;
+                pieces.push(piece);
+            }
+            let (lp, rp) = pieces.split_at(n_left);
+            let witness = if lp == rp {
+                None
+            } else if let (Some(l), Some(r)) = (constants(lp), constants(rp)) {
+                spend.stats.constant_classes += 1;
+                (l & mask != r & mask).then_some([0u32; 16])
+            } else {
+                let reads = |off: u32| pieces.iter().any(|p| p.reads(off));
+                let key = (
+                    pieces.clone(),
+                    arch.filter(|_| reads(seccomp::data::OFFSET_ARCH)),
+                    nr.filter(|_| reads(seccomp::data::OFFSET_NR)),
+                );
+                match memo.get(&key) {
+                    Some(known) => *known,
+                    None => {
+                        let answer = solve(&pieces, n_left, arch, nr, mask, &mut spend)?;
+                        memo.insert(key, answer);
+                        answer
+                    }
+                }
+            };
+            let Some(mut words) = witness else { continue };
+            let [n, a, ..] = &mut words;
+            *n = nr.unwrap_or(*n);
+            *a = arch.unwrap_or(*a);
+            let data = data_of(&words);
+            let (l, r) = (side_value(left, &data), side_value(right, &data));
+            if l & mask == r & mask {
+                return Err(EquivError::Unconfirmed { data, left: l });
+            }
+            found.push(Counterexample { data, left: l, right: r });
+            if !options.all {
+                return Ok((Verdict::Differ(found), spend.stats));
+            }
+        }
+    }
+    let verdict = if found.is_empty() { Verdict::Equal } else { Verdict::Differ(found) };
+    Ok((verdict, spend.stats))
+}
+
+/// A side's combined constant, when every piece is one.
+fn constants(pieces: &[Piece]) -> Option<u32> {
+    let values: Option<Vec<u32>> = pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Const(v) => Some(*v),
+            Piece::Prog(_) => None,
+        })
+        .collect();
+    match values?.as_slice() {
+        [one] => Some(*one),
+        many => Some(seccomp::chain::combine(many.iter().copied())),
+    }
+}
+
+/// Blasts one class's pieces and asks the solver for an input on which
+/// the sides' compared bits differ.
+fn solve(
+    pieces: &[Piece],
+    n_left: usize,
+    arch: Option<u32>,
+    nr: Option<u32>,
+    mask: u32,
+    spend: &mut Spend<'_>,
+) -> Result<Option<[u32; 16]>, EquivError> {
+    let limits = *spend.limits;
+    let max_nodes = usize::try_from(limits.max_clauses / 3).unwrap_or(usize::MAX).max(2);
+    let mut graph = aig::Aig::new(max_nodes);
+    let mut fixed = [None; 16];
+    let [n, a, ..] = &mut fixed;
+    (*n, *a) = (nr, arch);
+    let words = blast::Words { fixed };
+    let mut values = Vec::with_capacity(pieces.len());
+    for (index, piece) in pieces.iter().enumerate() {
+        let v = match piece {
+            Piece::Const(v) => aig::konst(*v),
+            Piece::Prog(insns) => {
+                let mut steps = 0u64;
+                let v = blast::blast(&mut graph, insns, &words, &mut steps)
+                    .map_err(|e| EquivError::Unsupported { index, pc: e.pc })?;
+                spend.steps(steps)?;
+                v
+            }
+        };
+        if graph.overflowed() {
+            return Err(EquivError::Budget { kind: BudgetKind::Clauses, limit: limits.max_clauses });
+        }
+        values.push(v);
+    }
+    let (lv, rv) = values.split_at(n_left);
+    let l = blast::combine(&mut graph, lv);
+    let r = blast::combine(&mut graph, rv);
+    let mut differ = aig::FALSE;
+    for (i, (&x, &y)) in l.iter().zip(&r).enumerate() {
+        if mask >> i & 1 == 1 {
+            let d = graph.xor(x, y);
+            differ = graph.or(differ, d);
+        }
+    }
+    if graph.overflowed() {
+        return Err(EquivError::Budget { kind: BudgetKind::Clauses, limit: limits.max_clauses });
+    }
+    let left_conflicts = limits.max_conflicts.saturating_sub(spend.stats.conflicts);
+    spend.stats.solver_calls += 1;
+    let (answer, spent) = sat::solve(&graph, differ, left_conflicts, limits.max_clauses);
+    spend.stats.conflicts = spend.stats.conflicts.saturating_add(spent.conflicts);
+    spend.stats.clauses = spend.stats.clauses.saturating_add(spent.clauses);
+    match answer {
+        sat::Answer::Unsat => Ok(None),
+        sat::Answer::Sat(words) => Ok(Some(words)),
+        sat::Answer::OutOfConflicts => {
+            Err(EquivError::Budget { kind: BudgetKind::Conflicts, limit: limits.max_conflicts })
+        }
+        sat::Answer::OutOfClauses => Err(EquivError::Budget { kind: BudgetKind::Clauses, limit: limits.max_clauses }),
+    }
 }

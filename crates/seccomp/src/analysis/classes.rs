@@ -26,27 +26,35 @@ use cbpf::JmpOp;
 use super::Analyzer;
 use crate::domain::{Env, Field, FieldSet, Step, Val};
 
-/// How one arch's reachable code tests `nr`.
+/// How one arch's reachable code tests `nr` (or, with `arch` unknown, how
+/// the whole filter tests `arch`): the same argument holds for any field
+/// whose value reaches nothing but comparisons with constants.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum NrClasses {
-    /// Every use of `nr` is one of these comparisons: `(op, k, nr_is_lhs)`.
+pub enum NrClasses {
+    /// Every use of the field is one of these comparisons:
+    /// `(op, k, field_is_lhs)`, sorted, without repeats.
     Tests(Vec<(JmpOp, u32, bool)>),
-    /// `nr` reaches arithmetic, a return or a join: no classes.
+    /// The field reaches arithmetic, a return or a join: no classes.
     Unclassified,
 }
 
 impl NrClasses {
     /// Classifies the program `analyzer` holds under `arch`.
     pub(super) fn of(analyzer: &mut Analyzer, arch: u32) -> NrClasses {
-        let env = Env::new(None, Some(arch), arch);
+        NrClasses::of_field(analyzer, &Env::new(None, Some(arch), arch), Field::Nr)
+    }
+
+    /// Classifies the values of `field` under `env` (where `field` is
+    /// unknown).
+    pub(super) fn of_field(analyzer: &mut Analyzer, env: &Env, field: Field) -> NrClasses {
         let mut tests: Vec<(JmpOp, u32, bool)> = Vec::new();
         let mut classified = true;
-        analyzer.for_each_step_hiding(&env, FieldSet::single(Field::Nr), |_, _, step| {
-            let nr_in = |v: Val| v.deps().contains(Field::Nr);
+        analyzer.for_each_step_hiding(env, FieldSet::single(field), |_, _, step| {
+            let nr_in = |v: Val| v.deps().contains(field);
             match step {
                 Step::Branch { cmp, .. } => match (cmp.lhs, cmp.rhs) {
-                    (Val::Exact(Field::Nr), Val::Known(k)) => tests.push((cmp.op, k, true)),
-                    (Val::Known(k), Val::Exact(Field::Nr)) => tests.push((cmp.op, k, false)),
+                    (Val::Exact(f), Val::Known(k)) if f == field => tests.push((cmp.op, k, true)),
+                    (Val::Known(k), Val::Exact(f)) if f == field => tests.push((cmp.op, k, false)),
                     (l, r) if nr_in(l) || nr_in(r) => classified = false,
                     _ => {}
                 },
@@ -89,7 +97,7 @@ impl NrClasses {
 
     /// The class of `nr`: the outcome of every test, one bit each; `None`
     /// when unclassified.
-    pub(super) fn key(&self, nr: u32) -> Option<Vec<u64>> {
+    pub fn key(&self, nr: u32) -> Option<Vec<u64>> {
         let NrClasses::Tests(tests) = self else { return None };
         let mut key = vec![0u64; tests.len().div_ceil(64)];
         for (i, &(op, k, nr_is_lhs)) in tests.iter().enumerate() {

@@ -57,7 +57,7 @@ use cbpf::{Mode, Op, Program};
 use std::collections::HashMap;
 
 use crate::domain::{self, Env, Step, Val};
-use classes::NrClasses;
+pub use classes::NrClasses;
 use dataflow::Dataflow;
 use paths::{explore, Limits, Outcome, Work};
 
@@ -319,6 +319,19 @@ impl Analyzer {
             [v] if !computed => ActionResult::Constant(*v),
             _ => ActionResult::Depends(deps.to_vec()),
         })
+    }
+
+    /// How the filter tells values of `field` (`Field::Nr` or
+    /// `Field::Arch`) apart, with `arch` fixed where given (and `nr`
+    /// unknown): the constants every reachable use compares the field with,
+    /// or [`NrClasses::Unclassified`] when the field reaches anything else.
+    /// Values with equal outcomes on every listed test give the filter the
+    /// same behaviour on every other word (module `classes`). Charges one
+    /// step per instruction.
+    pub fn field_classes(&mut self, arch: Option<u32>, field: Field) -> Result<NrClasses, AnalysisError> {
+        self.budget.charge_steps(self.ops.len() as u64)?;
+        let env = Env::new(None, arch, arch.unwrap_or(crate::arch::AUDIT_ARCH_X86_64));
+        Ok(NrClasses::of_field(self, &env, field))
     }
 
     /// The decoded program.

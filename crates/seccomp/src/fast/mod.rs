@@ -590,6 +590,55 @@ impl FastFilter {
     }
 }
 
+/// What a filter does once `arch` and/or `nr` are known ([`Partial`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PartialResult {
+    /// Always this value, whatever the other words.
+    Constant(u32),
+    /// This residual program (validated in seccomp mode) gives the filter's
+    /// value for every input with the given `arch`/`nr`.
+    Residual(Program),
+    /// No smaller program: the whole filter.
+    Whole,
+}
+
+/// The fast engine's specialiser as a partial evaluator of one filter:
+/// what remains of it when `seccomp_data.arch` and/or `.nr` are known. The
+/// same passes build [`FastFilter`]'s tables (module `specialize`).
+#[derive(Debug)]
+pub struct Partial {
+    spec: Specializer,
+}
+
+impl Partial {
+    /// Prepares `program` (validated in seccomp mode).
+    pub fn new(program: &Program) -> Result<Partial, FastError> {
+        if program.mode() != Mode::Seccomp {
+            return Err(FastError::NotSeccomp { mode: program.mode() });
+        }
+        Ok(Partial { spec: Specializer::new(program) })
+    }
+
+    /// The filter with `arch` and `nr` fixed where given. A residual that
+    /// does not validate (never seen; the `fast_equiv` fuzz target looks
+    /// for one) is reported as [`PartialResult::Whole`], which is exact.
+    pub fn specialize(&mut self, arch: Option<u32>, nr: Option<u32>) -> PartialResult {
+        match self.spec.specialize(arch, nr) {
+            Specialized::Action(v) => PartialResult::Constant(v),
+            Specialized::Whole => PartialResult::Whole,
+            Specialized::Residual(insns) => match cbpf::validate(insns, Mode::Seccomp) {
+                Ok(p) => PartialResult::Residual(p),
+                Err(_) => PartialResult::Whole,
+            },
+        }
+    }
+
+    /// Instructions the last [`Partial::specialize`] visited (its work).
+    pub fn last_work(&self) -> usize {
+        self.spec.last_work()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,149 @@
+//! Asking the SAT solver whether a literal of the graph can be true.
+//!
+//! The cone of the literal is encoded with Tseitin's three clauses per
+//! `and` node, the literal asserted, and [`batsat`] (a CDCL solver in the
+//! MiniSat line, pure Rust) searches under a conflict budget: its
+//! callbacks count learnt clauses (one per conflict) and ask it to stop
+//! past the budget, which is reported as undecided.
+
+use batsat::{lbool, Callbacks, ClauseKind, Lit as SLit, SolverInterface, SolverOpts, Var};
+
+use crate::aig::{Aig, Lit, Node, FALSE, INPUT_BITS, TRUE};
+
+/// Counts conflicts and stops the search past `limit`.
+#[derive(Debug)]
+struct Budgeted {
+    conflicts: u64,
+    limit: u64,
+}
+
+impl Callbacks for Budgeted {
+    fn on_new_clause(&mut self, _: &[SLit], kind: ClauseKind) {
+        if matches!(kind, ClauseKind::Learnt) {
+            self.conflicts += 1;
+        }
+    }
+
+    fn stop(&self) -> bool {
+        self.conflicts >= self.limit
+    }
+}
+
+/// What the solver said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// No input makes the literal true.
+    Unsat,
+    /// These 16 words do (inputs outside the cone are 0).
+    Sat([u32; 16]),
+    /// The conflict budget ran out.
+    OutOfConflicts,
+    /// The encoding would exceed the clause budget.
+    OutOfClauses,
+}
+
+/// Work done, for the statistics.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Spent {
+    pub conflicts: u64,
+    pub clauses: u64,
+}
+
+/// Is there an input for which `goal` is true?
+pub(crate) fn solve(aig: &Aig, goal: Lit, max_conflicts: u64, max_clauses: u64) -> (Answer, Spent) {
+    if goal == FALSE {
+        return (Answer::Unsat, Spent::default());
+    }
+    if goal == TRUE {
+        return (Answer::Sat([0; 16]), Spent::default());
+    }
+    let mut solver = batsat::Solver::new(SolverOpts::default(), Budgeted { conflicts: 0, limit: max_conflicts });
+    // Node index -> solver variable, for the cone of `goal`.
+    let mut var: Vec<Option<Var>> = vec![None; aig.len()];
+    let mut inputs: Vec<(usize, Var)> = Vec::new();
+    let mut stack = vec![goal >> 1];
+    let mut clauses: u64 = 0;
+    let mut clause = Vec::with_capacity(3);
+    let lit_of = |var: &[Option<Var>], l: Lit| -> Option<SLit> {
+        var.get((l >> 1) as usize).copied().flatten().map(|v| SLit::new(v, l & 1 == 0))
+    };
+    // Iterative post-order: a node is encoded once both children are.
+    while let Some(&n) = stack.last() {
+        if var.get(n as usize).copied().flatten().is_some() {
+            stack.pop();
+            continue;
+        }
+        match aig.node(n << 1) {
+            Node::Const => {
+                let v = solver.new_var_default();
+                clause.clear();
+                clause.push(SLit::new(v, false));
+                solver.add_clause_reuse(&mut clause);
+                clauses += 1;
+                if let Some(slot) = var.get_mut(n as usize) {
+                    *slot = Some(v);
+                }
+                stack.pop();
+            }
+            Node::Input(i) => {
+                let v = solver.new_var_default();
+                inputs.push((usize::from(i), v));
+                if let Some(slot) = var.get_mut(n as usize) {
+                    *slot = Some(v);
+                }
+                stack.pop();
+            }
+            Node::And(a, b) => {
+                let (la, lb) = (lit_of(&var, a), lit_of(&var, b));
+                match (la, lb) {
+                    (Some(la), Some(lb)) => {
+                        if clauses + 3 > max_clauses {
+                            return (Answer::OutOfClauses, Spent { conflicts: 0, clauses });
+                        }
+                        let v = solver.new_var_default();
+                        let out = SLit::new(v, true);
+                        for c in [[!out, la].as_slice(), [!out, lb].as_slice(), [out, !la, !lb].as_slice()] {
+                            clause.clear();
+                            clause.extend_from_slice(c);
+                            solver.add_clause_reuse(&mut clause);
+                        }
+                        clauses += 3;
+                        if let Some(slot) = var.get_mut(n as usize) {
+                            *slot = Some(v);
+                        }
+                        stack.pop();
+                    }
+                    _ => {
+                        if la.is_none() {
+                            stack.push(a >> 1);
+                        }
+                        if lb.is_none() {
+                            stack.push(b >> 1);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let Some(g) = lit_of(&var, goal) else { return (Answer::Unsat, Spent { conflicts: 0, clauses }) };
+    clause.clear();
+    clause.push(g);
+    solver.add_clause_reuse(&mut clause);
+    let answer = solver.solve_limited(&[]);
+    let spent = Spent { conflicts: solver.num_conflicts(), clauses };
+    if answer == lbool::FALSE {
+        return (Answer::Unsat, spent);
+    }
+    if answer != lbool::TRUE {
+        return (Answer::OutOfConflicts, spent);
+    }
+    let mut words = [0u32; 16];
+    for (i, v) in inputs {
+        if i < INPUT_BITS && solver.value_var(v) == lbool::TRUE {
+            if let Some(w) = words.get_mut(i / 32) {
+                *w |= 1 << (i % 32);
+            }
+        }
+    }
+    (Answer::Sat(words), spent)
+}
