@@ -414,12 +414,11 @@ fn single(id: &'static str, label: &str, name: &str, syscall: Syscall) -> Result
     Ok(Row { id, label, filters: vec![filter], cached: false, syscall })
 }
 
-/// `bpfconv optimize`'s output for `filter` (the layout of
-/// [`optimize::build`]; `cargo test -p bpfconv-integration --test optimize`
-/// checks it against the input), as a row.
+/// `bpfconv optimize`'s output for `filter` ([`optimize::optimize`]: proved
+/// equal to it by `equiv`), as a row.
 fn optimised(id: &'static str, label: &str, filter: &Filter, syscall: Syscall) -> Result<Row, BenchError> {
     let fail = |why: String| BenchError::Filter { name: filter.name.clone(), why };
-    let out = optimize::build(&filter.program, &mut Default::default()).map_err(|e| fail(e.to_string()))?;
+    let out = optimize::optimize(&filter.program, &Default::default()).map_err(|e| fail(e.to_string()))?;
     if let Some(why) = out.stats.kept_input {
         return Err(fail(format!("optimize kept the input: {why}")));
     }
