@@ -498,7 +498,12 @@ pub fn build(id: TableId) -> Result<Table, BenchError> {
             single("middle", "getppid in the middle", "allow306_middle", Syscall::GETPPID)?,
             single("end", "getppid last", "allow306_end", Syscall::GETPPID)?,
             single("opt2", "binary tree", "allow306_opt2", Syscall::GETPPID)?,
-            optimised("front_optimised", "getppid first, optimised", &Filter::load("allow306_front")?, Syscall::GETPPID)?,
+            optimised(
+                "front_optimised",
+                "getppid first, optimised",
+                &Filter::load("allow306_front")?,
+                Syscall::GETPPID,
+            )?,
             optimised(
                 "middle_optimised",
                 "getppid in the middle, optimised",

@@ -14,8 +14,11 @@ use seccomp::arch::{AUDIT_ARCH_I386, AUDIT_ARCH_X86_64};
 use seccomp::cache::kernel_cache_allow;
 use test_kit::corpus;
 
-/// `(name, program, vectors with their expected action)`.
-fn inputs() -> Vec<(String, Program, Vec<(SeccompData, u32)>)> {
+/// Inputs with the full return value expected for each.
+type Vectors = Vec<(SeccompData, u32)>;
+
+/// `(name, program, vectors)`.
+fn inputs() -> Vec<(String, Program, Vectors)> {
     let mut out: Vec<_> = corpus::filters()
         .unwrap()
         .into_iter()
@@ -26,7 +29,7 @@ fn inputs() -> Vec<(String, Program, Vec<(SeccompData, u32)>)> {
         .collect();
     let profiles = corpus::testdata().join("profiles");
     let text = std::fs::read_to_string(profiles.join("docker_like.vectors.jsonl")).unwrap();
-    let vectors: Vec<(SeccompData, u32)> =
+    let vectors: Vectors =
         engine::vectors::parse(&text).unwrap().into_iter().map(|v| (v.data, v.action.unwrap())).collect();
     for name in ["docker_like", "docker_like_opt2"] {
         let insns = cbpf::raw::decode(&std::fs::read(profiles.join(format!("{name}.bpf"))).unwrap()).unwrap();
@@ -215,7 +218,12 @@ fn generated_programs_keep_their_answers() {
                 for nr in [base.nr, 0, 1, 2, 3, -1, 0x4000_0000] {
                     let d = SeccompData { nr, arch, ..base };
                     runs += 1;
-                    assert_eq!(run(&a, &d), run(&b, &d), "seed {seed}: {d:?}\n{}", cbpf::text::print_asm(input.original()));
+                    assert_eq!(
+                        run(&a, &d),
+                        run(&b, &d),
+                        "seed {seed}: {d:?}\n{}",
+                        cbpf::text::print_asm(input.original())
+                    );
                 }
             }
         }

@@ -182,7 +182,7 @@ const PEEL_MAX: usize = 5;
 
 /// A lone number between two ranges with the same outcome: `(k, its
 /// outcome, the ranges with it merged into its neighbours)`.
-fn peel(ranges: &[(u32, Outcome)]) -> Option<(u32, Outcome, Vec<(u32, Outcome)>)> {
+fn peel(ranges: &[(u32, Outcome)]) -> Option<(u32, Outcome, Ranges)> {
     let i = (1..ranges.len().saturating_sub(1)).find(|&i| {
         let (Some(before), Some(&(k, _)), Some(after)) = (ranges.get(i - 1), ranges.get(i), ranges.get(i + 1)) else {
             return false;

@@ -9,7 +9,7 @@
 //! `jeq` per arch, per arch `ld [0]` and a balanced tree of `jge #k` over the
 //! range boundaries, leaves `ret #K` or a residual), and then:
 //!
-//! 1. validates it as seccomp(2) would ([`cbpf::validate`], seccomp mode;
+//! 1. validates it as seccomp(2) would ([`cbpf::validate()`], seccomp mode;
 //!    at most `BPF_MAXINSNS` instructions);
 //! 2. checks that every (arch, nr) the kernel's constant-action cache marks
 //!    ALLOW for the input ([`seccomp::cache::seccomp_is_const_allow`]) is

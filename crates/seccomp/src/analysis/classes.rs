@@ -75,7 +75,7 @@ impl NrClasses {
     /// which every test has one outcome (ascending, starting with 0): the
     /// numbers of one interval share a class. `None` when unclassified or
     /// when a test is a `jset`, whose classes are not intervals.
-    pub(crate) fn interval_starts(&self) -> Option<Vec<u32>> {
+    pub fn interval_starts(&self) -> Option<Vec<u32>> {
         let NrClasses::Tests(tests) = self else { return None };
         let mut starts = vec![0u32];
         for &(op, k, nr_is_lhs) in tests {
@@ -175,6 +175,30 @@ mod tests {
                     assert_eq!(a, b, "{name} arch {arch:#x} nr {nr}");
                 }
             }
+        }
+    }
+
+    /// Interval starts: each test's edges, both operand orders, no
+    /// overflow past `u32::MAX`, and `jset` has none.
+    #[test]
+    fn interval_starts_are_the_edges_of_every_test() {
+        use JmpOp::*;
+        let starts = |tests: Vec<(JmpOp, u32, bool)>| NrClasses::Tests(tests).interval_starts();
+        assert_eq!(starts(vec![(Jeq, 5, true), (Jeq, u32::MAX, false)]), Some(vec![0, 5, 6, u32::MAX]));
+        // nr > 9: from 10; 20 > nr: from 20; nr >= 30: from 30; 40 >= nr: from 41.
+        assert_eq!(
+            starts(vec![(Jgt, 9, true), (Jgt, 20, false), (Jge, 30, true), (Jge, 40, false)]),
+            Some(vec![0, 10, 20, 30, 41])
+        );
+        assert_eq!(starts(vec![(Jeq, 1, true), (Jset, 4, true)]), None);
+        assert_eq!(NrClasses::Unclassified.interval_starts(), None);
+        // Every number of an interval has the class of its start.
+        let tests = vec![(Jgt, 9, true), (Jeq, 12, false), (Jge, 300, true)];
+        let classes = NrClasses::Tests(tests);
+        let bounds = classes.interval_starts().unwrap();
+        for nr in 0..400 {
+            let start = *bounds.iter().rev().find(|&&b| b <= nr).unwrap();
+            assert_eq!(classes.key(nr), classes.key(start), "nr {nr}");
         }
     }
 

@@ -24,7 +24,7 @@
 //! A residual is a classic program from the filter's start with `arch`
 //! (and `nr`) known: it reloads what it reads from `struct seccomp_data`,
 //! never assumes `nr` or `arch` in a register, and its scratch words are
-//! written before they are read (it passed [`cbpf::validate`]). It may rely
+//! written before they are read (it passed [`cbpf::validate()`]). It may rely
 //! on A and X being 0 at its entry, as at a filter's start:
 //! [`Residual::reads_a`] and [`Residual::reads_x`] say so.
 
