@@ -94,6 +94,29 @@ pub struct Stats {
     pub kept_input: Option<KeptInput>,
 }
 
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "instructions {} -> {}, longest path {} -> {}, arches {}, ranges {}, tree depth {}, residuals {} ({} instructions), landings {}",
+            self.input_insns,
+            self.output_insns,
+            self.input_longest_path,
+            self.output_longest_path,
+            self.arches,
+            self.layout.ranges,
+            self.layout.tree_depth,
+            self.residuals,
+            self.residual_insns,
+            self.layout.landings,
+        )?;
+        match self.kept_input {
+            Some(why) => write!(f, " (input kept: {why})"),
+            None => Ok(()),
+        }
+    }
+}
+
 /// An optimised filter.
 #[derive(Debug, Clone)]
 pub struct Optimized {

@@ -58,19 +58,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<i32> {
         eprintln!("note: the input is written unchanged: {why}, the input {}", s.input_insns);
     }
     if args.stats {
-        eprintln!(
-            "instructions {} -> {}, longest path {} -> {}, arches {}, ranges {}, tree depth {}, residuals {} ({} instructions), landings {}",
-            s.input_insns,
-            s.output_insns,
-            s.input_longest_path,
-            s.output_longest_path,
-            s.arches,
-            s.layout.ranges,
-            s.layout.tree_depth,
-            s.residuals,
-            s.residual_insns,
-            s.layout.landings,
-        );
+        eprintln!("{s}");
     }
     let insns = out.program.original();
     let format =
