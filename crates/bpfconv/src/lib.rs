@@ -22,6 +22,7 @@
 //! | [`ebpf`] | `bpfconv-ebpf` | `struct bpf_insn`, load-time checks, listings, assembler/disassembler, the eBPF interpreter |
 //! | [`convert`](mod@convert) | `bpfconv-convert` | `bpf_convert_filter()` instruction for instruction, the pc map, side-by-side listings |
 //! | [`seccomp`] | `bpfconv-seccomp` | actions, arches, syscall tables, seccomp-tools style listings, analysis, the action cache, the fast engine |
+//! | [`optimize`](mod@optimize) | `bpfconv-optimize` | a seccomp filter rewritten to dispatch on arch and nr in O(log n) range compares, proved equal before it is returned |
 //! | [`engine`] | `bpfconv-engine` | every engine behind one interface (cbpf, ebpf, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast) |
 //! | `kernel` | `bpfconv-kernel` | the running kernel as a seccomp engine, filter dumps from live processes (x86_64 Linux only) |
 //!
@@ -123,6 +124,7 @@ pub use ::ebpf;
 pub use ::engine;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub use ::kernel;
+pub use ::optimize;
 pub use ::seccomp;
 
 pub use ::cbpf::text::{parse, Format};
