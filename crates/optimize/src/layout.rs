@@ -215,7 +215,9 @@ pub struct LayoutStats {
     pub landings: usize,
 }
 
-/// Lays `partition` out as a classic program (user form, not validated).
+/// Lays `partition` out as a classic program (user form, not validated):
+/// for every input, the program returns what the partition's outcome for
+/// its (arch, nr) gives.
 pub fn emit(partition: &Partition) -> (Vec<Insn>, LayoutStats) {
     let mut e = Emitter { rev: Vec::new(), near: HashMap::new(), residual_at: HashMap::new(), landings: 0 };
     let mut stats = LayoutStats::default();

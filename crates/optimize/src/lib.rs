@@ -45,7 +45,7 @@ use cbpf::{Insn, Mode, Program};
 use seccomp::analysis::{AnalysisError, Budget};
 use seccomp::fast::{Partition, PartitionError};
 
-pub use layout::LayoutStats;
+pub use layout::{emit as lay_out, LayoutStats};
 
 /// How to optimise.
 #[derive(Debug, Clone, Default)]
