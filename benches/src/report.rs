@@ -705,14 +705,26 @@ mod tests {
         assert!(approx(5.0, 5.0, 0.2));
     }
 
+    /// `text` has every line of `wants` (as a substring).
+    fn contains_all(text: &str, wants: &[&str]) {
+        for want in wants {
+            assert!(text.contains(want), "no {want:?} in:\n{text}");
+        }
+    }
+
     #[test]
     fn published_table_c_passes_its_own_expectations() {
         // The published run: 646, 675, 675, 732, 752.
         let text = seccomp_benchmark_lines([646.0, 675.0, 675.0, 732.0, 752.0], 2.0);
-        assert!(text.contains("Estimated seccomp entry overhead: 29.0 ns"), "{text}");
-        assert!(text.contains("Estimated seccomp per-filter overhead (last 2 diff): 20.0 ns"), "{text}");
-        assert!(text.contains("native ≤ 1 bitmap (646 ≤ 675): ✔"), "{text}");
-        assert!(text.contains("1 bitmapped ≈ 2 bitmapped (29.0 ≈ 29.0): ✔"), "{text}");
+        contains_all(
+            &text,
+            &[
+                "Estimated seccomp entry overhead: 29.0 ns",
+                "Estimated seccomp per-filter overhead (last 2 diff): 20.0 ns",
+                "native ≤ 1 bitmap (646 ≤ 675): ✔",
+                "1 bitmapped ≈ 2 bitmapped (29.0 ≈ 29.0): ✔",
+            ],
+        );
         // per-filter 20 vs (752-646-29)/4 = 19.25: approx; total 646+29+80 = 755 ≈ 752.
         assert!(!text.contains('✘'), "{text}");
         assert!(!text.contains("unexpected"), "{text}");
@@ -722,9 +734,10 @@ mod tests {
     fn a_missing_bitmap_effect_skips_the_cache_expectations() {
         // bitmap2 far above bitmap1: the cache is not working.
         let text = seccomp_benchmark_lines([600.0, 650.0, 700.0, 750.0, 800.0], 2.0);
-        assert!(text.contains("they appear unsupported"), "{text}");
-        assert!(text.contains("entry ≈ 1 bitmapped: skipped"), "{text}");
-        assert!(text.contains("Saw unexpected benchmark result"), "{text}");
+        contains_all(
+            &text,
+            &["they appear unsupported", "entry ≈ 1 bitmapped: skipped", "Saw unexpected benchmark result"],
+        );
     }
 
     #[test]

@@ -18,8 +18,9 @@
 //! keeps its superinstructions.
 //!
 //! Cases: tcpdump-shaped filters (`tcpdump -d` output of `ip`, `tcp port
-//! 80`, `host 10.0.0.1`, a destination-port list, a protocol switch) on a
-//! TCP/IPv4 packet that takes their longest path, and the valid socket
+//! 80`, `host 10.0.0.1`, a destination-port list, a protocol switch, in
+//! testdata/socket/fuse_socket.txt) on a TCP/IPv4 packet that takes their
+//! longest path, and the valid socket
 //! cases of `testdata/test_bpf/classic.json` on their packet.
 
 // A measurement tool: its one packet is a fixed-size array written at fixed
@@ -32,113 +33,18 @@ use std::process::ExitCode;
 use bpfconv_benches::filters::testdata_dir;
 use cbpf::Insn;
 
-/// `(code, jt, jf, k)` with absolute jump targets (pcs), as `tcpdump -d`
-/// prints them; converted to relative offsets.
-fn prog(rows: &[(u16, usize, usize, u32)]) -> Vec<Insn> {
-    rows.iter()
-        .enumerate()
-        .map(|(pc, &(code, jt, jf, k))| {
-            let rel = |t: usize| if t == 0 { 0 } else { (t - pc - 1) as u8 };
-            Insn { code, jt: rel(jt), jf: rel(jf), k }
+/// The tcpdump-shaped filters of testdata/socket/fuse_socket.txt
+/// (`filter NAME`, then `tcpdump -dd` records).
+fn tcpdump() -> Vec<(String, Vec<Insn>)> {
+    let path = testdata_dir().join("../socket/fuse_socket.txt");
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    text.split("\nfilter ")
+        .skip(1)
+        .filter_map(|section| {
+            let (name, records) = section.split_once('\n')?;
+            Some((name.trim().to_string(), cbpf::text::parse(records.as_bytes(), cbpf::text::Format::C).ok()?))
         })
         .collect()
-}
-
-const LDH: u16 = 0x28;
-const LDB: u16 = 0x30;
-const LDW: u16 = 0x20;
-const LDH_IND: u16 = 0x48;
-const LDXB_MSH: u16 = 0xb1;
-const JEQ: u16 = 0x15;
-const JGT: u16 = 0x25;
-const JSET: u16 = 0x45;
-const RET: u16 = 0x06;
-
-fn tcpdump() -> Vec<(&'static str, Vec<Insn>)> {
-    vec![
-        ("ip", prog(&[(LDH, 0, 0, 12), (JEQ, 2, 3, 0x800), (RET, 0, 0, 262144), (RET, 0, 0, 0)])),
-        (
-            "tcp_port_80",
-            prog(&[
-                (LDH, 0, 0, 12),
-                (JEQ, 2, 8, 0x86dd),
-                (LDB, 0, 0, 20),
-                (JEQ, 4, 19, 6),
-                (LDH, 0, 0, 54),
-                (JEQ, 18, 6, 80),
-                (LDH, 0, 0, 56),
-                (JEQ, 18, 19, 80),
-                (JEQ, 9, 19, 0x800),
-                (LDB, 0, 0, 23),
-                (JEQ, 11, 19, 6),
-                (LDH, 0, 0, 20),
-                (JSET, 19, 13, 0x1fff),
-                (LDXB_MSH, 0, 0, 14),
-                (LDH_IND, 0, 0, 14),
-                (JEQ, 18, 16, 80),
-                (LDH_IND, 0, 0, 16),
-                (JEQ, 18, 19, 80),
-                (RET, 0, 0, 262144),
-                (RET, 0, 0, 0),
-            ]),
-        ),
-        (
-            "host",
-            prog(&[
-                (LDH, 0, 0, 12),
-                (JEQ, 2, 6, 0x800),
-                (LDW, 0, 0, 26),
-                (JEQ, 12, 4, 0x0a00_0001),
-                (LDW, 0, 0, 30),
-                (JEQ, 12, 13, 0x0a00_0001),
-                (JEQ, 8, 7, 0x806),
-                (JEQ, 8, 13, 0x8035),
-                (LDW, 0, 0, 28),
-                (JEQ, 12, 10, 0x0a00_0001),
-                (LDW, 0, 0, 38),
-                (JEQ, 12, 13, 0x0a00_0001),
-                (RET, 0, 0, 262144),
-                (RET, 0, 0, 0),
-            ]),
-        ),
-        (
-            "dst_port_list",
-            prog(&[
-                (LDH, 0, 0, 12),
-                (JEQ, 2, 14, 0x800),
-                (LDB, 0, 0, 23),
-                (JEQ, 4, 14, 6),
-                (LDH, 0, 0, 20),
-                (JSET, 14, 6, 0x1fff),
-                (LDXB_MSH, 0, 0, 14),
-                (LDH_IND, 0, 0, 16),
-                (JEQ, 15, 9, 22),
-                (JEQ, 15, 10, 25),
-                (JEQ, 15, 11, 80),
-                (JEQ, 15, 12, 443),
-                (JEQ, 15, 13, 993),
-                (JEQ, 15, 14, 8080),
-                (RET, 0, 0, 0),
-                (RET, 0, 0, 262144),
-            ]),
-        ),
-        (
-            "proto_switch",
-            prog(&[
-                (LDH, 0, 0, 12),
-                (JEQ, 2, 9, 0x800),
-                (LDB, 0, 0, 23),
-                (JEQ, 10, 4, 1),
-                (JEQ, 10, 5, 2),
-                (JEQ, 10, 6, 17),
-                (JEQ, 10, 7, 47),
-                (JGT, 9, 8, 200),
-                (JEQ, 10, 9, 6),
-                (RET, 0, 0, 0),
-                (RET, 0, 0, 0xffff),
-            ]),
-        ),
-    ]
 }
 
 /// Ethernet + IPv4 (10.0.0.2 -> 10.0.0.1, TCP) + TCP to port 8080.
@@ -163,6 +69,7 @@ fn hex(s: &str) -> Vec<u8> {
 fn cases() -> Vec<(String, Vec<Insn>, Vec<u8>)> {
     let mut out: Vec<(String, Vec<Insn>, Vec<u8>)> =
         tcpdump().into_iter().map(|(n, p)| (format!("tcpdump_{n}"), p, tcp_packet())).collect();
+
     let path = testdata_dir().join("../test_bpf/classic.json");
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let json: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();

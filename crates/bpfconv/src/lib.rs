@@ -24,6 +24,7 @@
 //! | [`seccomp`] | `bpfconv-seccomp` | actions, arches, syscall tables, seccomp-tools style listings, analysis, the action cache, the fast engine |
 //! | [`optimize`](mod@optimize) | `bpfconv-optimize` | a seccomp filter rewritten to dispatch on arch and nr in O(log n) range compares, proved equal before it is returned |
 //! | [`engine`] | `bpfconv-engine` | every engine behind one interface (cbpf, ebpf, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast) |
+//! | [`policy`] | `bpfconv-policy` | a seccomp filter read back as its policy: readable rules per action, the OCI `linux.seccomp` profile (`decompile`) |
 //! | `kernel` | `bpfconv-kernel` | the running kernel as a seccomp engine, filter dumps from live processes (x86_64 Linux only) |
 //!
 //! The `bpfconv` command-line tool is the `bpfconv-cli` package.
@@ -125,6 +126,7 @@ pub use ::engine;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub use ::kernel;
 pub use ::optimize;
+pub use ::policy;
 pub use ::seccomp;
 
 pub use ::cbpf::text::{parse, Format};

@@ -281,18 +281,23 @@ fn ancillary_loads_read_the_skb() {
     let mut skb = Skb::test_bpf(&pkt);
     skb.cpu = 3;
     skb.random = 0xabcd;
-    assert_eq!(on_skb(&anc(SKF_AD_PROTOCOL), &skb), 0x0800);
-    assert_eq!(on_skb(&anc(SKF_AD_PKTTYPE), &skb), 3);
-    assert_eq!(on_skb(&anc(SKF_AD_IFINDEX), &skb), 577);
-    assert_eq!(on_skb(&anc(SKF_AD_MARK), &skb), 0x1234_aaaa);
-    assert_eq!(on_skb(&anc(SKF_AD_QUEUE), &skb), 123);
-    assert_eq!(on_skb(&anc(SKF_AD_HATYPE), &skb), 588);
-    assert_eq!(on_skb(&anc(SKF_AD_RXHASH), &skb), 0x1234_aaab);
-    assert_eq!(on_skb(&anc(SKF_AD_CPU), &skb), 3);
-    assert_eq!(on_skb(&anc(SKF_AD_RANDOM), &skb), 0xabcd);
-    assert_eq!(on_skb(&anc(SKF_AD_VLAN_TAG), &skb), 0xffff);
-    assert_eq!(on_skb(&anc(SKF_AD_VLAN_TAG_PRESENT), &skb), 1);
-    assert_eq!(on_skb(&anc(SKF_AD_VLAN_TPID), &skb), 0x0800);
+    let values = [
+        (SKF_AD_PROTOCOL, 0x0800),
+        (SKF_AD_PKTTYPE, 3),
+        (SKF_AD_IFINDEX, 577),
+        (SKF_AD_MARK, 0x1234_aaaa),
+        (SKF_AD_QUEUE, 123),
+        (SKF_AD_HATYPE, 588),
+        (SKF_AD_RXHASH, 0x1234_aaab),
+        (SKF_AD_CPU, 3),
+        (SKF_AD_RANDOM, 0xabcd),
+        (SKF_AD_VLAN_TAG, 0xffff),
+        (SKF_AD_VLAN_TAG_PRESENT, 1),
+        (SKF_AD_VLAN_TPID, 0x0800),
+    ];
+    for (x, want) in values {
+        assert_eq!(on_skb(&anc(x), &skb), want, "SKF_AD_OFF + {x}");
+    }
     // The size bits are ignored for ancillary loads.
     assert_eq!(on_skb(&[s(LD_B_ABS, SKF_AD_OFF + SKF_AD_MARK), RET_ACC], &skb), 0x1234_aaaa);
     // ALU_XOR_X: A ^= X.

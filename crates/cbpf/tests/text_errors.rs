@@ -14,6 +14,16 @@ fn at(e: &ParseError) -> (usize, usize) {
     (e.line(), e.col())
 }
 
+/// Each text is refused, in its format, with an error `is` accepts, at its
+/// `(line, col)`.
+fn refused_at(cases: &[(&str, Format, (usize, usize))], is: fn(&ParseError) -> bool) {
+    for &(text, format, pos) in cases {
+        let e = err(text, format);
+        assert!(is(&e), "{text:?}: {e}");
+        assert_eq!(at(&e), pos, "{text:?}: {e}");
+    }
+}
+
 #[test]
 fn garbage_text() {
     let e = err("ld [12]\n  @", Format::Asm);
@@ -87,7 +97,7 @@ fn jump_target_out_of_range() {
 
 #[test]
 fn number_out_of_range() {
-    let cases: &[(&str, Format, (usize, usize))] = &[
+    let cases = [
         ("ld #4294967296", Format::Asm, (1, 5)),
         ("ld #0x100000000", Format::Asm, (1, 5)),
         ("ret #0\nld #-2147483649", Format::Asm, (2, 5)),
@@ -104,25 +114,18 @@ fn number_out_of_range() {
         ("1\n65536 0 0 0", Format::Ddd, (2, 1)),
         ("1\n6 0 256 0", Format::Ddd, (2, 5)),
     ];
-    for &(text, format, pos) in cases {
-        let e = err(text, format);
-        assert!(matches!(e, ParseError::NumberOutOfRange { .. }), "{text:?}: {e}");
-        assert_eq!(at(&e), pos, "{text:?}: {e}");
-    }
+    refused_at(&cases, |e| matches!(e, ParseError::NumberOutOfRange { .. }));
 }
 
 #[test]
 fn malformed_numbers() {
-    for (text, format, pos) in [
+    let cases = [
         ("ld #08", Format::Asm, (1, 5)),
         ("ld #12ab", Format::Asm, (1, 5)),
         ("{ 6, 0, 0, 09 }", Format::C, (1, 12)),
         ("1\n6 0 0 1x", Format::Ddd, (2, 7)),
-    ] {
-        let e = err(text, format);
-        assert!(matches!(e, ParseError::MalformedNumber { .. }), "{text:?}: {e}");
-        assert_eq!(at(&e), pos, "{text:?}");
-    }
+    ];
+    refused_at(&cases, |e| matches!(e, ParseError::MalformedNumber { .. }));
 }
 
 #[test]
@@ -165,17 +168,14 @@ fn count_mismatch() {
 
 #[test]
 fn empty_programs() {
-    for (text, format, pos) in [
+    let cases = [
         ("", Format::Asm, (1, 1)),
         ("; only a comment\n", Format::Asm, (2, 1)),
         ("struct sock_filter f[] = {};", Format::C, (1, 29)),
         ("0\n", Format::Ddd, (1, 1)),
         ("", Format::Ddd, (1, 1)),
-    ] {
-        let e = err(text, format);
-        assert!(matches!(e, ParseError::Empty { .. }), "{text:?}: {e}");
-        assert_eq!(at(&e), pos, "{text:?}");
-    }
+    ];
+    refused_at(&cases, |e| matches!(e, ParseError::Empty { .. }));
 }
 
 #[test]

@@ -105,6 +105,13 @@ impl ExitTest {
         (x & self.mask).wrapping_sub(self.lo) <= self.span
     }
 
+    /// [`ExitTest::hits`] without the `&`: the same answer for a range
+    /// test (full mask, or always hit: see [`ExitTest::range`]).
+    #[inline(always)]
+    pub fn hits_range(self, x: u32) -> bool {
+        x.wrapping_sub(self.lo) <= self.span
+    }
+
     /// The test as a range `x - lo <= span`, without the mask: `Some` for a
     /// full mask (`==`, `!=`, `<`, `<=`, `>`, `>=`) and for a test every
     /// value hits; `None` for a `jset` test.
@@ -374,39 +381,14 @@ impl<E> Table<E> {
 
 impl<E: Record> Table<E> {
     /// `hit` of the record of the first of the `N` tests from `from` that
-    /// `x` hits, else `miss()` (past the end, or no hit): one bounds check
-    /// and an unrolled scan of the records, no length. (Continuations, not
-    /// an `Option`: the callers' paths go straight on from the hit or the
-    /// miss, with no test of a returned value: measured, two instructions
-    /// per scan.)
+    /// `hits` (either [`ExitTest::hits`] or, for windows of range tests,
+    /// [`ExitTest::hits_range`]), else `miss()` (past the end, or no hit):
+    /// one bounds check and an unrolled scan of the records, no length.
+    /// (Continuations, not an `Option`: the callers' paths go straight on
+    /// from the hit or the miss, with no test of a returned value:
+    /// measured, two instructions per scan.)
     #[inline(always)]
     pub fn scan_window<'a, const N: usize, T>(
-        &'a self,
-        x: u32,
-        from: usize,
-        hit: impl FnOnce(&'a E) -> T,
-        miss: impl FnOnce() -> T,
-    ) -> T {
-        self.scan_window_by::<N, T>(from, |t| t.hits(x), hit, miss)
-    }
-
-    /// [`Table::scan_window`] for windows of range tests (full mask, or
-    /// always hit: see [`ExitTest::range`]), scanned without the `&`.
-    #[inline(always)]
-    pub fn scan_window_ranges<'a, const N: usize, T>(
-        &'a self,
-        x: u32,
-        from: usize,
-        hit: impl FnOnce(&'a E) -> T,
-        miss: impl FnOnce() -> T,
-    ) -> T {
-        self.scan_window_by::<N, T>(from, |t| x.wrapping_sub(t.lo) <= t.span, hit, miss)
-    }
-
-    /// The scan of [`Table::scan_window`] with the test given: `hit` of the
-    /// record of the first of the `N` tests from `from` that `hits`.
-    #[inline(always)]
-    fn scan_window_by<'a, const N: usize, T>(
         &'a self,
         from: usize,
         hits: impl Fn(ExitTest) -> bool,

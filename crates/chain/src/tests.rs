@@ -35,10 +35,10 @@ fn scans(t: &Table<Plain>, x: u32, from: usize) -> [Option<usize>; 4] {
     let target = |e: Option<&Plain>| e.map(|e| e.target);
     let passed = t.blocks_without_hit(x, from, t.built());
     [
-        target(t.scan_window::<16, _>(x, from + passed, Some, || None)),
+        target(t.scan_window::<16, _>(from + passed, |e| e.hits(x), Some, || None)),
         target(t.first_hit_from(x, from, Some, || None)),
         target(t.exits[from..].iter().find(|e| e.test.hits(x))),
-        target(t.scan_window::<16, _>(x, from + (passed / BLOCK) * BLOCK, Some, || None)),
+        target(t.scan_window::<16, _>(from + (passed / BLOCK) * BLOCK, |e| e.hits(x), Some, || None)),
     ]
 }
 
@@ -109,14 +109,14 @@ fn block_scans_find_the_first_hit_in_program_order() {
             assert_eq!(scans(&t, x, from), [Some(want); 4], "from {from} x {x}");
             // All ranges (`==`): the scan without the mask agrees.
             let passed = t.blocks_without_hit(x, from, t.built());
-            let ranges = t.scan_window_ranges::<16, _>(x, from + passed, |e| Some(e.target), || None);
+            let ranges = t.scan_window::<16, _>(from + passed, |e| e.hits_range(x), |e| Some(e.target), || None);
             assert_eq!(ranges, Some(want), "from {from} x {x}");
         }
     }
     // Padding: past the table, scans say so rather than read out of range.
     assert_eq!(t.first_hit_from(0, t.exits.len(), Some, || None).map(|e| e.target), None);
-    assert_eq!(t.scan_window::<16, _>(0, t.exits.len() - 15, Some, || None).map(|e| e.target), None);
-    assert_eq!(t.scan_window::<16, _>(0, t.exits.len() - 16, Some, || None).map(|e| e.target), Some(999));
+    assert_eq!(t.scan_window::<16, _>(t.exits.len() - 15, |e| e.hits(0), Some, || None).map(|e| e.target), None);
+    assert_eq!(t.scan_window::<16, _>(t.exits.len() - 16, |e| e.hits(0), Some, || None).map(|e| e.target), Some(999));
     assert_eq!(t.blocks_without_hit(0, 30, 10), 0);
 }
 

@@ -250,7 +250,7 @@ pub fn parse_hex(text: &str) -> Result<Vec<u8>> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
     use super::*;
 
@@ -290,13 +290,23 @@ mod tests {
         assert!(leftovers(dir.path()).is_empty());
     }
 
-    #[test]
-    fn a_successful_write_replaces_a_symlink_not_its_target() {
+    /// A temporary directory holding a file `victim` with `contents` and a
+    /// symlink to it named `name`: what an attacker plants where we write.
+    pub(crate) fn planted_symlink(
+        name: &str,
+        contents: &[u8],
+    ) -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let victim = dir.path().join("victim");
-        std::fs::write(&victim, b"victim").unwrap();
-        let target = dir.path().join("out.bin");
-        std::os::unix::fs::symlink(&victim, &target).unwrap();
+        std::fs::write(&victim, contents).unwrap();
+        let link = dir.path().join(name);
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        (dir, victim, link)
+    }
+
+    #[test]
+    fn a_successful_write_replaces_a_symlink_not_its_target() {
+        let (dir, victim, target) = planted_symlink("out.bin", b"victim");
         write_atomic(&target, |f| f.write_all(b"new")).unwrap();
         assert_eq!(std::fs::read(&victim).unwrap(), b"victim");
         assert!(std::fs::symlink_metadata(&target).unwrap().file_type().is_file());

@@ -73,6 +73,8 @@ enum Command {
     Run(Box<cmd::run::RunArgs>),
     /// Constant-action analysis of a seccomp filter (FORMATS.md §3), with explain and audit.
     Analyze(cmd::analyze::AnalyzeArgs),
+    /// The OCI runtime-spec seccomp profile that means a filter, or why none does.
+    Decompile(cmd::decompile::DecompileArgs),
     /// Read every seccomp filter of a running process (PTRACE_SECCOMP_GET_FILTER), oldest first.
     Dump(cmd::dump::DumpArgs),
     /// eBPF tools: assembler, disassembler, interpreter, bpf_conformance plugin.
@@ -93,6 +95,7 @@ fn main() {
         Command::Optimize(a) => cmd::optimize::optimize(&a),
         Command::Run(a) => cmd::run::run(&a),
         Command::Analyze(a) => cmd::analyze::analyze(&a),
+        Command::Decompile(a) => cmd::decompile::decompile(&a),
         Command::Dump(a) => cmd::dump::dump(&a),
         Command::Ebpf(a) => cmd::ebpf::ebpf(&a),
     };

@@ -45,6 +45,8 @@ fn commands(file: &str) -> Vec<Vec<String>> {
         v(&["analyze", "--max-steps", STEPS]),
         v(&["analyze", "--format", "json", "--max-steps", STEPS]),
         v(&["analyze", "--explain", "--audit", "--arch", "i386", "--max-steps", STEPS]),
+        v(&["analyze", "--explain", "--max-steps", STEPS]),
+        v(&["decompile", "--max-steps", STEPS]),
         v(&["run", "--engine", "fast", "--arch", "0x40000001", "--nr", "1"]),
         v(&["optimize", "--max-steps", STEPS, "-o", "/dev/null"]),
     ]

@@ -25,6 +25,8 @@ fn every_subcommand_reports_a_full_stdout() {
         (vec!["analyze", &bpf], b""),
         (vec!["analyze", &bpf, "--format", "json"], b""),
         (vec!["analyze", &bpf, "--explain", "--audit"], b""),
+        (vec!["decompile", &bpf], b""),
+        (vec!["decompile", &bpf, "--format", "text"], b""),
         (vec!["disasm", &bpf], b""),
         (vec!["asm", &bpf, "--format", "c"], b""),
         (vec!["convert", &bpf], b""),
@@ -169,5 +171,32 @@ fn dump_of_a_live_process_is_safe_on_hostile_outputs() {
     assert_eq!(std::fs::read(&planted).unwrap(), oldest);
     let newest: Vec<u8> = errno.iter().flat_map(|i| i.to_bytes()).collect();
     assert_eq!(std::fs::read(dir.path().join(format!("{pid}-1.bpf"))).unwrap(), newest);
+    drop(child);
+}
+
+/// `dump --decompile` on a live process: its filter read back from the
+/// kernel prints as the profile `decompile` gives for the file.
+#[test]
+fn dump_decompiles_a_live_process() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/profiles/docker_like.bpf");
+    let filter = cbpf::raw::decode(&std::fs::read(path).unwrap()).unwrap();
+    let child = match kernel::FilteredProcess::spawn(std::slice::from_ref(&filter)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("SKIPPED: cannot make a filtered process here: {e}");
+            return;
+        }
+    };
+    let pid = child.pid().to_string();
+    let o = Command::new(BIN).args(["dump", "--pid", &pid, "--decompile"]).output().unwrap();
+    if !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("PTRACE") {
+        eprintln!("SKIPPED: dump refused here: {}", String::from_utf8_lossy(&o.stderr));
+        return;
+    }
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let dumped: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let file = Command::new(BIN).args(["decompile", path]).output().unwrap();
+    let expected: serde_json::Value = serde_json::from_slice(&file.stdout).unwrap();
+    assert_eq!(dumped, serde_json::json!([expected]));
     drop(child);
 }

@@ -753,42 +753,6 @@ mod tests {
         convert(&prog, &Options::default()).unwrap()
     }
 
-    fn bytes(insns: &[Insn]) -> Vec<[u8; 8]> {
-        insns.iter().map(|i| i.to_bytes()).collect()
-    }
-
-    /// SPEC §4.8: arch check then allow, byte for byte.
-    #[test]
-    fn worked_example_a() {
-        let out = conv(
-            Mode::Seccomp,
-            &[
-                C::stmt(0x20, 4),
-                C::jump(0x15, 0xc000003e, 1, 0),
-                C::stmt(0x06, 0x8000_0000),
-                C::stmt(0x20, 0),
-                C::stmt(0x06, 0x7fff_0000),
-            ],
-        );
-        let want: [[u8; 8]; 11] = [
-            [0xac, 0x00, 0, 0, 0, 0, 0, 0],
-            [0xac, 0x77, 0, 0, 0, 0, 0, 0],
-            [0xbf, 0x16, 0, 0, 0, 0, 0, 0],
-            [0x61, 0x60, 4, 0, 0, 0, 0, 0],
-            [0xb4, 0x02, 0, 0, 0x3e, 0, 0, 0xc0],
-            [0x1d, 0x20, 2, 0, 0, 0, 0, 0],
-            [0xb4, 0x00, 0, 0, 0, 0, 0, 0x80],
-            [0x95, 0x00, 0, 0, 0, 0, 0, 0],
-            [0x61, 0x60, 0, 0, 0, 0, 0, 0],
-            [0xb4, 0x00, 0, 0, 0, 0, 0xff, 0x7f],
-            [0x95, 0x00, 0, 0, 0, 0, 0, 0],
-        ];
-        assert_eq!(bytes(&out.insns), want);
-        assert_eq!(out.pc_map.addrs(), [3, 4, 6, 8, 9]);
-        assert_eq!(out.stack_depth, 0);
-        assert!(!out.seen_ld_abs);
-    }
-
     /// SPEC §4.8 variant: `jeq #k, 0, 1` becomes JNE X.
     #[test]
     fn worked_example_a_inverted() {
@@ -805,45 +769,10 @@ mod tests {
         assert_eq!(out.insns[5], Insn::new(0x5d, 0, 2, 2, 0));
     }
 
-    /// SPEC §4.9: DIV by X, jt==0 JGT (inverted), jt==0 JSET (not inverted).
-    #[test]
-    fn worked_example_b() {
-        let out = conv(
-            Mode::Seccomp,
-            &[
-                C::stmt(0x20, 0),
-                C::stmt(0x07, 0),
-                C::stmt(0x00, 1000),
-                C::stmt(0x3c, 0),
-                C::jump(0x25, 10, 0, 2),
-                C::jump(0x45, 1, 0, 1),
-                C::stmt(0x06, 0x7fff_0000),
-                C::stmt(0x06, 0x0005_0001),
-            ],
-        );
-        let want: [[u8; 8]; 18] = [
-            [0xac, 0x00, 0, 0, 0, 0, 0, 0],
-            [0xac, 0x77, 0, 0, 0, 0, 0, 0],
-            [0xbf, 0x16, 0, 0, 0, 0, 0, 0],
-            [0x61, 0x60, 0, 0, 0, 0, 0, 0],
-            [0xbf, 0x07, 0, 0, 0, 0, 0, 0],
-            [0xb4, 0x00, 0, 0, 0xe8, 0x03, 0, 0],
-            [0xbc, 0x77, 0, 0, 0, 0, 0, 0],
-            [0x55, 0x07, 2, 0, 0, 0, 0, 0],
-            [0xac, 0x00, 0, 0, 0, 0, 0, 0],
-            [0x95, 0x00, 0, 0, 0, 0, 0, 0],
-            [0x3c, 0x70, 0, 0, 0, 0, 0, 0],
-            [0xb5, 0x00, 4, 0, 0x0a, 0, 0, 0],
-            [0x45, 0x00, 1, 0, 0x01, 0, 0, 0],
-            [0x05, 0x00, 2, 0, 0, 0, 0, 0],
-            [0xb4, 0x00, 0, 0, 0, 0, 0xff, 0x7f],
-            [0x95, 0x00, 0, 0, 0, 0, 0, 0],
-            [0xb4, 0x00, 0, 0, 0x01, 0, 0x05, 0],
-            [0x95, 0x00, 0, 0, 0, 0, 0, 0],
-        ];
-        assert_eq!(bytes(&out.insns), want);
-        assert_eq!(out.pc_map.addrs(), [3, 4, 5, 6, 11, 12, 14, 16]);
-    }
+    // SPEC §4.8 (a) and §4.9 (b), byte for byte with their pc maps, stack
+    // depth and `seen_ld_abs`: the converter filetests
+    // testdata/convert/seccomp_spec_4_8_arch_check.txt and
+    // seccomp_spec_4_9_div_x_jgt_jset.txt (crates/integration).
 
     /// SPEC §4.9's list of verified single-instruction translations.
     #[test]

@@ -250,6 +250,15 @@ impl<'a> Operands<'a, '_> {
         })
     }
 
+    /// A source operand: `%rN` or a 32-bit immediate.
+    fn src(&self, index: usize) -> Result<Operand, AsmError> {
+        Ok(if self.tok(index)?.text.starts_with('%') {
+            Operand::X(self.reg(index)?)
+        } else {
+            Operand::K(self.imm32(index)?)
+        })
+    }
+
     fn imm32(&self, index: usize) -> Result<i32, AsmError> {
         let tok = self.tok(index)?;
         let num = self.number(tok)?;
@@ -392,10 +401,11 @@ fn is_label_name(text: &str) -> bool {
 }
 
 /// `name32` -> (`name`, true); `name` -> (`name`, false).
-fn split_32(mnemonic: &str) -> (&str, bool) {
+/// A mnemonic without its `32` suffix, and the width the suffix names.
+fn split_32(mnemonic: &str) -> (&str, Width) {
     match mnemonic.strip_suffix("32") {
-        Some(base) => (base, true),
-        None => (mnemonic, false),
+        Some(base) => (base, Width::W32),
+        None => (mnemonic, Width::W64),
     }
 }
 
@@ -568,7 +578,7 @@ impl Assembler {
         let [op_tok, mem_tok, src_tok] = rest else {
             return Err(count_error());
         };
-        let (op_name, is32) = split_32(op_tok.text);
+        let (op_name, width) = split_32(op_tok.text);
         let full = if fetch { format!("fetch {op_name}") } else { op_name.to_owned() };
         let Some(atomic) = AtomicOp::ALL.into_iter().find(|o| o.mnemonic() == Some(full.as_str())) else {
             return Err(AsmError::InvalidAtomicOp { line: ops.line, col: op_tok.col, text: op_tok.text.to_owned() });
@@ -577,7 +587,7 @@ impl Assembler {
         let inner_ops = Operands { line: ops.line, mnemonic: *op_tok, ops: &inner };
         let (dst, off) = inner_ops.mem(0)?;
         let src = inner_ops.reg(1)?;
-        let size = if is32 { Size::W } else { Size::DW };
+        let size = if width == Width::W32 { Size::W } else { Size::DW };
         self.push(Op::Atomic { size, op: atomic, dst, src, off });
         Ok(())
     }
@@ -652,29 +662,25 @@ impl Assembler {
 
     /// Binary ALU operations, with a register or an immediate source.
     fn alu(&mut self, ops: &Operands<'_, '_>) -> Result<Option<Op>, AsmError> {
-        let (base, is32) = split_32(ops.mnemonic.text);
+        let (base, width) = split_32(ops.mnemonic.text);
         let Some(op) = AluOp::ALL.into_iter().find(|o| o.mnemonic() == base) else {
             return Ok(None);
         };
         ops.expect(2, "2")?;
-        let width = if is32 { Width::W32 } else { Width::W64 };
         let dst = ops.reg(0)?;
-        let src_tok = ops.tok(1)?;
-        let src = if src_tok.text.starts_with('%') { Operand::X(ops.reg(1)?) } else { Operand::K(ops.imm32(1)?) };
+        let src = ops.src(1)?;
         Ok(Some(Op::Alu { width, op, dst, src }))
     }
 
     /// Conditional jumps; `false` if the mnemonic is not one.
     fn cond_jump(&mut self, ops: &Operands<'_, '_>) -> Result<bool, AsmError> {
-        let (base, is32) = split_32(ops.mnemonic.text);
+        let (base, width) = split_32(ops.mnemonic.text);
         let Some(cond) = JmpCond::ALL.into_iter().find(|c| c.mnemonic() == base) else {
             return Ok(false);
         };
         ops.expect(3, "3")?;
-        let width = if is32 { Width::W32 } else { Width::W64 };
         let dst = ops.reg(0)?;
-        let src_tok = ops.tok(1)?;
-        let src = if src_tok.text.starts_with('%') { Operand::X(ops.reg(1)?) } else { Operand::K(ops.imm32(1)?) };
+        let src = ops.src(1)?;
         let off = self.target(ops, 2, TargetField::Off)?;
         self.push(Op::Jmp { width, cond, dst, src, off: off as i16 });
         Ok(true)

@@ -371,7 +371,12 @@ impl Chains {
     /// tree walk mostly leaves at the first), then the blocked scan.
     #[inline(always)]
     fn linked_exit(&self, x: u32, at: usize) -> &ChainExit {
-        self.scan_window_ranges::<WINDOW, _>(x, at, |t| &t.exit, || self.first_exit_after_ref(x, at + WINDOW))
+        self.scan_window::<WINDOW, _>(
+            at,
+            |t| t.hits_range(x),
+            |t| &t.exit,
+            || self.first_exit_after_ref(x, at + WINDOW),
+        )
     }
 }
 

@@ -6,9 +6,10 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use ebpf::asm::assemble;
 use ebpf::interp::{Input, Vm};
 use ebpf::skb::helper;
-use ebpf::{Helpers, Insn, LoadOptions, Program, SkbContext, SkbMeta};
+use ebpf::{Helpers, LoadOptions, Program, SkbContext, SkbMeta};
 
 struct Counting;
 static ALLOCS: AtomicUsize = AtomicUsize::new(0);
@@ -38,42 +39,43 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
-    Insn::new(code, dst, src, off, imm)
-}
-
 #[test]
 fn runs_do_not_allocate() {
     // Seccomp-style filter with a fused chain, a socket filter calling the
     // load helpers, and a program with local calls and atomics.
-    let seccomp = [
-        i(0xac, 0, 0, 0, 0),
-        i(0xbf, 6, 1, 0, 0),
-        i(0x61, 0, 6, 4, 0),
-        i(0xb4, 2, 0, 0, 0xc000_003eu32 as i32),
-        i(0x5d, 0, 2, 5, 0),
-        i(0x61, 0, 6, 0, 0),
-        i(0x15, 0, 0, 4, 1),
-        i(0x15, 0, 0, 3, 2),
-        i(0x15, 0, 0, 2, 3),
-        i(0xb4, 0, 0, 0, 0x7fff_0000),
-        i(0x95, 0, 0, 0, 0),
-        i(0xb4, 0, 0, 0, 0),
-        i(0x95, 0, 0, 0, 0),
-    ];
-    let socket = [
-        i(0xbf, 6, 1, 0, 0),
-        i(0x79, 2, 6, 0, 0),
-        i(0x61, 3, 6, 8, 0),
-        i(0xb7, 4, 0, 0, 12),
-        i(0x85, 0, 0, 0, helper::SKB_LOAD_16),
-        i(0x63, 10, 0, -4, 0),
-        i(0xc3, 10, 0, -4, 0x01),
-        i(0x85, 0, 1, 0, 1),
-        i(0x95, 0, 0, 0, 0),
-        i(0xb7, 0, 0, 0, 1),
-        i(0x95, 0, 0, 0, 0),
-    ];
+    let seccomp = assemble(
+        "xor32 %r0, %r0
+         mov %r6, %r1
+         ldxw %r0, [%r6+4]
+         mov32 %r2, 0xc000003e
+         jne %r0, %r2, +5
+         ldxw %r0, [%r6]
+         jeq %r0, 1, +4
+         jeq %r0, 2, +3
+         jeq %r0, 3, +2
+         mov32 %r0, 0x7fff0000
+         exit
+         mov32 %r0, 0
+         exit",
+    )
+    .unwrap();
+    // r0 = bpf_skb_load_helper_16(skb, data, headlen, 12); an atomic on the
+    // stack; a local call.
+    let socket = assemble(
+        "mov %r6, %r1
+         ldxdw %r2, [%r6]
+         ldxw %r3, [%r6+8]
+         mov %r4, 0xc
+         call 0x1002
+         stxw [%r10-4], %r0
+         lock fetch add32 [%r10-4], %r0
+         call local +1
+         exit
+         mov %r0, 1
+         exit",
+    )
+    .unwrap();
+    assert_eq!(helper::SKB_LOAD_16, 0x1002, "the socket program calls bpf_skb_load_helper_16");
     let p1 = Program::load(&seccomp, &LoadOptions::default(), &Helpers::new()).unwrap();
     let p2 = Program::load(&socket, &LoadOptions::default(), &Helpers::socket()).unwrap();
     let data = {

@@ -112,6 +112,18 @@ fn falling_off_the_end_is_an_error() {
     assert!(matches!(Vm::new().run(&prog, Input::None).unwrap_err(), ExecError::FellOffEnd { .. }));
 }
 
+/// Runs `prog` (results ignored: it must not panic or hang) on a packet,
+/// on writable memory and on no input, within `budget` steps.
+fn run_on_every_input(prog: &Program, budget: u64) {
+    let mut vm = Vm::new();
+    vm.set_step_budget(budget);
+    let skb = SkbContext::new(&[0x45u8; 60], &SkbMeta::default());
+    let _ = vm.run(prog, Input::Skb(&skb));
+    let mut buf = [0u8; 32];
+    let _ = vm.run(prog, Input::Memory(&mut buf));
+    let _ = vm.run(prog, Input::None);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
@@ -120,13 +132,7 @@ proptest! {
         let insns: Vec<Insn> = words.iter().map(|w| Insn::from_bytes(w.to_le_bytes())).collect();
         let opts = LoadOptions { strict, ..LoadOptions::default() };
         if let Ok(prog) = Program::load(&insns, &opts, &Helpers::socket().with(5, ebpf::helpers::conformance_helper_5)) {
-            let mut vm = Vm::new();
-            vm.set_step_budget(10_000);
-            let skb = SkbContext::new(&[0x45u8; 60], &SkbMeta::default());
-            let _ = vm.run(&prog, Input::Skb(&skb));
-            let mut buf = [0u8; 32];
-            let _ = vm.run(&prog, Input::Memory(&mut buf));
-            let _ = vm.run(&prog, Input::None);
+            run_on_every_input(&prog, 10_000);
         }
     }
 
@@ -134,12 +140,7 @@ proptest! {
     fn mostly_valid_programs_never_panic(ops in proptest::collection::vec(insn_strategy(), 1..48)) {
         let insns: Vec<Insn> = ops.iter().map(|&(c, d, s, o, m)| Insn::new(c, d, s, o, m)).collect();
         if let Ok(prog) = Program::load(&insns, &LoadOptions::default(), &Helpers::socket()) {
-            let mut vm = Vm::new();
-            vm.set_step_budget(5_000);
-            let skb = SkbContext::new(&[0x45u8; 60], &SkbMeta::default());
-            let _ = vm.run(&prog, Input::Skb(&skb));
-            let mut buf = [0u8; 32];
-            let _ = vm.run(&prog, Input::Memory(&mut buf));
+            run_on_every_input(&prog, 5_000);
         }
     }
 }

@@ -89,7 +89,7 @@ fn fixed_packet() -> SocketInput {
             *b = v;
         }
     }
-    SocketInput::from_skb(&cbpf::Skb::test_bpf(&data))
+    SocketInput::test_bpf(data)
 }
 
 // ---------------------------------------------------------------- convert_equiv
@@ -156,7 +156,7 @@ fn equiv(prog: &Program, inputs: &[Input]) {
                 // (`SKF_NET_OFF`/`SKF_LL_OFF`) loads reach only the linear
                 // area; Linux >= 6.15 also reads paged data. The two agree
                 // exactly on linear packets.
-                Input::Socket(p) if p.headlen < p.data.len() => continue,
+                Input::Socket(p) if p.meta.headlen < p.data.len() => continue,
                 Input::Socket(p) => {
                     let ctx = SkbContext::new(&p.data, &skb_meta(&p.skb()));
                     vm.run(&eprog, EInput::Skb(&ctx)).map(|r0| r0 as u32)
@@ -456,7 +456,7 @@ const BOUNDED_ARCHES: [u32; 3] = [0xc000_003e, 0x4000_0003, 0x4000_0001];
 
 /// A blow-up shape ([`crate::blowup`]) or a generated valid seccomp program:
 /// every analysis (the constant action of every number the filter compares,
-/// `explain`, `audit`) and the fast engine's build finish, each within one
+/// `explain`, `audit`, the policy reading and `decompile`) and the fast engine's build finish, each within one
 /// run budget — an answer or [`AnalysisError::Budget`], never more
 /// work than the budget allows — and what the fast engine builds agrees with
 /// the classic interpreter on each arch and number the filter compares.
@@ -495,6 +495,16 @@ pub fn bounded_work(data: &[u8]) {
         );
     }
     within("audit", analysis::audit_in(&program, &mut small()).map(drop));
+    // The policy reading behind `analyze --explain` and `decompile`: its
+    // analysis within the budget; the profile an answer or the reason
+    // there is none.
+    within(
+        "policy::read",
+        policy::read(&program, &mut small()).map(|reading| {
+            let _ = policy::explain_lines(&reading);
+            let _ = policy::decompile(&reading);
+        }),
+    );
 
     let fast = match seccomp::fast::FastFilter::build(&program) {
         Ok(f) => f,

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `tests/filetests.rs` | converter filetests, `testdata/convert/` (`UPDATE_EXPECT=1` blesses) |
 //! | `tests/oracle_props.rs` | the oracle on generated and real programs |
-//! | `tests/test_bpf_classic.rs`, `tests/cbpf_test_bpf.rs` | lib/test_bpf.c's classic tests, converted and classic |
+//! | `tests/test_bpf_classic.rs` | lib/test_bpf.c's classic tests: the classic interpreters and the converted program |
 //! | `tests/engine_filters.rs` | every engine of `engine` on every testdata/filters vector |
 //! | `tests/convert_filters.rs`, `tests/ebpf_interp_filters.rs`, `tests/ebpf_seccomp_exec.rs` | every converted testdata/filters program on every vector (rbpf; fused and plain interpreter; the seccomp executor) |
 //! | `benches/` | interpreter benches comparing crates (and rbpf) |

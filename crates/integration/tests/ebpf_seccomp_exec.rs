@@ -12,18 +12,28 @@ use test_kit::SplitMix64;
 
 const PLAIN: LoadOptions = LoadOptions { strict: false, no_superinstructions: true };
 
-/// Runs `data` through the executor (both entry points) and the general
-/// interpreter; describes any difference.
+/// Runs `data` through the executor (counting, uncounted, and `run` with a
+/// 64-byte context) and the general interpreter; describes any difference
+/// in result or executed count (the uncounted variant leaves
+/// `Vm::executed` as it was).
 fn compare(fast: &Program, plain: &Program, data: &[u8; 64]) -> Option<String> {
     let (mut a, mut b) = (Vm::new(), Vm::new());
     let ra = a.run_seccomp(fast, data);
     let sa = a.executed();
+    let ru = a.run_seccomp_uncounted(fast, data);
+    let su = a.executed();
     let rc = a.run(fast, Input::Ctx(data));
     let sc = a.executed();
     let rb = b.run_seccomp(plain, data);
     let sb = b.executed();
-    let same = ra == rb && rc == rb.clone().map(u64::from) && (rb.is_err() || (sa == sb && sc == sb));
-    (!same).then(|| format!("executor {ra:?} ({sa} steps), run {rc:?} ({sc} steps), general {rb:?} ({sb} steps)"))
+    let same =
+        ra == rb && ru == rb && sa == sb && su == sa && rc == rb.clone().map(u64::from) && (rb.is_err() || sc == sb);
+    (!same).then(|| {
+        format!(
+            "executor {ra:?} ({sa} steps), uncounted {ru:?} (then {su} steps), run {rc:?} ({sc} steps), general {rb:?} \
+             ({sb} steps)"
+        )
+    })
 }
 
 fn converted(prog: &cbpf::Program) -> Vec<Insn> {
@@ -253,30 +263,12 @@ fn load_mov_compare_and_short_stretches_match_the_general_interpreter() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
-/// Runs `p` on each named input on both executor variants (counting
-/// and uncounted) and on the general interpreter; describes each
-/// difference in result or executed count (the uncounted variant
-/// leaves `Vm::executed` as it was).
+/// [`compare`] of `p` on each named input (the executor must take it).
 fn differences_on(name: &str, p: &[Insn], datas: &[(String, [u8; 64])]) -> Vec<String> {
-    let fast = Program::load(p, &LoadOptions::default(), &Helpers::new()).unwrap();
-    let slow = Program::load(p, &PLAIN, &Helpers::new()).unwrap();
+    let fast = load(p);
+    let plain = Program::load(p, &PLAIN, &Helpers::new()).unwrap();
     assert!(fast.has_seccomp_executor(), "{name}: not on the executor");
-    let (mut vf, mut vs) = (Vm::new(), Vm::new());
-    let mut out = Vec::new();
-    for (what, d) in datas {
-        let (rf, rs) = (vf.run_seccomp(&fast, d), vs.run_seccomp(&slow, d));
-        let steps = vf.executed();
-        let ru = vf.run_seccomp_uncounted(&fast, d);
-        if rf != rs || ru != rs || steps != vs.executed() || vf.executed() != steps {
-            out.push(format!(
-                "{what}: executor {rf:?} ({steps} steps), uncounted {ru:?} (then {} steps), general {rs:?} ({} \
-                 steps)",
-                vf.executed(),
-                vs.executed()
-            ));
-        }
-    }
-    out
+    datas.iter().filter_map(|(what, d)| compare(&fast, &plain, d).map(|diff| format!("{what}: {diff}"))).collect()
 }
 
 /// Both executor variants against the general interpreter on every

@@ -1,6 +1,7 @@
 //! lib/test_bpf.c's classic tests (testdata/test_bpf/classic.json): every
 //! run must give the kernel's expected value on the CONVERTED program run by
-//! our eBPF interpreter, and the classic interpreters must agree
+//! our eBPF interpreter, and the classic interpreters (`cbpf::Interp` and
+//! the plain trace, the oracle's reference) must agree and give it too
 //! (`test_kit::oracle`). The 10 `expected_fail` programs must be refused by
 //! validation or conversion. One aggregating test lists every failing case.
 //!

@@ -77,19 +77,26 @@ pub fn time_syscalls(
         SyscallArg::Value(v) => v,
         SyscallArg::ZeroedBuffer => buffer_addr,
     });
-    match time_in_child(&progs, nr, regs, iterations)? {
+    let work = Workload { progs: &progs, nr, regs, iterations };
+    match time_in_child(work)? {
         Some(t) => Ok(t),
-        None => time_by_difference(&progs, nr, regs, iterations),
+        None => time_by_difference(work),
     }
 }
 
-/// `Ok(None)`: the clock itself was unusable under the filters.
-fn time_in_child(
-    progs: &[Vec<libc::sock_filter>],
+/// What a timing child does: installs `progs`, then makes system call `nr`
+/// with `regs` `iterations` times.
+#[derive(Clone, Copy)]
+struct Workload<'a> {
+    progs: &'a [Vec<libc::sock_filter>],
     nr: i64,
     regs: [u64; 6],
     iterations: u64,
-) -> Result<Option<SyscallTiming>, KernelError> {
+}
+
+/// `Ok(None)`: the clock itself was unusable under the filters.
+fn time_in_child(work: Workload<'_>) -> Result<Option<SyscallTiming>, KernelError> {
+    let Workload { progs, nr, regs, iterations } = work;
     let clock_id = libc::CLOCK_THREAD_CPUTIME_ID;
     // words[0] = clock worked once, [1] = setup errno, [2] = samples done,
     // [3..] = nanoseconds of each run (warm-up first).
@@ -135,16 +142,12 @@ fn time_in_child(
 }
 
 /// The [`TimingClock::ChildCpuDifference`] measurement.
-fn time_by_difference(
-    progs: &[Vec<libc::sock_filter>],
-    nr: i64,
-    regs: [u64; 6],
-    iterations: u64,
-) -> Result<SyscallTiming, KernelError> {
+fn time_by_difference(work: Workload<'_>) -> Result<SyscallTiming, KernelError> {
+    let iterations = work.iterations;
     let mut samples = Vec::with_capacity(REPEATS);
     for _ in 0..REPEATS {
-        let once = loop_cpu(progs, nr, regs, iterations)?;
-        let twice = loop_cpu(progs, nr, regs, iterations.saturating_mul(2))?;
+        let once = loop_cpu(work)?;
+        let twice = loop_cpu(Workload { iterations: iterations.saturating_mul(2), ..work })?;
         let extra = twice.saturating_sub(once);
         samples
             .push(Duration::from_nanos(u64::try_from(extra.as_nanos() / u128::from(iterations)).unwrap_or(u64::MAX)));
@@ -152,14 +155,9 @@ fn time_by_difference(
     Ok(SyscallTiming { per_call: median(&samples), samples, clock: TimingClock::ChildCpuDifference })
 }
 
-/// Total CPU time of a child that installs `progs` and loops `iterations`
-/// times, reading no clock itself.
-fn loop_cpu(
-    progs: &[Vec<libc::sock_filter>],
-    nr: i64,
-    regs: [u64; 6],
-    iterations: u64,
-) -> Result<Duration, KernelError> {
+/// Total CPU time of a child that runs `work`, reading no clock itself.
+fn loop_cpu(work: Workload<'_>) -> Result<Duration, KernelError> {
+    let Workload { progs, nr, regs, iterations } = work;
     // words[0] = loop finished, [1] = setup errno.
     let shared = shared_results(2)?;
     let words = shared.words();

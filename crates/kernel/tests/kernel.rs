@@ -132,6 +132,11 @@ fn sim_only_vectors_are_not_observable() {
     assert!(foreign > 0, "no foreign-arch cases found");
 }
 
+/// A filter in bpf_asm syntax.
+fn asm(text: &str) -> Vec<Insn> {
+    cbpf::text::parse(text.as_bytes(), cbpf::text::Format::Asm).unwrap()
+}
+
 fn x86_64(nr: i32, args: [u64; 6]) -> Input {
     Input { arch: AUDIT_ARCH_X86_64, nr, args, ip: 0 }
 }
@@ -142,13 +147,8 @@ fn division_by_zero_kills_and_the_engine_continues() {
         return;
     }
     // if nr == 39: A = A / X (X == 0) -> returns 0; else ret ERRNO(7).
-    let filter = [
-        Insn::stmt(0x20, 0),         // ld [0]
-        Insn::jump(0x15, 39, 0, 2),  // jeq #39
-        Insn::stmt(0x3c, 0),         // div x
-        Insn::stmt(0x06, ALLOW),     // ret ALLOW (unreached)
-        Insn::stmt(0x06, ERRNO | 7), // ret ERRNO|7
-    ];
+    // nr 39: divide by X = 0 (kills); else ERRNO|7.
+    let filter = asm("ld [0]\n jeq #39, divide, errno\n divide: div x\n ret #0x7fff0000\n errno: ret #0x50007");
     let inputs = [x86_64(1, [0; 6]), x86_64(39, [0; 6]), x86_64(2, [0; 6]), x86_64(39, [0; 6]), x86_64(3, [0; 6])];
     let got = run_vectors(&filter, &inputs).unwrap();
     assert_eq!(
@@ -169,13 +169,7 @@ fn ret_a_returns_the_full_accumulator() {
         return;
     }
     // nr == 1: ret ALLOW; else A = args[0] low half; ret a.
-    let filter = [
-        Insn::stmt(0x20, 0),
-        Insn::jump(0x15, 1, 0, 1),
-        Insn::stmt(0x06, ALLOW),
-        Insn::stmt(0x20, 16),
-        Insn::stmt(0x16, 0),
-    ];
+    let filter = asm("ld [0]\n jeq #1, allow, arg\n allow: ret #0x7fff0000\n arg: ld [16]\n ret a");
     let values = [0u64, 0x8000_0000, 0xdead_beef, 0x7fff_0001, 0xffff_ffff, 0x1_0000_0005];
     let mut inputs = vec![x86_64(1, [0; 6])];
     inputs.extend(values.iter().map(|&v| x86_64(2, [v, 0, 0, 0, 0, 0])));
@@ -191,13 +185,7 @@ fn i386_inputs_go_through_int80_with_32_bit_arguments() {
         return;
     }
     // arch == i386 ? ret ERRNO|args[5] low (via A) : ret ALLOW
-    let filter = [
-        Insn::stmt(0x20, 4),
-        Insn::jump(0x15, AUDIT_ARCH_I386, 1, 0),
-        Insn::stmt(0x06, ALLOW),
-        Insn::stmt(0x20, 56), // args[5] low half
-        Insn::stmt(0x16, 0),
-    ];
+    let filter = asm("ld [4]\n jeq #0x40000003, i386, allow\n allow: ret #0x7fff0000\n i386: ld [56]\n ret a");
     let i386 = Input { arch: AUDIT_ARCH_I386, nr: 20, args: [1, 2, 3, 4, 5, 0x1234_5678], ip: 0 };
     let wide = Input { args: [0, 0, 0, 0, 0, 1 << 40], ..i386 };
     let got = run_vectors(&filter, &[i386, x86_64(20, [0; 6]), wide]).unwrap();

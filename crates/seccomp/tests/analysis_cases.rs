@@ -18,6 +18,11 @@ use common::{j, s};
 fn prog(insns: &[Insn]) -> Program {
     validate(insns, Mode::Seccomp).unwrap_or_else(|e| panic!("{e}"))
 }
+/// A seccomp filter in bpf_asm syntax.
+fn asm(text: &str) -> Program {
+    prog(&cbpf::text::parse(text.as_bytes(), cbpf::text::Format::Asm).unwrap())
+}
+
 fn result(p: &Program, arch: u32, nr: u32) -> ActionResult {
     analyze(p, arch, [nr]).unwrap().remove(0).result
 }
@@ -179,17 +184,8 @@ fn audit_x32_default_allow_and_siblings() {
 #[test]
 fn audit_allow_list_without_open_is_not_a_sibling_problem_but_io_uring_is() {
     // x86_64 allow-list: openat (257) and io_uring_setup (425); default kill.
-    let p = prog(&[
-        s(LD_W_ABS, 4),
-        j(JMP_JEQ_K, X86_64, 1, 0),
-        s(RET_K, KILL),
-        s(LD_W_ABS, 0),
-        j(JMP_JGE_K, 0x4000_0000, 3, 0),
-        j(JMP_JEQ_K, 257, 1, 0),
-        j(JMP_JEQ_K, 425, 0, 1),
-        s(RET_K, ALLOW),
-        s(RET_K, KILL),
-    ]);
+    let p = asm("ld [4]\n jeq #0xc000003e, nr, kill\n kill: ret #0\n nr: ld [0]\n jge #0x40000000, deny, openat\n \
+                 openat: jeq #257, allow, io\n io: jeq #425, allow, deny\n allow: ret #0x7fff0000\n deny: ret #0");
     let findings = audit(&p).unwrap();
     let k = kinds(&findings);
     assert!(!k.iter().any(|k| matches!(k, FindingKind::SiblingNotFiltered { .. })), "{findings:?}");
@@ -199,15 +195,7 @@ fn audit_allow_list_without_open_is_not_a_sibling_problem_but_io_uring_is() {
 
 #[test]
 fn audit_ret_a_and_unreachable_code() {
-    let p = prog(&[
-        s(LD_W_ABS, 4),
-        j(JMP_JEQ_K, X86_64, 0, 2),
-        s(LD_IMM, ERRNO1),
-        s(RET_A, 0),
-        s(RET_K, KILL),
-        s(RET_K, KILL),
-        s(RET_K, KILL),
-    ]);
+    let p = asm("ld [4]\n jeq #0xc000003e, errno, kill\n errno: ld #0x50001\n ret a\n kill: ret #0\n ret #0\n ret #0");
     let findings = audit(&p).unwrap();
     assert!(findings.contains(&Finding { severity: Severity::Info, pc: Some(Pc(3)), kind: FindingKind::RetA }));
     assert!(findings.contains(&Finding {

@@ -103,6 +103,7 @@ fn holds(cond: &Cond, arch: u32, nr: u32, data: (u64, [u64; 6])) -> Option<bool>
     let value = |o: Operand| match o {
         Operand::Const(k) => Some(k),
         Operand::Field(f) => Some(field_value(f, arch, nr, data)),
+        Operand::Masked { field, mask } => Some(field_value(field, arch, nr, data) & mask),
         Operand::Computed(_) => None,
     };
     let (a, b) = (value(cond.lhs)?, value(cond.rhs)?);

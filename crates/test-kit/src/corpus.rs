@@ -159,8 +159,8 @@ impl TestBpf {
         let mut input = SocketInput::test_bpf(data);
         if let (true, Some(frag)) = (self.has_flag("FLAG_SKB_FRAG"), &self.frag_data) {
             input.data.extend(frag);
-            input.headlen = len;
-            input.network_offset = len.min(14);
+            input.meta.headlen = len;
+            input.meta.network_offset = len.min(14);
         }
         input
     }

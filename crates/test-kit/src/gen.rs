@@ -29,7 +29,7 @@ use crate::input::SocketInput;
 use crate::rng::SplitMix64;
 use arbitrary::{Error, Result, Unstructured};
 use cbpf::opcode::{BPF_MEMWORDS, LD_IMM, RET_A, SKF_AD_OFF, SKF_AD_PAY_OFFSET, SKF_LL_OFF, SKF_NET_OFF};
-use cbpf::{AluOp, Insn, JmpOp, Mode, NetDevice, Op, Program, Size, Src};
+use cbpf::{AluOp, Insn, JmpOp, Mode, NetDevice, Op, Program, Size, Skb, Src};
 
 /// Longest generated program. Long enough for every jump distance a
 /// converted group can stretch, short enough to run thousands per second.
@@ -330,19 +330,23 @@ pub fn packet(u: &mut Unstructured<'_>, pool: &mut Pool) -> Result<SocketInput> 
     };
     Ok(SocketInput {
         data,
-        headlen,
-        protocol,
-        pkt_type: u.int_in_range(0..=7u8)?,
-        dev,
-        mark: pool.value(u)?,
-        queue_mapping: u.arbitrary()?,
-        rxhash: pool.value(u)?,
-        vlan_tci,
-        vlan_proto,
-        cpu: u.arbitrary()?,
-        random: u.arbitrary()?,
-        network_offset,
-        mac_offset,
+        meta: Skb {
+            data: &[],
+            headlen,
+            protocol,
+            pkt_type: u.int_in_range(0..=7u8)?,
+            dev,
+            mark: pool.value(u)?,
+            queue_mapping: u.arbitrary()?,
+            rxhash: pool.value(u)?,
+            vlan_tci,
+            vlan_proto,
+            cpu: u.arbitrary()?,
+            random: u.arbitrary()?,
+            network_offset,
+            mac_offset,
+            wire_len: None,
+        },
     })
 }
 

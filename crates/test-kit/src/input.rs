@@ -3,91 +3,35 @@
 
 use std::fmt;
 
-use cbpf::{NetDevice, Skb};
+use cbpf::Skb;
 
-/// An owned [`cbpf::Skb`]: a packet and its `sk_buff` fields, kept by
-/// generators and mismatch reports.
+/// An owned [`cbpf::Skb`]: the packet bytes, and the other `sk_buff`
+/// fields as an [`Skb`] template whose own `data` is empty;
+/// [`SocketInput::skb`] lends the whole with `data` pointing at the bytes.
+/// Kept by generators and mismatch reports.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct SocketInput {
     /// All packet bytes: the linear area, then the paged data.
     pub data: Vec<u8>,
-    /// Bytes of `data` in the linear area.
-    pub headlen: usize,
-    /// `ntohs(skb->protocol)`.
-    pub protocol: u16,
-    /// `skb->pkt_type`.
-    pub pkt_type: u8,
-    /// `skb->dev`.
-    pub dev: Option<NetDevice>,
-    /// `skb->mark`.
-    pub mark: u32,
-    /// `skb->queue_mapping`.
-    pub queue_mapping: u16,
-    /// `skb->hash`.
-    pub rxhash: u32,
-    /// `skb->vlan_tci`.
-    pub vlan_tci: u16,
-    /// `ntohs(skb->vlan_proto)`.
-    pub vlan_proto: u16,
-    /// `SKF_AD_CPU`.
-    pub cpu: u32,
-    /// `SKF_AD_RANDOM`.
-    pub random: u32,
-    /// `skb_network_offset()`.
-    pub network_offset: usize,
-    /// `skb_mac_offset()`, `None` when unset.
-    pub mac_offset: Option<usize>,
+    /// Every other field (`headlen`, `protocol`, ... `wire_len`); its
+    /// `data` stays empty.
+    pub meta: Skb<'static>,
 }
 
 impl SocketInput {
     /// A linear packet with lib/test_bpf.c's field values ([`Skb::test_bpf`]).
     pub fn test_bpf(data: Vec<u8>) -> Self {
-        let mut input = SocketInput::from_skb(&Skb::test_bpf(&[]));
-        input.headlen = data.len();
-        input.network_offset = data.len().min(14);
-        input.data = data;
-        input
+        SocketInput { meta: Skb::test_bpf(&data).with_data(&[]), data }
     }
 
     /// Copies a classic socket buffer.
     pub fn from_skb(skb: &Skb<'_>) -> Self {
-        SocketInput {
-            data: skb.data.to_vec(),
-            headlen: skb.headlen,
-            protocol: skb.protocol,
-            pkt_type: skb.pkt_type,
-            dev: skb.dev,
-            mark: skb.mark,
-            queue_mapping: skb.queue_mapping,
-            rxhash: skb.rxhash,
-            vlan_tci: skb.vlan_tci,
-            vlan_proto: skb.vlan_proto,
-            cpu: skb.cpu,
-            random: skb.random,
-            network_offset: skb.network_offset,
-            mac_offset: skb.mac_offset,
-        }
+        SocketInput { data: skb.data.to_vec(), meta: skb.with_data(&[]) }
     }
 
     /// The classic view, borrowing the packet.
     pub fn skb(&self) -> Skb<'_> {
-        Skb {
-            data: &self.data,
-            headlen: self.headlen,
-            protocol: self.protocol,
-            pkt_type: self.pkt_type,
-            dev: self.dev,
-            mark: self.mark,
-            queue_mapping: self.queue_mapping,
-            rxhash: self.rxhash,
-            vlan_tci: self.vlan_tci,
-            vlan_proto: self.vlan_proto,
-            cpu: self.cpu,
-            random: self.random,
-            network_offset: self.network_offset,
-            mac_offset: self.mac_offset,
-            wire_len: None,
-        }
+        self.meta.with_data(&self.data)
     }
 }
 
@@ -100,44 +44,47 @@ impl fmt::Display for SocketInput {
             write!(f, "{b:02x}")?;
         }
         let base = SocketInput::test_bpf(self.data.clone());
-        if self.headlen != base.headlen {
-            write!(f, " headlen={}", self.headlen)?;
+        if self.meta.headlen != base.meta.headlen {
+            write!(f, " headlen={}", self.meta.headlen)?;
         }
-        if self.network_offset != base.network_offset {
-            write!(f, " network_offset={}", self.network_offset)?;
+        if self.meta.network_offset != base.meta.network_offset {
+            write!(f, " network_offset={}", self.meta.network_offset)?;
         }
-        if self.mac_offset != base.mac_offset {
-            write!(f, " mac_offset={:?}", self.mac_offset)?;
+        if self.meta.mac_offset != base.meta.mac_offset {
+            write!(f, " mac_offset={:?}", self.meta.mac_offset)?;
         }
-        if self.protocol != base.protocol {
-            write!(f, " protocol={:#06x}", self.protocol)?;
+        if self.meta.protocol != base.meta.protocol {
+            write!(f, " protocol={:#06x}", self.meta.protocol)?;
         }
-        if self.pkt_type != base.pkt_type {
-            write!(f, " pkt_type={}", self.pkt_type)?;
+        if self.meta.pkt_type != base.meta.pkt_type {
+            write!(f, " pkt_type={}", self.meta.pkt_type)?;
         }
-        if self.dev != base.dev {
-            write!(f, " dev={:?}", self.dev)?;
+        if self.meta.dev != base.meta.dev {
+            write!(f, " dev={:?}", self.meta.dev)?;
         }
-        if self.mark != base.mark {
-            write!(f, " mark={:#x}", self.mark)?;
+        if self.meta.mark != base.meta.mark {
+            write!(f, " mark={:#x}", self.meta.mark)?;
         }
-        if self.queue_mapping != base.queue_mapping {
-            write!(f, " queue_mapping={}", self.queue_mapping)?;
+        if self.meta.queue_mapping != base.meta.queue_mapping {
+            write!(f, " queue_mapping={}", self.meta.queue_mapping)?;
         }
-        if self.rxhash != base.rxhash {
-            write!(f, " rxhash={:#x}", self.rxhash)?;
+        if self.meta.rxhash != base.meta.rxhash {
+            write!(f, " rxhash={:#x}", self.meta.rxhash)?;
         }
-        if self.vlan_tci != base.vlan_tci {
-            write!(f, " vlan_tci={:#x}", self.vlan_tci)?;
+        if self.meta.vlan_tci != base.meta.vlan_tci {
+            write!(f, " vlan_tci={:#x}", self.meta.vlan_tci)?;
         }
-        if self.vlan_proto != base.vlan_proto {
-            write!(f, " vlan_proto={:#06x}", self.vlan_proto)?;
+        if self.meta.vlan_proto != base.meta.vlan_proto {
+            write!(f, " vlan_proto={:#06x}", self.meta.vlan_proto)?;
         }
-        if self.cpu != base.cpu {
-            write!(f, " cpu={}", self.cpu)?;
+        if self.meta.cpu != base.meta.cpu {
+            write!(f, " cpu={}", self.meta.cpu)?;
         }
-        if self.random != base.random {
-            write!(f, " random={:#x}", self.random)?;
+        if self.meta.random != base.meta.random {
+            write!(f, " random={:#x}", self.meta.random)?;
+        }
+        if let Some(wire_len) = self.meta.wire_len {
+            write!(f, " wire_len={wire_len}")?;
         }
         Ok(())
     }

@@ -26,7 +26,7 @@
 
 use std::fmt;
 
-use cbpf::{Insn, Interp, Mode, Program, SeccompData, Skb};
+use cbpf::{Insn, Interp, Mode, Program, SeccompData, Skb, TraceStep};
 use convert::socket_ctx::{skb_meta, socket_helpers};
 use convert::{convert, ConvertError, Converted, Options};
 use seccomp::fast::{FastError, FastFilter};
@@ -285,20 +285,36 @@ impl Oracle {
         }
     }
 
-    /// Runs every engine on a system call; `Ok` with the common result.
-    pub fn check_seccomp(&mut self, data: &SeccompData) -> Result<u32, Box<Mismatch>> {
-        let bytes = data.to_bytes();
+    /// The runs every input gets: the plain trace (the reference, with its
+    /// step count) and `cbpf::Interp` through `trace` and `run`, then the
+    /// converted program with and without superinstructions (with their
+    /// step counts) through `ebpf`.
+    fn common_runs(
+        &mut self,
+        trace: impl FnOnce(&Interp, &mut dyn FnMut(&TraceStep)) -> Result<u32, cbpf::ExecError>,
+        run: impl FnOnce(&Interp) -> Result<u32, cbpf::ExecError>,
+        ebpf: impl Fn(&mut ebpf::Vm, &ebpf::Program) -> Result<u32, ebpf::ExecError>,
+    ) -> Vec<Run> {
         let mut steps = 0u64;
-        let reference = self.interp.trace_seccomp(&bytes, |_| steps += 1);
-        let mut runs = vec![
-            Run::new(Engine::Trace, reference, Some(steps)),
-            Run::new(Engine::Cbpf, self.interp.run_seccomp(&bytes), None),
-        ];
+        let reference = trace(&self.interp, &mut |_| steps += 1);
+        let mut runs =
+            vec![Run::new(Engine::Trace, reference, Some(steps)), Run::new(Engine::Cbpf, run(&self.interp), None)];
         for (engine, prog) in [(Engine::Ebpf, &self.ebpf), (Engine::EbpfGeneral, &self.general)] {
-            let result = self.vm.run_seccomp(prog, &bytes);
+            let result = ebpf(&mut self.vm, prog);
             let steps = result.is_ok().then(|| self.vm.executed());
             runs.push(Run::new(engine, result, steps));
         }
+        runs
+    }
+
+    /// Runs every engine on a system call; `Ok` with the common result.
+    pub fn check_seccomp(&mut self, data: &SeccompData) -> Result<u32, Box<Mismatch>> {
+        let bytes = data.to_bytes();
+        let mut runs = self.common_runs(
+            |i, on_step| i.trace_seccomp(&bytes, on_step),
+            |i| i.run_seccomp(&bytes),
+            |vm, prog| vm.run_seccomp(prog, &bytes),
+        );
         if let Some(s) = &self.seccomp {
             runs.push(Run::new(Engine::Fast, Ok::<u32, String>(s.fast.eval_bytes(&bytes)), None));
             let mut mem = bytes;
@@ -312,18 +328,12 @@ impl Oracle {
 
     /// Runs every engine on a packet; `Ok` with the common result.
     pub fn check_socket(&mut self, skb: &Skb<'_>) -> Result<u32, Box<Mismatch>> {
-        let mut steps = 0u64;
-        let reference = self.interp.trace_socket(skb, |_| steps += 1);
-        let mut runs = vec![
-            Run::new(Engine::Trace, reference, Some(steps)),
-            Run::new(Engine::Cbpf, self.interp.run_socket(skb), None),
-        ];
         let ctx = ebpf::SkbContext::new(skb.data, &skb_meta(skb));
-        for (engine, prog) in [(Engine::Ebpf, &self.ebpf), (Engine::EbpfGeneral, &self.general)] {
-            let result = self.vm.run(prog, ebpf::Input::Skb(&ctx)).map(|r0| r0 as u32);
-            let steps = result.is_ok().then(|| self.vm.executed());
-            runs.push(Run::new(engine, result, steps));
-        }
+        let runs = self.common_runs(
+            |i, on_step| i.trace_socket(skb, on_step),
+            |i| i.run_socket(skb),
+            |vm, prog| vm.run(prog, ebpf::Input::Skb(&ctx)).map(|r0| r0 as u32),
+        );
         self.judge(|| OracleInput::Socket(SocketInput::from_skb(skb)), runs)
     }
 
@@ -333,17 +343,11 @@ impl Oracle {
     /// agree.
     pub fn check_no_data(&mut self) -> Result<u32, Box<Mismatch>> {
         let empty = Skb::test_bpf(&[]);
-        let mut steps = 0u64;
-        let reference = self.interp.trace_socket(&empty, |_| steps += 1);
-        let mut runs = vec![
-            Run::new(Engine::Trace, reference, Some(steps)),
-            Run::new(Engine::Cbpf, self.interp.run_socket(&empty), None),
-        ];
-        for (engine, prog) in [(Engine::Ebpf, &self.ebpf), (Engine::EbpfGeneral, &self.general)] {
-            let result = self.vm.run(prog, ebpf::Input::None).map(|r0| r0 as u32);
-            let steps = result.is_ok().then(|| self.vm.executed());
-            runs.push(Run::new(engine, result, steps));
-        }
+        let runs = self.common_runs(
+            |i, on_step| i.trace_socket(&empty, on_step),
+            |i| i.run_socket(&empty),
+            |vm, prog| vm.run(prog, ebpf::Input::None).map(|r0| r0 as u32),
+        );
         self.judge(|| OracleInput::NoData, runs)
     }
 

@@ -24,28 +24,34 @@ pub fn socket_filters() -> Result<Vec<(String, Vec<Insn>)>, String> {
     for name in names {
         let path = dir.join(&name);
         let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let mut insns = Vec::new();
-        for line in text.lines().take_while(|l| !l.starts_with("==")) {
-            let line = line.split(';').next().unwrap_or("").trim();
-            if line.is_empty() {
-                continue;
-            }
-            // `repeat N: insn` is the filetests' shorthand for N copies.
-            let (times, line) = match line.strip_prefix("repeat ").and_then(|r| r.split_once(':')) {
-                Some((n, rest)) => (number(n.trim())? as usize, rest),
-                None => (1, line),
-            };
-            let fields = line.split_whitespace().map(number).collect::<Result<Vec<u64>, String>>()?;
-            let [code, jt, jf, k] = fields[..] else {
-                return Err(format!("{name}: `{line}` is not `code jt jf k`"));
-            };
-            let insn = Insn { code: code as u16, jt: jt as u8, jf: jf as u8, k: k as u32 };
-            insns.extend(std::iter::repeat_n(insn, times));
-        }
-        out.push((name.trim_end_matches(".txt").to_string(), insns));
+        let program = text.lines().take_while(|l| !l.starts_with("=="));
+        out.push((name.trim_end_matches(".txt").to_string(), parse(&name, program)?));
     }
-    out.extend(tcpdump_filters());
+    out.extend(tcpdump_filters()?);
     Ok(out)
+}
+
+/// A classic program in the converter filetests' syntax: `code jt jf k`
+/// lines, `;` comments, `repeat N: insn` for N copies.
+fn parse<'a>(name: &str, lines: impl Iterator<Item = &'a str>) -> Result<Vec<Insn>, String> {
+    let mut insns = Vec::new();
+    for line in lines {
+        let line = line.split(';').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let (times, line) = match line.strip_prefix("repeat ").and_then(|r| r.split_once(':')) {
+            Some((n, rest)) => (number(n.trim())? as usize, rest),
+            None => (1, line),
+        };
+        let fields = line.split_whitespace().map(number).collect::<Result<Vec<u64>, String>>()?;
+        let [code, jt, jf, k] = fields[..] else {
+            return Err(format!("{name}: `{line}` is not `code jt jf k`"));
+        };
+        let insn = Insn { code: code as u16, jt: jt as u8, jf: jf as u8, k: k as u32 };
+        insns.extend(std::iter::repeat_n(insn, times));
+    }
+    Ok(insns)
 }
 
 fn number(text: &str) -> Result<u64, String> {
@@ -65,65 +71,18 @@ fn j(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
 }
 
 /// Programs in the shape `tcpdump -dd` prints (our own encodings of the
-/// expressions named; snap length 262144).
-pub fn tcpdump_filters() -> Vec<(String, Vec<Insn>)> {
-    const KEEP: u32 = 0x40000;
-    vec![
-        // ip
-        ("tcpdump_ip".into(), vec![s(0x28, 12), j(0x15, 0x800, 0, 1), s(0x06, KEEP), s(0x06, 0)]),
-        // ip6
-        ("tcpdump_ip6".into(), vec![s(0x28, 12), j(0x15, 0x86dd, 0, 1), s(0x06, KEEP), s(0x06, 0)]),
-        // udp (v4 and v6)
-        (
-            "tcpdump_udp".into(),
-            vec![
-                s(0x28, 12),
-                j(0x15, 0x86dd, 0, 2),
-                s(0x30, 20),
-                j(0x15, 17, 3, 4),
-                j(0x15, 0x800, 0, 3),
-                s(0x30, 23),
-                j(0x15, 17, 0, 1),
-                s(0x06, KEEP),
-                s(0x06, 0),
-            ],
-        ),
-        // icmp
-        (
-            "tcpdump_icmp".into(),
-            vec![s(0x28, 12), j(0x15, 0x800, 0, 3), s(0x30, 23), j(0x15, 1, 0, 1), s(0x06, KEEP), s(0x06, 0)],
-        ),
-        // vlan and ip (in-packet 802.1Q tag)
-        (
-            "tcpdump_vlan_ip".into(),
-            vec![s(0x28, 12), j(0x15, 0x8100, 0, 3), s(0x28, 16), j(0x15, 0x800, 0, 1), s(0x06, KEEP), s(0x06, 0)],
-        ),
-        // udp dst port 53, fragment-aware (ldxb 4*([14]&0xf), ldh [x+16])
-        (
-            "tcpdump_udp_dst_port_53".into(),
-            vec![
-                s(0x28, 12),
-                j(0x15, 0x800, 0, 8),
-                s(0x30, 23),
-                j(0x15, 17, 0, 6),
-                s(0x28, 20),
-                j(0x45, 0x1fff, 4, 0),
-                s(0xb1, 14),
-                s(0x48, 16),
-                j(0x15, 53, 0, 1),
-                s(0x06, KEEP),
-                s(0x06, 0),
-            ],
-        ),
-        // greater 100 (ld len)
-        ("tcpdump_greater_100".into(), vec![s(0x80, 0), j(0x35, 100, 0, 1), s(0x06, KEEP), s(0x06, 0)]),
-        // less 60, returning the wire length (ret a)
-        ("len_or_drop".into(), vec![s(0x80, 0), j(0x25, 60, 1, 0), s(0x16, 0), s(0x06, 0)]),
-        // a word past a short capture, then ret a
-        ("load_word_40".into(), vec![s(0x20, 40), s(0x04, 1), s(0x16, 0)]),
-        // SKF_NET_OFF: IPv4 protocol byte via the network header
-        ("net_off_protocol".into(), vec![s(0x30, 0xfff0_0009), s(0x04, 1), s(0x16, 0)]),
-    ]
+/// expressions named; snap length 262144), from
+/// testdata/socket/tcpdump.txt (`filter NAME`, then the program).
+pub fn tcpdump_filters() -> Result<Vec<(String, Vec<Insn>)>, String> {
+    let text = include_str!("../../../testdata/socket/tcpdump.txt");
+    let mut out = Vec::new();
+    for section in text.split("\nfilter ").skip(1) {
+        let mut lines = section.lines();
+        let head = lines.next().unwrap_or("");
+        let name = head.split(';').next().unwrap_or("").trim().to_string();
+        out.push((name.clone(), parse(&name, lines)?));
+    }
+    Ok(out)
 }
 
 fn ether(ethertype: u16, payload: &[u8]) -> Vec<u8> {

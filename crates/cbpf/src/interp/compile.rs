@@ -109,7 +109,7 @@ impl Chains {
     /// one bounds check and an unrolled scan; no length, no loop.
     #[inline(always)]
     pub(super) fn short(&self, a: u32, from: usize) -> &Exit {
-        self.scan_window::<WINDOW, _>(a, from, |e| e, || &DEAD_EXIT)
+        self.scan_window::<WINDOW, _>(from, |t| t.hits(a), |e| e, || &DEAD_EXIT)
     }
 
     /// [`Chains::short`] for a chain whose tests all have a full mask
@@ -118,7 +118,7 @@ impl Chains {
     /// are never reached.
     #[inline(always)]
     pub(super) fn short_ranges(&self, a: u32, from: usize) -> &Exit {
-        self.scan_window_ranges::<WINDOW, _>(a, from, |e| e, || &DEAD_EXIT)
+        self.scan_window::<WINDOW, _>(from, |t| t.hits_range(a), |e| e, || &DEAD_EXIT)
     }
 
     /// Where the chain `from..to` leaves to: the first test that `a` hits,

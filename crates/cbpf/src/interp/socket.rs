@@ -99,6 +99,28 @@ impl<'a> Skb<'a> {
         }
     }
 
+    /// The same `sk_buff` fields over other packet bytes (`data`); what an
+    /// owner of the bytes lends, or keeps with empty `data` as a template.
+    pub fn with_data<'b>(&self, data: &'b [u8]) -> Skb<'b> {
+        Skb {
+            data,
+            headlen: self.headlen,
+            protocol: self.protocol,
+            pkt_type: self.pkt_type,
+            dev: self.dev,
+            mark: self.mark,
+            queue_mapping: self.queue_mapping,
+            rxhash: self.rxhash,
+            vlan_tci: self.vlan_tci,
+            vlan_proto: self.vlan_proto,
+            cpu: self.cpu,
+            random: self.random,
+            network_offset: self.network_offset,
+            mac_offset: self.mac_offset,
+            wire_len: self.wire_len,
+        }
+    }
+
     fn headlen(&self) -> usize {
         self.headlen.min(self.data.len())
     }
@@ -302,13 +324,16 @@ impl<'s, 'a> SocketCtx<'s, 'a> {
     /// # Deviations
     /// None; `struct nlattr` fields are read in host byte order.
     fn nlattr(&self, a: u32, x: u32) -> u32 {
-        let data = self.skb.data;
-        let len = data.len();
-        if self.skb.is_nonlinear() || len < 4 || a as usize > len - 4 {
-            return 0;
-        }
-        let start = a as usize;
-        nla_find(data, start, len - start, x).map_or(0, |at| at as u32)
+        let Some(start) = self.nlattr_at(a) else { return 0 };
+        nla_find(self.skb.data, start, self.skb.data.len() - start, x).map_or(0, |at| at as u32)
+    }
+
+    /// The checks both netlink helpers open with: a linear skb, at least
+    /// one `struct nlattr` long, with `A <= skb->len - sizeof(struct
+    /// nlattr)`; `Some(A)` when they pass (the helpers return 0 otherwise).
+    fn nlattr_at(&self, a: u32) -> Option<usize> {
+        let len = self.skb.data.len();
+        (!self.skb.is_nonlinear() && len >= 4 && a as usize <= len - 4).then_some(a as usize)
     }
 
     /// `bpf_skb_get_nlattr_nest()` (net/core/filter.c, Linux 6.18).
@@ -316,12 +341,8 @@ impl<'s, 'a> SocketCtx<'s, 'a> {
     /// # Deviations
     /// None; `struct nlattr` fields are read in host byte order.
     fn nlattr_nest(&self, a: u32, x: u32) -> u32 {
-        let data = self.skb.data;
-        let len = data.len();
-        if self.skb.is_nonlinear() || len < 4 || a as usize > len - 4 {
-            return 0;
-        }
-        let start = a as usize;
+        let Some(start) = self.nlattr_at(a) else { return 0 };
+        let (data, len) = (self.skb.data, self.skb.data.len());
         // `if (!nla_ok(nla, skb->len - a)) return 0;`
         let Some(nla_len) = nla_len_at(data, start) else { return 0 };
         if nla_len < 4 || nla_len > len - start {

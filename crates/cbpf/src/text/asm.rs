@@ -496,32 +496,26 @@ impl<'a> Parser<'a> {
 
     /// `x` or `%x`.
     fn eat_x(&mut self) -> bool {
-        match (self.peek().tok, self.peek_at(1).tok) {
-            (Tok::X, _) => {
-                self.i += 1;
-                true
-            }
-            (Tok::Punct(b'%'), Tok::X) => {
-                self.i += 2;
-                true
-            }
-            _ => false,
-        }
+        self.eat_register(Tok::X)
+    }
+
+    /// The register `reg` (`Tok::A` or `Tok::X`), with or without a `%`.
+    fn eat_register(&mut self, reg: Tok) -> bool {
+        let (first, second) = (self.peek().tok, self.peek_at(1).tok);
+        let eaten = if first == reg {
+            1
+        } else if first == Tok::Punct(b'%') && second == reg {
+            2
+        } else {
+            return false;
+        };
+        self.i += eaten;
+        true
     }
 
     /// `a` or `%a`.
     fn eat_a(&mut self) -> bool {
-        match (self.peek().tok, self.peek_at(1).tok) {
-            (Tok::A, _) => {
-                self.i += 1;
-                true
-            }
-            (Tok::Punct(b'%'), Tok::A) => {
-                self.i += 2;
-                true
-            }
-            _ => false,
-        }
+        self.eat_register(Tok::A)
     }
 
     /// `[k]`, `[x + k]` or `[%x + k]` after a load mnemonic of `size`.

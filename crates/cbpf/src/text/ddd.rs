@@ -84,25 +84,18 @@ pub(crate) fn parse(src: Source<'_>) -> Result<Vec<Insn>, ParseError> {
         let (line, col) = src.pos(text.len());
         return Err(ParseError::Empty { line, col });
     };
+    // A record with the wrong number of numbers.
+    let miscount = |at: usize, expected: &str, found: usize| {
+        let (line, col) = src.pos(at);
+        ParseError::Syntax { line, col, expected: expected.to_string(), found: format!("{found} numbers") }
+    };
     let [count] = count[..] else {
-        let (line, col) = src.pos(count_at);
-        return Err(ParseError::Syntax {
-            line,
-            col,
-            expected: "the instruction count alone on the first line".to_string(),
-            found: format!("{} numbers", count.len()),
-        });
+        return Err(miscount(count_at, "the instruction count alone on the first line", count.len()));
     };
     let mut insns = Vec::new();
     for (at, nums) in records {
         let [code, jt, jf, k] = nums[..] else {
-            let (line, col) = src.pos(at);
-            return Err(ParseError::Syntax {
-                line,
-                col,
-                expected: "4 numbers `code jt jf k`".to_string(),
-                found: format!("{} numbers", nums.len()),
-            });
+            return Err(miscount(at, "4 numbers `code jt jf k`", nums.len()));
         };
         let field = |n: Num, max: u64, range: &'static str| -> Result<u64, ParseError> {
             if n.value > max {

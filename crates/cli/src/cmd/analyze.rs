@@ -2,7 +2,7 @@
 //! constant-action cache, the policy per action and an audit.
 
 use clap::{Args, ValueEnum};
-use seccomp::analysis::{self, ActionResult, PolicyEvent};
+use seccomp::analysis::{self, ActionResult};
 use seccomp::{Action, Arch};
 
 use crate::cmd::disasm::parse_arch;
@@ -34,7 +34,7 @@ pub struct AnalyzeArgs {
     /// Output form.
     #[arg(long, value_enum, default_value_t)]
     format: AnalyzeFormat,
-    /// Text output: also print the policy per action (syscall lists and argument conditions).
+    /// Text output: also print the policy: the default action, then per action the syscalls by name on every arch the filter handles, with 64-bit argument conditions.
     #[arg(long)]
     explain: bool,
     /// Text output: also print audit findings.
@@ -49,15 +49,6 @@ pub struct AnalyzeArgs {
     /// Budget of the whole run: conditions `--explain` prints (bounds its output).
     #[arg(long, value_name = "N", default_value_t = analysis::Budget::DEFAULT_CONDS)]
     max_conds: u64,
-}
-
-/// Why streaming the policy stopped: the analysis (its budget) or the output.
-struct Stop(Failure);
-
-impl std::convert::From<analysis::AnalysisError> for Stop {
-    fn from(e: analysis::AnalysisError) -> Self {
-        Stop(Failure::rejected(e))
-    }
 }
 
 /// The kernel whose constant-action cache covers `arch`, as (native arch, table size).
@@ -140,40 +131,13 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
                 }
             }
             if args.explain {
-                outln!(sink, "\npolicy per action:")?;
-                // Printed as proved: nothing but the current path is held.
-                let names = |nrs: &[u32]| -> Vec<String> {
-                    nrs.iter().map(|nr| name(*nr).map(str::to_string).unwrap_or_else(|| nr.to_string())).collect()
-                };
-                let streamed = analysis::explain_in(&prog, audit_arch, nrs.iter().copied(), &mut budget, |event| {
-                    match event {
-                        // Paths to computed values are not printed.
-                        PolicyEvent::Action { action: None, .. }
-                        | PolicyEvent::Path { action: None, .. }
-                        | PolicyEvent::Truncated { action: None, .. } => {}
-                        PolicyEvent::Action { action: Some(a), always } => {
-                            outln!(sink, "{}:", Action::from_u32(a)).map_err(Stop)?;
-                            if !always.is_empty() {
-                                outln!(sink, "  always: {}", names(always).join(" ")).map_err(Stop)?;
-                            }
-                        }
-                        PolicyEvent::Path { action: Some(_), nr, conds } => {
-                            let n = names(&[nr]).join("");
-                            let conds: Vec<String> = conds.iter().map(|c| c.to_string()).collect();
-                            outln!(
-                                sink,
-                                "  {n} when {}",
-                                if conds.is_empty() { "always".to_string() } else { conds.join(" && ") }
-                            )
-                            .map_err(Stop)?;
-                        }
-                        PolicyEvent::Truncated { action: Some(_), nr } => {
-                            outln!(sink, "  {}: (more paths not shown)", names(&[nr]).join("")).map_err(Stop)?;
-                        }
-                    }
-                    Ok::<(), Stop>(())
-                });
-                streamed.map_err(|Stop(f)| f)?;
+                // Every arch the filter handles, numbers by name, 64-bit
+                // argument conditions (`policy::read`, on `analysis::explain_in`).
+                outln!(sink, "\npolicy:")?;
+                let reading = policy::read(&prog, &mut budget).map_err(fail)?;
+                for line in policy::explain_lines(&reading) {
+                    outln!(sink, "{line}")?;
+                }
             }
             if args.audit {
                 let findings = analysis::audit_in(&prog, &mut budget).map_err(fail)?;

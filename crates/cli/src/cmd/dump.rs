@@ -17,6 +17,10 @@ pub struct DumpArgs {
     /// without it, print them as seccomp-tools style listings.
     #[arg(short, long)]
     output: Option<String>,
+    /// Print each filter as the OCI `linux.seccomp` profile that means it (a JSON array,
+    /// oldest first); exit 1 naming the filter and instruction where no profile can.
+    #[arg(long, conflicts_with = "output")]
+    decompile: bool,
     /// With -o: replace existing files (a symlink is replaced, never followed).
     #[arg(long, requires = "output")]
     force: bool,
@@ -33,6 +37,22 @@ pub fn dump(args: &DumpArgs) -> Result<i32> {
         return Ok(0);
     }
     let mut out = Out::stdout();
+    if args.decompile {
+        let mut profiles = Vec::new();
+        for (n, f) in filters.iter().enumerate() {
+            let of = |e: Failure| {
+                Failure::rejected(format!("filter {n} of {} (oldest first): {}", filters.len(), e.message))
+            };
+            let prog = cbpf::validate(f, cbpf::Mode::Seccomp).map_err(|e| of(Failure::rejected(e)))?;
+            let mut budget = seccomp::analysis::Budget::default();
+            let reading = policy::read(&prog, &mut budget).map_err(|e| of(Failure::rejected(e)))?;
+            profiles.push(policy::decompile(&reading).map_err(|e| of(Failure::rejected(e)))?);
+        }
+        let text = serde_json::to_string_pretty(&profiles).map_err(Failure::rejected)?;
+        outln!(out, "{text}")?;
+        out.finish()?;
+        return Ok(0);
+    }
     match &args.output {
         Some(dir) => write_filters(Path::new(dir), args.pid, &filters, args.force, args.endian.endian(), &mut out)?,
         None => {
@@ -91,11 +111,7 @@ mod tests {
 
     #[test]
     fn a_planted_symlink_is_never_followed() {
-        let dir = tempfile::tempdir().unwrap();
-        let victim = dir.path().join("victim");
-        std::fs::write(&victim, b"precious").unwrap();
-        let name = dir.path().join("42-0.bpf");
-        std::os::unix::fs::symlink(&victim, &name).unwrap();
+        let (dir, victim, name) = crate::io::tests::planted_symlink("42-0.bpf", b"precious");
         let mut out = Out::stdout();
         let err = write_filters(dir.path(), 42, &filters(), false, cbpf::raw::Endian::Little, &mut out).unwrap_err();
         assert!(err.message.contains("already exists") && err.message.contains("--force"), "{}", err.message);

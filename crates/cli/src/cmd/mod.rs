@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod convert;
+pub mod decompile;
 pub mod disasm;
 pub mod dump;
 pub mod ebpf;

@@ -47,28 +47,44 @@ impl NrClasses {
     /// Classifies the values of `field` under `env` (where `field` is
     /// unknown).
     pub(super) fn of_field(analyzer: &mut Analyzer, env: &Env, field: Field) -> NrClasses {
+        match NrClasses::scan(analyzer, env, field) {
+            (_, Some(_)) => NrClasses::Unclassified,
+            (mut tests, None) => {
+                tests.sort_unstable_by_key(|&(op, k, lhs)| (op.bits(), k, lhs));
+                tests.dedup();
+                NrClasses::Tests(tests)
+            }
+        }
+    }
+
+    /// Every comparison of `field` with a constant, and the first pc (in
+    /// program order) where `field` reaches anything else.
+    pub(super) fn scan(analyzer: &mut Analyzer, env: &Env, field: Field) -> (Vec<(JmpOp, u32, bool)>, Option<usize>) {
         let mut tests: Vec<(JmpOp, u32, bool)> = Vec::new();
-        let mut classified = true;
-        analyzer.for_each_step_hiding(env, FieldSet::single(field), |_, _, step| {
+        let mut other: Option<usize> = None;
+        analyzer.for_each_step_hiding(env, FieldSet::single(field), |pc, _, step| {
             let nr_in = |v: Val| v.deps().contains(field);
-            match step {
+            let used = match step {
                 Step::Branch { cmp, .. } => match (cmp.lhs, cmp.rhs) {
-                    (Val::Exact(f), Val::Known(k)) if f == field => tests.push((cmp.op, k, true)),
-                    (Val::Known(k), Val::Exact(f)) if f == field => tests.push((cmp.op, k, false)),
-                    (l, r) if nr_in(l) || nr_in(r) => classified = false,
-                    _ => {}
+                    (Val::Exact(f), Val::Known(k)) if f == field => {
+                        tests.push((cmp.op, k, true));
+                        false
+                    }
+                    (Val::Known(k), Val::Exact(f)) if f == field => {
+                        tests.push((cmp.op, k, false));
+                        false
+                    }
+                    (l, r) => nr_in(l) || nr_in(r),
                 },
-                Step::DivByX { divisor, .. } if nr_in(divisor) => classified = false,
-                Step::Return(v) if nr_in(v) => classified = false,
-                Step::Goto(_) | Step::DivByX { .. } | Step::Return(_) => {}
+                Step::DivByX { divisor, .. } => nr_in(divisor),
+                Step::Return(v) => nr_in(v),
+                Step::Goto(_) => false,
+            };
+            if used {
+                other.get_or_insert(pc);
             }
         });
-        if !classified {
-            return NrClasses::Unclassified;
-        }
-        tests.sort_unstable_by_key(|&(op, k, lhs)| (op.bits(), k, lhs));
-        tests.dedup();
-        NrClasses::Tests(tests)
+        (tests, other)
     }
 
     /// The first number of each maximal interval of `0..=u32::MAX` on
@@ -109,6 +125,24 @@ impl NrClasses {
             }
         }
         Some(key)
+    }
+    /// One number of every class when the tests are order comparisons
+    /// (`jeq`, `jgt`, `jge`: each class is a union of runs of numbers
+    /// whose ends are a tested constant, its neighbour, 0 or `u32::MAX`):
+    /// those ends, ascending. `None` when unclassified or when a `jset`
+    /// tests `nr` (its classes are not runs).
+    pub fn representatives(&self) -> Option<Vec<u32>> {
+        let NrClasses::Tests(tests) = self else { return None };
+        let mut out = vec![0, u32::MAX];
+        for &(op, k, _) in tests {
+            if op == JmpOp::Jset {
+                return None;
+            }
+            out.extend([k.wrapping_sub(1), k, k.wrapping_add(1)]);
+        }
+        out.sort_unstable();
+        out.dedup();
+        Some(out)
     }
 }
 

@@ -334,6 +334,17 @@ impl Analyzer {
         Ok(NrClasses::of_field(self, &env, field))
     }
 
+    /// The first instruction (pc) where `field` reaches something other
+    /// than a comparison with a constant (arithmetic feeding a jump, a
+    /// divisor, a returned value, a compare with another word), with `arch`
+    /// fixed where given; `None` when it reaches nothing else. Charges one
+    /// step per instruction.
+    pub fn field_other_use(&mut self, arch: Option<u32>, field: Field) -> Result<Option<usize>, AnalysisError> {
+        self.budget.charge_steps(self.ops.len() as u64)?;
+        let env = Env::new(None, arch, arch.unwrap_or(crate::arch::AUDIT_ARCH_X86_64));
+        Ok(NrClasses::scan(self, &env, field).1)
+    }
+
     /// The decoded program.
     fn ops(&self) -> &[Option<Op>] {
         &self.ops
@@ -421,6 +432,16 @@ pub fn analyze_in(
 pub fn compared_nrs(prog: &Program, arch: u32) -> Result<Vec<u32>, AnalysisError> {
     let mut analyzer = Analyzer::new(prog)?;
     Ok(analyzer.compared_constants(&Env::new(None, Some(arch), arch), Field::Nr))
+}
+
+/// Numbers standing for every class of syscall numbers `prog` can tell
+/// apart on `arch` (ascending): every number gets the answer of one of
+/// them, the one whose class it shares (the module `classes`: every test of `nr` comes out the same). `None` when `nr`
+/// reaches more than order comparisons with constants (arithmetic, a
+/// return, a bit test), so that no finite list stands for every number.
+pub fn nr_representatives(prog: &Program, arch: u32) -> Result<Option<Vec<u32>>, AnalysisError> {
+    let mut analyzer = Analyzer::new(prog)?;
+    Ok(NrClasses::of(&mut analyzer, arch).representatives())
 }
 
 /// Every constant the filter compares `arch` against (ascending): the

@@ -17,6 +17,8 @@ pub enum Operand {
     Const(u32),
     /// The value of a field.
     Field(Field),
+    /// `field & mask` (`and #mask` of a loaded word), `mask != 0`.
+    Masked { field: Field, mask: u32 },
     /// A value the program computed from these fields.
     Computed(FieldSet),
 }
@@ -26,7 +28,7 @@ impl Operand {
         match v {
             Val::Known(k) => Operand::Const(k),
             Val::Exact(f) => Operand::Field(f),
-            Val::Masked { field, .. } => Operand::Computed(FieldSet::single(field)),
+            Val::Masked { field, mask } => Operand::Masked { field, mask },
             Val::Unknown(s) => Operand::Computed(s),
         }
     }
@@ -38,6 +40,7 @@ impl std::fmt::Display for Operand {
             Operand::Const(0) => f.write_str("0"),
             Operand::Const(k) => write!(f, "{k:#x}"),
             Operand::Field(field) => write!(f, "{field}"),
+            Operand::Masked { field, mask } => write!(f, "({field} & {mask:#x})"),
             Operand::Computed(s) => {
                 f.write_str("f(")?;
                 for (i, field) in s.to_vec().iter().enumerate() {

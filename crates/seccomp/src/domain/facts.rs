@@ -56,6 +56,11 @@ impl<T> Drop for Node<T> {
     }
 }
 
+/// The items of a list, newest first.
+fn items<T: Copy>(list: &Option<Rc<Node<T>>>) -> impl Iterator<Item = T> + '_ {
+    std::iter::successors(list.as_deref(), |n| n.older.as_deref()).map(|n| n.item)
+}
+
 /// One "field != value" fact and the older ones on the same field.
 pub type NotEqual = Node<u32>;
 
@@ -204,6 +209,32 @@ impl Facts {
         min != max || self.admits(f, min)
     }
 
+    /// Keeps what both `self` and `other` say (the facts that hold on
+    /// either of two paths that meet): the hull of the intervals, the bits
+    /// both know, the `!=` both record.
+    pub fn join(&mut self, other: &Facts) {
+        for (mine, theirs) in self.min.iter_mut().zip(&other.min) {
+            *mine = (*mine).min(*theirs);
+        }
+        for (mine, theirs) in self.max.iter_mut().zip(&other.max) {
+            *mine = (*mine).max(*theirs);
+        }
+        for (mine, theirs) in self.ones.iter_mut().zip(&other.ones).chain(self.zeros.iter_mut().zip(&other.zeros)) {
+            *mine &= *theirs;
+        }
+        for (mine, theirs) in self.not_equal.iter_mut().zip(&other.not_equal) {
+            let same = match (mine.as_ref(), theirs) {
+                (Some(a), Some(b)) => Rc::ptr_eq(a, b),
+                (None, _) => true,
+                (Some(_), None) => false,
+            };
+            if !same {
+                let both: Vec<u32> = items(mine).filter(|v| items(theirs).any(|w| w == *v)).collect();
+                *mine = both.into_iter().rev().fold(None, |list, v| Node::push(&list, v));
+            }
+        }
+    }
+
     /// The outcome of `cmp` if the facts (or known operands) decide it.
     pub fn decide(&self, cmp: Cmp) -> Option<bool> {
         match (cmp.lhs, cmp.rhs) {
@@ -271,5 +302,25 @@ mod tests {
         assert!(m.assume(cmp, true));
         assert_eq!(m.decide_field(f, JmpOp::Jge, 5), Some(false));
         assert_eq!(m.decide(Cmp { op: JmpOp::Jge, lhs: Val::Known(4), rhs: Val::Exact(f) }), Some(true));
+    }
+
+    #[test]
+    fn a_join_keeps_what_both_paths_say() {
+        let f = Field::Nr;
+        let (mut a, mut b) = (Facts::default(), Facts::default());
+        for (facts, lo) in [(&mut a, 10), (&mut b, 20)] {
+            assert!(facts.assume_field(f, JmpOp::Jge, lo, true));
+            assert!(facts.assume_field(f, JmpOp::Jgt, 30, false));
+            assert!(facts.assume_field(f, JmpOp::Jeq, 25, false));
+            assert!(facts.assume_field(f, JmpOp::Jset, 1, true));
+        }
+        assert!(a.assume_field(f, JmpOp::Jeq, 27, false));
+        assert!(b.assume_field(Field::Arch, JmpOp::Jeq, 3, true));
+        a.join(&b);
+        assert_eq!(a.bounds(f), (10, 30, 1, 0));
+        assert!(a.excluded(f, 25));
+        assert!(!a.excluded(f, 27));
+        assert_eq!(a.bounds(Field::Arch), (0, u32::MAX, 0, 0));
+        assert_eq!(a.decide_field(f, JmpOp::Jgt, 30), Some(false));
     }
 }

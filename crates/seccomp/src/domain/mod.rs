@@ -9,12 +9,10 @@
 //! field: intervals, known one and zero bits, and constants it differs from.
 //!
 //! Its users are the analysis passes ([`crate::analysis`]: data flow, path
-//! exploration, classes, audit) and the fast engine's partial evaluation
+//! exploration, classes, audit), the fast engine's partial evaluation
 //! ([`crate::fast`]), which is the special case where [`Env`] makes `arch`,
-//! `nr` or a key word known. A generator of branch-reaching inputs asks the
-//! same questions: which constants a word is compared with on reachable
-//! branches ([`Cmp::constant_against`]), and what an edge teaches
-//! ([`State::assume`]).
+//! `nr` or a key word known, and the test kit's generator of
+//! branch-reaching inputs (`test_kit::branch::branch_inputs`).
 //!
 //! # For a generator of branch-reaching inputs
 //!
@@ -23,8 +21,9 @@
 //! and constant compared (the values to try are around that constant), and
 //! the path's [`Facts`], advanced with [`Facts::assume`] on each edge taken,
 //! give the values the other words must have to get there
-//! ([`Facts::bounds`], [`Facts::witness`]); [`Facts::decide`] says which
-//! outcomes no input reaches.
+//! ([`Facts::bounds`], [`Facts::witness`], [`Facts::admits`]); the facts
+//! every path to a pc shares ([`Facts::join`]) say which outcomes no input
+//! reaches, and [`Field::offset`] gives the word back.
 //!
 //! Semantics are the converted program's (`bpf_convert_filter()` in
 //! net/core/filter.c run by `___bpf_prog_run()` in kernel/bpf/core.c): A and
@@ -124,6 +123,16 @@ impl Field {
                 }
             }
         })
+    }
+
+    /// The byte offset a seccomp load reads this field at, on an arch whose
+    /// AUDIT_ARCH value is `arch`: the inverse of [`Field::from_offset`].
+    pub fn offset(self, arch: u32) -> u32 {
+        let i = self.index();
+        // Words 2.. come in (low, high) pairs on little-endian arches and
+        // (high, low) pairs on big-endian ones.
+        let swap = i >= 2 && arch & AUDIT_ARCH_LE == 0;
+        4 * if swap { i ^ 1 } else { i }
     }
 }
 
@@ -606,6 +615,9 @@ mod tests {
         assert_eq!(Field::from_offset(6, le), None);
         for (i, f) in Field::ALL.iter().enumerate() {
             assert_eq!(f.index() as usize, i);
+            for arch in [le, be] {
+                assert_eq!(Field::from_offset(f.offset(arch), arch), Some(*f));
+            }
         }
     }
 

@@ -1,24 +1,19 @@
-//! Inputs that reach every branch: [`branch_inputs`] (seccomp) and
-//! [`branch_packets`] (socket) run a small forward data flow over the
-//! program to learn which field (seccomp word, packet bytes, ancillary
-//! value, length) `A` holds at each comparison, then build inputs with that
-//! field at `K - 1`, `K` and `K + 1` (and around AND masks), combined with
-//! what the path to the comparison has already tested (the arch, the
-//! syscall number, earlier argument checks); plus seeded random inputs.
+//! Branch-reaching socket inputs, on a small domain of their own: a field
+//! is packet bytes at a classic offset, an ancillary value or the length
+//! (see the parent module for why not `seccomp::domain`).
 
 use std::collections::HashSet;
 
 use cbpf::opcode::*;
-use cbpf::{Insn, NetDevice, Op, Program, SeccompData, Src};
+use cbpf::{Insn, NetDevice, Op, Program, Src};
 
+use super::{forward, push_unique, Join, PathFacts, INPUT_SEED, MAX_WITNESSES, RANDOM_INPUTS};
 use crate::input::SocketInput;
 use crate::rng::{below, pick, SplitMix64};
 
 /// Where a value in A or X came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Field {
-    /// Seccomp-internal load of the word at this offset of `seccomp_data`.
-    Seccomp(u32),
     /// Packet load of `size` bytes at classic offset `k` (may be negative).
     Packet { k: u32, size: u8 },
     /// Ancillary load `SKF_AD_OFF + x`.
@@ -94,9 +89,6 @@ impl Range {
 /// At most this many exclusions are kept per field.
 const MAX_NE: usize = 16;
 
-/// At most this many witness paths are kept per pc.
-const MAX_WITNESSES: usize = 3;
-
 /// Facts about fields, one range per field tested.
 type Facts = Vec<(Field, Range)>;
 
@@ -140,7 +132,9 @@ impl State {
             witnesses: vec![Vec::new()],
         }
     }
+}
 
+impl Join for State {
     fn join(&mut self, other: &State) {
         let meet = |a: &mut Val, b: Val| {
             if *a != b {
@@ -165,7 +159,9 @@ impl State {
             }
         }
     }
+}
 
+impl State {
     /// This state after an edge that tells `fact` about `field`; `None` when
     /// what every path tested rules the edge out.
     fn with_fact(&self, field: Field, fact: impl Fn(&mut Range)) -> Option<State> {
@@ -206,34 +202,21 @@ fn edge_facts(op: cbpf::JmpOp, k: u32, taken: bool, r: &mut Range) {
     }
 }
 
-/// One comparison of a loaded field against a constant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Compare {
-    field: Field,
-    mask: u32,
-    k: u32,
-    /// The witness paths to the comparison.
-    witnesses: Vec<Facts>,
-}
+impl PathFacts<Field> for Facts {
+    fn edges(&self, f: Field) -> Option<[u32; 3]> {
+        self.iter().find(|(g, _)| *g == f).map(|(_, range)| [range.lo, range.hi, range.pick()])
+    }
 
-impl Compare {
-    /// Values to give the compared field on the path of `witness`: around
-    /// `K` (and the mask), plus the edges of what the path allows; only
-    /// those the path allows, when there are any.
-    fn values(&self, witness: &Facts) -> Vec<u32> {
-        let mut v = candidates(self.k, self.mask);
-        if let Some((_, range)) = witness.iter().find(|(f, _)| *f == self.field) {
-            v.extend([range.lo, range.hi, range.pick()]);
-            let (inside, outside): (Vec<u32>, Vec<u32>) = v.into_iter().partition(|&x| range.contains(x));
-            v = if inside.is_empty() { outside } else { inside };
-        }
-        v
+    fn admits(&self, f: Field, v: u32) -> bool {
+        self.iter().find(|(g, _)| *g == f).is_none_or(|(_, range)| range.contains(v))
     }
 }
 
+type Compare = super::Compare<Field, Facts>;
+
 /// What the data flow found.
 #[derive(Debug, Default)]
-struct Analysis {
+pub(super) struct Analysis {
     /// Every comparison of a field with a constant.
     compares: Vec<Compare>,
     /// Every field loaded anywhere.
@@ -241,33 +224,21 @@ struct Analysis {
     /// Outcomes `(pc, taken)` of conditional jumps that no input can take:
     /// what every path to the jump tested contradicts them, or the jump is
     /// never reached.
-    impossible: Vec<(usize, bool)>,
+    pub(super) impossible: Vec<(usize, bool)>,
 }
 
 /// Runs the data flow over a validated program.
-fn analyse(insns: &[Insn]) -> Analysis {
-    let mut states: Vec<Option<State>> = vec![None; insns.len()];
-    if let Some(first) = states.first_mut() {
-        *first = Some(State::entry());
-    }
+pub(super) fn analyse(insns: &[Insn]) -> Analysis {
     let mut compares = Vec::new();
     let mut loaded = Vec::new();
     let mut impossible = Vec::new();
-    let flow = |states: &mut Vec<Option<State>>, target: usize, s: State| {
-        if let Some(slot) = states.get_mut(target) {
-            match slot {
-                Some(existing) => existing.join(&s),
-                None => *slot = Some(s),
-            }
-        }
-    };
-    for (pc, insn) in insns.iter().enumerate() {
-        let Some(op) = insn.op() else { continue };
-        let Some(mut s) = states.get_mut(pc).and_then(Option::take) else {
+    forward(insns.len(), State::entry(), |pc, state, flow| {
+        let Some(op) = insns.get(pc).and_then(|i| i.op()) else { return };
+        let Some(mut s) = state else {
             if let Op::Jmp { .. } = op {
                 impossible.extend([(pc, true), (pc, false)]);
             }
-            continue;
+            return;
         };
         let mut load = |s: &mut State, field: Field| {
             note(&mut loaded, field);
@@ -288,7 +259,8 @@ fn analyse(insns: &[Insn]) -> Analysis {
                     *m = s.x;
                 }
             }
-            Op::LdxAbsSeccomp { k } => load(&mut s, Field::Seccomp(k)),
+            // Not in a validated socket program.
+            Op::LdxAbsSeccomp { .. } => s.a = Val::Unknown,
             Op::LdAbs { size, k } => {
                 if k >= SKF_AD_OFF {
                     match k - SKF_AD_OFF {
@@ -333,8 +305,8 @@ fn analyse(insns: &[Insn]) -> Analysis {
             Op::Tax => s.x = s.a,
             Op::Txa => s.a = s.x,
             Op::Ja { k } => {
-                flow(&mut states, pc + 1 + k as usize, s);
-                continue;
+                flow(pc + 1 + k as usize, s);
+                return;
             }
             Op::Jmp { op, src, k, jt, jf } => {
                 let operand = match src {
@@ -354,32 +326,22 @@ fn analyse(insns: &[Insn]) -> Analysis {
                     if mask == u32::MAX && matches!(s.a, Val::Field { .. }) {
                         for (target, taken) in [(t, true), (f, false)] {
                             match s.with_fact(field, |r| edge_facts(op, k, taken, r)) {
-                                Some(next) => flow(&mut states, target, next),
+                                Some(next) => flow(target, next),
                                 None => impossible.push((pc, taken)),
                             }
                         }
-                        continue;
+                        return;
                     }
                 }
-                flow(&mut states, t, s.clone());
-                flow(&mut states, f, s);
-                continue;
+                flow(t, s.clone());
+                flow(f, s);
+                return;
             }
-            Op::RetK { .. } | Op::RetA => continue,
+            Op::RetK { .. } | Op::RetA => return,
         }
-        flow(&mut states, pc + 1, s);
-    }
+        flow(pc + 1, s);
+    });
     Analysis { compares, loaded, impossible }
-}
-
-/// Outcomes of conditional jumps that no input can take, as `(pc, taken)`:
-/// the program's own earlier comparisons rule them out (the leaves of
-/// libseccomp's binary trees, where every value of the range is handled) or
-/// the jump is unreachable. Conservative: an outcome not listed may still be
-/// impossible (only full-width comparisons of loaded fields with constants
-/// are tracked).
-pub fn impossible_outcomes(program: &Program) -> Vec<(cbpf::Pc, bool)> {
-    analyse(program.insns()).impossible.into_iter().map(|(pc, taken)| (cbpf::Pc(pc), taken)).collect()
 }
 
 fn note(loaded: &mut Vec<Field>, field: Field) {
@@ -402,125 +364,6 @@ fn alu_const(op: cbpf::AluOp, a: u32, b: u32) -> Option<u32> {
         Lsh => a.wrapping_shl(b),
         Rsh => a.wrapping_shr(b),
     })
-}
-
-/// Values of a field around a comparison with `k` after `& mask`: `K - 1`,
-/// `K`, `K + 1`, and for masks the bits outside it set, the lowest masked bit
-/// flipped, all or none of the mask.
-fn candidates(k: u32, mask: u32) -> Vec<u32> {
-    let mut v = vec![k.wrapping_sub(1), k, k.wrapping_add(1)];
-    if mask != u32::MAX {
-        let low = mask & mask.wrapping_neg();
-        v.extend([k | !mask, (k & mask) ^ low, 0, mask, !k]);
-    }
-    v
-}
-
-/// Pushes `item` unless already present (keeps generation order).
-fn push_unique<T: Clone + Eq + std::hash::Hash>(seen: &mut HashSet<T>, out: &mut Vec<T>, item: T) {
-    if seen.insert(item.clone()) {
-        out.push(item);
-    }
-}
-
-// `AUDIT_ARCH_X86_64` is the arch of inputs whose filter never tests one.
-use cbpf::uapi::audit::AUDIT_ARCH_X86_64;
-
-/// Seed of the random part of the generated inputs.
-const INPUT_SEED: u64 = 0x0bad_5eed_cafe_f00d;
-
-/// Random inputs added to the branch-reaching ones.
-const RANDOM_INPUTS: usize = 32;
-
-/// System calls that reach every branch of a seccomp filter that compares
-/// `seccomp_data` words (possibly after an AND mask) with constants.
-///
-/// For each comparison of a word with `K`, the word is set to `K - 1`, `K`
-/// and `K + 1` (and masked variants, and the edges of the range the path
-/// allows), in an input whose other words satisfy what every path to the
-/// comparison tested: equalities (`jeq` taken), ranges (`jgt`/`jge`) and
-/// exclusions (`jeq` not taken), so argument checks see the arch and syscall
-/// number that lead to them and the earlier argument checks that let them run. Then
-/// `RANDOM_INPUTS` seeded random inputs built from the compared constants
-/// and random words. Deterministic; duplicates removed.
-pub fn branch_inputs(program: &Program) -> Vec<SeccompData> {
-    let compares = analyse(program.insns()).compares;
-    let default_arch =
-        compares.iter().find(|c| c.field == Field::Seccomp(4) && c.mask == u32::MAX).map_or(AUDIT_ARCH_X86_64, |c| c.k);
-    let base = |known: &[(Field, Range)]| {
-        let mut words = [0u32; 16];
-        if let Some(w) = words.get_mut(1) {
-            *w = default_arch;
-        }
-        for (field, range) in known {
-            if let Field::Seccomp(off) = field {
-                if let Some(w) = words.get_mut(*off as usize / 4) {
-                    *w = range.pick();
-                }
-            }
-        }
-        words
-    };
-    let mut seen = HashSet::new();
-    let mut out = Vec::new();
-    push_unique(&mut seen, &mut out, seccomp_from_words(&base(&[])));
-    let mut pool: Vec<(usize, u32)> = Vec::new();
-    for c in &compares {
-        let Field::Seccomp(off) = c.field else { continue };
-        let word = off as usize / 4;
-        for witness in &c.witnesses {
-            let mut words = base(witness);
-            for v in c.values(witness) {
-                if let Some(w) = words.get_mut(word) {
-                    *w = v;
-                }
-                push_unique(&mut seen, &mut out, seccomp_from_words(&words));
-                pool.push((word, v));
-            }
-        }
-    }
-    let mut rng = SplitMix64::new(INPUT_SEED ^ program.len() as u64);
-    for _ in 0..RANDOM_INPUTS {
-        let mut words = base(&[]);
-        for w in &mut words {
-            *w = match rng.next_u64() % 4 {
-                0 => rng.next_u64() as u32,
-                1 => 0,
-                _ => *w,
-            };
-        }
-        for _ in 0..3 {
-            if let Some(&(word, v)) = pool.get(below(&mut || rng.next_u64(), pool.len())) {
-                if let Some(w) = words.get_mut(word) {
-                    *w = v;
-                }
-            }
-        }
-        push_unique(&mut seen, &mut out, seccomp_from_words(&words));
-    }
-    out
-}
-
-/// `struct seccomp_data` from its 16 native-endian words.
-fn seccomp_from_words(words: &[u32; 16]) -> SeccompData {
-    let mut bytes = [0u8; 64];
-    for (chunk, w) in bytes.chunks_exact_mut(4).zip(words) {
-        chunk.copy_from_slice(&w.to_ne_bytes());
-    }
-    let u64_at = |at: usize| {
-        let mut b = [0u8; 8];
-        if let Some(src) = bytes.get(at..at + 8) {
-            b.copy_from_slice(src);
-        }
-        u64::from_ne_bytes(b)
-    };
-    let word = |i: usize| words.get(i).copied().unwrap_or(0);
-    SeccompData {
-        nr: word(0) as i32,
-        arch: word(1),
-        instruction_pointer: u64_at(8),
-        args: [u64_at(16), u64_at(24), u64_at(32), u64_at(40), u64_at(48), u64_at(56)],
-    }
 }
 
 /// The packet every socket input starts from: Ethernet, IPv4 (20 bytes, no
@@ -583,10 +426,10 @@ fn packet_position(input: &SocketInput, k: u32) -> Option<usize> {
         return usize::try_from(k).ok();
     }
     if k >= SKF_NET_OFF as i32 {
-        return usize::try_from(k - SKF_NET_OFF as i32).ok()?.checked_add(input.network_offset);
+        return usize::try_from(k - SKF_NET_OFF as i32).ok()?.checked_add(input.meta.network_offset);
     }
     if k >= SKF_LL_OFF as i32 {
-        return usize::try_from(k - SKF_LL_OFF as i32).ok()?.checked_add(input.mac_offset?);
+        return usize::try_from(k - SKF_LL_OFF as i32).ok()?.checked_add(input.meta.mac_offset?);
     }
     None
 }
@@ -595,7 +438,6 @@ fn packet_position(input: &SocketInput, k: u32) -> Option<usize> {
 /// false when it cannot be set.
 fn set_field(input: &mut SocketInput, field: Field, v: u32) -> bool {
     match field {
-        Field::Seccomp(_) => false,
         Field::Packet { k, size } => {
             let Some(pos) = packet_position(input, k) else { return false };
             let size = usize::from(size);
@@ -605,7 +447,7 @@ fn set_field(input: &mut SocketInput, field: Field, v: u32) -> bool {
             }
             if input.data.len() < end {
                 input.data.resize(end, 0);
-                input.headlen = input.data.len();
+                input.meta.headlen = input.data.len();
             }
             let be = v.to_be_bytes();
             match (input.data.get_mut(pos..end), be.get(4 - size..)) {
@@ -621,37 +463,37 @@ fn set_field(input: &mut SocketInput, field: Field, v: u32) -> bool {
             if len > MAX_PACKET {
                 return false;
             }
-            let was_linear = input.headlen >= input.data.len();
+            let was_linear = input.meta.headlen >= input.data.len();
             input.data.resize(len, 0);
-            input.headlen = if was_linear { len } else { input.headlen.min(len) };
-            input.network_offset = input.network_offset.min(len);
+            input.meta.headlen = if was_linear { len } else { input.meta.headlen.min(len) };
+            input.meta.network_offset = input.meta.network_offset.min(len);
             true
         }
         Field::Ancillary(x) => {
             match x {
-                SKF_AD_PROTOCOL => input.protocol = v as u16,
-                SKF_AD_PKTTYPE => input.pkt_type = (v & 7) as u8,
+                SKF_AD_PROTOCOL => input.meta.protocol = v as u16,
+                SKF_AD_PKTTYPE => input.meta.pkt_type = (v & 7) as u8,
                 SKF_AD_IFINDEX => {
-                    let hatype = input.dev.map_or(1, |d| d.hatype);
-                    input.dev = Some(NetDevice { ifindex: v as i32, hatype });
+                    let hatype = input.meta.dev.map_or(1, |d| d.hatype);
+                    input.meta.dev = Some(NetDevice { ifindex: v as i32, hatype });
                 }
                 SKF_AD_HATYPE => {
-                    let ifindex = input.dev.map_or(1, |d| d.ifindex);
-                    input.dev = Some(NetDevice { ifindex, hatype: v as u16 });
+                    let ifindex = input.meta.dev.map_or(1, |d| d.ifindex);
+                    input.meta.dev = Some(NetDevice { ifindex, hatype: v as u16 });
                 }
-                SKF_AD_MARK => input.mark = v,
-                SKF_AD_QUEUE => input.queue_mapping = v as u16,
-                SKF_AD_RXHASH => input.rxhash = v,
-                SKF_AD_CPU => input.cpu = v,
-                SKF_AD_RANDOM => input.random = v,
-                SKF_AD_VLAN_TAG => input.vlan_tci = v as u16,
-                SKF_AD_VLAN_TPID => input.vlan_proto = v as u16,
+                SKF_AD_MARK => input.meta.mark = v,
+                SKF_AD_QUEUE => input.meta.queue_mapping = v as u16,
+                SKF_AD_RXHASH => input.meta.rxhash = v,
+                SKF_AD_CPU => input.meta.cpu = v,
+                SKF_AD_RANDOM => input.meta.random = v,
+                SKF_AD_VLAN_TAG => input.meta.vlan_tci = v as u16,
+                SKF_AD_VLAN_TPID => input.meta.vlan_proto = v as u16,
                 SKF_AD_VLAN_TAG_PRESENT => {
                     if v == 0 {
-                        input.vlan_tci = 0;
-                        input.vlan_proto = 0;
-                    } else if input.vlan_tci == 0 && input.vlan_proto == 0 {
-                        input.vlan_tci = 1;
+                        input.meta.vlan_tci = 0;
+                        input.meta.vlan_proto = 0;
+                    } else if input.meta.vlan_tci == 0 && input.meta.vlan_proto == 0 {
+                        input.meta.vlan_tci = 1;
                     }
                 }
                 _ => return false,
@@ -667,7 +509,7 @@ fn set_field(input: &mut SocketInput, field: Field, v: u32) -> bool {
 /// - For each comparison of a packet byte/half/word (absolute, `SKF_NET_OFF`,
 ///   `SKF_LL_OFF`, or indirect with a known X), an ancillary value or the
 ///   length with `K`: that field at `K - 1`, `K`, `K + 1` (and masked
-///   variants), on top of what the path tested (as for [`branch_inputs`]), in a typical
+///   variants), on top of what the path tested (as for [`branch_inputs`](super::branch_inputs)), in a typical
 ///   Ethernet/IPv4/TCP packet grown to reach the field.
 /// - For each loaded field: the packet cut one byte short of it and just
 ///   long enough, and split (linear / paged) at its first byte.
@@ -688,7 +530,7 @@ pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
             if let Some(end) = packet_position(&base, k).map(|p| p + usize::from(size)) {
                 if end > base.data.len() && end <= MAX_PACKET {
                     base.data.resize(end, 0x5a);
-                    base.headlen = base.data.len();
+                    base.meta.headlen = base.data.len();
                 }
             }
         }
@@ -719,12 +561,12 @@ pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
             for cut in [end - 1, end] {
                 let mut short = base.clone();
                 short.data.truncate(cut);
-                short.headlen = cut;
+                short.meta.headlen = cut;
                 push_unique(&mut seen, &mut out, short);
             }
             for headlen in [pos, pos + 1] {
                 let mut paged = base.clone();
-                paged.headlen = headlen.min(paged.data.len());
+                paged.meta.headlen = headlen.min(paged.data.len());
                 push_unique(&mut seen, &mut out, paged);
             }
         }
@@ -732,23 +574,23 @@ pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
     for len in [0usize, 1, 13, 14, 15, 34, 54] {
         let mut short = SocketInput::test_bpf(base.data.get(..len.min(base.data.len())).unwrap_or(&[]).to_vec());
         short.data.resize(len, 0);
-        short.headlen = len;
+        short.meta.headlen = len;
         push_unique(&mut seen, &mut out, short);
     }
     let variants: [fn(&mut SocketInput); 7] = [
-        |i| i.headlen = 0,
-        |i| i.headlen /= 2,
-        |i| i.dev = None,
-        |i| i.mac_offset = None,
+        |i| i.meta.headlen = 0,
+        |i| i.meta.headlen /= 2,
+        |i| i.meta.dev = None,
+        |i| i.meta.mac_offset = None,
         |i| {
-            i.vlan_tci = 0;
-            i.vlan_proto = 0;
+            i.meta.vlan_tci = 0;
+            i.meta.vlan_proto = 0;
         },
         |i| {
             *i = SocketInput::test_bpf(ipv6_packet());
-            i.protocol = 0x86dd;
-            i.vlan_tci = 0;
-            i.vlan_proto = 0;
+            i.meta.protocol = 0x86dd;
+            i.meta.vlan_tci = 0;
+            i.meta.vlan_proto = 0;
         },
         |i| *i = SocketInput::test_bpf(netlink_packet()),
     ];
@@ -770,10 +612,10 @@ pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
             1 => {
                 let len = below(&mut next, input.data.len() + 1);
                 input.data.truncate(len);
-                input.headlen = len;
-                input.network_offset = input.network_offset.min(len);
+                input.meta.headlen = len;
+                input.meta.network_offset = input.meta.network_offset.min(len);
             }
-            _ => input.headlen = below(&mut next, input.data.len() + 1),
+            _ => input.meta.headlen = below(&mut next, input.data.len() + 1),
         }
         for _ in 0..3 {
             if let Some(&(field, v)) = pool.get(below(&mut next, pool.len())) {
@@ -781,11 +623,11 @@ pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
             }
         }
         if next() % 4 == 0 {
-            input.mark = next() as u32;
-            input.protocol = pick(&mut next, &[0x0800, 0x86dd, 0x0806, 0x8100], 0x0800);
-            input.pkt_type = (next() % 8) as u8;
-            input.cpu = next() as u32 % 64;
-            input.random = next() as u32;
+            input.meta.mark = next() as u32;
+            input.meta.protocol = pick(&mut next, &[0x0800, 0x86dd, 0x0806, 0x8100], 0x0800);
+            input.meta.pkt_type = (next() % 8) as u8;
+            input.meta.cpu = next() as u32 % 64;
+            input.meta.random = next() as u32;
         }
         push_unique(&mut seen, &mut out, input);
     }
@@ -798,84 +640,15 @@ mod tests {
     use cbpf::{validate, Mode};
 
     #[test]
-    fn data_flow_sees_masked_argument_halves_and_the_path_equalities() {
-        // ld arch; jeq x86_64 else kill; ld nr; jeq 2 -> args; allow;
-        // args: ld [20] (high half of args[0]); and #0xff00; jeq #0x1200 -> errno; allow
-        let insns = [
-            Insn::stmt(LD_W_ABS, 4),
-            Insn::jump(JMP_JEQ_K, AUDIT_ARCH_X86_64, 1, 0),
-            Insn::stmt(RET_K, 0),
-            Insn::stmt(LD_W_ABS, 0),
-            Insn::jump(JMP_JEQ_K, 2, 1, 0),
-            Insn::stmt(RET_K, 0x7fff_0000),
-            Insn::stmt(LD_W_ABS, 20),
-            Insn::stmt(ALU_AND_K, 0xff00),
-            Insn::jump(JMP_JEQ_K, 0x1200, 0, 1),
-            Insn::stmt(RET_K, 0x0005_0001),
-            Insn::stmt(RET_K, 0x7fff_0000),
-        ];
-        let prog = validate(&insns, Mode::Seccomp).unwrap();
-        let compares = analyse(prog.insns()).compares;
-        let arg = compares.iter().find(|c| c.field == Field::Seccomp(20)).unwrap();
-        assert_eq!((arg.mask, arg.k), (0xff00, 0x1200));
-        let fact = |field| arg.witnesses[0].iter().find(|(f, _)| *f == field).map(|(_, r)| r.pick());
-        assert_eq!(fact(Field::Seccomp(4)), Some(AUDIT_ARCH_X86_64));
-        assert_eq!(fact(Field::Seccomp(0)), Some(2));
-        let inputs = branch_inputs(&prog);
-        let interp = cbpf::Interp::new(&prog);
-        let results: HashSet<u32> = inputs.iter().map(|d| interp.run_seccomp(&d.to_bytes()).unwrap()).collect();
-        assert_eq!(results, HashSet::from([0, 0x7fff_0000, 0x0005_0001]), "every return reached");
-    }
-
-    #[test]
     fn packets_reach_compared_bytes_and_short_lengths() {
         // ldh [SKF_NET_OFF + 2]; jgt #1000 -> 1 ; ldb [60]; jeq #7 -> 2; 3
-        let insns = [
-            Insn::stmt(LD_H_ABS, SKF_NET_OFF + 2),
-            Insn::jump(JMP_JGT_K, 1000, 0, 1),
-            Insn::stmt(RET_K, 1),
-            Insn::stmt(LD_B_ABS, 60),
-            Insn::jump(JMP_JEQ_K, 7, 0, 1),
-            Insn::stmt(RET_K, 2),
-            Insn::stmt(RET_K, 3),
-        ];
+        let text = "ldh [0xfff00002]\n jgt #1000, r1, b60\n r1: ret #1\n b60: ldb [60]\n jeq #7, r2, r3\n \
+                    r2: ret #2\n r3: ret #3";
+        let insns = cbpf::text::parse(text.as_bytes(), cbpf::text::Format::Asm).unwrap();
         let prog = validate(&insns, Mode::Socket).unwrap();
         let interp = cbpf::Interp::new(&prog);
         let results: HashSet<u32> =
             branch_packets(&prog).iter().map(|p| interp.run_socket(&p.skb()).unwrap()).collect();
         assert_eq!(results, HashSet::from([0, 1, 2, 3]), "every return, and a failing load, reached");
-    }
-
-    #[test]
-    fn impossible_outcomes_are_the_leaves_a_range_rules_out() {
-        // ld nr; jgt #2 -> ret 9; jeq #0 -> ret 0; jeq #1 -> ret 1;
-        // jeq #2 -> ret 2 else ret 3 (impossible: nr <= 2 and not 0, 1).
-        let insns = [
-            Insn::stmt(LD_W_ABS, 0),
-            Insn::jump(JMP_JGT_K, 2, 7, 0),
-            Insn::jump(JMP_JEQ_K, 0, 4, 0),
-            Insn::jump(JMP_JEQ_K, 1, 4, 0),
-            Insn::jump(JMP_JEQ_K, 2, 0, 1),
-            Insn::stmt(RET_K, 2),
-            Insn::stmt(RET_K, 3),
-            Insn::stmt(RET_K, 0),
-            Insn::stmt(RET_K, 1),
-            Insn::stmt(RET_K, 9),
-        ];
-        let prog = validate(&insns, Mode::Seccomp).unwrap();
-        assert_eq!(impossible_outcomes(&prog), [(cbpf::Pc(4), false)]);
-        let interp = cbpf::Interp::new(&prog);
-        let results: HashSet<u32> =
-            branch_inputs(&prog).iter().map(|d| interp.run_seccomp(&d.to_bytes()).unwrap()).collect();
-        assert_eq!(results, HashSet::from([0, 1, 2, 9]));
-    }
-
-    #[test]
-    fn seccomp_words_round_trip() {
-        let words: [u32; 16] = std::array::from_fn(|i| 0x1000_0000 * (i as u32 % 3) + i as u32);
-        let bytes = seccomp_from_words(&words).to_bytes();
-        for (i, chunk) in bytes.chunks_exact(4).enumerate() {
-            assert_eq!(u32::from_ne_bytes(chunk.try_into().unwrap()), words[i]);
-        }
     }
 }

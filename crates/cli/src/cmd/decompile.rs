@@ -1,0 +1,82 @@
+//! `bpfconv decompile`: the OCI `linux.seccomp` profile that means a
+//! filter (`policy::decompile`), or why none does (exit 1).
+
+use std::io::Write;
+
+use clap::{Args, ValueEnum};
+
+use crate::fail::{Failure, Result};
+use crate::io::{read_classic, EndianArg, From};
+use crate::out::{outln, Out};
+
+/// Output of `decompile`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum DecompileFormat {
+    /// The OCI runtime-spec `linux.seccomp` JSON object.
+    #[default]
+    Oci,
+    /// One readable line per entry.
+    Text,
+}
+
+#[derive(Args, Debug)]
+pub struct DecompileArgs {
+    /// Seccomp filter file (`-` for stdin).
+    file: String,
+    /// Input syntax; auto-detected when absent.
+    #[arg(long, value_enum)]
+    from: Option<From>,
+    /// Byte order of raw sock_filter records.
+    #[arg(long, value_enum, default_value_t)]
+    endian: EndianArg,
+    /// Output form.
+    #[arg(long, value_enum, default_value_t)]
+    format: DecompileFormat,
+    /// Write the profile here (`-`: stdout) instead of printing it.
+    #[arg(short, long)]
+    output: Option<String>,
+    /// Budget: abstract instructions executed over the whole reading.
+    #[arg(long, value_name = "N", default_value_t = seccomp::analysis::Budget::DEFAULT_STEPS)]
+    max_steps: u64,
+    /// Budget: paths read.
+    #[arg(long, value_name = "N", default_value_t = seccomp::analysis::Budget::DEFAULT_PATHS)]
+    max_paths: u64,
+    /// Budget: conditions read.
+    #[arg(long, value_name = "N", default_value_t = seccomp::analysis::Budget::DEFAULT_CONDS)]
+    max_conds: u64,
+}
+
+/// The profile of one validated filter, rendered in `format`.
+pub fn render(prog: &cbpf::Program, format: DecompileFormat, budget: &mut seccomp::analysis::Budget) -> Result<String> {
+    let reading = policy::read(prog, budget).map_err(Failure::rejected)?;
+    let profile = policy::decompile(&reading).map_err(Failure::rejected)?;
+    Ok(match format {
+        DecompileFormat::Oci => {
+            let mut s = serde_json::to_string_pretty(&profile).map_err(Failure::rejected)?;
+            s.push('\n');
+            s
+        }
+        DecompileFormat::Text => profile.text_lines().iter().map(|l| format!("{l}\n")).collect(),
+    })
+}
+
+/// `bpfconv decompile`.
+pub fn decompile(args: &DecompileArgs) -> Result<i32> {
+    let insns = read_classic(&args.file, args.from, args.endian)?;
+    let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp)?;
+    let mut budget = seccomp::analysis::Budget::new(args.max_steps, args.max_paths, args.max_conds);
+    let text = render(&prog, args.format, &mut budget)?;
+    match args.output.as_deref() {
+        Some(path) if path != "-" => {
+            crate::io::write_atomic(std::path::Path::new(path), |f| f.write_all(text.as_bytes()))?;
+        }
+        _ => {
+            let mut out = Out::stdout();
+            for line in text.lines() {
+                outln!(out, "{line}")?;
+            }
+            out.finish()?;
+        }
+    }
+    Ok(0)
+}

@@ -1,0 +1,568 @@
+//! From the 32-bit branch conditions of one path to the 64-bit argument
+//! comparisons a profile is written in.
+//!
+//! libseccomp compiles each comparison of a 64-bit argument on a 64-bit
+//! arch into tests of the high word, then of the low word (`gen_bpf.c`:
+//! `SCMP_CMP_EQ` and `SCMP_CMP_MASKED_EQ` become `jeq` after an `and` of
+//! the word's mask when the mask is not all ones, `SCMP_CMP_GT`/`GE` a
+//! `jgt`/`jge` on the high word followed by a `jeq` of the high word and a
+//! `jgt`/`jge` of the low word; `NE`, `LT` and `LE` are `EQ`, `GE` and `GT`
+//! with the two outcomes swapped). On a 32-bit arch only the low word is
+//! tested. Rather than matching those instruction shapes, each path is read
+//! as a set: the values of `args[i]` its conditions admit. A path is a box
+//! (one set per argument); boxes of one action that differ in one argument
+//! are merged (`hi > 0` or `hi == 0 && lo != 0x28` is `args[0] != 0x28`),
+//! and each set is said in the fewest comparisons.
+
+use std::collections::BTreeMap;
+
+use seccomp::analysis::{Cond, Field, Operand, Relation};
+
+use crate::set::Set;
+
+/// Arguments of a syscall (`args[0..6]`).
+pub const ARGS: usize = 6;
+
+/// A comparison of the OCI runtime spec (libseccomp's `scmp_compare`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CmpOp {
+    Ne,
+    Lt,
+    Le,
+    Eq,
+    Ge,
+    Gt,
+    /// `(arg & value) == value_two`.
+    MaskedEq,
+}
+
+impl CmpOp {
+    /// The OCI spelling (`SCMP_CMP_EQ`, ...).
+    pub fn oci(self) -> &'static str {
+        match self {
+            CmpOp::Ne => "SCMP_CMP_NE",
+            CmpOp::Lt => "SCMP_CMP_LT",
+            CmpOp::Le => "SCMP_CMP_LE",
+            CmpOp::Eq => "SCMP_CMP_EQ",
+            CmpOp::Ge => "SCMP_CMP_GE",
+            CmpOp::Gt => "SCMP_CMP_GT",
+            CmpOp::MaskedEq => "SCMP_CMP_MASKED_EQ",
+        }
+    }
+
+    /// The comparison an OCI spelling names.
+    pub fn from_oci(s: &str) -> Option<CmpOp> {
+        [CmpOp::Ne, CmpOp::Lt, CmpOp::Le, CmpOp::Eq, CmpOp::Ge, CmpOp::Gt, CmpOp::MaskedEq]
+            .into_iter()
+            .find(|op| op.oci() == s)
+    }
+}
+
+/// One argument comparison: `args[index] OP value` (for
+/// [`CmpOp::MaskedEq`], `(args[index] & value) == value_two`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ArgCond {
+    pub index: u8,
+    pub op: CmpOp,
+    pub value: u64,
+    pub value_two: u64,
+}
+
+/// A number as the readable forms print it: `0`, else hex.
+pub(crate) struct Num(pub u64);
+
+impl std::fmt::Display for Num {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0 == 0 {
+            f.write_str("0")
+        } else {
+            write!(f, "{:#x}", self.0)
+        }
+    }
+}
+
+impl std::fmt::Display for ArgCond {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (i, v) = (self.index, Num(self.value));
+        match self.op {
+            CmpOp::Ne => write!(f, "args[{i}] != {v}"),
+            CmpOp::Lt => write!(f, "args[{i}] < {v}"),
+            CmpOp::Le => write!(f, "args[{i}] <= {v}"),
+            CmpOp::Eq => write!(f, "args[{i}] == {v}"),
+            CmpOp::Ge => write!(f, "args[{i}] >= {v}"),
+            CmpOp::Gt => write!(f, "args[{i}] > {v}"),
+            CmpOp::MaskedEq => write!(f, "(args[{i}] & {v}) == {}", Num(self.value_two)),
+        }
+    }
+}
+
+/// Why a path's conditions are not argument comparisons a profile can say.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Inexpressible {
+    /// A condition on something other than one argument word and a
+    /// constant (the instruction pointer, a computed value, two fields).
+    #[error("pc {pc}: `{cond}`: {why}")]
+    Condition { pc: usize, cond: String, why: &'static str },
+    /// The values one argument may take on a path need more than one
+    /// comparison ANDed (the profile ORs comparisons of one argument).
+    #[error("pc {pc}: args[{index}] in {set}: a profile cannot say it in one comparison")]
+    Set { pc: usize, index: u8, set: String },
+}
+
+/// What one path says about one argument.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ArgSet {
+    /// Nothing.
+    Any,
+    /// The argument is in this set (`0..=u32::MAX` on a 32-bit arch).
+    In(Set),
+    /// `(args & mask) == value`.
+    Masked { mask: u64, value: u64 },
+}
+
+/// One path read as argument comparisons: a box, one [`ArgSet`] per
+/// argument, and the first pc that tested each.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ArgBox {
+    pub args: [ArgSet; ARGS],
+    pub pcs: [usize; ARGS],
+}
+
+/// One 32-bit condition in the form the box builder uses.
+enum Atom {
+    Rel(Relation, u32),
+    /// `(word & mask) == value`.
+    Mask(u32, u32),
+}
+
+fn condition(c: &Cond, why: &'static str) -> Inexpressible {
+    Inexpressible::Condition { pc: c.pc.0, cond: c.to_string(), why }
+}
+
+/// The word and what the condition says about it.
+fn atom(c: &Cond) -> Result<(Field, Atom), Inexpressible> {
+    let mirror = |r: Relation| match r {
+        Relation::Gt => Relation::Lt,
+        Relation::Ge => Relation::Le,
+        Relation::Lt => Relation::Gt,
+        Relation::Le => Relation::Ge,
+        r => r,
+    };
+    let (field, rel, k) = match (c.lhs, c.rhs) {
+        (Operand::Field(f), Operand::Const(k)) => (f, c.rel, k),
+        (Operand::Const(k), Operand::Field(f)) => (f, mirror(c.rel), k),
+        (Operand::Masked { field, mask }, Operand::Const(k)) | (Operand::Const(k), Operand::Masked { field, mask }) => {
+            return match c.rel {
+                Relation::Eq => Ok((field, Atom::Mask(mask, k))),
+                _ => Err(condition(c, "only `(args[i] & mask) == value` can be said of a masked argument")),
+            };
+        }
+        (Operand::Field(Field::IpLo | Field::IpHi), _) | (_, Operand::Field(Field::IpLo | Field::IpHi)) => {
+            return Err(condition(c, "a profile cannot test the instruction pointer"));
+        }
+        _ => return Err(condition(c, "a profile compares an argument with a constant, not a computed value")),
+    };
+    match field {
+        Field::ArgLo(_) | Field::ArgHi(_) => {}
+        Field::IpLo | Field::IpHi => return Err(condition(c, "a profile cannot test the instruction pointer")),
+        Field::Nr | Field::Arch => return Err(condition(c, "nr and arch are not arguments")),
+    }
+    Ok(match rel {
+        Relation::NoBitSet => (field, Atom::Mask(k, 0)),
+        Relation::AnyBitSet => return Err(condition(c, "a profile cannot say `(args[i] & mask) != 0`")),
+        r => (field, Atom::Rel(r, k)),
+    })
+}
+
+/// The 32-bit values `word REL k` admits.
+fn rel_set(rel: Relation, k: u32) -> Set {
+    let (m, k) = (u64::from(u32::MAX), u64::from(k));
+    match rel {
+        Relation::Eq => Set::point(m, k),
+        Relation::Ne => Set::point(m, k).complement(),
+        Relation::Gt if k == m => Set::empty(m),
+        Relation::Gt => Set::from_runs(m, [(k + 1, m)]),
+        Relation::Ge => Set::from_runs(m, [(k, m)]),
+        Relation::Lt if k == 0 => Set::empty(m),
+        Relation::Lt => Set::from_runs(m, [(0, k - 1)]),
+        Relation::Le => Set::from_runs(m, [(0, k)]),
+        Relation::AnyBitSet | Relation::NoBitSet => Set::full(m),
+    }
+}
+
+/// At most this many high words are spread over a 64-bit set.
+const MAX_HIGH_VALUES: u64 = 64;
+
+/// Per word of one argument: the set its order tests admit, its masked
+/// test, the first pc.
+#[derive(Clone)]
+struct Word {
+    set: Set,
+    mask: Option<(u32, u32)>,
+    pc: Option<usize>,
+}
+
+/// Reads one path's conditions as a box; `None` when the conditions
+/// admit no value (a path the facts did not see was infeasible).
+/// `wide`: the arch passes 64-bit arguments (libseccomp tests both words).
+pub fn path_box(conds: &[Cond], wide: bool) -> Result<Option<ArgBox>, Inexpressible> {
+    let fresh = Word { set: Set::full(u64::from(u32::MAX)), mask: None, pc: None };
+    let mut lo: [Word; ARGS] = std::array::from_fn(|_| fresh.clone());
+    let mut hi: [Word; ARGS] = std::array::from_fn(|_| fresh.clone());
+    for c in conds {
+        let (field, atom) = atom(c)?;
+        let word = match field {
+            Field::ArgLo(i) => lo.get_mut(usize::from(i)),
+            Field::ArgHi(i) => hi.get_mut(usize::from(i)),
+            _ => None,
+        };
+        let Some(word) = word else { continue };
+        word.pc.get_or_insert(c.pc.0);
+        match atom {
+            Atom::Rel(r, k) => word.set = word.set.intersect(&rel_set(r, k)),
+            Atom::Mask(m, v) => match word.mask {
+                None => word.mask = Some((m, v)),
+                // Two masked tests of one word: both hold.
+                Some((m0, v0)) if (v0 & m) == (v & m0) => word.mask = Some((m0 | m, v0 | v)),
+                Some(_) => return Ok(None),
+            },
+        }
+    }
+    let mut args: [ArgSet; ARGS] = std::array::from_fn(|_| ArgSet::Any);
+    let mut pcs = [0usize; ARGS];
+    for (i, ((lo, hi), slot)) in lo.iter().zip(&hi).zip(args.iter_mut()).enumerate() {
+        let pc = lo.pc.into_iter().chain(hi.pc).min().unwrap_or(0);
+        if let Some(p) = pcs.get_mut(i) {
+            *p = pc;
+        }
+        let index = i as u8;
+        if lo.set.is_empty() || hi.set.is_empty() {
+            return Ok(None);
+        }
+        if !wide && (hi.mask.is_some() || !hi.set.is_full()) {
+            let pc = hi.pc.unwrap_or(pc);
+            return Err(Inexpressible::Condition {
+                pc,
+                cond: format!("args[{index}].hi"),
+                why: "a 32-bit arch's profile rule never tests the high word",
+            });
+        }
+        if lo.mask.is_some() || hi.mask.is_some() {
+            if !lo.set.is_full() || !hi.set.is_full() {
+                return Err(Inexpressible::Set { pc, index, set: "a masked and an ordered test".into() });
+            }
+            let (ml, vl) = lo.mask.unwrap_or((0, 0));
+            let (mh, vh) = hi.mask.unwrap_or((0, 0));
+            if vl & !ml != 0 || vh & !mh != 0 {
+                return Ok(None);
+            }
+            let mask = u64::from(mh) << 32 | u64::from(ml);
+            let value = u64::from(vh) << 32 | u64::from(vl);
+            *slot = if mask == 0 { ArgSet::Any } else { ArgSet::Masked { mask, value } };
+            continue;
+        }
+        let set = if !wide {
+            lo.set.clone()
+        } else if lo.set.is_full() {
+            Set::from_runs(u64::MAX, hi.set.runs().iter().map(|&(a, b)| (a << 32, b << 32 | u64::from(u32::MAX))))
+        } else if hi.set.count() <= MAX_HIGH_VALUES {
+            let highs = hi.set.runs().iter().flat_map(|&(a, b)| a..=b);
+            Set::from_runs(
+                u64::MAX,
+                highs
+                    .flat_map(|h| lo.set.runs().iter().map(move |&(a, b)| (h << 32 | a, h << 32 | b)))
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            return Err(Inexpressible::Set {
+                pc,
+                index,
+                set: "a range of high words with a test of the low word".into(),
+            });
+        };
+        *slot = if set.is_full() { ArgSet::Any } else { ArgSet::In(set) };
+    }
+    Ok(Some(ArgBox { args, pcs }))
+}
+
+/// Merges boxes (of one action) that differ in one argument only, when
+/// that argument is a set in each (their union), until none is left.
+pub fn merge(boxes: Vec<ArgBox>) -> Vec<ArgBox> {
+    let mut boxes = boxes;
+    boxes.sort();
+    boxes.dedup_by(|a, b| a.args == b.args);
+    loop {
+        let before = boxes.len();
+        for i in 0..ARGS {
+            let mut groups: BTreeMap<Vec<ArgSet>, Vec<ArgBox>> = BTreeMap::new();
+            for b in boxes.drain(..) {
+                let key: Vec<ArgSet> =
+                    b.args.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, a)| a.clone()).collect();
+                groups.entry(key).or_default().push(b);
+            }
+            for (_, group) in groups {
+                let mut merged: Option<ArgBox> = None;
+                for b in group {
+                    let Some(ArgSet::In(_) | ArgSet::Any) = b.args.get(i) else {
+                        boxes.push(b);
+                        continue;
+                    };
+                    merged = Some(match merged {
+                        None => b,
+                        Some(mut m) => {
+                            let joined = match (m.args.get(i), b.args.get(i)) {
+                                (Some(ArgSet::In(x)), Some(ArgSet::In(y))) => {
+                                    let u = x.union(y);
+                                    if u.is_full() {
+                                        ArgSet::Any
+                                    } else {
+                                        ArgSet::In(u)
+                                    }
+                                }
+                                _ => ArgSet::Any,
+                            };
+                            for (slot, pc) in m.pcs.iter_mut().zip(b.pcs) {
+                                *slot = (*slot).min(pc);
+                            }
+                            if let Some(slot) = m.args.get_mut(i) {
+                                *slot = joined;
+                            }
+                            m
+                        }
+                    });
+                }
+                boxes.extend(merged);
+            }
+        }
+        boxes.sort();
+        boxes.dedup_by(|a, b| a.args == b.args);
+        if boxes.len() == before {
+            return boxes;
+        }
+    }
+}
+
+/// How round a bound reads: its longest run of trailing zeros or ones
+/// (`0x10` and `0xf` alike, `0x7fffffffffffffff` more than `...fe`).
+fn roundness(x: u64) -> u32 {
+    x.trailing_zeros().max(x.trailing_ones())
+}
+
+/// The fewest comparisons of `args[index]` whose OR is `set`; bounds are
+/// said with whichever of `<`/`<=` (`>`/`>=`) has the rounder constant.
+pub fn set_conds(index: u8, set: &Set, pc: usize) -> Result<Vec<ArgCond>, Inexpressible> {
+    let max = set.max;
+    let c = |op, value| ArgCond { index, op, value, value_two: 0 };
+    if let [(p, q)] = set.complement().runs() {
+        // A hole at the top reads better as an order (`< max`).
+        if p == q && *p != max {
+            return Ok(vec![c(CmpOp::Ne, *p)]);
+        }
+    }
+    let mut out = Vec::new();
+    for &(a, b) in set.runs() {
+        let cond = if a == b {
+            c(CmpOp::Eq, a)
+        } else if a == 0 {
+            match b.checked_add(1) {
+                Some(b1) if roundness(b1) >= roundness(b) => c(CmpOp::Lt, b1),
+                _ => c(CmpOp::Le, b),
+            }
+        } else if b == max {
+            let a1 = a - 1;
+            if roundness(a1) > roundness(a) + 1 {
+                c(CmpOp::Gt, a1)
+            } else {
+                c(CmpOp::Ge, a)
+            }
+        } else if let Some(size) = (b - a).checked_add(1).filter(|s| s.is_power_of_two() && a % s == 0) {
+            ArgCond { index, op: CmpOp::MaskedEq, value: max & !(size - 1), value_two: a }
+        } else if b - a < MAX_POINTS {
+            // A few values: one `==` each.
+            out.extend((a..b).map(|v| c(CmpOp::Eq, v)));
+            c(CmpOp::Eq, b)
+        } else {
+            // Aligned blocks, one `MASKED_EQ` each, if few.
+            let blocks = aligned_blocks(a, b);
+            if blocks.len() > MAX_BLOCKS {
+                let set = format!("[{}, {}]", Num(a), Num(b));
+                return Err(Inexpressible::Set { pc, index, set });
+            }
+            out.extend(blocks.into_iter().map(|(start, size)| ArgCond {
+                index,
+                op: CmpOp::MaskedEq,
+                value: max & !(size - 1),
+                value_two: start,
+            }));
+            continue;
+        };
+        out.push(cond);
+    }
+    Ok(out)
+}
+
+/// A run of at most this many values is said as one `==` each.
+const MAX_POINTS: u64 = 16;
+
+/// A run splits into at most this many aligned blocks (`MASKED_EQ` each).
+const MAX_BLOCKS: usize = 16;
+
+/// `[a, b]` as the fewest aligned power-of-two blocks `(start, size)`.
+fn aligned_blocks(a: u64, b: u64) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut lo = a;
+    loop {
+        // The largest block starting at `lo` that stays inside `[lo, b]`.
+        let mut size: u64 = if lo == 0 { 1 << 63 } else { 1 << lo.trailing_zeros().min(63) };
+        while size > 1 && lo.checked_add(size - 1).is_none_or(|end| end > b) {
+            size >>= 1;
+        }
+        out.push((lo, size));
+        if out.len() > MAX_BLOCKS {
+            return out;
+        }
+        match lo.checked_add(size) {
+            Some(next) if next <= b => lo = next,
+            _ => return out,
+        }
+    }
+}
+
+/// Most rules one box may expand to.
+const MAX_RULES_PER_BOX: usize = 4096;
+
+/// The rules (each an AND of comparisons of distinct arguments) whose OR
+/// is the box.
+pub fn box_rules(b: &ArgBox) -> Result<Vec<Vec<ArgCond>>, Inexpressible> {
+    let mut rules: Vec<Vec<ArgCond>> = vec![Vec::new()];
+    for (i, (arg, pc)) in b.args.iter().zip(b.pcs).enumerate() {
+        let index = i as u8;
+        let alternatives = match arg {
+            ArgSet::Any => continue,
+            ArgSet::Masked { mask, value } => {
+                vec![ArgCond { index, op: CmpOp::MaskedEq, value: *mask, value_two: *value }]
+            }
+            ArgSet::In(set) => set_conds(index, set, pc)?,
+        };
+        if rules.len().saturating_mul(alternatives.len()) > MAX_RULES_PER_BOX {
+            return Err(Inexpressible::Set { pc, index, set: format!("{} alternatives", alternatives.len()) });
+        }
+        rules = rules
+            .iter()
+            .flat_map(|r| {
+                alternatives.iter().map(move |a| {
+                    let mut r = r.clone();
+                    r.push(*a);
+                    r
+                })
+            })
+            .collect();
+    }
+    Ok(rules)
+}
+
+/// The box as one readable condition (`args[0] in {0x26, 0x28} &&
+/// args[1] < 0x10`); `None` when it holds always.
+pub fn box_text(b: &ArgBox) -> Option<String> {
+    let mut parts = Vec::new();
+    for (i, (arg, pc)) in b.args.iter().zip(b.pcs).enumerate() {
+        let index = i as u8;
+        let text = match arg {
+            ArgSet::Any => continue,
+            ArgSet::Masked { mask, value } => {
+                ArgCond { index, op: CmpOp::MaskedEq, value: *mask, value_two: *value }.to_string()
+            }
+            ArgSet::In(set) => set_text(index, set, pc),
+        };
+        parts.push(text);
+    }
+    (!parts.is_empty()).then(|| parts.join(" && "))
+}
+
+/// A set of one argument's values, readable.
+fn set_text(index: u8, set: &Set, pc: usize) -> String {
+    // A few values in short runs: list them.
+    let short = set.runs().iter().all(|(a, b)| b - a < 3);
+    if short && set.count() > 1 && set.count() <= MAX_POINTS {
+        let points: Vec<u64> = set.runs().iter().flat_map(|&(a, b)| a..=b).collect();
+        let list: Vec<String> = points.iter().map(|p| Num(*p).to_string()).collect();
+        return format!("args[{index}] in {{{}}}", list.join(", "));
+    }
+    let pieces: Vec<String> = match set_conds(index, set, pc) {
+        Ok(conds) => conds.iter().map(ToString::to_string).collect(),
+        Err(_) => set
+            .runs()
+            .iter()
+            .map(|&(a, b)| {
+                if a == b {
+                    format!("args[{index}] == {}", Num(a))
+                } else {
+                    format!("{} <= args[{index}] <= {}", Num(a), Num(b))
+                }
+            })
+            .collect(),
+    };
+    match pieces.as_slice() {
+        [one] => one.clone(),
+        _ => format!("({})", pieces.join(" || ")),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+
+    fn conds(set: &Set) -> Vec<String> {
+        set_conds(0, set, 0).unwrap().iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn sets_are_said_in_the_fewest_comparisons() {
+        let m = u64::MAX;
+        assert_eq!(conds(&Set::point(m, 0x27)), ["args[0] == 0x27"]);
+        assert_eq!(conds(&Set::point(m, 0x28).complement()), ["args[0] != 0x28"]);
+        assert_eq!(conds(&Set::point(m, 0).complement()), ["args[0] != 0"]);
+        assert_eq!(conds(&Set::point(m, m).complement()), ["args[0] < 0xffffffffffffffff"]);
+        assert_eq!(conds(&Set::from_runs(m, [(0, 0xf)])), ["args[0] < 0x10"]);
+        assert_eq!(conds(&Set::from_runs(m, [(0, 0x10000)])), ["args[0] <= 0x10000"]);
+        assert_eq!(conds(&Set::from_runs(m, [(0x11, m)])), ["args[0] > 0x10"]);
+        assert_eq!(conds(&Set::from_runs(m, [(0x10, m)])), ["args[0] >= 0x10"]);
+        assert_eq!(conds(&Set::from_runs(m, [(0x100, 0x1ff)])), ["(args[0] & 0xffffffffffffff00) == 0x100"]);
+        assert_eq!(conds(&Set::from_runs(m, [(1, 3)])), ["args[0] == 0x1", "args[0] == 0x2", "args[0] == 0x3"]);
+        assert_eq!(
+            conds(&Set::from_runs(m, [(0x100, 0x2ff)])),
+            ["(args[0] & 0xffffffffffffff00) == 0x100", "(args[0] & 0xffffffffffffff00) == 0x200"]
+        );
+        assert!(set_conds(0, &Set::from_runs(m, [(0x12345, 0x9876543)]), 7).is_err());
+        assert_eq!(aligned_blocks(0, m), [(0, 1 << 63), (1 << 63, 1 << 63)]);
+    }
+
+    #[test]
+    fn high_and_low_words_make_one_64_bit_set() {
+        use seccomp::analysis::{Cond, Operand, Relation};
+        let at = |pc, lhs, rel, k| Cond { pc: cbpf::Pc(pc), lhs: Operand::Field(lhs), rel, rhs: Operand::Const(k) };
+        // libseccomp's GT 0x1_0000_0005: hi > 1, or hi == 1 && lo > 5.
+        let a = path_box(&[at(3, Field::ArgHi(0), Relation::Gt, 1)], true).unwrap().unwrap();
+        let b = path_box(
+            &[
+                at(3, Field::ArgHi(0), Relation::Le, 1),
+                at(4, Field::ArgHi(0), Relation::Eq, 1),
+                at(6, Field::ArgLo(0), Relation::Gt, 5),
+            ],
+            true,
+        )
+        .unwrap()
+        .unwrap();
+        let merged = merge(vec![a, b]);
+        assert_eq!(merged.len(), 1);
+        assert_eq!(box_text(&merged[0]).unwrap(), "args[0] >= 0x100000006");
+        assert_eq!(merged[0].pcs[0], 3);
+        // On a 32-bit arch a test of the high word cannot be said.
+        assert!(path_box(&[at(3, Field::ArgHi(0), Relation::Eq, 1)], false).is_err());
+        // The instruction pointer cannot be said, and the error names the pc.
+        let ip = path_box(&[at(9, Field::IpLo, Relation::Eq, 1)], true).unwrap_err();
+        assert!(ip.to_string().starts_with("pc 9:"), "{ip}");
+    }
+}
