@@ -87,30 +87,6 @@ impl NrClasses {
         (tests, other)
     }
 
-    /// The first number of each maximal interval of `0..=u32::MAX` on
-    /// which every test has one outcome (ascending, starting with 0): the
-    /// numbers of one interval share a class. `None` when unclassified or
-    /// when a test is a `jset`, whose classes are not intervals.
-    pub fn interval_starts(&self) -> Option<Vec<u32>> {
-        let NrClasses::Tests(tests) = self else { return None };
-        let mut starts = vec![0u32];
-        for &(op, k, nr_is_lhs) in tests {
-            // `nr op k` (or `k op nr`) changes outcome at these numbers.
-            let edges: [Option<u32>; 2] = match (op, nr_is_lhs) {
-                (JmpOp::Jeq, _) => [Some(k), k.checked_add(1)],
-                // nr > k, and k >= nr (nr <= k): from k + 1 on.
-                (JmpOp::Jgt, true) | (JmpOp::Jge, false) => [k.checked_add(1), None],
-                // nr >= k, and k > nr (nr < k): from k on.
-                (JmpOp::Jge, true) | (JmpOp::Jgt, false) => [Some(k), None],
-                (JmpOp::Jset, _) => return None,
-            };
-            starts.extend(edges.into_iter().flatten());
-        }
-        starts.sort_unstable();
-        starts.dedup();
-        Some(starts)
-    }
-
     /// The class of `nr`: the outcome of every test, one bit each; `None`
     /// when unclassified.
     pub fn key(&self, nr: u32) -> Option<Vec<u64>> {
@@ -212,28 +188,19 @@ mod tests {
         }
     }
 
-    /// Interval starts: each test's edges, both operand orders, no
-    /// overflow past `u32::MAX`, and `jset` has none.
+    /// Representatives as run starts (how `fast::Partition` cuts numbers):
+    /// every number has the class of the nearest representative at or
+    /// below it.
     #[test]
-    fn interval_starts_are_the_edges_of_every_test() {
+    fn every_number_has_the_class_of_the_representative_below_it() {
         use JmpOp::*;
-        let starts = |tests: Vec<(JmpOp, u32, bool)>| NrClasses::Tests(tests).interval_starts();
-        assert_eq!(starts(vec![(Jeq, 5, true), (Jeq, u32::MAX, false)]), Some(vec![0, 5, 6, u32::MAX]));
-        // nr > 9: from 10; 20 > nr: from 20; nr >= 30: from 30; 40 >= nr: from 41.
-        assert_eq!(
-            starts(vec![(Jgt, 9, true), (Jgt, 20, false), (Jge, 30, true), (Jge, 40, false)]),
-            Some(vec![0, 10, 20, 30, 41])
-        );
-        assert_eq!(starts(vec![(Jeq, 1, true), (Jset, 4, true)]), None);
-        assert_eq!(NrClasses::Unclassified.interval_starts(), None);
-        // Every number of an interval has the class of its start.
-        let tests = vec![(Jgt, 9, true), (Jeq, 12, false), (Jge, 300, true)];
-        let classes = NrClasses::Tests(tests);
-        let bounds = classes.interval_starts().unwrap();
-        for nr in 0..400 {
-            let start = *bounds.iter().rev().find(|&&b| b <= nr).unwrap();
+        let classes = NrClasses::Tests(vec![(Jgt, 9, true), (Jeq, 12, false), (Jge, 300, true), (Jgt, 50, false)]);
+        let starts = classes.representatives().unwrap();
+        for nr in (0..400).chain([u32::MAX - 1, u32::MAX]) {
+            let start = *starts.iter().rev().find(|&&b| b <= nr).unwrap();
             assert_eq!(classes.key(nr), classes.key(start), "nr {nr}");
         }
+        assert_eq!(NrClasses::Tests(vec![(Jset, 4, true)]).representatives(), None);
     }
 
     #[test]

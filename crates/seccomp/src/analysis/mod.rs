@@ -388,20 +388,6 @@ impl Analyzer {
     }
 }
 
-/// The first number of each maximal interval of syscall numbers that
-/// `prog` cannot tell apart on `arch` (ascending, starting with 0), as
-/// [`NrClasses`] finds them: every number of an interval takes the same side
-/// of every test of `nr`, and `nr` reaches nothing else. `None` when `nr`
-/// reaches anything but comparisons with constants, or a `jset` on `nr`
-/// makes classes that are not intervals. Costs one data-flow pass, charged
-/// to `budget`.
-pub fn nr_interval_starts(prog: &Program, arch: u32, budget: &mut Budget) -> Result<Option<Vec<u32>>, AnalysisError> {
-    let mut analyzer = Analyzer::with_budget(prog, std::mem::take(budget))?;
-    let classes = analyzer.field_classes(Some(arch), Field::Nr);
-    *budget = analyzer.into_budget();
-    Ok(classes?.interval_starts())
-}
-
 /// What `prog` returns for each of `nrs` on `arch`, in the order given.
 ///
 /// Fast enough for whole syscall tables: one linear data-flow pass per

@@ -12,10 +12,12 @@
 //!   filter specialised on "`arch` is none of those" ([`KeyFact::NoneOf`]);
 //!   a filter that never loads `arch` has one partition for every arch;
 //! - per arch, when every use of `nr` is a comparison with a constant other
-//!   than `jset` ([`crate::analysis::nr_interval_starts`]), the numbers are
-//!   cut at the constants compared and each interval is specialised once,
-//!   on its first number: numbers of one interval take the same side of
-//!   every test, so the filter gives them the same answer. Otherwise every
+//!   than `jset` ([`crate::analysis::NrClasses::representatives`], from
+//!   [`Analyzer::field_classes`]), the numbers are cut at those
+//!   representatives (each compared constant, its neighbours, 0 and
+//!   `u32::MAX`) and each run is specialised once, on its first number:
+//!   numbers of one run take the same side of every test, so the filter
+//!   gives them the same answer. Otherwise every
 //!   number of the arch's syscall table and every number compared is
 //!   specialised on its own and all other numbers run the filter
 //!   specialised on the arch alone (exact, as the fast engine does);
@@ -34,8 +36,9 @@ use cbpf::{Insn, Mode, Op, Program};
 
 use super::key::KeyFact;
 use super::specialize::{Specialized, Specializer};
-use crate::analysis::{self, AnalysisError, Budget};
+use crate::analysis::{AnalysisError, Analyzer, Budget};
 use crate::data::{OFFSET_ARCH, OFFSET_NR};
+use crate::domain::Field;
 
 /// What the filter does for a range of (arch, nr).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -249,7 +252,10 @@ fn arch_ranges(
     // Any arch value serves a filter that never loads it.
     let class_arch = arch.unwrap_or(crate::arch::AUDIT_ARCH_X86_64);
     let mut ranges = Ranges::new();
-    if let Some(starts) = analysis::nr_interval_starts(program, class_arch, budget)? {
+    let mut analyzer = Analyzer::with_budget(program, std::mem::take(budget))?;
+    let classes = analyzer.field_classes(Some(class_arch), Field::Nr);
+    *budget = analyzer.into_budget();
+    if let Some(starts) = classes?.representatives() {
         for start in starts {
             let outcome = specialize(spec, builder, budget, arch, Some(start))?;
             push_range(&mut ranges, start, outcome);
