@@ -4,6 +4,7 @@
 //! ld [4]                          arch dispatch (only if the filter loads arch)
 //! jeq #ARCH_1, block_1, next      one per arch, in the filter's order;
 //! ...                             the last one's false edge: other arches
+//!                                 (more than 4 arches: a tree like nr's)
 //! block_i: ld [0]                 nr dispatch of one arch
 //!          jge #b, right, left    a balanced tree over the range starts
 //!          jeq #k, in, out        (a lone number between two equal ranges)
@@ -143,18 +144,18 @@ impl Emitter {
     }
 
     /// A balanced tree over `ranges` (non-empty, ascending, neighbours
-    /// differ), the values of `nr` in A.
-    fn tree(&mut self, ranges: &[(u32, Outcome)], depth: &mut usize, level: usize) -> Target {
+    /// differ), the value compared (`nr`, or `arch`) in A.
+    fn tree(&mut self, ranges: &[(u32, Target)], depth: &mut usize, level: usize) -> Target {
         *depth = (*depth).max(level);
         if ranges.len() <= PEEL_MAX {
             if let Some((k, inside, rest)) = peel(ranges) {
                 let rest = self.tree(&rest, depth, level + 1);
-                return self.cond(JMP_JEQ_K, k, leaf(inside), rest);
+                return self.cond(JMP_JEQ_K, k, inside, rest);
             }
         }
         match ranges {
             [] => Target::Ret(SECCOMP_RET_KILL_PROCESS),
-            [(_, o)] => leaf(*o),
+            [(_, t)] => *t,
             _ => {
                 let mid = ranges.len() / 2;
                 let (left, right) = ranges.split_at(mid);
@@ -168,7 +169,8 @@ impl Emitter {
 
     /// The nr dispatch of one arch: `ld [0]` and the tree, or a leaf.
     fn block(&mut self, ranges: &Ranges, depth: &mut usize) -> Target {
-        let root = self.tree(ranges, depth, 0);
+        let targets: Vec<(u32, Target)> = ranges.iter().map(|&(start, o)| (start, leaf(o))).collect();
+        let root = self.tree(&targets, depth, 0);
         match root {
             Target::At(p) if p + 1 == self.next() => Target::At(self.push(Insn::stmt(LD_W_ABS, OFFSET_NR))),
             leaf => leaf,
@@ -182,7 +184,7 @@ const PEEL_MAX: usize = 5;
 
 /// A lone number between two ranges with the same outcome: `(k, its
 /// outcome, the ranges with it merged into its neighbours)`.
-fn peel(ranges: &[(u32, Outcome)]) -> Option<(u32, Outcome, Ranges)> {
+fn peel(ranges: &[(u32, Target)]) -> Option<(u32, Target, Vec<(u32, Target)>)> {
     let i = (1..ranges.len().saturating_sub(1)).find(|&i| {
         let (Some(before), Some(&(k, _)), Some(after)) = (ranges.get(i - 1), ranges.get(i), ranges.get(i + 1)) else {
             return false;
@@ -192,6 +194,22 @@ fn peel(ranges: &[(u32, Outcome)]) -> Option<(u32, Outcome, Ranges)> {
     let &(k, inside) = ranges.get(i)?;
     let rest = ranges.iter().enumerate().filter(|&(j, _)| j != i && j != i + 1).map(|(_, &r)| r).collect();
     Some((k, inside, rest))
+}
+
+/// Arches dispatched by a chain of `jeq` in the filter's order (the first
+/// arch costs one compare); more get a tree over their values.
+const ARCH_CHAIN_MAX: usize = 4;
+
+/// Appends the range `(start, t)` to ascending `ranges`: a range starting
+/// where the last one does replaces it, and one with the last one's target
+/// continues it.
+fn push_target(ranges: &mut Vec<(u32, Target)>, start: u32, t: Target) {
+    if ranges.last().is_some_and(|&(s, _)| s == start) {
+        ranges.pop();
+    }
+    if ranges.last().is_none_or(|&(_, last)| last != t) {
+        ranges.push((start, t));
+    }
 }
 
 fn leaf(o: Outcome) -> Target {
@@ -273,11 +291,35 @@ pub fn emit(partition: &Partition) -> (Vec<Insn>, LayoutStats) {
         Some(_) => block_targets.first().copied().unwrap_or(Target::Ret(SECCOMP_RET_KILL_PROCESS)),
         None => {
             emit_residuals_of(&mut e, usize::MAX);
-            let mut next = leaf(partition.other_arches);
-            for (a, arch) in partition.arches.iter().enumerate().rev() {
-                let block = block_of.get(a).and_then(|&b| block_targets.get(b)).copied();
-                next = e.cond(JMP_JEQ_K, arch.arch, block.unwrap_or(Target::Ret(SECCOMP_RET_KILL_PROCESS)), next);
-            }
+            let other = leaf(partition.other_arches);
+            let block = |a: usize| {
+                block_of
+                    .get(a)
+                    .and_then(|&b| block_targets.get(b))
+                    .copied()
+                    .unwrap_or(Target::Ret(SECCOMP_RET_KILL_PROCESS))
+            };
+            let next = if partition.arches.len() <= ARCH_CHAIN_MAX {
+                let mut next = other;
+                for (a, arch) in partition.arches.iter().enumerate().rev() {
+                    next = e.cond(JMP_JEQ_K, arch.arch, block(a), next);
+                }
+                next
+            } else {
+                // Many arches: a tree over the arch values, like nr's.
+                let mut by_value: Vec<(u32, Target)> =
+                    partition.arches.iter().enumerate().map(|(a, arch)| (arch.arch, block(a))).collect();
+                by_value.sort_by_key(|&(v, _)| v);
+                let mut ranges: Vec<(u32, Target)> = vec![(0, other)];
+                for (v, t) in by_value {
+                    push_target(&mut ranges, v, t);
+                    if let Some(after) = v.checked_add(1) {
+                        push_target(&mut ranges, after, other);
+                    }
+                }
+                let mut arch_depth = 0;
+                e.tree(&ranges, &mut arch_depth, 0)
+            };
             match next {
                 Target::At(p) if p + 1 == e.next() => Target::At(e.push(Insn::stmt(LD_W_ABS, OFFSET_ARCH))),
                 leaf => leaf,

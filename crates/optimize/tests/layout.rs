@@ -61,3 +61,46 @@ fn residuals_start_from_a_filters_entry_state_and_far_targets_are_reached() {
     assert!(seccomp::cache::seccomp_is_const_allow(&insns, 10, X86_64, X86_64));
     assert!(!seccomp::cache::seccomp_is_const_allow(&insns, 5, X86_64, X86_64));
 }
+
+/// More than four arches: a tree over the arch values; each arch reaches
+/// its own block, every other arch (between, below, above) the outcome for
+/// unnamed arches, and the constant leaves stay cacheable.
+#[test]
+fn many_arches_dispatch_through_a_tree() {
+    let arches: Vec<u32> = (0..10u32).map(|i| 0x4000_0000 + 7 * i).chain([0, u32::MAX]).collect();
+    let partition = Partition {
+        arches: arches
+            .iter()
+            .enumerate()
+            .map(|(i, &arch)| ArchPartition {
+                arch,
+                // Two arches share each list: shared blocks.
+                ranges: vec![(0, Outcome::Action(ALLOW)), (100 + i as u32 / 2, Outcome::Action(i as u32 / 2))],
+                cut: Cut::Classes,
+            })
+            .collect(),
+        any_arch: None,
+        other_arches: Outcome::Action(0x8000_0000),
+        residuals: Vec::new(),
+    };
+    let (insns, stats) = optimize::lay_out(&partition);
+    let out = validate(&insns, Mode::Seccomp).unwrap();
+    assert_eq!(stats.blocks, 6, "{stats:?}");
+    assert!(optimize::longest_path(&insns) <= 12, "{}", cbpf::text::print_asm(&insns));
+    let interp = Interp::new(&out);
+    let run = |arch: u32, nr: u32| {
+        let d = SeccompData { nr: nr as i32, arch, ..Default::default() };
+        interp.run_seccomp(&d.to_bytes()).unwrap()
+    };
+    for (i, &arch) in arches.iter().enumerate() {
+        let i = i as u32;
+        assert_eq!(run(arch, 5), ALLOW, "arch {arch:#x}");
+        assert_eq!(run(arch, 100 + i / 2), i / 2, "arch {arch:#x}");
+        assert!(seccomp::cache::seccomp_is_const_allow(&insns, 5, arch, arch));
+        for other in [arch.wrapping_add(1), arch.wrapping_sub(1)] {
+            if !arches.contains(&other) {
+                assert_eq!(run(other, 5), 0x8000_0000, "arch {other:#x}");
+            }
+        }
+    }
+}
