@@ -55,6 +55,9 @@ struct Emitter {
     pub landings: usize,
 }
 
+/// `(first value, where to go)`, ascending: a tree's leaves.
+type TargetRanges = Vec<(u32, Target)>;
+
 /// Longest forward jump of a conditional jump.
 const MAX_COND: usize = u8::MAX as usize;
 
@@ -169,7 +172,7 @@ impl Emitter {
 
     /// The nr dispatch of one arch: `ld [0]` and the tree, or a leaf.
     fn block(&mut self, ranges: &Ranges, depth: &mut usize) -> Target {
-        let targets: Vec<(u32, Target)> = ranges.iter().map(|&(start, o)| (start, leaf(o))).collect();
+        let targets: TargetRanges = ranges.iter().map(|&(start, o)| (start, leaf(o))).collect();
         let root = self.tree(&targets, depth, 0);
         match root {
             Target::At(p) if p + 1 == self.next() => Target::At(self.push(Insn::stmt(LD_W_ABS, OFFSET_NR))),
@@ -184,7 +187,7 @@ const PEEL_MAX: usize = 5;
 
 /// A lone number between two ranges with the same outcome: `(k, its
 /// outcome, the ranges with it merged into its neighbours)`.
-fn peel(ranges: &[(u32, Target)]) -> Option<(u32, Target, Vec<(u32, Target)>)> {
+fn peel(ranges: &[(u32, Target)]) -> Option<(u32, Target, TargetRanges)> {
     let i = (1..ranges.len().saturating_sub(1)).find(|&i| {
         let (Some(before), Some(&(k, _)), Some(after)) = (ranges.get(i - 1), ranges.get(i), ranges.get(i + 1)) else {
             return false;
@@ -203,7 +206,7 @@ const ARCH_CHAIN_MAX: usize = 4;
 /// Appends the range `(start, t)` to ascending `ranges`: a range starting
 /// where the last one does replaces it, and one with the last one's target
 /// continues it.
-fn push_target(ranges: &mut Vec<(u32, Target)>, start: u32, t: Target) {
+fn push_target(ranges: &mut TargetRanges, start: u32, t: Target) {
     if ranges.last().is_some_and(|&(s, _)| s == start) {
         ranges.pop();
     }
@@ -310,7 +313,7 @@ pub fn emit(partition: &Partition) -> (Vec<Insn>, LayoutStats) {
                 let mut by_value: Vec<(u32, Target)> =
                     partition.arches.iter().enumerate().map(|(a, arch)| (arch.arch, block(a))).collect();
                 by_value.sort_by_key(|&(v, _)| v);
-                let mut ranges: Vec<(u32, Target)> = vec![(0, other)];
+                let mut ranges: TargetRanges = vec![(0, other)];
                 for (v, t) in by_value {
                     push_target(&mut ranges, v, t);
                     if let Some(after) = v.checked_add(1) {
