@@ -32,6 +32,14 @@ pub fn load_raw(name: &str) -> Result<Vec<Insn>, BenchError> {
     cbpf::raw::decode(&bytes).map_err(|e| BenchError::Filter { name: name.to_string(), why: e.to_string() })
 }
 
+/// Reads `testdata/profiles/NAME.bpf` (the Docker-sized libseccomp pair).
+pub fn load_profile(name: &str) -> Result<Vec<Insn>, BenchError> {
+    let path = testdata_dir().join(format!("../profiles/{name}.bpf"));
+    let bytes =
+        std::fs::read(&path).map_err(|e| BenchError::Io { path: path.display().to_string(), why: e.to_string() })?;
+    cbpf::raw::decode(&bytes).map_err(|e| BenchError::Filter { name: name.to_string(), why: e.to_string() })
+}
+
 /// `seccomp_benchmark`'s "bitmap" filter, `ld [0]; ret ALLOW`: constant-ALLOW
 /// for every number, so the kernel's action cache covers it.
 pub fn bitmap_filter() -> Vec<Insn> {

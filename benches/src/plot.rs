@@ -39,10 +39,19 @@ pub fn position_series(report: &Report) -> Vec<Series> {
     };
     let positions = [("front", 1.0), ("middle", 153.0), ("end", 306.0)];
     let engines = crate::report::columns();
-    series_over(
+    let mut series = series_over(
         |e| positions.iter().filter_map(|(id, pos)| Some((*pos, cost(d, d.row(id)?, e, "native")?))).collect(),
         &engines,
-    )
+    );
+    // The same lists after `bpfconv optimize`, in the kernel: a colour
+    // after every engine's.
+    let optimised = [("front_optimised", 1.0), ("middle_optimised", 153.0), ("end_optimised", 306.0)];
+    let points: Vec<(f64, f64)> =
+        optimised.iter().filter_map(|(id, pos)| Some((*pos, cost(d, d.row(id)?, KERNEL, "native")?))).collect();
+    if !points.is_empty() {
+        series.push(Series { name: "kernel, optimised (filter cost)".to_string(), points, color: engines.len() });
+    }
+    series
 }
 
 /// The length sweep: cost against the filter's length in instructions.

@@ -7,7 +7,7 @@
 //! | A (2013 ARM JIT) | `getppid` | no filter; `seed_fast` (9 insns); `seed_slow` (94); `seed_slow_opt2` (116) |
 //! | B (2014 eBPF conversion) | `brk(0)` on the short filters, `chdir(NULL, 1, 0)` on the large ones | no filter (each syscall); `long_jumps_short` (9), `_opt2` (10); `long_jumps_large` (1219), `_opt2` (1250) |
 //! | C (2020 `seccomp_benchmark`) | `getpid` | native; 1 and 2 bitmap filters; 3 and 4 filters that run in full |
-//! | D (2018 hash-map proposal) | `getppid` | no filter; `allow306_front`, `_middle`, `_end`, `_opt2` (316..395 insns) |
+//! | D (2018 hash-map proposal) | `getppid` | no filter; `allow306_front`, `_middle`, `_end`, `_opt2` (316..395 insns); `bpfconv optimize`'s output for front, middle and end; the Docker-sized pair of testdata/profiles (`docker_like`, 994 insns, `_opt2`, 1235) and `optimize`'s output for it |
 //!
 //! Table B's published workload, `syscall(199, 100)`, is killed by every
 //! `long_jumps_*` filter here (they have no rule for 199), so each filter is
@@ -414,6 +414,26 @@ fn single(id: &'static str, label: &str, name: &str, syscall: Syscall) -> Result
     Ok(Row { id, label, filters: vec![filter], cached: false, syscall })
 }
 
+/// `bpfconv optimize`'s output for `filter` ([`optimize::optimize`]: proved
+/// equal to it by `equiv`), as a row.
+fn optimised(id: &'static str, label: &str, filter: &Filter, syscall: Syscall) -> Result<Row, BenchError> {
+    let fail = |why: String| BenchError::Filter { name: filter.name.clone(), why };
+    let out = optimize::optimize(&filter.program, &Default::default()).map_err(|e| fail(e.to_string()))?;
+    if let Some(why) = out.stats.kept_input {
+        return Err(fail(format!("optimize kept the input: {why}")));
+    }
+    let filter = Filter::new(&format!("{}+optimize", filter.name), out.program.original())?;
+    let label = format!("{label} ({}, {} insns)", filter.name, filter.len());
+    Ok(Row { id, label, filters: vec![filter], cached: false, syscall })
+}
+
+/// The Docker-sized pair of testdata/profiles (994 and 1235 insns).
+fn profile(id: &'static str, label: &str, name: &str, syscall: Syscall) -> Result<Row, BenchError> {
+    let filter = Filter::new(name, &filters::load_profile(name)?)?;
+    let label = format!("{label} ({name}, {} insns)", filter.len());
+    Ok(Row { id, label, filters: vec![filter], cached: false, syscall })
+}
+
 fn native(id: &'static str, syscall: Syscall) -> Row {
     Row { id, label: format!("no filter, {}", syscall.label()), filters: Vec::new(), cached: false, syscall }
 }
@@ -478,6 +498,27 @@ pub fn build(id: TableId) -> Result<Table, BenchError> {
             single("middle", "getppid in the middle", "allow306_middle", Syscall::GETPPID)?,
             single("end", "getppid last", "allow306_end", Syscall::GETPPID)?,
             single("opt2", "binary tree", "allow306_opt2", Syscall::GETPPID)?,
+            optimised(
+                "front_optimised",
+                "getppid first, optimised",
+                &Filter::load("allow306_front")?,
+                Syscall::GETPPID,
+            )?,
+            optimised(
+                "middle_optimised",
+                "getppid in the middle, optimised",
+                &Filter::load("allow306_middle")?,
+                Syscall::GETPPID,
+            )?,
+            optimised("end_optimised", "getppid last, optimised", &Filter::load("allow306_end")?, Syscall::GETPPID)?,
+            profile("docker", "Docker-sized, linear", "docker_like", Syscall::GETPPID)?,
+            profile("docker_opt2", "Docker-sized, binary tree", "docker_like_opt2", Syscall::GETPPID)?,
+            optimised(
+                "docker_optimised",
+                "Docker-sized, optimised",
+                &Filter::new("docker_like", &filters::load_profile("docker_like")?)?,
+                Syscall::GETPPID,
+            )?,
         ],
     };
     Ok(Table { id, rows })
@@ -496,6 +537,23 @@ mod tests {
                 assert_eq!(row.expected(), RET_ALLOW, "{}/{}", id.letter(), row.id);
             }
         }
+    }
+
+    /// `optimize`'s rows (Table D): never longer than their input, and the
+    /// call's path no longer than under libseccomp's binary tree (opt2) and
+    /// the same at every position of getppid.
+    #[test]
+    fn optimised_rows_are_short_and_flat() {
+        let d = build(TableId::D).unwrap();
+        let row = |id: &str| d.rows.iter().find(|r| r.id == id).unwrap();
+        let opt2 = row("opt2").path_length();
+        let paths: Vec<usize> =
+            ["front_optimised", "middle_optimised", "end_optimised"].iter().map(|id| row(id).path_length()).collect();
+        assert!(paths.iter().all(|&p| p == paths[0] && p <= opt2), "{paths:?} vs opt2 {opt2}");
+        for (opt, orig) in [("front_optimised", "front"), ("end_optimised", "end"), ("docker_optimised", "docker")] {
+            assert!(row(opt).insns() <= row(orig).insns(), "{opt}");
+        }
+        assert!(row("docker_optimised").path_length() <= row("docker_opt2").path_length());
     }
 
     #[test]

@@ -22,6 +22,7 @@
 //! | [`ebpf`] | `bpfconv-ebpf` | `struct bpf_insn`, load-time checks, listings, assembler/disassembler, the eBPF interpreter |
 //! | [`convert`](mod@convert) | `bpfconv-convert` | `bpf_convert_filter()` instruction for instruction, the pc map, side-by-side listings |
 //! | [`seccomp`] | `bpfconv-seccomp` | actions, arches, syscall tables, seccomp-tools style listings, analysis, the action cache, the fast engine |
+//! | [`optimize`](mod@optimize) | `bpfconv-optimize` | a seccomp filter rewritten to dispatch on arch and nr in O(log n) range compares, proved equal before it is returned |
 //! | [`policy`] | `bpfconv-policy` | a seccomp filter read back as its policy: readable rules per action, the OCI `linux.seccomp` profile (`decompile`) |
 //! | [`engine`] | `bpfconv-engine` | every engine behind one interface (cbpf, ebpf, cbpf-plain, ebpf-plain, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast) |
 //! | `kernel` | `bpfconv-kernel` | the running kernel as a seccomp engine, filter dumps from live processes (x86_64 Linux only) |
@@ -124,6 +125,7 @@ pub use ::ebpf;
 pub use ::engine;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub use ::kernel;
+pub use ::optimize;
 pub use ::policy;
 pub use ::seccomp;
 

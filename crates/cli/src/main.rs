@@ -67,6 +67,8 @@ enum Command {
     Asm(cmd::disasm::AsmArgs),
     /// Convert to eBPF exactly as bpf_convert_filter() does; without -o, print a side-by-side listing.
     Convert(cmd::convert::ConvertArgs),
+    /// Rewrite a seccomp filter to dispatch on arch and nr in O(log n) range compares, proved equal before it is written.
+    Optimize(cmd::optimize::OptimizeArgs),
     /// Evaluate a filter on one of the engines.
     Run(Box<cmd::run::RunArgs>),
     /// Constant-action analysis of a seccomp filter (FORMATS.md §3), with explain and audit.
@@ -92,6 +94,7 @@ fn main() {
         Command::Disasm(a) => cmd::disasm::disasm(&a),
         Command::Asm(a) => cmd::disasm::asm(&a),
         Command::Convert(a) => cmd::convert::convert(&a),
+        Command::Optimize(a) => cmd::optimize::optimize(&a),
         Command::Run(a) => cmd::run::run(&a),
         Command::Analyze(a) => cmd::analyze::analyze(&a),
         Command::Decompile(a) => cmd::decompile::decompile(&a),

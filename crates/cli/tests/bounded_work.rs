@@ -1,4 +1,4 @@
-//! Every analysis and the fast engine's build stay bounded on filters built
+//! Every analysis, the fast engine's build and `optimize` stay bounded on filters built
 //! to blow them up (issue 13): each command runs in a child under an
 //! address-space limit (RLIMIT_AS, set by `prlimit`) and a wall-clock limit
 //! (`timeout -s KILL`), and must end as the FORMATS.md §1 contract says:
@@ -48,6 +48,7 @@ fn commands(file: &str) -> Vec<Vec<String>> {
         v(&["analyze", "--explain", "--max-steps", STEPS]),
         v(&["decompile", "--max-steps", STEPS]),
         v(&["run", "--engine", "fast", "--arch", "0x40000001", "--nr", "1"]),
+        v(&["optimize", "--max-steps", STEPS, "-o", "/dev/null"]),
     ]
 }
 

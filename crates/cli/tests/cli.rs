@@ -323,3 +323,35 @@ fn big_endian_raw_filters_check_run_and_round_trip_with_endian_big() {
     }
     assert!(swapped >= 10, "{swapped}");
 }
+
+#[test]
+fn optimize_writes_a_shorter_proved_filter_and_keeps_a_longer_layout_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.bpf");
+    let out_s = out.to_str().unwrap();
+    let o = run(&["optimize", "--stats", &filter("allow306_end.bpf"), "-o", out_s], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("instructions 316 -> 9"), "{}", stderr(&o));
+    let written = cbpf::raw::decode(&std::fs::read(&out).unwrap()).unwrap();
+    assert_eq!(written.len(), 9);
+    let check = run(&["check", out_s], b"");
+    assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+    // The written filter answers as the input does.
+    for nr in ["110", "400"] {
+        let args = |f: &str| run(&["run", "--engine", "cbpf", "--arch", "x86_64", "--nr", nr, f], b"").stdout;
+        assert_eq!(args(out_s), args(&filter("allow306_end.bpf")), "nr {nr}");
+    }
+    // Without -o: the seccomp-tools style listing.
+    let listing = run(&["optimize", &filter("allow306_end.bpf")], b"");
+    assert!(stdout(&listing).contains("return ALLOW"), "{}", stdout(&listing));
+    // A `jset` on nr cuts the numbers into one range each: the layout would
+    // be longer than the input, which is written unchanged, with a note.
+    let jset = "ld [0]\njset #1, odd, even\nodd: ret #0x7fff0000\neven: ret #0\n";
+    let o = run(&["optimize", "--from", "asm", "-", "-o", "-"], jset.as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("note: the input is written unchanged"), "{}", stderr(&o));
+    assert_eq!(cbpf::raw::decode(&o.stdout).unwrap().len(), 4);
+    // Socket filters are refused (not a seccomp filter: `ld [1]` is unaligned).
+    let o = run(&["optimize", "--from", "asm", "-"], b"ldb [1]\nret #1\n");
+    assert_rejected(&o, "");
+}

@@ -7,6 +7,7 @@ pub mod decompile;
 pub mod disasm;
 pub mod dump;
 pub mod ebpf;
+pub mod optimize;
 pub mod run;
 
 use crate::fail::Result;

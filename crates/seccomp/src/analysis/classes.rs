@@ -188,6 +188,21 @@ mod tests {
         }
     }
 
+    /// Representatives as run starts (how `fast::Partition` cuts numbers):
+    /// every number has the class of the nearest representative at or
+    /// below it.
+    #[test]
+    fn every_number_has_the_class_of_the_representative_below_it() {
+        use JmpOp::*;
+        let classes = NrClasses::Tests(vec![(Jgt, 9, true), (Jeq, 12, false), (Jge, 300, true), (Jgt, 50, false)]);
+        let starts = classes.representatives().unwrap();
+        for nr in (0..400).chain([u32::MAX - 1, u32::MAX]) {
+            let start = *starts.iter().rev().find(|&&b| b <= nr).unwrap();
+            assert_eq!(classes.key(nr), classes.key(start), "nr {nr}");
+        }
+        assert_eq!(NrClasses::Tests(vec![(Jset, 4, true)]).representatives(), None);
+    }
+
     #[test]
     fn nr_through_arithmetic_or_returned_is_unclassified() {
         let progs = programs();

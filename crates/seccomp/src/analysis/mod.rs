@@ -146,7 +146,7 @@ impl Budget {
         self.steps.used
     }
 
-    fn charge_steps(&mut self, n: u64) -> Result<(), AnalysisError> {
+    pub(crate) fn charge_steps(&mut self, n: u64) -> Result<(), AnalysisError> {
         if self.steps.charge(n) {
             Ok(())
         } else {

@@ -67,6 +67,7 @@
 
 mod chain;
 mod key;
+mod partition;
 mod specialize;
 
 use std::collections::HashMap;
@@ -81,6 +82,7 @@ use specialize::{Specialized, Specializer};
 
 pub use chain::FastChain;
 pub use key::{MAX_KEY_DEPTH, MIN_KEY_COMPARES};
+pub use partition::{ArchPartition, Cut, Outcome, Partition, PartitionError, Ranges, Residual as PartitionResidual};
 
 /// Smallest dense table for an arch without a syscall table of ours.
 pub const MIN_DENSE: u32 = 64;

@@ -212,6 +212,16 @@ pub(crate) struct Specializer {
     new_index: Vec<u32>,
     slots: Vec<Slot>,
     out: Vec<Insn>,
+    /// What the last specialisation gave ([`Specializer::last`]).
+    last: Last,
+}
+
+/// The kind of the last [`Specialized`], its residual left in `out`.
+#[derive(Debug, Clone, Copy)]
+enum Last {
+    Action(u32),
+    Residual,
+    Whole,
 }
 
 /// Marks a pc outside every [`Run`].
@@ -312,6 +322,7 @@ impl Specializer {
             new_index: vec![0; n],
             slots: Vec::with_capacity(n),
             out: Vec::with_capacity(n),
+            last: Last::Whole,
         }
     }
 
@@ -334,12 +345,21 @@ impl Specializer {
         (compared, self.finish(found))
     }
 
-    /// The filter with `seccomp_data.arch` and `.nr` fixed where given.
+    /// Whether the last residual returned reads A or X before writing them
+    /// (`(a, x)`): it then relies on both being 0 at its entry, as they are
+    /// when a filter starts (the converted program clears them), so a
+    /// caller that jumps into it with another A must first clear A.
+    pub(crate) fn entry_reads(&self) -> (bool, bool) {
+        let live = self.live_at(0);
+        (live & bit(A) != 0, live & bit(X) != 0)
+    }
+
     /// Instructions the last forward pass visited (its work).
     pub(crate) fn last_work(&self) -> usize {
         self.visited.len()
     }
 
+    /// The filter with `seccomp_data.arch` and `.nr` fixed where given.
     pub(crate) fn specialize(&mut self, arch: Option<u32>, nr: Option<u32>) -> Specialized<'_> {
         let found = self.forward(arch, nr, None);
         self.finish(found)
@@ -353,17 +373,31 @@ impl Specializer {
     }
 
     fn finish(&mut self, results: Option<Results>) -> Specialized<'_> {
-        let Some(results) = results else { return Specialized::Whole };
+        self.last = self.settle(results);
+        self.last()
+    }
+
+    fn settle(&mut self, results: Option<Results>) -> Last {
+        let Some(results) = results else { return Last::Whole };
         if let Some(v) = results.constant() {
-            return Specialized::Action(v);
+            return Last::Action(v);
         }
         for threading in [true, false] {
             self.backward(threading);
             if self.layout().is_ok() {
-                return Specialized::Residual(&self.out);
+                return Last::Residual;
             }
         }
-        Specialized::Whole
+        Last::Whole
+    }
+
+    /// What the last specialisation gave (again).
+    pub(crate) fn last(&self) -> Specialized<'_> {
+        match self.last {
+            Last::Action(v) => Specialized::Action(v),
+            Last::Residual => Specialized::Residual(&self.out),
+            Last::Whole => Specialized::Whole,
+        }
     }
 
     // ------------------------------------------------------------ forward

@@ -1,0 +1,76 @@
+//! `bpfconv optimize`.
+
+use clap::{Args, ValueEnum};
+
+use crate::fail::{Failure, Result};
+use crate::io::{read_classic, write_output, EndianArg, From};
+
+/// What `optimize` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OptimizeFormat {
+    /// Raw `struct sock_filter` records (little-endian unless `--endian big`).
+    Raw,
+    /// C array as `tcpdump -dd` prints it.
+    C,
+    /// bpf_asm assembly.
+    Asm,
+    /// seccomp-tools style listing, naming syscalls and actions.
+    Seccomp,
+}
+
+#[derive(Args, Debug)]
+pub struct OptimizeArgs {
+    /// Input file (`-` for stdin): any input syntax; a seccomp filter.
+    file: String,
+    /// Input syntax; auto-detected when absent.
+    #[arg(long, value_enum)]
+    from: Option<From>,
+    /// Byte order of raw sock_filter records read and written (s390x, ppc64, mips: big).
+    #[arg(long, value_enum, default_value_t)]
+    endian: EndianArg,
+    /// Output file (`-` for stdout); raw sock_filter records unless --format says otherwise.
+    #[arg(short, long)]
+    output: Option<String>,
+    /// Output form (default: raw with -o, the seccomp listing without).
+    #[arg(long, value_enum)]
+    format: Option<OptimizeFormat>,
+    /// Abstract steps the partition may spend (as `analyze --max-steps`).
+    #[arg(long, default_value_t = seccomp::analysis::Budget::DEFAULT_STEPS)]
+    max_steps: u64,
+    /// Print sizes, longest paths and the layout's figures to stderr.
+    #[arg(long)]
+    stats: bool,
+}
+
+/// `bpfconv optimize`.
+pub fn optimize(args: &OptimizeArgs) -> Result<i32> {
+    let insns = read_classic(&args.file, args.from, args.endian)?;
+    let input = cbpf::validate(&insns, cbpf::Mode::Seccomp)?;
+    let budget = seccomp::analysis::Budget::new(
+        args.max_steps,
+        seccomp::analysis::Budget::DEFAULT_PATHS,
+        seccomp::analysis::Budget::DEFAULT_CONDS,
+    );
+    let options = ::optimize::Options { budget, ..Default::default() };
+    let out = ::optimize::optimize(&input, &options).map_err(Failure::rejected)?;
+    let s = out.stats;
+    if let Some(why) = s.kept_input {
+        eprintln!("note: the input is written unchanged: {why}, the input {}", s.input_insns);
+    }
+    if args.stats {
+        eprintln!("{s}");
+    }
+    let insns = out.program.original();
+    let format =
+        args.format.unwrap_or(if args.output.is_some() { OptimizeFormat::Raw } else { OptimizeFormat::Seccomp });
+    let bytes = match format {
+        OptimizeFormat::Raw => cbpf::raw::encode_endian(insns, args.endian.endian()),
+        OptimizeFormat::C => cbpf::text::print_c(insns).into_bytes(),
+        OptimizeFormat::Asm => cbpf::text::print_asm(insns).into_bytes(),
+        OptimizeFormat::Seccomp => {
+            seccomp::disasm::disasm(insns, seccomp::disasm::DisasmOptions { default_arch: None }).into_bytes()
+        }
+    };
+    write_output(args.output.as_deref().unwrap_or("-"), &bytes)?;
+    Ok(0)
+}

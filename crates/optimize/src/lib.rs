@@ -1,0 +1,263 @@
+//! `bpfconv optimize`: a seccomp filter rewritten so that what it costs the
+//! kernel does not grow with the syscall's place in it, proved equal to the
+//! original before it is handed out.
+//!
+//! [`optimize`] builds the filter's [`Partition`] (the fast engine's
+//! specialisation per arch and per range of syscall numbers: constant
+//! actions and residual argument checks, identical residuals shared), lays
+//! it out as one classic program ([`layout`](self) module: `ld [4]`, one
+//! `jeq` per arch, per arch `ld [0]` and a balanced tree of `jge #k` over the
+//! range boundaries, leaves `ret #K` or a residual), and then:
+//!
+//! 1. validates it as seccomp(2) would ([`cbpf::validate()`], seccomp mode;
+//!    at most `BPF_MAXINSNS` instructions);
+//! 2. checks that every (arch, nr) the kernel's constant-action cache marks
+//!    ALLOW for the input ([`seccomp::cache::seccomp_is_const_allow`]) is
+//!    still marked, for every arch the filter names that has a syscall
+//!    table ([`OptimizeError::CacheLost`] otherwise);
+//! 3. proves it equal to the input with [`equiv::check`] (every bit of every
+//!    `struct seccomp_data` word): [`OptimizeError::Differ`] with the input
+//!    that tells them apart, or [`OptimizeError::Undecided`] within the
+//!    budget; never an unproved output.
+//!
+//! When the layout is longer than the input (or its residuals alone are),
+//! the input is returned unchanged and [`Stats::kept_input`] says why: the
+//! output is never larger than the input.
+//!
+//! ```
+//! use cbpf::{validate, Insn, Mode};
+//! // An allow-list of 0..100 on x86_64 as a libseccomp-style chain.
+//! let n = 100u32;
+//! let mut insns = vec![Insn::stmt(0x20, 4), Insn::jump(0x15, 0xc000_003e, 0, n as u8 + 1), Insn::stmt(0x20, 0)];
+//! insns.extend((0..n).map(|nr| Insn::jump(0x15, nr, (n - nr) as u8, 0)));
+//! insns.push(Insn::stmt(0x06, 0)); // KILL_THREAD
+//! insns.push(Insn::stmt(0x06, 0x7fff_0000)); // ALLOW
+//! let input = validate(&insns, Mode::Seccomp).unwrap();
+//! let out = optimize::build(&input, &mut Default::default()).unwrap();
+//! // ld [4]; jeq #x86_64; ld [0]; jge #100; and the two returns.
+//! assert_eq!(out.stats.output_insns, 6);
+//! assert_eq!(out.stats.layout.tree_depth, 1);
+//! //! ```
+
+mod layout;
+
+use cbpf::{Insn, Mode, Program};
+use seccomp::analysis::{AnalysisError, Budget};
+use seccomp::fast::{Partition, PartitionError};
+
+pub use layout::{emit as lay_out, LayoutStats};
+
+/// How to optimise.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Bounds the partition (data-flow passes and specialisations, shared
+    /// as in `bpfconv analyze`).
+    pub budget: Budget,
+    /// Bounds the proof.
+    pub equiv: equiv::Options,
+}
+
+/// Why the input was returned unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeptInput {
+    /// The layout had this many instructions, more than the input.
+    Larger { output: usize },
+    /// The distinct residual programs alone held more instructions than
+    /// the input.
+    Residuals,
+}
+
+impl std::fmt::Display for KeptInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KeptInput::Larger { output } => write!(f, "the optimised layout has {output} instructions"),
+            KeptInput::Residuals => f.write_str("its residual programs alone are longer"),
+        }
+    }
+}
+
+/// Figures of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    pub input_insns: usize,
+    pub output_insns: usize,
+    /// Arches with a dispatch of their own (0: the filter never loads arch).
+    pub arches: usize,
+    /// Distinct residual programs and their instructions.
+    pub residuals: usize,
+    pub residual_insns: usize,
+    pub layout: LayoutStats,
+    /// The longest path through the input and the output, in instructions.
+    pub input_longest_path: usize,
+    pub output_longest_path: usize,
+    /// Set when the output is the input unchanged.
+    pub kept_input: Option<KeptInput>,
+}
+
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "instructions {} -> {}, longest path {} -> {}, arches {}, ranges {}, tree depth {}, residuals {} ({} instructions), landings {}",
+            self.input_insns,
+            self.output_insns,
+            self.input_longest_path,
+            self.output_longest_path,
+            self.arches,
+            self.layout.ranges,
+            self.layout.tree_depth,
+            self.residuals,
+            self.residual_insns,
+            self.layout.landings,
+        )?;
+        match self.kept_input {
+            Some(why) => write!(f, " (input kept: {why})"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// An optimised filter.
+#[derive(Debug, Clone)]
+pub struct Optimized {
+    /// Validated in seccomp mode; [`Program::original`] is what to write.
+    pub program: Program,
+    pub stats: Stats,
+}
+
+/// Why no filter was produced.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OptimizeError {
+    /// The input was validated as a socket filter.
+    #[error("program was validated in {mode} mode; optimize needs a seccomp filter")]
+    NotSeccomp { mode: Mode },
+    /// The partition's budget ran out.
+    #[error(transparent)]
+    Analysis(#[from] AnalysisError),
+    /// The layout did not validate (a bug of this crate: reported, never
+    /// written).
+    #[error("the optimised filter does not validate: {0}")]
+    Invalid(cbpf::ValidateError),
+    /// The kernel's cache would no longer allow `nr` on `arch` without
+    /// running the filter (a bug of this crate).
+    #[error("the optimised filter loses the kernel's cached ALLOW of nr {nr} on arch {arch:#x}")]
+    CacheLost { arch: u32, nr: u32 },
+    /// The proof found an input the two filters answer differently (a bug
+    /// of this crate: reported, never written).
+    #[error(
+        "the optimised filter differs from the input: nr {nr} arch {arch:#x}: input returns {left:#x}, output {right:#x}",
+        nr = .0.data.nr, arch = .0.data.arch, left = .0.left, right = .0.right
+    )]
+    Differ(equiv::Counterexample),
+    /// The proof was not reached within its budget.
+    #[error("not proved equal: {0}")]
+    Undecided(equiv::EquivError),
+}
+
+/// The optimised filter, proved equal to `input` (see the crate docs).
+pub fn optimize(input: &Program, options: &Options) -> Result<Optimized, OptimizeError> {
+    let mut budget = options.budget.clone();
+    let built = build(input, &mut budget)?;
+    if built.stats.kept_input.is_some() {
+        return Ok(built);
+    }
+    if let Some((arch, nr)) = cache_lost(input, &built.program) {
+        return Err(OptimizeError::CacheLost { arch, nr });
+    }
+    match equiv::check(equiv::Side::single(input), equiv::Side::single(&built.program), &options.equiv) {
+        Ok(equiv::Verdict::Equal) => Ok(built),
+        Ok(equiv::Verdict::Differ(found)) => match found.first() {
+            Some(&c) => Err(OptimizeError::Differ(c)),
+            None => Err(OptimizeError::Undecided(equiv::EquivError::Budget {
+                kind: equiv::BudgetKind::Steps,
+                limit: options.equiv.limits.max_steps,
+            })),
+        },
+        Err(e) => Err(OptimizeError::Undecided(e)),
+    }
+}
+
+/// The optimised layout of `input`, validated but not proved (the first
+/// half of [`optimize`]; tests compare it with the input by running both).
+pub fn build(input: &Program, budget: &mut Budget) -> Result<Optimized, OptimizeError> {
+    if input.mode() != Mode::Seccomp {
+        return Err(OptimizeError::NotSeccomp { mode: input.mode() });
+    }
+    let mut stats =
+        Stats { input_insns: input.len(), input_longest_path: longest_path(input.original()), ..Stats::default() };
+    let kept = |mut stats: Stats, why: KeptInput| {
+        stats.kept_input = Some(why);
+        stats.output_insns = stats.input_insns;
+        stats.output_longest_path = stats.input_longest_path;
+        Ok(Optimized { program: input.clone(), stats })
+    };
+    let partition = match Partition::build(input, budget, input.len()) {
+        Ok(p) => p,
+        Err(PartitionError::ResidualInsns { .. }) => return kept(stats, KeptInput::Residuals),
+        Err(PartitionError::Analysis(e)) => return Err(OptimizeError::Analysis(e)),
+        Err(PartitionError::NotSeccomp { mode }) => return Err(OptimizeError::NotSeccomp { mode }),
+        Err(e) => return Err(OptimizeError::Analysis(budget_of(&e, budget))),
+    };
+    stats.arches = partition.arches.len();
+    stats.residuals = partition.residuals.len();
+    stats.residual_insns = partition.residuals.iter().map(|r| r.program.len()).sum();
+    let (insns, layout) = layout::emit(&partition);
+    stats.layout = layout;
+    if insns.len() > input.len() {
+        return kept(stats, KeptInput::Larger { output: insns.len() });
+    }
+    let program = cbpf::validate(&insns, Mode::Seccomp).map_err(OptimizeError::Invalid)?;
+    stats.output_insns = program.len();
+    stats.output_longest_path = longest_path(program.original());
+    Ok(Optimized { program, stats })
+}
+
+/// A budget error standing for a partition error this crate does not know.
+fn budget_of(_: &PartitionError, budget: &Budget) -> AnalysisError {
+    AnalysisError::Budget { kind: seccomp::analysis::BudgetKind::Steps, limit: budget.max_steps }
+}
+
+/// The most instructions any path from the first instruction to a `ret`
+/// executes (every jump followed both ways, feasible or not) in a validated
+/// classic program (forward jumps only).
+pub fn longest_path(insns: &[Insn]) -> usize {
+    let mut len = vec![0usize; insns.len() + 1];
+    for pc in (0..insns.len()).rev() {
+        let at = |d: usize| len.get(pc + 1 + d).copied().unwrap_or(0);
+        let here = match insns.get(pc).and_then(|i| i.op()) {
+            Some(cbpf::Op::RetK { .. } | cbpf::Op::RetA) => 1,
+            Some(cbpf::Op::Ja { k }) => 1 + at(k as usize),
+            Some(cbpf::Op::Jmp { jt, jf, .. }) => 1 + at(usize::from(jt)).max(at(usize::from(jf))),
+            _ => 1 + at(0),
+        };
+        if let Some(slot) = len.get_mut(pc) {
+            *slot = here;
+        }
+    }
+    len.first().copied().unwrap_or(0)
+}
+
+/// The first (arch, nr) that the kernel's constant-action cache marks ALLOW
+/// for `input` but not for `output`, over every arch `input` compares with
+/// that has a syscall table (x86_64 and i386 for a filter that names none),
+/// numbers `0..NR_syscalls`, each arch as the kernel's native one.
+pub fn cache_lost(input: &Program, output: &Program) -> Option<(u32, u32)> {
+    use seccomp::arch::{Arch, AUDIT_ARCH_I386, AUDIT_ARCH_X86_64};
+    use seccomp::cache::seccomp_is_const_allow;
+    let mut arches = seccomp::analysis::compared_arches(input).unwrap_or_default();
+    if arches.is_empty() {
+        arches = vec![AUDIT_ARCH_X86_64, AUDIT_ARCH_I386];
+    }
+    for arch in arches {
+        let Some(table) = seccomp::syscalls::table(Arch::from_audit_arch(arch)) else { continue };
+        for nr in 0..table.nr_syscalls {
+            if seccomp_is_const_allow(input.original(), nr, arch, arch)
+                && !seccomp_is_const_allow(output.original(), nr, arch, arch)
+            {
+                return Some((arch, nr));
+            }
+        }
+    }
+    None
+}

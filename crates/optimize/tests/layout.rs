@@ -1,0 +1,106 @@
+//! `optimize::lay_out` on hand-made partitions: residuals that read A or X
+//! at entry see 0 there (not `nr` or `arch`), jumps past 255 reach their
+//! targets through landings, unnamed arches get their outcome, and only
+//! `ld [0]`/`ld [4]`, `jeq`/`jge #k`, `ja` and `ret #k` lead to a constant.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use cbpf::{validate, Insn, Interp, Mode, SeccompData};
+use seccomp::fast::{ArchPartition, Cut, Outcome, Partition, PartitionResidual};
+
+const X86_64: u32 = 0xc000_003e;
+const ALLOW: u32 = 0x7fff_0000;
+
+fn residual(insns: &[Insn], reads_a: bool, reads_x: bool) -> PartitionResidual {
+    PartitionResidual { program: validate(insns, Mode::Seccomp).unwrap(), reads_a, reads_x }
+}
+
+#[test]
+fn residuals_start_from_a_filters_entry_state_and_far_targets_are_reached() {
+    let ret_a = Insn::stmt(0x16, 0);
+    let mut long = vec![Insn::stmt(0x20, 16); 400];
+    long.push(ret_a);
+    // Many alternating ranges: a deep tree whose early nodes jump far.
+    let mut ranges = vec![(0, Outcome::Residual(0)), (10, Outcome::Action(ALLOW)), (300, Outcome::Residual(1))];
+    for i in 0..300u32 {
+        let o = if i % 2 == 0 { Outcome::Action(i) } else { Outcome::Residual(3) };
+        ranges.push((1000 + 2 * i, o));
+    }
+    let partition = Partition {
+        arches: vec![ArchPartition { arch: X86_64, ranges: ranges.clone(), cut: Cut::Classes }],
+        any_arch: None,
+        other_arches: Outcome::Residual(2),
+        residuals: vec![
+            residual(&[ret_a], true, false),                      // `ret a`: 0 at a filter's start
+            residual(&[Insn::stmt(0x87, 0), ret_a], false, true), // `txa; ret a`
+            residual(&[Insn::stmt(0x20, 16), ret_a], false, false),
+            residual(&long, false, false),
+        ],
+    };
+    let (insns, stats) = optimize::lay_out(&partition);
+    let out = validate(&insns, Mode::Seccomp).unwrap();
+    assert!(stats.landings > 0, "{stats:?}");
+    assert!(stats.tree_depth <= 12, "{stats:?}");
+    let interp = Interp::new(&out);
+    let run = |arch: u32, nr: u32| {
+        let d = SeccompData { nr: nr as i32, arch, args: [0x55, 0, 0, 0, 0, 0], ..Default::default() };
+        interp.run_seccomp(&d.to_bytes()).unwrap()
+    };
+    for nr in [0, 5, 9] {
+        assert_eq!(run(X86_64, nr), 0, "nr {nr}: residual 0 must see A = 0");
+    }
+    assert_eq!(run(X86_64, 10), ALLOW);
+    assert_eq!(run(X86_64, 300), 0, "residual 1 must see X = 0");
+    for i in 0..300u32 {
+        let want = if i % 2 == 0 { i } else { 0x55 };
+        assert_eq!(run(X86_64, 1000 + 2 * i), want, "range {i}");
+        assert_eq!(run(X86_64, 1001 + 2 * i), want, "range {i}");
+    }
+    assert_eq!(run(0xc000_00b7, 10), 0x55, "unnamed arch: residual 2");
+    // The constant leaves are cached by the kernel's emulator.
+    assert!(seccomp::cache::seccomp_is_const_allow(&insns, 10, X86_64, X86_64));
+    assert!(!seccomp::cache::seccomp_is_const_allow(&insns, 5, X86_64, X86_64));
+}
+
+/// More than four arches: a tree over the arch values; each arch reaches
+/// its own block, every other arch (between, below, above) the outcome for
+/// unnamed arches, and the constant leaves stay cacheable.
+#[test]
+fn many_arches_dispatch_through_a_tree() {
+    let arches: Vec<u32> = (0..10u32).map(|i| 0x4000_0000 + 7 * i).chain([0, u32::MAX]).collect();
+    let partition = Partition {
+        arches: arches
+            .iter()
+            .enumerate()
+            .map(|(i, &arch)| ArchPartition {
+                arch,
+                // Two arches share each list: shared blocks.
+                ranges: vec![(0, Outcome::Action(ALLOW)), (100 + i as u32 / 2, Outcome::Action(i as u32 / 2))],
+                cut: Cut::Classes,
+            })
+            .collect(),
+        any_arch: None,
+        other_arches: Outcome::Action(0x8000_0000),
+        residuals: Vec::new(),
+    };
+    let (insns, stats) = optimize::lay_out(&partition);
+    let out = validate(&insns, Mode::Seccomp).unwrap();
+    assert_eq!(stats.blocks, 6, "{stats:?}");
+    assert!(optimize::longest_path(&insns) <= 12, "{}", cbpf::text::print_asm(&insns));
+    let interp = Interp::new(&out);
+    let run = |arch: u32, nr: u32| {
+        let d = SeccompData { nr: nr as i32, arch, ..Default::default() };
+        interp.run_seccomp(&d.to_bytes()).unwrap()
+    };
+    for (i, &arch) in arches.iter().enumerate() {
+        let i = i as u32;
+        assert_eq!(run(arch, 5), ALLOW, "arch {arch:#x}");
+        assert_eq!(run(arch, 100 + i / 2), i / 2, "arch {arch:#x}");
+        assert!(seccomp::cache::seccomp_is_const_allow(&insns, 5, arch, arch));
+        for other in [arch.wrapping_add(1), arch.wrapping_sub(1)] {
+            if !arches.contains(&other) {
+                assert_eq!(run(other, 5), 0x8000_0000, "arch {other:#x}");
+            }
+        }
+    }
+}

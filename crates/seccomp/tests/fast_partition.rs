@@ -1,0 +1,124 @@
+//! `seccomp::fast::Partition`: every (arch, nr) of a sweep gets, from its
+//! range's outcome (the constant, or the residual run on the same input),
+//! the value the classic interpreter gives the whole filter; ranges cover
+//! `0..=u32::MAX`, ascending, neighbours differ. On the testdata filters
+//! (cut at classes) and on hand-made filters that take the other paths:
+//! `jset` and arithmetic on `nr` (cut per table number), no `arch` load
+//! (one partition for every arch), and a residual for unnamed arches.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+mod common;
+
+use cbpf::{validate, Interp, Mode, Program, SeccompData};
+use common::{j, s};
+use seccomp::fast::{Cut, Outcome, Partition, Ranges};
+
+const X86_64: u32 = 0xc000_003e;
+const I386: u32 = 0x4000_0003;
+
+fn outcome(ranges: &Ranges, nr: u32) -> Outcome {
+    let i = ranges.partition_point(|&(start, _)| start <= nr);
+    ranges[i - 1].1
+}
+
+/// Checks `p`'s partition on a sweep; returns it.
+fn check(name: &str, p: &Program) -> Partition {
+    let part = Partition::build(p, &mut Default::default(), 1 << 20).unwrap();
+    let whole = Interp::new(p);
+    let residuals: Vec<Interp> = part.residuals.iter().map(|r| Interp::new(&r.program)).collect();
+    let all: Vec<(Option<u32>, &Ranges)> = match &part.any_arch {
+        Some(r) => vec![(None, r)],
+        None => part.arches.iter().map(|a| (Some(a.arch), &a.ranges)).collect(),
+    };
+    for (_, ranges) in &all {
+        assert_eq!(ranges[0].0, 0, "{name}");
+        assert!(ranges.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 != w[1].1), "{name}: {ranges:?}");
+    }
+    let args =
+        [[0u64; 6], [1, 2, 3, 4, 5, 6], [0x28, 0, 0, 0, 0, 0], [u64::MAX; 6], [0x7e02_0000, 1, 0x10000, 0, 0, 9]];
+    let mut arches: Vec<u32> = part.arches.iter().map(|a| a.arch).collect();
+    arches.extend([X86_64, I386, 0, 0x1234]);
+    let mut nrs: Vec<u32> = (0..700).chain([u32::MAX, u32::MAX - 1, 0x3fff_ffff]).collect();
+    nrs.extend(0x4000_0000..0x4000_0000 + 400);
+    for &arch in &arches {
+        let outcome_of =
+            |nr: u32| match part.any_arch.as_ref().or(part.arches.iter().find(|a| a.arch == arch).map(|a| &a.ranges)) {
+                Some(ranges) => outcome(ranges, nr),
+                None => part.other_arches,
+            };
+        for &nr in &nrs {
+            let o = outcome_of(nr);
+            for a in &args {
+                let d = SeccompData { nr: nr as i32, arch, instruction_pointer: 0x1000, args: *a }.to_bytes();
+                let want = whole.run_seccomp(&d).unwrap();
+                let got = match o {
+                    Outcome::Action(v) => v,
+                    Outcome::Residual(i) => residuals[i].run_seccomp(&d).unwrap(),
+                };
+                assert_eq!(got, want, "{name}: arch {arch:#x} nr {nr:#x} args {a:?}: {o:?}");
+            }
+        }
+    }
+    part
+}
+
+#[test]
+fn testdata_filters_partition_at_classes() {
+    for name in common::filter_names() {
+        let part = check(&name, &common::load(&name));
+        assert!(part.arches.iter().all(|a| a.cut == Cut::Classes), "{name}");
+    }
+}
+
+#[test]
+fn jset_or_arithmetic_on_nr_cut_per_table_number() {
+    let jset = [
+        s(0x20, 4),
+        j(0x15, X86_64, 1, 0),
+        s(0x06, 0),
+        s(0x20, 0),
+        j(0x45, 0x4000_0000, 3, 0), // jset x32 bit → kill
+        j(0x15, 2, 1, 0),
+        s(0x06, 0x0005_0001),
+        s(0x06, 0x7fff_0000),
+        s(0x06, 0x8000_0000),
+    ];
+    let part = check("jset", &validate(&jset, Mode::Seccomp).unwrap());
+    assert_eq!(part.arches[0].cut, Cut::Table);
+    let arith = [
+        s(0x20, 0),
+        s(0x04, 1),        // A = nr + 1
+        j(0x15, 60, 0, 1), // nr == 59 → ALLOW
+        s(0x06, 0x7fff_0000),
+        s(0x20, 16),
+        j(0x15, 7, 0, 1),
+        s(0x16, 0), // ret A (7)
+        s(0x06, 0x0005_0002),
+    ];
+    let part = check("nr + 1", &validate(&arith, Mode::Seccomp).unwrap());
+    let ranges = part.any_arch.as_ref().expect("no arch load: one partition");
+    assert!(part.arches.is_empty());
+    assert_eq!(outcome(ranges, 59), Outcome::Action(0x7fff_0000));
+}
+
+#[test]
+fn unnamed_arches_get_the_filter_specialised_on_none_of_them() {
+    // x86_64 and i386 named; any other arch reaches an argument check.
+    let p = [
+        s(0x20, 4),
+        j(0x15, X86_64, 2, 0),
+        j(0x15, I386, 1, 0),
+        j(0x05, 0, 0, 0), // ja 0 (no-op)
+        s(0x20, 0),
+        j(0x15, 1, 0, 1),
+        s(0x06, 0x7fff_0000),
+        s(0x20, 16),
+        j(0x15, 0x28, 0, 1),
+        s(0x06, 0x0005_0001),
+        s(0x06, 0),
+    ];
+    let part = check("unnamed", &validate(&p, Mode::Seccomp).unwrap());
+    assert_eq!(part.arches.iter().map(|a| a.arch).collect::<Vec<_>>(), vec![X86_64, I386]);
+    assert!(matches!(part.other_arches, Outcome::Residual(_)), "{:?}", part.other_arches);
+}
