@@ -177,8 +177,9 @@ pub struct Reproducer {
     pub mode: String,
     /// `attach` (accept/reject differ) or `run` (results differ).
     pub kind: String,
-    /// The classic program, `[code, jt, jf, k]` per instruction.
-    pub program: Vec<[u32; 4]>,
+    /// The classic program, one `code jt jf k` (decimal, as `tcpdump -ddd`
+    /// prints them) per instruction.
+    pub program: Vec<String>,
     /// The same program in bpf_asm syntax, for people.
     pub asm: String,
     /// `run` only: hex of the input (64-byte `seccomp_data` in host order,
@@ -202,11 +203,31 @@ pub struct Reproducer {
 
 impl Reproducer {
     /// The program's instructions.
-    pub fn insns(&self) -> Vec<Insn> {
+    pub fn insns(&self) -> Result<Vec<Insn>, String> {
         self.program
             .iter()
-            .map(|&[code, jt, jf, k]| Insn { code: code as u16, jt: jt as u8, jf: jf as u8, k })
+            .map(|line| {
+                let f: Vec<u64> = line
+                    .split_whitespace()
+                    .map(|w| w.parse::<u64>())
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| format!("`{line}`: {e}"))?;
+                match f[..] {
+                    [code, jt, jf, k] => Ok(Insn {
+                        code: u16::try_from(code).map_err(|e| format!("`{line}`: {e}"))?,
+                        jt: u8::try_from(jt).map_err(|e| format!("`{line}`: {e}"))?,
+                        jf: u8::try_from(jf).map_err(|e| format!("`{line}`: {e}"))?,
+                        k: u32::try_from(k).map_err(|e| format!("`{line}`: {e}"))?,
+                    }),
+                    _ => Err(format!("`{line}` is not `code jt jf k`")),
+                }
+            })
             .collect()
+    }
+
+    /// `insns` as [`Reproducer::program`] holds them.
+    pub fn program_lines(insns: &[Insn]) -> Vec<String> {
+        insns.iter().map(|i| format!("{} {} {} {}", i.code, i.jt, i.jf, i.k)).collect()
     }
 
     /// The mode.
@@ -222,7 +243,7 @@ impl Reproducer {
     /// with the recorded kernel answer, `Err(ours)` when it does not.
     pub fn replay(&self) -> Result<String, String> {
         let mode = self.mode()?;
-        let ours = our_attach(&self.insns(), mode);
+        let ours = our_attach(&self.insns()?, mode);
         match self.kind.as_str() {
             "attach" => {
                 let text = attach_text(&ours);
@@ -301,7 +322,7 @@ fn reproducer(
     Reproducer {
         mode: if mode == Mode::Seccomp { "seccomp" } else { "socket" }.into(),
         kind: kind.into(),
-        program: insns.iter().map(|i| [u32::from(i.code), u32::from(i.jt), u32::from(i.jf), i.k]).collect(),
+        program: Reproducer::program_lines(insns),
         asm: cbpf::text::print_asm(insns),
         input: input.map(Input::hex),
         ours,

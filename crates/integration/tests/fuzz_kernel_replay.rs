@@ -52,7 +52,7 @@ fn reproducer(mode: &str, kind: &str, insns: &[Insn], input: Option<String>, our
     Reproducer {
         mode: mode.into(),
         kind: kind.into(),
-        program: insns.iter().map(|i| [u32::from(i.code), u32::from(i.jt), u32::from(i.jf), i.k]).collect(),
+        program: Reproducer::program_lines(insns),
         asm: String::new(),
         input,
         ours: ours.into(),
@@ -75,7 +75,10 @@ fn replay_judges_hand_made_reproducers() {
     // Seccomp: `ld [0]; ret a` returns nr.
     let ret_nr = [Insn::stmt(0x20, 0), Insn::stmt(0x16, 0)];
     let data = Input::Seccomp(cbpf::SeccompData::new(0xc000_003e, 7)).hex();
-    assert_eq!(reproducer("seccomp", "run", &ret_nr, Some(data.clone()), "", "0x00000007").replay(), Ok("0x00000007".into()));
+    assert_eq!(
+        reproducer("seccomp", "run", &ret_nr, Some(data.clone()), "", "0x00000007").replay(),
+        Ok("0x00000007".into())
+    );
     assert!(reproducer("seccomp", "run", &ret_nr, Some(data), "", "0x00000008").replay().is_err());
     // Attach: `ld [64]` is no seccomp_data word (seccomp_check_filter()).
     let bad = [Insn::stmt(0x20, 64), Insn::stmt(0x16, 0)];
