@@ -99,7 +99,12 @@ fn tcpdump_programs_agree_on_every_packet() {
         programs.len(),
         packets.len()
     );
-    assert!(failures.is_empty(), "{} disagreements:\n{}", failures.len(), failures[..failures.len().min(20)].join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} disagreements:\n{}",
+        failures.len(),
+        failures[..failures.len().min(20)].join("\n")
+    );
     if kernel_ok {
         assert_eq!(kernel_pairs + unobservable, pairs);
     }

@@ -255,9 +255,11 @@ mod tests {
         assert!(count(&|x| et(&x.data) == Some(0x0806)) > 50);
         assert!(count(&|x| (x.data.len() as u32) < x.wire_len) > 300, "truncated captures");
         // IPv4 fragments with a non-zero offset, untagged.
-        assert!(count(&|x| et(&x.data) == Some(0x0800)
-            && x.data.get(20..22).is_some_and(|f| u16::from_be_bytes([f[0], f[1]]) & 0x1fff != 0))
-            > 100);
+        assert!(
+            count(&|x| et(&x.data) == Some(0x0800)
+                && x.data.get(20..22).is_some_and(|f| u16::from_be_bytes([f[0], f[1]]) & 0x1fff != 0))
+                > 100
+        );
         // IPv6 fragment headers, untagged.
         assert!(count(&|x| et(&x.data) == Some(0x86dd) && x.data.get(20) == Some(&44)) > 30);
         assert_eq!(pcap(), pcap(), "deterministic");
