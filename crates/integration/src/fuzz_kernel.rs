@@ -280,6 +280,8 @@ pub struct Tally {
     pub programs: u64,
     /// Of those, accepted by both.
     pub accepted: u64,
+    /// Of those, refused by both (e.g. past the conversion's jump limit).
+    pub refused: u64,
     /// Accepted, converted, but over `optmem_max` (not run).
     pub over_optmem: u64,
     /// Accepted by both, but past what the kernel engine can run (too long
@@ -298,6 +300,7 @@ impl Tally {
     pub fn add(&mut self, other: &Tally) {
         self.programs += other.programs;
         self.accepted += other.accepted;
+        self.refused += other.refused;
         self.over_optmem += other.over_optmem;
         self.not_run += other.not_run;
         self.inputs += other.inputs;
@@ -344,7 +347,10 @@ pub fn judge(insns: &[Insn], mode: Mode, inputs: &[Input], tally: &mut Tally) ->
         tally.disagreements += 1;
         return Ok(vec![reproducer(mode, "attach", insns, None, attach_text(&ours), kernel_attach_text(theirs))]);
     }
-    let Ok(program) = ours else { return Ok(Vec::new()) };
+    let Ok(program) = ours else {
+        tally.refused += 1;
+        return Ok(Vec::new());
+    };
     tally.accepted += 1;
     if theirs == Attach::OverOptmem {
         tally.over_optmem += 1;
@@ -426,4 +432,100 @@ pub fn available(mode: Mode) -> Result<(), String> {
         kernel::stub_ips().map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// `insns` without instruction `at`, jumps over it shortened by one (a jump
+/// to it now lands on its successor, which takes its place); `None` when a
+/// jump's offset would not fit or `at` is the last instruction.
+fn without(insns: &[Insn], at: usize) -> Option<Vec<Insn>> {
+    if at + 1 >= insns.len() {
+        return None;
+    }
+    let mut out = Vec::with_capacity(insns.len() - 1);
+    for (pc, insn) in insns.iter().enumerate() {
+        if pc == at {
+            continue;
+        }
+        let mut insn = *insn;
+        if pc < at {
+            let past = |off: u32| (pc as u64 + 1 + u64::from(off)) > at as u64;
+            match cbpf::Op::from_insn(insn) {
+                Some(cbpf::Op::Ja { k }) if past(k) => insn.k = k - 1,
+                Some(cbpf::Op::Jmp { .. }) => {
+                    if past(u32::from(insn.jt)) {
+                        insn.jt = insn.jt.checked_sub(1)?;
+                    }
+                    if past(u32::from(insn.jf)) {
+                        insn.jf = insn.jf.checked_sub(1)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        out.push(insn);
+    }
+    Some(out)
+}
+
+/// Shrinks a disagreement while `still` says it persists: drops
+/// instructions (last first, jumps adjusted) and, for a packet, cuts its
+/// tail; at most `budget` calls of `still`. Returns the smaller program and
+/// input.
+pub fn minimise_with(
+    insns: &[Insn],
+    input: Option<&Input>,
+    budget: usize,
+    mut still: impl FnMut(&[Insn], Option<&Input>) -> bool,
+) -> (Vec<Insn>, Option<Input>) {
+    let mut best = insns.to_vec();
+    let mut input = input.cloned();
+    let mut calls = 0;
+    let mut progress = true;
+    while progress && calls < budget {
+        progress = false;
+        for at in (0..best.len()).rev() {
+            if calls >= budget {
+                break;
+            }
+            let Some(candidate) = without(&best, at) else { continue };
+            calls += 1;
+            if still(&candidate, input.as_ref()) {
+                best = candidate;
+                progress = true;
+            }
+        }
+        if let Some(Input::Packet(p)) = input.clone() {
+            let mut len = p.len() / 2;
+            while len < p.len() && calls < budget {
+                let cut = Input::Packet(p[..len].to_vec());
+                calls += 1;
+                if still(&best, Some(&cut)) {
+                    input = Some(cut);
+                    progress = true;
+                    break;
+                }
+                len += (p.len() - len).div_ceil(2);
+            }
+        }
+    }
+    (best, input)
+}
+
+/// [`minimise_with`] against the running kernel: the disagreement of
+/// `repro`'s kind persists when [`judge`] still reports one of that kind.
+pub fn minimise(repro: &Reproducer, budget: usize) -> Result<Reproducer, String> {
+    let mode = repro.mode()?;
+    let input = repro.input.as_deref().map(|h| Input::from_hex(mode, h)).transpose()?;
+    let kind = repro.kind.clone();
+    let (insns, input) = minimise_with(&repro.insns()?, input.as_ref(), budget, |insns, input| {
+        let inputs: Vec<Input> = input.into_iter().cloned().collect();
+        let mut tally = Tally::default();
+        judge(insns, mode, &inputs, &mut tally).is_ok_and(|found| found.iter().any(|r| r.kind == kind))
+    });
+    let mut tally = Tally::default();
+    let inputs: Vec<Input> = input.into_iter().collect();
+    let found = judge(&insns, mode, &inputs, &mut tally)?;
+    let mut small = found.into_iter().find(|r| r.kind == kind).ok_or("the disagreement went away while minimising")?;
+    small.found_by = repro.found_by.clone();
+    Ok(small)
 }

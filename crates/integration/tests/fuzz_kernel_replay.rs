@@ -107,7 +107,40 @@ fn the_judge_agrees_with_the_kernel_on_fixed_cases() {
         let refused = [Insn::jump(0x15, 0, 3, 0), Insn::stmt(0x06, 0)];
         assert!(fuzz_kernel::judge(&good, mode, &inputs, &mut tally).unwrap().is_empty(), "{mode}");
         assert!(fuzz_kernel::judge(&refused, mode, &inputs, &mut tally).unwrap().is_empty(), "{mode}");
-        assert_eq!((tally.programs, tally.accepted, tally.disagreements), (2, 1, 0), "{mode}: {tally:?}");
+        assert_eq!(
+            (tally.programs, tally.accepted, tally.refused, tally.disagreements),
+            (2, 1, 1, 0),
+            "{mode}: {tally:?}"
+        );
         assert_eq!(tally.inputs + tally.not_observable, 4, "{mode}: {tally:?}");
     }
+}
+
+/// The minimiser keeps what the predicate needs and drops the rest, with
+/// every jump still landing where it did.
+#[test]
+fn minimiser_drops_what_the_disagreement_does_not_need() {
+    // ld len; jeq #5, L_ret_a, L_ret0 ; ld #1 ... padding; tax; ret a; ret #0
+    let insns = [
+        Insn::stmt(0x00, 7),       // ld #7 (dead)
+        Insn::stmt(0x80, 0),       // ld len
+        Insn::jump(0x15, 5, 2, 3), // jeq #5 -> pc 5, else pc 6
+        Insn::stmt(0x07, 0),       // tax (dead)
+        Insn::stmt(0x87, 0),       // txa (dead)
+        Insn::stmt(0x16, 0),       // ret a
+        Insn::stmt(0x06, 0),       // ret #0
+    ];
+    let packet = Input::Packet(vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
+    // "Disagreement": the program, still valid, returns 5 on some prefix of the packet.
+    let still = |p: &[Insn], input: Option<&Input>| {
+        let Ok(program) = fuzz_kernel::our_attach(p, Mode::Socket) else { return false };
+        fuzz_kernel::our_run(&program, input.unwrap()) == Ok(5)
+    };
+    assert!(!still(&insns, Some(&packet)));
+    let five = Input::Packet(vec![1, 2, 3, 4, 5, 6, 7]);
+    let (small, input) = fuzz_kernel::minimise_with(&insns, Some(&five), 100, still);
+    assert!(still(&small, input.as_ref()), "{small:?}");
+    assert!(small.len() < insns.len(), "{small:?}");
+    assert!(!small.iter().any(|i| i.code == 0x07 || i.code == 0x87), "dead instructions kept: {small:?}");
+    assert_eq!(input, Some(Input::Packet(vec![1, 2, 3, 4, 5])));
 }

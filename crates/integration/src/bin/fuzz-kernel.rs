@@ -8,8 +8,9 @@
 //! constants) plus the branch-reaching ones (`test_kit::branch`). Seccomp
 //! inputs are made observable on x86_64: the arch is x86_64 (i386 for one
 //! in four, its arguments cut to 32 bits) and the instruction pointer the
-//! stub's. Every disagreement is written to `--out` as a JSON reproducer;
-//! the exit code is 1 when there was any.
+//! stub's. Every disagreement is written to `--out` as a JSON reproducer,
+//! and again minimised (`-min.json`: instructions dropped and the packet cut
+//! while the kernel still disagrees); the exit code is 1 when there was any.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -27,6 +28,8 @@ const USAGE: &str = "usage: fuzz-kernel [--time SECONDS] [--mode seccomp|socket|
 
 /// Random inputs drawn per program besides the branch-reaching ones.
 const RANDOM_INPUTS: usize = 4;
+/// Kernel judgements a disagreement's minimisation may spend.
+const MINIMISE_BUDGET: usize = 2000;
 /// At most this many branch-reaching inputs per program.
 const MAX_BRANCH_INPUTS: usize = 64;
 
@@ -89,9 +92,16 @@ fn main() -> ExitCode {
         match run_mode(mode, &args) {
             Ok(t) => {
                 eprintln!(
-                    "fuzz-kernel --mode {mode}: {} programs ({} accepted by both, {} over optmem_max, {} too long for the \
-                     kernel engine), {} inputs compared, {} not observable, {} disagreements",
-                    t.programs, t.accepted, t.over_optmem, t.not_run, t.inputs, t.not_observable, t.disagreements
+                    "fuzz-kernel --mode {mode}: {} programs ({} accepted by both, {} refused by both, {} over optmem_max, \
+                     {} too long for the kernel engine), {} inputs compared, {} not observable, {} disagreements",
+                    t.programs,
+                    t.accepted,
+                    t.refused,
+                    t.over_optmem,
+                    t.not_run,
+                    t.inputs,
+                    t.not_observable,
+                    t.disagreements
                 );
                 failed |= t.disagreements > 0;
             }
@@ -174,8 +184,17 @@ fn run_mode(mode: Mode, args: &Args) -> Result<Tally, String> {
         let found = fuzz_kernel::judge(program.original(), mode, &inputs, &mut tally)?;
         for mut repro in found {
             repro.found_by = format!("cargo xtask fuzz-kernel --mode {mode} --seed {} (program {index})", args.seed);
-            let path = save(&args.out, &repro, args.seed, index)?;
+            let path = save(&args.out, &repro, &format!("{}-{}-{}-{index}", repro.mode, repro.kind, args.seed))?;
             bar.println(format!("disagreement ({}): {} ours {} kernel {}", repro.kind, path, repro.ours, repro.kernel));
+            // The same disagreement on as few instructions and bytes as keep it.
+            match fuzz_kernel::minimise(&repro, MINIMISE_BUDGET) {
+                Ok(small) => {
+                    let name = format!("{}-{}-{}-{index}-min", small.mode, small.kind, args.seed);
+                    let path = save(&args.out, &small, &name)?;
+                    bar.println(format!("  minimised to {} instructions: {path}", small.program.len()));
+                }
+                Err(e) => bar.println(format!("  not minimised: {e}")),
+            }
         }
         index += 1;
         let secs = start.elapsed().as_secs_f64().max(1e-3);
@@ -200,9 +219,9 @@ fn run_mode(mode: Mode, args: &Args) -> Result<Tally, String> {
     Ok(tally)
 }
 
-fn save(out: &std::path::Path, repro: &fuzz_kernel::Reproducer, seed: u64, index: u64) -> Result<String, String> {
+fn save(out: &std::path::Path, repro: &fuzz_kernel::Reproducer, name: &str) -> Result<String, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let path = out.join(format!("{}-{}-{seed}-{index}.json", repro.mode, repro.kind));
+    let path = out.join(format!("{name}.json"));
     let mut text = serde_json::to_string_pretty(repro).map_err(|e| e.to_string())?;
     text.push('\n');
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
