@@ -497,7 +497,7 @@ pub fn minimise_with(
         if let Some(Input::Packet(p)) = input.clone() {
             let mut len = p.len() / 2;
             while len < p.len() && calls < budget {
-                let cut = Input::Packet(p[..len].to_vec());
+                let cut = Input::Packet(p.get(..len).unwrap_or_default().to_vec());
                 calls += 1;
                 if still(&best, Some(&cut)) {
                     input = Some(cut);

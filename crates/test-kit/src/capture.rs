@@ -87,7 +87,9 @@ fn packet(next: Next<'_>) -> Packet {
         },
         _ => frame.len(),
     };
-    Packet { data: frame[..keep].to_vec(), wire_len }
+    let mut data = frame;
+    data.truncate(keep);
+    Packet { data, wire_len }
 }
 
 fn bytes(next: Next<'_>, n: usize) -> Vec<u8> {
