@@ -4,7 +4,7 @@
 //! it return?), compared with what we say, and the reproducer a
 //! disagreement is saved as.
 //!
-//! - **Attach.** Ours is `bpfconv check`'s logic: [`cbpf::validate`] then
+//! - **Attach.** Ours is `bpfconv check`'s logic: [`cbpf::validate()`] then
 //!   [`convert::check_attach`] (the attach-time conversion). The kernel's is
 //!   [`kernel::seccomp_attach`] (a fresh child, `PR_SET_NO_NEW_PRIVS`,
 //!   `seccomp(SECCOMP_SET_MODE_FILTER)` of the program unmodified) or
