@@ -96,7 +96,8 @@ fn bytes(next: Next<'_>, n: usize) -> Vec<u8> {
     (0..n).map(|_| next() as u8).collect()
 }
 
-fn ether_frame(ethertype: u16, payload: &[u8]) -> Vec<u8> {
+/// An Ethernet II frame between two fixed locally administered addresses.
+pub(crate) fn ether_frame(ethertype: u16, payload: &[u8]) -> Vec<u8> {
     let mut p = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2];
     p.extend(ethertype.to_be_bytes());
     p.extend(payload);
@@ -105,7 +106,8 @@ fn ether_frame(ethertype: u16, payload: &[u8]) -> Vec<u8> {
 
 /// Tags `tpids` (outermost first), each with a random VLAN id, then `ethertype`.
 fn tagged(next: Next<'_>, tpids: &[u16], ethertype: u16, payload: &[u8]) -> Vec<u8> {
-    let mut p = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2];
+    let mut p = ether_frame(0, &[]);
+    p.truncate(12);
     for &tpid in tpids {
         p.extend(tpid.to_be_bytes());
         let tci = (pick(next, &[0u16, 3, 5], 0) << 13) | pick(next, &[1u16, 5, 100, 4094], 5);
