@@ -9,10 +9,10 @@ s390x.bpf is big-endian (libseccomp refuses to mix arches of different byte
 order in one filter: the native x86_64 arch is removed first).
 
 The vectors' actions follow from the rules below, not from any engine.
-Every argument is a 64-bit value whose two 32-bit halves are equal, so the
-answer does not depend on which half of `struct seccomp_data`'s args[i] the
-filter reads first: an s390x kernel lays the halves out big-endian, an
-engine on this x86_64 host little-endian.
+Arguments are 64-bit values, some with different 32-bit halves (9 and
+9 << 32): an s390x kernel stores args[i] big-endian, high half first, and
+libseccomp's s390x filter loads the halves from there
+(`SeccompData::in_kernel_order` gives our engines the same words).
 """
 import errno
 import json
@@ -53,14 +53,15 @@ def main():
     for name in ALLOWED:
         v(S390X, nr(name), ALLOW)
         v(S390X, nr(name), ALLOW, [both(0xFFFFFFFF)] * 6)
-    # kill(arg1 != 9): EPERM; arg1 = 9 would need unequal halves.
-    for a1 in (0, both(9), both(0xFFFFFFFF)):
-        v(S390X, nr("kill"), EPERM, [0, a1, 0, 0, 0, 0])
-    # ioctl(arg1 == 0x5401) only; with equal halves arg1 is never 0x5401.
-    for a1 in (0, both(0x5401), both(1)):
-        v(S390X, nr("ioctl"), KILL_PROCESS, [0, a1, 0, 0, 0, 0])
+    # kill(arg1 != 9): EPERM, else the default.
+    for a1, action in ((0, EPERM), (9, KILL_PROCESS), (9 << 32, EPERM), (both(9), EPERM), (both(0xFFFFFFFF), EPERM)):
+        v(S390X, nr("kill"), action, [0, a1, 0, 0, 0, 0])
+    # ioctl(arg1 == 0x5401) only.
+    for a1, action in ((0x5401, ALLOW), (0, KILL_PROCESS), (0x5401 << 32, KILL_PROCESS), (both(0x5401), KILL_PROCESS)):
+        v(S390X, nr("ioctl"), action, [0, a1, 0, 0, 0, 0])
     # mprotect(arg2 & 4 == 0).
-    for a2, action in ((0, ALLOW), (both(3), ALLOW), (both(4), KILL_PROCESS), (both(0xFFFFFFFF), KILL_PROCESS)):
+    for a2, action in ((0, ALLOW), (3, ALLOW), (4, KILL_PROCESS), (4 << 32, ALLOW), (both(4), KILL_PROCESS),
+                       (both(0xFFFFFFFF), KILL_PROCESS)):
         v(S390X, nr("mprotect"), action, [0, 0, a2, 0, 0, 0])
     # Numbers without a rule, and another arch (libseccomp's bad-arch KILL).
     for number in (0, 2, 9999, 0x7FFFFFFF):
