@@ -37,6 +37,9 @@ const POWERPC_TBL: &str = "arch/powerpc/kernel/syscalls/syscall.tbl";
 const MIPS_O32_TBL: &str = "arch/mips/kernel/syscalls/syscall_o32.tbl";
 const MIPS_N64_TBL: &str = "arch/mips/kernel/syscalls/syscall_n64.tbl";
 const MIPS_N32_TBL: &str = "arch/mips/kernel/syscalls/syscall_n32.tbl";
+const M68K_TBL: &str = "arch/m68k/kernel/syscalls/syscall.tbl";
+const PARISC_TBL: &str = "arch/parisc/kernel/syscalls/syscall.tbl";
+const SH_TBL: &str = "arch/sh/kernel/syscalls/syscall.tbl";
 
 /// How the kernel computes an ABI's `NR_syscalls` from its table.
 #[derive(Debug, Clone, Copy)]
@@ -138,8 +141,14 @@ mod abis {
     pub const PPC64: &[&str] = &["common", "nospu", "64"];
     /// Same Makefile `unistd_32.h: abis := common,nospu,32`.
     pub const PPC: &[&str] = &["common", "nospu", "32"];
+    /// arch/parisc/kernel/syscalls/Makefile `unistd_%.h: --abis common,$*`
+    /// for `unistd_32.h` (its `--emit-nr` gives the 32-bit `NR_syscalls`).
+    pub const PARISC: &[&str] = &["common", "32"];
+    /// Same rule for `unistd_64.h`.
+    pub const PARISC64: &[&str] = &["common", "64"];
     /// arch/mips/kernel/syscalls/Makefile: `syscallhdr.sh` without `--abis`
-    /// (each file is one ABI; n64 also has one `common` row).
+    /// (each file is one ABI; n64 also has one `common` row); so do
+    /// arch/m68k and arch/sh's Makefiles (every row is `common`).
     pub const ALL: &[&str] = &[];
 }
 
@@ -169,6 +178,11 @@ const SPECS: &[Spec] = &[
     Spec::new("MIPS64N32", "mips64n32", MIPS_N32_TBL, abis::ALL).offset(6000),
     Spec::new("MIPSEL64N32", "mipsel64n32", MIPS_N32_TBL, abis::ALL).offset(6000).alias_of("MIPS64N32"),
     Spec::new("LOONGARCH64", "loongarch64", GENERIC_TBL, abis::LOONGARCH64),
+    Spec::new("M68K", "m68k", M68K_TBL, abis::ALL),
+    Spec::new("PARISC64", "parisc64", PARISC_TBL, abis::PARISC64),
+    Spec::new("PARISC", "parisc", PARISC_TBL, abis::PARISC),
+    Spec::new("SH", "sh", SH_TBL, abis::ALL),
+    Spec::new("SHEB", "sheb", SH_TBL, abis::ALL).alias_of("SH"),
 ];
 
 /// One `number abi name` row of a table.
@@ -457,6 +471,9 @@ mod tests {
             (S390_TBL, "469  common\tfile_setattr"),
             (POWERPC_TBL, "469\tcommon\tfile_setattr"),
             (MIPS_N64_TBL, "469\tn64\tfile_setattr"),
+            (M68K_TBL, "469\tcommon\tfile_setattr"),
+            (PARISC_TBL, "469\tcommon\tfile_setattr"),
+            (SH_TBL, "469\tcommon\tfile_setattr"),
         ] {
             let text = read(&dir(), file).unwrap();
             assert!(text.contains(last), "{file}");

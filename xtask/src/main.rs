@@ -13,6 +13,8 @@
 //!   per evaluation of every interpreter on every testdata filter (see callgrind.rs).
 //! - `fuzz [--time SECONDS] [--runs N] [--sanitizer address|none] [--target NAME]...
 //!   [--build-only]`: the cargo-fuzz targets (see fuzz.rs).
+//! - `fuzz-kernel [--time S] [--mode seccomp|socket|both] [--seed N] [--out DIR] [--release]`:
+//!   the running kernel judges random valid programs and their results (see fuzz_kernel.rs).
 //! - `coverage [-- ARGS]`: line coverage per crate with cargo-llvm-cov (see coverage.rs).
 
 use std::process::ExitCode;
@@ -23,6 +25,7 @@ mod codegen;
 mod coverage;
 mod demo;
 mod fuzz;
+mod fuzz_kernel;
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -36,6 +39,9 @@ commands:
                       x86 instructions per evaluation, every interpreter x testdata filter (valgrind)
   fuzz [--time SECONDS] [--runs N] [--sanitizer address|none] [--target NAME]... [--build-only]
                       run the cargo-fuzz targets (nightly), print executions and coverage
+  fuzz-kernel [--time S] [--mode seccomp|socket|both] [--seed N] [--out DIR] [--release]
+                      the running kernel judges random programs: attach answers and every result
+                      (--time per mode, default 60; disagreements saved under --out, default target/fuzz-kernel)
   coverage [-- EXTRA cargo-llvm-cov ARGS]
                       line coverage per crate (cargo-llvm-cov)";
 
@@ -52,6 +58,7 @@ fn main() -> ExitCode {
         "coverage" => coverage::run(rest),
         "demo" => demo::run(rest),
         "fuzz" => fuzz::run(rest),
+        "fuzz-kernel" => fuzz_kernel::run(rest),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;
@@ -106,7 +113,7 @@ mod tests {
                 }
             }
         }
-        for flag in ["--check", "--quick", "--time", "--runs", "--sanitizer", "--target"] {
+        for flag in ["--check", "--quick", "--time", "--runs", "--sanitizer", "--target", "--mode", "--seed", "--out"] {
             assert!(named.iter().any(|f| f == flag), "the README no longer names {flag}: update this test");
         }
     }

@@ -98,6 +98,16 @@ pub mod audit {
     pub const AUDIT_ARCH_MIPSEL64N32: u32 = 0xe000_0008;
     /// `AUDIT_ARCH_LOONGARCH64`.
     pub const AUDIT_ARCH_LOONGARCH64: u32 = 0xc000_0102;
+    /// `AUDIT_ARCH_M68K`.
+    pub const AUDIT_ARCH_M68K: u32 = 0x0000_0004;
+    /// `AUDIT_ARCH_PARISC`.
+    pub const AUDIT_ARCH_PARISC: u32 = 0x0000_000f;
+    /// `AUDIT_ARCH_PARISC64`.
+    pub const AUDIT_ARCH_PARISC64: u32 = 0x8000_000f;
+    /// `AUDIT_ARCH_SH` (big-endian SuperH; libseccomp's `sheb`).
+    pub const AUDIT_ARCH_SH: u32 = 0x0000_002a;
+    /// `AUDIT_ARCH_SHEL` (little-endian SuperH; libseccomp's `sh`).
+    pub const AUDIT_ARCH_SHEL: u32 = 0x4000_002a;
 }
 
 /// arch/x86/include/uapi/asm/unistd.h and the x86_64 syscall table: the

@@ -258,8 +258,12 @@ impl<'p> SeccompEngine<'p> {
     }
 
     /// Evaluates one input. The kernel engine forks a child per call: use
-    /// [`SeccompEngine::eval_batch`] for many inputs.
+    /// [`SeccompEngine::eval_batch`] for many inputs. The input is presented
+    /// as the kernel of its arch lays it out ([`SeccompData::in_kernel_order`]:
+    /// a big-endian arch's 64-bit fields high half first), so a filter
+    /// exported for s390x reads its arguments as it does there.
     pub fn eval(&mut self, data: &SeccompData) -> Result<Outcome, EngineError> {
+        let data = &data.in_kernel_order();
         match self {
             SeccompEngine::Cbpf(interp) => Ok(Outcome::Action(interp.run_seccomp(&data.to_bytes())?)),
             // The engine reports only the action: the executor's variant

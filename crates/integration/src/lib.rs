@@ -9,7 +9,14 @@
 //! | `tests/test_bpf_classic.rs` | lib/test_bpf.c's classic tests: the classic interpreters and the converted program |
 //! | `tests/engine_filters.rs` | every engine of `engine` on every testdata/filters vector |
 //! | `tests/convert_filters.rs`, `tests/ebpf_interp_filters.rs`, `tests/ebpf_seccomp_exec.rs` | every converted testdata/filters program on every vector (rbpf; fused and plain interpreter; the seccomp executor) |
+//! | `tests/fuzz_kernel_replay.rs` | every saved `cargo xtask fuzz-kernel` reproducer (`testdata/fuzz-kernel/`) |
 //! | `benches/` | interpreter benches comparing crates (and rbpf) |
+//!
+//! Its library holds what the kernel judge (`cargo xtask fuzz-kernel`, the
+//! `fuzz-kernel` binary of this package) and its replay share:
+//! [`fuzz_kernel`].
 //!
 //! The shared corpus reader, program generator, branch inputs and oracle are
 //! in `bpfconv-test-kit`.
+
+pub mod fuzz_kernel;

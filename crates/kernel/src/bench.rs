@@ -208,36 +208,8 @@ pub fn attach_time(filter: &[Insn]) -> Result<Duration, KernelError> {
     let prog = sys::to_sock_filters(filter);
     let mut samples = Vec::with_capacity(REPEATS);
     for _ in 0..REPEATS {
-        // words[0] = ns, [1] = errno, [2] = done.
-        let shared = shared_results(3)?;
-        let words = shared.words();
-        let child = || -> i32 {
-            sys::harden_child(false);
-            if let Err(e) = sys::set_no_new_privs() {
-                put(words, 1, e as u64);
-                return EXIT_SETUP;
-            }
-            let t0 = sys::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
-            if let Err(e) = sys::install_filter(&prog) {
-                put(words, 1, e as u64);
-                return EXIT_SETUP;
-            }
-            let t1 = sys::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
-            put(words, 0, t1.saturating_sub(t0));
-            put(words, 2, 1);
-            0
-        };
-        // SAFETY: async-signal-safe closure, as in time_in_child.
-        let pid = unsafe { sys::fork_child(child) }.map_err(|errno| KernelError::Os { op: "fork", errno })?;
-        let exit = wait(pid)?;
-        if get(words, 2) != 1 {
-            return Err(match exit {
-                Exit::Code(EXIT_SETUP) => setup_error(get(words, 1) as i32),
-                Exit::Code(code) => KernelError::ChildExit { code },
-                Exit::Signal(signal) => KernelError::ChildDied { signal },
-            });
-        }
-        samples.push(Duration::from_nanos(get(words, 0)));
+        let ns = install_in_child(&prog)?.map_err(setup_error)?;
+        samples.push(Duration::from_nanos(ns));
     }
     Ok(median(&samples))
 }
@@ -273,6 +245,43 @@ pub fn refusing(filter: &[Insn], nr: u32) -> Option<Vec<Insn>> {
         _ => *i,
     }));
     (out.len() <= cbpf::opcode::BPF_MAXINSNS).then_some(out)
+}
+
+/// In one fresh child: `PR_SET_NO_NEW_PRIVS`, then
+/// `seccomp(SECCOMP_SET_MODE_FILTER)` of `prog`, unmodified. `Ok(Ok(ns))`
+/// is the install's wall time, `Ok(Err(errno))` the errno of whichever of
+/// the two refused; `Err` when the child could not be run.
+pub(crate) fn install_in_child(prog: &[libc::sock_filter]) -> Result<Result<u64, i32>, KernelError> {
+    // words[0] = ns, [1] = errno, [2] = done.
+    let shared = shared_results(3)?;
+    let words = shared.words();
+    let child = || -> i32 {
+        sys::harden_child(false);
+        if let Err(e) = sys::set_no_new_privs() {
+            put(words, 1, e as u64);
+            return EXIT_SETUP;
+        }
+        let t0 = sys::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
+        if let Err(e) = sys::install_filter(prog) {
+            put(words, 1, e as u64);
+            return EXIT_SETUP;
+        }
+        let t1 = sys::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
+        put(words, 0, t1.saturating_sub(t0));
+        put(words, 2, 1);
+        0
+    };
+    // SAFETY: async-signal-safe closure, as in time_in_child.
+    let pid = unsafe { sys::fork_child(child) }.map_err(|errno| KernelError::Os { op: "fork", errno })?;
+    let exit = wait(pid)?;
+    if get(words, 2) == 1 {
+        return Ok(Ok(get(words, 0)));
+    }
+    match exit {
+        Exit::Code(EXIT_SETUP) => Ok(Err(get(words, 1) as i32)),
+        Exit::Code(code) => Err(KernelError::ChildExit { code }),
+        Exit::Signal(signal) => Err(KernelError::ChildDied { signal }),
+    }
 }
 
 const EXIT_SETUP: i32 = 70;

@@ -151,6 +151,22 @@ pub fn seccomp_available() -> Result<(), KernelError> {
     sys::action_available(SECCOMP_RET_ERRNO).map_err(|errno| KernelError::SeccompUnavailable { errno })
 }
 
+/// Does `seccomp(SECCOMP_SET_MODE_FILTER)` accept `filter` as it is (no
+/// rewriting)? Installed once in a fresh child after `PR_SET_NO_NEW_PRIVS`:
+/// `seccomp_prepare_filter()` (kernel/seccomp.c) runs
+/// `bpf_prog_create_from_user()` with `seccomp_check_filter()`, which
+/// validates and converts it (`bpf_prepare_filter()` →
+/// `bpf_migrate_filter()` → `bpf_convert_filter()`, net/core/filter.c).
+/// The answer is [`crate::socket::Attach::Accepted`] or `Rejected` with the
+/// errno (never `OverOptmem`: seccomp filters are not charged to a socket).
+pub fn seccomp_attach(filter: &[Insn]) -> Result<crate::socket::Attach, KernelError> {
+    seccomp_available()?;
+    Ok(match crate::bench::install_in_child(&sys::to_sock_filters(filter))? {
+        Ok(_) => crate::socket::Attach::Accepted,
+        Err(errno) => crate::socket::Attach::Rejected { errno },
+    })
+}
+
 /// The stub addresses (mapping the stub page on first use).
 ///
 /// The page (4 KiB, read+execute, at 0x5ec0_0000_0000 when that address is

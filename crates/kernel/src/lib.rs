@@ -35,8 +35,8 @@ use std::time::Duration;
 pub use bench::{attach_time, refusing, time_syscalls, SyscallArg, SyscallTiming, TimingClock, REFUSED};
 pub use dump::{dump_filters, DumpError, FilteredProcess};
 pub use engine::{
-    reads_instruction_pointer, run_vectors, seccomp_available, stub_ips, Input, KernelEngine, Outcome, StubIps,
-    Unobservable, AUDIT_ARCH_I386, AUDIT_ARCH_X86_64, NR_UPROBE, NR_URETPROBE,
+    reads_instruction_pointer, run_vectors, seccomp_attach, seccomp_available, stub_ips, Input, KernelEngine, Outcome,
+    StubIps, Unobservable, AUDIT_ARCH_I386, AUDIT_ARCH_X86_64, NR_UPROBE, NR_URETPROBE,
 };
 
 /// Why a kernel run as a whole failed. Per-input limits are

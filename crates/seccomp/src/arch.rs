@@ -42,13 +42,21 @@ pub enum Arch {
     Mips64n32,
     Mipsel64n32,
     Loongarch64,
+    M68k,
+    /// 64-bit PA-RISC; its compat ABI is [`Arch::Parisc`].
+    Parisc64,
+    Parisc,
+    /// Little-endian SuperH (`AUDIT_ARCH_SHEL`), libseccomp's `sh`.
+    Sh,
+    /// Big-endian SuperH (`AUDIT_ARCH_SH`), libseccomp's `sheb`.
+    Sheb,
     /// Any other `AUDIT_ARCH` value.
     Other(u32),
 }
 
 impl Arch {
     /// Every named arch (not [`Arch::Other`]).
-    pub const ALL: [Arch; 21] = [
+    pub const ALL: [Arch; 26] = [
         Arch::X86_64,
         Arch::I386,
         Arch::X32,
@@ -70,6 +78,11 @@ impl Arch {
         Arch::Mips64n32,
         Arch::Mipsel64n32,
         Arch::Loongarch64,
+        Arch::M68k,
+        Arch::Parisc64,
+        Arch::Parisc,
+        Arch::Sh,
+        Arch::Sheb,
     ];
 
     /// The value `seccomp_data.arch` holds for this ABI.
@@ -95,6 +108,11 @@ impl Arch {
             Arch::Mips64n32 => AUDIT_ARCH_MIPS64N32,
             Arch::Mipsel64n32 => AUDIT_ARCH_MIPSEL64N32,
             Arch::Loongarch64 => AUDIT_ARCH_LOONGARCH64,
+            Arch::M68k => AUDIT_ARCH_M68K,
+            Arch::Parisc64 => AUDIT_ARCH_PARISC64,
+            Arch::Parisc => AUDIT_ARCH_PARISC,
+            Arch::Sh => AUDIT_ARCH_SHEL,
+            Arch::Sheb => AUDIT_ARCH_SH,
             Arch::Other(v) => v,
         }
     }
@@ -137,6 +155,11 @@ impl Arch {
             Arch::Mips64n32 => "mips64n32",
             Arch::Mipsel64n32 => "mipsel64n32",
             Arch::Loongarch64 => "loongarch64",
+            Arch::M68k => "m68k",
+            Arch::Parisc64 => "parisc64",
+            Arch::Parisc => "parisc",
+            Arch::Sh => "sh",
+            Arch::Sheb => "sheb",
             Arch::Other(_) => return None,
         })
     }
@@ -198,6 +221,8 @@ impl FromStr for Arch {
             "powerpc64" => Some(Arch::Ppc64),
             "powerpc" => Some(Arch::Ppc),
             "loong64" => Some(Arch::Loongarch64),
+            "hppa" => Some(Arch::Parisc),
+            "hppa64" => Some(Arch::Parisc64),
             _ => None,
         };
         alias
@@ -227,7 +252,7 @@ pub struct CacheArches {
 /// size of each.
 ///
 /// Mirrors `SECCOMP_ARCH_NATIVE(_NR)` / `SECCOMP_ARCH_COMPAT(_NR)` in
-/// arch/{x86,arm64,arm,riscv,s390,powerpc,loongarch}/include/asm/seccomp.h
+/// arch/{x86,arm64,arm,riscv,s390,powerpc,loongarch,m68k,parisc,sh}/include/asm/seccomp.h
 /// (Linux 6.18):
 ///
 /// | kernel | native, `_NR` | compat, `_NR` |
@@ -241,6 +266,10 @@ pub struct CacheArches {
 /// | powerpc64 | PPC64(LE), `NR_syscalls` | PPC(LE), the same `NR_syscalls` |
 /// | powerpc32 | PPC, `NR_syscalls` | none |
 /// | loongarch | LOONGARCH64, `NR_syscalls` | none |
+/// | m68k | M68K, `NR_syscalls` | none |
+/// | parisc64 | PARISC64, `NR_syscalls` | PARISC, the same `NR_syscalls` |
+/// | parisc | PARISC, `NR_syscalls` | none |
+/// | sh | SH \| LE when little-endian (libseccomp's `sh`; `sheb` else), `NR_syscalls` | none |
 ///
 /// Any other arch (mips, which has sparse syscall numbers, big-endian arm,
 /// ...) → `None` (no cache).
@@ -264,6 +293,15 @@ pub fn cache_arches(kernel: Arch) -> Option<CacheArches> {
         Arch::Ppc64 => (Arch::Ppc64, Some(ca(Arch::Ppc, nr(Arch::Ppc64)))),
         Arch::Ppc => (Arch::Ppc, None),
         Arch::Loongarch64 => (Arch::Loongarch64, None),
+        // arch/m68k/include/asm/seccomp.h: native only.
+        Arch::M68k => (Arch::M68k, None),
+        // arch/parisc/include/asm/seccomp.h: a 64-bit kernel's compat NR
+        // is its own NR_syscalls, as on s390.
+        Arch::Parisc64 => (Arch::Parisc64, Some(ca(Arch::Parisc, nr(Arch::Parisc64)))),
+        Arch::Parisc => (Arch::Parisc, None),
+        // arch/sh/include/asm/seccomp.h: AUDIT_ARCH_SH | LE when little-endian.
+        Arch::Sh => (Arch::Sh, None),
+        Arch::Sheb => (Arch::Sheb, None),
         _ => return None,
     };
     Some(CacheArches { native: ca(native, nr(native)), compat })

@@ -112,21 +112,107 @@ pub struct Generated {
     pub pool: Pool,
 }
 
-/// Builds a valid program of `mode` from `u` (see the module docs).
+/// Builds a valid program of `mode` from `u` (see the module docs), with
+/// the fuzz targets' weights ([`Reach::FUZZ`]).
 ///
 /// # Errors
 /// Only when `u` cannot supply what the generator asks for in a way
 /// `arbitrary` refuses (it pads exhausted input with zeros, so in practice
 /// never) or when repair fails to converge, which would be a bug here.
 pub fn program(u: &mut Unstructured<'_>, mode: Mode) -> Result<Generated> {
+    program_with(u, mode, &Reach::FUZZ)
+}
+
+/// What [`program_with`] reaches beyond [`program`]'s short programs.
+///
+/// [`Reach::FUZZ`] draws exactly what [`program`] always drew (the fuzz
+/// targets' saved inputs keep their programs); [`Reach::KERNEL`] adds the
+/// shapes a judge of the kernel's attach-time checks needs:
+/// - one program in `long_one_in` is long (up to `BPF_MAXINSNS` = 4096),
+///   mostly packet or `seccomp_data` loads (the instructions the
+///   conversion expands most) under a `ja` that spans nearly all of them,
+///   so converted jump distances fall on both sides of the eBPF `s16`
+///   offset limit (`bpf_convert_filter()` refuses past it: about 2340
+///   `ld [k]` in socket mode) and lengths meet 4096;
+/// - `ja` may span the whole rest of the program (not only 255);
+/// - a conditional jump sometimes has `jt == jf`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reach {
+    /// One program in this many is long; 0: never.
+    pub long_one_in: u8,
+    /// `ja` offsets up to the end of the program, and `jt == jf` jumps.
+    pub every_jump: bool,
+}
+
+impl Reach {
+    /// [`program`]'s weights: programs of at most [`MAX_LEN`] instructions.
+    pub const FUZZ: Reach = Reach { long_one_in: 0, every_jump: false };
+    /// The kernel judge's (`cargo xtask fuzz-kernel`): one program in 16 long,
+    /// every jump shape.
+    pub const KERNEL: Reach = Reach { long_one_in: 16, every_jump: true };
+}
+
+/// `BPF_MAXINSNS` (include/uapi/linux/bpf_common.h) as a length.
+const MAX_INSNS: usize = cbpf::opcode::BPF_MAXINSNS;
+
+/// Builds a valid program of `mode` from `u` with the shapes `reach` adds
+/// (see [`Reach`]).
+///
+/// # Errors
+/// See [`program`].
+pub fn program_with(u: &mut Unstructured<'_>, mode: Mode, reach: &Reach) -> Result<Generated> {
+    if reach.long_one_in > 0 && u.ratio(1u8, reach.long_one_in)? {
+        return long_program(u, mode, reach);
+    }
     let len = if u.ratio(1u8, 8u8)? { u.int_in_range(1..=MAX_LEN)? } else { u.int_in_range(1..=24usize)? };
     let mut pool = Pool::default();
     let mut insns = Vec::with_capacity(len);
     let mut stored: u16 = 0;
     for pc in 0..len {
         let remaining = len - pc - 1;
-        let insn = insn(u, mode, remaining, &mut stored, &mut pool)?;
+        let insn = insn(u, mode, reach, remaining, &mut stored, &mut pool)?;
         insns.push(insn);
+    }
+    let program = repair(insns, mode)?;
+    Ok(Generated { program, pool })
+}
+
+/// A program near the length and jump-distance limits (see [`Reach`]):
+/// a few ordinary instructions, a `ja` over nearly all the rest, then
+/// mostly loads.
+fn long_program(u: &mut Unstructured<'_>, mode: Mode, reach: &Reach) -> Result<Generated> {
+    let len = match u.int_in_range(0..=3u8)? {
+        0 => MAX_INSNS - u.int_in_range(0..=16usize)?,
+        // Around the socket conversion limit for this mix of loads (about
+        // 9 eBPF instructions each; 2340 `ld [14]` alone under one `ja`).
+        1 if mode == Mode::Socket => u.int_in_range(3300..=4000usize)?,
+        _ => u.int_in_range(MAX_LEN..=MAX_INSNS)?,
+    };
+    let seccomp = mode == Mode::Seccomp;
+    let mut pool = Pool::default();
+    let mut insns = Vec::with_capacity(len);
+    let mut stored: u16 = 0;
+    let ja_at = u.int_in_range(0..=3usize)?;
+    for pc in 0..len {
+        let remaining = len - pc - 1;
+        let op = if pc == ja_at {
+            Some(Op::Ja { k: remaining.saturating_sub(1 + u.int_in_range(0..=8usize)?) as u32 })
+        } else if remaining > 0 && pc > ja_at && u.ratio(3u8, 4u8)? {
+            // Packet loads expand most (`convert_bpf_ld_abs()`: about 14
+            // eBPF instructions each); ancillary ones hardly at all.
+            Some(match u.int_in_range(0..=7u8)? {
+                _ if seccomp => load_abs(u, seccomp, &mut pool)?,
+                0 => Op::LdInd { size: size(u)?, k: packet_offset(u, &mut pool)? },
+                1 => load_abs(u, seccomp, &mut pool)?,
+                _ => Op::LdAbs { size: size(u)?, k: packet_offset(u, &mut pool)? },
+            })
+        } else {
+            None
+        };
+        insns.push(match op {
+            Some(op) => op.to_insn(),
+            None => insn(u, mode, reach, remaining, &mut stored, &mut pool)?,
+        });
     }
     let program = repair(insns, mode)?;
     Ok(Generated { program, pool })
@@ -154,7 +240,14 @@ fn repair(mut insns: Vec<Insn>, mode: Mode) -> Result<Program> {
 }
 
 /// One instruction at a pc with `remaining` instructions after it.
-fn insn(u: &mut Unstructured<'_>, mode: Mode, remaining: usize, stored: &mut u16, pool: &mut Pool) -> Result<Insn> {
+fn insn(
+    u: &mut Unstructured<'_>,
+    mode: Mode,
+    reach: &Reach,
+    remaining: usize,
+    stored: &mut u16,
+    pool: &mut Pool,
+) -> Result<Insn> {
     if remaining == 0 {
         return ret(u, pool);
     }
@@ -165,10 +258,11 @@ fn insn(u: &mut Unstructured<'_>, mode: Mode, remaining: usize, stored: &mut u16
         22..=39 => {
             let max = remaining.min(256) - 1;
             let jt = jump_offset(u, max)?;
-            let jf = jump_offset(u, max)?;
+            let jf = if reach.every_jump && u.ratio(1u8, 8u8)? { jt } else { jump_offset(u, max)? };
             let src = if u.ratio(1u8, 3u8)? { Src::X } else { Src::K };
             Op::Jmp { op: *u.choose(&JmpOp::ALL)?, src, k: pool.value(u)?, jt, jf }
         }
+        40..=43 if reach.every_jump && u.ratio(1u8, 4u8)? => Op::Ja { k: u.int_in_range(0..=remaining - 1)? as u32 },
         40..=43 => Op::Ja { k: u32::from(jump_offset(u, remaining.min(256) - 1)?) },
         44..=57 => load_abs(u, seccomp, pool)?,
         58..=61 if !seccomp => Op::LdInd { size: size(u)?, k: packet_offset(u, pool)? },
@@ -395,6 +489,9 @@ pub fn case_in(u: &mut Unstructured<'_>, mode: Mode) -> Result<Case> {
 /// of the program).
 const SEEDED_BYTES: usize = 8 * MAX_LEN * 8;
 
+/// The same for a [`Reach`] with long programs (about 8 bytes an instruction).
+const SEEDED_LONG_BYTES: usize = 12 * MAX_INSNS;
+
 /// The program of `seed`: [`program`] over [`SplitMix64`]'s bytes, so
 /// seeded tests draw from the same generator as the fuzz targets and a
 /// failing seed reproduces exactly.
@@ -402,9 +499,24 @@ const SEEDED_BYTES: usize = 8 * MAX_LEN * 8;
 /// # Errors
 /// Those of [`program`].
 pub fn seeded(seed: u64, mode: Mode) -> Result<Generated> {
+    seeded_with(seed, mode, &Reach::FUZZ)
+}
+
+/// [`SplitMix64`]'s bytes for `seed`, enough for any program of `reach`
+/// and its inputs.
+pub fn seeded_bytes(seed: u64, reach: &Reach) -> Vec<u8> {
+    let n = if reach.long_one_in > 0 { SEEDED_LONG_BYTES } else { SEEDED_BYTES };
     let mut rng = SplitMix64::new(seed);
-    let bytes: Vec<u8> = (0..SEEDED_BYTES / 8).flat_map(|_| rng.next_u64().to_le_bytes()).collect();
-    program(&mut Unstructured::new(&bytes), mode)
+    (0..n / 8).flat_map(|_| rng.next_u64().to_le_bytes()).collect()
+}
+
+/// The program of `seed` under `reach` ([`program_with`] over
+/// [`seeded_bytes`]).
+///
+/// # Errors
+/// Those of [`program`].
+pub fn seeded_with(seed: u64, mode: Mode, reach: &Reach) -> Result<Generated> {
+    program_with(&mut Unstructured::new(&seeded_bytes(seed, reach)), mode, reach)
 }
 
 #[cfg(test)]
@@ -446,6 +558,42 @@ mod tests {
             }
             let missing: Vec<_> = codes.iter().filter(|c| !seen.contains(c)).collect();
             assert!(missing.is_empty(), "{mode}: never generated {missing:x?}");
+        }
+    }
+
+    /// `Reach::KERNEL` reaches what the kernel judge needs: every opcode,
+    /// `ja` past 255, `jt == jf`, lengths of 4096, and in socket mode
+    /// programs on both sides of the conversion's jump-distance limit
+    /// (`convert::check_attach` accepts some long ones and refuses others).
+    #[test]
+    fn kernel_reach_meets_the_limits() {
+        for (mode, codes) in [(Mode::Seccomp, &SECCOMP_CODES[..]), (Mode::Socket, &ALLOWED_CODES[..])] {
+            let (mut seen, mut long_ja, mut same_target, mut max_len) = (HashSet::new(), false, false, 0);
+            let (mut accepted_long, mut refused) = (0, 0);
+            for seed in 0..400 {
+                let program = seeded_with(seed, mode, &Reach::KERNEL).unwrap().program;
+                let insns = program.original();
+                validate(insns, mode).unwrap();
+                max_len = max_len.max(insns.len());
+                for insn in insns {
+                    seen.insert(insn.code);
+                    long_ja |= insn.code == JMP_JA && insn.k > 255;
+                    same_target |= insn.code & 0x07 == 0x05 && insn.code != JMP_JA && insn.jt == insn.jf;
+                }
+                match convert::check_attach(&program) {
+                    Ok(_) if insns.len() > 2000 => accepted_long += 1,
+                    Ok(_) => {}
+                    Err(_) => refused += 1,
+                }
+            }
+            let missing: Vec<_> = codes.iter().filter(|c| !seen.contains(c)).collect();
+            assert!(missing.is_empty(), "{mode}: never generated {missing:x?}");
+            assert!(long_ja && same_target, "{mode}: long ja {long_ja}, jt == jf {same_target}");
+            assert!(max_len > 4080, "{mode}: longest {max_len}");
+            assert!(accepted_long > 0, "{mode}: no long program attaches");
+            if mode == Mode::Socket {
+                assert!(refused > 0, "no socket program crosses the conversion limit");
+            }
         }
     }
 

@@ -16,6 +16,7 @@
 //! target bodies (`crates/fuzz-replay`) use it too.
 
 pub mod branch;
+pub mod capture;
 #[cfg(feature = "corpus")]
 pub mod corpus;
 pub mod gen;

@@ -22,10 +22,10 @@ impl SplitMix64 {
 }
 
 /// `next() % n` as usize (`n > 0`).
-pub(crate) fn below(next: &mut impl FnMut() -> u64, n: usize) -> usize {
+pub(crate) fn below(next: &mut (impl FnMut() -> u64 + ?Sized), n: usize) -> usize {
     (next() % n.max(1) as u64) as usize
 }
 
-pub(crate) fn pick<T: Copy>(next: &mut impl FnMut() -> u64, items: &[T], fallback: T) -> T {
+pub(crate) fn pick<T: Copy>(next: &mut (impl FnMut() -> u64 + ?Sized), items: &[T], fallback: T) -> T {
     items.get(below(next, items.len())).copied().unwrap_or(fallback)
 }

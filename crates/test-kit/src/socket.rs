@@ -86,10 +86,7 @@ pub fn tcpdump_filters() -> Result<Vec<(String, Vec<Insn>)>, String> {
 }
 
 fn ether(ethertype: u16, payload: &[u8]) -> Vec<u8> {
-    let mut p = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2];
-    p.extend(ethertype.to_be_bytes());
-    p.extend(payload);
-    p
+    crate::capture::ether_frame(ethertype, payload)
 }
 
 fn ipv4(proto: u8, frag: u16, payload: &[u8]) -> Vec<u8> {

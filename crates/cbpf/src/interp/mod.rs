@@ -113,6 +113,30 @@ impl SeccompData {
         out
     }
 
+    /// This call with its 64-bit fields in the order the kernel that made
+    /// it stores them, as this host's engines read them word by word.
+    /// `populate_seccomp_data()` (kernel/seccomp.c) writes
+    /// `instruction_pointer` and `args[i]` in the kernel's own byte order,
+    /// so on a big-endian kernel (an arch without `__AUDIT_ARCH_LE`: s390x,
+    /// ppc64, ppc, mips*, m68k, parisc*, sheb, armeb) the word at `16 + 8i`
+    /// is the high half of `args[i]` and the one at `+ 4` the low half; a
+    /// filter exported for such an arch (libseccomp writes its loads that
+    /// way) reads them there. For an arch whose byte order is not the
+    /// host's the halves are swapped; otherwise the call is unchanged.
+    ///
+    /// # Deviations
+    /// The byte order is taken from the arch value alone (its
+    /// `__AUDIT_ARCH_LE` bit), which is the kernel's for every arch Linux
+    /// reports.
+    pub fn in_kernel_order(self) -> SeccompData {
+        let kernel_le = self.arch & crate::uapi::audit::AUDIT_ARCH_LE != 0;
+        if kernel_le == cfg!(target_endian = "little") {
+            return self;
+        }
+        let swap = |v: u64| v.rotate_left(32);
+        SeccompData { instruction_pointer: swap(self.instruction_pointer), args: self.args.map(swap), ..self }
+    }
+
     /// Inverse of [`SeccompData::to_bytes`].
     pub fn from_bytes(bytes: &[u8; SECCOMP_DATA_SIZE]) -> Self {
         let mut words = bytes.chunks_exact(4).map(|w| {

@@ -53,8 +53,19 @@ pub struct AnalyzeArgs {
 
 /// The kernel whose constant-action cache covers `arch`, as (native arch, table size).
 fn cache_for(arch: Arch) -> Option<(u32, u32)> {
-    let kernels =
-        [Arch::X86_64, Arch::Aarch64, Arch::Riscv64, Arch::S390x, Arch::Ppc64le, Arch::Arm, Arch::Loongarch64];
+    let kernels = [
+        Arch::X86_64,
+        Arch::Aarch64,
+        Arch::Riscv64,
+        Arch::S390x,
+        Arch::Ppc64le,
+        Arch::Arm,
+        Arch::Loongarch64,
+        Arch::M68k,
+        Arch::Parisc64,
+        Arch::Sh,
+        Arch::Sheb,
+    ];
     for k in kernels {
         let Some(c) = seccomp::arch::cache_arches(k) else { continue };
         if c.native.arch == arch {

@@ -80,6 +80,11 @@ pub fn table(arch: Arch) -> Option<&'static Table> {
         Arch::Mips64n32 => &generated::MIPS64N32,
         Arch::Mipsel64n32 => &generated::MIPSEL64N32,
         Arch::Loongarch64 => &generated::LOONGARCH64,
+        Arch::M68k => &generated::M68K,
+        Arch::Parisc64 => &generated::PARISC64,
+        Arch::Parisc => &generated::PARISC,
+        Arch::Sh => &generated::SH,
+        Arch::Sheb => &generated::SHEB,
         Arch::Other(_) => return None,
     })
 }
