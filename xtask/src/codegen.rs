@@ -1,7 +1,10 @@
 //! `cargo xtask codegen [--check]`: syscall name/number tables for the
-//! seccomp crate, generated from the kernel's own tables of Linux 6.18 kept
-//! verbatim under `xtask/syscalls/` (same relative paths as in a kernel tree;
-//! its README gives provenance and the ABI selection of each table).
+//! seccomp crate, generated from the facts of the kernel's syscall tables of
+//! Linux 6.18 kept under `xtask/syscalls/`: columns 1-3 (number, ABI, name)
+//! of each row of a kernel `.tbl` file, at the same relative path as in a
+//! kernel tree, and ARM's private calls in a small table of our own (its
+//! README gives provenance, how to re-derive each file and the ABI selection
+//! of each table).
 //!
 //! Each table is the set of `__NR_*` constants the kernel's build scripts
 //! derive from a `.tbl` file for one ABI (`scripts/syscallhdr.sh`,
@@ -28,8 +31,9 @@ const X86_64_TBL: &str = "arch/x86/entry/syscalls/syscall_64.tbl";
 const I386_TBL: &str = "arch/x86/entry/syscalls/syscall_32.tbl";
 const GENERIC_TBL: &str = "scripts/syscall.tbl";
 const ARM_TBL: &str = "arch/arm/tools/syscall.tbl";
-/// ARM's private syscalls (`__ARM_NR_*`), which are not in `syscall.tbl`.
-const ARM_UAPI_UNISTD: &str = "arch/arm/include/uapi/asm/unistd.h";
+/// ARM's private syscalls (`__ARM_NR_*` of arch/arm/include/uapi/asm/unistd.h),
+/// which are not in `syscall.tbl`; see [`parse_arm_private`].
+const ARM_PRIVATE: &str = "arch/arm/private.txt";
 /// arm64's copy of the EABI table for its compat (AArch32) entry points.
 const ARM64_COMPAT_TBL: &str = "arch/arm64/tools/syscall_32.tbl";
 const S390_TBL: &str = "arch/s390/kernel/syscalls/syscall.tbl";
@@ -225,59 +229,60 @@ fn read(dir: &Path, file: &str) -> Result<String, String> {
     std::fs::read_to_string(&path).map_err(|e| format!("reading {}: {e}", path.display()))
 }
 
-/// Parses a kernel `.tbl` file: `<number> <abi> <name> [entry points...]`,
-/// `#` comments and blank lines skipped.
+/// Lines of a table file that hold data: `#` comments and blank lines skipped;
+/// each with its 1-based line number.
+fn data_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines().enumerate().map(|(i, line)| (i + 1, line.trim())).filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+}
+
+/// Parses one of our `.tbl` files: rows of exactly `<number> <abi> <name>`
+/// (columns 1-3 of the kernel's table; entry-point columns are not kept, so
+/// a row with more columns is an error), whitespace-separated.
 fn parse_tbl(file: &str, text: &str) -> Result<Vec<Row>, String> {
     let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
+    for (line_no, line) in data_lines(text) {
         let mut cols = line.split_whitespace();
-        let (Some(nr), Some(abi), Some(name)) = (cols.next(), cols.next(), cols.next()) else {
-            return Err(format!("{file}:{}: expected `<number> <abi> <name>`", i + 1));
+        let (Some(nr), Some(abi), Some(name), None) = (cols.next(), cols.next(), cols.next(), cols.next()) else {
+            return Err(format!("{file}:{line_no}: expected `<number> <abi> <name>`"));
         };
-        let nr = nr.parse::<u32>().map_err(|e| format!("{file}:{}: bad number {nr:?}: {e}", i + 1))?;
+        let nr = nr.parse::<u32>().map_err(|e| format!("{file}:{line_no}: bad number {nr:?}: {e}"))?;
         rows.push(Row { nr, abi: abi.to_string(), name: name.to_string() });
     }
     Ok(rows)
 }
 
-/// Parses ARM's private syscalls from its uapi `unistd.h`:
-/// `#define __ARM_NR_BASE (__NR_SYSCALL_BASE+0x0f0000)` and
-/// `#define __ARM_NR_<name> (__ARM_NR_BASE+<n>)`, as an EABI build sees them
-/// (`__NR_SYSCALL_BASE` 0).
+/// Parses ARM's private syscalls from our table of them: rows of
+/// `<number> <name>`, the first `<number> base` giving `__ARM_NR_BASE`
+/// (`__NR_SYSCALL_BASE + 0x0f0000` in arch/arm/include/uapi/asm/unistd.h, as
+/// an EABI build sees it: `__NR_SYSCALL_BASE` 0), each later row a call
+/// `__ARM_NR_<name>` at `__ARM_NR_BASE + <number>`. Numbers are decimal or
+/// `0x` hex; `#` comments and blank lines skipped.
 fn parse_arm_private(file: &str, text: &str) -> Result<Vec<Row>, String> {
     let mut base = None;
     let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
+    for (line_no, line) in data_lines(text) {
         let mut cols = line.split_whitespace();
-        if cols.next() != Some("#define") {
-            continue;
+        let (Some(number), Some(name), None) = (cols.next(), cols.next(), cols.next()) else {
+            return Err(format!("{file}:{line_no}: expected `<number> <name>`"));
+        };
+        let number = if let Some(hex) = number.strip_prefix("0x") {
+            u32::from_str_radix(hex, 16)
+        } else {
+            number.parse::<u32>()
         }
-        let (Some(sym), Some(value)) = (cols.next(), cols.next()) else { continue };
-        let Some(name) = sym.strip_prefix("__ARM_NR_") else { continue };
-        let bad = || format!("{file}:{}: expected `({{base}}+{{number}})`, found {value:?}", i + 1);
-        let (left, right) = value
-            .strip_prefix('(')
-            .and_then(|v| v.strip_suffix(')'))
-            .and_then(|v| v.split_once('+'))
-            .ok_or_else(bad)?;
-        let number =
-            if let Some(hex) = right.strip_prefix("0x") { u32::from_str_radix(hex, 16) } else { right.parse::<u32>() }
-                .map_err(|e| format!("{file}:{}: bad number {right:?}: {e}", i + 1))?;
-        match (name, left) {
-            ("BASE", "__NR_SYSCALL_BASE") => base = Some(number),
-            (_, "__ARM_NR_BASE") => {
-                let base = base.ok_or_else(|| format!("{file}:{}: __ARM_NR_{name} before __ARM_NR_BASE", i + 1))?;
-                rows.push(Row { nr: base + number, abi: "arm".to_string(), name: name.to_string() });
+        .map_err(|e| format!("{file}:{line_no}: bad number {number:?}: {e}"))?;
+        match (name, base) {
+            ("base", None) => base = Some(number),
+            ("base", Some(_)) => return Err(format!("{file}:{line_no}: a second base")),
+            (_, None) => return Err(format!("{file}:{line_no}: {name} before the base")),
+            (_, Some(base)) => {
+                let nr = base.checked_add(number).ok_or_else(|| format!("{file}:{line_no}: {name} overflows"))?;
+                rows.push(Row { nr, abi: "arm".to_string(), name: name.to_string() });
             }
-            _ => return Err(bad()),
         }
     }
     if rows.is_empty() {
-        return Err(format!("{file}: no __ARM_NR_* definitions"));
+        return Err(format!("{file}: no private calls"));
     }
     Ok(rows)
 }
@@ -315,7 +320,7 @@ fn build(dir: &Path, spec: &Spec) -> Result<Built, String> {
     let nr_syscalls = nr_syscalls(&rows, spec.size, spec.nr_offset).map_err(|e| format!("{}: {e}", spec.arch))?;
     let mut selected: Vec<Row> = select(&rows, spec.abis).cloned().collect();
     if spec.arm_private {
-        selected.extend(parse_arm_private(ARM_UAPI_UNISTD, &read(dir, ARM_UAPI_UNISTD)?)?);
+        selected.extend(parse_arm_private(ARM_PRIVATE, &read(dir, ARM_PRIVATE)?)?);
     }
     let mut by_nr = BTreeMap::new();
     let mut by_name = BTreeMap::new();
@@ -430,23 +435,26 @@ mod tests {
 
     #[test]
     fn tbl_parser_reads_three_columns_and_skips_comments() {
-        let rows = parse_tbl("t", "# c\n\n0\tcommon\tread\t\tsys_read\n462 \tcommon  mseal\t\tsys_mseal\n").unwrap();
+        let rows = parse_tbl("t", "# c\n\n0\tcommon\tread\n462 \tcommon  mseal\n").unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[1], Row { nr: 462, abi: "common".into(), name: "mseal".into() });
         assert!(parse_tbl("t", "12 common\n").is_err());
         assert!(parse_tbl("t", "x common read\n").is_err());
+        // Only columns 1-3 are kept: a row with an entry point is not ours.
+        assert!(parse_tbl("t", "0\tcommon\tread\tsys_read\n").is_err());
     }
 
     #[test]
     fn arm_private_calls_sit_above_the_base() {
-        let text = "#define __ARM_NR_BASE\t\t\t(__NR_SYSCALL_BASE+0x0f0000)\n\
-                    #define __ARM_NR_breakpoint\t\t(__ARM_NR_BASE+1)\n\
-                    #define __ARM_NR_cacheflush\t\t(__ARM_NR_BASE+2)\n";
+        let text = "# c\n0x0f0000\tbase\n\n1\tbreakpoint\n2 cacheflush\n";
         let rows = parse_arm_private("t", text).unwrap();
         let got: Vec<(u32, &str)> = rows.iter().map(|r| (r.nr, r.name.as_str())).collect();
         assert_eq!(got, [(0xf0001, "breakpoint"), (0xf0002, "cacheflush")]);
-        assert!(parse_arm_private("t", "#define __ARM_NR_cacheflush (__ARM_NR_BASE+2)\n").is_err());
-        assert!(parse_arm_private("t", "#define __NR_read 3\n").is_err());
+        assert!(parse_arm_private("t", "2 cacheflush\n0x0f0000 base\n").is_err());
+        assert!(parse_arm_private("t", "0x0f0000 base\n").is_err());
+        assert!(parse_arm_private("t", "0x0f0000 base\n0x0f0000 base\n2 cacheflush\n").is_err());
+        assert!(parse_arm_private("t", "0x0f0000 base\nx cacheflush\n").is_err());
+        assert!(parse_arm_private("t", "0x0f0000 base\n2 cacheflush extra\n").is_err());
     }
 
     #[test]
@@ -468,7 +476,7 @@ mod tests {
             (I386_TBL, "469\ti386\tfile_setattr"),
             (GENERIC_TBL, "469\tcommon\tfile_setattr"),
             (ARM_TBL, "469\tcommon\tfile_setattr"),
-            (S390_TBL, "469  common\tfile_setattr"),
+            (S390_TBL, "469\tcommon\tfile_setattr"),
             (POWERPC_TBL, "469\tcommon\tfile_setattr"),
             (MIPS_N64_TBL, "469\tn64\tfile_setattr"),
             (M68K_TBL, "469\tcommon\tfile_setattr"),

@@ -4,7 +4,7 @@
 //! Commands:
 //! - `demo`: the main job on the built-in example filters (see demo.rs).
 //! - `codegen [--check]`: regenerate `crates/seccomp/src/syscalls/generated.rs`
-//!   from the kernel syscall tables in `xtask/syscalls/` (`--check`: fail if
+//!   from the kernel syscall tables' facts in `xtask/syscalls/` (`--check`: fail if
 //!   the committed file is stale).
 //! - `bench [--quick] [--table A|B|C|D|all] [--json FILE] [--no-kernel] [--out-dir DIR]`:
 //!   the four published seccomp benchmark tables, measured in release mode
