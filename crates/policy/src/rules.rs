@@ -149,12 +149,12 @@ fn atom(c: &Cond) -> Result<(Field, Atom), Inexpressible> {
         Relation::Le => Relation::Ge,
         r => r,
     };
-    let (field, rel, k) = match (c.lhs, c.rhs) {
-        (Operand::Field(f), Operand::Const(k)) => (f, c.rel, k),
-        (Operand::Const(k), Operand::Field(f)) => (f, mirror(c.rel), k),
+    let (field, rel, k) = match (&c.lhs, &c.rhs) {
+        (Operand::Field(f), Operand::Const(k)) => (*f, c.rel, *k),
+        (Operand::Const(k), Operand::Field(f)) => (*f, mirror(c.rel), *k),
         (Operand::Masked { field, mask }, Operand::Const(k)) | (Operand::Const(k), Operand::Masked { field, mask }) => {
             return match c.rel {
-                Relation::Eq => Ok((field, Atom::Mask(mask, k))),
+                Relation::Eq => Ok((*field, Atom::Mask(*mask, *k))),
                 _ => Err(condition(c, "only `(args[i] & mask) == value` can be said of a masked argument")),
             };
         }
