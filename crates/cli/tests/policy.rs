@@ -41,6 +41,46 @@ fn explain_of_the_docker_like_filter_is_readable_and_pinned() {
     assert!(text == expected, "analyze --explain output changed (UPDATE_EXPECT=1 blesses); now:\n{text}");
 }
 
+/// A hand-written filter whose argument tests go through ALU (+, >>
+/// and &, - with X from `tax`, neg through M[0] and a division by X,
+/// * and ^, a shift by X): each condition prints as the expression the
+/// filter computes, pinned by testdata/profiles/alu.explain.txt
+/// (`UPDATE_EXPECT=1` blesses); `decompile` still refuses it, naming the
+/// pc and showing the expression.
+#[test]
+fn explain_prints_alu_conditions_as_expressions() {
+    let asm = format!("{PROFILES}/alu.asm");
+    let o = run(&["analyze", "--explain", &asm], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    let policy = &text[text.find("\npolicy:").expect("a policy section")..];
+    assert!(!policy.contains("f("), "{policy}");
+    let lines: Vec<&str> = policy.lines().collect();
+    for want in [
+        "  x86_64:read when (args[0].lo + 0x1) <= 0x5",
+        "  x86_64:write when ((args[1].lo >> 0x4) & 0xf) != 0x1 && ((args[1].lo >> 0x4) & 0xf) != 0x2",
+        "  x86_64:open when (args[0].lo - args[1].lo) <= 0",
+        // Division by X: X == 0 returns 0 (KILL_THREAD), a path of its own.
+        "  x86_64:close when args[2].lo == 0",
+        "  x86_64:close when args[2].lo != 0 && (-args[0].lo / args[2].lo) != 0x3",
+        "  x86_64:stat when ((args[0].lo * 0x3) ^ 0x55) < 0x100",
+        "  x86_64:fstat when ((args[0].lo << args[1].lo) & 0x100) == 0",
+    ] {
+        assert!(lines.contains(&want), "`{want}` missing:\n{policy}");
+    }
+    let golden = format!("{PROFILES}/alu.explain.txt");
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        std::fs::write(&golden, &text).unwrap();
+    }
+    let expected = std::fs::read_to_string(&golden).unwrap();
+    assert!(text == expected, "analyze --explain output changed (UPDATE_EXPECT=1 blesses); now:\n{text}");
+
+    let o = run(&["decompile", &asm], b"");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("pc 11: `(args[0].lo + 0x1) <= 0x5`"), "{err}");
+}
+
 #[test]
 fn decompile_prints_the_oci_profile_and_text() {
     let bpf = format!("{PROFILES}/docker_like.bpf");
@@ -91,7 +131,10 @@ fn decompile_names_what_no_profile_can_say() {
         &["read", "pc 5", "instruction pointer"],
     );
     // Arithmetic on an argument (pc 6: the compare of args[0].lo + 1).
-    assert_refused(&format!("{head}ld [16]\nadd #1\njeq #5, allow, kill\n{tail}"), &["read", "pc 6", "computed"]);
+    assert_refused(
+        &format!("{head}ld [16]\nadd #1\njeq #5, allow, kill\n{tail}"),
+        &["read", "pc 6", "`(args[0].lo + 0x1) != 0x5`", "computed"],
+    );
     // `ret A` (pc 5).
     assert_refused(&format!("{head}ld [16]\nret a\n{tail}"), &["pc 5", "ret A"]);
     // Arithmetic on nr (pc 2: the compare of nr & 0xff).
