@@ -41,10 +41,10 @@ fn explain_of_the_docker_like_filter_is_readable_and_pinned() {
     assert!(text == expected, "analyze --explain output changed (UPDATE_EXPECT=1 blesses); now:\n{text}");
 }
 
-/// A hand-written filter whose argument tests go through ALU (+, >>
-/// and &, - with X from `tax`, neg through M[0] and a division by X,
-/// * and ^, a shift by X): each condition prints as the expression the
-/// filter computes, pinned by testdata/profiles/alu.explain.txt
+/// A hand-written filter whose argument tests go through ALU (`+`, `>>`
+/// and `&`, `-` with X from `tax`, `neg` through M[0] and a division by
+/// X, `*` and `^`, a shift by X): each condition prints as the expression
+/// the filter computes, pinned by testdata/profiles/alu.explain.txt
 /// (`UPDATE_EXPECT=1` blesses); `decompile` still refuses it, naming the
 /// pc and showing the expression.
 #[test]

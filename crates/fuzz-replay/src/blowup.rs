@@ -19,8 +19,8 @@
 
 use arbitrary::{Result, Unstructured};
 use cbpf::opcode::{
-    BPF_ABS, BPF_ADD, BPF_ALU, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_MAXINSNS, BPF_MEM, BPF_RET,
-    BPF_MISC, BPF_ST, BPF_TAX, BPF_W, BPF_X,
+    BPF_ABS, BPF_ADD, BPF_ALU, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_MAXINSNS, BPF_MEM, BPF_MISC,
+    BPF_RET, BPF_ST, BPF_TAX, BPF_W, BPF_X,
 };
 use cbpf::Insn;
 

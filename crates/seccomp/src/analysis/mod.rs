@@ -18,6 +18,9 @@
 //! (the converted eBPF's semantics: wrapping 32-bit, shift amounts masked to
 //! 5 bits, division by zero returns 0); a branch on a known value goes one
 //! way, on anything else both ways.
+//! When [`explain`] records a path's conditions it also follows what the
+//! computed values are ([`crate::domain::expr`]), so a condition on one
+//! prints as its expression, `(args[0].lo + 0x1) > 0x5`.
 //!
 //! 1. A forward data-flow pass (jumps only go forward, so one pass in pc
 //!    order is the fixpoint) joins the states of paths that meet. It is
