@@ -10,12 +10,27 @@ use common::{run, stderr, stdout};
 
 const PROFILES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/profiles");
 
+/// `analyze --explain FILE`'s output (exit 0).
+fn explain_text(file: &str) -> String {
+    let o = run(&["analyze", "--explain", file], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    stdout(&o)
+}
+
+/// `text` is testdata/profiles/NAME.explain.txt (`UPDATE_EXPECT=1` writes it).
+fn assert_golden(name: &str, text: &str) {
+    let golden = format!("{PROFILES}/{name}.explain.txt");
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        std::fs::write(&golden, text).unwrap();
+    }
+    let expected = std::fs::read_to_string(&golden).unwrap();
+    assert!(text == expected, "analyze --explain output changed (UPDATE_EXPECT=1 blesses); now:\n{text}");
+}
+
 #[test]
 fn explain_of_the_docker_like_filter_is_readable_and_pinned() {
     let bpf = format!("{PROFILES}/docker_like.bpf");
-    let o = run(&["analyze", "--explain", &bpf], b"");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let text = stdout(&o);
+    let text = explain_text(&bpf);
     let policy = &text[text.find("\npolicy:").expect("a policy section")..];
     // What the issue asks of it: no raw x32 number, no `f(`, no hi/lo
     // pair from one 64-bit compare; the default first; rules by name.
@@ -33,12 +48,7 @@ fn explain_of_the_docker_like_filter_is_readable_and_pinned() {
     ] {
         assert!(lines.contains(&want), "`{want}` missing:\n{policy}");
     }
-    let golden = format!("{PROFILES}/docker_like.explain.txt");
-    if std::env::var_os("UPDATE_EXPECT").is_some() {
-        std::fs::write(&golden, &text).unwrap();
-    }
-    let expected = std::fs::read_to_string(&golden).unwrap();
-    assert!(text == expected, "analyze --explain output changed (UPDATE_EXPECT=1 blesses); now:\n{text}");
+    assert_golden("docker_like", &text);
 }
 
 /// A hand-written filter whose argument tests go through ALU (`+`, `>>`
@@ -50,9 +60,7 @@ fn explain_of_the_docker_like_filter_is_readable_and_pinned() {
 #[test]
 fn explain_prints_alu_conditions_as_expressions() {
     let asm = format!("{PROFILES}/alu.asm");
-    let o = run(&["analyze", "--explain", &asm], b"");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let text = stdout(&o);
+    let text = explain_text(&asm);
     let policy = &text[text.find("\npolicy:").expect("a policy section")..];
     assert!(!policy.contains("f("), "{policy}");
     let lines: Vec<&str> = policy.lines().collect();
@@ -68,12 +76,7 @@ fn explain_prints_alu_conditions_as_expressions() {
     ] {
         assert!(lines.contains(&want), "`{want}` missing:\n{policy}");
     }
-    let golden = format!("{PROFILES}/alu.explain.txt");
-    if std::env::var_os("UPDATE_EXPECT").is_some() {
-        std::fs::write(&golden, &text).unwrap();
-    }
-    let expected = std::fs::read_to_string(&golden).unwrap();
-    assert!(text == expected, "analyze --explain output changed (UPDATE_EXPECT=1 blesses); now:\n{text}");
+    assert_golden("alu", &text);
 
     let o = run(&["decompile", &asm], b"");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
