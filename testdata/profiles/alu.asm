@@ -13,13 +13,13 @@ n5: jeq #5, fstat, allow
 ; read: (args[0].lo + 1) > 5
 read: ld [16]
 add #1
-jgt #5, allow, errno
+jgt #5, errno, allow
 ; write: ((args[1].lo >> 4) & 0xf) in {1, 2}
 write: ld [24]
 rsh #4
 and #0xf
-jeq #1, allow, w2
-w2: jeq #2, allow, errno
+jeq #1, errno, w2
+w2: jeq #2, errno, allow
 ; open: (args[0].lo - args[1].lo) > 0, X from tax
 open: ld [24]
 tax

@@ -65,8 +65,9 @@ fn explain_prints_alu_conditions_as_expressions() {
     assert!(!policy.contains("f("), "{policy}");
     let lines: Vec<&str> = policy.lines().collect();
     for want in [
-        "  x86_64:read when (args[0].lo + 0x1) <= 0x5",
-        "  x86_64:write when ((args[1].lo >> 0x4) & 0xf) != 0x1 && ((args[1].lo >> 0x4) & 0xf) != 0x2",
+        "  x86_64:read when (args[0].lo + 0x1) > 0x5",
+        // Two paths (`jeq #1`, then `jeq #2`) on one expression, merged.
+        "  x86_64:write when ((args[1].lo >> 0x4) & 0xf) in {0x1, 0x2}",
         "  x86_64:open when (args[0].lo - args[1].lo) <= 0",
         // Division by X: X == 0 returns 0 (KILL_THREAD), a path of its own.
         "  x86_64:close when args[2].lo == 0",
@@ -81,7 +82,7 @@ fn explain_prints_alu_conditions_as_expressions() {
     let o = run(&["decompile", &asm], b"");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
-    assert!(err.contains("pc 11: `(args[0].lo + 0x1) <= 0x5`"), "{err}");
+    assert!(err.contains("pc 11: `(args[0].lo + 0x1) > 0x5`"), "{err}");
 }
 
 #[test]
