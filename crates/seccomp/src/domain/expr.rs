@@ -298,15 +298,20 @@ impl Arena {
     }
 
     /// What `op` does to the shadow (after [`super::step`] did it to
-    /// `state`, whose exact values the shadow then takes).
+    /// `state`). Where the domain knows a result exactly (a constant, a
+    /// word, a masked word) the shadow takes that form; jumps cost nothing.
     pub fn step(&mut self, op: Option<Op>, sh: &mut Shadow, state: &State, env: &Env) {
         let mem = |sh: &Shadow, k: u32| sh.m.get(k as usize).copied();
         match op {
+            Some(Op::Jmp { .. } | Op::Ja { .. } | Op::RetK { .. } | Op::RetA) | None => {}
+            Some(Op::LdImm { k }) => sh.a = self.constant(k),
+            Some(Op::LdxImm { k }) => sh.x = self.constant(k),
             Some(Op::LdxAbsSeccomp { k }) => {
                 if let Some(id) = self.of_val(env.load(k)) {
                     sh.a = id;
                 }
             }
+            // Copies keep what the copied register's shadow says.
             Some(Op::LdMem { k }) => sh.a = mem(sh, k).unwrap_or(sh.a),
             Some(Op::LdxMem { k }) => sh.x = mem(sh, k).unwrap_or(sh.x),
             Some(Op::St { k }) => {
@@ -319,36 +324,36 @@ impl Arena {
                     *slot = sh.x;
                 }
             }
-            Some(Op::Alu { op, src, k }) => {
-                let b = match src {
-                    Src::K => self.constant(k),
-                    Src::X => sh.x,
-                };
-                sh.a = self.alu(op, sh.a, b);
-            }
-            Some(Op::Neg) => {
-                sh.a = match self.node(sh.a) {
-                    Node::Const(v) => self.constant(v.wrapping_neg()),
-                    _ => self.intern(Node::Neg(sh.a)),
-                }
-            }
             Some(Op::Tax) => sh.x = sh.a,
             Some(Op::Txa) => sh.a = sh.x,
+            Some(Op::Alu { op, src, k }) => {
+                sh.a = match self.of_val(state.a) {
+                    Some(exact) => exact,
+                    None => {
+                        let b = match src {
+                            Src::K => self.constant(k),
+                            Src::X => sh.x,
+                        };
+                        self.alu(op, sh.a, b)
+                    }
+                };
+            }
+            Some(Op::Neg) => {
+                sh.a = match self.of_val(state.a) {
+                    Some(exact) => exact,
+                    None => self.intern(Node::Neg(sh.a)),
+                }
+            }
             Some(Op::LdAbs { .. } | Op::LdInd { .. } | Op::LdLen) => sh.a = self.intern(Node::Unknown),
             Some(Op::LdxLen | Op::LdxMsh { .. }) => sh.x = self.intern(Node::Unknown),
-            // Immediates and jumps: the sync below (or nothing).
-            _ => {}
         }
-        self.sync(sh, state);
     }
 
-    /// Takes the exact values the domain knows for A and X.
+    /// Takes the exact value the domain knows for A (the true edge of
+    /// `jeq #k` makes A that constant).
     pub fn sync(&mut self, sh: &mut Shadow, state: &State) {
         if let Some(id) = self.of_val(state.a) {
             sh.a = id;
-        }
-        if let Some(id) = self.of_val(state.x) {
-            sh.x = id;
         }
     }
 
