@@ -694,10 +694,12 @@ mod tests {
             cbpf::Op::Alu { op: cbpf::AluOp::And, src: cbpf::Src::K, k: 0xf },
         ];
         for (pc, op) in ops.into_iter().enumerate() {
+            let before = (s.a, s.x);
             seccomp::domain::step(pc, Some(op), &mut s, &env);
-            arena.step(Some(op), &mut sh, &s, &env);
+            arena.step(Some(op), &mut sh, before, &s);
         }
-        let e = Operand::Expr(arena.expr(sh.a));
+        let id = arena.resolve(sh.a, s.a);
+        let e = Operand::Expr(arena.expr(id));
         let at = |pc, rel, k| Cond { pc: cbpf::Pc(pc), lhs: e.clone(), rel, rhs: Operand::Const(k) };
         // `jeq #1, hit, next; next: jeq #2, hit, miss`: two paths to hit.
         let one = [at(3, Relation::Eq, 1)];

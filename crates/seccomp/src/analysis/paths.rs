@@ -8,7 +8,7 @@ use std::rc::Rc;
 
 use cbpf::{JmpOp, Op, Pc};
 
-use crate::domain::expr::{Arena, Shadow};
+use crate::domain::expr::{Arena, Shadow, EXACT};
 use crate::domain::{step, Cmp, Env, Expr, Facts, Field, FieldSet, Node, State, Step, Val, DIV_BY_ZERO_RET};
 
 /// One side of a [`Cond`].
@@ -217,7 +217,8 @@ trait Track {
     type Regs: Copy;
     const RECORD: bool;
     fn entry(&mut self) -> Self::Regs;
-    fn step(&mut self, op: Option<Op>, regs: &mut Self::Regs, state: &State, env: &Env);
+    /// After [`step`] moved the domain from A, X = `before` to `state`.
+    fn step(&mut self, op: Option<Op>, regs: &mut Self::Regs, before: (Val, Val), state: &State);
     fn sync(&mut self, regs: &mut Self::Regs, state: &State);
     /// A side of a condition: `v`, which is A (`x`: X) in `regs`.
     fn side(&mut self, regs: &Self::Regs, v: Val, x: bool) -> Side;
@@ -230,7 +231,7 @@ impl Track for () {
     #[inline(always)]
     fn entry(&mut self) {}
     #[inline(always)]
-    fn step(&mut self, _: Option<Op>, _: &mut (), _: &State, _: &Env) {}
+    fn step(&mut self, _: Option<Op>, _: &mut (), _: (Val, Val), _: &State) {}
     #[inline(always)]
     fn sync(&mut self, _: &mut (), _: &State) {}
     #[inline(always)]
@@ -249,15 +250,17 @@ impl Track for Arena {
     fn entry(&mut self) -> Shadow {
         Arena::entry(self)
     }
-    fn step(&mut self, op: Option<Op>, regs: &mut Shadow, state: &State, env: &Env) {
-        Arena::step(self, op, regs, state, env);
+    fn step(&mut self, op: Option<Op>, regs: &mut Shadow, before: (Val, Val), state: &State) {
+        Arena::step(self, op, regs, before, state);
     }
     fn sync(&mut self, regs: &mut Shadow, state: &State) {
         Arena::sync(self, regs, state);
     }
     fn side(&mut self, regs: &Shadow, v: Val, x: bool) -> Side {
+        let id = if x { regs.x } else { regs.a };
         match v {
-            Val::Unknown(_) => Side::Expr(if x { regs.x } else { regs.a }),
+            // A slot the domain does not know exactly is never EXACT.
+            Val::Unknown(_) if id != EXACT => Side::Expr(id),
             v => Side::Val(v),
         }
     }
@@ -374,9 +377,10 @@ fn explore_with<T: Track>(
                 return Outcome::Truncated;
             };
             let before = regs;
+            let vals = (state.a, state.x);
             let step = step(pc, *op, &mut state, env);
             if T::RECORD && !matches!(step, Step::Return(_)) {
-                track.step(*op, &mut regs, &state, env);
+                track.step(*op, &mut regs, vals, &state);
             }
             let mut end = |ret: Val, state: &State, conds: &Option<Rc<CondNode>>, arena: Option<&Arena>| {
                 paths += 1;

@@ -43,7 +43,7 @@ use std::sync::Arc;
 
 use cbpf::{AluOp, Op, Src};
 
-use super::{Env, Field, State, Val, MEMWORDS};
+use super::{Field, State, Val, MEMWORDS};
 
 /// One item of an [`Expr`] in postfix order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -212,7 +212,14 @@ pub struct Arena {
     ids: HashMap<Node, u32>,
 }
 
-/// The ids of A, X and `M[]` along one path: the [`State`]'s shadow.
+/// A shadow slot whose value the domain knows exactly (a constant, a
+/// word, a masked word): the node is made from the domain's value only
+/// when an ALU op uses it ([`Arena::resolve`]).
+pub const EXACT: u32 = u32::MAX;
+
+/// The ids of A, X and `M[]` along one path: the [`State`]'s shadow. A
+/// slot is [`EXACT`] exactly when the domain's value there is not
+/// [`Val::Unknown`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Shadow {
     pub a: u32,
@@ -290,28 +297,38 @@ impl Arena {
         self.intern(Node::Alu(op, a, b))
     }
 
-    /// The shadow of [`State::entry`]: A = X = 0, `M[]` unwritten.
+    /// The shadow of [`State::entry`]: A = X = 0 (exact), `M[]` unwritten.
     pub fn entry(&mut self) -> Shadow {
-        let zero = self.constant(0);
         let unknown = self.intern(Node::Unknown);
-        Shadow { a: zero, x: zero, m: [unknown; MEMWORDS] }
+        Shadow { a: EXACT, x: EXACT, m: [unknown; MEMWORDS] }
     }
 
-    /// What `op` does to the shadow (after [`super::step`] did it to
-    /// `state`). Where the domain knows a result exactly (a constant, a
-    /// word, a masked word) the shadow takes that form; jumps cost nothing.
-    pub fn step(&mut self, op: Option<Op>, sh: &mut Shadow, state: &State, env: &Env) {
+    /// The node of a register whose shadow is `id` and whose domain value
+    /// is `v`.
+    pub fn resolve(&mut self, id: u32, v: Val) -> u32 {
+        if id == EXACT {
+            self.of_val(v).unwrap_or_else(|| self.intern(Node::Unknown))
+        } else {
+            id
+        }
+    }
+
+    /// What `op` does to the shadow, after [`super::step`] did it to
+    /// `state`; `a` and `x` are the domain's values of A and X before.
+    /// Jumps, loads and copies cost no node: only ALU results the domain
+    /// cannot say exactly do.
+    pub fn step(&mut self, op: Option<Op>, sh: &mut Shadow, (a, x): (Val, Val), state: &State) {
         let mem = |sh: &Shadow, k: u32| sh.m.get(k as usize).copied();
+        let exact = |v: Val| !matches!(v, Val::Unknown(_));
         match op {
             Some(Op::Jmp { .. } | Op::Ja { .. } | Op::RetK { .. } | Op::RetA) | None => {}
-            Some(Op::LdImm { k }) => sh.a = self.constant(k),
-            Some(Op::LdxImm { k }) => sh.x = self.constant(k),
-            Some(Op::LdxAbsSeccomp { k }) => {
-                if let Some(id) = self.of_val(env.load(k)) {
-                    sh.a = id;
-                }
+            Some(Op::LdImm { .. }) => sh.a = EXACT,
+            Some(Op::LdxImm { .. }) => sh.x = EXACT,
+            Some(Op::LdxAbsSeccomp { .. }) => {
+                sh.a = if exact(state.a) { EXACT } else { self.intern(Node::Unknown) };
             }
-            // Copies keep what the copied register's shadow says.
+            // Copies: the copied register's shadow (and the domain copies
+            // its value alike).
             Some(Op::LdMem { k }) => sh.a = mem(sh, k).unwrap_or(sh.a),
             Some(Op::LdxMem { k }) => sh.x = mem(sh, k).unwrap_or(sh.x),
             Some(Op::St { k }) => {
@@ -327,33 +344,34 @@ impl Arena {
             Some(Op::Tax) => sh.x = sh.a,
             Some(Op::Txa) => sh.a = sh.x,
             Some(Op::Alu { op, src, k }) => {
-                sh.a = match self.of_val(state.a) {
-                    Some(exact) => exact,
-                    None => {
-                        let b = match src {
-                            Src::K => self.constant(k),
-                            Src::X => sh.x,
-                        };
-                        self.alu(op, sh.a, b)
-                    }
+                sh.a = if exact(state.a) {
+                    EXACT
+                } else {
+                    let lhs = self.resolve(sh.a, a);
+                    let rhs = match src {
+                        Src::K => self.constant(k),
+                        Src::X => self.resolve(sh.x, x),
+                    };
+                    self.alu(op, lhs, rhs)
                 };
             }
             Some(Op::Neg) => {
-                sh.a = match self.of_val(state.a) {
-                    Some(exact) => exact,
-                    None => self.intern(Node::Neg(sh.a)),
-                }
+                sh.a = if exact(state.a) {
+                    EXACT
+                } else {
+                    let lhs = self.resolve(sh.a, a);
+                    self.intern(Node::Neg(lhs))
+                };
             }
             Some(Op::LdAbs { .. } | Op::LdInd { .. } | Op::LdLen) => sh.a = self.intern(Node::Unknown),
             Some(Op::LdxLen | Op::LdxMsh { .. }) => sh.x = self.intern(Node::Unknown),
         }
     }
 
-    /// Takes the exact value the domain knows for A (the true edge of
-    /// `jeq #k` makes A that constant).
+    /// A became exact to the domain (the true edge of `jeq #k`).
     pub fn sync(&mut self, sh: &mut Shadow, state: &State) {
-        if let Some(id) = self.of_val(state.a) {
-            sh.a = id;
+        if !matches!(state.a, Val::Unknown(_)) {
+            sh.a = EXACT;
         }
     }
 
@@ -387,7 +405,7 @@ impl Arena {
 #[allow(clippy::unwrap_used, clippy::indexing_slicing)]
 mod tests {
     use super::*;
-    use crate::domain::step;
+    use crate::domain::{step, Env};
 
     const LE: u32 = crate::arch::AUDIT_ARCH_X86_64;
 
@@ -398,10 +416,12 @@ mod tests {
         let mut s = State::entry();
         let mut sh = arena.entry();
         for (pc, op) in ops.iter().enumerate() {
+            let before = (s.a, s.x);
             step(pc, Some(*op), &mut s, &env);
-            arena.step(Some(*op), &mut sh, &s, &env);
+            arena.step(Some(*op), &mut sh, before, &s);
         }
-        arena.expr(sh.a)
+        let id = arena.resolve(sh.a, s.a);
+        arena.expr(id)
     }
 
     fn ld(k: u32) -> Op {
@@ -501,8 +521,9 @@ mod tests {
             ops.extend([Op::Tax, alu_x(AluOp::Add)]);
         }
         for (pc, op) in ops.iter().enumerate() {
+            let before = (s.a, s.x);
             step(pc, Some(*op), &mut s, &env);
-            arena.step(Some(*op), &mut sh, &s, &env);
+            arena.step(Some(*op), &mut sh, before, &s);
         }
         assert!(arena.len() < 4010, "{}", arena.len());
         assert_eq!(arena.size(sh.a), u64::MAX);
