@@ -184,6 +184,9 @@ impl PathEnd<'_> {
     /// The size of every expression the recorded branches print (the sum of
     /// their tree sizes, saturating), before building them.
     pub fn expr_nodes(&self) -> u64 {
+        if self.arena.is_none_or(|a| !a.named_any()) {
+            return 0;
+        }
         let size = |side: Side| match (side, self.arena) {
             (Side::Expr(id), Some(arena)) => arena.size(id),
             _ => 0,
@@ -260,7 +263,10 @@ impl Track for Arena {
         let id = if x { regs.x } else { regs.a };
         match v {
             // A slot the domain does not know exactly is never EXACT.
-            Val::Unknown(_) if id != EXACT => Side::Expr(id),
+            Val::Unknown(_) if id != EXACT => {
+                self.mark_named();
+                Side::Expr(id)
+            }
             v => Side::Val(v),
         }
     }
@@ -379,7 +385,8 @@ fn explore_with<T: Track>(
             let before = regs;
             let vals = (state.a, state.x);
             let step = step(pc, *op, &mut state, env);
-            if T::RECORD && !matches!(step, Step::Return(_)) {
+            // Jumps and returns change no register.
+            if T::RECORD && !matches!(op, Some(Op::Jmp { .. } | Op::Ja { .. } | Op::RetK { .. } | Op::RetA)) {
                 track.step(*op, &mut regs, vals, &state);
             }
             let mut end = |ret: Val, state: &State, conds: &Option<Rc<CondNode>>, arena: Option<&Arena>| {

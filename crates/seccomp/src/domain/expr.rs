@@ -210,6 +210,8 @@ enum Node {
 pub struct Arena {
     nodes: Vec<(Node, u64)>,
     ids: HashMap<Node, u32>,
+    /// Some condition of this exploration names a node.
+    named: bool,
 }
 
 /// A shadow slot whose value the domain knows exactly (a constant, a
@@ -232,6 +234,17 @@ impl Arena {
     pub fn clear(&mut self) {
         self.nodes.clear();
         self.ids.clear();
+        self.named = false;
+    }
+
+    /// Notes that a recorded condition names a node.
+    pub fn mark_named(&mut self) {
+        self.named = true;
+    }
+
+    /// Has a recorded condition named a node since [`Arena::clear`]?
+    pub fn named_any(&self) -> bool {
+        self.named
     }
 
     /// Number of distinct nodes held.
@@ -317,6 +330,7 @@ impl Arena {
     /// `state`; `a` and `x` are the domain's values of A and X before.
     /// Jumps, loads and copies cost no node: only ALU results the domain
     /// cannot say exactly do.
+    #[inline]
     pub fn step(&mut self, op: Option<Op>, sh: &mut Shadow, (a, x): (Val, Val), state: &State) {
         let mem = |sh: &Shadow, k: u32| sh.m.get(k as usize).copied();
         let exact = |v: Val| !matches!(v, Val::Unknown(_));
