@@ -36,14 +36,6 @@ impl Operand {
             Operand::Expr(e) => e.eval(value),
         }
     }
-
-    /// The size of its expression (0 unless an [`Operand::Expr`]).
-    pub fn expr_size(&self) -> usize {
-        match self {
-            Operand::Expr(e) => e.size(),
-            _ => 0,
-        }
-    }
 }
 
 impl std::fmt::Display for Operand {
@@ -74,18 +66,20 @@ pub enum Relation {
 }
 
 impl Relation {
-    /// Does `a REL b` hold?
+    /// Does `a REL b` hold? The classic jump whose outcome it is
+    /// ([`JmpOp::eval`]), taken or not: the inverse of `Relation::of`.
     pub fn holds(self, a: u32, b: u32) -> bool {
-        match self {
-            Relation::Eq => a == b,
-            Relation::Ne => a != b,
-            Relation::Gt => a > b,
-            Relation::Le => a <= b,
-            Relation::Ge => a >= b,
-            Relation::Lt => a < b,
-            Relation::AnyBitSet => a & b != 0,
-            Relation::NoBitSet => a & b == 0,
-        }
+        let (op, taken) = match self {
+            Relation::Eq => (JmpOp::Jeq, true),
+            Relation::Ne => (JmpOp::Jeq, false),
+            Relation::Gt => (JmpOp::Jgt, true),
+            Relation::Le => (JmpOp::Jgt, false),
+            Relation::Ge => (JmpOp::Jge, true),
+            Relation::Lt => (JmpOp::Jge, false),
+            Relation::AnyBitSet => (JmpOp::Jset, true),
+            Relation::NoBitSet => (JmpOp::Jset, false),
+        };
+        op.eval(a, b) == taken
     }
 }
 
@@ -341,7 +335,7 @@ pub fn explore(
 
 /// [`explore`] recording each path's undecided branches
 /// ([`PathEnd::conds_into`]), with the expressions they compare built in
-/// `arena` (cleared first: one exploration's nodes, at most one per step).
+/// `arena` (cleared first: one exploration's nodes, at most three per step).
 pub fn explore_recorded(
     ops: &[Option<Op>],
     env: &Env,

@@ -15,8 +15,8 @@
 //! `M[]` beside the domain [`super::State`]: node ids into an [`Arena`]
 //! that is hash-consed (a node is stored once, so `A = A + A` repeated
 //! costs one node per instruction) and lives for one exploration (at most
-//! one node per instruction executed, so its size is bounded by the
-//! exploration's step limit). A slot whose value the domain knows exactly
+//! three nodes per instruction executed, the ALU result and its operands,
+//! so its size is bounded by the exploration's step limit). A slot whose value the domain knows exactly
 //! is [`EXACT`] and costs nothing: loads, jumps and copies touch no node,
 //! only ALU results the domain cannot say do. Other walks are generic over
 //! a tracker that does nothing (`()`): their code is the same as before
