@@ -10,12 +10,27 @@ use common::{run, stderr, stdout};
 
 const PROFILES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/profiles");
 
+/// `analyze --explain FILE`'s output (exit 0).
+fn explain_text(file: &str) -> String {
+    let o = run(&["analyze", "--explain", file], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    stdout(&o)
+}
+
+/// `text` is testdata/profiles/NAME.explain.txt (`UPDATE_EXPECT=1` writes it).
+fn assert_golden(name: &str, text: &str) {
+    let golden = format!("{PROFILES}/{name}.explain.txt");
+    if std::env::var_os("UPDATE_EXPECT").is_some() {
+        std::fs::write(&golden, text).unwrap();
+    }
+    let expected = std::fs::read_to_string(&golden).unwrap();
+    assert!(text == expected, "analyze --explain output changed (UPDATE_EXPECT=1 blesses); now:\n{text}");
+}
+
 #[test]
 fn explain_of_the_docker_like_filter_is_readable_and_pinned() {
     let bpf = format!("{PROFILES}/docker_like.bpf");
-    let o = run(&["analyze", "--explain", &bpf], b"");
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let text = stdout(&o);
+    let text = explain_text(&bpf);
     let policy = &text[text.find("\npolicy:").expect("a policy section")..];
     // What the issue asks of it: no raw x32 number, no `f(`, no hi/lo
     // pair from one 64-bit compare; the default first; rules by name.
@@ -33,12 +48,41 @@ fn explain_of_the_docker_like_filter_is_readable_and_pinned() {
     ] {
         assert!(lines.contains(&want), "`{want}` missing:\n{policy}");
     }
-    let golden = format!("{PROFILES}/docker_like.explain.txt");
-    if std::env::var_os("UPDATE_EXPECT").is_some() {
-        std::fs::write(&golden, &text).unwrap();
+    assert_golden("docker_like", &text);
+}
+
+/// A hand-written filter whose argument tests go through ALU (`+`, `>>`
+/// and `&`, `-` with X from `tax`, `neg` through M[0] and a division by
+/// X, `*` and `^`, a shift by X): each condition prints as the expression
+/// the filter computes, pinned by testdata/profiles/alu.explain.txt
+/// (`UPDATE_EXPECT=1` blesses); `decompile` still refuses it, naming the
+/// pc and showing the expression.
+#[test]
+fn explain_prints_alu_conditions_as_expressions() {
+    let asm = format!("{PROFILES}/alu.asm");
+    let text = explain_text(&asm);
+    let policy = &text[text.find("\npolicy:").expect("a policy section")..];
+    assert!(!policy.contains("f("), "{policy}");
+    let lines: Vec<&str> = policy.lines().collect();
+    for want in [
+        "  x86_64:read when (args[0].lo + 0x1) > 0x5",
+        // Two paths (`jeq #1`, then `jeq #2`) on one expression, merged.
+        "  x86_64:write when ((args[1].lo >> 0x4) & 0xf) in {0x1, 0x2}",
+        "  x86_64:open when (args[0].lo - args[1].lo) <= 0",
+        // Division by X: X == 0 returns 0 (KILL_THREAD), a path of its own.
+        "  x86_64:close when args[2].lo == 0",
+        "  x86_64:close when args[2].lo != 0 && (-args[0].lo / args[2].lo) != 0x3",
+        "  x86_64:stat when ((args[0].lo * 0x3) ^ 0x55) < 0x100",
+        "  x86_64:fstat when ((args[0].lo << args[1].lo) & 0x100) == 0",
+    ] {
+        assert!(lines.contains(&want), "`{want}` missing:\n{policy}");
     }
-    let expected = std::fs::read_to_string(&golden).unwrap();
-    assert!(text == expected, "analyze --explain output changed (UPDATE_EXPECT=1 blesses); now:\n{text}");
+    assert_golden("alu", &text);
+
+    let o = run(&["decompile", &asm], b"");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("pc 11: `(args[0].lo + 0x1) > 0x5`"), "{err}");
 }
 
 #[test]
@@ -91,7 +135,10 @@ fn decompile_names_what_no_profile_can_say() {
         &["read", "pc 5", "instruction pointer"],
     );
     // Arithmetic on an argument (pc 6: the compare of args[0].lo + 1).
-    assert_refused(&format!("{head}ld [16]\nadd #1\njeq #5, allow, kill\n{tail}"), &["read", "pc 6", "computed"]);
+    assert_refused(
+        &format!("{head}ld [16]\nadd #1\njeq #5, allow, kill\n{tail}"),
+        &["read", "pc 6", "`(args[0].lo + 0x1) != 0x5`", "computed"],
+    );
     // `ret A` (pc 5).
     assert_refused(&format!("{head}ld [16]\nret a\n{tail}"), &["pc 5", "ret A"]);
     // Arithmetic on nr (pc 2: the compare of nr & 0xff).

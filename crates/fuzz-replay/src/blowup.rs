@@ -9,16 +9,18 @@
 //! | [`Shape::KeyedTables`] | two-level tables (arch, then nr) with many keys: the fast engine's keyed dispatch |
 //! | [`Shape::NrPrefixUnsettled`] | a long `jeq` prefix on nr, then tests data flow cannot settle: per-nr analysis work |
 //! | [`Shape::Diamonds`] | nested diamonds through scratch stores and ALU: path explosion through `M[]` |
+//! | [`Shape::DoublingAlu`] | `tax; add x` repeated, each result compared: expressions of 2^n nodes for `explain` |
 //!
 //! Every shape builds a program [`cbpf::validate()`] accepts in seccomp mode
 //! for any size up to [`cbpf::opcode::BPF_MAXINSNS`]; [`shape`] draws one
-//! from fuzzer bytes. Used by the `bounded_work` fuzz target and by the CLI's
+//! from fuzzer bytes (the first five: the fuzz corpus's bytes keep their
+//! meaning). Used by the `bounded_work` fuzz target and by the CLI's
 //! resource-limit property test.
 
 use arbitrary::{Result, Unstructured};
 use cbpf::opcode::{
-    BPF_ABS, BPF_ADD, BPF_ALU, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_MAXINSNS, BPF_MEM, BPF_RET,
-    BPF_ST, BPF_W,
+    BPF_ABS, BPF_ADD, BPF_ALU, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_MAXINSNS, BPF_MEM, BPF_MISC,
+    BPF_RET, BPF_ST, BPF_TAX, BPF_W, BPF_X,
 };
 use cbpf::Insn;
 
@@ -52,17 +54,22 @@ pub enum Shape {
     NrPrefixUnsettled(usize),
     /// `n` diamonds, each storing to and reading from `M[]` on both sides.
     Diamonds(usize),
+    /// `args[0].lo` doubled `n` times (`tax; add x`), each result compared
+    /// with a constant (ERRNO when equal): the `i`-th compare's expression
+    /// is a tree of 2^(i+1) - 1 nodes, shared in a DAG of `i + 1`.
+    DoublingAlu(usize),
 }
 
 impl Shape {
     /// Every shape at size `n`.
-    pub fn all(n: usize) -> [Shape; 5] {
+    pub fn all(n: usize) -> [Shape; 6] {
         [
             Shape::UndecidedChain(n),
             Shape::ManyArches(n),
             Shape::KeyedTables(n),
             Shape::NrPrefixUnsettled(n),
             Shape::Diamonds(n),
+            Shape::DoublingAlu(n),
         ]
     }
 
@@ -75,6 +82,7 @@ impl Shape {
             Shape::KeyedTables(n) => keyed_tables(n.min(1900)),
             Shape::NrPrefixUnsettled(n) => nr_prefix_unsettled(n.min(BPF_MAXINSNS - 80)),
             Shape::Diamonds(n) => diamonds(n.min((BPF_MAXINSNS - 4) / 6)),
+            Shape::DoublingAlu(n) => doubling_alu(n.min((BPF_MAXINSNS - 5) / 4)),
         };
         p.truncate(BPF_MAXINSNS);
         p
@@ -88,6 +96,7 @@ impl Shape {
             Shape::KeyedTables(n) => format!("keyed_tables_{n}"),
             Shape::NrPrefixUnsettled(n) => format!("nr_prefix_unsettled_{n}"),
             Shape::Diamonds(n) => format!("diamonds_{n}"),
+            Shape::DoublingAlu(n) => format!("doubling_alu_{n}"),
         }
     }
 }
@@ -257,6 +266,24 @@ fn diamonds(n: usize) -> Vec<Insn> {
     p
 }
 
+fn doubling_alu(n: usize) -> Vec<Insn> {
+    // ld arch; jeq x86_64 or KILL; ld args[0]; per doubling `tax; add x;
+    // jeq #i, 0, 1; ret ERRNO`; ret ALLOW.
+    let mut p = Vec::with_capacity(4 * n + 5);
+    p.push(ld(ARCH));
+    p.push(Insn::jump(JEQ_K, cbpf::uapi::audit::AUDIT_ARCH_X86_64, 1, 0));
+    p.push(ret(KILL));
+    p.push(ld(ARGS));
+    for i in 0..n {
+        p.push(Insn::stmt(BPF_MISC | BPF_TAX, 0));
+        p.push(Insn::stmt(BPF_ALU | BPF_ADD | BPF_X, 0));
+        p.push(Insn::jump(JEQ_K, i as u32, 0, 1));
+        p.push(ret(ERRNO_1));
+    }
+    p.push(ret(ALLOW));
+    p
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
@@ -283,5 +310,6 @@ mod tests {
         assert!(Shape::ManyArches(1900).build().len() > 3800);
         assert!(Shape::NrPrefixUnsettled(3900).build().len() > 3900);
         assert!(Shape::KeyedTables(1900).build().len() > 3800);
+        assert!(Shape::DoublingAlu(4096).build().len() > 4000);
     }
 }

@@ -1,14 +1,16 @@
 //! The readable policy `analyze --explain` prints: the default action
 //! first, then per action the syscalls by name (one name for every arch
 //! view that treats it alike, `x32:socket` where views differ), runs of
-//! unnamed numbers as ranges, and 64-bit argument conditions.
+//! unnamed numbers as ranges, and 64-bit argument conditions; a path with
+//! none (an `ip` test, a computed value) as the values of each compared
+//! term ([`crate::rules::raw_texts`]).
 
 use std::collections::BTreeMap;
 
 use seccomp::Action;
 
 use crate::read::{clauses, Behaviour, Clause, Entry, Reading};
-use crate::rules::box_text;
+use crate::rules::{box_text, raw_texts};
 
 /// What one entry does, per action: `None` = always, else the condition.
 type Signature = BTreeMap<Option<u32>, Vec<Option<String>>>;
@@ -22,16 +24,17 @@ fn signature(r: &Reading, e: &Entry) -> Signature {
         b @ Behaviour::Paths { .. } => {
             let wide = r.views.get(e.view).is_some_and(|v| v.wide());
             for (action, list) in clauses(b, wide, r.default) {
-                let texts = list
-                    .iter()
-                    .map(|c| match c {
-                        Clause::Box(b) => box_text(b),
-                        Clause::Raw { conds, .. } => {
-                            let t: Vec<String> = conds.iter().map(ToString::to_string).collect();
-                            Some(t.join(" && "))
-                        }
-                    })
-                    .collect();
+                // Paths without argument comparisons first (as sets per
+                // compared term), then the boxes.
+                let raw = list.iter().filter_map(|c| match c {
+                    Clause::Raw { conds, .. } => Some(conds.as_slice()),
+                    Clause::Box(_) => None,
+                });
+                let mut texts = raw_texts(raw);
+                texts.extend(list.iter().filter_map(|c| match c {
+                    Clause::Box(b) => Some(box_text(b)),
+                    Clause::Raw { .. } => None,
+                }));
                 sig.insert(action, texts);
             }
         }

@@ -234,3 +234,48 @@ fn default_budget_answers_plain_analyze_on_every_shape() {
         );
     }
 }
+
+/// `tax; add x` repeated doubles the expression in A each time: 2000 of
+/// them (4004 instructions, a tree of 2^2001 nodes) cost one node each in
+/// the exploration, and explaining the compare that follows stops with
+/// the expression budget, naming its flag, without building the tree; a
+/// short chain fits and is charged its tree size. (Actions in ascending
+/// order: ERRNO's path first.)
+#[test]
+fn doubling_expressions_stop_at_the_expression_budget() {
+    let chain = |n: usize| {
+        let mut p = vec![ld(ARGS)];
+        for _ in 0..n {
+            p.extend([Insn::stmt(BPF_MISC | BPF_TAX, 0), Insn::stmt(BPF_ALU | BPF_ADD | BPF_X, 0)]);
+        }
+        p.extend([Insn::jump(JEQ_K, 5, 0, 1), Insn::stmt(RET_K, ALLOW), Insn::stmt(RET_K, ERRNO1)]);
+        prog(&p)
+    };
+    let p = chain(2000);
+    let start = Instant::now();
+    let e = explain_in(&p, X86_64, [0], &mut Budget::default(), |_| Ok::<(), AnalysisError>(())).unwrap_err();
+    assert_eq!(e, AnalysisError::Budget { kind: BudgetKind::ExprNodes, limit: Budget::DEFAULT_EXPR_NODES });
+    assert!(e.to_string().contains("--max-expr-nodes"), "{e}");
+    assert!(start.elapsed() < Duration::from_secs(60), "{:?}", start.elapsed());
+    // 3 doublings: 15 nodes per printed condition, one per path.
+    let p = chain(3);
+    let mut texts = Vec::new();
+    let mut budget = Budget::default().with_max_expr_nodes(30);
+    explain_in(&p, X86_64, [0], &mut budget, |e| {
+        if let PolicyEvent::Path { conds, .. } = e {
+            texts.extend(conds.iter().map(ToString::to_string));
+        }
+        Ok::<(), AnalysisError>(())
+    })
+    .unwrap();
+    assert_eq!(
+        texts,
+        [
+            "(((args[0].lo + args[0].lo) + (args[0].lo + args[0].lo)) + ((args[0].lo + args[0].lo) + (args[0].lo + args[0].lo))) != 0x5",
+            "(((args[0].lo + args[0].lo) + (args[0].lo + args[0].lo)) + ((args[0].lo + args[0].lo) + (args[0].lo + args[0].lo))) == 0x5",
+        ]
+    );
+    let mut budget = Budget::default().with_max_expr_nodes(29);
+    let e = explain_in(&p, X86_64, [0], &mut budget, |_| Ok::<(), AnalysisError>(())).unwrap_err();
+    assert_eq!(e, AnalysisError::Budget { kind: BudgetKind::ExprNodes, limit: 29 });
+}

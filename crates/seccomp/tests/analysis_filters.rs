@@ -145,8 +145,8 @@ fn explain_long_jumps_lists_chdir_conditions() {
         .paths
         .iter()
         .filter_map(|path| {
-            path.iter().find_map(|c| match (c.lhs, c.rel, c.rhs) {
-                (Operand::Field(Field::ArgLo(0)), Relation::Eq, Operand::Const(k)) => Some(k),
+            path.iter().find_map(|c| match (&c.lhs, c.rel, &c.rhs) {
+                (Operand::Field(Field::ArgLo(0)), Relation::Eq, Operand::Const(k)) => Some(*k),
                 _ => None,
             })
         })

@@ -44,6 +44,9 @@ pub struct DecompileArgs {
     /// Budget: conditions read.
     #[arg(long, value_name = "N", default_value_t = seccomp::analysis::Budget::DEFAULT_CONDS)]
     max_conds: u64,
+    /// Budget: nodes of the computed expressions read (ALU results compared).
+    #[arg(long, value_name = "N", default_value_t = seccomp::analysis::Budget::DEFAULT_EXPR_NODES)]
+    max_expr_nodes: u64,
 }
 
 /// The profile of one validated filter, rendered in `format`.
@@ -64,7 +67,8 @@ pub fn render(prog: &cbpf::Program, format: DecompileFormat, budget: &mut seccom
 pub fn decompile(args: &DecompileArgs) -> Result<i32> {
     let insns = read_classic(&args.file, args.from, args.endian)?;
     let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp)?;
-    let mut budget = seccomp::analysis::Budget::new(args.max_steps, args.max_paths, args.max_conds);
+    let mut budget = seccomp::analysis::Budget::new(args.max_steps, args.max_paths, args.max_conds)
+        .with_max_expr_nodes(args.max_expr_nodes);
     let text = render(&prog, args.format, &mut budget)?;
     match args.output.as_deref() {
         Some(path) if path != "-" => {

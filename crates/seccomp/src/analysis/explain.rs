@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use cbpf::Program;
 
-use super::paths::{explore, Cond, Limits, Outcome};
+use super::paths::{explore, explore_recorded, Cond, Limits, Outcome};
 use super::{ActionResult, AnalysisError, Analyzer, Budget, BudgetKind};
+use crate::domain::expr::Arena;
 use crate::domain::{Env, Val};
 
 /// The paths of one syscall number that end in the same result.
@@ -162,7 +163,7 @@ fn stream<E: From<AnalysisError>>(
             continue;
         }
         let mut values: Vec<Option<u32>> = Vec::new();
-        let outcome = explore(&analyzer.ops, &env_of(nr), false, EXPLAIN_LIMITS, &mut analyzer.budget.steps, |end| {
+        let outcome = explore(&analyzer.ops, &env_of(nr), EXPLAIN_LIMITS, &mut analyzer.budget.steps, |end| {
             let k = key(end.ret);
             if !values.contains(&k) {
                 values.push(k);
@@ -182,6 +183,7 @@ fn stream<E: From<AnalysisError>>(
     // Pass 2: per action, re-explore the numbers that can get it and
     // report its paths one at a time.
     let mut conds: Vec<Cond> = Vec::new();
+    let mut arena = Arena::default();
     for action in actions.iter().copied().map(Some).chain([None]) {
         let empty = Vec::new();
         let list = action.and_then(|v| always.get(&v)).unwrap_or(&empty);
@@ -197,18 +199,13 @@ fn stream<E: From<AnalysisError>>(
                 continue;
             }
             let mut failed: Option<E> = None;
-            let budget = &mut analyzer.budget;
-            let outcome = explore(&analyzer.ops, &env_of(d.nr), true, EXPLAIN_LIMITS, &mut budget.steps, |end| {
+            let Budget { steps, report, .. } = &mut analyzer.budget;
+            let env = env_of(d.nr);
+            let outcome = explore_recorded(&analyzer.ops, &env, &mut arena, EXPLAIN_LIMITS, steps, |end| {
                 if key(end.ret) != action {
                     return true;
                 }
-                let reported = match Budget::charge_path_parts(
-                    &mut budget.paths,
-                    &mut budget.conds,
-                    budget.max_paths,
-                    budget.max_conds,
-                    end.cond_count(),
-                ) {
+                let reported = match report.charge(end.cond_count(), end.expr_nodes()) {
                     Ok(()) => {
                         end.conds_into(&mut conds);
                         sink(PolicyEvent::Path { action, nr: d.nr, conds: &conds })

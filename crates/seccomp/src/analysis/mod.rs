@@ -18,6 +18,9 @@
 //! (the converted eBPF's semantics: wrapping 32-bit, shift amounts masked to
 //! 5 bits, division by zero returns 0); a branch on a known value goes one
 //! way, on anything else both ways.
+//! When [`explain`] records a path's conditions it also follows what the
+//! computed values are ([`crate::domain::expr`]), so a condition on one
+//! prints as its expression, `(args[0].lo + 0x1) > 0x5`.
 //!
 //! 1. A forward data-flow pass (jumps only go forward, so one pass in pc
 //!    order is the fixpoint) joins the states of paths that meet. It is
@@ -84,6 +87,8 @@ pub enum BudgetKind {
     Paths,
     /// Conditions reported by `explain` ([`Budget::max_conds`]).
     Conds,
+    /// Expression nodes reported by `explain` ([`Budget::max_expr_nodes`]).
+    ExprNodes,
 }
 
 impl BudgetKind {
@@ -93,6 +98,7 @@ impl BudgetKind {
             BudgetKind::Steps => "--max-steps",
             BudgetKind::Paths => "--max-paths",
             BudgetKind::Conds => "--max-conds",
+            BudgetKind::ExprNodes => "--max-expr-nodes",
         }
     }
 }
@@ -103,6 +109,7 @@ impl std::fmt::Display for BudgetKind {
             BudgetKind::Steps => "analysis steps",
             BudgetKind::Paths => "explained paths",
             BudgetKind::Conds => "explained conditions",
+            BudgetKind::ExprNodes => "explained expression nodes",
         })
     }
 }
@@ -117,9 +124,44 @@ pub struct Budget {
     pub max_paths: u64,
     /// Conditions `explain` reports (the size of its output).
     pub max_conds: u64,
+    /// Nodes of the expressions `explain` reports (the tree size of every
+    /// computed operand of every reported condition, summed; 0 for
+    /// conditions on words and constants).
+    pub max_expr_nodes: u64,
     steps: Work,
+    report: Report,
+}
+
+/// What `explain` has reported, against its bounds (apart from the step
+/// counter, which the exploration holds while its visitor charges these).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Report {
     paths: u64,
     conds: u64,
+    expr_nodes: u64,
+    max_paths: u64,
+    max_conds: u64,
+    max_expr_nodes: u64,
+}
+
+impl Report {
+    /// Charges one reported path of `n` conditions whose expressions have
+    /// `nodes` nodes.
+    fn charge(&mut self, n: usize, nodes: u64) -> Result<(), AnalysisError> {
+        self.paths += 1;
+        if self.paths > self.max_paths {
+            return Err(AnalysisError::Budget { kind: BudgetKind::Paths, limit: self.max_paths });
+        }
+        self.conds = self.conds.saturating_add(n as u64);
+        if self.conds > self.max_conds {
+            return Err(AnalysisError::Budget { kind: BudgetKind::Conds, limit: self.max_conds });
+        }
+        self.expr_nodes = self.expr_nodes.saturating_add(nodes);
+        if self.expr_nodes > self.max_expr_nodes {
+            return Err(AnalysisError::Budget { kind: BudgetKind::ExprNodes, limit: self.max_expr_nodes });
+        }
+        Ok(())
+    }
 }
 
 impl Default for Budget {
@@ -135,10 +177,28 @@ impl Budget {
     pub const DEFAULT_PATHS: u64 = 1 << 14;
     /// Default [`Budget::max_conds`].
     pub const DEFAULT_CONDS: u64 = 1 << 18;
+    /// Default [`Budget::max_expr_nodes`].
+    pub const DEFAULT_EXPR_NODES: u64 = 1 << 20;
 
-    /// A fresh budget with these bounds.
+    /// A fresh budget with these bounds ([`Budget::DEFAULT_EXPR_NODES`]
+    /// expression nodes: [`Budget::with_max_expr_nodes`]).
     pub fn new(max_steps: u64, max_paths: u64, max_conds: u64) -> Budget {
-        Budget { max_steps, max_paths, max_conds, steps: Work { used: 0, max: max_steps }, paths: 0, conds: 0 }
+        let max_expr_nodes = Budget::DEFAULT_EXPR_NODES;
+        Budget {
+            max_steps,
+            max_paths,
+            max_conds,
+            max_expr_nodes,
+            steps: Work { used: 0, max: max_steps },
+            report: Report { paths: 0, conds: 0, expr_nodes: 0, max_paths, max_conds, max_expr_nodes },
+        }
+    }
+
+    /// The same bounds, with at most `n` expression nodes reported.
+    pub fn with_max_expr_nodes(mut self, n: u64) -> Budget {
+        self.max_expr_nodes = n;
+        self.report.max_expr_nodes = n;
+        self
     }
 
     /// Abstract instructions executed so far.
@@ -154,31 +214,12 @@ impl Budget {
         }
     }
 
-    /// Charges one reported path of `n` conditions to the counters of a
-    /// budget (its fields, so a caller can hold the step counter apart).
-    fn charge_path_parts(
-        paths: &mut u64,
-        conds: &mut u64,
-        max_paths: u64,
-        max_conds: u64,
-        n: usize,
-    ) -> Result<(), AnalysisError> {
-        *paths += 1;
-        if *paths > max_paths {
-            return Err(AnalysisError::Budget { kind: BudgetKind::Paths, limit: max_paths });
-        }
-        *conds = conds.saturating_add(n as u64);
-        if *conds > max_conds {
-            return Err(AnalysisError::Budget { kind: BudgetKind::Conds, limit: max_conds });
-        }
-        Ok(())
-    }
-
     fn exhausted(&self, kind: BudgetKind) -> AnalysisError {
         let limit = match kind {
             BudgetKind::Steps => self.max_steps,
             BudgetKind::Paths => self.max_paths,
             BudgetKind::Conds => self.max_conds,
+            BudgetKind::ExprNodes => self.max_expr_nodes,
         };
         AnalysisError::Budget { kind, limit }
     }
@@ -301,7 +342,7 @@ impl Analyzer {
         let mut computed = false;
         let mut deps = domain::FieldSet::EMPTY;
         let limits = Limits { max_steps: REFINE_STEPS, max_paths: usize::MAX };
-        let outcome = explore(&self.ops, &env, false, limits, &mut self.budget.steps, |end| {
+        let outcome = explore(&self.ops, &env, limits, &mut self.budget.steps, |end| {
             deps = deps.union(end.deps);
             match end.ret {
                 Val::Known(v) if !returns.contains(&v) => returns.push(v),

@@ -8,10 +8,11 @@ use std::rc::Rc;
 
 use cbpf::{JmpOp, Op, Pc};
 
-use crate::domain::{step, Cmp, Env, Facts, Field, FieldSet, Node, State, Step, Val, DIV_BY_ZERO_RET};
+use crate::domain::expr::{Arena, Shadow, EXACT};
+use crate::domain::{step, Cmp, Env, Expr, Facts, Field, FieldSet, Node, State, Step, Val, DIV_BY_ZERO_RET};
 
 /// One side of a [`Cond`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Operand {
     /// A constant.
     Const(u32),
@@ -19,17 +20,20 @@ pub enum Operand {
     Field(Field),
     /// `field & mask` (`and #mask` of a loaded word), `mask != 0`.
     Masked { field: Field, mask: u32 },
-    /// A value the program computed from these fields.
-    Computed(FieldSet),
+    /// Any other value the program computed: the expression
+    /// (`(args[0].lo + 0x1)`, `-nr`, `(args[0].lo - args[1].lo)`).
+    Expr(Expr),
 }
 
 impl Operand {
-    fn of(v: Val) -> Operand {
-        match v {
-            Val::Known(k) => Operand::Const(k),
-            Val::Exact(f) => Operand::Field(f),
-            Val::Masked { field, mask } => Operand::Masked { field, mask },
-            Val::Unknown(s) => Operand::Computed(s),
+    /// The value on an input whose words are `value(field)` (`None` where
+    /// an [`Expr`] divides by zero).
+    pub fn eval(&self, value: impl Fn(Field) -> u32) -> Option<u32> {
+        match self {
+            Operand::Const(k) => Some(*k),
+            Operand::Field(f) => Some(value(*f)),
+            Operand::Masked { field, mask } => Some(value(*field) & mask),
+            Operand::Expr(e) => e.eval(value),
         }
     }
 }
@@ -41,16 +45,7 @@ impl std::fmt::Display for Operand {
             Operand::Const(k) => write!(f, "{k:#x}"),
             Operand::Field(field) => write!(f, "{field}"),
             Operand::Masked { field, mask } => write!(f, "({field} & {mask:#x})"),
-            Operand::Computed(s) => {
-                f.write_str("f(")?;
-                for (i, field) in s.to_vec().iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{field}")?;
-                }
-                f.write_str(")")
-            }
+            Operand::Expr(e) => write!(f, "{e}"),
         }
     }
 }
@@ -71,6 +66,24 @@ pub enum Relation {
 }
 
 impl Relation {
+    /// Does `a REL b` hold? The classic jump whose outcome it is
+    /// ([`JmpOp::eval`]), taken or not: the inverse of `Relation::of`.
+    pub fn holds(self, a: u32, b: u32) -> bool {
+        let (op, taken) = match self {
+            Relation::Eq => (JmpOp::Jeq, true),
+            Relation::Ne => (JmpOp::Jeq, false),
+            Relation::Gt => (JmpOp::Jgt, true),
+            Relation::Le => (JmpOp::Jgt, false),
+            Relation::Ge => (JmpOp::Jge, true),
+            Relation::Lt => (JmpOp::Jge, false),
+            Relation::AnyBitSet => (JmpOp::Jset, true),
+            Relation::NoBitSet => (JmpOp::Jset, false),
+        };
+        op.eval(a, b) == taken
+    }
+}
+
+impl Relation {
     fn of(op: JmpOp, holds: bool) -> Relation {
         match (op, holds) {
             (JmpOp::Jeq, true) => Relation::Eq,
@@ -86,7 +99,7 @@ impl Relation {
 }
 
 /// One branch decision on a path: `lhs REL rhs` held at instruction `pc`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Cond {
     /// The conditional jump (or `div x` / `mod x`) that decided.
     pub pc: Pc,
@@ -95,9 +108,18 @@ pub struct Cond {
     pub rhs: Operand,
 }
 
+impl Cond {
+    /// Does the condition hold on an input whose words are `value(field)`?
+    /// `None` where an expression divides by zero (an earlier condition of
+    /// the path excludes it).
+    pub fn holds(&self, value: impl Fn(Field) -> u32) -> Option<bool> {
+        Some(self.rel.holds(self.lhs.eval(&value)?, self.rhs.eval(&value)?))
+    }
+}
+
 impl std::fmt::Display for Cond {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (lhs, rhs) = (self.lhs, self.rhs);
+        let (lhs, rhs) = (&self.lhs, &self.rhs);
         match self.rel {
             Relation::Eq => write!(f, "{lhs} == {rhs}"),
             Relation::Ne => write!(f, "{lhs} != {rhs}"),
@@ -105,14 +127,32 @@ impl std::fmt::Display for Cond {
             Relation::Le => write!(f, "{lhs} <= {rhs}"),
             Relation::Ge => write!(f, "{lhs} >= {rhs}"),
             Relation::Lt => write!(f, "{lhs} < {rhs}"),
-            Relation::AnyBitSet => write!(f, "{lhs} & {rhs} != 0"),
-            Relation::NoBitSet => write!(f, "{lhs} & {rhs} == 0"),
+            Relation::AnyBitSet => write!(f, "({lhs} & {rhs}) != 0"),
+            Relation::NoBitSet => write!(f, "({lhs} & {rhs}) == 0"),
         }
     }
 }
 
+/// One side of a recorded condition: the domain's value, or (where the
+/// domain has only [`Val::Unknown`]) an expression of the exploration's
+/// [`Arena`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Val(Val),
+    Expr(u32),
+}
+
+/// A condition as recorded along a path (expressions as arena ids).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Recorded {
+    pc: Pc,
+    lhs: Side,
+    rel: Relation,
+    rhs: Side,
+}
+
 /// How one path ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct PathEnd<'a> {
     /// The returned value: known, or computed by `ret a`.
     pub ret: Val,
@@ -121,6 +161,8 @@ pub struct PathEnd<'a> {
     pub deps: FieldSet,
     /// The undecided branches (none unless recording), newest first.
     conds: Option<&'a Rc<CondNode>>,
+    /// The expressions they name (recording only).
+    arena: Option<&'a Arena>,
 }
 
 impl PathEnd<'_> {
@@ -129,22 +171,105 @@ impl PathEnd<'_> {
         self.conds.map_or(0, |n| n.len)
     }
 
+    fn recorded(&self) -> impl Iterator<Item = &Recorded> {
+        std::iter::successors(self.conds.map(|n| &**n), |n| n.older.as_deref()).map(|n| &n.item)
+    }
+
+    /// The size of every expression the recorded branches print (the sum of
+    /// their tree sizes, saturating), before building them.
+    pub fn expr_nodes(&self) -> u64 {
+        if self.arena.is_none_or(|a| !a.named_any()) {
+            return 0;
+        }
+        let size = |side: Side| match (side, self.arena) {
+            (Side::Expr(id), Some(arena)) => arena.size(id),
+            _ => 0,
+        };
+        self.recorded().fold(0u64, |n, r| n.saturating_add(size(r.lhs)).saturating_add(size(r.rhs)))
+    }
+
     /// Replaces `out` with the recorded undecided branches, in order.
     pub fn conds_into(&self, out: &mut Vec<Cond>) {
         out.clear();
-        let mut node = self.conds.map(|n| &**n);
-        while let Some(n) = node {
-            out.push(n.item);
-            node = n.older.as_deref();
-        }
+        let operand = |side: Side| match (side, self.arena) {
+            (Side::Val(Val::Known(k)), _) => Operand::Const(k),
+            (Side::Val(Val::Exact(f)), _) => Operand::Field(f),
+            (Side::Val(Val::Masked { field, mask }), _) => Operand::Masked { field, mask },
+            (Side::Expr(id), Some(arena)) => Operand::Expr(arena.expr(id)),
+            // Not recorded: recording names every unknown value by its id.
+            (Side::Val(Val::Unknown(_)), _) | (Side::Expr(_), None) => Operand::Expr(Expr::unknown()),
+        };
+        out.extend(self.recorded().map(|r| Cond { pc: r.pc, lhs: operand(r.lhs), rel: r.rel, rhs: operand(r.rhs) }));
         out.reverse();
     }
 }
 
 /// A recorded condition and the older ones of the same path.
-pub type CondNode = Node<Cond>;
+type CondNode = Node<Recorded>;
 
-fn push_cond(list: &Option<Rc<CondNode>>, cond: Cond) -> Option<Rc<CondNode>> {
+/// What an exploration keeps beside the domain state: nothing (`()`, the
+/// analysis' refinements: the same code as without it), or the
+/// expressions of A, X and `M[]` ([`Arena`], recording conditions).
+trait Track {
+    type Regs: Copy;
+    const RECORD: bool;
+    fn entry(&mut self) -> Self::Regs;
+    /// After [`step`] moved the domain from A, X = `before` to `state`.
+    fn step(&mut self, op: Option<Op>, regs: &mut Self::Regs, before: (Val, Val), state: &State);
+    fn sync(&mut self, regs: &mut Self::Regs, state: &State);
+    /// A side of a condition: `v`, which is A (`x`: X) in `regs`.
+    fn side(&mut self, regs: &Self::Regs, v: Val, x: bool) -> Side;
+    fn arena(&self) -> Option<&Arena>;
+}
+
+impl Track for () {
+    type Regs = ();
+    const RECORD: bool = false;
+    #[inline(always)]
+    fn entry(&mut self) {}
+    #[inline(always)]
+    fn step(&mut self, _: Option<Op>, _: &mut (), _: (Val, Val), _: &State) {}
+    #[inline(always)]
+    fn sync(&mut self, _: &mut (), _: &State) {}
+    #[inline(always)]
+    fn side(&mut self, _: &(), v: Val, _: bool) -> Side {
+        Side::Val(v)
+    }
+    #[inline(always)]
+    fn arena(&self) -> Option<&Arena> {
+        None
+    }
+}
+
+impl Track for Arena {
+    type Regs = Shadow;
+    const RECORD: bool = true;
+    fn entry(&mut self) -> Shadow {
+        Arena::entry(self)
+    }
+    fn step(&mut self, op: Option<Op>, regs: &mut Shadow, before: (Val, Val), state: &State) {
+        Arena::step(self, op, regs, before, state);
+    }
+    fn sync(&mut self, regs: &mut Shadow, state: &State) {
+        Arena::sync(self, regs, state);
+    }
+    fn side(&mut self, regs: &Shadow, v: Val, x: bool) -> Side {
+        let id = if x { regs.x } else { regs.a };
+        match v {
+            // A slot the domain does not know exactly is never EXACT.
+            Val::Unknown(_) if id != EXACT => {
+                self.mark_named();
+                Side::Expr(id)
+            }
+            v => Side::Val(v),
+        }
+    }
+    fn arena(&self) -> Option<&Arena> {
+        Some(self)
+    }
+}
+
+fn push_cond(list: &Option<Rc<CondNode>>, cond: Recorded) -> Option<Rc<CondNode>> {
     Node::push(list, cond)
 }
 
@@ -187,28 +312,55 @@ pub enum Outcome {
 }
 
 /// A pending path: where it continues and what it knows.
-struct Pending {
+struct Pending<R> {
     pc: usize,
     state: State,
+    regs: R,
     facts: Facts,
     conds: Option<Rc<CondNode>>,
 }
 
 /// Explores every feasible path of `ops` under `env`, calling `visit` at
 /// each path's end (it returns false to stop). The visited ends are real
-/// paths whatever the outcome.
+/// paths whatever the outcome. Records no condition.
 pub fn explore(
     ops: &[Option<Op>],
     env: &Env,
-    record: bool,
+    limits: Limits,
+    work: &mut Work,
+    visit: impl FnMut(PathEnd<'_>) -> bool,
+) -> Outcome {
+    explore_with(ops, env, &mut (), limits, work, visit)
+}
+
+/// [`explore`] recording each path's undecided branches
+/// ([`PathEnd::conds_into`]), with the expressions they compare built in
+/// `arena` (cleared first: one exploration's nodes, at most three per step).
+pub fn explore_recorded(
+    ops: &[Option<Op>],
+    env: &Env,
+    arena: &mut Arena,
+    limits: Limits,
+    work: &mut Work,
+    visit: impl FnMut(PathEnd<'_>) -> bool,
+) -> Outcome {
+    arena.clear();
+    explore_with(ops, env, arena, limits, work, visit)
+}
+
+fn explore_with<T: Track>(
+    ops: &[Option<Op>],
+    env: &Env,
+    track: &mut T,
     limits: Limits,
     work: &mut Work,
     mut visit: impl FnMut(PathEnd<'_>) -> bool,
 ) -> Outcome {
-    let mut stack = vec![Pending { pc: 0, state: State::entry(), facts: Facts::default(), conds: None }];
+    let regs = track.entry();
+    let mut stack = vec![Pending { pc: 0, state: State::entry(), regs, facts: Facts::default(), conds: None }];
     let mut steps = 0usize;
     let mut paths = 0usize;
-    while let Some(Pending { mut pc, mut state, mut facts, mut conds }) = stack.pop() {
+    while let Some(Pending { mut pc, mut state, mut regs, mut facts, mut conds }) = stack.pop() {
         if paths >= limits.max_paths {
             return Outcome::Truncated;
         }
@@ -224,15 +376,22 @@ pub fn explore(
                 // Validation keeps jumps inside the program.
                 return Outcome::Truncated;
             };
-            let mut end = |ret: Val, state: &State, conds: &Option<Rc<CondNode>>| {
+            let before = regs;
+            let vals = (state.a, state.x);
+            let step = step(pc, *op, &mut state, env);
+            // Jumps and returns change no register.
+            if T::RECORD && !matches!(op, Some(Op::Jmp { .. } | Op::Ja { .. } | Op::RetK { .. } | Op::RetA)) {
+                track.step(*op, &mut regs, vals, &state);
+            }
+            let mut end = |ret: Val, state: &State, conds: &Option<Rc<CondNode>>, arena: Option<&Arena>| {
                 paths += 1;
                 let deps = state.ctrl.union(ret.deps());
-                visit(PathEnd { ret, deps, conds: conds.as_ref() })
+                visit(PathEnd { ret, deps, conds: conds.as_ref(), arena })
             };
-            match step(pc, *op, &mut state, env) {
+            match step {
                 Step::Goto(t) => pc = t,
                 Step::Return(v) => {
-                    if !end(v, &state, &conds) {
+                    if !end(v, &state, &conds, track.arena()) {
                         return Outcome::Stopped;
                     }
                     break;
@@ -245,29 +404,40 @@ pub fn explore(
                         let mut facts_t = facts.clone();
                         let feasible_t = facts_t.assume(cmp, true);
                         let feasible_f = facts.assume(cmp, false);
-                        let cond = |holds: bool| Cond {
-                            pc: Pc(pc),
-                            lhs: Operand::of(cmp.lhs),
-                            rel: Relation::of(cmp.op, holds),
-                            rhs: Operand::of(cmp.rhs),
+                        // The sides: A, and X unless a constant.
+                        let (lhs, rhs) = if T::RECORD {
+                            (track.side(&before, cmp.lhs, false), track.side(&before, cmp.rhs, true))
+                        } else {
+                            (Side::Val(cmp.lhs), Side::Val(cmp.rhs))
                         };
+                        let cond = |holds: bool| Recorded { pc: Pc(pc), lhs, rel: Relation::of(cmp.op, holds), rhs };
                         if feasible_t {
                             let mut st = state;
+                            let mut regs_t = regs;
                             if let (JmpOp::Jeq, known @ Val::Known(_)) = (cmp.op, cmp.rhs) {
                                 st.a = known;
+                                if T::RECORD {
+                                    track.sync(&mut regs_t, &st);
+                                }
                             }
-                            let conds_t = if record { push_cond(&conds, cond(true)) } else { None };
+                            let conds_t = if T::RECORD { push_cond(&conds, cond(true)) } else { None };
                             if feasible_f {
-                                stack.push(Pending { pc: taken, state: st, facts: facts_t, conds: conds_t });
+                                stack.push(Pending {
+                                    pc: taken,
+                                    state: st,
+                                    regs: regs_t,
+                                    facts: facts_t,
+                                    conds: conds_t,
+                                });
                             } else {
-                                (pc, state, facts, conds) = (taken, st, facts_t, conds_t);
+                                (pc, state, regs, facts, conds) = (taken, st, regs_t, facts_t, conds_t);
                                 continue;
                             }
                         }
                         if !feasible_f {
                             break;
                         }
-                        if record {
+                        if T::RECORD {
                             conds = push_cond(&conds, cond(false));
                         }
                         pc = not_taken;
@@ -277,7 +447,7 @@ pub fn explore(
                     let is_zero = Cmp { op: JmpOp::Jeq, lhs: divisor, rhs: Val::Known(0) };
                     match facts.decide(is_zero) {
                         Some(true) => {
-                            if !end(Val::Known(DIV_BY_ZERO_RET), &state, &conds) {
+                            if !end(Val::Known(DIV_BY_ZERO_RET), &state, &conds, track.arena()) {
                                 return Outcome::Stopped;
                             }
                             break;
@@ -285,19 +455,20 @@ pub fn explore(
                         Some(false) => pc = next,
                         None => {
                             state.ctrl = state.ctrl.union(divisor.deps());
-                            let cond = |holds: bool| Cond {
+                            let lhs = if T::RECORD { track.side(&before, divisor, true) } else { Side::Val(divisor) };
+                            let cond = |holds: bool| Recorded {
                                 pc: Pc(pc),
-                                lhs: Operand::of(divisor),
+                                lhs,
                                 rel: Relation::of(JmpOp::Jeq, holds),
-                                rhs: Operand::Const(0),
+                                rhs: Side::Val(Val::Known(0)),
                             };
-                            let go_on = if record {
+                            let go_on = if T::RECORD {
                                 let zero_conds = push_cond(&conds, cond(true));
-                                let go_on = end(Val::Known(DIV_BY_ZERO_RET), &state, &zero_conds);
+                                let go_on = end(Val::Known(DIV_BY_ZERO_RET), &state, &zero_conds, track.arena());
                                 conds = push_cond(&conds, cond(false));
                                 go_on
                             } else {
-                                end(Val::Known(DIV_BY_ZERO_RET), &state, &conds)
+                                end(Val::Known(DIV_BY_ZERO_RET), &state, &conds, None)
                             };
                             if !go_on {
                                 return Outcome::Stopped;
@@ -332,7 +503,7 @@ mod tests {
         let mut paths = 0;
         let limits = Limits { max_steps: super::super::REFINE_STEPS, max_paths: usize::MAX };
         let mut work = Work { used: 0, max: u64::MAX };
-        let outcome = explore(&ops, &env, false, limits, &mut work, |_| {
+        let outcome = explore(&ops, &env, limits, &mut work, |_| {
             paths += 1;
             true
         });
@@ -341,11 +512,11 @@ mod tests {
         // Without the facts every rule's tests would be independent and the
         // paths would multiply; a tiny budget must report incompleteness.
         let tiny = Limits { max_steps: 1000, max_paths: usize::MAX };
-        assert_eq!(explore(&ops, &env, false, tiny, &mut work, |_| true), Outcome::Truncated);
+        assert_eq!(explore(&ops, &env, tiny, &mut work, |_| true), Outcome::Truncated);
         let few = Limits { max_steps: usize::MAX, max_paths: 10 };
-        assert_eq!(explore(&ops, &env, false, few, &mut work, |_| true), Outcome::Truncated);
+        assert_eq!(explore(&ops, &env, few, &mut work, |_| true), Outcome::Truncated);
         // The run's budget is shared: once spent, every exploration says so.
         let mut spent = Work { used: 0, max: 500 };
-        assert_eq!(explore(&ops, &env, false, limits, &mut spent, |_| true), Outcome::Exhausted);
+        assert_eq!(explore(&ops, &env, limits, &mut spent, |_| true), Outcome::Exhausted);
     }
 }

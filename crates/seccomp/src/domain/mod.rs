@@ -7,6 +7,9 @@
 //!
 //! Along one path, [`Facts`] hold what the branches taken say about each
 //! field: intervals, known one and zero bits, and constants it differs from.
+//! The walk that records a path's conditions also keeps [`expr`]'s shadow
+//! of A, X and `M[]`: the expressions ([`Expr`]) the filter computes where
+//! [`Val::Unknown`] keeps only the words they depend on.
 //!
 //! Its users are the analysis passes ([`crate::analysis`]: data flow, path
 //! exploration, classes, audit), the fast engine's partial evaluation
@@ -31,8 +34,10 @@
 
 use cbpf::{AluOp, JmpOp, Op, Src};
 
+pub mod expr;
 mod facts;
 
+pub use expr::{Expr, Term};
 pub use facts::{Facts, Node, NotEqual};
 
 /// A 32-bit half of a `struct seccomp_data` field: what one seccomp load
