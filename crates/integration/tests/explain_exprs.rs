@@ -46,6 +46,10 @@ fn no_testdata_filter_explains_to_an_opaque_operand() {
     for entry in std::fs::read_dir(&profiles).unwrap() {
         let path = entry.unwrap().path();
         let insns = match path.extension().and_then(|e| e.to_str()) {
+            // s390x.bpf is libseccomp's big-endian s390x export.
+            Some("bpf") if path.file_stem().is_some_and(|s| s == "s390x") => {
+                cbpf::raw::decode_endian(&std::fs::read(&path).unwrap(), cbpf::raw::Endian::Big).unwrap()
+            }
             Some("bpf") => cbpf::raw::decode(&std::fs::read(&path).unwrap()).unwrap(),
             Some("asm") => cbpf::text::parse_auto(&std::fs::read(&path).unwrap()).unwrap().1,
             _ => continue,
