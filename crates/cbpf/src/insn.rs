@@ -137,7 +137,9 @@ macro_rules! op_table {
         }
     ) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        ///
+        /// Ordered as [`Self::ALL`] (opcode order).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
         pub enum $name {
             $( $(#[$vmeta])* $variant, )*
         }

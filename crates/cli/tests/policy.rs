@@ -53,8 +53,10 @@ fn explain_of_the_docker_like_filter_is_readable_and_pinned() {
 
 /// A hand-written filter whose argument tests go through ALU (`+`, `>>`
 /// and `&`, `-` with X from `tax`, `neg` through M[0] and a division by
-/// X, `*` and `^`, a shift by X): each condition prints as the expression
-/// the filter computes, pinned by testdata/profiles/alu.explain.txt
+/// X, `*` and `^`, a shift by X) and whose `ret a` returns computed values
+/// (ERRNO with computed data; action bits that depend on the input): each
+/// condition and each returned value prints as the expression the filter
+/// computes, pinned by testdata/profiles/alu.explain.txt
 /// (`UPDATE_EXPECT=1` blesses); `decompile` still refuses it, naming the
 /// pc and showing the expression.
 #[test]
@@ -74,6 +76,12 @@ fn explain_prints_alu_conditions_as_expressions() {
         "  x86_64:close when args[2].lo != 0 && (-args[0].lo / args[2].lo) != 0x3",
         "  x86_64:stat when ((args[0].lo * 0x3) ^ 0x55) < 0x100",
         "  x86_64:fstat when ((args[0].lo << args[1].lo) & 0x100) == 0",
+        // `ret a` of `(args[0].lo & 0xfff) | 0x50000`: ERRNO, computed data.
+        "ERRNO(args[0].lo & 0xfff):",
+        "  always: x86_64:lstat",
+        // `ret a` of `args[1].lo ^ 0x7fff0000`: no constant action.
+        "returns (args[1].lo ^ 0x7fff0000):",
+        "  x86_64:poll when args[0].lo > 0x10",
     ] {
         assert!(lines.contains(&want), "`{want}` missing:\n{policy}");
     }
@@ -82,7 +90,7 @@ fn explain_prints_alu_conditions_as_expressions() {
     let o = run(&["decompile", &asm], b"");
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let err = stderr(&o);
-    assert!(err.contains("pc 11: `(args[0].lo + 0x1) > 0x5`"), "{err}");
+    assert!(err.contains("pc 13: `(args[0].lo + 0x1) > 0x5`"), "{err}");
 }
 
 #[test]
@@ -139,8 +147,12 @@ fn decompile_names_what_no_profile_can_say() {
         &format!("{head}ld [16]\nadd #1\njeq #5, allow, kill\n{tail}"),
         &["read", "pc 6", "`(args[0].lo + 0x1) != 0x5`", "computed"],
     );
-    // `ret A` (pc 5).
-    assert_refused(&format!("{head}ld [16]\nret a\n{tail}"), &["pc 5", "ret A"]);
+    // `ret A` (pc 5), with the value it returns.
+    assert_refused(&format!("{head}ld [16]\nret a\n{tail}"), &["pc 5", "ret A", "returns args[0].lo,"]);
+    assert_refused(
+        &format!("{head}ld [16]\nor #0x50000\nret a\n{tail}"),
+        &["pc 6", "ret A", "returns (args[0].lo | 0x50000),"],
+    );
     // Arithmetic on nr (pc 2: the compare of nr & 0xff).
     assert_refused("ld [0]\nand #0xff\njeq #1, yes, no\nyes: ret #0x7fff0000\nno: ret #0\n", &["pc 2", "nr"]);
     // An action the OCI spec lacks (TRAP with data).

@@ -8,6 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
+use cbpf::raw::Endian;
 use cbpf::{Mode, Program};
 use policy::read::Behaviour;
 use seccomp::analysis::{self, AnalysisError, Budget, Operand, PolicyEvent};
@@ -45,16 +46,17 @@ fn no_testdata_filter_explains_to_an_opaque_operand() {
     let profiles = corpus::testdata().join("profiles");
     for entry in std::fs::read_dir(&profiles).unwrap() {
         let path = entry.unwrap().path();
-        let insns = match path.extension().and_then(|e| e.to_str()) {
-            // s390x.bpf is libseccomp's big-endian s390x export.
-            Some("bpf") if path.file_stem().is_some_and(|s| s == "s390x") => {
-                cbpf::raw::decode_endian(&std::fs::read(&path).unwrap(), cbpf::raw::Endian::Big).unwrap()
-            }
-            Some("bpf") => cbpf::raw::decode(&std::fs::read(&path).unwrap()).unwrap(),
-            Some("asm") => cbpf::text::parse_auto(&std::fs::read(&path).unwrap()).unwrap().1,
+        let bytes = std::fs::read(&path).unwrap();
+        let prog = match path.extension().and_then(|e| e.to_str()) {
+            // Little-endian, or big-endian as libseccomp writes s390x's.
+            Some("bpf") => [Endian::Little, Endian::Big]
+                .into_iter()
+                .find_map(|e| cbpf::validate(&cbpf::raw::decode_endian(&bytes, e).ok()?, Mode::Seccomp).ok()),
+            Some("asm") => cbpf::validate(&cbpf::text::parse_auto(&bytes).unwrap().1, Mode::Seccomp).ok(),
             _ => continue,
         };
-        progs.push((path.display().to_string(), cbpf::validate(&insns, Mode::Seccomp).unwrap()));
+        let prog = prog.unwrap_or_else(|| panic!("{}: no valid seccomp filter", path.display()));
+        progs.push((path.display().to_string(), prog));
     }
     let mut exprs = 0;
     for (name, prog) in &progs {

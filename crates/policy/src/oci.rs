@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use seccomp::analysis::AnalysisError;
+use seccomp::analysis::{AnalysisError, Returned};
 use seccomp::{Action, Arch};
 
 use crate::read::{clauses, Behaviour, Clause, Reading};
@@ -67,9 +67,10 @@ pub enum DecompileError {
     /// A rule of `view:name` is not argument comparisons.
     #[error("{view}:{name}: {why}")]
     Condition { view: String, name: String, why: Inexpressible },
-    /// `ret A`: the value returned is computed.
-    #[error("pc {pc}: `ret A` returns a computed value; a profile's actions are constants")]
-    ComputedReturn { pc: usize },
+    /// `ret A`: the value returned is computed; `value` is the expression
+    /// of the first such path found, `pc` the first `ret A`.
+    #[error("pc {pc}: `ret A` returns {value}, a computed value; a profile's actions are constants")]
+    ComputedReturn { pc: usize, value: String },
     /// nr reaches arithmetic, a bit test or a return (at `pc`, when known).
     #[error("{}the filter does more with nr than compare it with constants (arithmetic, a bit test or a return); a profile can only name syscalls", pc.map(|p| format!("pc {p}: ")).unwrap_or_default())]
     NrArithmetic { pc: Option<usize> },
@@ -183,9 +184,15 @@ pub fn decompile(r: &Reading) -> Result<Profile, DecompileError> {
                 return Err(DecompileError::Truncated { view: view_name(e.view), name: name.into() });
             }
             b @ Behaviour::Paths { .. } => {
-                for (action, list) in clauses(b, wide, Some(default)) {
-                    let Some(action) = action else {
-                        return Err(DecompileError::ComputedReturn { pc: r.ret_a.unwrap_or(0) });
+                for (returns, list) in clauses(b, wide, Some(default)) {
+                    let action = match returns {
+                        Returned::Const(action) => action,
+                        Returned::Computed(e) => {
+                            return Err(DecompileError::ComputedReturn {
+                                pc: r.ret_a.unwrap_or(0),
+                                value: e.to_string(),
+                            })
+                        }
                     };
                     for clause in list {
                         let b = match clause {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use cbpf::JmpOp;
 use cbpf::{Op, Program};
-use seccomp::analysis::{self, AnalysisError, Analyzer, Budget, Cond, Field, NrClasses, PolicyEvent};
+use seccomp::analysis::{self, AnalysisError, Analyzer, Budget, Cond, Field, NrClasses, PolicyEvent, Returned};
 use seccomp::arch::X32_SYSCALL_BIT;
 use seccomp::Arch;
 
@@ -17,9 +17,10 @@ use crate::rules::{self, ArgBox, Inexpressible};
 pub enum Behaviour {
     /// This value whatever the arguments and instruction pointer.
     Constant(u32),
-    /// Per path, the value returned (`None`: computed, `ret A`) and the
-    /// undecided conditions; `truncated`: more paths than explored.
-    Paths { paths: Vec<(Option<u32>, Vec<Cond>)>, truncated: bool },
+    /// Per path, the value returned (a constant, or the expression `ret A`
+    /// returns) and the undecided conditions; `truncated`: more paths than
+    /// explored.
+    Paths { paths: Vec<(Returned, Vec<Cond>)>, truncated: bool },
 }
 
 /// One ABI as a profile names it: an arch value and, on x86_64, which half
@@ -112,10 +113,10 @@ fn behaviours(
                 }
             }
             PolicyEvent::Action { action: None, .. } => {}
-            PolicyEvent::Path { action, nr, conds } => {
+            PolicyEvent::Path { returns, nr, conds } => {
                 let entry = out.entry(nr).or_insert(Behaviour::Paths { paths: Vec::new(), truncated: false });
                 if let Behaviour::Paths { paths, .. } = entry {
-                    paths.push((action, conds.to_vec()));
+                    paths.push((returns.clone(), conds.to_vec()));
                 }
             }
             PolicyEvent::Truncated { nr, .. } => {
@@ -281,20 +282,21 @@ pub enum Clause {
     Raw { conds: Vec<Cond>, why: Inexpressible },
 }
 
-/// Per action (`None`: computed), the clauses under which `b` returns it,
-/// merged; actions in `skip` are left out (the default: everything else).
-pub fn clauses(b: &Behaviour, wide: bool, skip: Option<u32>) -> BTreeMap<Option<u32>, Vec<Clause>> {
-    let mut out: BTreeMap<Option<u32>, Vec<Clause>> = BTreeMap::new();
+/// Per value returned (constants first, then each computed expression),
+/// the clauses under which `b` returns it, merged; the constant `skip` is
+/// left out (the default: everything else).
+pub fn clauses(b: &Behaviour, wide: bool, skip: Option<u32>) -> BTreeMap<Returned, Vec<Clause>> {
+    let mut out: BTreeMap<Returned, Vec<Clause>> = BTreeMap::new();
     let Behaviour::Paths { paths, .. } = b else { return out };
-    let mut boxes: BTreeMap<Option<u32>, Vec<ArgBox>> = BTreeMap::new();
-    for (action, conds) in paths {
-        if action.is_some() && *action == skip {
+    let mut boxes: BTreeMap<Returned, Vec<ArgBox>> = BTreeMap::new();
+    for (returns, conds) in paths {
+        if skip.is_some() && returns.action() == skip {
             continue;
         }
         match rules::path_box(conds, wide) {
-            Ok(Some(b)) => boxes.entry(*action).or_default().push(b),
+            Ok(Some(b)) => boxes.entry(returns.clone()).or_default().push(b),
             Ok(None) => {}
-            Err(why) => out.entry(*action).or_default().push(Clause::Raw { conds: conds.clone(), why }),
+            Err(why) => out.entry(returns.clone()).or_default().push(Clause::Raw { conds: conds.clone(), why }),
         }
     }
     for (action, list) in boxes {

@@ -3,23 +3,26 @@
 //! view that treats it alike, `x32:socket` where views differ), runs of
 //! unnamed numbers as ranges, and 64-bit argument conditions; a path with
 //! none (an `ip` test, a computed value) as the values of each compared
-//! term ([`crate::rules::raw_texts`]).
+//! term ([`crate::rules::raw_texts`]); a computed return value (`ret A`)
+//! as the expression returned ([`Returned`]'s text), a section of its own.
 
 use std::collections::BTreeMap;
 
+use seccomp::analysis::Returned;
 use seccomp::Action;
 
 use crate::read::{clauses, Behaviour, Clause, Entry, Reading};
 use crate::rules::{box_text, raw_texts};
 
-/// What one entry does, per action: `None` = always, else the condition.
-type Signature = BTreeMap<Option<u32>, Vec<Option<String>>>;
+/// What one entry does, per value returned: `None` = always, else the
+/// condition.
+type Signature = BTreeMap<Returned, Vec<Option<String>>>;
 
 fn signature(r: &Reading, e: &Entry) -> Signature {
     let mut sig = Signature::new();
     match &e.behaviour {
         Behaviour::Constant(a) => {
-            sig.insert(Some(*a), vec![None]);
+            sig.insert(Returned::Const(*a), vec![None]);
         }
         b @ Behaviour::Paths { .. } => {
             let wide = r.views.get(e.view).is_some_and(|v| v.wide());
@@ -50,13 +53,6 @@ fn label(r: &Reading, e: &Entry, with_view: bool) -> String {
         Some(n) => n.to_string(),
         None if e.lo == e.hi => format!("{view}:{}", e.lo & !bit),
         None => format!("{view}:{}-{}", e.lo & !bit, e.hi & !bit),
-    }
-}
-
-fn action_name(a: Option<u32>) -> String {
-    match a {
-        Some(a) => Action::from_u32(a).to_string(),
-        None => "a computed value (ret A)".into(),
     }
 }
 
@@ -99,18 +95,19 @@ pub fn explain_lines(r: &Reading) -> Vec<String> {
             }
         }
     }
-    let mut actions: Vec<Option<u32>> = sigs.iter().flat_map(|s| s.keys().copied()).collect();
-    actions.sort_unstable_by_key(|a| (a.is_none(), *a));
+    // Constants (ascending), then computed values.
+    let mut actions: Vec<&Returned> = sigs.iter().flat_map(|s| s.keys()).collect();
+    actions.sort_unstable();
     actions.dedup();
     for action in actions {
-        if action.is_some() && action == r.default {
+        if r.default.is_some() && action.action() == r.default {
             continue;
         }
-        out.push(format!("{}:", action_name(action)));
+        out.push(format!("{action}:"));
         let mut always: Vec<String> = Vec::new();
         let mut when: Vec<(String, Vec<String>)> = Vec::new();
         for (i, sig) in sigs.iter().enumerate() {
-            let (Some(Some(l)), Some(texts)) = (labels.get(i), sig.get(&action)) else { continue };
+            let (Some(Some(l)), Some(texts)) = (labels.get(i), sig.get(action)) else { continue };
             let cond: Vec<String> = texts.iter().map(|t| t.clone().unwrap_or_else(|| "always".into())).collect();
             if texts.iter().any(Option::is_none) {
                 always.push(l.clone());

@@ -4,13 +4,14 @@
 //! program (on `cbpf::Interp`, the reference interpreter) with any args and
 //! ip gives exactly that action; and every path [`explain`] reports is real:
 //! inputs satisfying its conditions, evaluated as printed (computed
-//! operands as the expressions the filter computes), get its action, and
+//! operands as the expressions the filter computes), get its action (or,
+//! for `ret a`, the value of the expression printed as returned), and
 //! every input satisfies exactly one path.
 
 use cbpf::opcode::*;
 use cbpf::{validate, AluOp, Insn, Interp, JmpOp, Mode, Program, SeccompData};
 use proptest::prelude::*;
-use seccomp::analysis::{analyze, explain, ActionResult, Cond, Field};
+use seccomp::analysis::{analyze, explain, ActionResult, Cond, Field, Returned};
 
 mod common;
 use common::gen::Gen;
@@ -56,13 +57,23 @@ fn gen_insn() -> impl Strategy<Value = Gen> {
 }
 
 /// A valid seccomp program: a prologue initialising M[0..4], the random
-/// body with jumps fitted inside the program, and one to three returns.
+/// body with jumps fitted inside the program, and one to three returns
+/// (`ret #k`, `ret a`, or an action made of A's low bits: `and #mask; or
+/// #action; ret a`, `add`/`xor` alike).
 fn gen_program() -> impl Strategy<Value = Vec<Insn>> {
     let ret =
         prop_oneof![4 => prop::sample::select(vec![0x7fff_0000u32, 0, 0x0005_0001, 0x8000_0000]), 1 => any::<u32>()]
-            .prop_map(|k| Insn::stmt(RET_K, k));
-    let last = prop_oneof![4 => ret.clone(), 1 => Just(Insn::stmt(RET_A, 0))];
+            .prop_map(|k| vec![Insn::stmt(RET_K, k)]);
+    let alu = |op: AluOp, k: u32| Insn::stmt(BPF_ALU | op.bits() | BPF_K, k);
+    let action = (
+        prop::sample::select(vec![0xfffu32, 0xffff, 0x1_ffff]),
+        prop::sample::select(vec![AluOp::Or, AluOp::Add, AluOp::Xor]),
+        prop::sample::select(vec![0x5_0000u32, 0x3_0000, 0x7fff_0000, 0x7ff0_0000]),
+    )
+        .prop_map(move |(mask, op, k)| vec![alu(AluOp::And, mask), alu(op, k), Insn::stmt(RET_A, 0)]);
+    let last = prop_oneof![4 => ret, 1 => Just(vec![Insn::stmt(RET_A, 0)]), 1 => action];
     (prop::collection::vec(gen_insn(), 1..40), prop::collection::vec(last, 1..4)).prop_map(|(body, tail)| {
+        let tail: Vec<Insn> = tail.into_iter().flatten().collect();
         let mut prog = vec![Insn::stmt(ST, 0), Insn::stmt(ST, 1), Insn::stmt(STX, 2), Insn::stmt(STX, 3)];
         let len = prog.len() + body.len() + tail.len();
         for g in body {
@@ -153,7 +164,8 @@ proptest! {
         let prog = valid(&insns);
         let interp = Interp::new(&prog);
         let policy = explain(&prog, X86_64, [nr]).unwrap();
-        let truncated = policy.actions.iter().flat_map(|r| &r.when).chain(&policy.computed).any(|p| p.truncated);
+        let truncated = policy.actions.iter().flat_map(|r| &r.when).any(|p| p.truncated)
+            || policy.computed.iter().any(|p| p.truncated);
         for data in &inputs {
             let got = run(&interp, X86_64, nr, *data);
             let mut matching = 0;
@@ -169,8 +181,20 @@ proptest! {
                     }
                 }
             }
-            for path in policy.computed.iter().flat_map(|p| &p.paths) {
+            for (ret, path) in policy.computed.iter().flat_map(|p| &p.paths) {
                 if path_holds(path, X86_64, nr, *data) {
+                    // The value printed (the expression `ret a` returns,
+                    // and its action with the data expression) is the
+                    // interpreter's.
+                    let value = |f| field_value(f, X86_64, nr, *data);
+                    prop_assert_eq!(ret.eval(value), Some(got), "returns {}", ret);
+                    if let Some((action, d)) = ret.action_data() {
+                        // The data, or (an action without data) the whole.
+                        let text = Returned::Computed(ret.clone()).to_string();
+                        let printed = text.contains(&format!("({})", d.bare())) || text.contains(&ret.to_string());
+                        prop_assert!(printed, "{} for {}", text, ret);
+                        prop_assert_eq!(d.eval(value).map(|d| action | d), Some(got), "{}: {}", ret, text);
+                    }
                     matching += 1;
                 }
             }

@@ -6,18 +6,70 @@ use std::collections::BTreeMap;
 
 use cbpf::Program;
 
+use cbpf::uapi::seccomp::{SECCOMP_RET_ERRNO, SECCOMP_RET_TRACE, SECCOMP_RET_TRAP};
+
 use super::paths::{explore, explore_recorded, Cond, Limits, Outcome};
 use super::{ActionResult, AnalysisError, Analyzer, Budget, BudgetKind};
 use crate::domain::expr::Arena;
-use crate::domain::{Env, Val};
+use crate::domain::{Env, Expr, Val};
+use crate::Action;
 
-/// The paths of one syscall number that end in the same result.
+/// What one path returns: a constant, or the value `ret a` computes.
+/// Constants order first (ascending), then expressions.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Returned {
+    Const(u32),
+    Computed(Expr),
+}
+
+impl Returned {
+    /// The constant returned, `None` for a computed value.
+    pub fn action(&self) -> Option<u32> {
+        match self {
+            Returned::Const(v) => Some(*v),
+            Returned::Computed(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Returned {
+    /// A constant as its action (`ERRNO(1)`). A computed value whose
+    /// action bits are the same on every input ([`Expr::action_data`]) as
+    /// that action with the data expression, `ERRNO(args[0].lo & 0xfff)`
+    /// (TRAP, ERRNO, TRACE: the actions whose data the kernel uses), or
+    /// `ALLOW (returns (args[0].lo | 0x7fff0000))` (the kernel ignores the
+    /// data of the others); any other as `returns <expression>`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let e = match self {
+            Returned::Const(v) => return write!(f, "{}", Action::from_u32(*v)),
+            Returned::Computed(e) => e,
+        };
+        match e.action_data() {
+            Some((action, data)) => {
+                let name = match action {
+                    SECCOMP_RET_TRAP => "TRAP",
+                    SECCOMP_RET_ERRNO => "ERRNO",
+                    SECCOMP_RET_TRACE => "TRACE",
+                    _ => match Action::from_u32(action) {
+                        Action::Unknown(_) => return write!(f, "returns {e}"),
+                        a => return write!(f, "{a} (returns {e})"),
+                    },
+                };
+                write!(f, "{name}({})", data.bare())
+            }
+            None => write!(f, "returns {e}"),
+        }
+    }
+}
+
+/// The paths of one syscall number that end in the same result: `P` is
+/// a path's conditions (with the expression returned, for computed values).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct NrPaths {
+pub struct NrPaths<P = Vec<Cond>> {
     pub nr: u32,
     /// One conjunction of conditions per feasible path; the result is
     /// produced when any of them holds. Only undecided branches appear.
-    pub paths: Vec<Vec<Cond>>,
+    pub paths: Vec<P>,
     /// The exploration hit its limit: there may be more paths (and results)
     /// than listed.
     pub truncated: bool,
@@ -40,8 +92,9 @@ pub struct Policy {
     pub arch: u32,
     /// One entry per action value the examined numbers can get, ascending.
     pub actions: Vec<ActionRules>,
-    /// Paths that return a computed value (`ret a`), per number.
-    pub computed: Vec<NrPaths>,
+    /// Paths that return a computed value (`ret a`), per number: the
+    /// expression returned and the conditions.
+    pub computed: Vec<NrPaths<(Expr, Vec<Cond>)>>,
 }
 
 impl Policy {
@@ -70,8 +123,9 @@ pub enum PolicyEvent<'a> {
     /// The section of `action` (`None`: computed return values) begins;
     /// `always` are the numbers that get it whatever the arguments.
     Action { action: Option<u32>, always: &'a [u32] },
-    /// `nr` gets `action` when every condition holds.
-    Path { action: Option<u32>, nr: u32, conds: &'a [Cond] },
+    /// `nr` gets `returns` when every condition holds (a path of the
+    /// section of `returns.action()`).
+    Path { returns: &'a Returned, nr: u32, conds: &'a [Cond] },
     /// The exploration of `nr` hit its limit: there may be more paths to
     /// `action` than reported.
     Truncated { action: Option<u32>, nr: u32 },
@@ -93,30 +147,33 @@ struct Dependent {
 pub fn explain(prog: &Program, arch: u32, nrs: impl IntoIterator<Item = u32>) -> Result<Policy, AnalysisError> {
     let mut policy = Policy { arch, actions: Vec::new(), computed: Vec::new() };
     let mut budget = Budget::default();
+    // A path (`Some`) or the truncation (`None`) of `nr`, into `list`.
+    fn add<P>(list: &mut Vec<NrPaths<P>>, nr: u32, path: Option<P>) {
+        let last = match list.last_mut() {
+            Some(last) if last.nr == nr => last,
+            _ => {
+                list.push(NrPaths { nr, paths: Vec::new(), truncated: false });
+                let Some(last) = list.last_mut() else { return };
+                last
+            }
+        };
+        match path {
+            Some(p) => last.paths.push(p),
+            None => last.truncated = true,
+        }
+    }
     explain_in(prog, arch, nrs, &mut budget, |event| {
         match event {
             PolicyEvent::Action { action: Some(v), always } => policy.rules(v).always = always.to_vec(),
             PolicyEvent::Action { action: None, .. } => {}
-            PolicyEvent::Path { action, nr, conds } => {
-                let list = match action {
-                    Some(v) => &mut policy.rules(v).when,
-                    None => &mut policy.computed,
-                };
-                match list.last_mut() {
-                    Some(last) if last.nr == nr => last.paths.push(conds.to_vec()),
-                    _ => list.push(NrPaths { nr, paths: vec![conds.to_vec()], truncated: false }),
-                }
+            PolicyEvent::Path { returns: Returned::Const(v), nr, conds } => {
+                add(&mut policy.rules(*v).when, nr, Some(conds.to_vec()));
             }
-            PolicyEvent::Truncated { action, nr } => {
-                let list = match action {
-                    Some(v) => &mut policy.rules(v).when,
-                    None => &mut policy.computed,
-                };
-                match list.last_mut() {
-                    Some(last) if last.nr == nr => last.truncated = true,
-                    _ => list.push(NrPaths { nr, paths: Vec::new(), truncated: true }),
-                }
+            PolicyEvent::Path { returns: Returned::Computed(e), nr, conds } => {
+                add(&mut policy.computed, nr, Some((e.clone(), conds.to_vec())));
             }
+            PolicyEvent::Truncated { action: Some(v), nr } => add(&mut policy.rules(v).when, nr, None),
+            PolicyEvent::Truncated { action: None, nr } => add(&mut policy.computed, nr, None),
         }
         Ok::<(), AnalysisError>(())
     })?;
@@ -208,7 +265,12 @@ fn stream<E: From<AnalysisError>>(
                 let reported = match report.charge(end.cond_count(), end.expr_nodes()) {
                     Ok(()) => {
                         end.conds_into(&mut conds);
-                        sink(PolicyEvent::Path { action, nr: d.nr, conds: &conds })
+                        let returns = match action {
+                            Some(v) => Returned::Const(v),
+                            // Recording names every computed value.
+                            None => Returned::Computed(end.ret_expr().unwrap_or_else(Expr::unknown)),
+                        };
+                        sink(PolicyEvent::Path { returns: &returns, nr: d.nr, conds: &conds })
                     }
                     Err(e) => Err(e.into()),
                 };

@@ -52,7 +52,7 @@ mod paths;
 
 pub use crate::domain::{Field, FieldSet};
 pub use audit::{audit, audit_in, Finding, FindingKind, Severity, SIBLINGS_X86_64};
-pub use explain::{explain, explain_in, ActionRules, NrPaths, Policy, PolicyEvent};
+pub use explain::{explain, explain_in, ActionRules, NrPaths, Policy, PolicyEvent, Returned};
 pub use paths::{Cond, Operand, Relation};
 
 use cbpf::{Mode, Op, Program};

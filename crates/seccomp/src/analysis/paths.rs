@@ -156,6 +156,9 @@ pub struct Recorded {
 pub struct PathEnd<'a> {
     /// The returned value: known, or computed by `ret a`.
     pub ret: Val,
+    /// The returned value as recorded: an expression of the arena where
+    /// `ret` is computed (recording only).
+    ret_side: Side,
     /// Fields the undecided branches of this path (and a computed return
     /// value) depend on.
     pub deps: FieldSet,
@@ -185,7 +188,18 @@ impl PathEnd<'_> {
             (Side::Expr(id), Some(arena)) => arena.size(id),
             _ => 0,
         };
-        self.recorded().fold(0u64, |n, r| n.saturating_add(size(r.lhs)).saturating_add(size(r.rhs)))
+        self.recorded().fold(size(self.ret_side), |n, r| n.saturating_add(size(r.lhs)).saturating_add(size(r.rhs)))
+    }
+
+    /// The value returned as an expression: a word or masked word as
+    /// such, a computed value as the expression the exploration recorded
+    /// (`None` when it did not record).
+    pub fn ret_expr(&self) -> Option<Expr> {
+        match (self.ret_side, self.arena) {
+            (Side::Expr(id), Some(arena)) => Some(arena.expr(id)),
+            (Side::Val(v), _) => Expr::of_val(v),
+            (Side::Expr(_), None) => None,
+        }
     }
 
     /// Replaces `out` with the recorded undecided branches, in order.
@@ -383,15 +397,18 @@ fn explore_with<T: Track>(
             if T::RECORD && !matches!(op, Some(Op::Jmp { .. } | Op::Ja { .. } | Op::RetK { .. } | Op::RetA)) {
                 track.step(*op, &mut regs, vals, &state);
             }
-            let mut end = |ret: Val, state: &State, conds: &Option<Rc<CondNode>>, arena: Option<&Arena>| {
-                paths += 1;
-                let deps = state.ctrl.union(ret.deps());
-                visit(PathEnd { ret, deps, conds: conds.as_ref(), arena })
-            };
+            let mut end =
+                |ret: Val, ret_side: Side, state: &State, conds: &Option<Rc<CondNode>>, arena: Option<&Arena>| {
+                    paths += 1;
+                    let deps = state.ctrl.union(ret.deps());
+                    visit(PathEnd { ret, ret_side, deps, conds: conds.as_ref(), arena })
+                };
             match step {
                 Step::Goto(t) => pc = t,
                 Step::Return(v) => {
-                    if !end(v, &state, &conds, track.arena()) {
+                    // A computed value is A's (`ret a`).
+                    let side = if T::RECORD { track.side(&regs, v, false) } else { Side::Val(v) };
+                    if !end(v, side, &state, &conds, track.arena()) {
                         return Outcome::Stopped;
                     }
                     break;
@@ -444,10 +461,12 @@ fn explore_with<T: Track>(
                     }
                 },
                 Step::DivByX { divisor, next } => {
+                    // `if X == 0 return 0`, emitted before `div x` / `mod x`.
+                    let zero = Val::Known(DIV_BY_ZERO_RET);
                     let is_zero = Cmp { op: JmpOp::Jeq, lhs: divisor, rhs: Val::Known(0) };
                     match facts.decide(is_zero) {
                         Some(true) => {
-                            if !end(Val::Known(DIV_BY_ZERO_RET), &state, &conds, track.arena()) {
+                            if !end(zero, Side::Val(zero), &state, &conds, track.arena()) {
                                 return Outcome::Stopped;
                             }
                             break;
@@ -464,11 +483,11 @@ fn explore_with<T: Track>(
                             };
                             let go_on = if T::RECORD {
                                 let zero_conds = push_cond(&conds, cond(true));
-                                let go_on = end(Val::Known(DIV_BY_ZERO_RET), &state, &zero_conds, track.arena());
+                                let go_on = end(zero, Side::Val(zero), &state, &zero_conds, track.arena());
                                 conds = push_cond(&conds, cond(false));
                                 go_on
                             } else {
-                                end(Val::Known(DIV_BY_ZERO_RET), &state, &conds, None)
+                                end(zero, Side::Val(zero), &state, &conds, None)
                             };
                             if !go_on {
                                 return Outcome::Stopped;

@@ -51,7 +51,7 @@ use cbpf::{AluOp, Op, Src};
 use super::{Field, State, Val, MEMWORDS};
 
 /// One item of an [`Expr`] in postfix order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Term {
     /// A constant.
     Const(u32),
@@ -68,7 +68,7 @@ pub enum Term {
 
 /// A value computed from `struct seccomp_data` words: a tree in postfix
 /// order (each operator after its operands).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Expr(Arc<[Term]>);
 
 impl Expr {
@@ -80,6 +80,17 @@ impl Expr {
     /// A value no seccomp load makes ([`Term::Unknown`]).
     pub fn unknown() -> Expr {
         Expr(Arc::new([Term::Unknown]))
+    }
+
+    /// A value the domain knows exactly (a constant, a word, a masked word,
+    /// as [`Arena::of_val`] makes its node); `None` for a [`Val::Unknown`].
+    pub fn of_val(v: Val) -> Option<Expr> {
+        Some(Expr(match v {
+            Val::Known(k) => Arc::new([Term::Const(k)]),
+            Val::Exact(f) => Arc::new([Term::Field(f)]),
+            Val::Masked { field, mask } => Arc::new([Term::Field(field), Term::Const(mask), Term::Alu(AluOp::And)]),
+            Val::Unknown(_) => return None,
+        }))
     }
 
     /// Number of terms (the tree's size).
@@ -111,6 +122,145 @@ impl Expr {
             _ => None,
         }
     }
+
+    /// Where the subtree ending at each index starts.
+    fn starts(&self) -> Vec<usize> {
+        let t = &self.0;
+        let mut start = vec![0usize; t.len()];
+        let mut open: Vec<usize> = Vec::new();
+        for (i, term) in t.iter().enumerate() {
+            let s = match term {
+                Term::Neg => open.pop().and_then(|c| start.get(c).copied()).unwrap_or(i),
+                Term::Alu(_) => {
+                    open.pop();
+                    open.pop().and_then(|c| start.get(c).copied()).unwrap_or(i)
+                }
+                _ => i,
+            };
+            if let Some(slot) = start.get_mut(i) {
+                *slot = s;
+            }
+            open.push(i);
+        }
+        start
+    }
+
+    /// The bits of the value that are the same on every input: `(known,
+    /// value)`, `value` zero outside `known`. Exact for constants; through
+    /// `&`, `|`, `^`, `+` (the carry into each bit bounded by the sums of
+    /// the smallest and of the largest operands) and shifts by a constant;
+    /// any other operation on an operand not fully known knows nothing.
+    pub fn known_bits(&self) -> (u32, u32) {
+        let mut stack: Vec<(u32, u32)> = Vec::with_capacity(8);
+        for t in self.0.iter() {
+            let v = match *t {
+                Term::Const(k) => (u32::MAX, k),
+                Term::Field(_) | Term::Unknown => (0, 0),
+                Term::Neg => match stack.pop() {
+                    Some((u32::MAX, v)) => (u32::MAX, v.wrapping_neg()),
+                    _ => (0, 0),
+                },
+                Term::Alu(op) => {
+                    let (Some((kb, vb)), Some((ka, va))) = (stack.pop(), stack.pop()) else { return (0, 0) };
+                    known_alu(op, (ka, va), (kb, vb))
+                }
+            };
+            stack.push(v);
+        }
+        match stack.as_slice() {
+            [v] => *v,
+            _ => (0, 0),
+        }
+    }
+
+    /// The value as a seccomp return value, when its action bits
+    /// (`SECCOMP_RET_ACTION_FULL`, the top 16) are the same on every input
+    /// ([`Expr::known_bits`]): those bits, and the data (`SECCOMP_RET_DATA`,
+    /// the low 16) as an expression. An `|`, `^` or `+` of a constant with
+    /// no data bit (`(args[0].lo & 0xffff) | 0x50000`) leaves the data of
+    /// its other operand; that operand is the data when its top 16 bits are
+    /// known zero, else the data is `(operand & 0xffff)` (a mask `m` of the
+    /// operand becomes `m & 0xffff`).
+    pub fn action_data(&self) -> Option<(u32, Expr)> {
+        const ACTION: u32 = cbpf::uapi::seccomp::SECCOMP_RET_ACTION_FULL;
+        const DATA: u32 = cbpf::uapi::seccomp::SECCOMP_RET_DATA;
+        let (known, value) = self.known_bits();
+        if known & ACTION != ACTION {
+            return None;
+        }
+        let t = &self.0;
+        let n = t.len();
+        let mut data: &[Term] = t;
+        if let (Some(Term::Alu(AluOp::Or | AluOp::Xor | AluOp::Add)), Some(rhs_end)) = (t.last(), n.checked_sub(2)) {
+            // Operands are contiguous: lhs `0..rhs_start`, rhs `rhs_start..n-1`.
+            let rhs_start = self.starts().get(rhs_end).copied().unwrap_or(0);
+            let (lhs, rhs) = (t.get(..rhs_start), t.get(rhs_start..rhs_end + 1));
+            match (lhs, rhs) {
+                (Some(other), Some([Term::Const(k)])) | (Some([Term::Const(k)]), Some(other)) if k & DATA == 0 => {
+                    data = other;
+                }
+                _ => {}
+            }
+        }
+        let (k, v) = Expr(data.into()).known_bits();
+        let data: Arc<[Term]> = if k & ACTION == ACTION && v & ACTION == 0 {
+            data.into()
+        } else if let [rest @ .., Term::Const(m), Term::Alu(AluOp::And)] = data {
+            // `(x & m) & 0xffff` is `x & (m & 0xffff)`.
+            rest.iter().copied().chain([Term::Const(m & DATA), Term::Alu(AluOp::And)]).collect()
+        } else {
+            data.iter().copied().chain([Term::Const(DATA), Term::Alu(AluOp::And)]).collect()
+        };
+        Some((value & ACTION, Expr(data)))
+    }
+
+    /// The text of [`Display`](std::fmt::Display) without the parentheses
+    /// around a binary operation at the top: `args[0].lo & 0xffff`.
+    pub fn bare(&self) -> String {
+        let s = self.to_string();
+        match self.0.last() {
+            Some(Term::Alu(_)) => {
+                s.strip_prefix('(').and_then(|s| s.strip_suffix(')')).map_or(s.clone(), str::to_string)
+            }
+            _ => s,
+        }
+    }
+}
+
+/// [`Expr::known_bits`] of `a OP b`.
+fn known_alu(op: AluOp, (ka, va): (u32, u32), (kb, vb): (u32, u32)) -> (u32, u32) {
+    if ka == u32::MAX && kb == u32::MAX {
+        return op.eval(va, vb).map_or((0, 0), |v| (u32::MAX, v));
+    }
+    let (zero_a, zero_b) = (ka & !va, kb & !vb);
+    let (known, value) = match op {
+        AluOp::And => {
+            let known = (ka & kb) | zero_a | zero_b;
+            (known, va & vb)
+        }
+        AluOp::Or => ((ka & kb) | va | vb, va | vb),
+        AluOp::Xor => (ka & kb, va ^ vb),
+        AluOp::Add => {
+            // The carry into bit i is monotonic in the operands' low i
+            // bits: 1 with the smallest (unknown bits 0) means always 1, 0
+            // with the largest (unknown bits 1) means always 0.
+            let carry_min = va.wrapping_add(vb) ^ va ^ vb;
+            let (max_a, max_b) = (!zero_a, !zero_b);
+            let carry_max = max_a.wrapping_add(max_b) ^ max_a ^ max_b;
+            let known = ka & kb & (carry_min | !carry_max);
+            (known, va ^ vb ^ carry_min)
+        }
+        AluOp::Lsh if kb == u32::MAX => {
+            let s = vb & 31;
+            ((ka << s) | ((1u32 << s) - 1), va << s)
+        }
+        AluOp::Rsh if kb == u32::MAX => {
+            let s = vb & 31;
+            ((ka >> s) | !(u32::MAX >> s), va >> s)
+        }
+        _ => (0, 0),
+    };
+    (known, value & known)
 }
 
 /// The C operator of an ALU op (`+`, `<<`, ...).
@@ -134,23 +284,7 @@ impl std::fmt::Display for Expr {
     /// level of the tree.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let t = &self.0;
-        // Where the subtree ending at each index starts.
-        let mut start = vec![0usize; t.len()];
-        let mut open: Vec<usize> = Vec::new();
-        for (i, term) in t.iter().enumerate() {
-            let s = match term {
-                Term::Neg => open.pop().and_then(|c| start.get(c).copied()).unwrap_or(i),
-                Term::Alu(_) => {
-                    open.pop();
-                    open.pop().and_then(|c| start.get(c).copied()).unwrap_or(i)
-                }
-                _ => i,
-            };
-            if let Some(slot) = start.get_mut(i) {
-                *slot = s;
-            }
-            open.push(i);
-        }
+        let start = self.starts();
         enum Job {
             Node(usize),
             Text(&'static str),
@@ -525,6 +659,78 @@ mod tests {
         let e = run(&[ld(32), Op::Tax, ld(16), alu_x(AluOp::Mod)]);
         assert_eq!(e.eval(words), None);
         assert_eq!(run(&[ld(16), Op::Neg]).eval(words), Some(0x7fff_ffff));
+    }
+
+    #[test]
+    fn returned_values_split_into_action_and_data() {
+        let split = |ops: &[Op]| run(ops).action_data().map(|(a, d)| (a, d.bare()));
+        // ERRNO with computed data: the constant's data bits are 0 and the
+        // other operand's top 16 bits are known 0.
+        let errno = |op| split(&[ld(16), alu(AluOp::And, 0xfff), alu(op, 0x5_0000)]);
+        for op in [AluOp::Or, AluOp::Xor, AluOp::Add] {
+            assert_eq!(errno(op), Some((0x5_0000, "args[0].lo & 0xfff".into())), "{op:?}");
+        }
+        // The constant on the left (`x` holds it) peels alike.
+        let e = split(&[Op::LdImm { k: 0x3_0000 }, Op::Tax, ld(16), alu(AluOp::Rsh, 20), alu_x(AluOp::Or)]);
+        assert_eq!(e, Some((0x3_0000, "args[0].lo >> 0x14".into())));
+        // Top bits not known 0 in the operand: the data is masked.
+        let e = split(&[ld(16), alu(AluOp::Or, 0x7fff_0000), alu(AluOp::Or, 0x8000_0000)]);
+        assert_eq!(e, Some((0xffff_0000, "(args[0].lo | 0x7fff0000) & 0xffff".into())));
+        let e = split(&[ld(16), alu(AluOp::Rsh, 1), alu(AluOp::And, 0x3_ffff), alu(AluOp::Or, 0x3_0000)]);
+        assert_eq!(e, Some((0x3_0000, "(args[0].lo >> 0x1) & 0xffff".into())));
+        let e = split(&[ld(16), alu(AluOp::Or, 0xffff_0000)]);
+        assert_eq!(e, Some((0xffff_0000, "args[0].lo & 0xffff".into())));
+        let e = split(&[ld(16), alu(AluOp::Lsh, 16), alu(AluOp::Rsh, 16), alu(AluOp::Add, 0x7ffc_0000)]);
+        assert_eq!(e, Some((0x7ffc_0000, "(args[0].lo << 0x10) >> 0x10".into())));
+        // A carry may reach the action bits: not constant.
+        assert_eq!(split(&[ld(16), alu(AluOp::And, 0x1_ffff), alu(AluOp::Add, 0x5_0000)]), None);
+        assert_eq!(split(&[ld(16), alu(AluOp::Add, 0x5_0000)]), None);
+        assert_eq!(split(&[ld(16), Op::Neg]), None);
+        // A word masked to its data bits: action bits 0 (KILL_THREAD).
+        assert_eq!(split(&[ld(16), alu(AluOp::Mul, 3), alu(AluOp::And, 0xff)]).map(|(a, _)| a), Some(0));
+    }
+
+    proptest::proptest! {
+        /// [`Expr::known_bits`] and [`Expr::action_data`] are sound: on
+        /// every input the value has the known bits, and is the action
+        /// bits with the data expression's value (which fits the data).
+        #[test]
+        fn known_bits_and_action_data_hold_on_every_input(
+            body in proptest::collection::vec((0u8..8, 0u32..8, proptest::prelude::any::<u32>()), 1..12),
+            words in proptest::collection::vec(proptest::prelude::any::<[u32; 3]>(), 8),
+        ) {
+            let consts = [0, 1, 0xfff, 0xffff, 0x5_0000, 0x7fff_0000, 0xffff_0000, 0x8000_0000];
+            let mut ops = vec![ld(16)];
+            for (kind, pick, any) in body {
+                let k = consts.get(pick as usize).copied().unwrap_or(any);
+                let k = if pick == 7 && kind == 0 { any } else { k };
+                ops.push(match kind {
+                    0 | 1 => alu([AluOp::Or, AluOp::And, AluOp::Xor, AluOp::Add][(any % 4) as usize], k),
+                    2 => alu([AluOp::Lsh, AluOp::Rsh][(any % 2) as usize], k % 32),
+                    3 => alu([AluOp::Sub, AluOp::Mul, AluOp::Div][(any % 3) as usize], k | 1),
+                    4 => Op::Neg,
+                    5 => Op::Tax,
+                    6 => alu_x(AluOp::ALL[(any % 10) as usize]),
+                    _ => ld(16 + 8 * (pick % 3)),
+                });
+            }
+            let e = run(&ops);
+            let (known, value) = e.known_bits();
+            let split = e.action_data();
+            for w in &words {
+                let at = |f: Field| match f {
+                    Field::ArgLo(i) => w[usize::from(i) % 3],
+                    _ => 0,
+                };
+                let Some(v) = e.eval(at) else { continue };
+                proptest::prop_assert_eq!(v & known, value, "{} on {:?}", e, w);
+                if let Some((action, data)) = &split {
+                    let d = data.eval(at);
+                    proptest::prop_assert!(d.is_some_and(|d| d <= 0xffff), "{} data {} on {:?}", e, data, w);
+                    proptest::prop_assert_eq!(action | d.unwrap_or(0), v, "{} data {} on {:?}", e, data, w);
+                }
+            }
+        }
     }
 
     #[test]
