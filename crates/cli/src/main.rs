@@ -71,6 +71,8 @@ enum Command {
     Run(Box<cmd::run::RunArgs>),
     /// Constant-action analysis of a seccomp filter (FORMATS.md §3), with explain and audit.
     Analyze(cmd::analyze::AnalyzeArgs),
+    /// Prove two seccomp filters (or stacks) equal on every input, or print an input that tells them apart (exit 0 equal, 1 differ, 3 undecided).
+    Equiv(Box<cmd::equiv::EquivArgs>),
     /// Read every seccomp filter of a running process (PTRACE_SECCOMP_GET_FILTER), oldest first.
     Dump(cmd::dump::DumpArgs),
     /// eBPF tools: assembler, disassembler, interpreter, bpf_conformance plugin.
@@ -90,6 +92,7 @@ fn main() {
         Command::Convert(a) => cmd::convert::convert(&a),
         Command::Run(a) => cmd::run::run(&a),
         Command::Analyze(a) => cmd::analyze::analyze(&a),
+        Command::Equiv(a) => cmd::equiv::equiv(&a),
         Command::Dump(a) => cmd::dump::dump(&a),
         Command::Ebpf(a) => cmd::ebpf::ebpf(&a),
     };

@@ -141,6 +141,17 @@ pub enum BudgetKind {
     Clauses,
 }
 
+impl BudgetKind {
+    /// The `bpfconv equiv` flag that raises this bound.
+    pub fn flag(self) -> &'static str {
+        match self {
+            BudgetKind::Steps => "--max-steps",
+            BudgetKind::Conflicts => "--max-conflicts",
+            BudgetKind::Clauses => "--max-clauses",
+        }
+    }
+}
+
 impl std::fmt::Display for BudgetKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {

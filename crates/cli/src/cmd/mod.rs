@@ -5,6 +5,7 @@ pub mod convert;
 pub mod disasm;
 pub mod dump;
 pub mod ebpf;
+pub mod equiv;
 pub mod run;
 
 use crate::fail::Result;
