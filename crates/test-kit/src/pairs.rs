@@ -8,7 +8,7 @@
 //! callers validate what they get.
 
 use cbpf::opcode::*;
-use cbpf::{Insn, Program, SeccompData};
+use cbpf::{AluOp, Insn, JmpOp, Op, Program, SeccompData, Src};
 use equiv::{Compare, Limits, Options, Side, Verdict};
 use seccomp::fast::{Partial, PartialResult};
 
@@ -34,7 +34,7 @@ pub fn insert(insns: &[Insn], at: usize, block: &[Insn]) -> Option<Vec<Insn>> {
         if i < at {
             // A target t = i + 1 + off past `at` moves by `grow`.
             let over = |off: u32| i + 1 + off as usize > at;
-            if insn.code == JMP_JA {
+            if matches!(insn.op(), Some(Op::Ja { .. })) {
                 if over(insn.k) {
                     insn.k = insn.k.checked_add(grow as u32)?;
                 }
@@ -104,9 +104,9 @@ pub fn residual_composed(program: &Program, arch: u32) -> Option<Vec<Insn>> {
 /// opcodes swapped within their family. Not all of them validate.
 pub fn mutations(insns: &[Insn]) -> Vec<(String, Vec<Insn>)> {
     const ACTIONS: [u32; 4] = [0x7fff_0000, 0x8000_0000, 0x0005_0001, 0x7ff0_0000];
-    const JUMPS: [u16; 8] = [JMP_JEQ_K, JMP_JGT_K, JMP_JGE_K, JMP_JSET_K, JMP_JEQ_X, JMP_JGT_X, JMP_JGE_X, JMP_JSET_X];
-    const ALUS: [u16; 9] =
-        [ALU_ADD_K, ALU_SUB_K, ALU_MUL_K, ALU_DIV_K, ALU_OR_K, ALU_AND_K, ALU_LSH_K, ALU_RSH_K, ALU_XOR_K];
+    const JUMPS: [JmpOp; 4] = [JmpOp::Jeq, JmpOp::Jgt, JmpOp::Jge, JmpOp::Jset];
+    const ALUS: [AluOp; 9] =
+        [AluOp::Add, AluOp::Sub, AluOp::Mul, AluOp::Div, AluOp::Or, AluOp::And, AluOp::Lsh, AluOp::Rsh, AluOp::Xor];
     let mut out = Vec::new();
     for (pc, insn) in insns.iter().enumerate() {
         let mut push = |what: String, new: Insn| {
@@ -122,37 +122,42 @@ pub fn mutations(insns: &[Insn]) -> Vec<(String, Vec<Insn>)> {
         push("k+1".into(), Insn { k: i.k.wrapping_add(1), ..i });
         push("k-1".into(), Insn { k: i.k.wrapping_sub(1), ..i });
         push("k^0x80000000".into(), Insn { k: i.k ^ 0x8000_0000, ..i });
-        match i.code {
-            c if JUMPS.contains(&c) => {
-                push("jt+1".into(), Insn { jt: i.jt.wrapping_add(1), ..i });
-                push("jf+1".into(), Insn { jf: i.jf.wrapping_add(1), ..i });
-                push("jt-1".into(), Insn { jt: i.jt.wrapping_sub(1), ..i });
-                push("jf-1".into(), Insn { jf: i.jf.wrapping_sub(1), ..i });
-                push("swap jt/jf".into(), Insn { jt: i.jf, jf: i.jt, ..i });
-                for &j in &JUMPS {
-                    push(format!("code {j:#x}"), Insn { code: j, ..i });
+        match i.op() {
+            Some(Op::Jmp { k, jt, jf, .. }) => {
+                push("jt+1".into(), Insn { jt: jt.wrapping_add(1), ..i });
+                push("jf+1".into(), Insn { jf: jf.wrapping_add(1), ..i });
+                push("jt-1".into(), Insn { jt: jt.wrapping_sub(1), ..i });
+                push("jf-1".into(), Insn { jf: jf.wrapping_sub(1), ..i });
+                push("swap jt/jf".into(), Insn { jt: jf, jf: jt, ..i });
+                for op in JUMPS {
+                    for s in [Src::K, Src::X] {
+                        push(format!("{op:?} {s:?}"), Op::Jmp { op, src: s, k, jt, jf }.to_insn());
+                    }
                 }
             }
-            JMP_JA => push("ja+1".into(), Insn { k: i.k.wrapping_add(1), ..i }),
-            RET_K => {
+            Some(Op::Ja { k }) => push("ja+1".into(), Op::Ja { k: k.wrapping_add(1) }.to_insn()),
+            Some(Op::RetK { .. }) => {
                 for a in ACTIONS {
-                    push(format!("ret {a:#x}"), Insn { k: a, ..i });
+                    push(format!("ret {a:#x}"), Op::RetK { k: a }.to_insn());
                 }
-                push("ret a".into(), Insn::stmt(RET_A, 0));
+                push("ret a".into(), Op::RetA.to_insn());
             }
-            RET_A => push("ret #allow".into(), Insn::stmt(RET_K, 0x7fff_0000)),
-            LD_W_ABS => {
-                push("k+4".into(), Insn { k: i.k.wrapping_add(4), ..i });
-                push("ld #k".into(), Insn { code: LD_IMM, ..i });
+            Some(Op::RetA) => push("ret #allow".into(), Op::RetK { k: 0x7fff_0000 }.to_insn()),
+            Some(Op::LdAbs { size, k }) => {
+                push("k+4".into(), Op::LdAbs { size, k: k.wrapping_add(4) }.to_insn());
+                push("ld #k".into(), Op::LdImm { k }.to_insn());
             }
-            c if ALUS.contains(&c) => {
-                for &a in &ALUS {
-                    push(format!("code {a:#x}"), Insn { code: a, ..i });
+            Some(Op::Alu { src, k, .. }) => {
+                for op in ALUS {
+                    push(format!("{op:?}"), Op::Alu { op, src, k }.to_insn());
                 }
-                push("x form".into(), Insn { code: c | BPF_X, ..i });
+                let other = if src == Src::K { Src::X } else { Src::K };
+                for op in ALUS {
+                    push(format!("{op:?} {other:?}"), Op::Alu { op, src: other, k }.to_insn());
+                }
             }
-            MISC_TAX => push("txa".into(), Insn::stmt(MISC_TXA, 0)),
-            MISC_TXA => push("tax".into(), Insn::stmt(MISC_TAX, 0)),
+            Some(Op::Tax) => push("txa".into(), Op::Txa.to_insn()),
+            Some(Op::Txa) => push("tax".into(), Op::Tax.to_insn()),
             _ => {}
         }
     }

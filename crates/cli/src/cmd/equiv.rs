@@ -127,7 +127,7 @@ pub fn equiv(args: &EquivArgs) -> Result<i32> {
         Err(e) => return Err(Failure::rejected(e)),
     };
     let mut out = Out::stdout();
-    let code = match &verdict {
+    let exit = match &verdict {
         Verdict::Equal => 0,
         Verdict::Differ(_) => 1,
     };
@@ -138,7 +138,7 @@ pub fn equiv(args: &EquivArgs) -> Result<i32> {
                 Verdict::Differ(c) => c.iter().map(vector).collect(),
             };
             let doc = serde_json::json!({
-                "verdict": if code == 0 { "equivalent" } else { "differ" },
+                "verdict": if exit == 0 { "equivalent" } else { "differ" },
                 "compare": if options.compare == Compare::Value { "value" } else { "action" },
                 "counterexamples": cexs,
                 "classes": stats.classes,
@@ -164,5 +164,5 @@ pub fn equiv(args: &EquivArgs) -> Result<i32> {
         },
     }
     out.finish()?;
-    Ok(code)
+    Ok(exit)
 }
