@@ -29,8 +29,16 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Every target of `fuzz/Cargo.toml`, in run order (same as `fuzz_replay::TARGETS`).
-pub const TARGETS: [&str; 7] =
-    ["decode_validate", "text_parse", "convert_equiv", "ebpf_exec", "analysis_sound", "fast_equiv", "bounded_work"];
+pub const TARGETS: [&str; 8] = [
+    "decode_validate",
+    "text_parse",
+    "convert_equiv",
+    "ebpf_exec",
+    "analysis_sound",
+    "fast_equiv",
+    "bounded_work",
+    "equiv",
+];
 
 const USAGE: &str =
     "usage: cargo xtask fuzz [--time SECONDS] [--runs N] [--sanitizer address|none] [--target NAME]... [--build-only]";

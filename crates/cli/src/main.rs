@@ -77,6 +77,8 @@ enum Command {
     Decompile(cmd::decompile::DecompileArgs),
     /// What a filter costs per input on every engine and in the kernel (classic vs eBPF, path lengths).
     Bench(Box<cmd::bench::BenchArgs>),
+    /// Prove two seccomp filters (or stacks) equal on every input, or print an input that tells them apart (exit 0 equal, 1 differ, 3 undecided).
+    Equiv(Box<cmd::equiv::EquivArgs>),
     /// Read every seccomp filter of a running process (PTRACE_SECCOMP_GET_FILTER), oldest first.
     Dump(cmd::dump::DumpArgs),
     /// eBPF tools: assembler, disassembler, interpreter, bpf_conformance plugin.
@@ -98,6 +100,7 @@ fn main() {
         Command::Run(a) => cmd::run::run(&a),
         Command::Analyze(a) => cmd::analyze::analyze(&a),
         Command::Decompile(a) => cmd::decompile::decompile(&a),
+        Command::Equiv(a) => cmd::equiv::equiv(&a),
         Command::Dump(a) => cmd::dump::dump(&a),
         Command::Bench(a) => cmd::bench::bench(&a),
         Command::Ebpf(a) => cmd::ebpf::ebpf(&a),

@@ -3,7 +3,8 @@
 //! address-space limit (RLIMIT_AS, set by `prlimit`) and a wall-clock limit
 //! (`timeout -s KILL`), and must end as the FORMATS.md §1 contract says:
 //! exit 0, or exit 1 with one `error:` line (a budget it hit names the flag
-//! that raises it) — never a signal, an abort or a panic, and never output
+//! that raises it), or for `equiv` exit 1 with its "differ" verdict on stdout
+//! or exit 3 with one `error: undecided:` line — never a signal, an abort or a panic, and never output
 //! that grows past what it explains.
 //!
 //! The limits here are looser than the release-build goal (2 s,
@@ -49,6 +50,17 @@ fn commands(file: &str) -> Vec<Vec<String>> {
         v(&["decompile", "--max-steps", STEPS]),
         v(&["run", "--engine", "fast", "--arch", "0x40000001", "--nr", "1"]),
         v(&["optimize", "--max-steps", STEPS, "-o", "/dev/null"]),
+        // equiv against itself stacked twice (the kernel's combination on
+        // top of the circuits) and against a real filter (classes of both).
+        vec!["equiv".into(), "--max-steps".into(), STEPS.into(), format!("{file},{file}"), file.to_string()],
+        v(&[
+            "equiv",
+            "--compare",
+            "action",
+            "--max-steps",
+            STEPS,
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters/allow306_opt2.bpf"),
+        ]),
     ]
 }
 
@@ -80,9 +92,20 @@ fn run_limited(dir: &Path, args: &[String]) -> Option<String> {
         (Some(0), _) => None,
         (Some(1), _) => {
             let lines: Vec<&str> = stderr.lines().collect();
+            // `equiv`'s "differ" verdict: exit 1, the counterexamples on stdout.
+            let differ = || std::fs::read_to_string(&out_path).is_ok_and(|o| o.starts_with("differ: "));
             match lines.as_slice() {
                 [one] if one.starts_with("error: ") => None,
+                [] if differ() => None,
                 _ => Some(format!("exit 1 without exactly one `error:` line: {stderr:?}")),
+            }
+        }
+        // `equiv`'s "undecided within the budget".
+        (Some(3), _) => {
+            let lines: Vec<&str> = stderr.lines().collect();
+            match lines.as_slice() {
+                [one] if one.starts_with("error: undecided: ") => None,
+                _ => Some(format!("exit 3 without exactly one `error: undecided:` line: {stderr:?}")),
             }
         }
         // `timeout` exits 137 when it had to kill the command.

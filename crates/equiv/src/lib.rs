@@ -91,7 +91,9 @@ pub struct Limits {
     /// Abstract steps (classes, specialisation, formula building) over the
     /// whole check.
     pub max_steps: u64,
-    /// Solver conflicts over the whole check.
+    /// Solver conflicts over the whole check; each solver call is also
+    /// held to 32 propagations per allowed conflict (checked every 64
+    /// conflicts), which bounds its time when single conflicts get costly.
     pub max_conflicts: u64,
     /// Clauses held by the solver at once (memory).
     pub max_clauses: u64,
@@ -99,7 +101,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_steps: 1 << 24, max_conflicts: 1 << 20, max_clauses: 1 << 23 }
+        Limits { max_steps: 1 << 24, max_conflicts: 1 << 18, max_clauses: 1 << 23 }
     }
 }
 
@@ -139,6 +141,19 @@ pub enum BudgetKind {
     Steps,
     Conflicts,
     Clauses,
+    /// The solver's propagations, allowed in proportion to `max_conflicts`.
+    Propagations,
+}
+
+impl BudgetKind {
+    /// The `bpfconv equiv` flag that raises this bound.
+    pub fn flag(self) -> &'static str {
+        match self {
+            BudgetKind::Steps => "--max-steps",
+            BudgetKind::Conflicts | BudgetKind::Propagations => "--max-conflicts",
+            BudgetKind::Clauses => "--max-clauses",
+        }
+    }
 }
 
 impl std::fmt::Display for BudgetKind {
@@ -147,6 +162,7 @@ impl std::fmt::Display for BudgetKind {
             BudgetKind::Steps => "abstract steps",
             BudgetKind::Conflicts => "solver conflicts",
             BudgetKind::Clauses => "solver clauses",
+            BudgetKind::Propagations => "solver propagations",
         })
     }
 }
@@ -464,6 +480,10 @@ fn solve(
         sat::Answer::OutOfConflicts => {
             Err(EquivError::Budget { kind: BudgetKind::Conflicts, limit: limits.max_conflicts })
         }
+        sat::Answer::OutOfPropagations => Err(EquivError::Budget {
+            kind: BudgetKind::Propagations,
+            limit: limits.max_conflicts.saturating_mul(sat::PROPAGATIONS_PER_CONFLICT),
+        }),
         sat::Answer::OutOfClauses => Err(EquivError::Budget { kind: BudgetKind::Clauses, limit: limits.max_clauses }),
     }
 }

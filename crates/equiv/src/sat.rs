@@ -4,11 +4,18 @@
 //! `and` node, the literal asserted, and [`batsat`] (a CDCL solver in the
 //! MiniSat line, pure Rust) searches under a conflict budget: its
 //! callbacks count learnt clauses (one per conflict) and ask it to stop
-//! past the budget, which is reported as undecided.
+//! past the budget, and between rounds of conflicts its propagations are
+//! held to a multiple of that budget; either is reported as undecided.
 
 use batsat::{lbool, Callbacks, ClauseKind, Lit as SLit, SolverInterface, SolverOpts, Var};
 
 use crate::aig::{Aig, Lit, Node, FALSE, INPUT_BITS, TRUE};
+
+/// Conflicts per round of search.
+const ROUND: u64 = 64;
+
+/// Propagations allowed per allowed conflict.
+pub(crate) const PROPAGATIONS_PER_CONFLICT: u64 = 32;
 
 /// Counts conflicts and stops the search past `limit`.
 #[derive(Debug)]
@@ -38,6 +45,8 @@ pub(crate) enum Answer {
     Sat([u32; 16]),
     /// The conflict budget ran out.
     OutOfConflicts,
+    /// The propagations allowed by the conflict budget ran out.
+    OutOfPropagations,
     /// The encoding would exceed the clause budget.
     OutOfClauses,
 }
@@ -129,13 +138,31 @@ pub(crate) fn solve(aig: &Aig, goal: Lit, max_conflicts: u64, max_clauses: u64) 
     clause.clear();
     clause.push(g);
     solver.add_clause_reuse(&mut clause);
-    let answer = solver.solve_limited(&[]);
+    // Rounds of ROUND conflicts: between rounds the solver's propagations
+    // are held to PROPAGATIONS_PER_CONFLICT per allowed conflict, since a
+    // conflict on long learnt clauses (multiplier chains) can cost
+    // seconds, which the conflict count alone does not see.
+    let max_propagations = max_conflicts.saturating_mul(PROPAGATIONS_PER_CONFLICT);
+    let mut answer;
+    loop {
+        let limit = solver.cb().conflicts.saturating_add(ROUND).min(max_conflicts);
+        solver.cb_mut().limit = limit;
+        answer = solver.solve_limited(&[]);
+        if answer != lbool::UNDEF
+            || solver.cb().conflicts >= max_conflicts
+            || solver.num_propagations() >= max_propagations
+        {
+            break;
+        }
+    }
     let spent = Spent { conflicts: solver.num_conflicts(), clauses };
     if answer == lbool::FALSE {
         return (Answer::Unsat, spent);
     }
     if answer != lbool::TRUE {
-        return (Answer::OutOfConflicts, spent);
+        let why =
+            if solver.cb().conflicts >= max_conflicts { Answer::OutOfConflicts } else { Answer::OutOfPropagations };
+        return (why, spent);
     }
     let mut words = [0u32; 16];
     for (i, v) in inputs {

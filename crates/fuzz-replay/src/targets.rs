@@ -62,7 +62,7 @@ pub fn decode_validate(data: &[u8]) {
             Mode::Seccomp => fixed_seccomp_inputs(),
             _ => vec![Input::Socket(fixed_packet())],
         };
-        equiv(&prog, &inputs);
+        engines_agree(&prog, &inputs);
     }
 }
 
@@ -101,7 +101,7 @@ fn fixed_packet() -> SocketInput {
 pub fn convert_equiv(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok(case) = gen::case(&mut u) else { return };
-    equiv(&case.program, &case.inputs);
+    engines_agree(&case.program, &case.inputs);
 }
 
 /// The equivalence check: the project's oracle ([`test_kit::oracle::Oracle`]:
@@ -111,7 +111,7 @@ pub fn convert_equiv(data: &[u8]) {
 /// branch-covering inputs; then the one shape the oracle does not cover:
 /// the legacy packet-load conversion of socket filters, with and without
 /// superinstructions, against the classic result.
-fn equiv(prog: &Program, inputs: &[Input]) {
+fn engines_agree(prog: &Program, inputs: &[Input]) {
     let mut oracle = match Oracle::new("fuzz", prog) {
         Ok(o) => o,
         // The one refusal a validated program can meet (a 16-bit jump
@@ -525,6 +525,62 @@ pub fn bounded_work(data: &[u8]) {
                 ));
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------- equiv
+
+/// Limits small enough that one input costs milliseconds; an input past
+/// them is undecided, which is allowed (never a wrong verdict).
+const EQUIV_LIMITS: ::equiv::Limits =
+    ::equiv::Limits { max_steps: 1 << 20, max_conflicts: 1 << 12, max_clauses: 1 << 20 };
+
+/// A generated valid seccomp program and a second one derived from the
+/// same bytes: another generated program, a single-instruction mutation,
+/// or a copy equal by construction (`ja 0` or an ALU identity inserted,
+/// the fast engine's residual for one arch in front). `equiv::check` is
+/// held to every engine ([`test_kit::pairs::check_pair`]): "equal" only
+/// where no branch-reaching or random input tells them apart, "differ"
+/// only with a counterexample every engine confirms; a copy equal by
+/// construction is never reported as different.
+pub fn equiv(data: &[u8]) {
+    use test_kit::pairs::{self, PairOutcome};
+    let mut u = Unstructured::new(data);
+    let Ok(gen::Generated { program, mut pool }) = gen::program(&mut u, Mode::Seccomp) else { return };
+    let kind = u.int_in_range(0..=4u8).unwrap_or(0);
+    let at = u.int_in_range(0..=program.len()).unwrap_or(0);
+    let c = pool.value(&mut u).unwrap_or(0);
+    let insns = program.original();
+    let (other, equal_by_construction) = match kind {
+        0 => match gen::program(&mut u, Mode::Seccomp) {
+            Ok(g) => (Some(g.program.original().to_vec()), false),
+            Err(_) => return,
+        },
+        1 => {
+            let muts = pairs::mutations(insns);
+            let i = u.choose_index(muts.len().max(1)).unwrap_or(0);
+            (muts.into_iter().nth(i).map(|(_, m)| m), false)
+        }
+        2 => (pairs::ja_padded(insns, at), true),
+        3 => (pairs::alu_rewritten(insns, at, usize::from(u.arbitrary::<u8>().unwrap_or(0)), c), true),
+        _ => (pairs::residual_composed(&program, c), true),
+    };
+    let Some(other) = other else { return };
+    let Ok(other) = cbpf::validate(&other, Mode::Seccomp) else { return };
+    let mut extra = Vec::new();
+    for _ in 0..4 {
+        let Ok(d) = gen::seccomp_data(&mut u, &mut pool) else { break };
+        extra.push(SeccompData::from_bytes(&d));
+    }
+    let compare = if u.arbitrary().unwrap_or(false) { ::equiv::Compare::Action } else { ::equiv::Compare::Value };
+    match pairs::check_pair(&program, &other, compare, EQUIV_LIMITS, &extra) {
+        Ok(PairOutcome::Differ) if equal_by_construction => fail(format_args!(
+            "equiv reports a difference between copies equal by construction\n{}\n---\n{}",
+            listing(&program),
+            listing(&other)
+        )),
+        Ok(_) => {}
+        Err(e) => fail(format_args!("{e}\n{}\n---\n{}", listing(&program), listing(&other))),
     }
 }
 

@@ -8,6 +8,7 @@
 //!            bytes, or seeded through rng::SplitMix64)
 //! branch ──► inputs that reach every branch of a program
 //! oracle ──► trace interpreter (reference) vs every engine, with step counts
+//! pairs ───► programs equal by construction and single-instruction mutations (equiv's suites)
 //! socket ──► socket filetests, packet shapes and a seeded raw-filter generator
 //! ```
 //!
@@ -22,6 +23,7 @@ pub mod corpus;
 pub mod gen;
 pub mod input;
 pub mod oracle;
+pub mod pairs;
 pub mod rng;
 pub mod socket;
 

@@ -8,6 +8,7 @@ pub mod disasm;
 pub mod dump;
 pub mod ebpf;
 pub mod optimize;
+pub mod equiv;
 pub mod run;
 
 use crate::fail::Result;
