@@ -15,7 +15,7 @@
 //!                 ├─ nr < table size ─► dense[nr] ─┐
 //!                 ├─ nr compared by the filter ─► sparse ─┼─► Action(v) ─► v
 //!                 ├─ any other nr ─► specialised on arch only ─┘   Residual(i) ─► cbpf::Interp
-//!               unknown arch ─► the whole filter
+//!               unknown arch ─► specialised on "none of the named arches"
 //! ```
 //!
 //! Which entries: per arch the filter compares `arch` against (as
@@ -25,8 +25,11 @@
 //! to [`DENSE_LIMIT`] to cover every compared number), plus every other
 //! number the filter compares `nr` against (as
 //! [`crate::analysis::compared_nrs`]: x32 numbers, `-1`, ...). Any other
-//! (arch, nr) runs a program specialised on the arch alone, or the whole
-//! filter for arches the filter never names.
+//! (arch, nr) runs a program specialised on the arch alone. Arches the
+//! filter never names fail each of its `jeq` tests of `arch` alike: they
+//! share one entry, the filter specialised for "`arch` is none of the
+//! compared ones" (the same specialisation as [`Partition`]'s
+//! `other_arches`), usually a constant (the arch check's KILL).
 //!
 //! A residual that compares one argument word with many constants and
 //! uses it no other way (libseccomp's `chdir(A0 == 0) .. chdir(A0 == 99)`
@@ -225,6 +228,9 @@ pub struct FastFilter {
     arches: Box<[ArchTable]>,
     /// For filters that never read `arch`: the table every arch uses.
     any_arch: Option<ArchTable>,
+    /// Every arch without a table of its own: the filter specialised for
+    /// "`arch` is none of the compared ones" ([`partition::other_arches`]).
+    other_arch: Slot,
     /// Index 0 is the whole filter (unknown arches).
     residuals: Box<[Residual]>,
     /// Key tables; a table's slots only name tables before it.
@@ -396,7 +402,7 @@ impl FastFilter {
         }
         let mut spec = Specializer::new(program);
         let mut residuals = Residuals::new(program);
-        // Unknown arches run the whole filter; this pass only finds arches.
+        // This pass only finds the arches the filter compares.
         let (arches, _) = spec.specialize_watching(None, None, OFFSET_ARCH);
         let mut tables = Vec::with_capacity(arches.len());
         let mut stats = FastStats { arches: arches.len(), ..FastStats::default() };
@@ -447,6 +453,7 @@ impl FastFilter {
             }
             ArchTable { arch: arch.unwrap_or(0), dense, sparse, other }
         };
+        let arches_named = arches.clone();
         for arch in arches {
             let table = table_for(Some(arch), &mut stats, &tables);
             tables.push(table);
@@ -456,6 +463,15 @@ impl FastFilter {
         let reads_arch =
             program.insns().iter().any(|i| matches!(i.op(), Some(cbpf::Op::LdxAbsSeccomp { k }) if k == OFFSET_ARCH));
         let any_arch = (!reads_arch).then(|| table_for(None, &mut stats, &tables));
+        // Arches the filter never names all fail its arch tests alike: one
+        // specialisation serves them (the whole filter past the budget).
+        let other_arch = if reads_arch && residuals.affordable(program.len()) {
+            let slot = residuals.slot(partition::other_arches(&mut spec, arches_named));
+            residuals.charge(spec.last_work());
+            slot
+        } else {
+            Slot::Residual(0)
+        };
         stats.residual_programs = residuals.list.len();
         stats.residual_insns = residuals.list.iter().map(|r| r.program.len()).sum();
         stats.whole_filter_entries = residuals.whole_filter_entries;
@@ -465,6 +481,7 @@ impl FastFilter {
         Ok(FastFilter {
             arches: tables.into(),
             any_arch,
+            other_arch,
             residuals: residuals.list.into(),
             keyed: residuals.keyed.into(),
             stats,
@@ -515,7 +532,7 @@ impl FastFilter {
     fn slot(&self, arch: u32, nr: u32) -> Slot {
         match self.arches.iter().find(|t| t.arch == arch).or(self.any_arch.as_ref()) {
             Some(table) => table.slot(nr),
-            None => Slot::Residual(0),
+            None => self.other_arch,
         }
     }
 
@@ -586,7 +603,7 @@ impl FastFilter {
     }
 
     fn other_slot(&self, arch: u32) -> Slot {
-        self.arches.iter().find(|t| t.arch == arch).or(self.any_arch.as_ref()).map_or(Slot::Residual(0), |t| t.other)
+        self.arches.iter().find(|t| t.arch == arch).or(self.any_arch.as_ref()).map_or(self.other_arch, |t| t.other)
     }
 }
 
