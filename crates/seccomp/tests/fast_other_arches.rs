@@ -177,3 +177,19 @@ fn arch_checked_after_nr_and_arch_never_loaded() {
     let echo = prog(&[s(0x20, 4), s(0x16, 0)]);
     assert_exact("ret arch", &echo, &[]);
 }
+
+#[test]
+fn numbers_past_the_table_are_runs_of_constants() {
+    // libseccomp compares `nr` only with constants: x32 numbers, `-1` and
+    // numbers past the syscall table are runs with one constant each, not
+    // the arch-only residual.
+    for name in ["allow306_default", "allow306_end", "seed_fast", "seed_slow", "long_jumps_short"] {
+        let program = load(name);
+        let fast = FastFilter::build(&program).unwrap();
+        let interp = Interp::new(&program);
+        for nr in [600, 5000, 0x3fff_ffff, 0x4000_0000, 0x4000_0001, 0x4000_1234, 0x7fff_ffff, u32::MAX - 1, u32::MAX] {
+            let want = interp.run_seccomp(&SeccompData::new(X86_64, nr as i32).to_bytes()).unwrap();
+            assert_eq!(fast.entry(X86_64, nr), Entry::Action(want), "{name}: nr {nr:#x}");
+        }
+    }
+}

@@ -12,10 +12,11 @@
 //!
 //! ```text
 //! eval(data) ─► arch (linear scan of the few arches the filter names)
-//!                 ├─ nr < table size ─► dense[nr] ─┐
-//!                 ├─ nr compared by the filter ─► sparse ─┼─► Action(v) ─► v
-//!                 ├─ any other nr ─► specialised on arch only ─┘   Residual(i) ─► cbpf::Interp
-//!               unknown arch ─► specialised on "none of the named arches"
+//!                 ├─ nr < table size ─► dense[nr] ───────────────────────┐
+//!                 ├─ past it, when nr has classes ─► runs (binary search) ┤
+//!                 ├─ nr compared by the filter ─► sparse ─────────────────┼─► Action(v) ─► v
+//!                 ├─ any other nr ─► specialised on arch only ────────────┤   Residual(i) ─► cbpf::Interp
+//!               unknown arch ─► specialised on "none of the named arches" ┘
 //! ```
 //!
 //! Which entries: per arch the filter compares `arch` against (as
@@ -25,7 +26,12 @@
 //! to [`DENSE_LIMIT`] to cover every compared number), plus every other
 //! number the filter compares `nr` against (as
 //! [`crate::analysis::compared_nrs`]: x32 numbers, `-1`, ...). Any other
-//! (arch, nr) runs a program specialised on the arch alone. Arches the
+//! (arch, nr) runs a program specialised on the arch alone — unless the
+//! filter uses `nr` only in order comparisons with constants (libseccomp's
+//! filters): then the numbers past the dense part are cut into runs at
+//! those constants ([`crate::analysis::NrClasses::representatives`], the
+//! cut [`Partition`] makes), each run specialised once and found by a
+//! binary search (x32 numbers, `-1`: a constant). Arches the
 //! filter never names fail each of its `jeq` tests of `arch` alike: they
 //! share one entry, the filter specialised for "`arch` is none of the
 //! compared ones" (the same specialisation as [`Partition`]'s
@@ -156,6 +162,13 @@ struct ArchTable {
     sparse: Box<[(u32, Slot)]>,
     /// Every other number: specialised on the arch alone.
     other: Slot,
+    /// When the filter uses `nr` only in order comparisons with constants
+    /// ([`crate::analysis::NrClasses::representatives`]): every number
+    /// past the dense part, as `(first nr, slot)` runs, ascending, the
+    /// first starting at `dense.len()`; each run specialised once (its
+    /// numbers take the same side of every test). Empty otherwise (then
+    /// `sparse` and `other` answer).
+    ranges: Box<[(u32, Slot)]>,
 }
 
 impl ArchTable {
@@ -163,6 +176,10 @@ impl ArchTable {
     fn slot(&self, nr: u32) -> Slot {
         if let Some(&s) = self.dense.get(nr as usize) {
             return s;
+        }
+        if !self.ranges.is_empty() {
+            let i = self.ranges.partition_point(|&(start, _)| start <= nr);
+            return self.ranges.get(i.wrapping_sub(1)).map_or(self.other, |&(_, s)| s);
         }
         match self.sparse.binary_search_by_key(&nr, |&(n, _)| n) {
             Ok(i) => self.sparse.get(i).map_or(self.other, |&(_, s)| s),
@@ -385,6 +402,19 @@ fn data_bytes(data: &SeccompData) -> [u8; cbpf::interp::SECCOMP_DATA_SIZE] {
     out
 }
 
+/// Where the runs of numbers from `dense_len` up start, for `arch` (`None`:
+/// a filter that never loads `arch`): `dense_len`, then every class
+/// representative above it ([`crate::analysis::NrClasses::representatives`],
+/// as [`Partition`] cuts). `None` when `nr` has no such classes or the
+/// analysis budget ran out.
+fn past_dense(program: &Program, arch: Option<u32>, dense_len: u32) -> Option<Vec<u32>> {
+    let class_arch = arch.unwrap_or(crate::arch::AUDIT_ARCH_X86_64);
+    let mut analyzer = crate::analysis::Analyzer::new(program).ok()?;
+    let representatives = analyzer.field_classes(Some(class_arch), crate::domain::Field::Nr).ok()?.representatives()?;
+    let above = representatives.into_iter().filter(|&r| r > dense_len);
+    Some(std::iter::once(dense_len).chain(above).collect())
+}
+
 /// The dense table size for `arch`: its syscall table, else [`MIN_DENSE`],
 /// grown to cover compared numbers below [`DENSE_LIMIT`].
 fn dense_len(arch: u32, compared: &[u32]) -> u32 {
@@ -418,6 +448,7 @@ impl FastFilter {
                     dense: Box::new([]),
                     sparse: Box::new([]),
                     other: Slot::Residual(0),
+                    ranges: Box::new([]),
                 };
             }
             let (compared, other) = spec.specialize_watching(arch, None, OFFSET_NR);
@@ -444,6 +475,16 @@ impl FastFilter {
             let dense: Box<[Slot]> = (0..dense_len).map(&mut entry).collect();
             let sparse: Box<[(u32, Slot)]> =
                 compared.iter().filter(|&&nr| nr >= dense_len).map(|&nr| (nr, entry(nr))).collect();
+            // Numbers past the dense part in runs, where `nr` has classes
+            // (as [`Partition`] cuts them): x32 numbers, `-1` and the rest
+            // then cost a lookup instead of the arch-only residual.
+            let mut ranges: Vec<(u32, Slot)> = Vec::new();
+            for start in past_dense(program, arch, dense_len).unwrap_or_default() {
+                let slot = entry(start);
+                if ranges.last().is_none_or(|&(_, last)| last != slot) {
+                    ranges.push((start, slot));
+                }
+            }
             for slot in dense.iter().chain(sparse.iter().map(|(_, s)| s)) {
                 stats.entries += 1;
                 match slot {
@@ -451,7 +492,7 @@ impl FastFilter {
                     Slot::Residual(_) | Slot::Keyed(_) => stats.residual_entries += 1,
                 }
             }
-            ArchTable { arch: arch.unwrap_or(0), dense, sparse, other }
+            ArchTable { arch: arch.unwrap_or(0), dense, sparse, other, ranges: ranges.into() }
         };
         let arches_named = arches.clone();
         for arch in arches {
