@@ -166,8 +166,9 @@ struct ArchTable {
     /// ([`crate::analysis::NrClasses::representatives`]): every number
     /// past the dense part, as `(first nr, slot)` runs, ascending, the
     /// first starting at `dense.len()`; each run specialised once (its
-    /// numbers take the same side of every test). Empty otherwise (then
-    /// `sparse` and `other` answer).
+    /// numbers take the same side of every test). Looked up after `sparse`
+    /// (the compared numbers, a shorter search); empty when `nr` has no
+    /// such classes (then `other` answers).
     ranges: Box<[(u32, Slot)]>,
 }
 
@@ -177,13 +178,14 @@ impl ArchTable {
         if let Some(&s) = self.dense.get(nr as usize) {
             return s;
         }
-        if !self.ranges.is_empty() {
-            let i = self.ranges.partition_point(|&(start, _)| start <= nr);
-            return self.ranges.get(i.wrapping_sub(1)).map_or(self.other, |&(_, s)| s);
-        }
         match self.sparse.binary_search_by_key(&nr, |&(n, _)| n) {
             Ok(i) => self.sparse.get(i).map_or(self.other, |&(_, s)| s),
-            Err(_) => self.other,
+            Err(_) if self.ranges.is_empty() => self.other,
+            // A number the filter never compares: its run.
+            Err(_) => {
+                let i = self.ranges.partition_point(|&(start, _)| start <= nr);
+                self.ranges.get(i.wrapping_sub(1)).map_or(self.other, |&(_, s)| s)
+            }
         }
     }
 }
