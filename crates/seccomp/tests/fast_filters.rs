@@ -291,7 +291,10 @@ fn keyed_dispatch_matches_the_interpreter_around_every_key_constant() {
         }
     }
     eprintln!("{keyed_entries} keyed entries, {checked} inputs");
-    assert!(keyed_entries >= 2 * 99, "only {keyed_entries} keyed entries");
+    // chdir (and its neighbour) of both long_jumps_large filters; numbers
+    // past the syscall table are runs of constants, not keyed residuals.
+    assert!(keyed_entries >= 4, "only {keyed_entries} keyed entries");
+    assert!(checked >= 2 * 4 * 3 * 100, "only {checked} inputs");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 

@@ -12,10 +12,11 @@
 //!
 //! ```text
 //! eval(data) ─► arch (linear scan of the few arches the filter names)
-//!                 ├─ nr < table size ─► dense[nr] ─┐
-//!                 ├─ nr compared by the filter ─► sparse ─┼─► Action(v) ─► v
-//!                 ├─ any other nr ─► specialised on arch only ─┘   Residual(i) ─► cbpf::Interp
-//!               unknown arch ─► the whole filter
+//!                 ├─ nr < table size ─► dense[nr] ───────────────────────┐
+//!                 ├─ past it, when nr has classes ─► runs (binary search) ┤
+//!                 ├─ nr compared by the filter ─► sparse ─────────────────┼─► Action(v) ─► v
+//!                 ├─ any other nr ─► specialised on arch only ────────────┤   Residual(i) ─► cbpf::Interp
+//!               unknown arch ─► specialised on "none of the named arches" ┘
 //! ```
 //!
 //! Which entries: per arch the filter compares `arch` against (as
@@ -25,8 +26,16 @@
 //! to [`DENSE_LIMIT`] to cover every compared number), plus every other
 //! number the filter compares `nr` against (as
 //! [`crate::analysis::compared_nrs`]: x32 numbers, `-1`, ...). Any other
-//! (arch, nr) runs a program specialised on the arch alone, or the whole
-//! filter for arches the filter never names.
+//! (arch, nr) runs a program specialised on the arch alone — unless the
+//! filter uses `nr` only in order comparisons with constants (libseccomp's
+//! filters): then the numbers past the dense part are cut into runs at
+//! those constants ([`crate::analysis::NrClasses::representatives`], the
+//! cut [`Partition`] makes), each run specialised once and found by a
+//! binary search (x32 numbers, `-1`: a constant). Arches the
+//! filter never names fail each of its `jeq` tests of `arch` alike: they
+//! share one entry, the filter specialised for "`arch` is none of the
+//! compared ones" (the same specialisation as [`Partition`]'s
+//! `other_arches`), usually a constant (the arch check's KILL).
 //!
 //! A residual that compares one argument word with many constants and
 //! uses it no other way (libseccomp's `chdir(A0 == 0) .. chdir(A0 == 99)`
@@ -153,6 +162,14 @@ struct ArchTable {
     sparse: Box<[(u32, Slot)]>,
     /// Every other number: specialised on the arch alone.
     other: Slot,
+    /// When the filter uses `nr` only in order comparisons with constants
+    /// ([`crate::analysis::NrClasses::representatives`]): every number
+    /// past the dense part, as `(first nr, slot)` runs, ascending, the
+    /// first starting at `dense.len()`; each run specialised once (its
+    /// numbers take the same side of every test). Looked up after `sparse`
+    /// (the compared numbers, a shorter search); empty when `nr` has no
+    /// such classes (then `other` answers).
+    ranges: Box<[(u32, Slot)]>,
 }
 
 impl ArchTable {
@@ -163,7 +180,12 @@ impl ArchTable {
         }
         match self.sparse.binary_search_by_key(&nr, |&(n, _)| n) {
             Ok(i) => self.sparse.get(i).map_or(self.other, |&(_, s)| s),
-            Err(_) => self.other,
+            Err(_) if self.ranges.is_empty() => self.other,
+            // A number the filter never compares: its run.
+            Err(_) => {
+                let i = self.ranges.partition_point(|&(start, _)| start <= nr);
+                self.ranges.get(i.wrapping_sub(1)).map_or(self.other, |&(_, s)| s)
+            }
         }
     }
 }
@@ -225,6 +247,9 @@ pub struct FastFilter {
     arches: Box<[ArchTable]>,
     /// For filters that never read `arch`: the table every arch uses.
     any_arch: Option<ArchTable>,
+    /// Every arch without a table of its own: the filter specialised for
+    /// "`arch` is none of the compared ones" ([`partition::other_arches`]).
+    other_arch: Slot,
     /// Index 0 is the whole filter (unknown arches).
     residuals: Box<[Residual]>,
     /// Key tables; a table's slots only name tables before it.
@@ -379,6 +404,19 @@ fn data_bytes(data: &SeccompData) -> [u8; cbpf::interp::SECCOMP_DATA_SIZE] {
     out
 }
 
+/// Where the runs of numbers from `dense_len` up start, for `arch` (`None`:
+/// a filter that never loads `arch`): `dense_len`, then every class
+/// representative above it ([`crate::analysis::NrClasses::representatives`],
+/// as [`Partition`] cuts). `None` when `nr` has no such classes or the
+/// analysis budget ran out.
+fn past_dense(program: &Program, arch: Option<u32>, dense_len: u32) -> Option<Vec<u32>> {
+    let class_arch = arch.unwrap_or(crate::arch::AUDIT_ARCH_X86_64);
+    let mut analyzer = crate::analysis::Analyzer::new(program).ok()?;
+    let representatives = analyzer.field_classes(Some(class_arch), crate::domain::Field::Nr).ok()?.representatives()?;
+    let above = representatives.into_iter().filter(|&r| r > dense_len);
+    Some(std::iter::once(dense_len).chain(above).collect())
+}
+
 /// The dense table size for `arch`: its syscall table, else [`MIN_DENSE`],
 /// grown to cover compared numbers below [`DENSE_LIMIT`].
 fn dense_len(arch: u32, compared: &[u32]) -> u32 {
@@ -396,7 +434,7 @@ impl FastFilter {
         }
         let mut spec = Specializer::new(program);
         let mut residuals = Residuals::new(program);
-        // Unknown arches run the whole filter; this pass only finds arches.
+        // This pass only finds the arches the filter compares.
         let (arches, _) = spec.specialize_watching(None, None, OFFSET_ARCH);
         let mut tables = Vec::with_capacity(arches.len());
         let mut stats = FastStats { arches: arches.len(), ..FastStats::default() };
@@ -412,6 +450,7 @@ impl FastFilter {
                     dense: Box::new([]),
                     sparse: Box::new([]),
                     other: Slot::Residual(0),
+                    ranges: Box::new([]),
                 };
             }
             let (compared, other) = spec.specialize_watching(arch, None, OFFSET_NR);
@@ -438,6 +477,16 @@ impl FastFilter {
             let dense: Box<[Slot]> = (0..dense_len).map(&mut entry).collect();
             let sparse: Box<[(u32, Slot)]> =
                 compared.iter().filter(|&&nr| nr >= dense_len).map(|&nr| (nr, entry(nr))).collect();
+            // Numbers past the dense part in runs, where `nr` has classes
+            // (as [`Partition`] cuts them): x32 numbers, `-1` and the rest
+            // then cost a lookup instead of the arch-only residual.
+            let mut ranges: Vec<(u32, Slot)> = Vec::new();
+            for start in past_dense(program, arch, dense_len).unwrap_or_default() {
+                let slot = entry(start);
+                if ranges.last().is_none_or(|&(_, last)| last != slot) {
+                    ranges.push((start, slot));
+                }
+            }
             for slot in dense.iter().chain(sparse.iter().map(|(_, s)| s)) {
                 stats.entries += 1;
                 match slot {
@@ -445,8 +494,9 @@ impl FastFilter {
                     Slot::Residual(_) | Slot::Keyed(_) => stats.residual_entries += 1,
                 }
             }
-            ArchTable { arch: arch.unwrap_or(0), dense, sparse, other }
+            ArchTable { arch: arch.unwrap_or(0), dense, sparse, other, ranges: ranges.into() }
         };
+        let arches_named = arches.clone();
         for arch in arches {
             let table = table_for(Some(arch), &mut stats, &tables);
             tables.push(table);
@@ -456,6 +506,15 @@ impl FastFilter {
         let reads_arch =
             program.insns().iter().any(|i| matches!(i.op(), Some(cbpf::Op::LdxAbsSeccomp { k }) if k == OFFSET_ARCH));
         let any_arch = (!reads_arch).then(|| table_for(None, &mut stats, &tables));
+        // Arches the filter never names all fail its arch tests alike: one
+        // specialisation serves them (the whole filter past the budget).
+        let other_arch = if reads_arch && residuals.affordable(program.len()) {
+            let slot = residuals.slot(partition::other_arches(&mut spec, arches_named));
+            residuals.charge(spec.last_work());
+            slot
+        } else {
+            Slot::Residual(0)
+        };
         stats.residual_programs = residuals.list.len();
         stats.residual_insns = residuals.list.iter().map(|r| r.program.len()).sum();
         stats.whole_filter_entries = residuals.whole_filter_entries;
@@ -465,6 +524,7 @@ impl FastFilter {
         Ok(FastFilter {
             arches: tables.into(),
             any_arch,
+            other_arch,
             residuals: residuals.list.into(),
             keyed: residuals.keyed.into(),
             stats,
@@ -515,7 +575,7 @@ impl FastFilter {
     fn slot(&self, arch: u32, nr: u32) -> Slot {
         match self.arches.iter().find(|t| t.arch == arch).or(self.any_arch.as_ref()) {
             Some(table) => table.slot(nr),
-            None => Slot::Residual(0),
+            None => self.other_arch,
         }
     }
 
@@ -586,7 +646,7 @@ impl FastFilter {
     }
 
     fn other_slot(&self, arch: u32) -> Slot {
-        self.arches.iter().find(|t| t.arch == arch).or(self.any_arch.as_ref()).map_or(Slot::Residual(0), |t| t.other)
+        self.arches.iter().find(|t| t.arch == arch).or(self.any_arch.as_ref()).map_or(self.other_arch, |t| t.other)
     }
 }
 

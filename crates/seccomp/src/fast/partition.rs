@@ -219,13 +219,20 @@ impl Partition {
             let (ranges, cut) = arch_ranges(program, &mut spec, &mut builder, budget, Some(arch))?;
             parts.push(ArchPartition { arch, ranges, cut });
         }
-        let mut ascending = arches;
-        ascending.sort_unstable();
-        let none_of = KeyFact::NoneOf(ascending);
-        spec.specialize_key(OFFSET_ARCH, &none_of);
+        other_arches(&mut spec, arches);
         let other_arches = settle(&spec, &mut builder, budget)?;
         Ok(Partition { arches: parts, any_arch: None, other_arches, residuals: builder.residuals })
     }
+}
+
+/// The filter specialised for every arch that is none of `arches` (the
+/// constants it compares `arch` with): each `jeq` of `arch` with one of
+/// them is false, so every such arch takes the same path. Shared by
+/// [`Partition::build`] and [`FastFilter::build`](super::FastFilter::build).
+pub(super) fn other_arches(spec: &mut Specializer, mut arches: Vec<u32>) -> Specialized<'_> {
+    arches.sort_unstable();
+    arches.dedup();
+    spec.specialize_key(OFFSET_ARCH, &KeyFact::NoneOf(arches))
 }
 
 /// `arches` ordered by the first instruction that compares with each.
