@@ -328,8 +328,10 @@ impl Emit for Count {
 /// the whole program before pass 1); pass 1's own refusals are kept until
 /// the traversal ends, so a pass-0 refusal at a later pc still wins.
 struct Place<'a> {
-    /// `new_prog->insnsi`, filled up to `new_insn`.
-    out: Vec<Insn>,
+    /// `new_prog->insnsi`: `new_len` instructions, zeroed.
+    out: &'a mut [Insn],
+    /// `new_insn - first_insn`: where the next instruction goes.
+    at: usize,
     /// The final `addrs[]`.
     addrs: &'a [usize],
     /// Pass 1's first refusal.
@@ -339,14 +341,19 @@ struct Place<'a> {
 impl Emit for Place<'_> {
     #[inline(always)]
     fn push(&mut self, insn: Insn) {
-        self.out.push(insn);
+        // Past the counted length only if the traversals disagree: the
+        // caller's length check reports it.
+        if let Some(slot) = self.out.get_mut(self.at) {
+            *slot = insn;
+        }
+        self.at += 1;
     }
 
     #[inline(always)]
     fn jump(&mut self, mut insn: Insn, pc: usize, target: i64) -> Result<(), ConvertError> {
         let t = jump_target(pc, target, self.addrs.len(), Pass::Pass0)?;
         // addrs[i] + index: where this jump lands.
-        let at = self.out.len() as i64;
+        let at = self.at as i64;
         if at > i64::from(i16::MAX) {
             return Err(bad_offset(pc, t, -at - 1, Pass::Pass0));
         }
@@ -359,7 +366,7 @@ impl Emit for Place<'_> {
                 }
             }
         }
-        self.out.push(insn);
+        self.push(insn);
         Ok(())
     }
 }
@@ -400,16 +407,8 @@ fn bpf_convert_filter(prog: &[cbpf::Insn], opts: &Options, work: &mut Work) -> R
     }
     // 1st call: calculate the new program length (and every group's start).
     let mut facts = Facts::default();
-    let mut addrs = Vec::with_capacity(len);
-    let mut count = Count { n: PROLOGUE_LEN, len };
-    for (i, fp) in prog.iter().enumerate() {
-        addrs.push(count.n);
-        convert_one(fp, i, opts, &mut count, &mut facts)?;
-        work.groups += 1;
-    }
-    work.traversals += 1;
-    work.emitted += count.n - PROLOGUE_LEN;
-    let mut new_len = count.n;
+    let mut addrs = vec![0; len];
+    let mut new_len = length_call(prog, opts, &mut addrs, &mut facts, work)?;
     if facts.seen_ld_abs {
         // Prologue bits.
         new_len += LD_ABS_PROLOGUE_LEN;
@@ -419,23 +418,11 @@ fn bpf_convert_filter(prog: &[cbpf::Insn], opts: &Options, work: &mut Work) -> R
         work.addr_fixups += len;
     }
     // 2nd call: remap (pass 1's bytes, pass 0's refusal).
-    let mut place = Place { out: Vec::with_capacity(new_len), addrs: &addrs, pass1_err: None };
-    prologue(&mut place.out, facts.seen_ld_abs);
-    let mut again = Facts::default();
-    for (i, fp) in prog.iter().enumerate() {
-        convert_one(fp, i, opts, &mut place, &mut again)?;
-        work.groups += 1;
+    let mut insns = vec![Insn::default(); new_len];
+    let end = emitting_call(prog, opts, &addrs, &mut insns, facts.seen_ld_abs, work)?;
+    if end != new_len {
+        return Err(ConvertError::LengthMismatch { expected: new_len, got: end });
     }
-    work.traversals += 1;
-    if let Some(err) = place.pass1_err {
-        return Err(err);
-    }
-    let insns = place.out;
-    work.emitted += insns.len();
-    if insns.len() != new_len {
-        return Err(ConvertError::LengthMismatch { expected: new_len, got: insns.len() });
-    }
-    let end = insns.len();
     Ok(Converted {
         insns,
         pc_map: PcMap { addrs, end },
@@ -444,9 +431,62 @@ fn bpf_convert_filter(prog: &[cbpf::Insn], opts: &Options, work: &mut Work) -> R
     })
 }
 
+/// The length-only traversal: the new length without the `seen_ld_abs`
+/// prologue, each group's start written to `addrs` (one slot per classic
+/// instruction; prologue of 3 counted).
+#[inline(never)]
+fn length_call(
+    prog: &[cbpf::Insn],
+    opts: &Options,
+    addrs: &mut [usize],
+    facts: &mut Facts,
+    work: &mut Work,
+) -> Result<usize, ConvertError> {
+    let mut count = Count { n: PROLOGUE_LEN, len: prog.len() };
+    let mut groups = 0;
+    for ((i, fp), slot) in prog.iter().enumerate().zip(addrs.iter_mut()) {
+        *slot = count.n;
+        convert_one(fp, i, opts, &mut count, facts)?;
+        groups += 1;
+    }
+    work.groups += groups;
+    work.traversals += 1;
+    work.emitted += count.n - PROLOGUE_LEN;
+    Ok(count.n)
+}
+
+/// The emitting traversal: the prologue and every group, with the final
+/// `addrs[]`, into `out` (`new_len` instructions). Returns how many it
+/// placed (`new_flen`).
+#[inline(never)]
+fn emitting_call(
+    prog: &[cbpf::Insn],
+    opts: &Options,
+    addrs: &[usize],
+    out: &mut [Insn],
+    seen_ld_abs: bool,
+    work: &mut Work,
+) -> Result<usize, ConvertError> {
+    let mut place = Place { out, at: 0, addrs, pass1_err: None };
+    prologue(&mut place, seen_ld_abs);
+    let mut again = Facts::default();
+    let mut groups = 0;
+    for (i, fp) in prog.iter().enumerate() {
+        convert_one(fp, i, opts, &mut place, &mut again)?;
+        groups += 1;
+    }
+    work.groups += groups;
+    work.traversals += 1;
+    if let Some(err) = place.pass1_err {
+        return Err(err);
+    }
+    work.emitted += place.at;
+    Ok(place.at)
+}
+
 /// The emitting call's prologue: classic BPF expects A and X to be reset
 /// first; with `seen_ld_abs`, `skb->data` and the headlen are cached in D and H.
-fn prologue(out: &mut Vec<Insn>, seen_ld_abs: bool) {
+fn prologue(out: &mut impl Emit, seen_ld_abs: bool) {
     out.push(alu32_reg(AluOp::Xor, REG_A, REG_A));
     out.push(alu32_reg(AluOp::Xor, REG_X, REG_X));
     out.push(mov64_reg(REG_CTX, REG_ARG1));
@@ -467,6 +507,7 @@ fn prologue(out: &mut Vec<Insn>, seen_ld_abs: bool) {
 /// # Deviations
 /// - With [`Options::legacy_ld_abs`], packet loads and `ldxb` take their
 ///   Linux 4.17 shape (see [`Options`]).
+#[inline(always)]
 fn convert_one<E: Emit>(
     fp: &cbpf::Insn,
     pc: usize,
@@ -653,6 +694,7 @@ fn neg_off(stack_off: u32) -> i16 {
 /// # Deviations
 /// - `sk_buff` / `net_device` offsets and helper ids are ours ([`ebpf::skb`]).
 /// - `SKF_AD_PKTTYPE` has the little-endian-bitfield shape (no `>>= 5`).
+#[inline(always)]
 fn convert_bpf_extensions(fp: &cbpf::Insn, g: &mut impl Emit) -> bool {
     let Some(x) = fp.k.checked_sub(c::SKF_AD_OFF) else {
         return false;
@@ -713,6 +755,7 @@ fn convert_bpf_extensions(fp: &cbpf::Insn, g: &mut impl Emit) -> bool {
 /// # Deviations
 /// - Offsets are ours ([`ebpf::skb`]); `pkt_type` is read as the low 3 bits
 ///   of the byte at [`skb::OFF_PKT_TYPE`] (little-endian bitfield).
+#[inline(always)]
 fn convert_skb_access(skb_field: u32, dst: u8, src: u8, g: &mut impl Emit) {
     match skb_field {
         c::SKF_AD_MARK => g.push(ldx_mem(Size::W, dst, src, skb::OFF_MARK)),
@@ -745,6 +788,7 @@ fn convert_skb_access(skb_field: u32, dst: u8, src: u8, g: &mut impl Emit) {
 /// - Helper ids are ours ([`ebpf::skb::helper`]).
 /// - Strict-alignment builds (the `!unaligned_ok` branch with `NET_IP_ALIGN`)
 ///   are not modelled.
+#[inline(always)]
 fn convert_bpf_ld_abs(fp: &cbpf::Insn, g: &mut impl Emit) -> bool {
     // cBPF and eBPF share the BPF_SIZE bits.
     let size_of = Size::of((fp.code & 0x18) as u8);
@@ -804,6 +848,7 @@ fn convert_bpf_ld_abs(fp: &cbpf::Insn, g: &mut impl Emit) -> bool {
 /// # Deviations
 /// None for this instruction (the legacy mode's other instructions keep
 /// their 6.18 shapes).
+#[inline(always)]
 fn legacy_ldx_msh(fp: &cbpf::Insn, g: &mut impl Emit) {
     g.push(mov64_reg(LEGACY_REG_TMP, REG_A));
     g.push(ld_abs(Size::B, fp.k as i32));
