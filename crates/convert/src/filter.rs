@@ -949,6 +949,103 @@ mod tests {
         assert_eq!(ok.insns.len(), 7 + 18 * 1800 + 1 + 2 + 2);
     }
 
+    /// Conversion work is linear in the program's length: two traversals,
+    /// one group per classic instruction each, instructions counted and
+    /// written in proportion to the program, `addrs[]` rewritten at most
+    /// once, and the output never regrown (its capacity is its length).
+    #[test]
+    fn work_is_linear_in_length() {
+        // Seccomp: ld nr; jeq k (1 insn); jeq with jf (2); ret (2), the last
+        // ret reached from every jeq by a long forward `ja` chain.
+        let seccomp = |n: usize| {
+            let mut p = Vec::new();
+            while p.len() + 5 < n {
+                let k = p.len() as u32;
+                p.push(C::stmt(0x20, 0));
+                p.push(C::jump(0x15, k, 0, 1));
+                p.push(C::stmt(0x06, 0x7fff_0000));
+                p.push(C::jump(0x25, k, 1, 0));
+                p.push(C::stmt(0x05, 0));
+            }
+            while p.len() + 1 < n {
+                p.push(C::stmt(0x87, 0));
+            }
+            p.push(C::stmt(0x06, 0));
+            // Every `ja` to the final ret.
+            let last = p.len() - 1;
+            for (pc, insn) in p.iter_mut().enumerate() {
+                if insn.code == 0x05 {
+                    insn.k = (last - pc - 1) as u32;
+                }
+            }
+            validate(&p, Mode::Seccomp).unwrap()
+        };
+        // Socket: packet loads (the `seen_ld_abs` fix-up of `addrs[]`).
+        let socket = |n: usize| {
+            let mut p: Vec<C> = (0..n - 1).map(|i| C::stmt(if i % 2 == 0 { 0x30 } else { 0xb1 }, 14)).collect();
+            p.push(C::stmt(0x16, 0));
+            validate(&p, Mode::Socket).unwrap()
+        };
+        for (shape, build) in [("seccomp", &seccomp as &dyn Fn(usize) -> cbpf::Program), ("socket", &socket)] {
+            let mut per_insn = Vec::new();
+            for n in [1024, 2048, 4096] {
+                let prog = build(n);
+                assert_eq!(prog.len(), n);
+                let mut work = Work::default();
+                let out = bpf_convert_filter(prog.insns(), &Options::default(), &mut work).unwrap();
+                assert_eq!(out, convert(&prog, &Options::default()).unwrap());
+                assert_eq!(out.insns.capacity(), out.insns.len(), "{shape} {n}: output regrown");
+                assert_eq!(work.traversals, 2, "{shape} {n}");
+                assert_eq!(work.groups, 2 * n, "{shape} {n}");
+                let prologue = out.pc_map.prologue_len();
+                assert_eq!(work.emitted, 2 * out.insns.len() - prologue, "{shape} {n}");
+                assert_eq!(work.addr_fixups, if out.seen_ld_abs { n } else { 0 }, "{shape} {n}");
+                per_insn.push(work.emitted as f64 / n as f64);
+            }
+            // The same instruction mix at every size: the same work per instruction.
+            let (min, max) = per_insn.iter().fold((f64::MAX, 0f64), |(lo, hi), &w| (lo.min(w), hi.max(w)));
+            assert!(max - min < 0.05, "{shape}: emitted per classic insn {per_insn:?}");
+        }
+    }
+
+    /// The kernel runs pass 0 over the whole program before pass 1: a pass-0
+    /// refusal at a later pc wins over a pass-1 refusal at an earlier one,
+    /// and pass 1 speaks only when pass 0 accepted everything.
+    #[test]
+    fn pass0_refusal_precedes_pass1_refusal() {
+        // ja over `n` ldxb (18 eBPF insns each), a jeq, two rets.
+        let prog = |n: usize| {
+            let mut p = vec![C::stmt(0x05, n as u32)];
+            p.extend(std::iter::repeat_n(C::stmt(0xb1, 0), n));
+            p.push(C::jump(0x15, 0, 1, 0));
+            p.push(C::stmt(6, 1));
+            p.push(C::stmt(6, 0));
+            validate(&p, Mode::Socket).unwrap()
+        };
+        // 1900 ldxb: the ja's real offset (18 * 1900) overflows, but the
+        // jeq sits at eBPF index 7 + 1 + 18 * 1900 = 34208 > 32767, so
+        // pass 0 refuses it first.
+        let err = convert(&prog(1900), &Options::default()).unwrap_err();
+        assert!(matches!(err, ConvertError::JumpOffset { pc: Pc(1901), pass: Pass::Pass0, off: -34209, .. }), "{err}");
+        // 1800 ldxb: the jeq at 32408 passes pass 0; the ja's offset 32400 fits.
+        let ok = convert(&prog(1800), &Options::default()).unwrap();
+        assert_eq!(ok.insns[7].off, 18 * 1800);
+        // 1819 ldxb: the jeq lands on 7 + 1 + 18 * 1819 = 32750 (pass 0
+        // accepts) and the ja's offset 32742 fits; at 1820 the jeq lands on
+        // 32768 and pass 0 refuses it.
+        let ok = convert(&prog(1819), &Options::default()).unwrap();
+        assert_eq!(ok.insns[7].off, 32742);
+        let err = convert(&prog(1820), &Options::default()).unwrap_err();
+        assert!(matches!(err, ConvertError::JumpOffset { pc: Pc(1821), pass: Pass::Pass0, .. }), "{err}");
+        // The ja alone, over 1821 ldxb to the ret: placed at 7, offset
+        // 18 * 1821 = 32778; only pass 1 refuses.
+        let mut p = vec![C::stmt(0x05, 1821)];
+        p.extend(std::iter::repeat_n(C::stmt(0xb1, 0), 1821));
+        p.push(C::stmt(6, 0));
+        let err = convert(&validate(&p, Mode::Socket).unwrap(), &Options::default()).unwrap_err();
+        assert_eq!(err, ConvertError::JumpOffset { pc: Pc(0), target: Pc(1822), off: 32778, pass: Pass::Pass1 });
+    }
+
     #[test]
     fn pc_map_reverse_lookup() {
         let out =
