@@ -4,8 +4,12 @@
 //! `bpf_convert_filter()`, then a second call that emits the program in two
 //! passes over the classic instructions (pass 0 with an incomplete `addrs[]`,
 //! pass 1 with the final one). Each classic instruction becomes a *group* of
-//! 1 to 20 eBPF instructions, built in a scratch buffer like the kernel's
-//! `tmp_insns[32]`; [`PcMap`] records where each group starts (`addrs[]`).
+//! 1 to 20 eBPF instructions (the kernel's `tmp_insns[32]`), written in place
+//! into the output; [`PcMap`] records where each group starts (`addrs[]`).
+//! The three kernel traversals are two here (the length call also records
+//! `addrs[]`; the emitting traversal writes pass 1's bytes and makes pass 0's
+//! one check), with the kernel's bytes and refusals: see `bpf_convert_filter`
+//! in this module. Conversion work is linear in the program's length.
 //!
 //! Register roles (include/linux/filter.h): A = r0, X = r7, TMP = r2,
 //! CTX = r6, D = r8 (cached `skb->data`), H = r9 (cached headlen), FP = r10;
@@ -228,7 +232,7 @@ pub struct Converted {
 /// - No runtime is selected (`bpf_prog_select_runtime()`): the caller picks an engine.
 /// - The kernel's three traversals of the classic program (the length-only
 ///   call, passes 0 and 1) are two here, with the same bytes and the same
-///   refusals: see [`bpf_convert_filter`].
+///   refusals: see the private `bpf_convert_filter` (crates/convert/src/filter.rs).
 pub fn convert(prog: &cbpf::Program, opts: &Options) -> Result<Converted, ConvertError> {
     bpf_convert_filter(prog.insns(), opts, &mut Work::default())
 }
