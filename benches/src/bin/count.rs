@@ -6,6 +6,7 @@
 //! ```text
 //! count list                       # every filter of testdata/filters and its deepest vector
 //! count FILTER convert RUNS        # RUNS conversions (convert::convert)
+//! count synthetic:N convert RUNS   # the same on synthetic_allow_list(N) (N <= 4096)
 //! count FILTER ENGINE RUNS         # RUNS evaluations (ENGINE: cbpf, ebpf-exec, ebpf-general, fast, cbpf-plain, ebpf-plain)
 //! ```
 //!
@@ -21,7 +22,7 @@
 use std::hint::black_box;
 use std::process::ExitCode;
 
-use bpfconv_benches::filters::{testdata_dir, Filter};
+use bpfconv_benches::filters::{synthetic_allow_list, testdata_dir, Filter};
 use serde_json::Value;
 
 const ENGINES: [&str; 6] = ["cbpf", "ebpf-exec", "ebpf-general", "fast", "cbpf-plain", "ebpf-plain"];
@@ -159,7 +160,14 @@ fn main() -> ExitCode {
             Ok(())
         }),
         [name, convert, runs] if convert == "convert" => (|| {
-            let f = Filter::load(name).map_err(|e| e.to_string())?;
+            let f = match name.strip_prefix("synthetic:") {
+                Some(n) => {
+                    let n: usize = n.parse().map_err(|e| format!("synthetic:N: {e}"))?;
+                    Filter::new(name, &synthetic_allow_list(n))
+                }
+                None => Filter::load(name),
+            }
+            .map_err(|e| e.to_string())?;
             let runs: u64 = runs.parse().map_err(|e| format!("RUNS: {e}"))?;
             println!("{name} convert {}", measure_convert(&f.program, runs));
             Ok(())

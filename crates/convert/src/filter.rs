@@ -4,8 +4,12 @@
 //! `bpf_convert_filter()`, then a second call that emits the program in two
 //! passes over the classic instructions (pass 0 with an incomplete `addrs[]`,
 //! pass 1 with the final one). Each classic instruction becomes a *group* of
-//! 1 to 20 eBPF instructions, built in a scratch buffer like the kernel's
-//! `tmp_insns[32]`; [`PcMap`] records where each group starts (`addrs[]`).
+//! 1 to 20 eBPF instructions (the kernel's `tmp_insns[32]`), written in place
+//! into the output; [`PcMap`] records where each group starts (`addrs[]`).
+//! The three kernel traversals are two here (the length call also records
+//! `addrs[]`; the emitting traversal writes pass 1's bytes and makes pass 0's
+//! one check), with the kernel's bytes and refusals: see `bpf_convert_filter`
+//! in this module. Conversion work is linear in the program's length.
 //!
 //! Register roles (include/linux/filter.h): A = r0, X = r7, TMP = r2,
 //! CTX = r6, D = r8 (cached `skb->data`), H = r9 (cached headlen), FP = r10;
@@ -226,43 +230,45 @@ pub struct Converted {
 /// - With [`Options::legacy_ld_abs`], packet loads take their Linux 4.17
 ///   shape (see [`Options`]).
 /// - No runtime is selected (`bpf_prog_select_runtime()`): the caller picks an engine.
+/// - The kernel's three traversals of the classic program (the length-only
+///   call, passes 0 and 1) are two here, with the same bytes and the same
+///   refusals: see the private `bpf_convert_filter` (crates/convert/src/filter.rs).
 pub fn convert(prog: &cbpf::Program, opts: &Options) -> Result<Converted, ConvertError> {
-    let insns = prog.insns();
-    let mut seen_ld_abs = false;
-    let mut new_len = 0;
-    // 1st call: calculate the new program length.
-    bpf_convert_filter(insns, opts, None, &mut new_len, &mut seen_ld_abs)?;
-    let mut new_prog = NewProg { insns: Vec::with_capacity(new_len), stack_depth: 0, addrs: Vec::new() };
-    // 2nd call: remap in two passes.
-    bpf_convert_filter(insns, opts, Some(&mut new_prog), &mut new_len, &mut seen_ld_abs)?;
-    let end = new_prog.insns.len();
-    Ok(Converted {
-        insns: new_prog.insns,
-        pc_map: PcMap { addrs: new_prog.addrs, end },
-        stack_depth: new_prog.stack_depth,
-        seen_ld_abs,
-    })
+    bpf_convert_filter(prog.insns(), opts, &mut Work::default())
 }
 
-/// The parts of `struct bpf_prog` the emitting call fills in.
-struct NewProg {
-    insns: Vec<Insn>,
+/// What one conversion did, counted so tests can pin its cost as linear in
+/// the program's length (no timing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+struct Work {
+    /// Traversals of the classic program.
+    traversals: usize,
+    /// Groups converted, over every traversal.
+    groups: usize,
+    /// eBPF instructions counted or written, over every traversal.
+    emitted: usize,
+    /// `addrs[]` entries rewritten after the traversal that set them.
+    addr_fixups: usize,
+}
+
+/// What the `switch` records besides the group itself.
+#[derive(Debug, Clone, Copy, Default)]
+struct Facts {
+    /// `*seen_ld_abs`: a packet load was converted (the 4-instruction prologue follows).
+    seen_ld_abs: bool,
+    /// `new_prog->aux->stack_depth`: the largest `stack_off` of a `st`/`stx`.
     stack_depth: u32,
-    addrs: Vec<usize>,
 }
 
-/// Per-instruction state the `BPF_EMIT_JMP` macro reads.
-struct JmpCtx<'a> {
-    pc: usize,
-    /// Where the current instruction's group starts in the emitted program.
-    group_start: usize,
-    len: usize,
-    addrs: Option<&'a [usize]>,
-    pass: Pass,
-}
+/// Where a group's instructions go: the kernel's `*insn++ = ...` into
+/// `tmp_insns[]` and the copy to `new_insn` at the group's end (only the
+/// count `new_insn += insn - tmp_insns` when `new_prog == NULL`).
+trait Emit {
+    /// Appends one instruction to the current group.
+    fn push(&mut self, insn: Insn);
 
-impl JmpCtx<'_> {
-    /// Emits one jump of the current group.
+    /// Appends a jump of the current group from classic insn `pc` to classic
+    /// insn `target`, its offset set by `BPF_EMIT_JMP`.
     ///
     /// Mirrors the `BPF_EMIT_JMP` macro of `bpf_convert_filter()` in
     /// net/core/filter.c (Linux 6.18): range-checks `target`, computes
@@ -270,143 +276,250 @@ impl JmpCtx<'_> {
     /// (0 - index in the length-only call) and rejects offsets outside `s16`.
     ///
     /// # Deviations
-    /// None.
-    fn emit(&self, group: &mut Vec<Insn>, mut insn: Insn, target: i64) -> Result<(), ConvertError> {
-        let pc = Pc(self.pc);
-        let target_idx = usize::try_from(target).ok().filter(|&t| t < self.len).ok_or(ConvertError::JumpTarget {
-            pc,
-            target,
-            pass: self.pass,
-        })?;
-        let base = match self.addrs {
-            Some(addrs) => {
-                let to = addrs.get(target_idx).copied().unwrap_or(0) as i64;
-                let from = addrs.get(self.pc).copied().unwrap_or(0) as i64;
-                to - from - 1
-            }
-            None => 0,
-        };
-        let off = base - group.len().saturating_sub(self.group_start) as i64;
-        insn.off = i16::try_from(off).map_err(|_| ConvertError::JumpOffset {
-            pc,
-            target: Pc(target_idx),
-            off,
-            pass: self.pass,
-        })?;
-        group.push(insn);
+    /// The pass-0 and pass-1 offsets are checked by one call (see [`Place`]).
+    fn jump(&mut self, insn: Insn, pc: usize, target: i64) -> Result<(), ConvertError>;
+}
+
+/// `BPF_EMIT_JMP`'s range check: `target` as an index of the classic program.
+#[inline(always)]
+fn jump_target(pc: usize, target: i64, len: usize, pass: Pass) -> Result<usize, ConvertError> {
+    match usize::try_from(target) {
+        Ok(t) if t < len => Ok(t),
+        _ => Err(bad_target(pc, target, pass)),
+    }
+}
+
+#[cold]
+fn bad_target(pc: usize, target: i64, pass: Pass) -> ConvertError {
+    ConvertError::JumpTarget { pc: Pc(pc), target, pass }
+}
+
+#[cold]
+fn bad_offset(pc: usize, target: usize, off: i64, pass: Pass) -> ConvertError {
+    ConvertError::JumpOffset { pc: Pc(pc), target: Pc(target), off, pass }
+}
+
+/// The length-only call (`new_prog == NULL`): counts, writes nothing.
+struct Count {
+    /// `new_insn - first_insn`.
+    n: usize,
+    /// The classic program's length.
+    len: usize,
+}
+
+impl Emit for Count {
+    #[inline(always)]
+    fn push(&mut self, _insn: Insn) {
+        self.n += 1;
+    }
+
+    #[inline(always)]
+    fn jump(&mut self, _insn: Insn, pc: usize, target: i64) -> Result<(), ConvertError> {
+        // `addrs == NULL`: `off = 0 - index`, which always fits.
+        jump_target(pc, target, self.len, Pass::LengthOnly)?;
+        self.n += 1;
         Ok(())
     }
 }
 
-/// Remaps classic instructions to eBPF; with `new_prog == None` only counts.
+/// The emitting call: writes pass 1's instructions in place, with the
+/// final `addrs[]`, and makes pass 0's check on the way.
+///
+/// In pass 0, `addrs[target]` of a forward target is still 0 (classic jumps
+/// only go forward), so a jump placed at eBPF index `p` gets
+/// `off = 0 - addrs[i] - 1 - index = -(p + 1)`: refused iff `p > 32767`,
+/// whatever its target. That refusal is returned at once (pass 0 runs over
+/// the whole program before pass 1); pass 1's own refusals are kept until
+/// the traversal ends, so a pass-0 refusal at a later pc still wins.
+struct Place<'a> {
+    /// `new_prog->insnsi`: `new_len` instructions, zeroed.
+    out: &'a mut [Insn],
+    /// `new_insn - first_insn`: where the next instruction goes.
+    at: usize,
+    /// The final `addrs[]`.
+    addrs: &'a [usize],
+    /// Pass 1's first refusal.
+    pass1_err: Option<ConvertError>,
+}
+
+impl Emit for Place<'_> {
+    #[inline(always)]
+    fn push(&mut self, insn: Insn) {
+        // Past the counted length only if the traversals disagree: the
+        // caller's length check reports it.
+        if let Some(slot) = self.out.get_mut(self.at) {
+            *slot = insn;
+        }
+        self.at += 1;
+    }
+
+    #[inline(always)]
+    fn jump(&mut self, mut insn: Insn, pc: usize, target: i64) -> Result<(), ConvertError> {
+        let t = jump_target(pc, target, self.addrs.len(), Pass::Pass0)?;
+        // addrs[i] + index: where this jump lands.
+        let at = self.at as i64;
+        if at > i64::from(i16::MAX) {
+            return Err(bad_offset(pc, t, -at - 1, Pass::Pass0));
+        }
+        let off = self.addrs.get(t).map_or(0, |&a| a as i64) - at - 1;
+        match i16::try_from(off) {
+            Ok(off) => insn.off = off,
+            Err(_) => {
+                if self.pass1_err.is_none() {
+                    self.pass1_err = Some(bad_offset(pc, t, off, Pass::Pass1));
+                }
+            }
+        }
+        self.push(insn);
+        Ok(())
+    }
+}
+
+/// Remaps classic instructions to eBPF: both calls `bpf_migrate_filter()` makes.
 ///
 /// Mirrors `bpf_convert_filter()` in net/core/filter.c (Linux 6.18): the
-/// `do_pass` loop, the prologue, the per-opcode `switch` (same case order)
-/// and the `BPF_EMIT_JMP` offset rules, including the pass-0 quirk: forward
-/// targets still have `addrs[target] == 0`, so a jump placed after eBPF
-/// index 32767 fails even when its real offset is small.
+/// length-only call, then the emitting call's `do_pass` loop (pass 0 with
+/// an incomplete `addrs[]`, pass 1 with the final one); the prologue, the
+/// per-opcode `switch` (same case order) and the `BPF_EMIT_JMP` offset
+/// rules, including the pass-0 quirk: forward targets still have
+/// `addrs[target] == 0`, so a jump placed after eBPF index 32767 fails even
+/// when its real offset is small.
 ///
 /// # Deviations
+/// Two traversals of the classic program instead of three, with the
+/// kernel's bytes and refusals:
+/// - The length-only traversal ([`Count`]) also records `addrs[]`. A
+///   group's size depends only on its instruction and [`Options`] (never on
+///   `addrs[]` or the pass), so the group starts passes 0 and 1 record are
+///   the running count of the length call; when it saw a packet load, the
+///   4 prologue instructions the emitting call puts first are added to every
+///   entry once at the end. `stack_depth` is taken from it too (the kernel
+///   records it only when emitting: the same instructions, the same value).
+/// - Pass 0 is not run to emit: pass 1 overwrites every instruction it
+///   writes and always follows it (`new_flen` starts at 0). Its one visible
+///   effect, its refusal, is checked while pass 1's bytes are placed
+///   ([`Place`]). The kernel's `pass > 2` check cannot fire (pass 1 counts
+///   what pass 0 counted); `BUG_ON(*new_len != new_flen)` becomes
+///   [`ConvertError::LengthMismatch`].
 /// - `target = i + k + 1` is computed without C's unsigned wrap-around
 ///   (`k = 0xffffffff` would wrap to `i` in the kernel); `bpf_check_classic()`
 ///   rejects such jumps first, so validated programs never differ.
-/// - `BUG_ON(*new_len != new_flen)` becomes [`ConvertError::LengthMismatch`].
-fn bpf_convert_filter(
-    prog: &[cbpf::Insn],
-    opts: &Options,
-    mut new_prog: Option<&mut NewProg>,
-    new_len: &mut usize,
-    seen_ld_abs: &mut bool,
-) -> Result<(), ConvertError> {
+fn bpf_convert_filter(prog: &[cbpf::Insn], opts: &Options, work: &mut Work) -> Result<Converted, ConvertError> {
     let len = prog.len();
     if len == 0 || len > MAX_INSNS {
         return Err(ConvertError::BadLength { len });
     }
-    let emitting = new_prog.is_some();
-    let mut addrs: Option<Vec<usize>> = emitting.then(|| vec![0; len]);
-    let mut new_flen = 0usize;
-    let mut pass = 0u32;
-    // The emitted program, one buffer for every pass, refilled from the
-    // start by each pass; each instruction's group is appended to it in
-    // place (the length-only call fills it too, to count).
-    let mut out: Vec<Insn> = Vec::with_capacity(if emitting { *new_len } else { len * 2 + PROLOGUE_LEN });
-    loop {
-        // do_pass:
-        out.clear();
-        let mut count = 0usize;
-        if emitting {
-            // Classic BPF expects A and X to be reset first.
-            out.push(alu32_reg(AluOp::Xor, REG_A, REG_A));
-            out.push(alu32_reg(AluOp::Xor, REG_X, REG_X));
-            out.push(mov64_reg(REG_CTX, REG_ARG1));
-            if *seen_ld_abs {
-                out.push(ldx_mem(Size::DW, REG_D, REG_CTX, skb::OFF_DATA));
-                out.push(ldx_mem(Size::W, REG_H, REG_CTX, skb::OFF_LEN));
-                out.push(ldx_mem(Size::W, REG_TMP, REG_CTX, skb::OFF_DATA_LEN));
-                out.push(alu32_reg(AluOp::Sub, REG_H, REG_TMP));
-            }
-            count = out.len();
-        } else {
-            count += PROLOGUE_LEN;
+    // 1st call: calculate the new program length (and every group's start).
+    let mut facts = Facts::default();
+    let mut addrs = vec![0; len];
+    let mut new_len = length_call(prog, opts, &mut addrs, &mut facts, work)?;
+    if facts.seen_ld_abs {
+        // Prologue bits.
+        new_len += LD_ABS_PROLOGUE_LEN;
+        for a in &mut addrs {
+            *a += LD_ABS_PROLOGUE_LEN;
         }
-        let pass_name = match (emitting, pass) {
-            (false, _) => Pass::LengthOnly,
-            (true, 0) => Pass::Pass0,
-            (true, _) => Pass::Pass1,
-        };
-        for (i, fp) in prog.iter().enumerate() {
-            if let Some(slot) = addrs.as_mut().and_then(|a| a.get_mut(i)) {
-                *slot = count;
-            }
-            let group_start = out.len();
-            let jmp = JmpCtx { pc: i, group_start, len, addrs: addrs.as_deref(), pass: pass_name };
-            let mut stack_off = None;
-            convert_one(fp, opts, &jmp, &mut out, seen_ld_abs, &mut stack_off)?;
-            if let (Some(np), Some(off)) = (new_prog.as_deref_mut(), stack_off) {
-                np.stack_depth = np.stack_depth.max(off);
-            }
-            count += out.len() - group_start;
-        }
-        let Some(np) = new_prog.as_deref_mut() else {
-            // Only calculating the new length.
-            *new_len = count + if *seen_ld_abs { LD_ABS_PROLOGUE_LEN } else { 0 };
-            return Ok(());
-        };
-        pass += 1;
-        if new_flen != count {
-            new_flen = count;
-            if pass > 2 {
-                return Err(ConvertError::LengthMismatch { expected: *new_len, got: count });
-            }
-            continue;
-        }
-        if *new_len != new_flen {
-            return Err(ConvertError::LengthMismatch { expected: *new_len, got: new_flen });
-        }
-        np.insns = out;
-        np.addrs = addrs.unwrap_or_default();
-        return Ok(());
+        work.addr_fixups += len;
+    }
+    // 2nd call: remap (pass 1's bytes, pass 0's refusal).
+    let mut insns = vec![Insn::default(); new_len];
+    let end = emitting_call(prog, opts, &addrs, &mut insns, facts.seen_ld_abs, work)?;
+    if end != new_len {
+        return Err(ConvertError::LengthMismatch { expected: new_len, got: end });
+    }
+    Ok(Converted {
+        insns,
+        pc_map: PcMap { addrs, end },
+        stack_depth: facts.stack_depth,
+        seen_ld_abs: facts.seen_ld_abs,
+    })
+}
+
+/// The length-only traversal: the new length without the `seen_ld_abs`
+/// prologue, each group's start written to `addrs` (one slot per classic
+/// instruction; prologue of 3 counted).
+#[inline(never)]
+fn length_call(
+    prog: &[cbpf::Insn],
+    opts: &Options,
+    addrs: &mut [usize],
+    facts: &mut Facts,
+    work: &mut Work,
+) -> Result<usize, ConvertError> {
+    let mut count = Count { n: PROLOGUE_LEN, len: prog.len() };
+    let mut groups = 0;
+    for ((i, fp), slot) in prog.iter().enumerate().zip(addrs.iter_mut()) {
+        *slot = count.n;
+        convert_one(fp, i, opts, &mut count, facts)?;
+        groups += 1;
+    }
+    work.groups += groups;
+    work.traversals += 1;
+    work.emitted += count.n - PROLOGUE_LEN;
+    Ok(count.n)
+}
+
+/// The emitting traversal: the prologue and every group, with the final
+/// `addrs[]`, into `out` (`new_len` instructions). Returns how many it
+/// placed (`new_flen`).
+#[inline(never)]
+fn emitting_call(
+    prog: &[cbpf::Insn],
+    opts: &Options,
+    addrs: &[usize],
+    out: &mut [Insn],
+    seen_ld_abs: bool,
+    work: &mut Work,
+) -> Result<usize, ConvertError> {
+    let mut place = Place { out, at: 0, addrs, pass1_err: None };
+    prologue(&mut place, seen_ld_abs);
+    let mut again = Facts::default();
+    let mut groups = 0;
+    for (i, fp) in prog.iter().enumerate() {
+        convert_one(fp, i, opts, &mut place, &mut again)?;
+        groups += 1;
+    }
+    work.groups += groups;
+    work.traversals += 1;
+    if let Some(err) = place.pass1_err {
+        return Err(err);
+    }
+    work.emitted += place.at;
+    Ok(place.at)
+}
+
+/// The emitting call's prologue: classic BPF expects A and X to be reset
+/// first; with `seen_ld_abs`, `skb->data` and the headlen are cached in D and H.
+fn prologue(out: &mut impl Emit, seen_ld_abs: bool) {
+    out.push(alu32_reg(AluOp::Xor, REG_A, REG_A));
+    out.push(alu32_reg(AluOp::Xor, REG_X, REG_X));
+    out.push(mov64_reg(REG_CTX, REG_ARG1));
+    if seen_ld_abs {
+        out.push(ldx_mem(Size::DW, REG_D, REG_CTX, skb::OFF_DATA));
+        out.push(ldx_mem(Size::W, REG_H, REG_CTX, skb::OFF_LEN));
+        out.push(ldx_mem(Size::W, REG_TMP, REG_CTX, skb::OFF_DATA_LEN));
+        out.push(alu32_reg(AluOp::Sub, REG_H, REG_TMP));
     }
 }
 
 /// One classic instruction to its eBPF group.
 ///
 /// Mirrors the `switch (fp->code)` body of `bpf_convert_filter()` in
-/// net/core/filter.c (Linux 6.18), cases in the kernel's order. Sets
-/// `stack_off` for `st`/`stx` (the caller raises `stack_depth`).
+/// net/core/filter.c (Linux 6.18), cases in the kernel's order. Records
+/// `*seen_ld_abs` and raises `stack_depth` (for `st`/`stx`) in `facts`.
 ///
 /// # Deviations
 /// - With [`Options::legacy_ld_abs`], packet loads and `ldxb` take their
 ///   Linux 4.17 shape (see [`Options`]).
-fn convert_one(
+#[inline(always)]
+fn convert_one<E: Emit>(
     fp: &cbpf::Insn,
+    pc: usize,
     opts: &Options,
-    jmp: &JmpCtx<'_>,
-    g: &mut Vec<Insn>,
-    seen_ld_abs: &mut bool,
-    stack_off: &mut Option<u32>,
+    g: &mut E,
+    facts: &mut Facts,
 ) -> Result<(), ConvertError> {
-    let i = jmp.pc as i64;
+    let i = pc as i64;
     let code = fp.code;
     let class = code & 0x07;
     let k = fp.k as i32;
@@ -446,7 +559,7 @@ fn convert_one(
                 return Ok(());
             }
             if class == c::BPF_LD && !opts.legacy_ld_abs && convert_bpf_ld_abs(fp, g) {
-                *seen_ld_abs = true;
+                facts.seen_ld_abs = true;
                 return Ok(());
             }
             if code == c::ALU_DIV_X || code == c::ALU_MOD_X {
@@ -461,7 +574,7 @@ fn convert_one(
         }
         c::JMP_JA => {
             let target = i + i64::from(fp.k) + 1;
-            jmp.emit(g, Insn::new(code8, 0, 0, 0, 0), target)?;
+            g.jump(Insn::new(code8, 0, 0, 0, 0), pc, target)?;
         }
         c::JMP_JEQ_K
         | c::JMP_JEQ_X
@@ -485,7 +598,7 @@ fn convert_one(
             // Common case where 'jump_false' is the next insn.
             if fp.jf == 0 {
                 insn.code = e::BPF_JMP | op | bpf_src;
-                return jmp.emit(g, insn, i + i64::from(fp.jt) + 1);
+                return g.jump(insn, pc, i + i64::from(fp.jt) + 1);
             }
             // Convert some jumps when 'jump_true' is the next insn.
             if fp.jt == 0 {
@@ -497,13 +610,13 @@ fn convert_one(
                 };
                 if let Some(inv) = inverted {
                     insn.code = e::BPF_JMP | inv | bpf_src;
-                    return jmp.emit(g, insn, i + i64::from(fp.jf) + 1);
+                    return g.jump(insn, pc, i + i64::from(fp.jf) + 1);
                 }
             }
             // jmp_rest: other jumps are mapped into two insns, Jxx and JA.
             insn.code = e::BPF_JMP | op | bpf_src;
-            jmp.emit(g, insn, i + i64::from(fp.jt) + 1)?;
-            jmp.emit(g, jmp_a(0), i + i64::from(fp.jf) + 1)?;
+            g.jump(insn, pc, i + i64::from(fp.jt) + 1)?;
+            g.jump(jmp_a(0), pc, i + i64::from(fp.jf) + 1)?;
         }
         // ldxb 4 * ([k] & 0xf)
         c::LDX_B_MSH => {
@@ -511,7 +624,7 @@ fn convert_one(
                 legacy_ldx_msh(fp, g);
                 return Ok(());
             }
-            *seen_ld_abs = true;
+            facts.seen_ld_abs = true;
             // X = A (X is the save slot: TMP is clobbered by the helper call).
             g.push(mov64_reg(REG_X, REG_A));
             // A = *(u8 *) (skb->data + k), without the ancillary check.
@@ -537,7 +650,7 @@ fn convert_one(
             g.push(stx_mem(Size::W, REG_FP, src, neg_off(off)));
             // check_load_and_stores() guarantees loads follow stores, so
             // tracking ST/STX alone gives the depth.
-            *stack_off = Some(off);
+            facts.stack_depth = facts.stack_depth.max(off);
         }
         // Load from stack.
         c::LD_MEM | c::LDX_MEM => {
@@ -561,7 +674,7 @@ fn convert_one(
         }
         // Access seccomp_data fields: A = *(u32 *) (ctx + k).
         c::LDX_W_ABS => g.push(ldx_mem(Size::W, REG_A, REG_CTX, k as i16)),
-        _ => return Err(ConvertError::UnknownOpcode { pc: Pc(jmp.pc), code }),
+        _ => return Err(ConvertError::UnknownOpcode { pc: Pc(pc), code }),
     }
     Ok(())
 }
@@ -585,7 +698,8 @@ fn neg_off(stack_off: u32) -> i16 {
 /// # Deviations
 /// - `sk_buff` / `net_device` offsets and helper ids are ours ([`ebpf::skb`]).
 /// - `SKF_AD_PKTTYPE` has the little-endian-bitfield shape (no `>>= 5`).
-fn convert_bpf_extensions(fp: &cbpf::Insn, g: &mut Vec<Insn>) -> bool {
+#[inline(always)]
+fn convert_bpf_extensions(fp: &cbpf::Insn, g: &mut impl Emit) -> bool {
     let Some(x) = fp.k.checked_sub(c::SKF_AD_OFF) else {
         return false;
     };
@@ -645,7 +759,8 @@ fn convert_bpf_extensions(fp: &cbpf::Insn, g: &mut Vec<Insn>) -> bool {
 /// # Deviations
 /// - Offsets are ours ([`ebpf::skb`]); `pkt_type` is read as the low 3 bits
 ///   of the byte at [`skb::OFF_PKT_TYPE`] (little-endian bitfield).
-fn convert_skb_access(skb_field: u32, dst: u8, src: u8, g: &mut Vec<Insn>) {
+#[inline(always)]
+fn convert_skb_access(skb_field: u32, dst: u8, src: u8, g: &mut impl Emit) {
     match skb_field {
         c::SKF_AD_MARK => g.push(ldx_mem(Size::W, dst, src, skb::OFF_MARK)),
         c::SKF_AD_PKTTYPE => {
@@ -677,7 +792,8 @@ fn convert_skb_access(skb_field: u32, dst: u8, src: u8, g: &mut Vec<Insn>) {
 /// - Helper ids are ours ([`ebpf::skb::helper`]).
 /// - Strict-alignment builds (the `!unaligned_ok` branch with `NET_IP_ALIGN`)
 ///   are not modelled.
-fn convert_bpf_ld_abs(fp: &cbpf::Insn, g: &mut Vec<Insn>) -> bool {
+#[inline(always)]
+fn convert_bpf_ld_abs(fp: &cbpf::Insn, g: &mut impl Emit) -> bool {
     // cBPF and eBPF share the BPF_SIZE bits.
     let size_of = Size::of((fp.code & 0x18) as u8);
     let (size, helper) = match size_of {
@@ -736,7 +852,8 @@ fn convert_bpf_ld_abs(fp: &cbpf::Insn, g: &mut Vec<Insn>) -> bool {
 /// # Deviations
 /// None for this instruction (the legacy mode's other instructions keep
 /// their 6.18 shapes).
-fn legacy_ldx_msh(fp: &cbpf::Insn, g: &mut Vec<Insn>) {
+#[inline(always)]
+fn legacy_ldx_msh(fp: &cbpf::Insn, g: &mut impl Emit) {
     g.push(mov64_reg(LEGACY_REG_TMP, REG_A));
     g.push(ld_abs(Size::B, fp.k as i32));
     g.push(alu32_imm(AluOp::And, REG_A, 0xf));
@@ -834,6 +951,103 @@ mod tests {
         assert!(ok.seen_ld_abs);
         // 7 prologue + 18 per ldxb + jeq + 2 (ret #1) + 2 (ret #0).
         assert_eq!(ok.insns.len(), 7 + 18 * 1800 + 1 + 2 + 2);
+    }
+
+    /// Conversion work is linear in the program's length: two traversals,
+    /// one group per classic instruction each, instructions counted and
+    /// written in proportion to the program, `addrs[]` rewritten at most
+    /// once, and the output never regrown (its capacity is its length).
+    #[test]
+    fn work_is_linear_in_length() {
+        // Seccomp: ld nr; jeq k (1 insn); jeq with jf (2); ret (2), the last
+        // ret reached from every jeq by a long forward `ja` chain.
+        let seccomp = |n: usize| {
+            let mut p = Vec::new();
+            while p.len() + 5 < n {
+                let k = p.len() as u32;
+                p.push(C::stmt(0x20, 0));
+                p.push(C::jump(0x15, k, 0, 1));
+                p.push(C::stmt(0x06, 0x7fff_0000));
+                p.push(C::jump(0x25, k, 1, 0));
+                p.push(C::stmt(0x05, 0));
+            }
+            while p.len() + 1 < n {
+                p.push(C::stmt(0x87, 0));
+            }
+            p.push(C::stmt(0x06, 0));
+            // Every `ja` to the final ret.
+            let last = p.len() - 1;
+            for (pc, insn) in p.iter_mut().enumerate() {
+                if insn.code == 0x05 {
+                    insn.k = (last - pc - 1) as u32;
+                }
+            }
+            validate(&p, Mode::Seccomp).unwrap()
+        };
+        // Socket: packet loads (the `seen_ld_abs` fix-up of `addrs[]`).
+        let socket = |n: usize| {
+            let mut p: Vec<C> = (0..n - 1).map(|i| C::stmt(if i % 2 == 0 { 0x30 } else { 0xb1 }, 14)).collect();
+            p.push(C::stmt(0x16, 0));
+            validate(&p, Mode::Socket).unwrap()
+        };
+        for (shape, build) in [("seccomp", &seccomp as &dyn Fn(usize) -> cbpf::Program), ("socket", &socket)] {
+            let mut per_insn = Vec::new();
+            for n in [1024, 2048, 4096] {
+                let prog = build(n);
+                assert_eq!(prog.len(), n);
+                let mut work = Work::default();
+                let out = bpf_convert_filter(prog.insns(), &Options::default(), &mut work).unwrap();
+                assert_eq!(out, convert(&prog, &Options::default()).unwrap());
+                assert_eq!(out.insns.capacity(), out.insns.len(), "{shape} {n}: output regrown");
+                assert_eq!(work.traversals, 2, "{shape} {n}");
+                assert_eq!(work.groups, 2 * n, "{shape} {n}");
+                let prologue = out.pc_map.prologue_len();
+                assert_eq!(work.emitted, 2 * out.insns.len() - prologue, "{shape} {n}");
+                assert_eq!(work.addr_fixups, if out.seen_ld_abs { n } else { 0 }, "{shape} {n}");
+                per_insn.push(work.emitted as f64 / n as f64);
+            }
+            // The same instruction mix at every size: the same work per instruction.
+            let (min, max) = per_insn.iter().fold((f64::MAX, 0f64), |(lo, hi), &w| (lo.min(w), hi.max(w)));
+            assert!(max - min < 0.05, "{shape}: emitted per classic insn {per_insn:?}");
+        }
+    }
+
+    /// The kernel runs pass 0 over the whole program before pass 1: a pass-0
+    /// refusal at a later pc wins over a pass-1 refusal at an earlier one,
+    /// and pass 1 speaks only when pass 0 accepted everything.
+    #[test]
+    fn pass0_refusal_precedes_pass1_refusal() {
+        // ja over `n` ldxb (18 eBPF insns each), a jeq, two rets.
+        let prog = |n: usize| {
+            let mut p = vec![C::stmt(0x05, n as u32)];
+            p.extend(std::iter::repeat_n(C::stmt(0xb1, 0), n));
+            p.push(C::jump(0x15, 0, 1, 0));
+            p.push(C::stmt(6, 1));
+            p.push(C::stmt(6, 0));
+            validate(&p, Mode::Socket).unwrap()
+        };
+        // 1900 ldxb: the ja's real offset (18 * 1900) overflows, but the
+        // jeq sits at eBPF index 7 + 1 + 18 * 1900 = 34208 > 32767, so
+        // pass 0 refuses it first.
+        let err = convert(&prog(1900), &Options::default()).unwrap_err();
+        assert!(matches!(err, ConvertError::JumpOffset { pc: Pc(1901), pass: Pass::Pass0, off: -34209, .. }), "{err}");
+        // 1800 ldxb: the jeq at 32408 passes pass 0; the ja's offset 32400 fits.
+        let ok = convert(&prog(1800), &Options::default()).unwrap();
+        assert_eq!(ok.insns[7].off, 18 * 1800);
+        // 1819 ldxb: the jeq lands on 7 + 1 + 18 * 1819 = 32750 (pass 0
+        // accepts) and the ja's offset 32742 fits; at 1820 the jeq lands on
+        // 32768 and pass 0 refuses it.
+        let ok = convert(&prog(1819), &Options::default()).unwrap();
+        assert_eq!(ok.insns[7].off, 32742);
+        let err = convert(&prog(1820), &Options::default()).unwrap_err();
+        assert!(matches!(err, ConvertError::JumpOffset { pc: Pc(1821), pass: Pass::Pass0, .. }), "{err}");
+        // The ja alone, over 1821 ldxb to the ret: placed at 7, offset
+        // 18 * 1821 = 32778; only pass 1 refuses.
+        let mut p = vec![C::stmt(0x05, 1821)];
+        p.extend(std::iter::repeat_n(C::stmt(0xb1, 0), 1821));
+        p.push(C::stmt(6, 0));
+        let err = convert(&validate(&p, Mode::Socket).unwrap(), &Options::default()).unwrap_err();
+        assert_eq!(err, ConvertError::JumpOffset { pc: Pc(0), target: Pc(1822), off: 32778, pass: Pass::Pass1 });
     }
 
     #[test]

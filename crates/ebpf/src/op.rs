@@ -50,6 +50,7 @@ impl Width {
     pub const ALL: [Width; 2] = [Width::W32, Width::W64];
 
     /// The ALU class of this width.
+    #[inline]
     pub const fn alu_class(self) -> u8 {
         match self {
             Width::W32 => BPF_ALU,
@@ -58,6 +59,7 @@ impl Width {
     }
 
     /// The jump class of this width.
+    #[inline]
     pub const fn jmp_class(self) -> u8 {
         match self {
             Width::W32 => BPF_JMP32,
@@ -92,6 +94,7 @@ pub enum Operand {
 
 impl Operand {
     /// `(src_reg, imm)` fields and the `BPF_X` bit of this operand.
+    #[inline]
     const fn fields(self) -> (u8, i32, u8) {
         match self {
             Operand::K(imm) => (0, imm, 0),
@@ -128,6 +131,7 @@ macro_rules! table {
             /// Every entry, in the table's order.
             pub const ALL: [$name; [$(stringify!($variant)),*].len()] = [$($name::$variant),*];
 
+            #[inline]
             const fn row(self) -> $row {
                 match self { $( $name::$variant => $val ),* }
             }
@@ -161,11 +165,13 @@ table! {
 
 impl AluOp {
     /// `BPF_OP(code)`.
+    #[inline]
     pub const fn bits(self) -> u8 {
         self.row().0
     }
 
     /// The `off` field (1 for the signed division forms).
+    #[inline]
     pub const fn off(self) -> i16 {
         self.row().1
     }
@@ -282,6 +288,7 @@ table! {
 
 impl JmpCond {
     /// `BPF_OP(code)`.
+    #[inline]
     pub const fn bits(self) -> u8 {
         self.row().0
     }
@@ -365,6 +372,7 @@ table! {
 
 impl Size {
     /// `BPF_SIZE(code)`.
+    #[inline]
     pub const fn bits(self) -> u8 {
         self.row().0
     }
@@ -517,6 +525,7 @@ pub enum CallKind {
 
 impl CallKind {
     /// The `src_reg` field.
+    #[inline]
     pub const fn src(self) -> u8 {
         match self {
             CallKind::Helper => 0,
@@ -631,6 +640,7 @@ impl Encoded {
     }
 
     /// The first slot (the only one but for `ld_imm64`).
+    #[inline]
     pub fn first(&self) -> Insn {
         let [first, _] = self.slots;
         first
@@ -769,6 +779,10 @@ impl Op {
     }
 
     /// The encoding: every field the instruction does not use is zero.
+    ///
+    /// Always inlined: with constant fields (the `filter_h` constructors)
+    /// it folds to the instruction itself.
+    #[inline(always)]
     pub fn encode(&self) -> Encoded {
         let one = |insn: Insn| Encoded { slots: [insn, Insn::default()], len: 1 };
         let insn = match *self {
