@@ -7,8 +7,8 @@ pub mod decompile;
 pub mod disasm;
 pub mod dump;
 pub mod ebpf;
-pub mod optimize;
 pub mod equiv;
+pub mod optimize;
 pub mod run;
 
 use crate::fail::Result;
