@@ -40,6 +40,20 @@ pub fn load_profile(name: &str) -> Result<Vec<Insn>, BenchError> {
     cbpf::raw::decode(&bytes).map_err(|e| BenchError::Filter { name: name.to_string(), why: e.to_string() })
 }
 
+/// Reads the `struct seccomp_data` inputs of `NAME.vectors.jsonl`, from
+/// testdata/filters or, failing that, testdata/profiles.
+pub fn load_vectors(name: &str) -> Result<Vec<cbpf::SeccompData>, BenchError> {
+    let file = format!("{name}.vectors.jsonl");
+    let mut path = testdata_dir().join(&file);
+    if !path.exists() {
+        path = testdata_dir().join("../profiles").join(&file);
+    }
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| BenchError::Io { path: path.display().to_string(), why: e.to_string() })?;
+    let vectors = engine::vectors::parse(&text).map_err(|e| BenchError::Filter { name: file, why: e.to_string() })?;
+    Ok(vectors.into_iter().map(|v| v.data).collect())
+}
+
 /// `seccomp_benchmark`'s "bitmap" filter, `ld [0]; ret ALLOW`: constant-ALLOW
 /// for every number, so the kernel's action cache covers it.
 pub fn bitmap_filter() -> Vec<Insn> {

@@ -261,8 +261,12 @@ pub fn markdown(report: &Report) -> String {
          with the fastest and slowest sample in parentheses. `—`: not applicable; `n/a [k]`: see note k.\n\
          Engines: {}; `kernel`: the running kernel, filters as written (its constant-action cache may skip them); \
          `kernel, forced`: the same filters with `ld [16]` prepended so the cache cannot skip them. \
-         {CHILD_CPU_MARK}: timed by child CPU time (2N calls minus N calls) because the filter kills `clock_gettime`.",
-        ENGINES.iter().map(|e| format!("`{}` = {}", e.name, e.about)).collect::<Vec<_>>().join(", ")
+         {CHILD_CPU_MARK}: timed by child CPU time (2N calls minus N calls) because the filter kills `clock_gettime`. \
+         `mix` rows (`<row>_mix` in JSON): the row's filter on every vector of its testdata `.vectors.jsonl` in turn \
+         (files longer than {} lines: every k-th line), median nanoseconds per evaluation over the whole cycle; \
+         `path` is the mean classic path; the kernel column cannot run a mix.",
+        ENGINES.iter().map(|e| format!("`{}` = {}", e.name, e.about)).collect::<Vec<_>>().join(", "),
+        crate::tables::MIX_MAX,
     );
     for table in &report.tables {
         out.push('\n');

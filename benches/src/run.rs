@@ -10,7 +10,7 @@ use crate::engines::{ENGINES, KERNEL};
 use crate::filters::Filter;
 use crate::measure::{measure, Budget, Stats};
 use crate::report::{Cell, Conversion, Forced, RowResult, TableResult};
-use crate::tables::{Row, Syscall, Table};
+use crate::tables::{MixRow, Row, Syscall, Table};
 use crate::BenchError;
 
 /// What to measure and how long.
@@ -55,6 +55,11 @@ pub fn cells_in(rows: &[Row], opts: Options) -> u64 {
     rows.len() as u64 * per_row + forced
 }
 
+/// Progress units of a table: its rows', then one per engine per mix row.
+pub fn table_cells(table: &Table, opts: Options) -> u64 {
+    cells_in(&table.rows, opts) + table.mixes.len() as u64 * ENGINES.len() as u64
+}
+
 /// Progress units of [`measure_conversions`].
 pub fn conversion_cells() -> u64 {
     CONVERSION_FILTERS.len() as u64
@@ -78,6 +83,68 @@ fn engine_cell(row: &Row, engine: &crate::engines::Engine, budget: Budget) -> Ce
         let _ = black_box(runner.run(black_box(&mut data)));
     });
     Cell::Measured { stats, clock: None }
+}
+
+/// Why the kernel column of a mix row is empty.
+pub const KERNEL_MIX_NA: &str = "a mix cycles vectors of foreign arches and killed calls; \
+     kernel::time_syscalls times one call in a loop";
+
+/// Measures one engine on a mix row: the cycle over every input through
+/// [`engine::SeccompEngine::run_batch`] (the loop `bpfconv bench` times, no
+/// allocation per evaluation), each result first checked against the
+/// classic interpreter; reported per evaluation.
+fn mix_cell(mix: &MixRow, prepared: &engine::Prepared, engine: &crate::engines::Engine, budget: Budget) -> Cell {
+    let kind: engine::EngineKind = match engine.name.parse() {
+        Ok(kind) => kind,
+        Err(e) => return Cell::Unavailable(e.to_string()),
+    };
+    let mut lane = match engine::SeccompEngine::new(kind, prepared) {
+        Ok(lane) => lane,
+        Err(e) => return Cell::Unavailable(e.to_string()),
+    };
+    let mut datas = mix.datas.clone();
+    for (i, (data, want)) in datas.iter_mut().zip(mix.expected()).enumerate() {
+        match (lane.eval_bytes(data), want) {
+            (Ok(got), Ok(want)) if got == want => {}
+            (got, want) => return Cell::Unavailable(format!("vector {i}: got {got:?}, expected {want:?}")),
+        }
+    }
+    let evals = datas.len();
+    let stats = measure(budget, || {
+        let _ = lane.run_batch(black_box(&mut datas), 1);
+    });
+    Cell::Measured { stats: stats.per_eval(evals), clock: None }
+}
+
+/// Measures every engine on every mix row (named `<slug>/<row>/<engine>`
+/// in progress messages); the kernel column is n/a ([`KERNEL_MIX_NA`]).
+pub fn measure_mixes(mixes: &[MixRow], slug: &str, opts: Options, progress: &mut dyn FnMut(&str)) -> Vec<RowResult> {
+    let mut results = Vec::with_capacity(mixes.len());
+    for mix in mixes {
+        let prepared = engine::Prepared::new(mix.filter.program.clone()).map_err(|e| e.to_string());
+        let mut cells = Vec::with_capacity(ENGINES.len() + 1);
+        for engine in ENGINES {
+            progress(&format!("{slug}/{}/{}", mix.id, engine.name));
+            let cell = match &prepared {
+                Ok(p) => mix_cell(mix, p, engine, opts.budget),
+                Err(why) => Cell::Unavailable(why.clone()),
+            };
+            cells.push((engine.name.to_string(), cell));
+        }
+        cells.push((KERNEL.to_string(), Cell::Unavailable(KERNEL_MIX_NA.to_string())));
+        results.push(RowResult {
+            id: mix.id.clone(),
+            label: mix.label.clone(),
+            filter: mix.filter.name.clone(),
+            syscall: "mix".to_string(),
+            insns: Some(mix.filter.len()),
+            path: mix.mean_path(),
+            kernel_cached: false,
+            cells,
+            forced: None,
+        });
+    }
+    results
 }
 
 /// Times `syscall` under `filters` (oldest first) in the kernel:
@@ -134,7 +201,9 @@ fn attach_cell(_filter: &Filter, _repeats: usize) -> Cell {
 
 /// Measures every cell of `table`; `progress` is called once per cell.
 pub fn measure_table(table: &Table, opts: Options, progress: &mut dyn FnMut(&str)) -> TableResult {
-    TableResult { id: table.id, rows: measure_rows(&table.rows, table.id.slug(), opts, progress) }
+    let mut rows = measure_rows(&table.rows, table.id.slug(), opts, progress);
+    rows.extend(measure_mixes(&table.mixes, table.id.slug(), opts, progress));
+    TableResult { id: table.id, rows }
 }
 
 /// Measures every cell of `rows` (named `<slug>/<row>/<engine>` in progress
@@ -212,4 +281,64 @@ pub fn measure_conversions(opts: Options, progress: &mut dyn FnMut(&str)) -> Res
         });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::report::{columns, json, Machine, Report};
+    use crate::tables::{build, TableId};
+
+    /// Mix rows come out with one cell per column, in column order: every
+    /// in-process engine measured (rbpf's JIT may refuse a filter past its
+    /// page), the kernel n/a with the reason; JSON names them `<row>_mix`.
+    /// One tiny sample each: this checks the layout, never the timing.
+    #[test]
+    fn mix_rows_carry_one_cell_per_engine() {
+        let opts = Options {
+            budget: Budget { samples: 1, sample_time: Duration::from_micros(1), syscalls: 1, kernel_runs: 1 },
+            kernel: false,
+        };
+        let mut tables = Vec::new();
+        for id in [TableId::B, TableId::D] {
+            let table = build(id).unwrap();
+            let mut progress_calls = 0u64;
+            let rows = measure_mixes(&table.mixes, id.slug(), opts, &mut |_| progress_calls += 1);
+            assert_eq!(progress_calls, table.mixes.len() as u64 * ENGINES.len() as u64);
+            assert_eq!(rows.len(), table.mixes.len());
+            for row in &rows {
+                let names: Vec<&str> = row.cells.iter().map(|(n, _)| n.as_str()).collect();
+                assert_eq!(names, columns(), "{}", row.id);
+                for (engine, cell) in &row.cells {
+                    match (engine.as_str(), cell) {
+                        (KERNEL, Cell::Unavailable(why)) => assert_eq!(why, KERNEL_MIX_NA),
+                        (KERNEL, other) => panic!("{}: kernel {other:?}", row.id),
+                        (_, Cell::Measured { stats, .. }) => assert_eq!(stats.samples, 1),
+                        ("rbpf-jit", Cell::Unavailable(_)) => {}
+                        (e, other) => panic!("{}/{e}: {other:?}", row.id),
+                    }
+                }
+                assert_eq!(row.syscall, "mix");
+                assert!(row.path > 0 && row.forced.is_none(), "{}", row.id);
+            }
+            tables.push(TableResult { id, rows });
+        }
+        let report = Report {
+            machine: Machine { machine: "m".into(), rustc: "r".into(), git: "g".into() },
+            notes: vec![],
+            tables,
+            conversions: vec![],
+            sweep: vec![],
+        };
+        let cells = json(&report).cells;
+        for (table, row) in [("B", "short_mix"), ("B", "large_opt2_mix"), ("D", "end_mix"), ("D", "docker_opt2_mix")] {
+            let engines: Vec<&str> =
+                cells.iter().filter(|c| c.table == table && c.row == row).map(|c| c.engine.as_str()).collect();
+            assert!(engines.contains(&"fast") && engines.contains(&"cbpf") && !engines.contains(&KERNEL), "{row}");
+        }
+        let md = crate::report::markdown(&report);
+        assert!(md.contains("mix of 977 vectors (every 8th line of long_jumps_large.vectors.jsonl)"), "{md}");
+    }
 }

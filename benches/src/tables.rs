@@ -399,6 +399,54 @@ impl Runner for ChainRunner<'_> {
     }
 }
 
+/// Most vectors a mix row cycles through: longer files are sampled, every
+/// k-th line with k = ceil(lines / MIX_MAX).
+pub const MIX_MAX: usize = 1024;
+
+/// A mix row: one filter evaluated on every vector of a testdata
+/// `.vectors.jsonl` in turn (at most [`MIX_MAX`] of them), timed as the
+/// median per evaluation over the whole cycle.
+#[derive(Debug, Clone)]
+pub struct MixRow {
+    /// Row ID: the single-input row's, then `_mix` (`short_mix`).
+    pub id: String,
+    /// Human label, naming the file and the sampling.
+    pub label: String,
+    /// The filter (the single-input row's).
+    pub filter: Filter,
+    /// The inputs, in file order.
+    pub datas: Vec<[u8; 64]>,
+    /// Every `stride`-th line of the file was taken (1: every line).
+    pub stride: usize,
+}
+
+impl MixRow {
+    /// The mix of `row`'s filter over `NAME.vectors.jsonl` (`vectors` = NAME).
+    fn of(row: &Row, vectors: &str) -> Result<MixRow, BenchError> {
+        let [filter] = row.filters.as_slice() else {
+            return Err(BenchError::Filter { name: row.filter_name(), why: "a mix row needs one filter".to_string() });
+        };
+        let all = filters::load_vectors(vectors)?;
+        let stride = all.len().div_ceil(MIX_MAX).max(1);
+        let datas: Vec<[u8; 64]> = all.iter().step_by(stride).map(cbpf::SeccompData::to_bytes).collect();
+        let every = if stride == 1 { "every line".to_string() } else { format!("every {stride}th line") };
+        let label = format!("{}, mix of {} vectors ({every} of {vectors}.vectors.jsonl)", row.label, datas.len());
+        Ok(MixRow { id: format!("{}_mix", row.id), label, filter: filter.clone(), datas, stride })
+    }
+
+    /// Our classic interpreter's result on each input, in order: what
+    /// every engine must return.
+    pub fn expected(&self) -> Vec<Result<u32, String>> {
+        self.datas.iter().map(|d| self.filter.interp.run_seccomp(d).map_err(|e| e.to_string())).collect()
+    }
+
+    /// Mean classic path over the inputs, rounded.
+    pub fn mean_path(&self) -> usize {
+        let total: usize = self.datas.iter().map(|d| self.filter.path_length(d)).sum();
+        (total + self.datas.len() / 2) / self.datas.len().max(1)
+    }
+}
+
 /// One table's rows.
 #[derive(Debug, Clone)]
 pub struct Table {
@@ -406,6 +454,31 @@ pub struct Table {
     pub id: TableId,
     /// Rows in published order.
     pub rows: Vec<Row>,
+    /// Mix rows, shown after `rows`.
+    pub mixes: Vec<MixRow>,
+}
+
+/// Which rows of each table get a mix row, and the vectors file each uses
+/// (the equivalent filters of testdata/profiles share docker_like's).
+fn mix_sources(id: TableId) -> &'static [(&'static str, &'static str)] {
+    match id {
+        TableId::A => &[("fast", "seed_fast"), ("slow", "seed_slow"), ("slow_opt2", "seed_slow_opt2")],
+        TableId::B => &[
+            ("short", "long_jumps_short"),
+            ("short_opt2", "long_jumps_short_opt2"),
+            ("large", "long_jumps_large"),
+            ("large_opt2", "long_jumps_large_opt2"),
+        ],
+        TableId::C => &[],
+        TableId::D => &[
+            ("front", "allow306_front"),
+            ("middle", "allow306_middle"),
+            ("end", "allow306_end"),
+            ("opt2", "allow306_opt2"),
+            ("docker", "docker_like"),
+            ("docker_opt2", "docker_like"),
+        ],
+    }
 }
 
 fn single(id: &'static str, label: &str, name: &str, syscall: Syscall) -> Result<Row, BenchError> {
@@ -521,7 +594,14 @@ pub fn build(id: TableId) -> Result<Table, BenchError> {
             )?,
         ],
     };
-    Ok(Table { id, rows })
+    let mixes = mix_sources(id)
+        .iter()
+        .map(|&(row_id, vectors)| match rows.iter().find(|r| r.id == row_id) {
+            Some(row) => MixRow::of(row, vectors),
+            None => Err(BenchError::Filter { name: row_id.to_string(), why: "no such row".to_string() }),
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Table { id, rows, mixes })
 }
 
 #[cfg(test)]
@@ -632,12 +712,42 @@ mod tests {
         }
     }
 
+    /// Tables A, B and D carry a mix row per testdata filter, each a cycle of
+    /// at most MIX_MAX vectors that the classic interpreter runs cleanly.
+    #[test]
+    fn mix_rows_cover_the_testdata_filters() {
+        let want: [(TableId, &[&str]); 4] = [
+            (TableId::A, &["fast_mix", "slow_mix", "slow_opt2_mix"]),
+            (TableId::B, &["short_mix", "short_opt2_mix", "large_mix", "large_opt2_mix"]),
+            (TableId::C, &[]),
+            (TableId::D, &["front_mix", "middle_mix", "end_mix", "opt2_mix", "docker_mix", "docker_opt2_mix"]),
+        ];
+        for (id, ids) in want {
+            let table = build(id).unwrap();
+            let got: Vec<&str> = table.mixes.iter().map(|m| m.id.as_str()).collect();
+            assert_eq!(got, ids, "{}", id.letter());
+            for mix in &table.mixes {
+                let row = table.rows.iter().find(|r| format!("{}_mix", r.id) == mix.id).unwrap();
+                assert_eq!(mix.filter.original(), row.filters[0].original(), "{}", mix.id);
+                assert!(!mix.datas.is_empty() && mix.datas.len() <= MIX_MAX, "{}", mix.id);
+                assert!(mix.label.contains(&format!("mix of {} vectors", mix.datas.len())), "{}", mix.label);
+                assert!(mix.expected().iter().all(Result::is_ok), "{}", mix.id);
+            }
+        }
+        // 7813 lines: every 8th.
+        let b = build(TableId::B).unwrap();
+        let large = b.mixes.iter().find(|m| m.id == "large_mix").unwrap();
+        assert_eq!((large.stride, large.datas.len()), (8, 977));
+        assert!(large.label.contains("every 8th line of long_jumps_large.vectors.jsonl"), "{}", large.label);
+    }
+
     #[test]
     fn ids_are_criterion_safe() {
-        let sweep = Table { id: TableId::D, rows: length_sweep().unwrap() };
+        let sweep = Table { id: TableId::D, rows: length_sweep().unwrap(), mixes: Vec::new() };
         for table in TableId::ALL.map(|id| build(id).unwrap()).into_iter().chain([sweep]) {
-            for row in table.rows {
-                assert!(row.id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'));
+            let mix_ids = table.mixes.iter().map(|m| m.id.as_str());
+            for id in table.rows.iter().map(|r| r.id).chain(mix_ids) {
+                assert!(id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'));
             }
         }
         for engine in ENGINES {

@@ -144,7 +144,7 @@ fn run(args: &Args) -> Result<(), String> {
     // The length sweep feeds length.svg; it runs with the full set of tables.
     let sweep_rows =
         if ids.len() == TableId::ALL.len() { tables::length_sweep().map_err(|e| e.to_string())? } else { Vec::new() };
-    let total = built.iter().map(|t| run::cells_in(&t.rows, opts)).sum::<u64>()
+    let total = built.iter().map(|t| run::table_cells(t, opts)).sum::<u64>()
         + run::cells_in(&sweep_rows, opts)
         + run::conversion_cells();
     let bar = ProgressBar::new(total);

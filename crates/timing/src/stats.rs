@@ -32,6 +32,13 @@ impl Stats {
         let median = *sorted.get(sorted.len() / 2)?;
         Some(Stats { median, min: *sorted.first()?, max: *sorted.last()?, samples: sorted.len() })
     }
+
+    /// The same figures per evaluation, when each timed call evaluated
+    /// `evals` inputs (a mix: one call cycles through every input once).
+    pub fn per_eval(self, evals: usize) -> Stats {
+        let n = evals.max(1) as f64;
+        Stats { median: self.median / n, min: self.min / n, max: self.max / n, samples: self.samples }
+    }
 }
 
 /// The batch size that makes one sample of `call` last about
@@ -85,6 +92,8 @@ mod tests {
         let s = Stats::from_samples(&[5.0, 1.0, 3.0, f64::NAN, 4.0, 2.0]).unwrap();
         assert_eq!((s.median, s.min, s.max, s.samples), (3.0, 1.0, 5.0, 5));
         assert_eq!(Stats::from_samples(&[]), None);
+        let p = s.per_eval(2);
+        assert_eq!((p.median, p.min, p.max, p.samples), (1.5, 0.5, 2.5, 5));
     }
 
     #[test]
