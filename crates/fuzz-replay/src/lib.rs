@@ -20,7 +20,7 @@
 //! | [`ebpf_exec`] | raw eBPF bytes | load + run with a step budget never panics or hangs; memory outside the regions is never touched; superinstructions change nothing; disassembly round-trips |
 //! | [`analysis_sound`] | a generated valid seccomp program | every constant action the analysis promises holds on random arguments |
 //! | [`fast_equiv`] | a generated valid seccomp program + contexts | the fast engine builds without whole-filter fallbacks and returns the classic interpreter's answer |
-//! | [`equiv`] | a generated valid seccomp program and a second one (generated, mutated, or equal by construction) | `equiv::check` says equal only where no branch-reaching or random input tells them apart on any engine, differ only with a counterexample every engine confirms, and never differ on copies equal by construction (undecided within small limits is allowed) |
+//! | [`equiv`](fn@equiv) | a generated valid seccomp program and a second one (generated, mutated, or equal by construction) | `equiv::check` says equal only where no branch-reaching or random input tells them apart on any engine, differ only with a counterexample every engine confirms, and never differ on copies equal by construction (undecided within small limits is allowed) |
 //! | [`bounded_work`] | a blow-up shape ([`blowup`]) or a generated valid seccomp program | every analysis and the fast build end within one run budget (an answer or the budget error); the fast engine still agrees with the classic interpreter; run under the xtask's memory and time limits |
 //!
 //! The functions take `&[u8]` rather than `arbitrary` types so a regression
