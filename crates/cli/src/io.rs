@@ -110,6 +110,27 @@ impl EndianArg {
     }
 }
 
+/// The classic program a command reads: the file and how to decode it
+/// (every command that takes one filter flattens this).
+#[derive(clap::Args, Debug)]
+pub struct FileArgs {
+    /// Filter file (`-` for stdin): raw sock_filter bytes, C array, tcpdump -ddd, bpf_asm or seccomp-tools text.
+    pub file: String,
+    /// Input syntax; auto-detected when absent.
+    #[arg(long, value_enum)]
+    pub from: Option<From>,
+    /// Byte order of raw sock_filter records (filters exported on s390x, ppc64 or mips are big).
+    #[arg(long, value_enum, default_value_t)]
+    pub endian: EndianArg,
+}
+
+impl FileArgs {
+    /// Reads and parses the program ([`read_classic`]).
+    pub fn read(&self) -> Result<Vec<Insn>> {
+        read_classic(&self.file, self.from, self.endian)
+    }
+}
+
 /// Reads and parses a classic program: auto-detected unless `from` is
 /// given; raw records in byte order `endian`.
 pub fn read_classic(path: &str, from: Option<From>, endian: EndianArg) -> Result<Vec<Insn>> {

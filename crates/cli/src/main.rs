@@ -12,7 +12,7 @@ mod pcap;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::io::{EndianArg, From};
+use crate::io::FileArgs;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -44,17 +44,11 @@ impl ModeArg {
 
 #[derive(Args, Debug)]
 struct InputArgs {
-    /// Input file (`-` for stdin): raw sock_filter bytes, C array, tcpdump -ddd, bpf_asm or seccomp-tools text.
-    file: String,
-    /// Input syntax; auto-detected when absent.
-    #[arg(long, value_enum)]
-    from: Option<From>,
+    #[command(flatten)]
+    source: FileArgs,
     /// Kernel entry point the program is validated for.
     #[arg(long, value_enum, default_value_t)]
     mode: ModeArg,
-    /// Byte order of raw sock_filter records (filters exported on s390x, ppc64 or mips are big).
-    #[arg(long, value_enum, default_value_t)]
-    endian: EndianArg,
 }
 
 #[derive(Subcommand, Debug)]

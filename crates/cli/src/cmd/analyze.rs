@@ -7,7 +7,8 @@ use seccomp::{Action, Arch};
 
 use crate::cmd::disasm::parse_arch;
 use crate::fail::{Failure, Result};
-use crate::io::{read_classic, EndianArg, From};
+use crate::io::FileArgs;
+
 use crate::out::{outln, Out};
 
 /// Output of `analyze`.
@@ -20,14 +21,8 @@ pub enum AnalyzeFormat {
 
 #[derive(Args, Debug)]
 pub struct AnalyzeArgs {
-    /// Seccomp filter file (`-` for stdin).
-    file: String,
-    /// Input syntax; auto-detected when absent.
-    #[arg(long, value_enum)]
-    from: Option<From>,
-    /// Byte order of raw sock_filter records (filters exported on s390x, ppc64 or mips are big).
-    #[arg(long, value_enum, default_value_t)]
-    endian: EndianArg,
+    #[command(flatten)]
+    source: FileArgs,
     /// Arch whose syscall table to analyse.
     #[arg(long, default_value = "x86_64")]
     arch: String,
@@ -84,7 +79,7 @@ fn cache_for(arch: Arch) -> Option<(u32, u32)> {
 /// `bpfconv analyze`.
 pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
     let mut sink = Out::stdout();
-    let insns = read_classic(&args.file, args.from, args.endian)?;
+    let insns = args.source.read()?;
     let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp)?;
     let arch = parse_arch(Some(&args.arch))?.unwrap_or(Arch::X86_64);
     let audit_arch = arch.audit_arch();

@@ -22,7 +22,8 @@ use timing::stats::{calibrate, Stats};
 
 use crate::cmd::run::{open_input, SingleInputArgs};
 use crate::fail::{Failure, Result};
-use crate::io::{read_classic, read_input, EndianArg, From};
+use crate::io::read_input;
+use crate::io::FileArgs;
 use crate::out::{outln, Out};
 use crate::{pcap, ModeArg};
 
@@ -38,14 +39,8 @@ pub enum BenchFormat {
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
-    /// Filter file (`-` for stdin).
-    file: String,
-    /// Input syntax; auto-detected when absent.
-    #[arg(long, value_enum)]
-    from: Option<From>,
-    /// Byte order of raw sock_filter records.
-    #[arg(long, value_enum, default_value_t)]
-    endian: EndianArg,
+    #[command(flatten)]
+    source: FileArgs,
     /// Kernel entry point the filter is for.
     #[arg(long, value_enum, default_value_t)]
     mode: ModeArg,
@@ -134,7 +129,7 @@ pub fn bench(args: &BenchArgs) -> Result<i32> {
         return Err(Failure::usage(format!("--time {}: give seconds in (0, 3600]", args.time)));
     }
     let kinds = engine_list(args.engines.as_deref())?;
-    let insns = read_classic(&args.file, args.from, args.endian)?;
+    let insns = args.source.read()?;
     let prog = cbpf::validate(&insns, args.mode.mode())?;
     let prepared = Prepared::new(prog)?;
     let results = match args.mode {
@@ -262,7 +257,7 @@ fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) ->
         return Err(Failure::usage("--pcap needs --mode socket"));
     }
     let named: Vec<(String, cbpf::SeccompData)> = if let Some(path) = &args.vectors {
-        vector_inputs(path, args.file == "-")?
+        vector_inputs(path, args.source.file == "-")?
     } else if args.input.nr.is_some() {
         let d = args.input.data()?;
         vec![(input_name(d.arch, d.nr as u32), d)]
@@ -371,7 +366,7 @@ fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) ->
     }
     bar.finish_and_clear();
     Ok(Results {
-        file: args.file.clone(),
+        file: args.source.file.clone(),
         mode: cbpf::Mode::Seccomp,
         insns: prepared.program().len(),
         ebpf_insns: prepared.converted().insns.len(),
@@ -686,7 +681,7 @@ fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) -> 
         columns.push(Column { name: kind.name().to_string(), cells, cached: Vec::new() });
     }
     Ok(Results {
-        file: args.file.clone(),
+        file: args.source.file.clone(),
         mode: cbpf::Mode::Socket,
         insns: prepared.program().len(),
         ebpf_insns: prepared.converted().insns.len(),

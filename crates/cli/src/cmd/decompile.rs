@@ -6,7 +6,8 @@ use std::io::Write;
 use clap::{Args, ValueEnum};
 
 use crate::fail::{Failure, Result};
-use crate::io::{read_classic, EndianArg, From};
+use crate::io::FileArgs;
+
 use crate::out::{outln, Out};
 
 /// Output of `decompile`.
@@ -21,14 +22,8 @@ pub enum DecompileFormat {
 
 #[derive(Args, Debug)]
 pub struct DecompileArgs {
-    /// Seccomp filter file (`-` for stdin).
-    file: String,
-    /// Input syntax; auto-detected when absent.
-    #[arg(long, value_enum)]
-    from: Option<From>,
-    /// Byte order of raw sock_filter records.
-    #[arg(long, value_enum, default_value_t)]
-    endian: EndianArg,
+    #[command(flatten)]
+    source: FileArgs,
     /// Output form.
     #[arg(long, value_enum, default_value_t)]
     format: DecompileFormat,
@@ -65,7 +60,7 @@ pub fn render(prog: &cbpf::Program, format: DecompileFormat, budget: &mut seccom
 
 /// `bpfconv decompile`.
 pub fn decompile(args: &DecompileArgs) -> Result<i32> {
-    let insns = read_classic(&args.file, args.from, args.endian)?;
+    let insns = args.source.read()?;
     let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp)?;
     let mut budget = seccomp::analysis::Budget::new(args.max_steps, args.max_paths, args.max_conds)
         .with_max_expr_nodes(args.max_expr_nodes);

@@ -3,7 +3,8 @@
 use clap::{Args, ValueEnum};
 
 use crate::fail::{Failure, Result};
-use crate::io::{read_classic, write_output, EndianArg, From};
+use crate::io::write_output;
+use crate::io::FileArgs;
 
 /// Output syntaxes of `disasm`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -23,17 +24,11 @@ pub enum DisasmFormat {
 
 #[derive(Args, Debug)]
 pub struct DisasmArgs {
-    /// Input file (`-` for stdin).
-    file: String,
-    /// Input syntax; auto-detected when absent.
-    #[arg(long, value_enum)]
-    from: Option<From>,
+    #[command(flatten)]
+    source: FileArgs,
     /// Output syntax.
     #[arg(long, value_enum, default_value_t)]
     format: DisasmFormat,
-    /// Byte order of raw sock_filter records (filters exported on s390x, ppc64 or mips are big).
-    #[arg(long, value_enum, default_value_t)]
-    endian: EndianArg,
     /// Arch used to name syscalls where the filter establishes none (seccomp format).
     #[arg(long)]
     arch: Option<String>,
@@ -54,17 +49,11 @@ pub enum AsmFormat {
 
 #[derive(Args, Debug)]
 pub struct AsmArgs {
-    /// Input text file (`-` for stdin).
-    file: String,
-    /// Input syntax; auto-detected when absent.
-    #[arg(long, value_enum)]
-    from: Option<From>,
+    #[command(flatten)]
+    source: FileArgs,
     /// Output form.
     #[arg(long, value_enum, default_value_t)]
     format: AsmFormat,
-    /// Byte order of raw sock_filter records read and written (s390x, ppc64, mips: big).
-    #[arg(long, value_enum, default_value_t)]
-    endian: EndianArg,
     /// Output file (`-` for stdout).
     #[arg(short, long, default_value = "-")]
     output: String,
@@ -77,7 +66,7 @@ pub fn parse_arch(arch: Option<&str>) -> Result<Option<seccomp::Arch>> {
 
 /// `bpfconv disasm`.
 pub fn disasm(args: &DisasmArgs) -> Result<i32> {
-    let insns = read_classic(&args.file, args.from, args.endian)?;
+    let insns = args.source.read()?;
     let text = match args.format {
         DisasmFormat::Asm => cbpf::text::print_asm(&insns),
         DisasmFormat::C => cbpf::text::print_c(&insns),
@@ -94,9 +83,9 @@ pub fn disasm(args: &DisasmArgs) -> Result<i32> {
 
 /// `bpfconv asm`.
 pub fn asm(args: &AsmArgs) -> Result<i32> {
-    let insns = read_classic(&args.file, args.from, args.endian)?;
+    let insns = args.source.read()?;
     let bytes = match args.format {
-        AsmFormat::Raw => cbpf::raw::encode_endian(&insns, args.endian.endian()),
+        AsmFormat::Raw => cbpf::raw::encode_endian(&insns, args.source.endian.endian()),
         AsmFormat::C => cbpf::text::print_c(&insns).into_bytes(),
     };
     write_output(&args.output, &bytes)?;

@@ -12,13 +12,13 @@ pub mod optimize;
 pub mod run;
 
 use crate::fail::Result;
-use crate::io::read_classic;
+
 use crate::out::{outln, Out};
 use crate::InputArgs;
 
 /// Reads, parses and validates the program named by `args`.
 pub fn load(args: &InputArgs) -> Result<cbpf::Program> {
-    let insns = read_classic(&args.file, args.from, args.endian)?;
+    let insns = args.source.read()?;
     Ok(cbpf::validate(&insns, args.mode.mode())?)
 }
 

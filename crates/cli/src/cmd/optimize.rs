@@ -3,7 +3,8 @@
 use clap::{Args, ValueEnum};
 
 use crate::fail::{Failure, Result};
-use crate::io::{read_classic, write_output, EndianArg, From};
+use crate::io::write_output;
+use crate::io::FileArgs;
 
 /// What `optimize` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -20,14 +21,8 @@ pub enum OptimizeFormat {
 
 #[derive(Args, Debug)]
 pub struct OptimizeArgs {
-    /// Input file (`-` for stdin): any input syntax; a seccomp filter.
-    file: String,
-    /// Input syntax; auto-detected when absent.
-    #[arg(long, value_enum)]
-    from: Option<From>,
-    /// Byte order of raw sock_filter records read and written (s390x, ppc64, mips: big).
-    #[arg(long, value_enum, default_value_t)]
-    endian: EndianArg,
+    #[command(flatten)]
+    source: FileArgs,
     /// Output file (`-` for stdout); raw sock_filter records unless --format says otherwise.
     #[arg(short, long)]
     output: Option<String>,
@@ -44,7 +39,7 @@ pub struct OptimizeArgs {
 
 /// `bpfconv optimize`.
 pub fn optimize(args: &OptimizeArgs) -> Result<i32> {
-    let insns = read_classic(&args.file, args.from, args.endian)?;
+    let insns = args.source.read()?;
     let input = cbpf::validate(&insns, cbpf::Mode::Seccomp)?;
     let budget = seccomp::analysis::Budget::new(
         args.max_steps,
@@ -64,7 +59,7 @@ pub fn optimize(args: &OptimizeArgs) -> Result<i32> {
     let format =
         args.format.unwrap_or(if args.output.is_some() { OptimizeFormat::Raw } else { OptimizeFormat::Seccomp });
     let bytes = match format {
-        OptimizeFormat::Raw => cbpf::raw::encode_endian(insns, args.endian.endian()),
+        OptimizeFormat::Raw => cbpf::raw::encode_endian(insns, args.source.endian.endian()),
         OptimizeFormat::C => cbpf::text::print_c(insns).into_bytes(),
         OptimizeFormat::Asm => cbpf::text::print_asm(insns).into_bytes(),
         OptimizeFormat::Seccomp => {

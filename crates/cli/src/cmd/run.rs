@@ -5,9 +5,10 @@ use engine::{EngineKind, Outcome, Prepared, SeccompEngine, SocketEngine, SocketO
 
 use crate::cmd::disasm::parse_arch;
 use crate::fail::{Failure, Result};
+use crate::io::FileArgs;
 use std::io::Read;
 
-use crate::io::{parse_hex, read_classic, read_input, EndianArg, From};
+use crate::io::{parse_hex, read_input};
 use crate::out::{outln, Out};
 use crate::pcap;
 use crate::ModeArg;
@@ -35,14 +36,8 @@ pub enum LenSource {
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Filter file (`-` for stdin).
-    file: String,
-    /// Input syntax; auto-detected when absent.
-    #[arg(long, value_enum)]
-    from: Option<From>,
-    /// Byte order of raw sock_filter records (filters exported on s390x, ppc64 or mips are big).
-    #[arg(long, value_enum, default_value_t)]
-    endian: EndianArg,
+    #[command(flatten)]
+    source: FileArgs,
     /// Kernel entry point the filter is for.
     #[arg(long, value_enum, default_value_t)]
     mode: ModeArg,
@@ -163,7 +158,7 @@ fn small<T: TryFrom<u64>>(text: &str, what: &str) -> Result<T> {
 /// `bpfconv run`.
 pub fn run(args: &RunArgs) -> Result<i32> {
     let kind: EngineKind = args.engine.parse().map_err(Failure::usage)?;
-    let insns = read_classic(&args.file, args.from, args.endian)?;
+    let insns = args.source.read()?;
     let socket_kernel = kind == EngineKind::Kernel && args.mode == ModeArg::Socket;
     let prog = match cbpf::validate(&insns, args.mode.mode()) {
         Ok(prog) => prog,
@@ -221,7 +216,7 @@ fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut 
         return Err(Failure::usage("--packet and --pcap need --mode socket"));
     }
     if let Some(path) = &args.vectors {
-        if path == "-" && args.file == "-" {
+        if path == "-" && args.source.file == "-" {
             return Err(Failure::usage("the filter and --vectors cannot both be read from stdin (`-`)"));
         }
         let mut engine = SeccompEngine::new(kind, prepared)?;
