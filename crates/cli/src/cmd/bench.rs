@@ -123,6 +123,32 @@ struct Results {
     kernel_iterations: u64,
 }
 
+impl Results {
+    /// The results of one run, without kernel figures; the filter's mode
+    /// and both instruction counts come from `prepared`.
+    fn new(
+        args: &BenchArgs,
+        prepared: &Prepared,
+        inputs: Vec<Input>,
+        deepest: usize,
+        rounds: usize,
+        columns: Vec<Column>,
+    ) -> Results {
+        Results {
+            file: args.source.file.clone(),
+            mode: prepared.program().mode(),
+            insns: prepared.program().len(),
+            ebpf_insns: prepared.converted().insns.len(),
+            inputs,
+            deepest,
+            rounds,
+            columns,
+            cache_hit: None,
+            kernel_iterations: 0,
+        }
+    }
+}
+
 /// `bpfconv bench`.
 pub fn bench(args: &BenchArgs) -> Result<i32> {
     if !(args.time.is_finite() && args.time > 0.0 && args.time <= 3600.0) {
@@ -366,16 +392,9 @@ fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) ->
     }
     bar.finish_and_clear();
     Ok(Results {
-        file: args.source.file.clone(),
-        mode: cbpf::Mode::Seccomp,
-        insns: prepared.program().len(),
-        ebpf_insns: prepared.converted().insns.len(),
-        inputs,
-        deepest,
-        rounds,
-        columns,
         cache_hit,
         kernel_iterations: iterations,
+        ..Results::new(args, prepared, inputs, deepest, rounds, columns)
     })
 }
 
@@ -680,18 +699,7 @@ fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) -> 
         };
         columns.push(Column { name: kind.name().to_string(), cells, cached: Vec::new() });
     }
-    Ok(Results {
-        file: args.source.file.clone(),
-        mode: cbpf::Mode::Socket,
-        insns: prepared.program().len(),
-        ebpf_insns: prepared.converted().insns.len(),
-        inputs,
-        deepest,
-        rounds,
-        columns,
-        cache_hit: None,
-        kernel_iterations: 0,
-    })
+    Ok(Results::new(args, prepared, inputs, deepest, rounds, columns))
 }
 
 /// ns with a decimal point always (the golden test masks `digits.digits`).
