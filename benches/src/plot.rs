@@ -5,7 +5,7 @@ use crate::engines::KERNEL;
 use crate::report::{Report, RowResult, TableResult};
 use crate::tables::TableId;
 
-pub use timing::plot::{line_chart, Series, XScale};
+pub use timing::plot::{line_chart_svg, Series, XScale};
 
 /// The cost one engine's column shows for `row`; for the kernel, the filter
 /// cost ([`RowResult::kernel_filter_cost`]).

@@ -195,7 +195,8 @@ fn run(args: &Args) -> Result<(), String> {
             continue;
         }
         let path = out_dir.join(file);
-        plot::line_chart(&path, title, x_label, &x_scale, &series)?;
+        let svg = plot::line_chart_svg(title, x_label, &x_scale, &series)?;
+        std::fs::write(&path, svg).map_err(|e| format!("plot {}: {e}", path.display()))?;
         written.push(path);
     }
     if let Some(json_path) = &args.json {

@@ -4,8 +4,6 @@
 //! needed. Text is emitted as SVG `<text>` (the viewer renders it) and laid
 //! out with plotters' built-in size estimate.
 
-use std::path::Path;
-
 use plotters::prelude::*;
 
 /// One line of a chart.
@@ -32,15 +30,8 @@ pub enum XScale {
     Labels(Vec<String>),
 }
 
-/// Draws `series` as lines with markers, log-scaled y axis, into the file
-/// `path`.
-pub fn line_chart(path: &Path, title: &str, x_label: &str, x_scale: &XScale, series: &[Series]) -> Result<(), String> {
-    let svg = line_chart_svg(title, x_label, x_scale, series).map_err(|e| format!("plot {}: {e}", path.display()))?;
-    std::fs::write(path, svg).map_err(|e| format!("plot {}: {e}", path.display()))
-}
-
-/// [`line_chart`] returning the SVG text (for callers that write files
-/// their own way, e.g. atomically).
+/// Draws `series` as lines with markers, log-scaled y axis, and returns the
+/// SVG text (the library does no IO: callers write it, the CLI atomically).
 pub fn line_chart_svg(title: &str, x_label: &str, x_scale: &XScale, series: &[Series]) -> Result<String, String> {
     let err = |e: &dyn std::fmt::Display| e.to_string();
     let log2 = *x_scale == XScale::Log2;
@@ -133,30 +124,23 @@ mod tests {
 
     #[test]
     fn charts_render_text_without_system_fonts() {
-        let dir = std::env::temp_dir().join(format!("bpfconv-plot-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("t.svg");
         let series = vec![
             Series { name: "cbpf".into(), points: vec![(1.0, 5.0), (153.0, 40.0), (306.0, 80.0)], color: 0 },
             Series { name: "kernel (filter cost)".into(), points: vec![(1.0, 20.0), (306.0, 600.0)], color: 1 },
         ];
-        line_chart(&path, "cost vs position", "position", &XScale::Linear, &series).unwrap();
-        let svg = std::fs::read_to_string(&path).unwrap();
+        let svg = line_chart_svg("cost vs position", "position", &XScale::Linear, &series).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..100]);
         for text in ["cost vs position", "cbpf", "kernel (filter cost)", "position"] {
             assert!(svg.contains(text), "missing {text}");
         }
-        line_chart(&path, "cost vs length", "insns", &XScale::Log2, &series).unwrap();
-        let svg = std::fs::read_to_string(&path).unwrap();
+        let svg = line_chart_svg("cost vs length", "insns", &XScale::Log2, &series).unwrap();
         assert!(svg.lines().any(|l| l.trim() == "256"), "log2 ticks not labelled with x");
-        assert!(line_chart(&path, "empty", "x", &XScale::Linear, &[]).is_err());
+        assert!(line_chart_svg("empty", "x", &XScale::Linear, &[]).is_err());
         let labelled = vec![Series { name: "fast".into(), points: vec![(0.0, 2.0), (1.0, 3.0), (2.0, 4.0)], color: 5 }];
         let labels = XScale::Labels(vec!["x86_64:read".into(), "x86_64:write".into(), "mix".into()]);
-        line_chart(&path, "cost per input", "input", &labels, &labelled).unwrap();
-        let svg = std::fs::read_to_string(&path).unwrap();
+        let svg = line_chart_svg("cost per input", "input", &labels, &labelled).unwrap();
         for text in ["x86_64:read", "x86_64:write", "mix"] {
             assert!(svg.contains(text), "missing category label {text}");
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
