@@ -43,6 +43,13 @@ pub fn write_output(path: &str, bytes: &[u8]) -> Result<()> {
 /// renamed over `target`. On any failure the temporary file is removed and
 /// the old `target` (or its absence) is left intact. `rename` replaces a
 /// symlink at `target` itself, never the file it points to.
+///
+/// A `target` that is (or is a symlink to) a character device or a FIFO
+/// (`/dev/null`, `/dev/stdout`, a shell's `>(...)`) is a stream, not a file
+/// to replace: it is opened and written in place. Renaming over it would
+/// replace the device node itself, and as root that turns `/dev/null` into
+/// a regular file every later reader of `/dev/null` gets our bytes from.
+/// Any other kind (directory, block device, socket) is refused.
 pub fn write_atomic(
     target: &std::path::Path,
     fill: impl FnOnce(&mut std::fs::File) -> std::io::Result<()>,
@@ -50,6 +57,18 @@ pub fn write_atomic(
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let shown = target.display();
+    match std::fs::metadata(target).map(|m| OutputKind::of(&m.file_type())) {
+        Ok(OutputKind::Stream) => {
+            let mut file =
+                std::fs::OpenOptions::new().write(true).open(target).map_err(io(format!("writing {shown}")))?;
+            return fill(&mut file).map_err(io(format!("writing {shown}")));
+        }
+        Ok(OutputKind::Other) => {
+            return Err(Failure::rejected(format!("writing {shown}: not a regular file, a character device or a FIFO")))
+        }
+        // A regular file, or nothing yet (or a dangling symlink): replaced.
+        Ok(OutputKind::File) | Err(_) => {}
+    }
     let name = target
         .file_name()
         .ok_or_else(|| Failure::rejected(format!("writing {shown}: not a file name")))?
@@ -76,6 +95,29 @@ pub fn write_atomic(
         return Err(io(format!("writing {shown}"))(e));
     }
     Ok(())
+}
+
+/// What [`write_atomic`] does with an existing output path.
+enum OutputKind {
+    /// A regular file: replaced by rename.
+    File,
+    /// A character device or a FIFO: written in place.
+    Stream,
+    /// Refused.
+    Other,
+}
+
+impl OutputKind {
+    fn of(kind: &std::fs::FileType) -> OutputKind {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_file() {
+            OutputKind::File
+        } else if kind.is_char_device() || kind.is_fifo() {
+            OutputKind::Stream
+        } else {
+            OutputKind::Other
+        }
+    }
 }
 
 /// Input syntaxes `--from` accepts.
@@ -333,5 +375,44 @@ pub(crate) mod tests {
         assert!(std::fs::symlink_metadata(&target).unwrap().file_type().is_file());
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
         assert!(leftovers(dir.path()).is_empty());
+    }
+
+    /// `-o /dev/null` (or any character device, or a FIFO) is written in
+    /// place: renaming over it would make the device node a regular file.
+    #[test]
+    fn a_fifo_is_written_in_place_and_stays_a_fifo() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        write_atomic(&fifo, |f| f.write_all(b"through the pipe")).unwrap();
+        assert_eq!(reader.join().unwrap(), b"through the pipe");
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        assert!(leftovers(dir.path()).is_empty());
+    }
+
+    #[test]
+    fn dev_null_stays_a_character_device() {
+        use std::os::unix::fs::FileTypeExt;
+        let null = std::path::Path::new("/dev/null");
+        let kind = std::fs::symlink_metadata(null).unwrap().file_type();
+        assert!(kind.is_char_device(), "/dev/null is not a character device on this machine before the test");
+        write_atomic(null, |f| f.write_all(b"discarded")).unwrap();
+        assert!(std::fs::symlink_metadata(null).unwrap().file_type().is_char_device());
+        assert_eq!(std::fs::read(null).unwrap(), b"");
+    }
+
+    #[test]
+    fn a_directory_is_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = write_atomic(dir.path(), |f| f.write_all(b"x")).unwrap_err();
+        assert!(err.message.contains("not a regular file"), "{}", err.message);
+        assert!(dir.path().is_dir());
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 }
