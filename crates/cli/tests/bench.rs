@@ -116,6 +116,60 @@ fn json_of_every_testdata_filter_passes_the_schema() {
     }
 }
 
+/// The longest classic path among `bench`'s inputs (JSON), with its input.
+fn longest(args: &[&str]) -> (u64, String) {
+    let o = Command::new(BIN)
+        .args(["bench", "--engines", "cbpf", "--format", "json", "--time", "0.01"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let deepest = doc["deepest"].as_str().unwrap().to_string();
+    let input = doc["inputs"].as_array().unwrap().iter().find(|i| i["input"] == deepest.as_str()).unwrap();
+    (input["cbpf_path"].as_u64().unwrap(), deepest)
+}
+
+/// The default inputs' `deepest` is at least as deep as every kernel-checked
+/// vector of the filter (testdata/filters/*.vectors.jsonl, arguments
+/// included): the search over each syscall's feasible paths finds the
+/// arguments that pass its checks, where arguments 0 may stop early.
+#[test]
+fn the_default_deepest_input_is_as_deep_as_every_vector() {
+    let mut deeper_than_zero_args = 0;
+    for path in filters() {
+        let vectors = path.with_extension("vectors.jsonl");
+        if !vectors.exists() {
+            continue;
+        }
+        let file = path.to_str().unwrap();
+        let endian = if path.file_stem().is_some_and(|s| s == "s390x") { "big" } else { "little" };
+        let longest = |more: &[&str]| longest(&[&[file, "--endian", endian], more].concat());
+        let (default_path, name) = longest(&[]);
+        // In chunks: bench takes at most 4096 vectors.
+        let text = std::fs::read_to_string(&vectors).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let dir = tempfile::tempdir().unwrap();
+        let (mut vector_path, mut line) = (0, String::new());
+        for (i, chunk) in lines.chunks(4096).enumerate() {
+            let part = dir.path().join(format!("{i}.jsonl"));
+            std::fs::write(&part, chunk.join("\n")).unwrap();
+            let (n, name) = longest(&["--vectors", part.to_str().unwrap()]);
+            if n > vector_path {
+                (vector_path, line) = (n, format!("chunk {i}, {name}"));
+            }
+        }
+        assert!(
+            default_path >= vector_path,
+            "{file}: the default deepest input ({name}) runs {default_path} instructions, {line} of the vectors {vector_path}"
+        );
+        deeper_than_zero_args += usize::from(name.ends_with(" deepest"));
+    }
+    // long_jumps_large's chdir rules and the Docker-like profile's
+    // argument checks are not at their deepest with arguments 0.
+    assert!(deeper_than_zero_args >= 2, "{deeper_than_zero_args}");
+}
+
 /// The text layout: header, one row per input, `deepest` and `mix`, the
 /// notes. Numbers with a decimal point (timings) are masked as `#`.
 #[test]

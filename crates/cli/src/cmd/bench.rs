@@ -282,6 +282,7 @@ fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) ->
     if args.pcap.is_some() {
         return Err(Failure::usage("--pcap needs --mode socket"));
     }
+    let chosen = args.vectors.is_some() || args.input.nr.is_some();
     let named: Vec<(String, cbpf::SeccompData)> = if let Some(path) = &args.vectors {
         vector_inputs(path, args.source.file == "-")?
     } else if args.input.nr.is_some() {
@@ -292,8 +293,14 @@ fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) ->
     };
     let ebpf_prog = engine::load_ebpf(prepared.converted())?;
     let mut vm = ebpf::Vm::new();
-    let inputs: Vec<Input> =
+    let mut inputs: Vec<Input> =
         named.into_iter().map(|(n, d)| seccomp_input(prepared, &mut vm, &ebpf_prog, n, d)).collect::<Result<_>>()?;
+    if !chosen {
+        if let Some(d) = deepest_arguments(prepared.program(), &inputs) {
+            let name = format!("{} deepest", input_name(d.arch, d.nr as u32));
+            inputs.push(seccomp_input(prepared, &mut vm, &ebpf_prog, name, d)?);
+        }
+    }
     let deepest = deepest(&inputs);
 
     // Load and check every in-process engine on every input.
@@ -404,6 +411,25 @@ fn slot_range(slot: usize, n: usize) -> std::ops::Range<usize> {
         slot..slot + 1
     } else {
         0..n
+    }
+}
+
+/// The default inputs give every argument 0, which may stop a syscall's
+/// argument checks early: the input of longest classic path over every
+/// feasible path of their (arch, nr) classes
+/// ([`seccomp::analysis::deepest_input_in`]), when it is longer than each
+/// of `inputs`. Past the analysis budget the named inputs stand, and
+/// stderr says so.
+fn deepest_arguments(prog: &cbpf::Program, inputs: &[Input]) -> Option<cbpf::SeccompData> {
+    let classes = inputs.iter().map(|i| (i.data.arch, i.data.nr as u32));
+    let longest = inputs.iter().map(|i| i.cbpf_path).max().unwrap_or(0);
+    match seccomp::analysis::deepest_input_in(prog, classes, &mut Default::default()) {
+        Ok(Some(found)) if found.path > longest => Some(found.data),
+        Ok(_) => None,
+        Err(e) => {
+            eprintln!("note: no search for a deeper input: {e}; the deepest input is the deepest named one");
+            None
+        }
     }
 }
 

@@ -46,12 +46,13 @@
 mod audit;
 mod classes;
 mod dataflow;
-
+mod deepest;
 mod explain;
 mod paths;
 
 pub use crate::domain::{Field, FieldSet};
 pub use audit::{audit, audit_in, Finding, FindingKind, Severity, SIBLINGS_X86_64};
+pub use deepest::{deepest_input_in, Deepest};
 pub use explain::{explain, explain_in, ActionRules, NrPaths, Policy, PolicyEvent, Returned};
 pub use paths::{Cond, Operand, Relation};
 

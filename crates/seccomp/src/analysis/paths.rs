@@ -162,6 +162,9 @@ pub struct PathEnd<'a> {
     /// Fields the undecided branches of this path (and a computed return
     /// value) depend on.
     pub deps: FieldSet,
+    /// What the path's undecided branches say about each field (a
+    /// division's zero test on the path that returns 0 included).
+    pub facts: &'a Facts,
     /// The undecided branches (none unless recording), newest first.
     conds: Option<&'a Rc<CondNode>>,
     /// The expressions they name (recording only).
@@ -397,18 +400,22 @@ fn explore_with<T: Track>(
             if T::RECORD && !matches!(op, Some(Op::Jmp { .. } | Op::Ja { .. } | Op::RetK { .. } | Op::RetA)) {
                 track.step(*op, &mut regs, vals, &state);
             }
-            let mut end =
-                |ret: Val, ret_side: Side, state: &State, conds: &Option<Rc<CondNode>>, arena: Option<&Arena>| {
-                    paths += 1;
-                    let deps = state.ctrl.union(ret.deps());
-                    visit(PathEnd { ret, ret_side, deps, conds: conds.as_ref(), arena })
-                };
+            let mut end = |ret: Val,
+                           ret_side: Side,
+                           state: &State,
+                           facts: &Facts,
+                           conds: &Option<Rc<CondNode>>,
+                           arena: Option<&Arena>| {
+                paths += 1;
+                let deps = state.ctrl.union(ret.deps());
+                visit(PathEnd { ret, ret_side, deps, facts, conds: conds.as_ref(), arena })
+            };
             match step {
                 Step::Goto(t) => pc = t,
                 Step::Return(v) => {
                     // A computed value is A's (`ret a`).
                     let side = if T::RECORD { track.side(&regs, v, false) } else { Side::Val(v) };
-                    if !end(v, side, &state, &conds, track.arena()) {
+                    if !end(v, side, &state, &facts, &conds, track.arena()) {
                         return Outcome::Stopped;
                     }
                     break;
@@ -466,7 +473,7 @@ fn explore_with<T: Track>(
                     let is_zero = Cmp { op: JmpOp::Jeq, lhs: divisor, rhs: Val::Known(0) };
                     match facts.decide(is_zero) {
                         Some(true) => {
-                            if !end(zero, Side::Val(zero), &state, &conds, track.arena()) {
+                            if !end(zero, Side::Val(zero), &state, &facts, &conds, track.arena()) {
                                 return Outcome::Stopped;
                             }
                             break;
@@ -481,13 +488,16 @@ fn explore_with<T: Track>(
                                 rel: Relation::of(JmpOp::Jeq, holds),
                                 rhs: Side::Val(Val::Known(0)),
                             };
+                            // Rare (division by X): the zero path's facts are a copy.
+                            let mut zero_facts = facts.clone();
+                            zero_facts.assume(is_zero, true);
                             let go_on = if T::RECORD {
                                 let zero_conds = push_cond(&conds, cond(true));
-                                let go_on = end(zero, Side::Val(zero), &state, &zero_conds, track.arena());
+                                let go_on = end(zero, Side::Val(zero), &state, &zero_facts, &zero_conds, track.arena());
                                 conds = push_cond(&conds, cond(false));
                                 go_on
                             } else {
-                                end(zero, Side::Val(zero), &state, &conds, None)
+                                end(zero, Side::Val(zero), &state, &zero_facts, &conds, None)
                             };
                             if !go_on {
                                 return Outcome::Stopped;
