@@ -5,6 +5,12 @@
 //! reported difference must come with an input the plain trace interpreter
 //! confirms, and "equal" is never said where an input tells them apart.
 //!
+//! Both directions are also held against brute force on the regions of
+//! each (arch, nr) class (`test_kit::regions`: inputs that stand for every
+//! value of every word a class's code only compares with constants): an
+//! "equal" pair never differs on them, and a "differ" pair whose every
+//! class was enumerated differs on one of them.
+//!
 //! The default run samples about 40 mutations per filter; the `#[ignore]`d
 //! `every_mutation` runs all of them (`cargo test --release -p
 //! bpfconv-integration --test equiv_mutations -- --ignored --nocapture`
@@ -28,7 +34,15 @@ struct Totals {
     differ: usize,
     /// Differences no branch-reaching input of either program showed.
     differ_beyond_inputs: usize,
+    /// Verdicts checked against brute force over every class.
+    brute_force_complete: usize,
+    /// Classes enumerated and skipped by the brute force, over all pairs.
+    classes_enumerated: usize,
+    classes_skipped: usize,
 }
+
+/// Stand-in inputs per class at most.
+const REGION_CAP: usize = 1 << 12;
 
 fn filters() -> Vec<(String, Program)> {
     let mut all: Vec<(String, Program)> = corpus::filters().unwrap().into_iter().map(|f| (f.name, f.program)).collect();
@@ -67,8 +81,18 @@ fn run(per_filter: Option<usize>) -> Totals {
                 .iter()
                 .find(|d| fast(&run_original, d) != fast(&run_mutant, d))
                 .filter(|d| reference(&run_original, d) != reference(&run_mutant, d));
+            let regions = test_kit::regions::region_inputs(&[&original, &mutant], REGION_CAP);
+            t.classes_enumerated += regions.enumerated;
+            t.classes_skipped += regions.skipped;
+            t.brute_force_complete += usize::from(regions.complete());
+            let brute = regions
+                .inputs
+                .iter()
+                .find(|d| fast(&run_original, d) != fast(&run_mutant, d))
+                .filter(|d| reference(&run_original, d) != reference(&run_mutant, d));
             match verdict {
                 Verdict::Equal => {
+                    assert!(brute.is_none(), "{name} {what}: equal, but the brute force's {brute:?} tells them apart");
                     assert!(told.is_none(), "{name} {what}: equal, but {told:?} tells them apart");
                     t.equal += 1;
                 }
@@ -79,6 +103,11 @@ fn run(per_filter: Option<usize>) -> Totals {
                         assert_eq!((l, r), (c.left, c.right), "{name} {what}: {c:?}");
                         assert_ne!(l, r, "{name} {what}: counterexample {c:?} gives the same answer");
                     }
+                    assert!(
+                        brute.is_some() || !regions.complete(),
+                        "{name} {what}: differ, but no input of the complete brute force ({} classes) tells them apart",
+                        regions.enumerated
+                    );
                     t.differ += 1;
                     if told.is_none() {
                         t.differ_beyond_inputs += 1;
@@ -101,6 +130,9 @@ fn sampled_mutations() {
     let t = run(Some(40));
     eprintln!("{t:?}");
     assert!(t.equal > 0 && t.differ > 0, "{t:?}");
+    // The brute force covers whole pairs, not a token few classes.
+    assert!(t.brute_force_complete * 4 >= t.mutations - t.invalid, "{t:?}");
+    assert!(t.classes_enumerated > 10 * t.classes_skipped, "{t:?}");
 }
 
 #[test]

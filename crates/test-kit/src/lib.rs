@@ -9,6 +9,7 @@
 //! branch ──► inputs that reach every branch of a program
 //! oracle ──► trace interpreter (reference) vs every engine, with step counts
 //! pairs ───► programs equal by construction and single-instruction mutations (equiv's suites)
+//! regions ─► brute force: stand-in inputs covering every class of comparison-only filters
 //! socket ──► socket filetests, packet shapes and a seeded raw-filter generator
 //! ```
 //!
@@ -24,6 +25,7 @@ pub mod gen;
 pub mod input;
 pub mod oracle;
 pub mod pairs;
+pub mod regions;
 pub mod rng;
 pub mod socket;
 

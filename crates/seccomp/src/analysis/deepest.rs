@@ -111,12 +111,12 @@ fn value_of(facts: &Facts, field: Field) -> u32 {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-    use cbpf::opcode::*;
     use cbpf::uapi::audit::AUDIT_ARCH_X86_64;
-    use cbpf::Insn;
 
-    fn program(insns: &[Insn]) -> Program {
-        cbpf::validate(insns, Mode::Seccomp).unwrap()
+    /// A seccomp program from bpf_asm text.
+    fn program(text: &str) -> Program {
+        let insns = cbpf::text::parse(text.as_bytes(), cbpf::text::Format::Asm).unwrap();
+        cbpf::validate(&insns, Mode::Seccomp).unwrap()
     }
 
     /// `mmap` (9) takes its longest path only when `args[2].lo & 0x4` is
@@ -124,18 +124,13 @@ mod tests {
     /// checks, which args = 0 does not (it stops at the second).
     #[test]
     fn the_deepest_input_passes_the_argument_checks() {
-        let prog = program(&[
-            Insn::stmt(LD_W_ABS, 0),
-            Insn::jump(JMP_JEQ_K, 9, 0, 7),
-            Insn::stmt(LD_W_ABS, 32),
-            Insn::stmt(ALU_AND_K, 4),
-            Insn::jump(JMP_JEQ_K, 0, 0, 4),
-            Insn::stmt(LD_W_ABS, 40),
-            Insn::jump(JMP_JEQ_K, 0x22, 0, 2),
-            Insn::stmt(LD_IMM, 0x7fff_0000),
-            Insn::stmt(RET_A, 0),
-            Insn::stmt(RET_K, 0),
-        ]);
+        let prog = program(
+            "ld [0]\n jeq #9, mmap, deny\n \
+             mmap: ld [32]\n and #4\n jeq #0, flags, deny\n \
+             flags: ld [40]\n jeq #0x22, allow, deny\n \
+             allow: ld #0x7fff0000\n ret a\n \
+             deny: ret #0\n",
+        );
         let mut budget = Budget::default();
         let deepest = deepest_input_in(&prog, [(AUDIT_ARCH_X86_64, 9)], &mut budget).unwrap().unwrap();
         assert_eq!(deepest.path, 9);
@@ -152,15 +147,7 @@ mod tests {
     /// Of several classes the longest wins; a budget too small says so.
     #[test]
     fn classes_compete_and_the_budget_binds() {
-        let prog = program(&[
-            Insn::stmt(LD_W_ABS, 0),
-            Insn::jump(JMP_JEQ_K, 1, 1, 0),
-            Insn::stmt(RET_K, 0),
-            Insn::stmt(LD_W_ABS, 16),
-            Insn::jump(JMP_JGT_K, 10, 0, 1),
-            Insn::stmt(RET_K, 1),
-            Insn::stmt(RET_K, 2),
-        ]);
+        let prog = program("ld [0]\n jeq #1, one, other\n other: ret #0\n one: ld [16]\n jgt #10, big, small\n small: ret #1\n big: ret #2\n");
         let classes = [(AUDIT_ARCH_X86_64, 0), (AUDIT_ARCH_X86_64, 1)];
         let deepest = deepest_input_in(&prog, classes, &mut Budget::default()).unwrap().unwrap();
         assert_eq!((deepest.data.nr, deepest.path), (1, 5));
