@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Every target of `fuzz/Cargo.toml`, in run order (same as `fuzz_replay::TARGETS`).
-pub const TARGETS: [&str; 8] = [
+pub const TARGETS: [&str; 9] = [
     "decode_validate",
     "text_parse",
     "convert_equiv",
@@ -38,6 +38,7 @@ pub const TARGETS: [&str; 8] = [
     "fast_equiv",
     "bounded_work",
     "equiv",
+    "optimize",
 ];
 
 const USAGE: &str =

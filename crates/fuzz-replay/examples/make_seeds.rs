@@ -6,7 +6,7 @@
 //! - `text_parse`: the same programs printed in every cBPF text syntax and
 //!   as seccomp-tools listings, plus eBPF assembly from bpf_conformance;
 //! - `ebpf_exec`: a selector byte followed by assembled conformance programs;
-//! - `convert_equiv`, `analysis_sound`, `fast_equiv`, `bounded_work`: fixed
+//! - `convert_equiv`, `analysis_sound`, `fast_equiv`, `bounded_work`, `optimize`, `equiv`: fixed
 //!   pseudo-random byte strings (the targets' generator turns any bytes into
 //!   a valid case).
 //!
@@ -113,6 +113,15 @@ fn main() {
     for i in 0..6 {
         let bytes: Vec<u8> = (0..32 + 16 * i).map(|_| next()).collect();
         write("bounded_work", &format!("random_{i:02}"), &bytes);
+    }
+    // After the others, so their bytes stay what they were.
+    for i in 0..12 {
+        let bytes: Vec<u8> = (0..24 + 24 * i).map(|_| next()).collect();
+        write("optimize", &format!("random_{i:02}"), &bytes);
+    }
+    for i in 0..24 {
+        let bytes: Vec<u8> = (0..16 + 48 * i).map(|_| next()).collect();
+        write("equiv", &format!("random_{i:02}"), &bytes);
     }
     println!("seeds written to {}", seeds.display());
 }

@@ -21,6 +21,7 @@
 //! | [`analysis_sound`] | a generated valid seccomp program | every constant action the analysis promises holds on random arguments |
 //! | [`fast_equiv`] | a generated valid seccomp program + contexts | the fast engine builds without whole-filter fallbacks and returns the classic interpreter's answer |
 //! | [`equiv`](fn@equiv) | a generated valid seccomp program and a second one (generated, mutated, or equal by construction) | `equiv::check` says equal only where no branch-reaching or random input tells them apart on any engine, differ only with a counterexample every engine confirms, and never differ on copies equal by construction (undecided within small limits is allowed) |
+//! | [`optimize`](fn@optimize) | a generated valid seccomp program | `optimize::optimize` refuses only on a budget or an undecided proof; its output validates again, is no longer than the input, keeps every kernel-cached ALLOW of the input, and returns the input's value on branch-reaching, generated and brute-force region inputs |
 //! | [`bounded_work`] | a blow-up shape ([`blowup`]) or a generated valid seccomp program | every analysis and the fast build end within one run budget (an answer or the budget error); the fast engine still agrees with the classic interpreter; run under the xtask's memory and time limits |
 //!
 //! The functions take `&[u8]` rather than `arbitrary` types so a regression
@@ -32,7 +33,7 @@ pub use test_kit::gen;
 mod targets;
 
 pub use targets::{
-    analysis_sound, bounded_work, convert_equiv, decode_validate, ebpf_exec, equiv, fast_equiv, text_parse,
+    analysis_sound, bounded_work, convert_equiv, decode_validate, ebpf_exec, equiv, fast_equiv, optimize, text_parse,
 };
 
 /// A fuzz target: its name (also its directory under `fuzz/regressions/`
@@ -44,7 +45,7 @@ pub struct Target {
 }
 
 /// Every target, in the order the xtask runs them.
-pub const TARGETS: [Target; 8] = [
+pub const TARGETS: [Target; 9] = [
     Target { name: "decode_validate", run: decode_validate },
     Target { name: "text_parse", run: text_parse },
     Target { name: "convert_equiv", run: convert_equiv },
@@ -53,6 +54,7 @@ pub const TARGETS: [Target; 8] = [
     Target { name: "fast_equiv", run: fast_equiv },
     Target { name: "bounded_work", run: bounded_work },
     Target { name: "equiv", run: equiv },
+    Target { name: "optimize", run: optimize },
 ];
 
 /// The target called `name`.

@@ -584,9 +584,88 @@ pub fn equiv(data: &[u8]) {
     }
 }
 
+/// Stand-in inputs per class the `optimize` target runs at most.
+const OPTIMIZE_REGION_CAP: usize = 1 << 8;
+
+/// A generated valid seccomp program through `optimize::optimize`, whose
+/// answer is held to what it promises, checked without its own code: the
+/// output validates again (seccomp mode, at most `BPF_MAXINSNS`), is no
+/// longer than the input, keeps every kernel-cached ALLOW the input has
+/// (`seccomp::cache` on each input's arch and number), and returns the
+/// input's value on every branch-reaching input of either program, on
+/// generated inputs and, where the program only compares words with
+/// constants, on the brute-force regions of every class
+/// ([`test_kit::regions`]). Only a budget or an undecided proof may
+/// refuse; any other refusal is a bug (`optimize` reporting its own bug is
+/// still one).
+pub fn optimize(data: &[u8]) {
+    use ::optimize::OptimizeError;
+    let mut u = Unstructured::new(data);
+    let Ok(gen::Generated { program, mut pool }) = gen::program(&mut u, Mode::Seccomp) else { return };
+    let options = ::optimize::Options {
+        budget: seccomp::analysis::Budget::new(1 << 20, 1 << 10, 1 << 14),
+        equiv: ::equiv::Options { limits: EQUIV_LIMITS, ..Default::default() },
+    };
+    let out = match ::optimize::optimize(&program, &options) {
+        Ok(out) => out.program,
+        Err(OptimizeError::Analysis(_) | OptimizeError::Undecided(_)) => return,
+        Err(e) => fail(format_args!("optimize refused: {e}\n{}", listing(&program))),
+    };
+    let fail_on = |what: fmt::Arguments<'_>| -> ! {
+        fail(format_args!("{what}\ninput:\n{}\n---\noutput:\n{}", listing(&program), listing(&out)))
+    };
+    if let Err(e) = cbpf::validate(out.original(), Mode::Seccomp) {
+        fail_on(format_args!("the output does not validate again: {e}"));
+    }
+    if out.len() > program.len() || out.len() > cbpf::opcode::BPF_MAXINSNS {
+        fail_on(format_args!("the output has {} instructions, the input {}", out.len(), program.len()));
+    }
+    let mut inputs = test_kit::branch_inputs(&program);
+    inputs.extend(test_kit::branch_inputs(&out));
+    for _ in 0..8 {
+        let Ok(d) = gen::seccomp_data(&mut u, &mut pool) else { break };
+        inputs.push(SeccompData::from_bytes(&d));
+    }
+    inputs.extend(test_kit::regions::region_inputs(&[&program, &out], OPTIMIZE_REGION_CAP).inputs);
+    let (before, after) = (Interp::new(&program), Interp::new(&out));
+    let run = |p: &Interp, d: &SeccompData| {
+        p.trace_seccomp(&d.to_bytes(), |_| {}).unwrap_or_else(|e| fail(format_args!("{e}")))
+    };
+    for d in &inputs {
+        let (l, r) = (run(&before, d), run(&after, d));
+        if l != r {
+            fail_on(format_args!("on {d:?} the input returns {l:#x}, the output {r:#x}"));
+        }
+        let (arch, nr) = (d.arch, d.nr as u32);
+        let cached = |p: &Program| seccomp::cache::seccomp_is_const_allow(p.original(), nr, arch, arch);
+        if cached(&program) && !cached(&out) {
+            fail_on(format_args!("the kernel's cache allows nr {nr} on arch {arch:#x} for the input, not the output"));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `optimize` seeds are not vacuous: most generate a program that
+    /// `optimize` rewrites and proves, so the checks run.
+    #[test]
+    fn the_optimize_seeds_reach_a_proved_rewrite() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fuzz/seeds/optimize");
+        let (mut seeds, mut rewritten) = (0, 0);
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let data = std::fs::read(entry.unwrap().path()).unwrap();
+            seeds += 1;
+            let mut u = Unstructured::new(&data);
+            let Ok(g) = gen::program(&mut u, Mode::Seccomp) else { continue };
+            if let Ok(out) = ::optimize::optimize(&g.program, &Default::default()) {
+                rewritten +=
+                    usize::from(out.stats.kept_input.is_none() && out.program.original() != g.program.original());
+            }
+        }
+        assert!(seeds >= 12 && rewritten * 2 >= seeds, "{rewritten} of {seeds} seeds rewritten");
+    }
 
     #[test]
     fn fail_panics_with_the_property() {
