@@ -198,5 +198,10 @@ fn dump_decompiles_a_live_process() {
     let file = Command::new(BIN).args(["decompile", path]).output().unwrap();
     let expected: serde_json::Value = serde_json::from_slice(&file.stdout).unwrap();
     assert_eq!(dumped, serde_json::json!([expected]));
+    // The analysis budget binds here too, and says which flag raises it.
+    let o = Command::new(BIN).args(["dump", "--pid", &pid, "--decompile", "--max-steps", "1000"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.starts_with("error: filter 0 of 1 (oldest first): ") && err.contains("--max-steps"), "{err}");
     drop(child);
 }

@@ -35,18 +35,8 @@ pub struct AnalyzeArgs {
     /// Text output: also print audit findings.
     #[arg(long)]
     audit: bool,
-    /// Budget of the whole run: abstract instructions executed over every number analysed.
-    #[arg(long, value_name = "N", default_value_t = analysis::Budget::DEFAULT_STEPS)]
-    max_steps: u64,
-    /// Budget of the whole run: paths `--explain` prints.
-    #[arg(long, value_name = "N", default_value_t = analysis::Budget::DEFAULT_PATHS)]
-    max_paths: u64,
-    /// Budget of the whole run: conditions `--explain` prints (bounds its output).
-    #[arg(long, value_name = "N", default_value_t = analysis::Budget::DEFAULT_CONDS)]
-    max_conds: u64,
-    /// Budget of the whole run: nodes of the computed expressions `--explain` prints (`(args[0].lo + 0x1)` is 3).
-    #[arg(long, value_name = "N", default_value_t = analysis::Budget::DEFAULT_EXPR_NODES)]
-    max_expr_nodes: u64,
+    #[command(flatten)]
+    budget: super::BudgetArgs,
 }
 
 /// The kernel whose constant-action cache covers `arch`, as (native arch, table size).
@@ -89,8 +79,7 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
     nrs.extend(analysis::compared_nrs(&prog, audit_arch).map_err(fail)?);
     nrs.sort_unstable();
     nrs.dedup();
-    let mut budget =
-        analysis::Budget::new(args.max_steps, args.max_paths, args.max_conds).with_max_expr_nodes(args.max_expr_nodes);
+    let mut budget = args.budget.budget();
     let entries = analysis::analyze_in(&prog, audit_arch, nrs.iter().copied(), &mut budget).map_err(fail)?;
     let cache: Vec<u32> = match cache_for(arch) {
         Some((native, n)) => seccomp::cache::kernel_cache_allow(prog.original(), audit_arch, n, native).allowed(),

@@ -30,18 +30,8 @@ pub struct DecompileArgs {
     /// Write the profile here (`-`: stdout) instead of printing it.
     #[arg(short, long)]
     output: Option<String>,
-    /// Budget: abstract instructions executed over the whole reading.
-    #[arg(long, value_name = "N", default_value_t = seccomp::analysis::Budget::DEFAULT_STEPS)]
-    max_steps: u64,
-    /// Budget: paths read.
-    #[arg(long, value_name = "N", default_value_t = seccomp::analysis::Budget::DEFAULT_PATHS)]
-    max_paths: u64,
-    /// Budget: conditions read.
-    #[arg(long, value_name = "N", default_value_t = seccomp::analysis::Budget::DEFAULT_CONDS)]
-    max_conds: u64,
-    /// Budget: nodes of the computed expressions read (ALU results compared).
-    #[arg(long, value_name = "N", default_value_t = seccomp::analysis::Budget::DEFAULT_EXPR_NODES)]
-    max_expr_nodes: u64,
+    #[command(flatten)]
+    budget: super::BudgetArgs,
 }
 
 /// The profile of one validated filter, rendered in `format`.
@@ -62,8 +52,7 @@ pub fn render(prog: &cbpf::Program, format: DecompileFormat, budget: &mut seccom
 pub fn decompile(args: &DecompileArgs) -> Result<i32> {
     let insns = args.source.read()?;
     let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp)?;
-    let mut budget = seccomp::analysis::Budget::new(args.max_steps, args.max_paths, args.max_conds)
-        .with_max_expr_nodes(args.max_expr_nodes);
+    let mut budget = args.budget.budget();
     let text = render(&prog, args.format, &mut budget)?;
     match args.output.as_deref() {
         Some(path) if path != "-" => {

@@ -21,6 +21,9 @@ pub struct DumpArgs {
     /// oldest first); exit 1 naming the filter and instruction where no profile can.
     #[arg(long, conflicts_with = "output")]
     decompile: bool,
+    /// With --decompile: the analysis budget, one for every filter of the process.
+    #[command(flatten)]
+    budget: super::BudgetArgs,
     /// With -o: replace existing files (a symlink is replaced, never followed).
     #[arg(long, requires = "output")]
     force: bool,
@@ -39,12 +42,12 @@ pub fn dump(args: &DumpArgs) -> Result<i32> {
     let mut out = Out::stdout();
     if args.decompile {
         let mut profiles = Vec::new();
+        let mut budget = args.budget.budget();
         for (n, f) in filters.iter().enumerate() {
             let of = |e: Failure| {
                 Failure::rejected(format!("filter {n} of {} (oldest first): {}", filters.len(), e.message))
             };
             let prog = cbpf::validate(f, cbpf::Mode::Seccomp).map_err(|e| of(Failure::rejected(e)))?;
-            let mut budget = seccomp::analysis::Budget::default();
             let reading = policy::read(&prog, &mut budget).map_err(|e| of(Failure::rejected(e)))?;
             profiles.push(policy::decompile(&reading).map_err(|e| of(Failure::rejected(e)))?);
         }
