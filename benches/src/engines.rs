@@ -62,47 +62,28 @@ pub fn by_name(name: &str) -> Option<&'static Engine> {
     ENGINES.iter().find(|e| e.name == name)
 }
 
-struct Cbpf<'f>(&'f cbpf::Interp);
-
-impl Runner for Cbpf<'_> {
+/// Every engine's preparation returns the closure that evaluates its
+/// prepared form: any such closure is a [`Runner`].
+impl<F: FnMut(&mut [u8; 64]) -> Result<u32, String>> Runner for F {
     #[inline]
     fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String> {
-        self.0.run_seccomp(data).map_err(|e| e.to_string())
+        self(data)
     }
 }
 
 fn prepare_cbpf(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
-    Ok(Box::new(Cbpf(&filter.interp)))
-}
-
-struct Ebpf<'f> {
-    program: &'f ebpf::Program,
-    vm: ebpf::Vm,
-}
-
-impl Runner for Ebpf<'_> {
-    #[inline]
-    fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String> {
-        self.vm.run_seccomp_uncounted(self.program, data).map_err(|e| e.to_string())
-    }
+    let interp = &filter.interp;
+    Ok(Box::new(move |data: &mut [u8; 64]| interp.run_seccomp(data).map_err(|e| e.to_string())))
 }
 
 fn prepare_ebpf(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
-    Ok(Box::new(Ebpf { program: &filter.ebpf_program, vm: ebpf::Vm::new() }))
-}
-
-struct Rbpf<'f>(RbpfSeccomp<'f>);
-
-impl Runner for Rbpf<'_> {
-    #[inline]
-    fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String> {
-        self.0.run(data).map_err(|e| e.to_string())
-    }
+    let (program, mut vm) = (&filter.ebpf_program, ebpf::Vm::new());
+    Ok(Box::new(move |data: &mut [u8; 64]| vm.run_seccomp_uncounted(program, data).map_err(|e| e.to_string())))
 }
 
 fn prepare_rbpf_backend(filter: &Filter, backend: Backend) -> Result<Box<dyn Runner + '_>, String> {
     let vm = RbpfSeccomp::new(&filter.ebpf_bytes, &filter.ebpf, backend).map_err(|e| e.to_string())?;
-    Ok(Box::new(Rbpf(vm)))
+    Ok(Box::new(move |data: &mut [u8; 64]| vm.run(data).map_err(|e| e.to_string())))
 }
 
 fn prepare_rbpf(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
@@ -117,42 +98,17 @@ fn prepare_rbpf_cranelift(filter: &Filter) -> Result<Box<dyn Runner + '_>, Strin
     prepare_rbpf_backend(filter, Backend::Cranelift)
 }
 
-struct Fast(seccomp::fast::FastFilter);
-
-impl Runner for Fast {
-    #[inline]
-    fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String> {
-        Ok(self.0.eval_bytes(data))
-    }
-}
-
 fn prepare_fast(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
     let fast = seccomp::fast::FastFilter::build(&filter.program).map_err(|e| e.to_string())?;
-    Ok(Box::new(Fast(fast)))
-}
-
-struct CbpfPlain(cbpf::plain::PlainInterp);
-
-impl Runner for CbpfPlain {
-    #[inline]
-    fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String> {
-        self.0.run_seccomp(data).map_err(|e| e.to_string())
-    }
+    Ok(Box::new(move |data: &mut [u8; 64]| Ok(fast.eval_bytes(data))))
 }
 
 fn prepare_cbpf_plain(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
-    Ok(Box::new(CbpfPlain(cbpf::plain::PlainInterp::new(&filter.program))))
-}
-
-struct EbpfPlain(ebpf::plain::PlainProgram);
-
-impl Runner for EbpfPlain {
-    #[inline]
-    fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String> {
-        self.0.run_seccomp(data).map_err(|e| e.to_string())
-    }
+    let plain = cbpf::plain::PlainInterp::new(&filter.program);
+    Ok(Box::new(move |data: &mut [u8; 64]| plain.run_seccomp(data).map_err(|e| e.to_string())))
 }
 
 fn prepare_ebpf_plain(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
-    Ok(Box::new(EbpfPlain(ebpf::plain::PlainProgram::new(&filter.ebpf).map_err(|e| e.to_string())?)))
+    let plain = ebpf::plain::PlainProgram::new(&filter.ebpf).map_err(|e| e.to_string())?;
+    Ok(Box::new(move |data: &mut [u8; 64]| plain.run_seccomp(data).map_err(|e| e.to_string())))
 }

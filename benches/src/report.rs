@@ -390,31 +390,29 @@ fn derived_a(t: &TableResult) -> String {
 }
 
 fn derived_b(t: &TableResult) -> String {
-    let cb = |row: &str| ratio(t.row(row).and_then(|r| r.ns("cbpf")), t.row(row).and_then(|r| r.ns("ebpf")));
+    // (figure, published, row, (numerator column, denominator column)).
+    let speed_ups = [
+        ("eBPF speed-up over cBPF, short (cbpf / ebpf)", "1.05x (2.7/2.58)", "short", ("cbpf", "ebpf")),
+        ("eBPF speed-up over cBPF, large (cbpf / ebpf)", "1.51x (8.6/5.7)", "large", ("cbpf", "ebpf")),
+        ("eBPF speed-up over cBPF, large binary tree", "—", "large_opt2", ("cbpf", "ebpf")),
+        (
+            "plain eBPF speed-up over plain cBPF, short (cbpf-plain / ebpf-plain)",
+            "1.05x (2.7/2.58)",
+            "short",
+            ("cbpf-plain", "ebpf-plain"),
+        ),
+        (
+            "plain eBPF speed-up over plain cBPF, large (cbpf-plain / ebpf-plain)",
+            "1.51x (8.6/5.7)",
+            "large",
+            ("cbpf-plain", "ebpf-plain"),
+        ),
+    ];
     let mut out = String::from("Derived:\n\n| figure | published (x86_64) | ours |\n|---|---:|---:|\n");
-    let _ = writeln!(
-        out,
-        "| eBPF speed-up over cBPF, short (cbpf / ebpf) | 1.05x (2.7/2.58) | {} |",
-        fmt_ratio(cb("short"))
-    );
-    let _ = writeln!(
-        out,
-        "| eBPF speed-up over cBPF, large (cbpf / ebpf) | 1.51x (8.6/5.7) | {} |",
-        fmt_ratio(cb("large"))
-    );
-    let _ = writeln!(out, "| eBPF speed-up over cBPF, large binary tree | — | {} |", fmt_ratio(cb("large_opt2")));
-    let plain =
-        |row: &str| ratio(t.row(row).and_then(|r| r.ns("cbpf-plain")), t.row(row).and_then(|r| r.ns("ebpf-plain")));
-    let _ = writeln!(
-        out,
-        "| plain eBPF speed-up over plain cBPF, short (cbpf-plain / ebpf-plain) | 1.05x (2.7/2.58) | {} |",
-        fmt_ratio(plain("short"))
-    );
-    let _ = writeln!(
-        out,
-        "| plain eBPF speed-up over plain cBPF, large (cbpf-plain / ebpf-plain) | 1.51x (8.6/5.7) | {} |",
-        fmt_ratio(plain("large"))
-    );
+    for (figure, published, row, (num, den)) in speed_ups {
+        let ns = |column: &str| t.row(row).and_then(|r| r.ns(column));
+        let _ = writeln!(out, "| {figure} | {published} | {} |", fmt_ratio(ratio(ns(num), ns(den))));
+    }
     out.push('\n');
     out.push_str(&figure_table(
         KERNEL_COST_NOTE,

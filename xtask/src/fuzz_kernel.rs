@@ -11,8 +11,6 @@
 //! disagreement was found; a mode the kernel refuses to attach here (not
 //! root, seccomp unavailable) is skipped with a line that says so.
 
-use std::process::Command;
-
 const FLAGS_WITH_VALUE: [&str; 4] = ["--time", "--mode", "--seed", "--out"];
 
 /// Splits off `--release` and checks the rest names only known flags.
@@ -40,32 +38,15 @@ fn check_args(args: &[String]) -> Result<(bool, Vec<String>), String> {
 /// Builds and runs the judge with `args`.
 pub fn run(args: &[String]) -> Result<(), String> {
     let (release, rest) = check_args(args)?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    let root = crate::workspace_root();
-    let mut cmd = Command::new(&cargo);
-    cmd.current_dir(&root).args(["run", "--quiet", "--manifest-path"]).arg(root.join("Cargo.toml"));
-    if release {
-        cmd.arg("--release");
-    }
-    let status = cmd
-        .args(["-p", "bpfconv-integration", "--bin", "fuzz-kernel", "--"])
-        .args(&rest)
-        .status()
-        .map_err(|e| format!("fuzz-kernel: cannot run {cargo}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("fuzz-kernel: the judge reported disagreements or failed ({status})"))
-    }
+    let mut cmd = crate::cargo_run_bin("bpfconv-integration", "fuzz-kernel", release);
+    cmd.current_dir(crate::workspace_root()).args(&rest);
+    crate::run_to_success("fuzz-kernel", cmd, "the judge reported disagreements or failed")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn strings(args: &[&str]) -> Vec<String> {
-        args.iter().map(|s| s.to_string()).collect()
-    }
+    use crate::strings;
 
     #[test]
     fn flags_are_checked_and_release_is_ours() {

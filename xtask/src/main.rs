@@ -83,6 +83,40 @@ pub fn workspace_root() -> std::path::PathBuf {
     manifest.parent().unwrap_or(manifest).to_path_buf()
 }
 
+/// `cargo run --quiet [--release] --manifest-path <workspace> -p PACKAGE --bin BIN --`,
+/// for the commands whose work is a binary of another package (xtask keeps no
+/// dependencies): the cargo running xtask (`$CARGO`), else `cargo`. The caller
+/// adds the binary's arguments, then runs it with [`run_to_success`].
+pub fn cargo_run_bin(package: &str, bin: &str, release: bool) -> std::process::Command {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["run", "--quiet", "--manifest-path"]).arg(workspace_root().join("Cargo.toml"));
+    if release {
+        cmd.arg("--release");
+    }
+    cmd.args(["-p", package, "--bin", bin, "--"]);
+    cmd
+}
+
+/// Runs `cmd` (from [`cargo_run_bin`]); the error starts with `command:` and
+/// says that the program could not start, or that the binary `failed` (with
+/// its exit status).
+pub fn run_to_success(command: &str, mut cmd: std::process::Command, failed: &str) -> Result<(), String> {
+    let status =
+        cmd.status().map_err(|e| format!("{command}: cannot run {}: {e}", cmd.get_program().to_string_lossy()))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{command}: {failed} ({status})"))
+    }
+}
+
+/// Owned arguments, for the commands' argument tests.
+#[cfg(test)]
+pub fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::USAGE;

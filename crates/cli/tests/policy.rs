@@ -17,6 +17,19 @@ fn explain_text(file: &str) -> String {
     stdout(&o)
 }
 
+/// The policy section of [`explain_text`]'s output (from its `policy:` line).
+fn policy_of(text: &str) -> &str {
+    &text[text.find("\npolicy:").expect("a policy section")..]
+}
+
+/// Each of `wanted` is a whole line of `policy`.
+fn assert_lines(policy: &str, wanted: &[&str]) {
+    let lines: Vec<&str> = policy.lines().collect();
+    for want in wanted {
+        assert!(lines.contains(want), "`{want}` missing:\n{policy}");
+    }
+}
+
 /// `text` is testdata/profiles/NAME.explain.txt (`UPDATE_EXPECT=1` writes it).
 fn assert_golden(name: &str, text: &str) {
     let golden = format!("{PROFILES}/{name}.explain.txt");
@@ -31,23 +44,23 @@ fn assert_golden(name: &str, text: &str) {
 fn explain_of_the_docker_like_filter_is_readable_and_pinned() {
     let bpf = format!("{PROFILES}/docker_like.bpf");
     let text = explain_text(&bpf);
-    let policy = &text[text.find("\npolicy:").expect("a policy section")..];
+    let policy = policy_of(&text);
     // What the issue asks of it: no raw x32 number, no `f(`, no hi/lo
     // pair from one 64-bit compare; the default first; rules by name.
     for bad in ["f(", ".hi", ".lo", "1073741", "0x4000"] {
         assert!(!policy.contains(bad), "`{bad}` in:\n{policy}");
     }
-    let lines: Vec<&str> = policy.lines().collect();
-    assert_eq!(lines[3], "default: ERRNO(1) (every syscall not listed below)");
-    for want in [
-        "  socket when args[0] != 0x28",
-        "  clone when (args[0] & 0x7e020000) == 0",
-        "  ptrace when args[0] < 0x10",
-        "  personality when args[0] in {0, 0x8, 0x20000, 0x20008, 0xffffffff}",
-        "  mbind get_mempolicy set_mempolicy move_pages when args[1] != 0 && args[2] <= 0x10000",
-    ] {
-        assert!(lines.contains(&want), "`{want}` missing:\n{policy}");
-    }
+    assert_eq!(policy.lines().nth(3), Some("default: ERRNO(1) (every syscall not listed below)"), "{policy}");
+    assert_lines(
+        policy,
+        &[
+            "  socket when args[0] != 0x28",
+            "  clone when (args[0] & 0x7e020000) == 0",
+            "  ptrace when args[0] < 0x10",
+            "  personality when args[0] in {0, 0x8, 0x20000, 0x20008, 0xffffffff}",
+            "  mbind get_mempolicy set_mempolicy move_pages when args[1] != 0 && args[2] <= 0x10000",
+        ],
+    );
     assert_golden("docker_like", &text);
 }
 
@@ -63,28 +76,28 @@ fn explain_of_the_docker_like_filter_is_readable_and_pinned() {
 fn explain_prints_alu_conditions_as_expressions() {
     let asm = format!("{PROFILES}/alu.asm");
     let text = explain_text(&asm);
-    let policy = &text[text.find("\npolicy:").expect("a policy section")..];
+    let policy = policy_of(&text);
     assert!(!policy.contains("f("), "{policy}");
-    let lines: Vec<&str> = policy.lines().collect();
-    for want in [
-        "  x86_64:read when (args[0].lo + 0x1) > 0x5",
-        // Two paths (`jeq #1`, then `jeq #2`) on one expression, merged.
-        "  x86_64:write when ((args[1].lo >> 0x4) & 0xf) in {0x1, 0x2}",
-        "  x86_64:open when (args[0].lo - args[1].lo) <= 0",
-        // Division by X: X == 0 returns 0 (KILL_THREAD), a path of its own.
-        "  x86_64:close when args[2].lo == 0",
-        "  x86_64:close when args[2].lo != 0 && (-args[0].lo / args[2].lo) != 0x3",
-        "  x86_64:stat when ((args[0].lo * 0x3) ^ 0x55) < 0x100",
-        "  x86_64:fstat when ((args[0].lo << args[1].lo) & 0x100) == 0",
-        // `ret a` of `(args[0].lo & 0xfff) | 0x50000`: ERRNO, computed data.
-        "ERRNO(args[0].lo & 0xfff):",
-        "  always: x86_64:lstat",
-        // `ret a` of `args[1].lo ^ 0x7fff0000`: no constant action.
-        "returns (args[1].lo ^ 0x7fff0000):",
-        "  x86_64:poll when args[0].lo > 0x10",
-    ] {
-        assert!(lines.contains(&want), "`{want}` missing:\n{policy}");
-    }
+    assert_lines(
+        policy,
+        &[
+            "  x86_64:read when (args[0].lo + 0x1) > 0x5",
+            // Two paths (`jeq #1`, then `jeq #2`) on one expression, merged.
+            "  x86_64:write when ((args[1].lo >> 0x4) & 0xf) in {0x1, 0x2}",
+            "  x86_64:open when (args[0].lo - args[1].lo) <= 0",
+            // Division by X: X == 0 returns 0 (KILL_THREAD), a path of its own.
+            "  x86_64:close when args[2].lo == 0",
+            "  x86_64:close when args[2].lo != 0 && (-args[0].lo / args[2].lo) != 0x3",
+            "  x86_64:stat when ((args[0].lo * 0x3) ^ 0x55) < 0x100",
+            "  x86_64:fstat when ((args[0].lo << args[1].lo) & 0x100) == 0",
+            // `ret a` of `(args[0].lo & 0xfff) | 0x50000`: ERRNO, computed data.
+            "ERRNO(args[0].lo & 0xfff):",
+            "  always: x86_64:lstat",
+            // `ret a` of `args[1].lo ^ 0x7fff0000`: no constant action.
+            "returns (args[1].lo ^ 0x7fff0000):",
+            "  x86_64:poll when args[0].lo > 0x10",
+        ],
+    );
     assert_golden("alu", &text);
 
     let o = run(&["decompile", &asm], b"");

@@ -12,6 +12,8 @@ use std::path::PathBuf;
 use engine::{EngineKind, Prepared, SocketEngine, SocketOutcome};
 use test_kit::{capture, socket};
 
+mod common;
+
 fn testdata() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
 }
@@ -29,14 +31,7 @@ fn committed_capture_is_the_generators() {
 
 /// Every `*.dd` file of testdata/tcpdump, by name.
 fn tcpdump_programs() -> Vec<(String, Vec<cbpf::Insn>)> {
-    let dir = testdata().join("tcpdump");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "dd"))
-        .collect();
-    files.sort();
-    files
+    common::files_with_extension(&testdata().join("tcpdump"), "dd")
         .into_iter()
         .map(|p| {
             let text = std::fs::read(&p).unwrap();

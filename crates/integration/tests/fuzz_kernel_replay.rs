@@ -10,18 +10,15 @@ use std::path::PathBuf;
 use bpfconv_integration::fuzz_kernel::{self, Input, Reproducer, Tally};
 use cbpf::{Insn, Mode};
 
+mod common;
+
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/fuzz-kernel")
 }
 
 #[test]
 fn every_saved_reproducer_replays() {
-    let mut names: Vec<PathBuf> = std::fs::read_dir(dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    names.sort();
+    let names = common::files_with_extension(&dir(), "json");
     for path in &names {
         let text = std::fs::read_to_string(path).unwrap();
         let repro: Reproducer =

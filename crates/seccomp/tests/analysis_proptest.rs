@@ -9,12 +9,13 @@
 //! every input satisfies exactly one path.
 
 use cbpf::opcode::*;
-use cbpf::{validate, AluOp, Insn, Interp, JmpOp, Mode, Program, SeccompData};
+use cbpf::{AluOp, Insn, Interp, JmpOp, SeccompData};
 use proptest::prelude::*;
+use proptest::strategy::Union;
 use seccomp::analysis::{analyze, explain, ActionResult, Cond, Field, Returned};
 
 mod common;
-use common::gen::Gen;
+use common::gen::{self, valid, Gen};
 
 use seccomp::arch::{AUDIT_ARCH_I386 as I386, AUDIT_ARCH_X86_64 as X86_64};
 
@@ -36,24 +37,22 @@ fn gen_insn() -> impl Strategy<Value = Gen> {
     // seccomp_check_filter() has no `mod`.
     let alu_op = prop::sample::select(AluOp::ALL.into_iter().filter(|op| *op != AluOp::Mod).collect::<Vec<_>>());
     let jmp_op = prop::sample::select(JmpOp::ALL.to_vec());
-    prop_oneof![
-        4 => (0u32..16).prop_map(Gen::LdData),
-        1 => interesting().prop_map(Gen::LdImm),
-        1 => interesting().prop_map(Gen::LdxImm),
-        1 => Just(Gen::Tax),
-        1 => Just(Gen::Txa),
-        1 => (0u32..4).prop_map(Gen::St),
-        1 => (0u32..4).prop_map(Gen::Stx),
-        1 => (0u32..4).prop_map(Gen::LdMem),
-        1 => (0u32..4).prop_map(Gen::LdxMem),
-        3 => (alu_op, any::<bool>(), interesting()).prop_map(|(o, x, k)| Gen::Alu(o, x, k)),
-        1 => Just(Gen::Neg),
-        1 => any::<u8>().prop_map(Gen::Ja),
-        8 => (jmp_op, prop::bool::weighted(0.2), interesting(), any::<u8>(), any::<u8>())
-            .prop_map(|(o, x, k, jt, jf)| Gen::Jmp(o, x, k, jt, jf)),
-        2 => interesting().prop_map(Gen::RetK),
-        1 => Just(Gen::RetA),
-    ]
+    let mut arms = vec![(4, (0u32..16).prop_map(Gen::LdData).boxed())];
+    arms.extend(gen::moves(interesting));
+    arms.extend([
+        (3, (alu_op, any::<bool>(), interesting()).prop_map(|(o, x, k)| Gen::Alu(o, x, k)).boxed()),
+        (1, Just(Gen::Neg).boxed()),
+        (1, any::<u8>().prop_map(Gen::Ja).boxed()),
+        (
+            8,
+            (jmp_op, prop::bool::weighted(0.2), interesting(), any::<u8>(), any::<u8>())
+                .prop_map(|(o, x, k, jt, jf)| Gen::Jmp(o, x, k, jt, jf))
+                .boxed(),
+        ),
+        (2, interesting().prop_map(Gen::RetK).boxed()),
+        (1, Just(Gen::RetA).boxed()),
+    ]);
+    Union::new_weighted(arms)
 }
 
 /// A valid seccomp program: a prologue initialising M[0..4], the random
@@ -74,14 +73,10 @@ fn gen_program() -> impl Strategy<Value = Vec<Insn>> {
     let last = prop_oneof![4 => ret, 1 => Just(vec![Insn::stmt(RET_A, 0)]), 1 => action];
     (prop::collection::vec(gen_insn(), 1..40), prop::collection::vec(last, 1..4)).prop_map(|(body, tail)| {
         let tail: Vec<Insn> = tail.into_iter().flatten().collect();
-        let mut prog = vec![Insn::stmt(ST, 0), Insn::stmt(ST, 1), Insn::stmt(STX, 2), Insn::stmt(STX, 3)];
+        let mut prog = gen::prologue().to_vec();
         let len = prog.len() + body.len() + tail.len();
         for g in body {
-            let pc = prog.len();
-            // Largest offset that stays inside the program.
-            let room = (len - pc - 2) as u32;
-            let fit = |off: u8| (u32::from(off) % (room + 1).min(256)) as u8;
-            prog.extend(g.insn(fit, 1));
+            prog.extend(g.insn_at(prog.len(), len, 1));
         }
         prog.extend(tail);
         prog
@@ -126,10 +121,6 @@ fn path_holds(path: &[Cond], arch: u32, nr: u32, data: (u64, [u64; 6])) -> bool 
         }
     }
     true
-}
-
-fn valid(insns: &[Insn]) -> Program {
-    validate(insns, Mode::Seccomp).unwrap_or_else(|e| panic!("generator made an invalid program: {e}\n{insns:?}"))
 }
 
 proptest! {

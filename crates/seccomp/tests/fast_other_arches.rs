@@ -27,8 +27,9 @@ fn prog(insns: &[Insn]) -> Program {
 }
 
 /// `fast.eval` equals the interpreter on every arch of [`ARCHES`] (and
-/// those given), numbers around the compared ones and a few argument sets.
-fn assert_exact(name: &str, program: &Program, extra_arches: &[u32]) {
+/// those given), numbers around the compared ones and a few argument sets;
+/// returns the engine it checked.
+fn assert_exact(name: &str, program: &Program, extra_arches: &[u32]) -> FastFilter {
     let interp = Interp::new(program);
     let fast = FastFilter::build(program).unwrap();
     let mut checked = 0;
@@ -44,14 +45,14 @@ fn assert_exact(name: &str, program: &Program, extra_arches: &[u32]) {
         }
     }
     assert!(checked >= 500);
+    fast
 }
 
 #[test]
 fn libseccomp_filters_give_unnamed_arches_one_constant() {
     for name in filter_names() {
         let program = load(&name);
-        assert_exact(&name, &program, &[]);
-        let fast = FastFilter::build(&program).unwrap();
+        let fast = assert_exact(&name, &program, &[]);
         let interp = Interp::new(&program);
         // Their arch check is the first test: every other arch is one
         // constant, whatever the number (no run of the whole filter).
@@ -78,8 +79,7 @@ fn plain_jeq_arch_check_is_a_constant() {
         s(0x06, ALLOW),
         s(0x06, EPERM),
     ]);
-    assert_exact("jeq", &p, &[]);
-    let fast = FastFilter::build(&p).unwrap();
+    let fast = assert_exact("jeq", &p, &[]);
     assert_eq!(fast.entry(I386, 39), Entry::Action(KILL));
 }
 
@@ -95,8 +95,7 @@ fn two_named_arches_and_a_kill_for_the_rest() {
         s(0x06, EPERM),
         s(0x06, ALLOW),
     ]);
-    assert_exact("two arches", &p, &[]);
-    let fast = FastFilter::build(&p).unwrap();
+    let fast = assert_exact("two arches", &p, &[]);
     assert_eq!(fast.entry(AARCH64, 39), Entry::Action(KILL));
     assert_eq!(fast.entry(I386, 5), Entry::Action(ALLOW));
 }
@@ -117,8 +116,7 @@ fn range_and_jset_arch_tests_stay_in_the_residual() {
         s(0x06, ALLOW),
         s(0x06, EPERM | 7),
     ]);
-    assert_exact("jgt/jset", &p, &[0x4000_0001, 0x8000_0000, 0xffff_0000, 0x3fff_ffff]);
-    let fast = FastFilter::build(&p).unwrap();
+    let fast = assert_exact("jgt/jset", &p, &[0x4000_0001, 0x8000_0000, 0xffff_0000, 0x3fff_ffff]);
     // Unnamed arches differ from each other: a residual, not the whole filter.
     match fast.entry(I386, 39) {
         Entry::Residual(r) => assert!(r.len() < p.len(), "residual {} vs filter {}", r.len(), p.len()),
@@ -142,8 +140,7 @@ fn masked_arch_and_x_operand_tests() {
         s(0x06, EPERM),
         s(0x06, ALLOW),
     ]);
-    assert_exact("jeq x", &x_operand, &[]);
-    let fast = FastFilter::build(&x_operand).unwrap();
+    let fast = assert_exact("jeq x", &x_operand, &[]);
     assert_eq!(fast.entry(I386, 5), Entry::Action(KILL));
 }
 
@@ -159,8 +156,7 @@ fn arch_checked_after_nr_and_arch_never_loaded() {
         s(0x06, ALLOW),
         s(0x06, KILL),
     ]);
-    assert_exact("late arch", &late, &[]);
-    let fast = FastFilter::build(&late).unwrap();
+    let fast = assert_exact("late arch", &late, &[]);
     // One entry for every unnamed arch, whatever the number: the arch test
     // is gone from it, the number test stays.
     match fast.entry(AARCH64, 39) {
@@ -169,8 +165,7 @@ fn arch_checked_after_nr_and_arch_never_loaded() {
     }
     // Never loads arch: every arch uses the one arch-free table.
     let blind = prog(&[s(0x20, 0), j(0x15, 39, 0, 1), s(0x06, ALLOW), s(0x06, EPERM)]);
-    assert_exact("no arch", &blind, &[]);
-    let fast = FastFilter::build(&blind).unwrap();
+    let fast = assert_exact("no arch", &blind, &[]);
     assert_eq!(fast.entry(0xdead_beef, 39), Entry::Action(ALLOW));
     assert_eq!(fast.entry(0xdead_beef, 40), Entry::Action(EPERM));
     // Loads arch but compares it with nothing: returns it.

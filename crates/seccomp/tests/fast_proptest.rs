@@ -7,13 +7,14 @@
 //! every table, negative, with the x32 bit, on unknown arches.
 
 use cbpf::opcode::*;
-use cbpf::{validate, AluOp, Insn, Interp, JmpOp, Mode, Program, SeccompData};
+use cbpf::{AluOp, Insn, Interp, JmpOp, Program, SeccompData};
 use proptest::prelude::*;
+use proptest::strategy::Union;
 use seccomp::chain::combine;
 use seccomp::fast::{FastChain, FastFilter};
 
 mod common;
-use common::gen::Gen;
+use common::gen::{self, valid, Gen};
 
 use seccomp::arch::{AUDIT_ARCH_I386 as I386, AUDIT_ARCH_X86_64 as X86_64};
 const AARCH64: u32 = 0xc000_00b7;
@@ -41,30 +42,35 @@ fn gen_insn() -> impl Strategy<Value = Gen> {
     let jmp_op = prop::sample::select(JmpOp::ALL.to_vec());
     let mask = prop::sample::select(vec![0x3fff_ffffu32, 0x4000_0000, 0xffff, 0xff, 0, u32::MAX, 1]);
     let word = prop_oneof![3 => Just(0u32), 2 => Just(1u32), 3 => 2u32..16];
-    prop_oneof![
-        6 => word.prop_map(Gen::LdData),
-        1 => constant().prop_map(Gen::LdImm),
-        1 => constant().prop_map(Gen::LdxImm),
-        1 => Just(Gen::Tax),
-        1 => Just(Gen::Txa),
-        1 => (0u32..4).prop_map(Gen::St),
-        1 => (0u32..4).prop_map(Gen::Stx),
-        1 => (0u32..4).prop_map(Gen::LdMem),
-        1 => (0u32..4).prop_map(Gen::LdxMem),
-        2 => (alu_op, prop::bool::weighted(0.3), constant()).prop_map(|(o, x, k)| Gen::Alu(o, x, k)),
-        1 => mask.prop_map(|m| Gen::Alu(AluOp::And, false, m)),
-        1 => Just(Gen::Neg),
-        1 => any::<u8>().prop_map(Gen::Ja),
-        10 => (jmp_op, prop::bool::weighted(0.2), constant(), any::<u8>(), any::<u8>())
-            .prop_map(|(o, x, k, jt, jf)| Gen::Jmp(o, x, k, jt, jf)),
-        2 => constant().prop_map(Gen::RetK),
-        1 => Just(Gen::RetA),
-        2 => (
-            prop::collection::vec((prop::sample::select(vec![0u32, 1, 2, 3, 59, 110, 470, 0x4000_0000]), 1u8..=255), 3..12),
-            prop::option::of((constant(), 1u8..=255, 1u8..=255)),
-        )
-            .prop_map(|(entries, end)| Gen::Dispatch(entries, end)),
-    ]
+    let mut arms = vec![(6, word.prop_map(Gen::LdData).boxed())];
+    arms.extend(gen::moves(constant));
+    arms.extend([
+        (2, (alu_op, prop::bool::weighted(0.3), constant()).prop_map(|(o, x, k)| Gen::Alu(o, x, k)).boxed()),
+        (1, mask.prop_map(|m| Gen::Alu(AluOp::And, false, m)).boxed()),
+        (1, Just(Gen::Neg).boxed()),
+        (1, any::<u8>().prop_map(Gen::Ja).boxed()),
+        (
+            10,
+            (jmp_op, prop::bool::weighted(0.2), constant(), any::<u8>(), any::<u8>())
+                .prop_map(|(o, x, k, jt, jf)| Gen::Jmp(o, x, k, jt, jf))
+                .boxed(),
+        ),
+        (2, constant().prop_map(Gen::RetK).boxed()),
+        (1, Just(Gen::RetA).boxed()),
+        (
+            2,
+            (
+                prop::collection::vec(
+                    (prop::sample::select(vec![0u32, 1, 2, 3, 59, 110, 470, 0x4000_0000]), 1u8..=255),
+                    3..12,
+                ),
+                prop::option::of((constant(), 1u8..=255, 1u8..=255)),
+            )
+                .prop_map(|(entries, end)| Gen::Dispatch(entries, end))
+                .boxed(),
+        ),
+    ]);
+    Union::new_weighted(arms)
 }
 
 fn action() -> impl Strategy<Value = u32> {
@@ -88,7 +94,7 @@ fn gen_program() -> impl Strategy<Value = Vec<Insn>> {
                 prog.push(Insn::stmt(LD_W_ABS, 4));
                 prog.push(Insn::jump(JMP_JEQ_K, X86_64, 0, (total - 3) as u8));
             }
-            prog.extend([Insn::stmt(ST, 0), Insn::stmt(ST, 1), Insn::stmt(STX, 2), Insn::stmt(STX, 3)]);
+            prog.extend(gen::prologue());
             let len = prog.len() + body.iter().map(Gen::len).sum::<usize>() + tail.len() + usize::from(prologue);
             for g in body {
                 if let Gen::Dispatch(entries, end) = &g {
@@ -104,10 +110,7 @@ fn gen_program() -> impl Strategy<Value = Vec<Insn>> {
                     }
                     continue;
                 }
-                let pc = prog.len();
-                let room = (len - pc - 2) as u32;
-                let fit = |off: u8| (u32::from(off) % (room + 1).min(256)) as u8;
-                prog.extend(g.insn(fit, 3));
+                prog.extend(g.insn_at(prog.len(), len, 3));
             }
             prog.extend(tail);
             if prologue {
@@ -118,18 +121,19 @@ fn gen_program() -> impl Strategy<Value = Vec<Insn>> {
     )
 }
 
-fn valid(insns: &[Insn]) -> Program {
-    validate(insns, Mode::Seccomp).unwrap_or_else(|e| panic!("generator made an invalid program: {e}\n{insns:?}"))
+/// K-1, K, K+1 for every distinct constant K of the program, in order of K.
+fn near_constants(prog: &Program) -> Vec<u32> {
+    let mut ks: Vec<u32> = prog.insns().iter().map(|i| i.k).collect();
+    ks.sort_unstable();
+    ks.dedup();
+    ks.iter().flat_map(|&k| [k.wrapping_sub(1), k, k.wrapping_add(1)]).collect()
 }
 
 /// Boundary inputs: K-1, K, K+1 for every constant of the program as nr and
 /// argument halves, numbers outside the tables, negative and x32 numbers,
 /// named and unknown arches; plus the random inputs.
 fn inputs(prog: &Program, random: &[(u32, u32, u64, [u64; 6])]) -> Vec<SeccompData> {
-    let mut ks: Vec<u32> = prog.insns().iter().map(|i| i.k).collect();
-    ks.sort_unstable();
-    ks.dedup();
-    let mut near: Vec<u32> = ks.iter().flat_map(|&k| [k.wrapping_sub(1), k, k.wrapping_add(1)]).collect();
+    let mut near = near_constants(prog);
     near.extend([0, 1, 469, 470, 471, 1023, 1024, 0x4000_0000, 0x4000_006e, u32::MAX, 0x8000_0000, 0xffff_fff0]);
     let arches = [X86_64, I386, AARCH64, 0x1234_5678, 0];
     let mut out = Vec::new();
@@ -275,10 +279,7 @@ fn gen_arg_rules() -> impl Strategy<Value = Vec<Insn>> {
 /// near each constant (high halves 0), one argument at a time and all at
 /// once, plus the random inputs.
 fn arg_inputs(prog: &Program, random: &[(u32, u32, u64, [u64; 6])]) -> Vec<SeccompData> {
-    let mut ks: Vec<u32> = prog.insns().iter().map(|i| i.k).collect();
-    ks.sort_unstable();
-    ks.dedup();
-    let near: Vec<u32> = ks.iter().flat_map(|&k| [k.wrapping_sub(1), k, k.wrapping_add(1)]).collect();
+    let near = near_constants(prog);
     let mut out = inputs(prog, random);
     for (i, &v) in near.iter().enumerate() {
         let other = u64::from(near[(i * 5 + 1) % near.len()]);

@@ -14,8 +14,6 @@
 //! `cargo bench -p bpfconv-benches` runs the criterion versions of the same
 //! rows (groups `a`..`d`, `convert`, `validate`).
 
-use std::process::Command;
-
 /// Flags the `tables` binary understands; anything else is a usage error
 /// here, before a release build is started.
 const FLAGS: &[(&str, bool)] = &[
@@ -56,29 +54,15 @@ fn check_args(args: &[String]) -> Result<(), String> {
 /// Builds and runs the measuring binary in release mode with `args`.
 pub fn run(args: &[String]) -> Result<(), String> {
     check_args(args)?;
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string());
-    let manifest = crate::workspace_root().join("Cargo.toml");
-    let status = Command::new(&cargo)
-        .args(["run", "--release", "--quiet", "--manifest-path"])
-        .arg(&manifest)
-        .args(["-p", "bpfconv-benches", "--bin", "tables", "--"])
-        .args(args)
-        .status()
-        .map_err(|e| format!("bench: cannot run {cargo}: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("bench: the tables binary failed ({status})"))
-    }
+    let mut cmd = crate::cargo_run_bin("bpfconv-benches", "tables", true);
+    cmd.args(args);
+    crate::run_to_success("bench", cmd, "the tables binary failed")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn strings(args: &[&str]) -> Vec<String> {
-        args.iter().map(|s| s.to_string()).collect()
-    }
+    use crate::strings;
 
     #[test]
     fn accepts_the_documented_flags() {

@@ -2,19 +2,13 @@
 //! expected block differs.
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use cbpf::Mode;
 
 /// The `.txt` files of `dir`, sorted.
 pub fn files(dir: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{dir}: {e}"))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    v.sort();
-    v
+    super::files_with_extension(Path::new(dir), "txt")
 }
 
 /// The lines where `got` differs from `want` (`-` wanted, `+` got), at most

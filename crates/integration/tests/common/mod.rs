@@ -1,9 +1,22 @@
-//! Helpers shared by the integration tests: running converted seccomp
-//! filters on rbpf's interpreter.
+//! Helpers shared by the integration tests: listing a testdata folder's
+//! files, running converted seccomp filters on rbpf's interpreter.
 
 #![allow(dead_code)]
 
 pub mod filetest;
+
+use std::path::{Path, PathBuf};
+
+/// The files of `dir` whose extension is `ext`, sorted by path.
+pub fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    v.sort();
+    v
+}
 
 /// `struct seccomp_data` (64 bytes, little-endian): nr, arch, ip, args[6].
 pub fn seccomp_data(nr: u32, arch: u32, ip: u64, args: [u64; 6]) -> [u8; 64] {

@@ -3,7 +3,9 @@
 //! into a program.
 
 use cbpf::opcode::*;
-use cbpf::{AluOp, Insn, JmpOp};
+use cbpf::{validate, AluOp, Insn, JmpOp, Mode, Program};
+use proptest::prelude::*;
+use proptest::strategy::BoxedStrategy;
 
 /// One instruction of a random program, before jump offsets are fitted.
 #[derive(Debug, Clone)]
@@ -39,6 +41,14 @@ impl Gen {
         }
     }
 
+    /// The instruction at `pc` of a program of `len` instructions, its jump
+    /// offsets fitted to stay inside the program (see [`Gen::insn`]).
+    pub fn insn_at(&self, pc: usize, len: usize, divisor: u32) -> Option<Insn> {
+        // Largest offset that stays inside the program.
+        let room = (len - pc - 2) as u32;
+        self.insn(|off: u8| (u32::from(off) % (room + 1).min(256)) as u8, divisor)
+    }
+
     /// The instruction, jump offsets passed through `fit`, a zero divisor
     /// replaced by `divisor` and shift counts kept below 32 (what
     /// `seccomp_check_filter()` accepts); `None` for [`Gen::Dispatch`],
@@ -72,4 +82,36 @@ impl Gen {
             Gen::Dispatch(..) => return None,
         })
     }
+}
+
+/// The first instructions of every generated program: M[0..4], the scratch
+/// words [`Gen::St`], [`Gen::Stx`], [`Gen::LdMem`] and [`Gen::LdxMem`] use,
+/// get a value (from A and X, both 0 at entry).
+pub fn prologue() -> [Insn; 4] {
+    [Insn::stmt(ST, 0), Insn::stmt(ST, 1), Insn::stmt(STX, 2), Insn::stmt(STX, 3)]
+}
+
+/// The moves between A, X, immediates and the scratch words the
+/// [`prologue`] initialises (`ld #k`, `ldx #k`, `tax`, `txa`, `st`, `stx`,
+/// `ld M[]`, `ldx M[]`), weight 1 each, immediates drawn from the strategy
+/// `k` makes: arms of a suite's weighted [`Union`], spliced in flat so the
+/// suite's other weights, and the cases its saved regression seeds stand
+/// for, stay as they were.
+pub fn moves<K: Strategy<Value = u32> + 'static>(k: impl Fn() -> K) -> Vec<(u32, BoxedStrategy<Gen>)> {
+    vec![
+        (1, k().prop_map(Gen::LdImm).boxed()),
+        (1, k().prop_map(Gen::LdxImm).boxed()),
+        (1, Just(Gen::Tax).boxed()),
+        (1, Just(Gen::Txa).boxed()),
+        (1, (0u32..4).prop_map(Gen::St).boxed()),
+        (1, (0u32..4).prop_map(Gen::Stx).boxed()),
+        (1, (0u32..4).prop_map(Gen::LdMem).boxed()),
+        (1, (0u32..4).prop_map(Gen::LdxMem).boxed()),
+    ]
+}
+
+/// The generated program, validated in seccomp mode (a generator bug, an
+/// invalid program, fails the test with the program).
+pub fn valid(insns: &[Insn]) -> Program {
+    validate(insns, Mode::Seccomp).unwrap_or_else(|e| panic!("generator made an invalid program: {e}\n{insns:?}"))
 }
