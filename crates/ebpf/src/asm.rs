@@ -260,24 +260,22 @@ impl<'a> Operands<'a, '_> {
     }
 
     fn imm32(&self, index: usize) -> Result<i32, AsmError> {
-        let tok = self.tok(index)?;
-        let num = self.number(tok)?;
-        num.to_imm32().ok_or_else(|| AsmError::ImmOutOfRange {
-            line: self.line,
-            col: tok.col,
-            text: tok.text.to_owned(),
-            bits: 32,
-        })
+        self.imm(index, 32, Number::to_imm32)
     }
 
     fn imm64(&self, index: usize) -> Result<u64, AsmError> {
+        self.imm(index, 64, Number::to_imm64)
+    }
+
+    /// Operand `index` as a number that `fits` an immediate of `bits` bits.
+    fn imm<T>(&self, index: usize, bits: u8, fits: fn(Number) -> Option<T>) -> Result<T, AsmError> {
         let tok = self.tok(index)?;
         let num = self.number(tok)?;
-        num.to_imm64().ok_or_else(|| AsmError::ImmOutOfRange {
+        fits(num).ok_or_else(|| AsmError::ImmOutOfRange {
             line: self.line,
             col: tok.col,
             text: tok.text.to_owned(),
-            bits: 64,
+            bits,
         })
     }
 

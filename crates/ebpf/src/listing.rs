@@ -41,75 +41,22 @@ const BPF_ADDR_SPACE_CAST: i16 = 1;
 /// `BPF_NOSPEC` mode of class `BPF_ST` (kernel-internal, not UAPI).
 const BPF_NOSPEC: u8 = 0xc0;
 
-/// The kernel's `func_id_str[]`: names of the helpers `__BPF_FUNC_MAPPER` in
-/// include/uapi/linux/bpf.h (Linux 6.18) defines, indexed by id. The list is
-/// frozen upstream; new kernel functions are kfuncs.
-#[rustfmt::skip]
-const FUNC_ID_STR: [&str; 212] = [
-    "bpf_unspec", "bpf_map_lookup_elem", "bpf_map_update_elem", "bpf_map_delete_elem",
-    "bpf_probe_read", "bpf_ktime_get_ns", "bpf_trace_printk", "bpf_get_prandom_u32",
-    "bpf_get_smp_processor_id", "bpf_skb_store_bytes", "bpf_l3_csum_replace",
-    "bpf_l4_csum_replace", "bpf_tail_call", "bpf_clone_redirect", "bpf_get_current_pid_tgid",
-    "bpf_get_current_uid_gid", "bpf_get_current_comm", "bpf_get_cgroup_classid",
-    "bpf_skb_vlan_push", "bpf_skb_vlan_pop", "bpf_skb_get_tunnel_key", "bpf_skb_set_tunnel_key",
-    "bpf_perf_event_read", "bpf_redirect", "bpf_get_route_realm", "bpf_perf_event_output",
-    "bpf_skb_load_bytes", "bpf_get_stackid", "bpf_csum_diff", "bpf_skb_get_tunnel_opt",
-    "bpf_skb_set_tunnel_opt", "bpf_skb_change_proto", "bpf_skb_change_type",
-    "bpf_skb_under_cgroup", "bpf_get_hash_recalc", "bpf_get_current_task", "bpf_probe_write_user",
-    "bpf_current_task_under_cgroup", "bpf_skb_change_tail", "bpf_skb_pull_data", "bpf_csum_update",
-    "bpf_set_hash_invalid", "bpf_get_numa_node_id", "bpf_skb_change_head", "bpf_xdp_adjust_head",
-    "bpf_probe_read_str", "bpf_get_socket_cookie", "bpf_get_socket_uid", "bpf_set_hash",
-    "bpf_setsockopt", "bpf_skb_adjust_room", "bpf_redirect_map", "bpf_sk_redirect_map",
-    "bpf_sock_map_update", "bpf_xdp_adjust_meta", "bpf_perf_event_read_value",
-    "bpf_perf_prog_read_value", "bpf_getsockopt", "bpf_override_return",
-    "bpf_sock_ops_cb_flags_set", "bpf_msg_redirect_map", "bpf_msg_apply_bytes",
-    "bpf_msg_cork_bytes", "bpf_msg_pull_data", "bpf_bind", "bpf_xdp_adjust_tail",
-    "bpf_skb_get_xfrm_state", "bpf_get_stack", "bpf_skb_load_bytes_relative", "bpf_fib_lookup",
-    "bpf_sock_hash_update", "bpf_msg_redirect_hash", "bpf_sk_redirect_hash", "bpf_lwt_push_encap",
-    "bpf_lwt_seg6_store_bytes", "bpf_lwt_seg6_adjust_srh", "bpf_lwt_seg6_action", "bpf_rc_repeat",
-    "bpf_rc_keydown", "bpf_skb_cgroup_id", "bpf_get_current_cgroup_id", "bpf_get_local_storage",
-    "bpf_sk_select_reuseport", "bpf_skb_ancestor_cgroup_id", "bpf_sk_lookup_tcp",
-    "bpf_sk_lookup_udp", "bpf_sk_release", "bpf_map_push_elem", "bpf_map_pop_elem",
-    "bpf_map_peek_elem", "bpf_msg_push_data", "bpf_msg_pop_data", "bpf_rc_pointer_rel",
-    "bpf_spin_lock", "bpf_spin_unlock", "bpf_sk_fullsock", "bpf_tcp_sock", "bpf_skb_ecn_set_ce",
-    "bpf_get_listener_sock", "bpf_skc_lookup_tcp", "bpf_tcp_check_syncookie",
-    "bpf_sysctl_get_name", "bpf_sysctl_get_current_value", "bpf_sysctl_get_new_value",
-    "bpf_sysctl_set_new_value", "bpf_strtol", "bpf_strtoul", "bpf_sk_storage_get",
-    "bpf_sk_storage_delete", "bpf_send_signal", "bpf_tcp_gen_syncookie", "bpf_skb_output",
-    "bpf_probe_read_user", "bpf_probe_read_kernel", "bpf_probe_read_user_str",
-    "bpf_probe_read_kernel_str", "bpf_tcp_send_ack", "bpf_send_signal_thread", "bpf_jiffies64",
-    "bpf_read_branch_records", "bpf_get_ns_current_pid_tgid", "bpf_xdp_output",
-    "bpf_get_netns_cookie", "bpf_get_current_ancestor_cgroup_id", "bpf_sk_assign",
-    "bpf_ktime_get_boot_ns", "bpf_seq_printf", "bpf_seq_write", "bpf_sk_cgroup_id",
-    "bpf_sk_ancestor_cgroup_id", "bpf_ringbuf_output", "bpf_ringbuf_reserve", "bpf_ringbuf_submit",
-    "bpf_ringbuf_discard", "bpf_ringbuf_query", "bpf_csum_level", "bpf_skc_to_tcp6_sock",
-    "bpf_skc_to_tcp_sock", "bpf_skc_to_tcp_timewait_sock", "bpf_skc_to_tcp_request_sock",
-    "bpf_skc_to_udp6_sock", "bpf_get_task_stack", "bpf_load_hdr_opt", "bpf_store_hdr_opt",
-    "bpf_reserve_hdr_opt", "bpf_inode_storage_get", "bpf_inode_storage_delete", "bpf_d_path",
-    "bpf_copy_from_user", "bpf_snprintf_btf", "bpf_seq_printf_btf", "bpf_skb_cgroup_classid",
-    "bpf_redirect_neigh", "bpf_per_cpu_ptr", "bpf_this_cpu_ptr", "bpf_redirect_peer",
-    "bpf_task_storage_get", "bpf_task_storage_delete", "bpf_get_current_task_btf",
-    "bpf_bprm_opts_set", "bpf_ktime_get_coarse_ns", "bpf_ima_inode_hash", "bpf_sock_from_file",
-    "bpf_check_mtu", "bpf_for_each_map_elem", "bpf_snprintf", "bpf_sys_bpf",
-    "bpf_btf_find_by_name_kind", "bpf_sys_close", "bpf_timer_init", "bpf_timer_set_callback",
-    "bpf_timer_start", "bpf_timer_cancel", "bpf_get_func_ip", "bpf_get_attach_cookie",
-    "bpf_task_pt_regs", "bpf_get_branch_snapshot", "bpf_trace_vprintk", "bpf_skc_to_unix_sock",
-    "bpf_kallsyms_lookup_name", "bpf_find_vma", "bpf_loop", "bpf_strncmp", "bpf_get_func_arg",
-    "bpf_get_func_ret", "bpf_get_func_arg_cnt", "bpf_get_retval", "bpf_set_retval",
-    "bpf_xdp_get_buff_len", "bpf_xdp_load_bytes", "bpf_xdp_store_bytes", "bpf_copy_from_user_task",
-    "bpf_skb_set_tstamp", "bpf_ima_file_hash", "bpf_kptr_xchg", "bpf_map_lookup_percpu_elem",
-    "bpf_skc_to_mptcp_sock", "bpf_dynptr_from_mem", "bpf_ringbuf_reserve_dynptr",
-    "bpf_ringbuf_submit_dynptr", "bpf_ringbuf_discard_dynptr", "bpf_dynptr_read",
-    "bpf_dynptr_write", "bpf_dynptr_data", "bpf_tcp_raw_gen_syncookie_ipv4",
-    "bpf_tcp_raw_gen_syncookie_ipv6", "bpf_tcp_raw_check_syncookie_ipv4",
-    "bpf_tcp_raw_check_syncookie_ipv6", "bpf_ktime_get_tai_ns", "bpf_user_ringbuf_drain",
-    "bpf_cgrp_storage_get", "bpf_cgrp_storage_delete",
-];
+/// The kernel's `func_id_str[]` (kernel/bpf/disasm.c, Linux 6.18): the names
+/// of the helpers `__BPF_FUNC_MAPPER` in include/uapi/linux/bpf.h defines, one
+/// a line in id order after the file's `#` comment lines. Pure data, so it
+/// lives in a data file; the list is frozen upstream (new kernel functions
+/// are kfuncs).
+const FUNC_ID_STR: &str = include_str!("func_id_str.txt");
+
+/// The names of [`FUNC_ID_STR`], in id order.
+fn func_id_names() -> impl Iterator<Item = &'static str> {
+    FUNC_ID_STR.lines().filter(|line| !line.is_empty() && !line.starts_with('#'))
+}
 
 /// Name the kernel prints for helper `id` (`func_id_name()` in kernel/bpf/disasm.c
 /// without its `unknown` fallback): `Some("bpf_ktime_get_ns")` for 5.
 pub fn kernel_helper_name(id: i32) -> Option<&'static str> {
-    usize::try_from(id).ok().and_then(|i| FUNC_ID_STR.get(i).copied())
+    usize::try_from(id).ok().and_then(|i| func_id_names().nth(i))
 }
 
 /// Names of the socket-filter helpers our converter calls ([`crate::skb::helper`]),
@@ -453,5 +400,26 @@ fn write_raw(out: &mut String, insn: &Insn, next: Option<&Insn>, helper_name: He
         } else {
             write!(out, "if {r}{dst} {} {:#x} goto pc{off:+}", jmp_string(op), imm as u32)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn func_id_str_holds_the_212_helper_names_of_6_18() {
+        let names: Vec<&str> = func_id_names().collect();
+        assert_eq!(names.len(), 212);
+        assert_eq!(names.last(), Some(&"bpf_cgrp_storage_delete"));
+        assert_eq!(kernel_helper_name(211), Some("bpf_cgrp_storage_delete"));
+        for name in &names {
+            let rest = name.strip_prefix("bpf_").unwrap_or_else(|| panic!("{name} lacks bpf_"));
+            assert!(rest.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'), "{name}");
+        }
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), names.len(), "a name stands twice");
     }
 }

@@ -51,230 +51,129 @@ pub enum PlainError {
 const STOP: isize = isize::MIN;
 const FAULT: isize = isize::MIN + 1;
 
+/// Defines each opcode constant the loop matches and `SUPPORTED`, the
+/// list of them all, from one list (so the two cannot drift apart).
+macro_rules! handled_opcodes {
+    ($($name:ident = $code:expr;)*) => {
+        $(const $name: u8 = $code;)*
+        /// Every opcode the loop handles (the others are the kernel's `default_label`).
+        const SUPPORTED: &[u8] = &[$($name),*];
+    };
+}
+
 // The opcodes `___bpf_prog_run()`'s `BPF_INSN_MAP` handles that a converted
 // seccomp filter may use (and their relatives of the same families).
-const ALU64_ADD_K: u8 = BPF_ALU64 | BPF_ADD | BPF_K;
-const ALU64_ADD_X: u8 = BPF_ALU64 | BPF_ADD | BPF_X;
-const ALU_ADD_K: u8 = BPF_ALU | BPF_ADD | BPF_K;
-const ALU_ADD_X: u8 = BPF_ALU | BPF_ADD | BPF_X;
-const ALU64_SUB_K: u8 = BPF_ALU64 | BPF_SUB | BPF_K;
-const ALU64_SUB_X: u8 = BPF_ALU64 | BPF_SUB | BPF_X;
-const ALU_SUB_K: u8 = BPF_ALU | BPF_SUB | BPF_K;
-const ALU_SUB_X: u8 = BPF_ALU | BPF_SUB | BPF_X;
-const ALU64_MUL_K: u8 = BPF_ALU64 | BPF_MUL | BPF_K;
-const ALU64_MUL_X: u8 = BPF_ALU64 | BPF_MUL | BPF_X;
-const ALU_MUL_K: u8 = BPF_ALU | BPF_MUL | BPF_K;
-const ALU_MUL_X: u8 = BPF_ALU | BPF_MUL | BPF_X;
-const ALU64_DIV_K: u8 = BPF_ALU64 | BPF_DIV | BPF_K;
-const ALU64_DIV_X: u8 = BPF_ALU64 | BPF_DIV | BPF_X;
-const ALU_DIV_K: u8 = BPF_ALU | BPF_DIV | BPF_K;
-const ALU_DIV_X: u8 = BPF_ALU | BPF_DIV | BPF_X;
-const ALU64_OR_K: u8 = BPF_ALU64 | BPF_OR | BPF_K;
-const ALU64_OR_X: u8 = BPF_ALU64 | BPF_OR | BPF_X;
-const ALU_OR_K: u8 = BPF_ALU | BPF_OR | BPF_K;
-const ALU_OR_X: u8 = BPF_ALU | BPF_OR | BPF_X;
-const ALU64_AND_K: u8 = BPF_ALU64 | BPF_AND | BPF_K;
-const ALU64_AND_X: u8 = BPF_ALU64 | BPF_AND | BPF_X;
-const ALU_AND_K: u8 = BPF_ALU | BPF_AND | BPF_K;
-const ALU_AND_X: u8 = BPF_ALU | BPF_AND | BPF_X;
-const ALU64_LSH_K: u8 = BPF_ALU64 | BPF_LSH | BPF_K;
-const ALU64_LSH_X: u8 = BPF_ALU64 | BPF_LSH | BPF_X;
-const ALU_LSH_K: u8 = BPF_ALU | BPF_LSH | BPF_K;
-const ALU_LSH_X: u8 = BPF_ALU | BPF_LSH | BPF_X;
-const ALU64_RSH_K: u8 = BPF_ALU64 | BPF_RSH | BPF_K;
-const ALU64_RSH_X: u8 = BPF_ALU64 | BPF_RSH | BPF_X;
-const ALU_RSH_K: u8 = BPF_ALU | BPF_RSH | BPF_K;
-const ALU_RSH_X: u8 = BPF_ALU | BPF_RSH | BPF_X;
-const ALU64_MOD_K: u8 = BPF_ALU64 | BPF_MOD | BPF_K;
-const ALU64_MOD_X: u8 = BPF_ALU64 | BPF_MOD | BPF_X;
-const ALU_MOD_K: u8 = BPF_ALU | BPF_MOD | BPF_K;
-const ALU_MOD_X: u8 = BPF_ALU | BPF_MOD | BPF_X;
-const ALU64_XOR_K: u8 = BPF_ALU64 | BPF_XOR | BPF_K;
-const ALU64_XOR_X: u8 = BPF_ALU64 | BPF_XOR | BPF_X;
-const ALU_XOR_K: u8 = BPF_ALU | BPF_XOR | BPF_K;
-const ALU_XOR_X: u8 = BPF_ALU | BPF_XOR | BPF_X;
-const ALU64_MOV_K: u8 = BPF_ALU64 | BPF_MOV | BPF_K;
-const ALU64_MOV_X: u8 = BPF_ALU64 | BPF_MOV | BPF_X;
-const ALU_MOV_K: u8 = BPF_ALU | BPF_MOV | BPF_K;
-const ALU_MOV_X: u8 = BPF_ALU | BPF_MOV | BPF_X;
-const ALU64_ARSH_K: u8 = BPF_ALU64 | BPF_ARSH | BPF_K;
-const ALU64_ARSH_X: u8 = BPF_ALU64 | BPF_ARSH | BPF_X;
-const ALU_ARSH_K: u8 = BPF_ALU | BPF_ARSH | BPF_K;
-const ALU_ARSH_X: u8 = BPF_ALU | BPF_ARSH | BPF_X;
-const ALU64_NEG: u8 = BPF_ALU64 | BPF_NEG;
-const ALU_NEG: u8 = BPF_ALU | BPF_NEG;
-const JMP_JEQ_K: u8 = BPF_JMP | BPF_JEQ | BPF_K;
-const JMP_JEQ_X: u8 = BPF_JMP | BPF_JEQ | BPF_X;
-const JMP32_JEQ_K: u8 = BPF_JMP32 | BPF_JEQ | BPF_K;
-const JMP32_JEQ_X: u8 = BPF_JMP32 | BPF_JEQ | BPF_X;
-const JMP_JNE_K: u8 = BPF_JMP | BPF_JNE | BPF_K;
-const JMP_JNE_X: u8 = BPF_JMP | BPF_JNE | BPF_X;
-const JMP32_JNE_K: u8 = BPF_JMP32 | BPF_JNE | BPF_K;
-const JMP32_JNE_X: u8 = BPF_JMP32 | BPF_JNE | BPF_X;
-const JMP_JGT_K: u8 = BPF_JMP | BPF_JGT | BPF_K;
-const JMP_JGT_X: u8 = BPF_JMP | BPF_JGT | BPF_X;
-const JMP32_JGT_K: u8 = BPF_JMP32 | BPF_JGT | BPF_K;
-const JMP32_JGT_X: u8 = BPF_JMP32 | BPF_JGT | BPF_X;
-const JMP_JLT_K: u8 = BPF_JMP | BPF_JLT | BPF_K;
-const JMP_JLT_X: u8 = BPF_JMP | BPF_JLT | BPF_X;
-const JMP32_JLT_K: u8 = BPF_JMP32 | BPF_JLT | BPF_K;
-const JMP32_JLT_X: u8 = BPF_JMP32 | BPF_JLT | BPF_X;
-const JMP_JGE_K: u8 = BPF_JMP | BPF_JGE | BPF_K;
-const JMP_JGE_X: u8 = BPF_JMP | BPF_JGE | BPF_X;
-const JMP32_JGE_K: u8 = BPF_JMP32 | BPF_JGE | BPF_K;
-const JMP32_JGE_X: u8 = BPF_JMP32 | BPF_JGE | BPF_X;
-const JMP_JLE_K: u8 = BPF_JMP | BPF_JLE | BPF_K;
-const JMP_JLE_X: u8 = BPF_JMP | BPF_JLE | BPF_X;
-const JMP32_JLE_K: u8 = BPF_JMP32 | BPF_JLE | BPF_K;
-const JMP32_JLE_X: u8 = BPF_JMP32 | BPF_JLE | BPF_X;
-const JMP_JSGT_K: u8 = BPF_JMP | BPF_JSGT | BPF_K;
-const JMP_JSGT_X: u8 = BPF_JMP | BPF_JSGT | BPF_X;
-const JMP32_JSGT_K: u8 = BPF_JMP32 | BPF_JSGT | BPF_K;
-const JMP32_JSGT_X: u8 = BPF_JMP32 | BPF_JSGT | BPF_X;
-const JMP_JSLT_K: u8 = BPF_JMP | BPF_JSLT | BPF_K;
-const JMP_JSLT_X: u8 = BPF_JMP | BPF_JSLT | BPF_X;
-const JMP32_JSLT_K: u8 = BPF_JMP32 | BPF_JSLT | BPF_K;
-const JMP32_JSLT_X: u8 = BPF_JMP32 | BPF_JSLT | BPF_X;
-const JMP_JSGE_K: u8 = BPF_JMP | BPF_JSGE | BPF_K;
-const JMP_JSGE_X: u8 = BPF_JMP | BPF_JSGE | BPF_X;
-const JMP32_JSGE_K: u8 = BPF_JMP32 | BPF_JSGE | BPF_K;
-const JMP32_JSGE_X: u8 = BPF_JMP32 | BPF_JSGE | BPF_X;
-const JMP_JSLE_K: u8 = BPF_JMP | BPF_JSLE | BPF_K;
-const JMP_JSLE_X: u8 = BPF_JMP | BPF_JSLE | BPF_X;
-const JMP32_JSLE_K: u8 = BPF_JMP32 | BPF_JSLE | BPF_K;
-const JMP32_JSLE_X: u8 = BPF_JMP32 | BPF_JSLE | BPF_X;
-const JMP_JSET_K: u8 = BPF_JMP | BPF_JSET | BPF_K;
-const JMP_JSET_X: u8 = BPF_JMP | BPF_JSET | BPF_X;
-const JMP32_JSET_K: u8 = BPF_JMP32 | BPF_JSET | BPF_K;
-const JMP32_JSET_X: u8 = BPF_JMP32 | BPF_JSET | BPF_X;
-const JMP_JA: u8 = BPF_JMP | BPF_JA;
-const JMP32_JA: u8 = BPF_JMP32 | BPF_JA;
-const JMP_EXIT: u8 = BPF_JMP | BPF_EXIT;
-const LDX_MEM_B: u8 = BPF_LDX | BPF_MEM | BPF_B;
-const LDX_MEM_H: u8 = BPF_LDX | BPF_MEM | BPF_H;
-const LDX_MEM_W: u8 = BPF_LDX | BPF_MEM | BPF_W;
-const LDX_MEM_DW: u8 = BPF_LDX | BPF_MEM | BPF_DW;
-const STX_MEM_B: u8 = BPF_STX | BPF_MEM | BPF_B;
-const STX_MEM_H: u8 = BPF_STX | BPF_MEM | BPF_H;
-const STX_MEM_W: u8 = BPF_STX | BPF_MEM | BPF_W;
-const STX_MEM_DW: u8 = BPF_STX | BPF_MEM | BPF_DW;
-const ST_MEM_B: u8 = BPF_ST | BPF_MEM | BPF_B;
-const ST_MEM_H: u8 = BPF_ST | BPF_MEM | BPF_H;
-const ST_MEM_W: u8 = BPF_ST | BPF_MEM | BPF_W;
-const ST_MEM_DW: u8 = BPF_ST | BPF_MEM | BPF_DW;
-
-/// Every opcode the loop handles (the others are the kernel's `default_label`).
-const SUPPORTED: [u8; 109] = [
-    ALU64_ADD_K,
-    ALU64_ADD_X,
-    ALU_ADD_K,
-    ALU_ADD_X,
-    ALU64_SUB_K,
-    ALU64_SUB_X,
-    ALU_SUB_K,
-    ALU_SUB_X,
-    ALU64_MUL_K,
-    ALU64_MUL_X,
-    ALU_MUL_K,
-    ALU_MUL_X,
-    ALU64_DIV_K,
-    ALU64_DIV_X,
-    ALU_DIV_K,
-    ALU_DIV_X,
-    ALU64_OR_K,
-    ALU64_OR_X,
-    ALU_OR_K,
-    ALU_OR_X,
-    ALU64_AND_K,
-    ALU64_AND_X,
-    ALU_AND_K,
-    ALU_AND_X,
-    ALU64_LSH_K,
-    ALU64_LSH_X,
-    ALU_LSH_K,
-    ALU_LSH_X,
-    ALU64_RSH_K,
-    ALU64_RSH_X,
-    ALU_RSH_K,
-    ALU_RSH_X,
-    ALU64_MOD_K,
-    ALU64_MOD_X,
-    ALU_MOD_K,
-    ALU_MOD_X,
-    ALU64_XOR_K,
-    ALU64_XOR_X,
-    ALU_XOR_K,
-    ALU_XOR_X,
-    ALU64_MOV_K,
-    ALU64_MOV_X,
-    ALU_MOV_K,
-    ALU_MOV_X,
-    ALU64_ARSH_K,
-    ALU64_ARSH_X,
-    ALU_ARSH_K,
-    ALU_ARSH_X,
-    ALU64_NEG,
-    ALU_NEG,
-    JMP_JEQ_K,
-    JMP_JEQ_X,
-    JMP32_JEQ_K,
-    JMP32_JEQ_X,
-    JMP_JNE_K,
-    JMP_JNE_X,
-    JMP32_JNE_K,
-    JMP32_JNE_X,
-    JMP_JGT_K,
-    JMP_JGT_X,
-    JMP32_JGT_K,
-    JMP32_JGT_X,
-    JMP_JLT_K,
-    JMP_JLT_X,
-    JMP32_JLT_K,
-    JMP32_JLT_X,
-    JMP_JGE_K,
-    JMP_JGE_X,
-    JMP32_JGE_K,
-    JMP32_JGE_X,
-    JMP_JLE_K,
-    JMP_JLE_X,
-    JMP32_JLE_K,
-    JMP32_JLE_X,
-    JMP_JSGT_K,
-    JMP_JSGT_X,
-    JMP32_JSGT_K,
-    JMP32_JSGT_X,
-    JMP_JSLT_K,
-    JMP_JSLT_X,
-    JMP32_JSLT_K,
-    JMP32_JSLT_X,
-    JMP_JSGE_K,
-    JMP_JSGE_X,
-    JMP32_JSGE_K,
-    JMP32_JSGE_X,
-    JMP_JSLE_K,
-    JMP_JSLE_X,
-    JMP32_JSLE_K,
-    JMP32_JSLE_X,
-    JMP_JSET_K,
-    JMP_JSET_X,
-    JMP32_JSET_K,
-    JMP32_JSET_X,
-    JMP_JA,
-    JMP32_JA,
-    JMP_EXIT,
-    LDX_MEM_B,
-    LDX_MEM_H,
-    LDX_MEM_W,
-    LDX_MEM_DW,
-    STX_MEM_B,
-    STX_MEM_H,
-    STX_MEM_W,
-    STX_MEM_DW,
-    ST_MEM_B,
-    ST_MEM_H,
-    ST_MEM_W,
-    ST_MEM_DW,
-];
+handled_opcodes! {
+    ALU64_ADD_K = BPF_ALU64 | BPF_ADD | BPF_K;
+    ALU64_ADD_X = BPF_ALU64 | BPF_ADD | BPF_X;
+    ALU_ADD_K = BPF_ALU | BPF_ADD | BPF_K;
+    ALU_ADD_X = BPF_ALU | BPF_ADD | BPF_X;
+    ALU64_SUB_K = BPF_ALU64 | BPF_SUB | BPF_K;
+    ALU64_SUB_X = BPF_ALU64 | BPF_SUB | BPF_X;
+    ALU_SUB_K = BPF_ALU | BPF_SUB | BPF_K;
+    ALU_SUB_X = BPF_ALU | BPF_SUB | BPF_X;
+    ALU64_MUL_K = BPF_ALU64 | BPF_MUL | BPF_K;
+    ALU64_MUL_X = BPF_ALU64 | BPF_MUL | BPF_X;
+    ALU_MUL_K = BPF_ALU | BPF_MUL | BPF_K;
+    ALU_MUL_X = BPF_ALU | BPF_MUL | BPF_X;
+    ALU64_DIV_K = BPF_ALU64 | BPF_DIV | BPF_K;
+    ALU64_DIV_X = BPF_ALU64 | BPF_DIV | BPF_X;
+    ALU_DIV_K = BPF_ALU | BPF_DIV | BPF_K;
+    ALU_DIV_X = BPF_ALU | BPF_DIV | BPF_X;
+    ALU64_OR_K = BPF_ALU64 | BPF_OR | BPF_K;
+    ALU64_OR_X = BPF_ALU64 | BPF_OR | BPF_X;
+    ALU_OR_K = BPF_ALU | BPF_OR | BPF_K;
+    ALU_OR_X = BPF_ALU | BPF_OR | BPF_X;
+    ALU64_AND_K = BPF_ALU64 | BPF_AND | BPF_K;
+    ALU64_AND_X = BPF_ALU64 | BPF_AND | BPF_X;
+    ALU_AND_K = BPF_ALU | BPF_AND | BPF_K;
+    ALU_AND_X = BPF_ALU | BPF_AND | BPF_X;
+    ALU64_LSH_K = BPF_ALU64 | BPF_LSH | BPF_K;
+    ALU64_LSH_X = BPF_ALU64 | BPF_LSH | BPF_X;
+    ALU_LSH_K = BPF_ALU | BPF_LSH | BPF_K;
+    ALU_LSH_X = BPF_ALU | BPF_LSH | BPF_X;
+    ALU64_RSH_K = BPF_ALU64 | BPF_RSH | BPF_K;
+    ALU64_RSH_X = BPF_ALU64 | BPF_RSH | BPF_X;
+    ALU_RSH_K = BPF_ALU | BPF_RSH | BPF_K;
+    ALU_RSH_X = BPF_ALU | BPF_RSH | BPF_X;
+    ALU64_MOD_K = BPF_ALU64 | BPF_MOD | BPF_K;
+    ALU64_MOD_X = BPF_ALU64 | BPF_MOD | BPF_X;
+    ALU_MOD_K = BPF_ALU | BPF_MOD | BPF_K;
+    ALU_MOD_X = BPF_ALU | BPF_MOD | BPF_X;
+    ALU64_XOR_K = BPF_ALU64 | BPF_XOR | BPF_K;
+    ALU64_XOR_X = BPF_ALU64 | BPF_XOR | BPF_X;
+    ALU_XOR_K = BPF_ALU | BPF_XOR | BPF_K;
+    ALU_XOR_X = BPF_ALU | BPF_XOR | BPF_X;
+    ALU64_MOV_K = BPF_ALU64 | BPF_MOV | BPF_K;
+    ALU64_MOV_X = BPF_ALU64 | BPF_MOV | BPF_X;
+    ALU_MOV_K = BPF_ALU | BPF_MOV | BPF_K;
+    ALU_MOV_X = BPF_ALU | BPF_MOV | BPF_X;
+    ALU64_ARSH_K = BPF_ALU64 | BPF_ARSH | BPF_K;
+    ALU64_ARSH_X = BPF_ALU64 | BPF_ARSH | BPF_X;
+    ALU_ARSH_K = BPF_ALU | BPF_ARSH | BPF_K;
+    ALU_ARSH_X = BPF_ALU | BPF_ARSH | BPF_X;
+    ALU64_NEG = BPF_ALU64 | BPF_NEG;
+    ALU_NEG = BPF_ALU | BPF_NEG;
+    JMP_JEQ_K = BPF_JMP | BPF_JEQ | BPF_K;
+    JMP_JEQ_X = BPF_JMP | BPF_JEQ | BPF_X;
+    JMP32_JEQ_K = BPF_JMP32 | BPF_JEQ | BPF_K;
+    JMP32_JEQ_X = BPF_JMP32 | BPF_JEQ | BPF_X;
+    JMP_JNE_K = BPF_JMP | BPF_JNE | BPF_K;
+    JMP_JNE_X = BPF_JMP | BPF_JNE | BPF_X;
+    JMP32_JNE_K = BPF_JMP32 | BPF_JNE | BPF_K;
+    JMP32_JNE_X = BPF_JMP32 | BPF_JNE | BPF_X;
+    JMP_JGT_K = BPF_JMP | BPF_JGT | BPF_K;
+    JMP_JGT_X = BPF_JMP | BPF_JGT | BPF_X;
+    JMP32_JGT_K = BPF_JMP32 | BPF_JGT | BPF_K;
+    JMP32_JGT_X = BPF_JMP32 | BPF_JGT | BPF_X;
+    JMP_JLT_K = BPF_JMP | BPF_JLT | BPF_K;
+    JMP_JLT_X = BPF_JMP | BPF_JLT | BPF_X;
+    JMP32_JLT_K = BPF_JMP32 | BPF_JLT | BPF_K;
+    JMP32_JLT_X = BPF_JMP32 | BPF_JLT | BPF_X;
+    JMP_JGE_K = BPF_JMP | BPF_JGE | BPF_K;
+    JMP_JGE_X = BPF_JMP | BPF_JGE | BPF_X;
+    JMP32_JGE_K = BPF_JMP32 | BPF_JGE | BPF_K;
+    JMP32_JGE_X = BPF_JMP32 | BPF_JGE | BPF_X;
+    JMP_JLE_K = BPF_JMP | BPF_JLE | BPF_K;
+    JMP_JLE_X = BPF_JMP | BPF_JLE | BPF_X;
+    JMP32_JLE_K = BPF_JMP32 | BPF_JLE | BPF_K;
+    JMP32_JLE_X = BPF_JMP32 | BPF_JLE | BPF_X;
+    JMP_JSGT_K = BPF_JMP | BPF_JSGT | BPF_K;
+    JMP_JSGT_X = BPF_JMP | BPF_JSGT | BPF_X;
+    JMP32_JSGT_K = BPF_JMP32 | BPF_JSGT | BPF_K;
+    JMP32_JSGT_X = BPF_JMP32 | BPF_JSGT | BPF_X;
+    JMP_JSLT_K = BPF_JMP | BPF_JSLT | BPF_K;
+    JMP_JSLT_X = BPF_JMP | BPF_JSLT | BPF_X;
+    JMP32_JSLT_K = BPF_JMP32 | BPF_JSLT | BPF_K;
+    JMP32_JSLT_X = BPF_JMP32 | BPF_JSLT | BPF_X;
+    JMP_JSGE_K = BPF_JMP | BPF_JSGE | BPF_K;
+    JMP_JSGE_X = BPF_JMP | BPF_JSGE | BPF_X;
+    JMP32_JSGE_K = BPF_JMP32 | BPF_JSGE | BPF_K;
+    JMP32_JSGE_X = BPF_JMP32 | BPF_JSGE | BPF_X;
+    JMP_JSLE_K = BPF_JMP | BPF_JSLE | BPF_K;
+    JMP_JSLE_X = BPF_JMP | BPF_JSLE | BPF_X;
+    JMP32_JSLE_K = BPF_JMP32 | BPF_JSLE | BPF_K;
+    JMP32_JSLE_X = BPF_JMP32 | BPF_JSLE | BPF_X;
+    JMP_JSET_K = BPF_JMP | BPF_JSET | BPF_K;
+    JMP_JSET_X = BPF_JMP | BPF_JSET | BPF_X;
+    JMP32_JSET_K = BPF_JMP32 | BPF_JSET | BPF_K;
+    JMP32_JSET_X = BPF_JMP32 | BPF_JSET | BPF_X;
+    JMP_JA = BPF_JMP | BPF_JA;
+    JMP32_JA = BPF_JMP32 | BPF_JA;
+    JMP_EXIT = BPF_JMP | BPF_EXIT;
+    LDX_MEM_B = BPF_LDX | BPF_MEM | BPF_B;
+    LDX_MEM_H = BPF_LDX | BPF_MEM | BPF_H;
+    LDX_MEM_W = BPF_LDX | BPF_MEM | BPF_W;
+    LDX_MEM_DW = BPF_LDX | BPF_MEM | BPF_DW;
+    STX_MEM_B = BPF_STX | BPF_MEM | BPF_B;
+    STX_MEM_H = BPF_STX | BPF_MEM | BPF_H;
+    STX_MEM_W = BPF_STX | BPF_MEM | BPF_W;
+    STX_MEM_DW = BPF_STX | BPF_MEM | BPF_DW;
+    ST_MEM_B = BPF_ST | BPF_MEM | BPF_B;
+    ST_MEM_H = BPF_ST | BPF_MEM | BPF_H;
+    ST_MEM_W = BPF_ST | BPF_MEM | BPF_W;
+    ST_MEM_DW = BPF_ST | BPF_MEM | BPF_DW;
+}
 
 /// A converted program checked for the plain interpreter.
 #[derive(Debug, Clone)]
