@@ -238,16 +238,6 @@ pub fn side_value(side: Side<'_>, data: &SeccompData) -> u32 {
     }
 }
 
-/// A `struct seccomp_data` whose 16 words (as `ld [4 * i]` reads them, host
-/// byte order) are `words`.
-fn data_of(words: &[u32; 16]) -> SeccompData {
-    let mut bytes = [0u8; cbpf::interp::SECCOMP_DATA_SIZE];
-    for (chunk, w) in bytes.chunks_exact_mut(4).zip(words) {
-        chunk.copy_from_slice(&w.to_ne_bytes());
-    }
-    SeccompData::from_bytes(&bytes)
-}
-
 /// Interval representatives for a field every filter only compares with
 /// constants by `jeq`/`jgt`/`jge`: the lowest value of each interval the
 /// constants cut. `None`: keep the field symbolic.
@@ -392,7 +382,7 @@ pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> R
             let [n, a, ..] = &mut words;
             *n = nr.unwrap_or(*n);
             *a = arch.unwrap_or(*a);
-            let data = data_of(&words);
+            let data = SeccompData::from_words(&words);
             let (l, r) = (side_value(left, &data), side_value(right, &data));
             if l & mask == r & mask {
                 return Err(EquivError::Unconfirmed { data, left: l });

@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use cbpf::{JmpOp, Program, SeccompData};
 use seccomp::analysis::{Analyzer, Field, NrClasses};
-use seccomp::domain::{step, Env, State, Step, Val};
+use seccomp::domain::{data_of_fields, step, Env, State, Step, Val};
 
 /// Tested bits of one word enumerated at most (2^12 values).
 pub const MAX_BITS: u32 = 12;
@@ -191,21 +191,19 @@ pub fn region_inputs(programs: &[&Program], cap: usize) -> Regions {
                 continue;
             };
             out.enumerated += 1;
-            for mut i in 0..product {
-                let mut bytes = [0u8; cbpf::interp::SECCOMP_DATA_SIZE];
-                let mut put = |f: Field, v: u32| {
-                    let at = f.offset(arch) as usize;
-                    if let Some(w) = bytes.get_mut(at..at + 4) {
-                        w.copy_from_slice(&v.to_ne_bytes());
-                    }
-                };
-                put(Field::Nr, nr);
-                put(Field::Arch, arch);
+            for i in 0..product {
+                // Input `i` is a mixed-radix number, one digit per word.
+                let mut digit = i;
+                let mut chosen: BTreeMap<Field, u32> = BTreeMap::new();
                 for (f, values) in &words {
-                    put(*f, values.get(i % values.len()).copied().unwrap_or(0));
-                    i /= values.len();
+                    chosen.insert(*f, values.get(digit % values.len()).copied().unwrap_or(0));
+                    digit /= values.len();
                 }
-                out.inputs.push(SeccompData::from_bytes(&bytes));
+                out.inputs.push(data_of_fields(arch, |f| match f {
+                    Field::Nr => nr,
+                    Field::Arch => arch,
+                    f => chosen.get(&f).copied().unwrap_or(0),
+                }));
             }
         }
     }

@@ -137,6 +137,16 @@ impl SeccompData {
         SeccompData { instruction_pointer: swap(self.instruction_pointer), args: self.args.map(swap), ..self }
     }
 
+    /// The call whose 16 words, as `ld [4 * i]` reads them (host byte
+    /// order), are `words`.
+    pub fn from_words(words: &[u32; SECCOMP_DATA_SIZE / 4]) -> Self {
+        let mut bytes = [0u8; SECCOMP_DATA_SIZE];
+        for (chunk, w) in bytes.chunks_exact_mut(4).zip(words) {
+            chunk.copy_from_slice(&w.to_ne_bytes());
+        }
+        SeccompData::from_bytes(&bytes)
+    }
+
     /// Inverse of [`SeccompData::to_bytes`].
     pub fn from_bytes(bytes: &[u8; SECCOMP_DATA_SIZE]) -> Self {
         let mut words = bytes.chunks_exact(4).map(|w| {

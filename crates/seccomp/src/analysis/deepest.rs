@@ -11,7 +11,6 @@
 //! (arithmetic on arguments), the input may take a shorter path than the one
 //! explored, and a deeper input may exist.
 
-use cbpf::interp::SECCOMP_DATA_SIZE;
 use cbpf::{Interp, Mode, Op, Program, SeccompData};
 
 use super::paths::{explore, Limits, Outcome};
@@ -81,19 +80,11 @@ pub fn deepest_input_in(
 /// simple choice does: 0, else the facts' witness, else the smallest value
 /// with the required bits.
 fn input_of(facts: &Facts, arch: u32, nr: u32) -> SeccompData {
-    let mut bytes = [0u8; SECCOMP_DATA_SIZE];
-    for field in Field::ALL {
-        let value = match field {
-            Field::Nr => nr,
-            Field::Arch => arch,
-            _ => value_of(facts, field),
-        };
-        let at = field.offset(arch) as usize;
-        if let Some(word) = bytes.get_mut(at..at + 4) {
-            word.copy_from_slice(&value.to_ne_bytes());
-        }
-    }
-    SeccompData::from_bytes(&bytes)
+    crate::domain::data_of_fields(arch, |field| match field {
+        Field::Nr => nr,
+        Field::Arch => arch,
+        _ => value_of(facts, field),
+    })
 }
 
 /// A value of `field` that `facts` admit, if one of the simple choices is.

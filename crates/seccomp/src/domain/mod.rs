@@ -141,6 +141,19 @@ impl Field {
     }
 }
 
+/// The call whose fields hold `value(field)`, each half at the offset
+/// [`Field::offset`] gives it under `layout_arch` (so a filter for that
+/// arch reads back `value` through its loads).
+pub fn data_of_fields(layout_arch: u32, value: impl Fn(Field) -> u32) -> cbpf::SeccompData {
+    let mut words = [0u32; 16];
+    for field in Field::ALL {
+        if let Some(w) = words.get_mut((field.offset(layout_arch) / 4) as usize) {
+            *w = value(field);
+        }
+    }
+    cbpf::SeccompData::from_words(&words)
+}
+
 impl std::fmt::Display for Field {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -170,7 +170,7 @@ pub fn branch_inputs(program: &Program) -> Vec<SeccompData> {
     };
     let mut seen = HashSet::new();
     let mut out = Vec::new();
-    push_unique(&mut seen, &mut out, seccomp_from_words(&plain));
+    push_unique(&mut seen, &mut out, SeccompData::from_words(&plain));
     let mut pool: Vec<(usize, u32)> = Vec::new();
     for c in &compares {
         for witness in &c.witnesses {
@@ -179,7 +179,7 @@ pub fn branch_inputs(program: &Program) -> Vec<SeccompData> {
                 if let Some(w) = words.get_mut(word(c.field)) {
                     *w = v;
                 }
-                push_unique(&mut seen, &mut out, seccomp_from_words(&words));
+                push_unique(&mut seen, &mut out, SeccompData::from_words(&words));
                 pool.push((word(c.field), v));
             }
         }
@@ -201,7 +201,7 @@ pub fn branch_inputs(program: &Program) -> Vec<SeccompData> {
                 }
             }
         }
-        push_unique(&mut seen, &mut out, seccomp_from_words(&words));
+        push_unique(&mut seen, &mut out, SeccompData::from_words(&words));
     }
     out
 }
@@ -209,28 +209,6 @@ pub fn branch_inputs(program: &Program) -> Vec<SeccompData> {
 /// The word (0..16) of `struct seccomp_data` a field is, in [`LAYOUT`].
 fn word(f: Field) -> usize {
     (f.offset(LAYOUT) / 4) as usize
-}
-
-/// `struct seccomp_data` from its 16 native-endian words.
-fn seccomp_from_words(words: &[u32; 16]) -> SeccompData {
-    let mut bytes = [0u8; 64];
-    for (chunk, w) in bytes.chunks_exact_mut(4).zip(words) {
-        chunk.copy_from_slice(&w.to_ne_bytes());
-    }
-    let u64_at = |at: usize| {
-        let mut b = [0u8; 8];
-        if let Some(src) = bytes.get(at..at + 8) {
-            b.copy_from_slice(src);
-        }
-        u64::from_ne_bytes(b)
-    };
-    let word = |i: usize| words.get(i).copied().unwrap_or(0);
-    SeccompData {
-        nr: word(0) as i32,
-        arch: word(1),
-        instruction_pointer: u64_at(8),
-        args: [u64_at(16), u64_at(24), u64_at(32), u64_at(40), u64_at(48), u64_at(56)],
-    }
 }
 
 #[cfg(test)]
@@ -278,7 +256,7 @@ mod tests {
     #[test]
     fn seccomp_words_round_trip() {
         let words: [u32; 16] = std::array::from_fn(|i| 0x1000_0000 * (i as u32 % 3) + i as u32);
-        let bytes = seccomp_from_words(&words).to_bytes();
+        let bytes = SeccompData::from_words(&words).to_bytes();
         for (i, chunk) in bytes.chunks_exact(4).enumerate() {
             assert_eq!(u32::from_ne_bytes(chunk.try_into().unwrap()), words[i]);
         }
