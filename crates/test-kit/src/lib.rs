@@ -30,6 +30,13 @@ pub mod rng;
 pub mod socket;
 
 pub use branch::{branch_inputs, branch_packets, impossible_outcomes};
+
+/// A program from bpf_asm text, validated in `mode`: the hand-written
+/// filters of the suites. The error names the phase and where.
+pub fn asm_program(text: &str, mode: cbpf::Mode) -> Result<cbpf::Program, String> {
+    let insns = cbpf::text::parse(text.as_bytes(), cbpf::text::Format::Asm).map_err(|e| format!("parse: {e}"))?;
+    cbpf::validate(&insns, mode).map_err(|e| format!("validate: {e}"))
+}
 pub use input::SocketInput;
 pub use oracle::{check_seccomp, check_socket, Engine, Mismatch, Oracle, OracleError, OracleInput, Run, SetupError};
 pub use rng::SplitMix64;

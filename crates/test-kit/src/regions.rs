@@ -214,11 +214,9 @@ pub fn region_inputs(programs: &[&Program], cap: usize) -> Regions {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
-    use cbpf::Mode;
 
     fn program(text: &str) -> Program {
-        let insns = cbpf::text::parse(text.as_bytes(), cbpf::text::Format::Asm).unwrap();
-        cbpf::validate(&insns, Mode::Seccomp).unwrap()
+        crate::asm_program(text, cbpf::Mode::Seccomp).unwrap()
     }
 
     /// Two filters that differ only where `args[0].lo` is 7 and `args[1].lo`

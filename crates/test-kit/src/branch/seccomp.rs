@@ -214,11 +214,10 @@ fn word(f: Field) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cbpf::text::{parse, Format};
-    use cbpf::{validate, Mode};
+    use cbpf::Mode;
 
     fn asm(text: &str) -> Program {
-        validate(&parse(text.as_bytes(), Format::Asm).unwrap(), Mode::Seccomp).unwrap()
+        crate::asm_program(text, Mode::Seccomp).unwrap()
     }
 
     #[test]

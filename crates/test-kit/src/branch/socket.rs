@@ -637,15 +637,14 @@ pub fn branch_packets(program: &Program) -> Vec<SocketInput> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cbpf::{validate, Mode};
+    use cbpf::Mode;
 
     #[test]
     fn packets_reach_compared_bytes_and_short_lengths() {
         // ldh [SKF_NET_OFF + 2]; jgt #1000 -> 1 ; ldb [60]; jeq #7 -> 2; 3
         let text = "ldh [0xfff00002]\n jgt #1000, r1, b60\n r1: ret #1\n b60: ldb [60]\n jeq #7, r2, r3\n \
                     r2: ret #2\n r3: ret #3";
-        let insns = cbpf::text::parse(text.as_bytes(), cbpf::text::Format::Asm).unwrap();
-        let prog = validate(&insns, Mode::Socket).unwrap();
+        let prog = crate::asm_program(text, Mode::Socket).unwrap();
         let interp = cbpf::Interp::new(&prog);
         let results: HashSet<u32> =
             branch_packets(&prog).iter().map(|p| interp.run_socket(&p.skb()).unwrap()).collect();
