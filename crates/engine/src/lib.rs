@@ -85,11 +85,16 @@ impl FromStr for EngineKind {
     }
 }
 
+/// Every engine's name, in [`EngineKind::ALL`] order, comma-separated.
+fn engine_names() -> String {
+    EngineKind::ALL.map(EngineKind::name).join(", ")
+}
+
 /// Why an engine could not load or run a program.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum EngineError {
-    #[error("unknown engine `{name}` (expected one of cbpf, ebpf, cbpf-plain, ebpf-plain, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast)")]
+    #[error("unknown engine `{name}` (expected one of {})", engine_names())]
     UnknownEngine { name: String },
     #[error("engine {engine} does not run {mode} filters")]
     WrongMode { engine: EngineKind, mode: Mode },
