@@ -72,12 +72,15 @@ pub use trace::TraceStep;
 use compile::{Chains, Exit, Op, LEAVE, SAME_A};
 use socket::Ancillary;
 
-/// Size of `struct seccomp_data` (include/uapi/linux/seccomp.h).
-pub const SECCOMP_DATA_SIZE: usize = 64;
+/// Size of `struct seccomp_data` (include/uapi/linux/seccomp.h), 64: the
+/// mirror's, as a length ([`crate::uapi::seccomp`] has it as a `k`).
+pub const SECCOMP_DATA_SIZE: usize = std::mem::size_of::<SeccompData>();
 
 /// Mirror of `struct seccomp_data` (include/uapi/linux/seccomp.h): what a
-/// seccomp filter sees of a system call.
+/// seccomp filter sees of a system call. `#[repr(C)]`, so that its size and
+/// field offsets are the kernel's ([`crate::uapi::seccomp`] reads them here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[repr(C)]
 pub struct SeccompData {
     /// System call number (`int nr`; x32 calls carry bit 30).
     pub nr: i32,
