@@ -4,12 +4,12 @@
 //! Filters are installed unmodified, in a forked child, so the numbers are
 //! the kernel's own (constant-action cache included).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use cbpf::Insn;
 
-use crate::sys::{self, Exit};
+use crate::sys::{self, get, put, Exit, Failed};
 use crate::KernelError;
 
 /// Timed runs per measurement; the median is reported.
@@ -106,17 +106,17 @@ fn time_in_child(work: Workload<'_>) -> Result<Option<SyscallTiming>, KernelErro
     let shared = shared_results(3 + REPEATS + 1)?;
     let words = shared.words();
     let child = || -> i32 {
-        if !setup_child(words, progs) {
-            return EXIT_SETUP;
+        if let Err(step) = setup_child(words, progs) {
+            return step.code();
         }
         for run in 0..=REPEATS {
             let Some(t0) = sys::clock_ns(clock_id) else {
-                return EXIT_CLOCK;
+                return Failed::Clock.code();
             };
             put(words, 0, 1);
             call_repeatedly(nr, regs, iterations);
             let Some(t1) = sys::clock_ns(clock_id) else {
-                return EXIT_CLOCK;
+                return Failed::Clock.code();
             };
             put(words, 3 + run, t1.saturating_sub(t0));
             put(words, 2, run as u64 + 1);
@@ -131,8 +131,8 @@ fn time_in_child(work: Workload<'_>) -> Result<Option<SyscallTiming>, KernelErro
     let done = get(words, 2) as usize;
     if done < REPEATS + 1 {
         match exit {
-            Exit::Code(EXIT_SETUP) => return Err(setup_error(get(words, 1) as i32)),
-            Exit::Code(EXIT_CLOCK) => return Ok(None),
+            Exit::Failed(Failed::Clock) => return Ok(None),
+            Exit::Failed(_) => return Err(setup_error(get(words, 1) as i32)),
             Exit::Signal(_) if !clock_ok => return Ok(None),
             Exit::Signal(signal) => return Err(KernelError::BenchmarkKilled { signal, nr }),
             Exit::Code(code) => return Err(KernelError::ChildExit { code }),
@@ -168,8 +168,8 @@ fn loop_cpu(work: Workload<'_>) -> Result<Duration, KernelError> {
     let shared = shared_results(2)?;
     let words = shared.words();
     let child = || -> i32 {
-        if !setup_child(words, progs) {
-            return EXIT_SETUP;
+        if let Err(step) = setup_child(words, progs) {
+            return step.code();
         }
         call_repeatedly(nr, regs, iterations);
         put(words, 0, 1);
@@ -194,7 +194,7 @@ fn loop_cpu(work: Workload<'_>) -> Result<Duration, KernelError> {
         return Ok(reaped.cpu);
     }
     Err(match reaped.exit {
-        Exit::Code(EXIT_SETUP) => setup_error(get(words, 1) as i32),
+        Exit::Failed(_) => setup_error(get(words, 1) as i32),
         Exit::Code(code) => KernelError::ChildExit { code },
         Exit::Signal(signal) => KernelError::BenchmarkKilled { signal, nr },
     })
@@ -259,12 +259,12 @@ pub(crate) fn install_in_child(prog: &[libc::sock_filter]) -> Result<Result<u64,
         sys::harden_child(false);
         if let Err(e) = sys::set_no_new_privs() {
             put(words, 1, e as u64);
-            return EXIT_SETUP;
+            return Failed::NoNewPrivs.code();
         }
         let t0 = sys::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
         if let Err(e) = sys::install_filter(prog) {
             put(words, 1, e as u64);
-            return EXIT_SETUP;
+            return Failed::Install.code();
         }
         let t1 = sys::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
         put(words, 0, t1.saturating_sub(t0));
@@ -278,24 +278,11 @@ pub(crate) fn install_in_child(prog: &[libc::sock_filter]) -> Result<Result<u64,
         return Ok(Ok(get(words, 0)));
     }
     match exit {
-        Exit::Code(EXIT_SETUP) => Ok(Err(get(words, 1) as i32)),
+        Exit::Failed(Failed::NoNewPrivs | Failed::Install) => Ok(Err(get(words, 1) as i32)),
+        Exit::Failed(step) => Err(KernelError::ChildExit { code: step.code() }),
         Exit::Code(code) => Err(KernelError::ChildExit { code }),
         Exit::Signal(signal) => Err(KernelError::ChildDied { signal }),
     }
-}
-
-const EXIT_SETUP: i32 = 70;
-const EXIT_CLOCK: i32 = 72;
-
-fn setup(progs: &[Vec<libc::sock_filter>]) -> Result<(), i32> {
-    if progs.is_empty() {
-        return Ok(());
-    }
-    sys::set_no_new_privs()?;
-    for prog in progs {
-        sys::install_filter(prog)?;
-    }
-    Ok(())
 }
 
 /// `n` words shared with a forked child, for its results.
@@ -303,17 +290,18 @@ pub(crate) fn shared_results(n: usize) -> Result<sys::SharedWords, KernelError> 
     sys::SharedWords::new(n).map_err(|errno| KernelError::Os { op: "mmap shared results", errno })
 }
 
-/// In a forked child: hardens it and installs `progs`; on failure stores the
-/// errno in `words[1]` and returns false.
-fn setup_child(words: &[AtomicU64], progs: &[Vec<libc::sock_filter>]) -> bool {
+/// In a forked child: hardens it and installs `progs` (with none, the
+/// baseline, it sets nothing); on failure stores the errno in `words[1]`
+/// and returns the step that failed.
+fn setup_child(words: &[AtomicU64], progs: &[Vec<libc::sock_filter>]) -> Result<(), Failed> {
     sys::harden_child(false);
-    match setup(progs) {
-        Ok(()) => true,
-        Err(e) => {
-            put(words, 1, e as u64);
-            false
-        }
+    if progs.is_empty() {
+        return Ok(());
     }
+    sys::enter_filters(progs.iter().map(Vec::as_slice)).map_err(|(step, e)| {
+        put(words, 1, e as u64);
+        step
+    })
 }
 
 /// In a forked child: `iterations` calls of syscall `nr` with `regs`, the
@@ -343,16 +331,6 @@ fn wait(pid: i32) -> Result<Exit, KernelError> {
             Err(KernelError::Os { op: "waitpid", errno })
         }
     }
-}
-
-fn put(words: &[AtomicU64], at: usize, value: u64) {
-    if let Some(w) = words.get(at) {
-        w.store(value, Ordering::SeqCst);
-    }
-}
-
-fn get(words: &[AtomicU64], at: usize) -> u64 {
-    words.get(at).map_or(0, |w| w.load(Ordering::SeqCst))
 }
 
 fn median(samples: &[Duration]) -> Duration {

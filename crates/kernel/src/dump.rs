@@ -2,12 +2,12 @@
 //! (`PTRACE_SECCOMP_GET_FILTER`), and a helper process that carries known
 //! filters, for tests and demonstrations.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use cbpf::Insn;
 
-use crate::sys::{self, ptrace, Exit};
+use crate::errno_text;
+use crate::sys::{self, get, ptrace, put, Exit};
 use crate::KernelError;
 
 /// How long the target may take to reach the ptrace stop.
@@ -39,10 +39,6 @@ pub enum DumpError {
     StopTimeout { pid: i32, timeout: Duration },
     #[error("{op} on process {pid} failed: {}", errno_text(*.errno))]
     Os { pid: i32, op: &'static str, errno: i32 },
-}
-
-fn errno_text(errno: i32) -> String {
-    std::io::Error::from_raw_os_error(errno).to_string()
 }
 
 const HINT_PTRACE: &str = "attaching needs CAP_SYS_PTRACE or the same user, and kernel.yama.ptrace_scope may forbid it";
@@ -188,17 +184,11 @@ impl FilteredProcess {
         let words = shared.words();
         let child = || -> i32 {
             sys::harden_child(true);
-            if let Err(e) = sys::set_no_new_privs() {
-                set(words, 1, e as u64);
-                return 70;
+            if let Err((step, e)) = sys::enter_filters(progs.iter().map(Vec::as_slice)) {
+                put(words, 1, e as u64);
+                return step.code();
             }
-            for prog in &progs {
-                if let Err(e) = sys::install_filter(prog) {
-                    set(words, 1, e as u64);
-                    return 71;
-                }
-            }
-            set(words, 0, 1);
+            put(words, 0, 1);
             loop {
                 sys::pause();
             }
@@ -208,14 +198,11 @@ impl FilteredProcess {
         let pid = unsafe { sys::fork_child(child) }.map_err(|errno| KernelError::Os { op: "fork", errno })?;
         let process = FilteredProcess { pid };
         let deadline = Instant::now() + STOP_TIMEOUT;
-        while words.first().map_or(0, |w| w.load(Ordering::SeqCst)) != 1 {
+        while get(words, 0) != 1 {
             match sys::wait_child(pid, Duration::from_millis(1)) {
                 Ok(None) => {}
-                Ok(Some(Exit::Code(70))) | Ok(Some(Exit::Code(71))) => {
-                    return Err(KernelError::FilterRejected {
-                        errno: words.get(1).map_or(0, |w| w.load(Ordering::SeqCst)) as i32,
-                        len: 0,
-                    })
+                Ok(Some(Exit::Failed(_))) => {
+                    return Err(KernelError::FilterRejected { errno: get(words, 1) as i32, len: 0 })
                 }
                 Ok(Some(Exit::Code(code))) => return Err(KernelError::ChildExit { code }),
                 Ok(Some(Exit::Signal(signal))) => return Err(KernelError::ChildDied { signal }),
@@ -237,12 +224,6 @@ impl FilteredProcess {
 impl Drop for FilteredProcess {
     fn drop(&mut self) {
         sys::kill_child(self.pid);
-    }
-}
-
-fn set(words: &[AtomicU64], at: usize, value: u64) {
-    if let Some(w) = words.get(at) {
-        w.store(value, Ordering::SeqCst);
     }
 }
 

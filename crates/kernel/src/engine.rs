@@ -31,13 +31,12 @@
 //! [`Outcome::NotObservable`] with that reason.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use cbpf::{Insn, Op, Size};
 
-use crate::sys::{self, Exit};
+use crate::sys::{self, get, put, Exit, Failed};
 use crate::KernelError;
 
 pub use cbpf::uapi::audit::{AUDIT_ARCH_I386, AUDIT_ARCH_X86_64};
@@ -420,59 +419,55 @@ impl KernelEngine {
         let mut stack = sys::ChildStack::new(WORKER_STACK);
         let zygote = || -> i32 {
             sys::harden_child(false);
-            if let Err(e) = sys::set_no_new_privs() {
-                store(words, SETUP, e as u64);
-                return EXIT_NO_NEW_PRIVS;
-            }
             // Installed here once: every worker inherits it, and the
             // prologue lets every call not from the stubs (the zygote's own
             // clone/wait) through.
-            if let Err(e) = sys::install_filter(&prog) {
-                store(words, SETUP, e as u64);
-                return EXIT_INSTALL;
+            if let Err((step, e)) = sys::enter_filters([prog.as_slice()]) {
+                put(words, SETUP, e as u64);
+                return step.code();
             }
             let mut worker = || -> i32 {
                 sys::die_with_parent();
-                let first = load(words, NEXT) as usize;
+                let first = get(words, NEXT) as usize;
                 for (n, job) in jobs.iter().enumerate().skip(first) {
-                    store(words, STARTED, n as u64 + 1);
+                    put(words, STARTED, n as u64 + 1);
                     // SAFETY: the rewritten filter answers every call from
                     // the stub with an ERRNO (or kills): nothing runs.
                     let r = unsafe { stub.call(job.entry, &job.args) };
-                    store(words, RESULTS + 2 * n, r as u64);
-                    store(words, RESULTS + 2 * n + 1, TAG_RETURNED);
+                    put(words, RESULTS + 2 * n, r as u64);
+                    put(words, RESULTS + 2 * n + 1, TAG_RETURNED);
                 }
                 0
             };
             let mut next = 0;
             while next < jobs.len() {
-                store(words, NEXT, next as u64);
+                put(words, NEXT, next as u64);
                 // SAFETY: the worker only makes async-signal-safe calls
                 // (prctl, the stub) and stores to shared atomics; it uses
                 // its own stack and nothing on ours.
                 let pid = match unsafe { sys::clone_vm_vfork(&mut stack, &mut worker) } {
                     Ok(pid) => pid,
                     Err(e) => {
-                        store(words, SETUP, e as u64);
-                        return EXIT_CLONE;
+                        put(words, SETUP, e as u64);
+                        return Failed::Clone.code();
                     }
                 };
                 match sys::reap_blocking(pid) {
                     Ok(Exit::Code(0)) => break,
-                    Ok(Exit::Code(_)) => return EXIT_WORKER,
+                    Ok(Exit::Code(_) | Exit::Failed(_)) => return Failed::Worker.code(),
                     Ok(Exit::Signal(signal)) => {
-                        let started = load(words, STARTED) as usize;
+                        let started = get(words, STARTED) as usize;
                         if started <= next {
-                            store(words, SETUP, signal as u64);
-                            return EXIT_WORKER_DIED;
+                            put(words, SETUP, signal as u64);
+                            return Failed::WorkerDied.code();
                         }
                         let dead = started - 1;
-                        store(words, RESULTS + 2 * dead + 1, TAG_DIED | signal as u64);
+                        put(words, RESULTS + 2 * dead + 1, TAG_DIED | signal as u64);
                         next = started;
                     }
                     Err(e) => {
-                        store(words, SETUP, e as u64);
-                        return EXIT_WAIT;
+                        put(words, SETUP, e as u64);
+                        return Failed::Wait.code();
                     }
                 }
             }
@@ -489,7 +484,7 @@ impl KernelEngine {
             match sys::wait_child(pid, self.timeout) {
                 Ok(Some(exit)) => break exit,
                 Ok(None) => {
-                    let now = load(words, STARTED);
+                    let now = get(words, STARTED);
                     if now == seen {
                         sys::kill_child(pid);
                         return Err(KernelError::Timeout { timeout: self.timeout });
@@ -502,23 +497,24 @@ impl KernelEngine {
                 }
             }
         };
-        let setup = load(words, SETUP) as i32;
+        let setup = get(words, SETUP) as i32;
         match exit {
             Exit::Code(0) => {}
-            Exit::Code(EXIT_NO_NEW_PRIVS) => {
+            Exit::Failed(Failed::NoNewPrivs) => {
                 return Err(KernelError::Os { op: "prctl(PR_SET_NO_NEW_PRIVS)", errno: setup })
             }
-            Exit::Code(EXIT_INSTALL) => return Err(KernelError::FilterRejected { errno: setup, len: prog.len() }),
-            Exit::Code(EXIT_CLONE) => return Err(KernelError::Os { op: "clone", errno: setup }),
-            Exit::Code(EXIT_WAIT) => return Err(KernelError::Os { op: "waitpid", errno: setup }),
-            Exit::Code(EXIT_WORKER_DIED) => return Err(KernelError::ChildDied { signal: setup }),
+            Exit::Failed(Failed::Install) => return Err(KernelError::FilterRejected { errno: setup, len: prog.len() }),
+            Exit::Failed(Failed::Clone) => return Err(KernelError::Os { op: "clone", errno: setup }),
+            Exit::Failed(Failed::Wait) => return Err(KernelError::Os { op: "waitpid", errno: setup }),
+            Exit::Failed(Failed::WorkerDied) => return Err(KernelError::ChildDied { signal: setup }),
+            Exit::Failed(step) => return Err(KernelError::ChildExit { code: step.code() }),
             Exit::Code(code) => return Err(KernelError::ChildExit { code }),
             Exit::Signal(signal) => return Err(KernelError::ChildDied { signal }),
         }
         let mut raws = Vec::with_capacity(jobs.len());
         for n in 0..jobs.len() {
-            let value = load(words, RESULTS + 2 * n) as i64;
-            let tag = load(words, RESULTS + 2 * n + 1);
+            let value = get(words, RESULTS + 2 * n) as i64;
+            let tag = get(words, RESULTS + 2 * n + 1);
             raws.push(match tag {
                 TAG_RETURNED => Raw::Returned(value),
                 t if t & TAG_DIED != 0 => Raw::Died((t & !TAG_DIED) as i32),
@@ -537,22 +533,6 @@ const TAG_RETURNED: u64 = 1;
 const TAG_DIED: u64 = 1 << 32;
 /// Stack of a worker: it only runs the stub loop.
 const WORKER_STACK: usize = 64 * 1024;
-const EXIT_CLONE: i32 = 72;
-const EXIT_WAIT: i32 = 73;
-const EXIT_WORKER: i32 = 74;
-const EXIT_WORKER_DIED: i32 = 75;
-const EXIT_NO_NEW_PRIVS: i32 = 70;
-const EXIT_INSTALL: i32 = 71;
-
-fn store(words: &[std::sync::atomic::AtomicU64], at: usize, value: u64) {
-    if let Some(w) = words.get(at) {
-        w.store(value, Ordering::SeqCst);
-    }
-}
-
-fn load(words: &[std::sync::atomic::AtomicU64], at: usize) -> u64 {
-    words.get(at).map_or(0, |w| w.load(Ordering::SeqCst))
-}
 
 fn died(signal: i32, outer_filters: bool) -> Outcome {
     if signal != libc::SIGSYS {

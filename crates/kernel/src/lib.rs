@@ -66,7 +66,8 @@ pub enum KernelError {
     Os { op: &'static str, errno: i32 },
 }
 
-fn errno_text(errno: i32) -> String {
+/// An errno as the OS describes it, for error messages.
+pub(crate) fn errno_text(errno: i32) -> String {
     std::io::Error::from_raw_os_error(errno).to_string()
 }
 

@@ -4,7 +4,7 @@
 //! Nothing outside this module calls libc directly: the engine, the
 //! benchmark and the dump are written against these wrappers.
 
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// `PTRACE_SECCOMP_GET_FILTER` (include/uapi/linux/ptrace.h); not in libc.
@@ -57,6 +57,19 @@ impl SharedWords {
     }
 }
 
+/// Stores `value` in word `at` of a [`SharedWords`] (nothing if out of
+/// range). Async-signal-safe.
+pub(crate) fn put(words: &[AtomicU64], at: usize, value: u64) {
+    if let Some(w) = words.get(at) {
+        w.store(value, Ordering::SeqCst);
+    }
+}
+
+/// Word `at` of a [`SharedWords`] (0 if out of range).
+pub(crate) fn get(words: &[AtomicU64], at: usize) -> u64 {
+    words.get(at).map_or(0, |w| w.load(Ordering::SeqCst))
+}
+
 impl Drop for SharedWords {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly the region mapped in `new`; no reference
@@ -70,8 +83,60 @@ impl Drop for SharedWords {
 /// How a child ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Exit {
+    /// A step of its set-up failed (its errno is in a shared word).
+    Failed(Failed),
     Code(i32),
     Signal(i32),
+}
+
+/// The step of a forked child's set-up that failed. The child stores the
+/// errno (or a signal) in a word of its [`SharedWords`] and exits with the
+/// step's [`code`](Failed::code), which [`Exit`] decodes, so that the parent
+/// can say what failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Failed {
+    /// `prctl(PR_SET_NO_NEW_PRIVS)`.
+    NoNewPrivs,
+    /// `seccomp(SECCOMP_SET_MODE_FILTER)`.
+    Install,
+    /// The `clone` of a worker.
+    Clone,
+    /// A `waitpid` on a worker.
+    Wait,
+    /// A worker exited with a status other than 0.
+    Worker,
+    /// A worker died before it started a job.
+    WorkerDied,
+    /// A clock could not be read under the filters.
+    Clock,
+}
+
+impl Failed {
+    const ALL: [Failed; 7] = [
+        Failed::NoNewPrivs,
+        Failed::Install,
+        Failed::Clone,
+        Failed::Wait,
+        Failed::Worker,
+        Failed::WorkerDied,
+        Failed::Clock,
+    ];
+
+    /// The exit status: from 70 (`EX_SOFTWARE` in sysexits.h) up, which no
+    /// child of this crate exits with otherwise.
+    pub(crate) const fn code(self) -> i32 {
+        70 + self as i32
+    }
+}
+
+/// In a forked child: `prctl(PR_SET_NO_NEW_PRIVS)`, then installs each of
+/// `progs`, newest last. Async-signal-safe.
+pub(crate) fn enter_filters<'a>(progs: impl IntoIterator<Item = &'a [libc::sock_filter]>) -> Result<(), (Failed, i32)> {
+    set_no_new_privs().map_err(|e| (Failed::NoNewPrivs, e))?;
+    for prog in progs {
+        install_filter(prog).map_err(|e| (Failed::Install, e))?;
+    }
+    Ok(())
 }
 
 /// Forks; the child runs `child` and `_exit`s with its return value.
@@ -177,7 +242,8 @@ fn decode_status(status: i32) -> Exit {
     if libc::WIFSIGNALED(status) {
         Exit::Signal(libc::WTERMSIG(status))
     } else {
-        Exit::Code(libc::WEXITSTATUS(status))
+        let code = libc::WEXITSTATUS(status);
+        Failed::ALL.into_iter().find(|f| f.code() == code).map_or(Exit::Code(code), Exit::Failed)
     }
 }
 
