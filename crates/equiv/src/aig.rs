@@ -317,59 +317,68 @@ mod tests {
         })
     }
 
-    /// On constant operands every circuit folds to a constant: that
-    /// constant is `cbpf`'s op table's evaluation.
-    #[test]
-    fn circuits_fold_to_the_op_tables_values() {
-        let edges = [0, 1, 2, 3, 31, 32, 33, 0x7fff_ffff, 0x8000_0000, 0xffff_fffe, u32::MAX, 0x1234_5678, 0xdead_beef];
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed as u32
+    /// On constant operands `a` and `b` every circuit folds to a constant:
+    /// that constant is `cbpf`'s op table's evaluation.
+    fn check_folds_to_the_op_tables_values(g: &mut Aig, a: u32, b: u32) {
+        let (x, y) = (konst(a), konst(b));
+        let got = |op: AluOp, g: &mut Aig| -> Option<u32> {
+            Some(value(&match op {
+                AluOp::Add => g.add(&x, &y),
+                AluOp::Sub => g.sub(&x, &y),
+                AluOp::Mul => g.mul(&x, &y),
+                AluOp::Div => (b != 0).then(|| g.divmod(&x, &y).0)?,
+                AluOp::Mod => (b != 0).then(|| g.divmod(&x, &y).1)?,
+                AluOp::Or => g.or_bv(&x, &y),
+                AluOp::And => g.and_bv(&x, &y),
+                AluOp::Xor => g.xor_bv(&x, &y),
+                AluOp::Lsh => g.shift(&x, &y, true),
+                AluOp::Rsh => g.shift(&x, &y, false),
+            }))
         };
-        let mut pairs: Vec<(u32, u32)> = edges.iter().flat_map(|&a| edges.iter().map(move |&b| (a, b))).collect();
-        pairs.extend((0..2000).map(|_| (next(), next() >> (next() % 32))));
-        let mut g = Aig::new(1 << 20);
-        for (a, b) in pairs {
-            let (x, y) = (konst(a), konst(b));
-            let got = |op: AluOp, g: &mut Aig| -> Option<u32> {
-                Some(value(&match op {
-                    AluOp::Add => g.add(&x, &y),
-                    AluOp::Sub => g.sub(&x, &y),
-                    AluOp::Mul => g.mul(&x, &y),
-                    AluOp::Div => (b != 0).then(|| g.divmod(&x, &y).0)?,
-                    AluOp::Mod => (b != 0).then(|| g.divmod(&x, &y).1)?,
-                    AluOp::Or => g.or_bv(&x, &y),
-                    AluOp::And => g.and_bv(&x, &y),
-                    AluOp::Xor => g.xor_bv(&x, &y),
-                    AluOp::Lsh => g.shift(&x, &y, true),
-                    AluOp::Rsh => g.shift(&x, &y, false),
-                }))
-            };
-            for op in [
-                AluOp::Add,
-                AluOp::Sub,
-                AluOp::Mul,
-                AluOp::Div,
-                AluOp::Mod,
-                AluOp::Or,
-                AluOp::And,
-                AluOp::Xor,
-                AluOp::Lsh,
-                AluOp::Rsh,
-            ] {
-                assert_eq!(got(op, &mut g), op.eval(a, b), "{op:?} {a:#x} {b:#x}");
-            }
-            let holds = |l: Lit| l == TRUE;
-            assert_eq!(holds(g.eq(&x, &y)), JmpOp::Jeq.eval(a, b));
-            assert_eq!(holds(g.ugt(&x, &y)), JmpOp::Jgt.eval(a, b));
-            assert_eq!(holds(not(g.ugt(&y, &x))), JmpOp::Jge.eval(a, b));
-            assert_eq!(holds(g.any_common(&x, &y)), JmpOp::Jset.eval(a, b));
-            assert_eq!(value(&g.sub(&konst(0), &x)), a.wrapping_neg());
+        for op in [
+            AluOp::Add,
+            AluOp::Sub,
+            AluOp::Mul,
+            AluOp::Div,
+            AluOp::Mod,
+            AluOp::Or,
+            AluOp::And,
+            AluOp::Xor,
+            AluOp::Lsh,
+            AluOp::Rsh,
+        ] {
+            assert_eq!(got(op, g), op.eval(a, b), "{op:?} {a:#x} {b:#x}");
         }
+        let holds = |l: Lit| l == TRUE;
+        assert_eq!(holds(g.eq(&x, &y)), JmpOp::Jeq.eval(a, b));
+        assert_eq!(holds(g.ugt(&x, &y)), JmpOp::Jgt.eval(a, b));
+        assert_eq!(holds(not(g.ugt(&y, &x))), JmpOp::Jge.eval(a, b));
+        assert_eq!(holds(g.any_common(&x, &y)), JmpOp::Jset.eval(a, b));
+        assert_eq!(value(&g.sub(&konst(0), &x)), a.wrapping_neg());
         // Constants never create a node.
         assert_eq!(g.len(), 1);
+    }
+
+    /// Every pair of edge values.
+    #[test]
+    fn circuits_fold_to_the_op_tables_values_on_edges() {
+        let edges = [0, 1, 2, 3, 31, 32, 33, 0x7fff_ffff, 0x8000_0000, 0xffff_fffe, u32::MAX, 0x1234_5678, 0xdead_beef];
+        let mut g = Aig::new(1 << 20);
+        for a in edges {
+            for b in edges {
+                check_folds_to_the_op_tables_values(&mut g, a, b);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+
+        /// Random pairs; `b` shifted right by a random amount, so small
+        /// divisors and shift counts come often.
+        #[test]
+        fn circuits_fold_to_the_op_tables_values(a: u32, b: u32, shift in 0u32..32) {
+            check_folds_to_the_op_tables_values(&mut Aig::new(1 << 20), a, b >> shift);
+        }
     }
 }

@@ -102,16 +102,9 @@ fn every_target_has_seeds() {
 #[test]
 fn generator_always_builds_valid_programs() {
     let mut failures = 0;
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rng = test_kit::SplitMix64::new(0x9e37_79b9_7f4a_7c15);
     for len in 0..2000usize {
-        let bytes: Vec<u8> = (0..len % 400)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect();
+        let bytes: Vec<u8> = (0..len % 400).map(|_| rng.next_u64() as u8).collect();
         let mut u = arbitrary::Unstructured::new(&bytes);
         match fuzz_replay::gen::case(&mut u) {
             Ok(case) => assert!(!case.inputs.is_empty()),

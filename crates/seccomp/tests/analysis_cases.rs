@@ -2,7 +2,7 @@
 //! Hand-written filters for analyze, explain and audit: each case names what
 //! it exercises.
 
-use cbpf::opcode::*;
+use cbpf::opcode::RET_K;
 use cbpf::{validate, Insn, Mode, Pc, Program};
 use seccomp::analysis::{analyze, audit, explain, ActionResult, AnalysisError, Field, Finding, FindingKind, Severity};
 
@@ -13,15 +13,7 @@ const ERRNO1: u32 = 0x0005_0001;
 const KILL: u32 = 0;
 
 mod common;
-use common::{j, s};
-
-fn prog(insns: &[Insn]) -> Program {
-    validate(insns, Mode::Seccomp).unwrap_or_else(|e| panic!("{e}"))
-}
-/// A seccomp filter in bpf_asm syntax.
-fn asm(text: &str) -> Program {
-    prog(&cbpf::text::parse(text.as_bytes(), cbpf::text::Format::Asm).unwrap())
-}
+use common::asm;
 
 fn result(p: &Program, arch: u32, nr: u32) -> ActionResult {
     analyze(p, arch, [nr]).unwrap().remove(0).result
@@ -29,18 +21,18 @@ fn result(p: &Program, arch: u32, nr: u32) -> ActionResult {
 
 /// `if arch != x86_64 kill; if nr == 1 { if args[0].lo == 5 allow else errno(1) }; kill`.
 fn arg_rule() -> Program {
-    prog(&[
-        s(LD_W_ABS, 4),
-        j(JMP_JEQ_K, X86_64, 1, 0),
-        s(RET_K, KILL),
-        s(LD_W_ABS, 0),
-        j(JMP_JEQ_K, 1, 0, 4),
-        s(LD_W_ABS, 16),
-        j(JMP_JEQ_K, 5, 0, 1),
-        s(RET_K, ALLOW),
-        s(RET_K, ERRNO1),
-        s(RET_K, KILL),
-    ])
+    asm(r"
+                ld [4]                      ; arch
+                jeq #0xc000003e, x86_64
+                ret #0
+        x86_64: ld [0]                      ; nr
+                jeq #1, write, kill
+        write:  ld [16]                     ; args[0].lo
+                jeq #5, allow, errno
+        allow:  ret #0x7fff0000
+        errno:  ret #0x50001
+        kill:   ret #0
+        ")
 }
 
 #[test]
@@ -51,36 +43,36 @@ fn constants_and_dependencies() {
     assert_eq!(result(&p, 0x4000_0003, 1), ActionResult::Constant(KILL));
     // On a big-endian arch offset 16 is the high half of args[0].
     assert_eq!(result(&p, S390X, 1), ActionResult::Constant(KILL));
-    let be = prog(&[s(LD_W_ABS, 16), j(JMP_JEQ_K, 5, 0, 1), s(RET_K, ALLOW), s(RET_K, KILL)]);
+    let be = asm("ld [16]\n jeq #5, allow, kill\n allow: ret #0x7fff0000\n kill: ret #0");
     assert_eq!(result(&be, S390X, 0), ActionResult::Depends(vec![Field::ArgHi(0)]));
     assert_eq!(result(&be, X86_64, 0), ActionResult::Depends(vec![Field::ArgLo(0)]));
-    let ip = prog(&[s(LD_W_ABS, 12), s(RET_A, 0)]);
+    let ip = asm("ld [12]\n ret a");
     assert_eq!(result(&ip, X86_64, 0), ActionResult::Depends(vec![Field::IpHi]));
 }
 
 #[test]
 fn exact_arithmetic_on_known_values() {
     // A = nr * 3 + 1; nr 2 gives 7: allowed; shifts by X use X & 31.
-    let p = prog(&[
-        s(LD_W_ABS, 0),
-        s(ALU_MUL_K, 3),
-        s(ALU_ADD_K, 1),
-        j(JMP_JEQ_K, 7, 0, 1),
-        s(RET_K, ALLOW),
-        s(LDX_IMM, 33),
-        s(LD_IMM, 1),
-        s(ALU_LSH_X, 0),
-        s(RET_A, 0),
-    ]);
+    let p = asm(r"
+                ld [0]
+                mul #3
+                add #1
+                jeq #7, allow, shift
+        allow:  ret #0x7fff0000
+        shift:  ldx #33
+                ld #1
+                lsh x
+                ret a
+        ");
     assert_eq!(result(&p, X86_64, 2), ActionResult::Constant(ALLOW));
     assert_eq!(result(&p, X86_64, 3), ActionResult::Constant(2));
     // Division by an X that is 0 returns 0; by an argument, it may.
-    let div0 = prog(&[s(LD_IMM, 10), s(LDX_IMM, 0), s(ALU_DIV_X, 0), s(RET_K, ALLOW)]);
+    let div0 = asm("ld #10\n ldx #0\n div x\n ret #0x7fff0000");
     assert_eq!(result(&div0, X86_64, 0), ActionResult::Constant(0));
-    let div_arg = prog(&[s(LD_W_ABS, 16), s(MISC_TAX, 0), s(LD_IMM, 10), s(ALU_DIV_X, 0), s(RET_K, ALLOW)]);
+    let div_arg = asm("ld [16]\n tax\n ld #10\n div x\n ret #0x7fff0000");
     assert_eq!(result(&div_arg, X86_64, 0), ActionResult::Depends(vec![Field::ArgLo(0)]));
     // `and #0` makes any value 0.
-    let and0 = prog(&[s(LD_W_ABS, 16), s(ALU_AND_K, 0), j(JMP_JEQ_K, 0, 0, 1), s(RET_K, ALLOW), s(RET_K, KILL)]);
+    let and0 = asm("ld [16]\n and #0\n jeq #0, allow, kill\n allow: ret #0x7fff0000\n kill: ret #0");
     assert_eq!(result(&and0, X86_64, 0), ActionResult::Constant(ALLOW));
 }
 
@@ -89,31 +81,31 @@ fn correlated_branches_are_constant() {
     // M[0] = args[0].lo == 5 ? 7 : 9; later the same test picks the branch
     // whose check of M[0] passes: always ALLOW, which only a path-sensitive
     // analysis sees (the data-flow join loses M[0]).
-    let p = prog(&[
-        s(LD_W_ABS, 16),
-        j(JMP_JEQ_K, 5, 0, 3),
-        s(LD_IMM, 7),
-        s(ST, 0),
-        s(JMP_JA, 2),
-        s(LD_IMM, 9),
-        s(ST, 0),
-        s(LD_W_ABS, 16),
-        j(JMP_JEQ_K, 5, 0, 4),
-        s(LD_MEM, 0),
-        j(JMP_JEQ_K, 7, 4, 5),
-        s(RET_K, KILL),
-        s(RET_K, KILL),
-        s(LD_MEM, 0),
-        j(JMP_JEQ_K, 9, 0, 1),
-        s(RET_K, ALLOW),
-        s(RET_K, KILL),
-    ]);
+    let p = asm(r"
+                    ld [16]                 ; args[0].lo
+                    jeq #5, five, other
+        five:       ld #7
+                    st M[0]
+                    ja again
+        other:      ld #9
+                    st M[0]
+        again:      ld [16]
+                    jeq #5, was_five, was_other
+        was_five:   ld M[0]
+                    jeq #7, allow, kill
+                    ret #0                  ; unreachable
+                    ret #0
+        was_other:  ld M[0]
+                    jeq #9, allow, kill
+        allow:      ret #0x7fff0000
+        kill:       ret #0
+        ");
     assert_eq!(result(&p, X86_64, 0), ActionResult::Constant(ALLOW));
 }
 
 #[test]
 fn socket_programs_are_refused() {
-    let p = validate(&[s(RET_K, 0)], Mode::Socket).unwrap();
+    let p = validate(&[Insn::stmt(RET_K, 0)], Mode::Socket).unwrap();
     assert_eq!(analyze(&p, X86_64, [0]), Err(AnalysisError::NotSeccomp { mode: Mode::Socket }));
     assert!(audit(&p).is_err());
     assert!(explain(&p, X86_64, [0]).is_err());
@@ -144,7 +136,7 @@ fn kinds(findings: &[Finding]) -> Vec<&FindingKind> {
 
 #[test]
 fn audit_no_arch_check() {
-    let p = prog(&[s(LD_W_ABS, 0), j(JMP_JEQ_K, 59, 0, 1), s(RET_K, KILL), s(RET_K, ALLOW)]);
+    let p = asm("ld [0]\n jeq #59, kill, allow\n kill: ret #0\n allow: ret #0x7fff0000");
     let findings = audit(&p).unwrap();
     assert_eq!(findings[0].severity, Severity::High);
     assert!(findings.contains(&Finding { severity: Severity::High, pc: Some(Pc(1)), kind: FindingKind::NoArchCheck }));
@@ -158,12 +150,20 @@ fn arg_rule_findings() -> Vec<Finding> {
 
 /// x86_64 deny-list of execve: `if arch != x86_64 kill; [x32 check]; if nr == 59 kill; allow`.
 fn execve_denylist(x32_check: bool) -> Program {
-    let mut insns = vec![s(LD_W_ABS, 4), j(JMP_JEQ_K, X86_64, 1, 0), s(RET_K, KILL), s(LD_W_ABS, 0)];
-    if x32_check {
-        insns.extend([j(JMP_JGE_K, 0x4000_0000, 0, 1), s(RET_K, KILL)]);
-    }
-    insns.extend([j(JMP_JEQ_K, 59, 0, 1), s(RET_K, KILL), s(RET_K, ALLOW)]);
-    prog(&insns)
+    // Without the check, the x32 numbers (from 0x40000000) reach the execve test.
+    let x32 = if x32_check { "jge #0x40000000, x32, execve\n x32: ret #0\n" } else { "" };
+    asm(&format!(
+        "
+                ld [4]                      ; arch
+                jeq #0xc000003e, x86_64
+                ret #0
+        x86_64: ld [0]                      ; nr
+                {x32}
+        execve: jeq #59, kill, allow
+        kill:   ret #0
+        allow:  ret #0x7fff0000
+        "
+    ))
 }
 
 #[test]

@@ -6,13 +6,13 @@
 //! hand-written arch tests that are not a plain `jeq` (ranges, `jset`,
 //! masks, X operands, no arch load at all, the arch checked after `nr`).
 
-use cbpf::{validate, Insn, Interp, Mode, Program, SeccompData};
+use cbpf::{Interp, Program, SeccompData};
 use seccomp::fast::{Entry, FastFilter};
 
 use seccomp::arch::{AUDIT_ARCH_I386 as I386, AUDIT_ARCH_X86_64 as X86_64};
 
 mod common;
-use common::{filter_names, j, load, s};
+use common::{asm, filter_names, load};
 
 const ALLOW: u32 = 0x7fff_0000;
 const KILL: u32 = 0x8000_0000;
@@ -21,10 +21,6 @@ const AARCH64: u32 = 0xc000_00b7;
 
 /// Arches around the named ones and far from them.
 const ARCHES: [u32; 9] = [X86_64, I386, AARCH64, 0, 1, 0x4000_0000, 0x4000_0003, 0xc000_0000, u32::MAX];
-
-fn prog(insns: &[Insn]) -> Program {
-    validate(insns, Mode::Seccomp).unwrap()
-}
 
 /// `fast.eval` equals the interpreter on every arch of [`ARCHES`] (and
 /// those given), numbers around the compared ones and a few argument sets;
@@ -68,54 +64,108 @@ fn libseccomp_filters_give_unnamed_arches_one_constant() {
     }
 }
 
-#[test]
-fn plain_jeq_arch_check_is_a_constant() {
-    let p = prog(&[
-        s(0x20, 4),
-        j(0x15, X86_64, 1, 0), // jeq #x86_64
-        s(0x06, KILL),
-        s(0x20, 0),
-        j(0x15, 39, 0, 1),
-        s(0x06, ALLOW),
-        s(0x06, EPERM),
-    ]);
-    let fast = assert_exact("jeq", &p, &[]);
-    assert_eq!(fast.entry(I386, 39), Entry::Action(KILL));
+/// A hand-written filter whose arch test is exact on the fast engine: its
+/// bpf_asm text, arches checked besides [`ARCHES`], and the
+/// `(arch, nr, action)` entries that must be one constant.
+struct Case {
+    name: &'static str,
+    text: &'static str,
+    extra_arches: &'static [u32],
+    constants: &'static [(u32, u32, u32)],
 }
 
+const CASES: &[Case] = &[
+    // A plain `jeq` arch check: every other arch is the kill.
+    Case {
+        name: "jeq",
+        text: r"
+                ld [4]                      ; arch
+                jeq #0xc000003e, x86_64
+                ret #0x80000000
+        x86_64: ld [0]                      ; nr
+                jeq #39, allow, eperm
+        allow:  ret #0x7fff0000
+        eperm:  ret #0x50001
+        ",
+        extra_arches: &[],
+        constants: &[(I386, 39, KILL)],
+    },
+    // Two named arches and a kill for the rest.
+    Case {
+        name: "two arches",
+        text: r"
+                ld [4]
+                jeq #0xc000003e, x86_64
+                jeq #0x40000003, allow      ; i386: allow all
+                ret #0x80000000
+        x86_64: ld [0]
+                jeq #39, allow
+                ret #0x50001
+        allow:  ret #0x7fff0000
+        ",
+        extra_arches: &[],
+        constants: &[(AARCH64, 39, KILL), (I386, 5, ALLOW)],
+    },
+    // A masked arch: A is no longer the field itself.
+    Case {
+        name: "masked",
+        text: "ld [4]\n and #0xfff\n jeq #0x3e, allow\n ret #0x80000000\n allow: ret #0x7fff0000",
+        extra_arches: &[0x4000_003e, 0x3e, 0x1003e],
+        constants: &[],
+    },
+    // The arch compared with X.
+    Case {
+        name: "jeq x",
+        text: r"
+                ldx #0xc000003e
+                ld [4]
+                jeq x, x86_64
+                ret #0x80000000
+        x86_64: ld [0]
+                jge #100, eperm, allow
+        eperm:  ret #0x50001
+        allow:  ret #0x7fff0000
+        ",
+        extra_arches: &[],
+        constants: &[(I386, 5, KILL)],
+    },
+    // Never loads arch: every arch uses the one arch-free table.
+    Case {
+        name: "no arch",
+        text: "ld [0]\n jeq #39, allow, eperm\n allow: ret #0x7fff0000\n eperm: ret #0x50001",
+        extra_arches: &[],
+        constants: &[(0xdead_beef, 39, ALLOW), (0xdead_beef, 40, EPERM)],
+    },
+    // Loads arch but compares it with nothing: returns it.
+    Case { name: "ret arch", text: "ld [4]\n ret a", extra_arches: &[], constants: &[] },
+];
+
 #[test]
-fn two_named_arches_and_a_kill_for_the_rest() {
-    let p = prog(&[
-        s(0x20, 4),
-        j(0x15, X86_64, 2, 0),
-        j(0x15, I386, 4, 0), // i386: allow all
-        s(0x06, KILL),
-        s(0x20, 0),
-        j(0x15, 39, 1, 0),
-        s(0x06, EPERM),
-        s(0x06, ALLOW),
-    ]);
-    let fast = assert_exact("two arches", &p, &[]);
-    assert_eq!(fast.entry(AARCH64, 39), Entry::Action(KILL));
-    assert_eq!(fast.entry(I386, 5), Entry::Action(ALLOW));
+fn hand_written_arch_tests_are_exact_and_constant_where_expected() {
+    for case in CASES {
+        let fast = assert_exact(case.name, &asm(case.text), case.extra_arches);
+        for &(arch, nr, action) in case.constants {
+            assert_eq!(fast.entry(arch, nr), Entry::Action(action), "{}: arch {arch:#x} nr {nr}", case.name);
+        }
+    }
 }
 
 #[test]
 fn range_and_jset_arch_tests_stay_in_the_residual() {
     // `jgt`/`jge`/`jset` on arch are not excluded by "none of": the entry
     // for unnamed arches keeps them and still answers per arch.
-    let p = prog(&[
-        s(0x20, 4),
-        j(0x15, X86_64, 4, 0),      // jeq #x86_64 -> nr check
-        j(0x25, 0x4000_0000, 0, 1), // jgt #0x40000000
-        j(0x45, 0x8000_0000, 1, 0), // jset #__AUDIT_ARCH_64BIT
-        s(0x06, EPERM),
-        s(0x06, KILL),
-        s(0x20, 0),
-        j(0x15, 39, 0, 1),
-        s(0x06, ALLOW),
-        s(0x06, EPERM | 7),
-    ]);
+    let p = asm(r"
+                ld [4]
+                jeq #0xc000003e, x86_64
+                jgt #0x40000000, high, eperm
+        high:   jset #0x80000000, kill, eperm   ; __AUDIT_ARCH_64BIT
+        eperm:  ret #0x50001
+        kill:   ret #0x80000000
+        x86_64: ld [0]
+                jeq #39, allow, eperm7
+        allow:  ret #0x7fff0000
+        eperm7: ret #0x50007
+        ");
     let fast = assert_exact("jgt/jset", &p, &[0x4000_0001, 0x8000_0000, 0xffff_0000, 0x3fff_ffff]);
     // Unnamed arches differ from each other: a residual, not the whole filter.
     match fast.entry(I386, 39) {
@@ -125,37 +175,17 @@ fn range_and_jset_arch_tests_stay_in_the_residual() {
 }
 
 #[test]
-fn masked_arch_and_x_operand_tests() {
-    // ld arch; and #0xfff; jeq #0x3e  (A is no longer the field itself)
-    let masked = prog(&[s(0x20, 4), s(0x54, 0xfff), j(0x15, 0x3e, 1, 0), s(0x06, KILL), s(0x06, ALLOW)]);
-    assert_exact("masked", &masked, &[0x4000_003e, 0x3e, 0x1003e]);
-    // ldx #x86_64; ld arch; jeq x
-    let x_operand = prog(&[
-        s(0x01, X86_64),
-        s(0x20, 4),
-        j(0x1d, 0, 1, 0),
-        s(0x06, KILL),
-        s(0x20, 0),
-        j(0x35, 100, 0, 1), // jge #100
-        s(0x06, EPERM),
-        s(0x06, ALLOW),
-    ]);
-    let fast = assert_exact("jeq x", &x_operand, &[]);
-    assert_eq!(fast.entry(I386, 5), Entry::Action(KILL));
-}
-
-#[test]
-fn arch_checked_after_nr_and_arch_never_loaded() {
+fn arch_checked_after_nr() {
     // The number first, the arch only for some numbers.
-    let late = prog(&[
-        s(0x20, 0),
-        j(0x15, 39, 0, 4),
-        s(0x20, 4),
-        j(0x15, I386, 0, 1),
-        s(0x06, EPERM),
-        s(0x06, ALLOW),
-        s(0x06, KILL),
-    ]);
+    let late = asm(r"
+                ld [0]                      ; nr
+                jne #39, kill
+                ld [4]                      ; arch
+                jeq #0x40000003, eperm, allow
+        eperm:  ret #0x50001
+        allow:  ret #0x7fff0000
+        kill:   ret #0x80000000
+        ");
     let fast = assert_exact("late arch", &late, &[]);
     // One entry for every unnamed arch, whatever the number: the arch test
     // is gone from it, the number test stays.
@@ -163,14 +193,6 @@ fn arch_checked_after_nr_and_arch_never_loaded() {
         Entry::Residual(r) => assert_eq!(r.len(), 4, "{:?}", r.original()),
         other => panic!("expected a residual, got {other:?}"),
     }
-    // Never loads arch: every arch uses the one arch-free table.
-    let blind = prog(&[s(0x20, 0), j(0x15, 39, 0, 1), s(0x06, ALLOW), s(0x06, EPERM)]);
-    let fast = assert_exact("no arch", &blind, &[]);
-    assert_eq!(fast.entry(0xdead_beef, 39), Entry::Action(ALLOW));
-    assert_eq!(fast.entry(0xdead_beef, 40), Entry::Action(EPERM));
-    // Loads arch but compares it with nothing: returns it.
-    let echo = prog(&[s(0x20, 4), s(0x16, 0)]);
-    assert_exact("ret arch", &echo, &[]);
 }
 
 #[test]

@@ -10,8 +10,8 @@
 
 mod common;
 
-use cbpf::{validate, Interp, Mode, Program, SeccompData};
-use common::{j, s};
+use cbpf::{Interp, Program, SeccompData};
+use common::asm;
 use seccomp::fast::{Cut, Outcome, Partition, Ranges};
 
 const X86_64: u32 = 0xc000_003e;
@@ -73,30 +73,30 @@ fn testdata_filters_partition_at_classes() {
 
 #[test]
 fn jset_or_arithmetic_on_nr_cut_per_table_number() {
-    let jset = [
-        s(0x20, 4),
-        j(0x15, X86_64, 1, 0),
-        s(0x06, 0),
-        s(0x20, 0),
-        j(0x45, 0x4000_0000, 3, 0), // jset x32 bit → kill
-        j(0x15, 2, 1, 0),
-        s(0x06, 0x0005_0001),
-        s(0x06, 0x7fff_0000),
-        s(0x06, 0x8000_0000),
-    ];
-    let part = check("jset", &validate(&jset, Mode::Seccomp).unwrap());
+    let jset = asm(r"
+                ld [4]
+                jeq #0xc000003e, x86_64
+                ret #0
+        x86_64: ld [0]
+                jset #0x40000000, kill      ; the x32 bit
+                jeq #2, allow
+                ret #0x50001
+        allow:  ret #0x7fff0000
+        kill:   ret #0x80000000
+        ");
+    let part = check("jset", &jset);
     assert_eq!(part.arches[0].cut, Cut::Table);
-    let arith = [
-        s(0x20, 0),
-        s(0x04, 1),        // A = nr + 1
-        j(0x15, 60, 0, 1), // nr == 59 → ALLOW
-        s(0x06, 0x7fff_0000),
-        s(0x20, 16),
-        j(0x15, 7, 0, 1),
-        s(0x16, 0), // ret A (7)
-        s(0x06, 0x0005_0002),
-    ];
-    let part = check("nr + 1", &validate(&arith, Mode::Seccomp).unwrap());
+    let arith = asm(r"
+                ld [0]
+                add #1                      ; A = nr + 1
+                jeq #60, allow, args        ; nr == 59
+        allow:  ret #0x7fff0000
+        args:   ld [16]
+                jeq #7, echo, errno
+        echo:   ret a                       ; 7
+        errno:  ret #0x50002
+        ");
+    let part = check("nr + 1", &arith);
     let ranges = part.any_arch.as_ref().expect("no arch load: one partition");
     assert!(part.arches.is_empty());
     assert_eq!(outcome(ranges, 59), Outcome::Action(0x7fff_0000));
@@ -105,20 +105,20 @@ fn jset_or_arithmetic_on_nr_cut_per_table_number() {
 #[test]
 fn unnamed_arches_get_the_filter_specialised_on_none_of_them() {
     // x86_64 and i386 named; any other arch reaches an argument check.
-    let p = [
-        s(0x20, 4),
-        j(0x15, X86_64, 2, 0),
-        j(0x15, I386, 1, 0),
-        j(0x05, 0, 0, 0), // ja 0 (no-op)
-        s(0x20, 0),
-        j(0x15, 1, 0, 1),
-        s(0x06, 0x7fff_0000),
-        s(0x20, 16),
-        j(0x15, 0x28, 0, 1),
-        s(0x06, 0x0005_0001),
-        s(0x06, 0),
-    ];
-    let part = check("unnamed", &validate(&p, Mode::Seccomp).unwrap());
+    let p = asm(r"
+                ld [4]
+                jeq #0xc000003e, nr
+                jeq #0x40000003, nr
+                ja nr                       ; a no-op
+        nr:     ld [0]
+                jeq #1, allow, args
+        allow:  ret #0x7fff0000
+        args:   ld [16]
+                jeq #0x28, errno, kill
+        errno:  ret #0x50001
+        kill:   ret #0
+        ");
+    let part = check("unnamed", &p);
     assert_eq!(part.arches.iter().map(|a| a.arch).collect::<Vec<_>>(), vec![X86_64, I386]);
     assert!(matches!(part.other_arches, Outcome::Residual(_)), "{:?}", part.other_arches);
 }

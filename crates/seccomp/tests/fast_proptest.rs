@@ -183,30 +183,6 @@ fn random_inputs() -> impl Strategy<Value = Vec<(u32, u32, u64, [u64; 6])>> {
     prop::collection::vec((constant(), constant(), word(), prop::array::uniform6(word())), 1..16)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
-
-    #[test]
-    fn fast_equals_the_interpreter(insns in gen_program(), random in random_inputs()) {
-        fast_agrees(&insns, |prog| inputs(prog, &random))?;
-    }
-
-    #[test]
-    fn fast_chains_equal_the_interpreters(
-        newest in gen_program(),
-        oldest in gen_program(),
-        random in random_inputs(),
-    ) {
-        let progs = [valid(&newest), valid(&oldest)];
-        let interps = progs.each_ref().map(Interp::new);
-        let chain = FastChain::build(&progs).unwrap();
-        for data in inputs(&progs[0], &random).into_iter().chain(inputs(&progs[1], &random)) {
-            let want = combine(interps.iter().map(|i| i.run_seccomp(&data.to_bytes()).unwrap()));
-            prop_assert_eq!(chain.eval(&data), want, "{:x?}", data);
-        }
-    }
-}
-
 /// One condition of an argument rule: `ld [word]; <op> #k`, `negated` for
 /// "continue when false" (libseccomp's `!=`).
 #[derive(Debug, Clone)]
@@ -299,7 +275,27 @@ fn arg_inputs(prog: &Program, random: &[(u32, u32, u64, [u64; 6])]) -> Vec<Secco
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 500, ..ProptestConfig::default() })]
+
+    #[test]
+    fn fast_equals_the_interpreter(insns in gen_program(), random in random_inputs()) {
+        fast_agrees(&insns, |prog| inputs(prog, &random))?;
+    }
+
+    #[test]
+    fn fast_chains_equal_the_interpreters(
+        newest in gen_program(),
+        oldest in gen_program(),
+        random in random_inputs(),
+    ) {
+        let progs = [valid(&newest), valid(&oldest)];
+        let interps = progs.each_ref().map(Interp::new);
+        let chain = FastChain::build(&progs).unwrap();
+        for data in inputs(&progs[0], &random).into_iter().chain(inputs(&progs[1], &random)) {
+            let want = combine(interps.iter().map(|i| i.run_seccomp(&data.to_bytes()).unwrap()));
+            prop_assert_eq!(chain.eval(&data), want, "{:x?}", data);
+        }
+    }
 
     #[test]
     fn keyed_dispatch_equals_the_interpreter(insns in gen_arg_rules(), random in random_inputs()) {

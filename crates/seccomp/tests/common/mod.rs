@@ -16,6 +16,13 @@ pub fn j(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
     Insn::jump(code, k, jt, jf)
 }
 
+/// A seccomp filter written in bpf_asm syntax (cbpf's text parser),
+/// validated: the hand-written cases.
+pub fn asm(text: &str) -> Program {
+    let insns = cbpf::text::parse(text.as_bytes(), cbpf::text::Format::Asm).unwrap_or_else(|e| panic!("parse: {e}"));
+    validate(&insns, Mode::Seccomp).unwrap_or_else(|e| panic!("validate: {e}"))
+}
+
 /// testdata/filters.
 pub fn dir() -> String {
     format!("{}/../../testdata/filters", env!("CARGO_MANIFEST_DIR"))
