@@ -57,18 +57,11 @@ pub fn decode_endian(bytes: &[u8], endian: Endian) -> Result<Vec<Insn>, DecodeEr
     if bytes.is_empty() {
         return Err(DecodeError::Empty);
     }
-    let chunks = bytes.chunks_exact(INSN_SIZE);
-    let rem = chunks.remainder().len();
-    if rem != 0 {
-        return Err(DecodeError::TrailingBytes { len: bytes.len(), whole: bytes.len() / INSN_SIZE, rem });
+    let (records, rest) = bytes.as_chunks::<INSN_SIZE>();
+    if !rest.is_empty() {
+        return Err(DecodeError::TrailingBytes { len: bytes.len(), whole: records.len(), rem: rest.len() });
     }
-    Ok(chunks
-        .map(|c| {
-            let mut b = [0u8; INSN_SIZE];
-            b.copy_from_slice(c);
-            Insn::from_bytes(swap_if(b, endian))
-        })
-        .collect())
+    Ok(records.iter().map(|&b| Insn::from_bytes(swap_if(b, endian))).collect())
 }
 
 /// Encodes instructions as little-endian `struct sock_filter` records.

@@ -80,18 +80,11 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Insn>, DecodeError> {
     if bytes.is_empty() {
         return Err(DecodeError::Empty);
     }
-    let chunks = bytes.chunks_exact(INSN_SIZE);
-    let rem = chunks.remainder().len();
-    if rem != 0 {
-        return Err(DecodeError::TrailingBytes { len: bytes.len(), whole: bytes.len() / INSN_SIZE, rem });
+    let (records, rest) = bytes.as_chunks::<INSN_SIZE>();
+    if !rest.is_empty() {
+        return Err(DecodeError::TrailingBytes { len: bytes.len(), whole: records.len(), rem: rest.len() });
     }
-    Ok(chunks
-        .map(|c| {
-            let mut b = [0u8; INSN_SIZE];
-            b.copy_from_slice(c);
-            Insn::from_bytes(b)
-        })
-        .collect())
+    Ok(records.iter().map(|&b| Insn::from_bytes(b)).collect())
 }
 
 /// Encodes instructions as little-endian `struct bpf_insn` records.
