@@ -640,27 +640,24 @@ fn decode(pc: usize, view: View) -> Op {
 }
 
 fn alu(op: AluOp, src: Src, k: u32) -> Op {
-    match (op, src) {
-        (AluOp::Add, Src::K) => Op::AddK(k),
-        (AluOp::Add, Src::X) => Op::AddX,
-        (AluOp::Sub, Src::K) => Op::SubK(k),
-        (AluOp::Sub, Src::X) => Op::SubX,
-        (AluOp::Mul, Src::K) => Op::MulK(k),
-        (AluOp::Mul, Src::X) => Op::MulX,
-        (AluOp::Div, Src::K) => NonZeroU32::new(k).map_or(Op::RetK(0), Op::DivK),
-        (AluOp::Div, Src::X) => Op::DivX,
-        (AluOp::Or, Src::K) => Op::OrK(k),
-        (AluOp::Or, Src::X) => Op::OrX,
-        (AluOp::And, Src::K) => Op::AndK(k),
-        (AluOp::And, Src::X) => Op::AndX,
-        (AluOp::Lsh, Src::K) => Op::LshK(k),
-        (AluOp::Lsh, Src::X) => Op::LshX,
-        (AluOp::Rsh, Src::K) => Op::RshK(k),
-        (AluOp::Rsh, Src::X) => Op::RshX,
-        (AluOp::Mod, Src::K) => NonZeroU32::new(k).map_or(Op::RetK(0), Op::ModK),
-        (AluOp::Mod, Src::X) => Op::ModX,
-        (AluOp::Xor, Src::K) => Op::XorK(k),
-        (AluOp::Xor, Src::X) => Op::XorX,
+    // The op's `k` form or its `x` form, as `src` says.
+    let form = |with_k: Op, with_x: Op| match src {
+        Src::K => with_k,
+        Src::X => with_x,
+    };
+    // A division or modulo by the constant 0 returns 0.
+    let nonzero = |op: fn(NonZeroU32) -> Op| NonZeroU32::new(k).map_or(Op::RetK(0), op);
+    match op {
+        AluOp::Add => form(Op::AddK(k), Op::AddX),
+        AluOp::Sub => form(Op::SubK(k), Op::SubX),
+        AluOp::Mul => form(Op::MulK(k), Op::MulX),
+        AluOp::Div => form(nonzero(Op::DivK), Op::DivX),
+        AluOp::Or => form(Op::OrK(k), Op::OrX),
+        AluOp::And => form(Op::AndK(k), Op::AndX),
+        AluOp::Lsh => form(Op::LshK(k), Op::LshX),
+        AluOp::Rsh => form(Op::RshK(k), Op::RshX),
+        AluOp::Mod => form(nonzero(Op::ModK), Op::ModX),
+        AluOp::Xor => form(Op::XorK(k), Op::XorX),
     }
 }
 
