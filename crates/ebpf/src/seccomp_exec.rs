@@ -338,8 +338,8 @@ trait Scans {
     /// ([`Table::first_hit_from`]: blocks of [`BLOCK`] tests, each checked
     /// at once, then the first hit of the block with one);
     /// [`ChainExit::NOWHERE`] past the arrays (never from a chain position:
-    /// padding). Not inlined: a long scan costs far more than the call.
-    /// (Not an `Option`: a `ChainExit` comes back in two registers.)
+    /// padding). (Not an `Option`: a `ChainExit` comes back in two
+    /// registers.)
     fn first_exit_after(&self, x: u32, at: usize) -> ChainExit;
 
     /// [`Scans::first_exit_after`] by reference, for the end of a window
@@ -354,6 +354,7 @@ trait Scans {
 }
 
 impl Scans for Chains {
+    // Not inlined: a long scan costs far more than the call.
     #[inline(never)]
     fn first_exit_after(&self, x: u32, at: usize) -> ChainExit {
         self.first_hit_from(x, at, |t| t.exit, || ChainExit::NOWHERE)
