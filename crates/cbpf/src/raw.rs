@@ -57,11 +57,13 @@ pub fn decode_endian(bytes: &[u8], endian: Endian) -> Result<Vec<Insn>, DecodeEr
     if bytes.is_empty() {
         return Err(DecodeError::Empty);
     }
-    let (records, rest) = bytes.as_chunks::<INSN_SIZE>();
-    if !rest.is_empty() {
-        return Err(DecodeError::TrailingBytes { len: bytes.len(), whole: records.len(), rem: rest.len() });
+    let chunks = bytes.chunks_exact(INSN_SIZE);
+    let rem = chunks.remainder().len();
+    if rem != 0 {
+        return Err(DecodeError::TrailingBytes { len: bytes.len(), whole: bytes.len() / INSN_SIZE, rem });
     }
-    Ok(records.iter().map(|&b| Insn::from_bytes(swap_if(b, endian))).collect())
+    // Chunks of exactly INSN_SIZE bytes: the conversion always succeeds.
+    Ok(chunks.map(|c| Insn::from_bytes(swap_if(c.try_into().unwrap_or_default(), endian))).collect())
 }
 
 /// Encodes instructions as little-endian `struct sock_filter` records.
