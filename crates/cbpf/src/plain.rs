@@ -201,20 +201,13 @@ mod tests {
 
     #[test]
     fn seccomp_bpf_load_reads_each_field() {
-        let d = SeccompData {
-            nr: 7,
-            arch: 0xc000_003e,
-            instruction_pointer: 0x1_0000_0002,
-            args: [3, 4, 5, 6, 7, 0x9_0000_0008],
-        };
-        let bytes = d.to_bytes();
-        assert_eq!(seccomp_bpf_load(&bytes, 0), 7);
-        assert_eq!(seccomp_bpf_load(&bytes, 4), 0xc000_003e);
-        assert_eq!(seccomp_bpf_load(&bytes, 8), 2);
-        assert_eq!(seccomp_bpf_load(&bytes, 12), 1);
-        assert_eq!(seccomp_bpf_load(&bytes, 16), 3);
-        assert_eq!(seccomp_bpf_load(&bytes, 56), 8);
-        assert_eq!(seccomp_bpf_load(&bytes, 60), 9);
+        // Sixteen distinct words: nr, arch, the halves of
+        // instruction_pointer, then those of each argument.
+        let words: [u32; 16] = std::array::from_fn(|i| 0xc000_0000 | i as u32);
+        let bytes = SeccompData::from_words(&words).to_bytes();
+        for (off, want) in (0..).step_by(4).zip(words) {
+            assert_eq!(seccomp_bpf_load(&bytes, off), want, "off {off}");
+        }
         assert_eq!(seccomp_bpf_load(&bytes, 64), 0);
     }
 

@@ -62,13 +62,8 @@ pub fn decode_endian(bytes: &[u8], endian: Endian) -> Result<Vec<Insn>, DecodeEr
     if rem != 0 {
         return Err(DecodeError::TrailingBytes { len: bytes.len(), whole: bytes.len() / INSN_SIZE, rem });
     }
-    Ok(chunks
-        .map(|c| {
-            let mut b = [0u8; INSN_SIZE];
-            b.copy_from_slice(c);
-            Insn::from_bytes(swap_if(b, endian))
-        })
-        .collect())
+    // Chunks of exactly INSN_SIZE bytes: the conversion always succeeds.
+    Ok(chunks.map(|c| Insn::from_bytes(swap_if(c.try_into().unwrap_or_default(), endian))).collect())
 }
 
 /// Encodes instructions as little-endian `struct sock_filter` records.

@@ -32,98 +32,65 @@ pub(crate) const MOVSX_OPS: [(&str, Width, Size); 5] = [
     ("movsx1632", Width::W32, Size::H),
 ];
 
-/// Why a text is not a valid program. `line` and `col` are 1-based; `col`
-/// counts characters and points at the offending token.
+/// Why a text is not a valid program, and where: `line` and `col` are
+/// 1-based; `col` counts characters and points at the offending token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{line}:{col}: {kind}")]
+#[non_exhaustive]
+pub struct AsmError {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, in characters.
+    pub col: usize,
+    /// What is wrong there.
+    pub kind: AsmErrorKind,
+}
+
+/// What is wrong at an [`AsmError`]'s place.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum AsmError {
-    #[error("{line}:{col}: invalid mnemonic `{mnemonic}`")]
-    InvalidMnemonic { line: usize, col: usize, mnemonic: String },
-    #[error("{line}:{col}: invalid number of operands for {mnemonic}: expected {expected}, found {found}")]
-    OperandCount { line: usize, col: usize, mnemonic: String, expected: &'static str, found: usize },
-    #[error("{line}:{col}: invalid register `{text}`: expected %r0 to %r15")]
-    InvalidRegister { line: usize, col: usize, text: String },
-    #[error("{line}:{col}: invalid number `{text}`")]
-    InvalidNumber { line: usize, col: usize, text: String },
-    #[error("{line}:{col}: immediate `{text}` does not fit in {bits} bits")]
-    ImmOutOfRange { line: usize, col: usize, text: String, bits: u8 },
-    #[error("{line}:{col}: offset `{text}` does not fit in a signed 16-bit field")]
-    OffsetOutOfRange { line: usize, col: usize, text: String },
-    #[error("{line}:{col}: invalid memory operand `{text}`: expected [%rN], [%rN+off] or [%rN-off]")]
-    InvalidMemory { line: usize, col: usize, text: String },
-    #[error("{line}:{col}: invalid jump target `{text}`: expected +N, -N or a label")]
-    InvalidJumpTarget { line: usize, col: usize, text: String },
-    #[error("{line}:{col}: invalid label name `{text}`")]
-    InvalidLabelName { line: usize, col: usize, text: String },
-    #[error("{line}:{col}: invalid label `{label}`: not defined")]
-    UndefinedLabel { line: usize, col: usize, label: String },
-    #[error("{line}:{col}: duplicate label `{label}` (first defined on line {first_line})")]
-    DuplicateLabel { line: usize, col: usize, label: String, first_line: usize },
-    #[error("{line}:{col}: jump to `{target}` needs offset {offset}, which does not fit in {bits} bits")]
-    JumpOutOfRange { line: usize, col: usize, target: String, offset: i64, bits: u8 },
-    #[error("{line}:{col}: invalid call mode `{text}`: expected helper, local or runtime")]
-    InvalidCallMode { line: usize, col: usize, text: String },
-    #[error("{line}:{col}: invalid atomic operation `{text}`")]
-    InvalidAtomicOp { line: usize, col: usize, text: String },
-    #[error("{line}:{col}: no instructions")]
-    NoInstructions { line: usize, col: usize },
+pub enum AsmErrorKind {
+    #[error("invalid mnemonic `{mnemonic}`")]
+    InvalidMnemonic { mnemonic: String },
+    #[error("invalid number of operands for {mnemonic}: expected {expected}, found {found}")]
+    OperandCount { mnemonic: String, expected: &'static str, found: usize },
+    #[error("invalid register `{text}`: expected %r0 to %r15")]
+    InvalidRegister { text: String },
+    #[error("invalid number `{text}`")]
+    InvalidNumber { text: String },
+    #[error("immediate `{text}` does not fit in {bits} bits")]
+    ImmOutOfRange { text: String, bits: u8 },
+    #[error("offset `{text}` does not fit in a signed 16-bit field")]
+    OffsetOutOfRange { text: String },
+    #[error("invalid memory operand `{text}`: expected [%rN], [%rN+off] or [%rN-off]")]
+    InvalidMemory { text: String },
+    #[error("invalid jump target `{text}`: expected +N, -N or a label")]
+    InvalidJumpTarget { text: String },
+    #[error("invalid label name `{text}`")]
+    InvalidLabelName { text: String },
+    #[error("invalid label `{label}`: not defined")]
+    UndefinedLabel { label: String },
+    #[error("duplicate label `{label}` (first defined on line {first_line})")]
+    DuplicateLabel { label: String, first_line: usize },
+    #[error("jump to `{target}` needs offset {offset}, which does not fit in {bits} bits")]
+    JumpOutOfRange { target: String, offset: i64, bits: u8 },
+    #[error("invalid call mode `{text}`: expected helper, local or runtime")]
+    InvalidCallMode { text: String },
+    #[error("invalid atomic operation `{text}`")]
+    InvalidAtomicOp { text: String },
+    #[error("no instructions")]
+    NoInstructions,
 }
 
 impl AsmError {
-    /// 1-based line of the error.
-    pub fn line(&self) -> usize {
-        self.position().0
-    }
-
-    /// 1-based column (in characters) of the error.
-    pub fn col(&self) -> usize {
-        self.position().1
-    }
-
     /// This error with its line moved by `delta` (for text embedded in a
     /// bigger file, such as the `-- asm` section of a conformance test).
     pub fn shifted(mut self, delta: usize) -> Self {
-        match &mut self {
-            AsmError::InvalidMnemonic { line, .. }
-            | AsmError::OperandCount { line, .. }
-            | AsmError::InvalidRegister { line, .. }
-            | AsmError::InvalidNumber { line, .. }
-            | AsmError::ImmOutOfRange { line, .. }
-            | AsmError::OffsetOutOfRange { line, .. }
-            | AsmError::InvalidMemory { line, .. }
-            | AsmError::InvalidJumpTarget { line, .. }
-            | AsmError::InvalidLabelName { line, .. }
-            | AsmError::UndefinedLabel { line, .. }
-            | AsmError::JumpOutOfRange { line, .. }
-            | AsmError::InvalidCallMode { line, .. }
-            | AsmError::InvalidAtomicOp { line, .. }
-            | AsmError::NoInstructions { line, .. } => *line += delta,
-            AsmError::DuplicateLabel { line, first_line, .. } => {
-                *line += delta;
-                *first_line += delta;
-            }
+        self.line += delta;
+        if let AsmErrorKind::DuplicateLabel { first_line, .. } = &mut self.kind {
+            *first_line += delta;
         }
         self
-    }
-
-    fn position(&self) -> (usize, usize) {
-        match self {
-            AsmError::InvalidMnemonic { line, col, .. }
-            | AsmError::OperandCount { line, col, .. }
-            | AsmError::InvalidRegister { line, col, .. }
-            | AsmError::InvalidNumber { line, col, .. }
-            | AsmError::ImmOutOfRange { line, col, .. }
-            | AsmError::OffsetOutOfRange { line, col, .. }
-            | AsmError::InvalidMemory { line, col, .. }
-            | AsmError::InvalidJumpTarget { line, col, .. }
-            | AsmError::InvalidLabelName { line, col, .. }
-            | AsmError::UndefinedLabel { line, col, .. }
-            | AsmError::DuplicateLabel { line, col, .. }
-            | AsmError::JumpOutOfRange { line, col, .. }
-            | AsmError::InvalidCallMode { line, col, .. }
-            | AsmError::InvalidAtomicOp { line, col, .. }
-            | AsmError::NoInstructions { line, col } => (*line, *col),
-        }
     }
 }
 
@@ -143,7 +110,7 @@ pub fn assemble(source: &str) -> Result<Vec<Insn>, AsmError> {
         asm.line(index + 1, raw_line)?;
     }
     if asm.out.is_empty() {
-        return Err(AsmError::NoInstructions { line: last_line.max(1), col: 1 });
+        return Err(AsmError { line: last_line.max(1), col: 1, kind: AsmErrorKind::NoInstructions });
     }
     asm.resolve()
 }
@@ -216,38 +183,40 @@ struct Operands<'a, 'b> {
 }
 
 impl<'a> Operands<'a, '_> {
+    /// The error `kind` at column `col` of this line.
+    fn error(&self, col: usize, kind: AsmErrorKind) -> AsmError {
+        AsmError { line: self.line, col, kind }
+    }
+
     /// Checks the operand count; `expected` is also the text of the error.
     fn expect(&self, count: usize, expected: &'static str) -> Result<(), AsmError> {
         if self.ops.len() == count {
             Ok(())
         } else {
-            Err(AsmError::OperandCount {
-                line: self.line,
-                col: self.mnemonic.col,
-                mnemonic: self.mnemonic.text.to_owned(),
-                expected,
-                found: self.ops.len(),
-            })
+            Err(self.error(
+                self.mnemonic.col,
+                AsmErrorKind::OperandCount { mnemonic: self.mnemonic.text.to_owned(), expected, found: self.ops.len() },
+            ))
         }
     }
 
     fn tok(&self, index: usize) -> Result<Tok<'a>, AsmError> {
-        self.ops.get(index).copied().ok_or_else(|| AsmError::OperandCount {
-            line: self.line,
-            col: self.mnemonic.col,
-            mnemonic: self.mnemonic.text.to_owned(),
-            expected: "more",
-            found: self.ops.len(),
+        self.ops.get(index).copied().ok_or_else(|| {
+            self.error(
+                self.mnemonic.col,
+                AsmErrorKind::OperandCount {
+                    mnemonic: self.mnemonic.text.to_owned(),
+                    expected: "more",
+                    found: self.ops.len(),
+                },
+            )
         })
     }
 
     fn reg(&self, index: usize) -> Result<u8, AsmError> {
         let tok = self.tok(index)?;
-        parse_reg(tok.text).ok_or_else(|| AsmError::InvalidRegister {
-            line: self.line,
-            col: tok.col,
-            text: tok.text.to_owned(),
-        })
+        parse_reg(tok.text)
+            .ok_or_else(|| self.error(tok.col, AsmErrorKind::InvalidRegister { text: tok.text.to_owned() }))
     }
 
     /// A source operand: `%rN` or a 32-bit immediate.
@@ -271,48 +240,32 @@ impl<'a> Operands<'a, '_> {
     fn imm<T>(&self, index: usize, bits: u8, fits: fn(Number) -> Option<T>) -> Result<T, AsmError> {
         let tok = self.tok(index)?;
         let num = self.number(tok)?;
-        fits(num).ok_or_else(|| AsmError::ImmOutOfRange {
-            line: self.line,
-            col: tok.col,
-            text: tok.text.to_owned(),
-            bits,
-        })
+        fits(num).ok_or_else(|| self.error(tok.col, AsmErrorKind::ImmOutOfRange { text: tok.text.to_owned(), bits }))
     }
 
     fn number(&self, tok: Tok<'_>) -> Result<Number, AsmError> {
-        Number::parse(tok.text).ok_or_else(|| AsmError::InvalidNumber {
-            line: self.line,
-            col: tok.col,
-            text: tok.text.to_owned(),
-        })
+        Number::parse(tok.text)
+            .ok_or_else(|| self.error(tok.col, AsmErrorKind::InvalidNumber { text: tok.text.to_owned() }))
     }
 
     /// `[%rN]`, `[%rN+off]` or `[%rN-off]`.
     fn mem(&self, index: usize) -> Result<(u8, i16), AsmError> {
         let tok = self.tok(index)?;
-        let bad = || AsmError::InvalidMemory { line: self.line, col: tok.col, text: tok.text.to_owned() };
+        let bad = || self.error(tok.col, AsmErrorKind::InvalidMemory { text: tok.text.to_owned() });
         let inner = tok.text.strip_prefix('[').and_then(|t| t.strip_suffix(']')).ok_or_else(bad)?;
         let split = inner.find(['+', '-']).unwrap_or(inner.len());
         let (reg_text, off_text) = inner.split_at(split);
-        let reg = parse_reg(reg_text).ok_or_else(|| AsmError::InvalidRegister {
-            line: self.line,
-            col: tok.col + 1,
-            text: reg_text.to_owned(),
-        })?;
+        let reg = parse_reg(reg_text)
+            .ok_or_else(|| self.error(tok.col + 1, AsmErrorKind::InvalidRegister { text: reg_text.to_owned() }))?;
         if off_text.is_empty() {
             return Ok((reg, 0));
         }
         let off_col = tok.col + 1 + reg_text.chars().count();
-        let num = Number::parse(off_text).ok_or_else(|| AsmError::InvalidNumber {
-            line: self.line,
-            col: off_col,
-            text: off_text.to_owned(),
-        })?;
-        let off = num.to_off16().ok_or_else(|| AsmError::OffsetOutOfRange {
-            line: self.line,
-            col: off_col,
-            text: off_text.to_owned(),
-        })?;
+        let num = Number::parse(off_text)
+            .ok_or_else(|| self.error(off_col, AsmErrorKind::InvalidNumber { text: off_text.to_owned() }))?;
+        let off = num
+            .to_off16()
+            .ok_or_else(|| self.error(off_col, AsmErrorKind::OffsetOutOfRange { text: off_text.to_owned() }))?;
         Ok((reg, off))
     }
 }
@@ -407,6 +360,13 @@ fn split_32(mnemonic: &str) -> (&str, Width) {
     }
 }
 
+/// The entry of a table (`all`) whose `mnemonic` is this one without its
+/// `32` suffix, and the width the suffix names.
+fn entry_32<T: Copy>(mnemonic: &str, all: &[T], name: fn(T) -> &'static str) -> Option<(T, Width)> {
+    let (base, width) = split_32(mnemonic);
+    all.iter().copied().find(|&t| name(t) == base).map(|t| (t, width))
+}
+
 impl Assembler {
     fn line(&mut self, line: usize, text: &str) -> Result<(), AsmError> {
         let toks = tokenize(text);
@@ -414,10 +374,18 @@ impl Assembler {
         if let Some((first, after)) = rest.split_first() {
             if let Some(name) = first.text.strip_suffix(':') {
                 if !is_label_name(name) {
-                    return Err(AsmError::InvalidLabelName { line, col: first.col, text: name.to_owned() });
+                    return Err(AsmError {
+                        line,
+                        col: first.col,
+                        kind: AsmErrorKind::InvalidLabelName { text: name.to_owned() },
+                    });
                 }
                 if let Some(&(_, first_line)) = self.labels.get(name) {
-                    return Err(AsmError::DuplicateLabel { line, col: first.col, label: name.to_owned(), first_line });
+                    return Err(AsmError {
+                        line,
+                        col: first.col,
+                        kind: AsmErrorKind::DuplicateLabel { label: name.to_owned(), first_line },
+                    });
                 }
                 self.labels.insert(name.to_owned(), (self.out.len(), line));
                 rest = after;
@@ -444,14 +412,11 @@ impl Assembler {
                 TargetField::Off => num.to_off16().map(i32::from),
                 TargetField::Imm => i32::try_from(num.value()).ok(),
             };
-            return fits.ok_or_else(|| AsmError::OffsetOutOfRange {
-                line: ops.line,
-                col: tok.col,
-                text: tok.text.to_owned(),
-            });
+            return fits
+                .ok_or_else(|| ops.error(tok.col, AsmErrorKind::OffsetOutOfRange { text: tok.text.to_owned() }));
         }
         if !is_label_name(tok.text) {
-            return Err(AsmError::InvalidJumpTarget { line: ops.line, col: tok.col, text: tok.text.to_owned() });
+            return Err(ops.error(tok.col, AsmErrorKind::InvalidJumpTarget { text: tok.text.to_owned() }));
         }
         self.fixups.push(Fixup {
             slot: self.out.len(),
@@ -517,7 +482,7 @@ impl Assembler {
                 } else if let Some(op) = self.alu(ops)? {
                     self.push(op);
                 } else if !self.cond_jump(ops)? {
-                    return Err(AsmError::InvalidMnemonic { line, col, mnemonic: m.to_owned() });
+                    return Err(AsmError { line, col, kind: AsmErrorKind::InvalidMnemonic { mnemonic: m.to_owned() } });
                 }
             }
         }
@@ -552,9 +517,7 @@ impl Assembler {
                         let imm = ops.imm32(1)?;
                         self.push(Op::Call { kind: CallKind::Kfunc, imm });
                     }
-                    other => {
-                        return Err(AsmError::InvalidCallMode { line: ops.line, col: mode.col, text: other.to_owned() })
-                    }
+                    other => return Err(ops.error(mode.col, AsmErrorKind::InvalidCallMode { text: other.to_owned() })),
                 }
             }
             _ => ops.expect(1, "1 or 2")?,
@@ -564,12 +527,15 @@ impl Assembler {
 
     /// `lock [fetch] add|and|or|xor[32] [%d+off], %s`, `lock xchg[32] ..`, `lock cmpxchg[32] ..`.
     fn lock(&mut self, ops: &Operands<'_, '_>) -> Result<(), AsmError> {
-        let count_error = || AsmError::OperandCount {
-            line: ops.line,
-            col: ops.mnemonic.col,
-            mnemonic: "lock".to_owned(),
-            expected: "3, or 4 with fetch",
-            found: ops.ops.len(),
+        let count_error = || {
+            ops.error(
+                ops.mnemonic.col,
+                AsmErrorKind::OperandCount {
+                    mnemonic: "lock".to_owned(),
+                    expected: "3, or 4 with fetch",
+                    found: ops.ops.len(),
+                },
+            )
         };
         let fetch = ops.ops.first().is_some_and(|t| t.text == "fetch");
         let rest = if fetch { ops.ops.get(1..).unwrap_or(&[]) } else { ops.ops };
@@ -579,7 +545,7 @@ impl Assembler {
         let (op_name, width) = split_32(op_tok.text);
         let full = if fetch { format!("fetch {op_name}") } else { op_name.to_owned() };
         let Some(atomic) = AtomicOp::ALL.into_iter().find(|o| o.mnemonic() == Some(full.as_str())) else {
-            return Err(AsmError::InvalidAtomicOp { line: ops.line, col: op_tok.col, text: op_tok.text.to_owned() });
+            return Err(ops.error(op_tok.col, AsmErrorKind::InvalidAtomicOp { text: op_tok.text.to_owned() }));
         };
         let inner = [*mem_tok, *src_tok];
         let inner_ops = Operands { line: ops.line, mnemonic: *op_tok, ops: &inner };
@@ -660,8 +626,7 @@ impl Assembler {
 
     /// Binary ALU operations, with a register or an immediate source.
     fn alu(&mut self, ops: &Operands<'_, '_>) -> Result<Option<Op>, AsmError> {
-        let (base, width) = split_32(ops.mnemonic.text);
-        let Some(op) = AluOp::ALL.into_iter().find(|o| o.mnemonic() == base) else {
+        let Some((op, width)) = entry_32(ops.mnemonic.text, &AluOp::ALL, AluOp::mnemonic) else {
             return Ok(None);
         };
         ops.expect(2, "2")?;
@@ -672,8 +637,7 @@ impl Assembler {
 
     /// Conditional jumps; `false` if the mnemonic is not one.
     fn cond_jump(&mut self, ops: &Operands<'_, '_>) -> Result<bool, AsmError> {
-        let (base, width) = split_32(ops.mnemonic.text);
-        let Some(cond) = JmpCond::ALL.into_iter().find(|c| c.mnemonic() == base) else {
+        let Some((cond, width)) = entry_32(ops.mnemonic.text, &JmpCond::ALL, JmpCond::mnemonic) else {
             return Ok(false);
         };
         ops.expect(3, "3")?;
@@ -691,21 +655,19 @@ impl Assembler {
                 Some(&(slot, _)) => slot,
                 None if fixup.label == "exit" && self.first_exit.is_some() => self.first_exit.unwrap_or(0),
                 None => {
-                    return Err(AsmError::UndefinedLabel {
+                    return Err(AsmError {
                         line: fixup.line,
                         col: fixup.col,
-                        label: fixup.label.clone(),
+                        kind: AsmErrorKind::UndefinedLabel { label: fixup.label.clone() },
                     })
                 }
             };
             // Both are slot indices of a Vec, far below i64::MAX.
             let offset = target as i64 - fixup.slot as i64 - 1;
-            let out_of_range = |bits| AsmError::JumpOutOfRange {
+            let out_of_range = |bits| AsmError {
                 line: fixup.line,
                 col: fixup.col,
-                target: fixup.label.clone(),
-                offset,
-                bits,
+                kind: AsmErrorKind::JumpOutOfRange { target: fixup.label.clone(), offset, bits },
             };
             let Some(insn) = self.out.get_mut(fixup.slot) else {
                 continue;
@@ -788,36 +750,39 @@ mod tests {
     #[test]
     fn errors_say_where() {
         let e = assemble("mov %r0, 1\nor %r0, %r50").unwrap_err();
-        assert!(matches!(e, AsmError::InvalidRegister { line: 2, col: 9, .. }), "{e:?}");
+        assert!(matches!(e, AsmError { line: 2, col: 9, kind: AsmErrorKind::InvalidRegister { .. } }), "{e:?}");
         assert_eq!(e.to_string(), "2:9: invalid register `%r50`: expected %r0 to %r15");
         let e = assemble("  ldxq %r0, %r1").unwrap_err();
-        assert!(matches!(e, AsmError::InvalidMnemonic { line: 1, col: 3, .. }), "{e:?}");
+        assert!(matches!(e, AsmError { line: 1, col: 3, kind: AsmErrorKind::InvalidMnemonic { .. } }), "{e:?}");
         let e = assemble("mov32 %r0, 2147483648").unwrap_err();
-        assert!(matches!(e, AsmError::ImmOutOfRange { col: 12, bits: 32, .. }), "{e:?}");
+        assert!(matches!(e, AsmError { col: 12, kind: AsmErrorKind::ImmOutOfRange { bits: 32, .. }, .. }), "{e:?}");
         assert!(assemble("mov32 %r0, -2147483648").is_ok());
         assert!(assemble("mov32 %r0, 0x100000000").is_err());
         let e = assemble("ldxb %r0, [%r1+0x10000]").unwrap_err();
-        assert!(matches!(e, AsmError::OffsetOutOfRange { col: 15, .. }), "{e:?}");
-        assert!(matches!(assemble("ldxb %r0, %r1").unwrap_err(), AsmError::InvalidMemory { .. }));
+        assert!(matches!(e, AsmError { col: 15, kind: AsmErrorKind::OffsetOutOfRange { .. }, .. }), "{e:?}");
+        assert!(matches!(assemble("ldxb %r0, %r1").unwrap_err().kind, AsmErrorKind::InvalidMemory { .. }));
         assert!(matches!(
             assemble("ja NOT_A_LABEL\nexit").unwrap_err(),
-            AsmError::UndefinedLabel { line: 1, col: 4, .. }
+            AsmError { line: 1, col: 4, kind: AsmErrorKind::UndefinedLabel { .. } }
         ));
-        assert!(matches!(assemble("lddw %r0").unwrap_err(), AsmError::OperandCount { .. }));
+        assert!(matches!(assemble("lddw %r0").unwrap_err().kind, AsmErrorKind::OperandCount { .. }));
         let e = assemble("lock or [%r10-8]").unwrap_err();
         assert!(e.to_string().contains("invalid number of operands for lock"), "{e}");
-        assert!(matches!(assemble("lock").unwrap_err(), AsmError::OperandCount { .. }));
-        assert!(matches!(assemble("lock fetch xchg [%r1], %r2").unwrap_err(), AsmError::InvalidAtomicOp { .. }));
+        assert!(matches!(assemble("lock").unwrap_err().kind, AsmErrorKind::OperandCount { .. }));
+        assert!(matches!(
+            assemble("lock fetch xchg [%r1], %r2").unwrap_err().kind,
+            AsmErrorKind::InvalidAtomicOp { .. }
+        ));
         assert!(matches!(
             assemble("a:\na:\nexit").unwrap_err(),
-            AsmError::DuplicateLabel { line: 2, first_line: 1, .. }
+            AsmError { line: 2, kind: AsmErrorKind::DuplicateLabel { first_line: 1, .. }, .. }
         ));
-        assert!(matches!(assemble("ja 3").unwrap_err(), AsmError::InvalidJumpTarget { .. }));
-        assert!(matches!(assemble("ja +32768").unwrap_err(), AsmError::OffsetOutOfRange { .. }));
-        assert!(matches!(assemble("# nothing\n\n").unwrap_err(), AsmError::NoInstructions { .. }));
-        assert!(matches!(assemble("add64 %r0, 1").unwrap_err(), AsmError::InvalidMnemonic { .. }));
-        assert!(matches!(assemble("call foo 1").unwrap_err(), AsmError::InvalidCallMode { .. }));
-        assert_eq!(assemble("x y").unwrap_err().shifted(10).line(), 11);
+        assert!(matches!(assemble("ja 3").unwrap_err().kind, AsmErrorKind::InvalidJumpTarget { .. }));
+        assert!(matches!(assemble("ja +32768").unwrap_err().kind, AsmErrorKind::OffsetOutOfRange { .. }));
+        assert!(matches!(assemble("# nothing\n\n").unwrap_err().kind, AsmErrorKind::NoInstructions));
+        assert!(matches!(assemble("add64 %r0, 1").unwrap_err().kind, AsmErrorKind::InvalidMnemonic { .. }));
+        assert!(matches!(assemble("call foo 1").unwrap_err().kind, AsmErrorKind::InvalidCallMode { .. }));
+        assert_eq!(assemble("x y").unwrap_err().shifted(10).line, 11);
     }
 
     #[test]
@@ -825,7 +790,10 @@ mod tests {
         let mut text = String::from("ja far\n");
         text.push_str(&"mov %r0, 0\n".repeat(40_000));
         text.push_str("far:\nexit\n");
-        assert!(matches!(assemble(&text).unwrap_err(), AsmError::JumpOutOfRange { bits: 16, offset: 40_000, .. }));
+        assert!(matches!(
+            assemble(&text).unwrap_err().kind,
+            AsmErrorKind::JumpOutOfRange { bits: 16, offset: 40_000, .. }
+        ));
         let long32 = text.replacen("ja far", "ja32 far", 1);
         assert_eq!(assemble(&long32).unwrap()[0].imm, 40_000);
     }

@@ -85,13 +85,8 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Insn>, DecodeError> {
     if rem != 0 {
         return Err(DecodeError::TrailingBytes { len: bytes.len(), whole: bytes.len() / INSN_SIZE, rem });
     }
-    Ok(chunks
-        .map(|c| {
-            let mut b = [0u8; INSN_SIZE];
-            b.copy_from_slice(c);
-            Insn::from_bytes(b)
-        })
-        .collect())
+    // Chunks of exactly INSN_SIZE bytes: the conversion always succeeds.
+    Ok(chunks.map(|c| Insn::from_bytes(c.try_into().unwrap_or_default())).collect())
 }
 
 /// Encodes instructions as little-endian `struct bpf_insn` records.

@@ -75,7 +75,7 @@
 use crate::helpers::HelperError;
 use crate::insn::Pc;
 use crate::op::{AluOp, AtomicOp, JmpCond};
-use crate::program::{Kind, Program};
+use crate::program::{EqEntry, Kind, Program};
 use crate::skb::SkbContext;
 
 /// Base address of the context region.
@@ -493,42 +493,44 @@ fn execute(
     // inside the run): each element's register write, then its compare, in
     // program order; on no match, continue after the last element.
     macro_rules! chain {
-        ($label:lifetime, $x:expr, $first:expr, $end:expr) => {{
+        ($label:lifetime, $x:expr, $run:expr) => {{
             let x: u64 = $x;
-            let (first, end): (usize, usize) = ($first, $end);
-            let mut k = first;
-            while let Some(e) = prog.chain.get(k).filter(|_| k < end) {
+            for e in $run {
                 regs[(e.write_reg & 15) as usize] = e.write_val;
                 if ((((x & e.mask) ^ e.flip).wrapping_sub(e.lo)) <= e.span) != e.negate {
                     pc = e.jump_pc as usize;
                     jump!($label, e.target)
                 }
                 pc = e.jump_pc as usize;
-                k += 1;
             }
         }};
     }
     // A run of `[mov rW, K;] if x == K goto t` (JMP64), in program order;
     // rW's final value is stored when control leaves (see `EqEntry`).
     macro_rules! eq_chain {
-        ($label:lifetime, $x:expr, $first:expr, $end:expr) => {{
+        ($label:lifetime, $x:expr, $run:expr) => {{
             let x: u64 = $x;
-            let (first, end): (usize, usize) = ($first, $end);
-            let mut k = first;
-            while let Some(e) = prog.eq.get(k).filter(|_| k < end) {
+            let run: &[EqEntry] = $run;
+            for e in run {
                 if x == e.value {
                     regs[(e.wreg & 15) as usize] = e.wval;
                     pc = e.jump_pc as usize;
                     jump!($label, e.target)
                 }
-                k += 1;
             }
             // Nothing taken: continue after the last element.
-            if let Some(last) = prog.eq.get(end.wrapping_sub(1)).filter(|_| end > first) {
+            if let Some(last) = run.last() {
                 regs[(last.wreg & 15) as usize] = last.wval;
                 pc = last.jump_pc as usize;
             }
         }};
+    }
+    // The run of `table` a chain op names: entries `a` up to the low half
+    // of `imm` (in range: the loader made them).
+    macro_rules! run {
+        ($table:ident, $op:expr) => {
+            prog.$table.get($op.a as usize..$op.imm as u32 as usize).unwrap_or_default()
+        };
     }
 
     // `wD = *(u32 *)(rS + off); if rD <cond> K goto a` (see `Kind::LoadJeq`).
@@ -716,21 +718,21 @@ fn execute(
             }
             Kind::Chain => {
                 let x = regs[d];
-                chain!('run, x, op.a as usize, op.imm as u32 as usize);
+                chain!('run, x, run!(chain, op));
             }
             Kind::EqChain => {
                 let x = regs[d];
-                eq_chain!('run, x, op.a as usize, op.imm as u32 as usize);
+                eq_chain!('run, x, run!(eq, op));
             }
             Kind::LoadChain => {
                 let x = u64::from(u32::from_le_bytes(load!(4, regs[s].wrapping_add(mem_off((op.imm >> 32) as u32)))));
                 regs[d] = x;
-                chain!('run, x, op.a as usize, op.imm as u32 as usize);
+                chain!('run, x, run!(chain, op));
             }
             Kind::LoadEqChain => {
                 let x = u64::from(u32::from_le_bytes(load!(4, regs[s].wrapping_add(mem_off((op.imm >> 32) as u32)))));
                 regs[d] = x;
-                eq_chain!('run, x, op.a as usize, op.imm as u32 as usize);
+                eq_chain!('run, x, run!(eq, op));
             }
             Kind::LoadJeq => load_jcc!('run, op, d, s, |x, v| x == v),
             Kind::LoadJne => load_jcc!('run, op, d, s, |x, v| x != v),

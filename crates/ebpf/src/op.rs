@@ -114,12 +114,15 @@ impl Operand {
 }
 
 /// Declares a per-family table: the enum, `ALL` (every entry, in the
-/// table's order) and a private `row` with each entry's columns as a tuple;
-/// each family names its columns in accessors over `row`.
+/// table's order) and one accessor per column (`fn name -> type`, with its
+/// docs), each entry's row giving the columns in that order.
 macro_rules! table {
     (
         $(#[$meta:meta])*
-        pub enum $name:ident: $row:ty {
+        pub enum $name:ident {
+            $( $(#[$cmeta:meta])* fn $col:ident -> $ty:ty; )*
+        }
+        rows {
             $( $(#[$vmeta:meta])* $variant:ident => $val:expr, )*
         }
     ) => {
@@ -127,14 +130,29 @@ macro_rules! table {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
         pub enum $name { $( $(#[$vmeta])* $variant ),* }
 
+        // The row of an entry, its columns named.
+        const _: () = {
+            struct Row { $( $col: $ty ),* }
+
+            impl $name {
+                #[inline]
+                const fn row(self) -> Row {
+                    let ($($col,)*) = match self { $( $name::$variant => $val ),* };
+                    Row { $($col),* }
+                }
+            }
+        };
+
         impl $name {
             /// Every entry, in the table's order.
             pub const ALL: [$name; [$(stringify!($variant)),*].len()] = [$($name::$variant),*];
 
-            #[inline]
-            const fn row(self) -> $row {
-                match self { $( $name::$variant => $val ),* }
-            }
+            $(
+                $(#[$cmeta])*
+                pub const fn $col(self) -> $ty {
+                    self.row().$col
+                }
+            )*
         }
     };
 }
@@ -144,8 +162,24 @@ table! {
     /// unsigned division), in `BPF_INSN_MAP` order (ADD, SUB, AND, OR, LSH,
     /// RSH, XOR, MUL, MOV, ARSH, DIV, MOD; the signed forms of RFC 9669 after
     /// their unsigned ones). NEG and END are [`Op::Neg`] and [`Op::End`];
-    /// `movsx` is [`Op::MovSx`]. Row: bits, off, kernel symbol, mnemonic.
-    pub enum AluOp: (u8, i16, &'static str, &'static str) {
+    /// `movsx` is [`Op::MovSx`].
+    pub enum AluOp {
+        /// `BPF_OP(code)`.
+        #[inline]
+        fn bits -> u8;
+
+        /// The `off` field (1 for the signed division forms).
+        #[inline]
+        fn off -> i16;
+
+        /// The operator `print_bpf_insn()` prints (`bpf_alu_string[]`, or
+        /// `s/=` / `s%=` for `is_sdiv_smod()`).
+        fn kernel -> &'static str;
+
+        /// The bpf_conformance mnemonic (without the `32` suffix).
+        fn mnemonic -> &'static str;
+    }
+    rows {
         Add => (0x00, 0, "+=", "add"),
         Sub => (0x10, 0, "-=", "sub"),
         And => (0x50, 0, "&=", "and"),
@@ -160,31 +194,6 @@ table! {
         SDiv => (0x30, 1, "s/=", "sdiv"),
         Mod => (0x90, 0, "%=", "mod"),
         SMod => (0x90, 1, "s%=", "smod"),
-    }
-}
-
-impl AluOp {
-    /// `BPF_OP(code)`.
-    #[inline]
-    pub const fn bits(self) -> u8 {
-        self.row().0
-    }
-
-    /// The `off` field (1 for the signed division forms).
-    #[inline]
-    pub const fn off(self) -> i16 {
-        self.row().1
-    }
-
-    /// The operator `print_bpf_insn()` prints (`bpf_alu_string[]`, or
-    /// `s/=` / `s%=` for `is_sdiv_smod()`).
-    pub const fn kernel(self) -> &'static str {
-        self.row().2
-    }
-
-    /// The bpf_conformance mnemonic (without the `32` suffix).
-    pub const fn mnemonic(self) -> &'static str {
-        self.row().3
     }
 }
 
@@ -270,8 +279,19 @@ impl AluOp {
 
 table! {
     /// Conditions of the conditional jumps (`BPF_OP(code)`), in
-    /// `BPF_INSN_MAP` order. Row: bits, kernel symbol, mnemonic.
-    pub enum JmpCond: (u8, &'static str, &'static str) {
+    /// `BPF_INSN_MAP` order.
+    pub enum JmpCond {
+        /// `BPF_OP(code)`.
+        #[inline]
+        fn bits -> u8;
+
+        /// The operator `print_bpf_insn()` prints (`bpf_jmp_string[]`).
+        fn kernel -> &'static str;
+
+        /// The bpf_conformance mnemonic (without the `32` suffix).
+        fn mnemonic -> &'static str;
+    }
+    rows {
         Eq => (0x10, "==", "jeq"),
         Ne => (0x50, "!=", "jne"),
         Gt => (0x20, ">", "jgt"),
@@ -283,24 +303,6 @@ table! {
         Sge => (0x70, "s>=", "jsge"),
         Sle => (0xd0, "s<=", "jsle"),
         Set => (0x40, "&", "jset"),
-    }
-}
-
-impl JmpCond {
-    /// `BPF_OP(code)`.
-    #[inline]
-    pub const fn bits(self) -> u8 {
-        self.row().0
-    }
-
-    /// The operator `print_bpf_insn()` prints (`bpf_jmp_string[]`).
-    pub const fn kernel(self) -> &'static str {
-        self.row().1
-    }
-
-    /// The bpf_conformance mnemonic (without the `32` suffix).
-    pub const fn mnemonic(self) -> &'static str {
-        self.row().2
     }
 }
 
@@ -361,41 +363,29 @@ impl JmpCond {
 
 table! {
     /// Memory access sizes (`BPF_SIZE(code)`), in `BPF_INSN_MAP` order.
-    /// Row: bits, bytes, kernel type, kernel signed type, mnemonic suffix.
-    pub enum Size: (u8, u8, &'static str, &'static str, &'static str) {
+    pub enum Size {
+        /// `BPF_SIZE(code)`.
+        #[inline]
+        fn bits -> u8;
+
+        /// Access width in bytes.
+        fn bytes -> u8;
+
+        /// `bpf_ldst_string[]`: the type `print_bpf_insn()` prints.
+        fn kernel -> &'static str;
+
+        /// `bpf_ldsx_string[]`: the type of a sign-extending load (the kernel's
+        /// table has no `s64`; see [`crate::listing`]).
+        fn kernel_signed -> &'static str;
+
+        /// The bpf_conformance size suffix (`ldxw`, `stdw`).
+        fn mnemonic -> &'static str;
+    }
+    rows {
         B => (0x10, 1, "u8", "s8", "b"),
         H => (0x08, 2, "u16", "s16", "h"),
         W => (0x00, 4, "u32", "s32", "w"),
         DW => (0x18, 8, "u64", "s64", "dw"),
-    }
-}
-
-impl Size {
-    /// `BPF_SIZE(code)`.
-    #[inline]
-    pub const fn bits(self) -> u8 {
-        self.row().0
-    }
-
-    /// Access width in bytes.
-    pub const fn bytes(self) -> u8 {
-        self.row().1
-    }
-
-    /// `bpf_ldst_string[]`: the type `print_bpf_insn()` prints.
-    pub const fn kernel(self) -> &'static str {
-        self.row().2
-    }
-
-    /// `bpf_ldsx_string[]`: the type of a sign-extending load (the kernel's
-    /// table has no `s64`; see [`crate::listing`]).
-    pub const fn kernel_signed(self) -> &'static str {
-        self.row().3
-    }
-
-    /// The bpf_conformance size suffix (`ldxw`, `stdw`).
-    pub const fn mnemonic(self) -> &'static str {
-        self.row().4
     }
 }
 
@@ -423,10 +413,16 @@ table! {
     /// Atomic operations (`imm` of `BPF_STX | BPF_ATOMIC`), in the order of
     /// `___bpf_prog_run()`'s `STX_ATOMIC` switch (ADD, AND, OR, XOR, each
     /// without and with `BPF_FETCH`, XCHG, CMPXCHG), then the
-    /// `BPF_LOAD_ACQ` / `BPF_STORE_REL` pair of Linux 6.15. Row: imm, the
-    /// operation after `lock` in the bpf_conformance syntax (`None`: no
-    /// syntax).
-    pub enum AtomicOp: (i32, Option<&'static str>) {
+    /// `BPF_LOAD_ACQ` / `BPF_STORE_REL` pair of Linux 6.15.
+    pub enum AtomicOp {
+        /// The `imm` field.
+        fn bits -> i32;
+
+        /// The operation after `lock` in the bpf_conformance syntax (the width
+        /// suffix `32` goes after it); `None` for the acquire/release pair.
+        fn mnemonic -> Option<&'static str>;
+    }
+    rows {
         Add => (0x00, Some("add")),
         FetchAdd => (0x01, Some("fetch add")),
         And => (0x50, Some("and")),
@@ -439,19 +435,6 @@ table! {
         Cmpxchg => (0xf1, Some("cmpxchg")),
         LoadAcq => (0x100, None),
         StoreRel => (0x110, None),
-    }
-}
-
-impl AtomicOp {
-    /// The `imm` field.
-    pub const fn bits(self) -> i32 {
-        self.row().0
-    }
-
-    /// The operation after `lock` in the bpf_conformance syntax (the width
-    /// suffix `32` goes after it); `None` for the acquire/release pair.
-    pub const fn mnemonic(self) -> Option<&'static str> {
-        self.row().1
     }
 }
 

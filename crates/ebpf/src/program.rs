@@ -556,11 +556,7 @@ impl Decoder<'_> {
                 for field in ["src", "imm", "off"] {
                     res(field)?;
                 }
-                let kind = match width {
-                    Width::W64 => Kind::Neg64,
-                    Width::W32 => Kind::Neg32,
-                };
-                op(kind, dst, ZERO_REG, 0, 0)
+                op(of_width(width, (Kind::Neg64, Kind::Neg32)), dst, ZERO_REG, 0, 0)
             }
             isa::Op::MovSx { width, dst, src, from } => {
                 let (src, _) = operand(width, Operand::X(src))?;
@@ -741,66 +737,55 @@ impl Decoder<'_> {
     }
 }
 
+/// The kind for `width` of an op's pair of kinds (64-bit, 32-bit).
+fn of_width(width: Width, (w64, w32): (Kind, Kind)) -> Kind {
+    match width {
+        Width::W64 => w64,
+        Width::W32 => w32,
+    }
+}
+
 /// The interpreter's kind of a binary ALU operation.
 fn alu_kind(width: Width, alu: AluOp) -> Kind {
-    match (width, alu) {
-        (Width::W64, AluOp::Add) => Kind::Add64,
-        (Width::W64, AluOp::Sub) => Kind::Sub64,
-        (Width::W64, AluOp::And) => Kind::And64,
-        (Width::W64, AluOp::Or) => Kind::Or64,
-        (Width::W64, AluOp::Lsh) => Kind::Lsh64,
-        (Width::W64, AluOp::Rsh) => Kind::Rsh64,
-        (Width::W64, AluOp::Xor) => Kind::Xor64,
-        (Width::W64, AluOp::Mul) => Kind::Mul64,
-        (Width::W64, AluOp::Mov) => Kind::Mov64,
-        (Width::W64, AluOp::Arsh) => Kind::Arsh64,
-        (Width::W64, AluOp::Div) => Kind::Div64,
-        (Width::W64, AluOp::SDiv) => Kind::SDiv64,
-        (Width::W64, AluOp::Mod) => Kind::Mod64,
-        (Width::W64, AluOp::SMod) => Kind::SMod64,
-        (Width::W32, AluOp::Add) => Kind::Add32,
-        (Width::W32, AluOp::Sub) => Kind::Sub32,
-        (Width::W32, AluOp::And) => Kind::And32,
-        (Width::W32, AluOp::Or) => Kind::Or32,
-        (Width::W32, AluOp::Lsh) => Kind::Lsh32,
-        (Width::W32, AluOp::Rsh) => Kind::Rsh32,
-        (Width::W32, AluOp::Xor) => Kind::Xor32,
-        (Width::W32, AluOp::Mul) => Kind::Mul32,
-        (Width::W32, AluOp::Mov) => Kind::Mov32,
-        (Width::W32, AluOp::Arsh) => Kind::Arsh32,
-        (Width::W32, AluOp::Div) => Kind::Div32,
-        (Width::W32, AluOp::SDiv) => Kind::SDiv32,
-        (Width::W32, AluOp::Mod) => Kind::Mod32,
-        (Width::W32, AluOp::SMod) => Kind::SMod32,
-    }
+    of_width(
+        width,
+        match alu {
+            AluOp::Add => (Kind::Add64, Kind::Add32),
+            AluOp::Sub => (Kind::Sub64, Kind::Sub32),
+            AluOp::And => (Kind::And64, Kind::And32),
+            AluOp::Or => (Kind::Or64, Kind::Or32),
+            AluOp::Lsh => (Kind::Lsh64, Kind::Lsh32),
+            AluOp::Rsh => (Kind::Rsh64, Kind::Rsh32),
+            AluOp::Xor => (Kind::Xor64, Kind::Xor32),
+            AluOp::Mul => (Kind::Mul64, Kind::Mul32),
+            AluOp::Mov => (Kind::Mov64, Kind::Mov32),
+            AluOp::Arsh => (Kind::Arsh64, Kind::Arsh32),
+            AluOp::Div => (Kind::Div64, Kind::Div32),
+            AluOp::SDiv => (Kind::SDiv64, Kind::SDiv32),
+            AluOp::Mod => (Kind::Mod64, Kind::Mod32),
+            AluOp::SMod => (Kind::SMod64, Kind::SMod32),
+        },
+    )
 }
 
 /// The interpreter's kind of a conditional jump.
 pub(crate) fn jmp_kind(width: Width, cond: JmpCond) -> Kind {
-    match (width, cond) {
-        (Width::W64, JmpCond::Eq) => Kind::Jeq64,
-        (Width::W64, JmpCond::Ne) => Kind::Jne64,
-        (Width::W64, JmpCond::Gt) => Kind::Jgt64,
-        (Width::W64, JmpCond::Lt) => Kind::Jlt64,
-        (Width::W64, JmpCond::Ge) => Kind::Jge64,
-        (Width::W64, JmpCond::Le) => Kind::Jle64,
-        (Width::W64, JmpCond::Sgt) => Kind::Jsgt64,
-        (Width::W64, JmpCond::Slt) => Kind::Jslt64,
-        (Width::W64, JmpCond::Sge) => Kind::Jsge64,
-        (Width::W64, JmpCond::Sle) => Kind::Jsle64,
-        (Width::W64, JmpCond::Set) => Kind::Jset64,
-        (Width::W32, JmpCond::Eq) => Kind::Jeq32,
-        (Width::W32, JmpCond::Ne) => Kind::Jne32,
-        (Width::W32, JmpCond::Gt) => Kind::Jgt32,
-        (Width::W32, JmpCond::Lt) => Kind::Jlt32,
-        (Width::W32, JmpCond::Ge) => Kind::Jge32,
-        (Width::W32, JmpCond::Le) => Kind::Jle32,
-        (Width::W32, JmpCond::Sgt) => Kind::Jsgt32,
-        (Width::W32, JmpCond::Slt) => Kind::Jslt32,
-        (Width::W32, JmpCond::Sge) => Kind::Jsge32,
-        (Width::W32, JmpCond::Sle) => Kind::Jsle32,
-        (Width::W32, JmpCond::Set) => Kind::Jset32,
-    }
+    of_width(
+        width,
+        match cond {
+            JmpCond::Eq => (Kind::Jeq64, Kind::Jeq32),
+            JmpCond::Ne => (Kind::Jne64, Kind::Jne32),
+            JmpCond::Gt => (Kind::Jgt64, Kind::Jgt32),
+            JmpCond::Lt => (Kind::Jlt64, Kind::Jlt32),
+            JmpCond::Ge => (Kind::Jge64, Kind::Jge32),
+            JmpCond::Le => (Kind::Jle64, Kind::Jle32),
+            JmpCond::Sgt => (Kind::Jsgt64, Kind::Jsgt32),
+            JmpCond::Slt => (Kind::Jslt64, Kind::Jslt32),
+            JmpCond::Sge => (Kind::Jsge64, Kind::Jsge32),
+            JmpCond::Sle => (Kind::Jsle64, Kind::Jsle32),
+            JmpCond::Set => (Kind::Jset64, Kind::Jset32),
+        },
+    )
 }
 
 /// Condition of a compare-and-branch as a [`ChainEntry`] range test, or

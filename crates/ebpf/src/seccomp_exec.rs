@@ -156,7 +156,7 @@ enum Kind {
     /// `w0 = ctx word aux`, then the chain of entry `target` (a ladder entry).
     LdChain,
     /// A compare chain on r0 from test `target` of [`Table::exits`] (skip
-    /// count `imm` at the op), scanned by [`Chains::linked_exit`], its
+    /// count `imm` at the op), scanned by [`Scans::linked_exit`], its
     /// links followed: in programs with links, every chain op, and tree
     /// nodes and short chains whose chain links on.
     Linked,
@@ -203,7 +203,7 @@ struct SOp {
 }
 
 /// Tests of a linked chain scanned one at a time before the blocked scan
-/// ([`Chains::linked_exit`]); a chain is linked to if these tests from its
+/// ([`Scans::linked_exit`]); a chain is linked to if these tests from its
 /// entry are ranges and one of them is a tree node's.
 const WINDOW: usize = 8;
 
@@ -330,45 +330,41 @@ impl Record for LinkedTest {
 /// a test that always hits, and `BLOCK - 1` such tests pad the arrays, so
 /// a block read at any chain position stays inside them and a scan always
 /// ends at a hit.
-#[derive(Debug, Clone, Default)]
-struct Chains(Table<LinkedTest>);
+type Chains = Table<LinkedTest>;
 
-impl std::ops::Deref for Chains {
-    type Target = Table<LinkedTest>;
-    fn deref(&self) -> &Table<LinkedTest> {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Chains {
-    fn deref_mut(&mut self) -> &mut Table<LinkedTest> {
-        &mut self.0
-    }
-}
-
-impl Chains {
+/// The scans of [`Chains`] the run loop uses.
+trait Scans {
     /// The exit of the first test from `at` on that `x` hits
     /// ([`Table::first_hit_from`]: blocks of [`BLOCK`] tests, each checked
     /// at once, then the first hit of the block with one);
     /// [`ChainExit::NOWHERE`] past the arrays (never from a chain position:
-    /// padding). Not inlined: a long scan costs far more than the call.
-    /// (Not an `Option`: a `ChainExit` comes back in two registers.)
-    #[inline(never)]
-    fn first_exit_after(&self, x: u32, at: usize) -> ChainExit {
-        self.first_hit_from(x, at, |t| t.exit, || ChainExit::NOWHERE)
-    }
+    /// padding). (Not an `Option`: a `ChainExit` comes back in two
+    /// registers.)
+    fn first_exit_after(&self, x: u32, at: usize) -> ChainExit;
 
-    /// [`Chains::first_exit_after`] by reference, for the end of a window
-    /// of [`Chains::linked_exit`].
-    #[inline(never)]
-    fn first_exit_after_ref(&self, x: u32, at: usize) -> &ChainExit {
-        self.first_hit_from(x, at, |t| &t.exit, || &NOWHERE)
-    }
+    /// [`Scans::first_exit_after`] by reference, for the end of a window
+    /// of [`Scans::linked_exit`].
+    fn first_exit_after_ref(&self, x: u32, at: usize) -> &ChainExit;
 
     /// The exit of the first test from `at` on that `x` hits, for a chain
     /// reached through a link (mostly short: tree nodes and leaves): the
     /// tests of a window of [`WINDOW`] one at a time, one branch each (a
     /// tree walk mostly leaves at the first), then the blocked scan.
+    fn linked_exit(&self, x: u32, at: usize) -> &ChainExit;
+}
+
+impl Scans for Chains {
+    // Not inlined: a long scan costs far more than the call.
+    #[inline(never)]
+    fn first_exit_after(&self, x: u32, at: usize) -> ChainExit {
+        self.first_hit_from(x, at, |t| t.exit, || ChainExit::NOWHERE)
+    }
+
+    #[inline(never)]
+    fn first_exit_after_ref(&self, x: u32, at: usize) -> &ChainExit {
+        self.first_hit_from(x, at, |t| &t.exit, || &NOWHERE)
+    }
+
     #[inline(always)]
     fn linked_exit(&self, x: u32, at: usize) -> &ChainExit {
         self.scan_window::<WINDOW, _>(
@@ -561,7 +557,7 @@ impl ChainBuilder {
     }
 
     /// Per test: a range (full mask, or always hit), scanned by
-    /// [`Chains::linked_exit`] without the mask.
+    /// [`Scans::linked_exit`] without the mask.
     fn ranges(&self) -> Vec<bool> {
         self.0.tests().iter().map(|p| p.test.range().is_some()).collect()
     }
@@ -574,11 +570,11 @@ impl ChainBuilder {
 
     /// The finished table, padded (see [`Chains`]).
     fn finish(self) -> Chains {
-        Chains(self.0.finish(BLOCK.max(WINDOW) - 1, |p| {
+        self.0.finish(BLOCK.max(WINDOW) - 1, |p| {
             let (lo, span) = p.test.range().unwrap_or((p.test.lo, p.test.span));
             let exit = ChainExit { target: p.target as u32, skip: p.skip, ret: NOT_RET };
             LinkedTest { exit, lo, span, mask: p.test.mask, _pad: 0 }
-        }))
+        })
     }
 }
 
@@ -921,7 +917,7 @@ pub(crate) fn compile(insns: &[Insn]) -> Option<SeccompProg> {
     type Runner = fn(&SeccompProg, &[u8; 64]) -> (u64, u64);
     let tests_built = built.len();
     // Chains worth linking to: from a tree node on, ranges only, within
-    // the window of [`Chains::linked_exit`].
+    // the window of [`Scans::linked_exit`].
     let (range, tree) = (built.ranges(), built.trees());
     let ranges =
         |from: usize, len: usize| range.get(from..from + len.min(WINDOW)).is_some_and(|r| r.iter().all(|&r| r));

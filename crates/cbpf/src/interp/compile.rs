@@ -35,22 +35,8 @@ pub(super) fn exit_test(op: JmpOp, k: u32, outcome: bool) -> Option<ExitTest> {
 /// The exit tests of all compare chains ([`chain::Table`]: struct of
 /// arrays for the blocked scan, and one array of [`Exit`]s, array of
 /// structs with one bounds check per test, for the window scans and
-/// single-test chains), with the scans the run loop uses.
-#[derive(Debug, Clone)]
-pub(super) struct Chains(Table<Exit>);
-
-impl std::ops::Deref for Chains {
-    type Target = Table<Exit>;
-    fn deref(&self) -> &Table<Exit> {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Chains {
-    fn deref_mut(&mut self) -> &mut Table<Exit> {
-        &mut self.0
-    }
-}
+/// single-test chains), scanned as [`Scans`] says.
+pub(super) type Chains = Table<Exit>;
 
 /// An exit test and where it goes: the pc it leaves to, or (once
 /// [`link_chains`] has run) the next range chain to scan.
@@ -95,31 +81,26 @@ pub(super) const SAME_A: u8 = 64;
 /// leave to [`DEAD`].
 static DEAD_EXIT: Exit = Exit { test: ExitTest::ALWAYS, target: DEAD, link: LEAVE };
 
-/// The window a chain's last tests are scanned in ([`Chains::short`]):
+/// The window a chain's last tests are scanned in ([`Scans::short`]):
 /// those tests and the [`ExitTest::ALWAYS`] sentinel after them. Two
 /// blocks, so that the binary-tree leaves of libseccomp's optimised filters
 /// (up to a dozen tests below the last split) are scanned inline.
 const WINDOW: usize = 2 * BLOCK;
 
-impl Chains {
+/// The scans of [`Chains`] the run loop uses.
+pub(super) trait Scans {
     /// Where the short chain starting at test `from` leaves to: the target of
     /// the first test that `a` hits in the window of [`WINDOW`] tests from
     /// `from`, which holds the chain's sentinel or a hit (the exits end with
     /// `WINDOW - 1` more sentinels, so every window is whole). The window is
     /// one bounds check and an unrolled scan; no length, no loop.
-    #[inline(always)]
-    pub(super) fn short(&self, a: u32, from: usize) -> &Exit {
-        self.scan_window::<WINDOW, _>(from, |t| t.hits(a), |e| e, || &DEAD_EXIT)
-    }
+    fn short(&self, a: u32, from: usize) -> &Exit;
 
-    /// [`Chains::short`] for a chain whose tests all have a full mask
+    /// [`Scans::short`] for a chain whose tests all have a full mask
     /// (`jeq`, `jgt`, `jge`: [`Op::RangeChain`]): the scan skips the `&`.
     /// The sentinel is a range test too (`A - 0 <= MAX`), and tests past it
     /// are never reached.
-    #[inline(always)]
-    pub(super) fn short_ranges(&self, a: u32, from: usize) -> &Exit {
-        self.scan_window::<WINDOW, _>(from, |t| t.hits_range(a), |e| e, || &DEAD_EXIT)
-    }
+    fn short_ranges(&self, a: u32, from: usize) -> &Exit;
 
     /// Where the chain `from..to` leaves to: the first test that `a` hits,
     /// else the chain's sentinel (at `to`, going to its `then`).
@@ -128,13 +109,26 @@ impl Chains {
     /// checked all at once ([`Table::blocks_without_hit`]: comparisons have
     /// no side effects, so evaluating a few past the first hit changes
     /// nothing), then the block with the hit, or the fewer than `BLOCK`
-    /// tests left and the sentinel, are scanned by [`Chains::short`].
-    ///
-    /// Not inlined: long chains cost far more than a call, while inlining
-    /// would make every run load the four arrays' bounds up front
-    /// (measured: a third of a short filter's instructions).
+    /// tests left and the sentinel, are scanned by [`Scans::short`].
+    fn first_exit(&self, a: u32, from: usize, to: usize) -> &Exit;
+}
+
+impl Scans for Chains {
+    #[inline(always)]
+    fn short(&self, a: u32, from: usize) -> &Exit {
+        self.scan_window::<WINDOW, _>(from, |t| t.hits(a), |e| e, || &DEAD_EXIT)
+    }
+
+    #[inline(always)]
+    fn short_ranges(&self, a: u32, from: usize) -> &Exit {
+        self.scan_window::<WINDOW, _>(from, |t| t.hits_range(a), |e| e, || &DEAD_EXIT)
+    }
+
+    // Not inlined: long chains cost far more than a call, while inlining
+    // would make every run load the four arrays' bounds up front
+    // (measured: a third of a short filter's instructions).
     #[inline(never)]
-    pub(super) fn first_exit(&self, a: u32, from: usize, to: usize) -> &Exit {
+    fn first_exit(&self, a: u32, from: usize, to: usize) -> &Exit {
         let passed = self.blocks_without_hit(a, from, to);
         self.short(a, from + passed)
     }
@@ -407,7 +401,7 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
     fuse_loads(&mut ops);
     build_ladders(&Classic { insns, through_ja: &through_ja }, &mut ops, &mut built);
     // Whole windows for short chains near the end (see `Chains::short`).
-    let chains = Chains(built.finish(WINDOW - 1, |p| Exit { test: p.test, target: pc16(p.target), link: LEAVE }));
+    let chains = built.finish(WINDOW - 1, |p| Exit { test: p.test, target: pc16(p.target), link: LEAVE });
     (ops.into_boxed_slice(), chains)
 }
 
@@ -640,27 +634,24 @@ fn decode(pc: usize, view: View) -> Op {
 }
 
 fn alu(op: AluOp, src: Src, k: u32) -> Op {
-    match (op, src) {
-        (AluOp::Add, Src::K) => Op::AddK(k),
-        (AluOp::Add, Src::X) => Op::AddX,
-        (AluOp::Sub, Src::K) => Op::SubK(k),
-        (AluOp::Sub, Src::X) => Op::SubX,
-        (AluOp::Mul, Src::K) => Op::MulK(k),
-        (AluOp::Mul, Src::X) => Op::MulX,
-        (AluOp::Div, Src::K) => NonZeroU32::new(k).map_or(Op::RetK(0), Op::DivK),
-        (AluOp::Div, Src::X) => Op::DivX,
-        (AluOp::Or, Src::K) => Op::OrK(k),
-        (AluOp::Or, Src::X) => Op::OrX,
-        (AluOp::And, Src::K) => Op::AndK(k),
-        (AluOp::And, Src::X) => Op::AndX,
-        (AluOp::Lsh, Src::K) => Op::LshK(k),
-        (AluOp::Lsh, Src::X) => Op::LshX,
-        (AluOp::Rsh, Src::K) => Op::RshK(k),
-        (AluOp::Rsh, Src::X) => Op::RshX,
-        (AluOp::Mod, Src::K) => NonZeroU32::new(k).map_or(Op::RetK(0), Op::ModK),
-        (AluOp::Mod, Src::X) => Op::ModX,
-        (AluOp::Xor, Src::K) => Op::XorK(k),
-        (AluOp::Xor, Src::X) => Op::XorX,
+    // The op's `k` form or its `x` form, as `src` says.
+    let form = |with_k: Op, with_x: Op| match src {
+        Src::K => with_k,
+        Src::X => with_x,
+    };
+    // A division or modulo by the constant 0 returns 0.
+    let nonzero = |op: fn(NonZeroU32) -> Op| NonZeroU32::new(k).map_or(Op::RetK(0), op);
+    match op {
+        AluOp::Add => form(Op::AddK(k), Op::AddX),
+        AluOp::Sub => form(Op::SubK(k), Op::SubX),
+        AluOp::Mul => form(Op::MulK(k), Op::MulX),
+        AluOp::Div => form(nonzero(Op::DivK), Op::DivX),
+        AluOp::Or => form(Op::OrK(k), Op::OrX),
+        AluOp::And => form(Op::AndK(k), Op::AndX),
+        AluOp::Lsh => form(Op::LshK(k), Op::LshX),
+        AluOp::Rsh => form(Op::RshK(k), Op::RshX),
+        AluOp::Mod => form(nonzero(Op::ModK), Op::ModX),
+        AluOp::Xor => form(Op::XorK(k), Op::XorX),
     }
 }
 

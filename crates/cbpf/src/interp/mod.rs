@@ -69,7 +69,7 @@ use crate::validate::{Mode, Program};
 pub use socket::{NetDevice, Skb};
 pub use trace::TraceStep;
 
-use compile::{Chains, Exit, Op, LEAVE, SAME_A};
+use compile::{Chains, Exit, Op, Scans, LEAVE, SAME_A};
 use socket::Ancillary;
 
 /// Size of `struct seccomp_data` (include/uapi/linux/seccomp.h), 64: the

@@ -583,6 +583,25 @@ impl<'a> Parser<'a> {
         Ok((Src::K, self.number()?))
     }
 
+    /// The operands `ld` and `ldx` share, `#k`, `len` and `M[k]`, as the
+    /// register's load (`imm`, `len`, `mem`); `None`, with nothing read, for
+    /// another operand.
+    fn register_load(&mut self, imm: fn(u32) -> Op, len: Op, mem: fn(u32) -> Op) -> Result<Option<Insn>, ParseError> {
+        let op = match self.peek().tok {
+            Tok::Punct(b'#') => {
+                self.i += 1;
+                imm(self.number()?)
+            }
+            Tok::PktLen => {
+                self.i += 1;
+                len
+            }
+            Tok::M => mem(self.mem_operand()?),
+            _ => return Ok(None),
+        };
+        Ok(Some(op.to_insn()))
+    }
+
     /// `#k` or a bare `k` (`ldi`, `ldxi`).
     fn imm_operand(&mut self) -> Result<u32, ParseError> {
         if self.peek().tok == Tok::Punct(b'#') {
@@ -664,37 +683,23 @@ impl<'a> Parser<'a> {
                     _ => self.packet_operand(size)?,
                 }
             }
-            Mnem::Ld => match self.peek().tok {
-                Tok::Punct(b'#') => {
-                    self.i += 1;
-                    Op::LdImm { k: self.number()? }.to_insn()
-                }
-                Tok::PktLen => {
-                    self.i += 1;
-                    Op::LdLen.to_insn()
-                }
-                Tok::Ext(x) => {
-                    self.i += 1;
-                    Op::LdAbs { size: Size::W, k: SKF_AD_OFF.wrapping_add(x) }.to_insn()
-                }
-                Tok::M => Op::LdMem { k: self.mem_operand()? }.to_insn(),
-                Tok::Punct(b'[') => self.packet_operand(Size::W)?,
-                _ => return Err(self.error(self.peek(), "`#k`, `len`, `M[k]`, `[k]`, `[x + k]` or an extension")),
+            Mnem::Ld => match self.register_load(|k| Op::LdImm { k }, Op::LdLen, |k| Op::LdMem { k })? {
+                Some(insn) => insn,
+                None => match self.peek().tok {
+                    Tok::Ext(x) => {
+                        self.i += 1;
+                        Op::LdAbs { size: Size::W, k: SKF_AD_OFF.wrapping_add(x) }.to_insn()
+                    }
+                    Tok::Punct(b'[') => self.packet_operand(Size::W)?,
+                    _ => return Err(self.error(self.peek(), "`#k`, `len`, `M[k]`, `[k]`, `[x + k]` or an extension")),
+                },
             },
             Mnem::Ldi => Op::LdImm { k: self.imm_operand()? }.to_insn(),
             Mnem::Ldxi => Op::LdxImm { k: self.imm_operand()? }.to_insn(),
-            Mnem::Ldx => match self.peek().tok {
-                Tok::Punct(b'#') => {
-                    self.i += 1;
-                    Op::LdxImm { k: self.number()? }.to_insn()
-                }
-                Tok::PktLen => {
-                    self.i += 1;
-                    Op::LdxLen.to_insn()
-                }
-                Tok::M => Op::LdxMem { k: self.mem_operand()? }.to_insn(),
-                Tok::Num { .. } => self.msh_operand()?,
-                _ => return Err(self.error(self.peek(), "`#k`, `len`, `M[k]` or `4*([k]&0xf)`")),
+            Mnem::Ldx => match self.register_load(|k| Op::LdxImm { k }, Op::LdxLen, |k| Op::LdxMem { k })? {
+                Some(insn) => insn,
+                None if matches!(self.peek().tok, Tok::Num { .. }) => self.msh_operand()?,
+                None => return Err(self.error(self.peek(), "`#k`, `len`, `M[k]` or `4*([k]&0xf)`")),
             },
             Mnem::Ldxb => self.msh_operand()?,
             Mnem::St => Op::St { k: self.mem_operand()? }.to_insn(),
