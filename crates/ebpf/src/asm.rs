@@ -691,38 +691,46 @@ mod tests {
         prog[0]
     }
 
+    /// Each form of the README's syntax, with the `struct bpf_insn` bytes it
+    /// assembles to (code, src:dst, off, imm; little-endian).
     #[test]
     fn encodes_readme_examples() {
-        assert_eq!(one("mov %r0, 1"), Insn::new(0xb7, 0, 0, 0, 1));
-        assert_eq!(one("mov32 %r0 1"), Insn::new(0xb4, 0, 0, 0, 1));
-        assert_eq!(one("add %r1, %r2"), Insn::new(0x0f, 1, 2, 0, 0));
-        assert_eq!(one("sdiv32 %r1, -3"), Insn::new(0x34, 1, 0, 1, -3));
-        assert_eq!(one("smod %r1, %r2"), Insn::new(0x9f, 1, 2, 1, 0));
-        assert_eq!(one("movsx1632 %r1, %r2"), Insn::new(0xbc, 1, 2, 16, 0));
-        assert_eq!(one("ldxw %r1, [%r2+4]"), Insn::new(0x61, 1, 2, 4, 0));
-        assert_eq!(one("ldxsh %r1, [%r2-0x10]"), Insn::new(0x89, 1, 2, -16, 0));
-        assert_eq!(one("stxdw [%r10-8], %r1"), Insn::new(0x7b, 10, 1, -8, 0));
-        assert_eq!(one("stb [%r1], 0xff"), Insn::new(0x72, 1, 0, 0, 0xff));
-        assert_eq!(one("jeq %r1, 5, +3"), Insn::new(0x15, 1, 0, 3, 5));
-        assert_eq!(one("jsle32 %r1, %r2, -1"), Insn::new(0xde, 1, 2, -1, 0));
-        assert_eq!(one("mov32 %r0, 0xffffffff"), Insn::new(0xb4, 0, 0, 0, -1));
-        assert_eq!(one("lock fetch add [%r1+0], %r2"), Insn::new(0xdb, 1, 2, 0, 1));
-        assert_eq!(one("lock xor32 [%r1], %r2"), Insn::new(0xc3, 1, 2, 0, 0xa0));
-        assert_eq!(one("lock cmpxchg [%r1-8], %r2"), Insn::new(0xdb, 1, 2, -8, 0xf1));
-        assert_eq!(one("lock xchg32 [%r1], %r2"), Insn::new(0xc3, 1, 2, 0, 0xe1));
-        assert_eq!(one("call 5"), Insn::new(0x85, 0, 0, 0, 5));
-        assert_eq!(one("call runtime 7"), Insn::new(0x85, 0, 2, 0, 7));
-        assert_eq!(one("call %r2"), Insn::new(0x8d, 2, 0, 0, 0));
-        assert_eq!(one("callx %r3"), Insn::new(0x8d, 3, 0, 0, 0));
-        assert_eq!(one("be16 %r3"), Insn::new(0xdc, 3, 0, 0, 16));
-        assert_eq!(one("le64 %r3"), Insn::new(0xd4, 3, 0, 0, 64));
-        assert_eq!(one("bswap32 %r3"), Insn::new(0xd7, 3, 0, 0, 32));
-        assert_eq!(one("swap16 %r3"), Insn::new(0xd7, 3, 0, 0, 16));
-        assert_eq!(one("neg32 %r4"), Insn::new(0x84, 4, 0, 0, 0));
-        assert_eq!(one("ja32 -2"), Insn::new(0x06, 0, 0, 0, -2));
-        assert_eq!(one("ldabsh 12"), Insn::new(0x28, 0, 0, 0, 12));
-        assert_eq!(one("ldindb %r7, 14"), Insn::new(0x50, 0, 7, 0, 14));
-        assert_eq!(one("exit # done"), Insn::new(0x95, 0, 0, 0, 0));
+        let cases = [
+            ("mov %r0, 1", "b700000001000000"),
+            ("mov32 %r0 1", "b400000001000000"),
+            ("add %r1, %r2", "0f21000000000000"),
+            ("sdiv32 %r1, -3", "34010100fdffffff"),
+            ("smod %r1, %r2", "9f21010000000000"),
+            ("movsx1632 %r1, %r2", "bc21100000000000"),
+            ("ldxw %r1, [%r2+4]", "6121040000000000"),
+            ("ldxsh %r1, [%r2-0x10]", "8921f0ff00000000"),
+            ("stxdw [%r10-8], %r1", "7b1af8ff00000000"),
+            ("stb [%r1], 0xff", "72010000ff000000"),
+            ("jeq %r1, 5, +3", "1501030005000000"),
+            ("jsle32 %r1, %r2, -1", "de21ffff00000000"),
+            ("mov32 %r0, 0xffffffff", "b4000000ffffffff"),
+            ("lock fetch add [%r1+0], %r2", "db21000001000000"),
+            ("lock xor32 [%r1], %r2", "c3210000a0000000"),
+            ("lock cmpxchg [%r1-8], %r2", "db21f8fff1000000"),
+            ("lock xchg32 [%r1], %r2", "c3210000e1000000"),
+            ("call 5", "8500000005000000"),
+            ("call runtime 7", "8520000007000000"),
+            ("call %r2", "8d02000000000000"),
+            ("callx %r3", "8d03000000000000"),
+            ("be16 %r3", "dc03000010000000"),
+            ("le64 %r3", "d403000040000000"),
+            ("bswap32 %r3", "d703000020000000"),
+            ("swap16 %r3", "d703000010000000"),
+            ("neg32 %r4", "8404000000000000"),
+            ("ja32 -2", "06000000feffffff"),
+            ("ldabsh 12", "280000000c000000"),
+            ("ldindb %r7, 14", "507000000e000000"),
+            ("exit # done", "9500000000000000"),
+        ];
+        for (text, bytes) in cases {
+            let hex: String = one(text).to_bytes().iter().map(|b| format!("{b:02x}")).collect();
+            assert_eq!(hex, bytes, "{text}");
+        }
     }
 
     #[test]
