@@ -52,127 +52,87 @@ const STOP: isize = isize::MIN;
 const FAULT: isize = isize::MIN + 1;
 
 /// Defines each opcode constant the loop matches and `SUPPORTED`, the
-/// list of them all, from one list (so the two cannot drift apart).
+/// list of them all, from one list (so the two cannot drift apart): an ALU
+/// op in its four forms (64/32-bit, K/X), a jump condition in its four
+/// (JMP/JMP32, K/X), a size in its three memory forms, then the rest.
 macro_rules! handled_opcodes {
-    ($($name:ident = $code:expr;)*) => {
+    (
+        alu { $($aop:ident => $a64k:ident $a64x:ident $a32k:ident $a32x:ident;)* }
+        jmp { $($jop:ident => $j64k:ident $j64x:ident $j32k:ident $j32x:ident;)* }
+        mem { $($size:ident => $ldx:ident $stx:ident $st:ident;)* }
+        other { $($name:ident = $code:expr;)* }
+    ) => {
+        $(
+            const $a64k: u8 = BPF_ALU64 | $aop | BPF_K;
+            const $a64x: u8 = BPF_ALU64 | $aop | BPF_X;
+            const $a32k: u8 = BPF_ALU | $aop | BPF_K;
+            const $a32x: u8 = BPF_ALU | $aop | BPF_X;
+        )*
+        $(
+            const $j64k: u8 = BPF_JMP | $jop | BPF_K;
+            const $j64x: u8 = BPF_JMP | $jop | BPF_X;
+            const $j32k: u8 = BPF_JMP32 | $jop | BPF_K;
+            const $j32x: u8 = BPF_JMP32 | $jop | BPF_X;
+        )*
+        $(
+            const $ldx: u8 = BPF_LDX | BPF_MEM | $size;
+            const $stx: u8 = BPF_STX | BPF_MEM | $size;
+            const $st: u8 = BPF_ST | BPF_MEM | $size;
+        )*
         $(const $name: u8 = $code;)*
         /// Every opcode the loop handles (the others are the kernel's `default_label`).
-        const SUPPORTED: &[u8] = &[$($name),*];
+        const SUPPORTED: &[u8] = &[
+            $($a64k, $a64x, $a32k, $a32x,)*
+            $($j64k, $j64x, $j32k, $j32x,)*
+            $($ldx, $stx, $st,)*
+            $($name),*
+        ];
     };
 }
 
 // The opcodes `___bpf_prog_run()`'s `BPF_INSN_MAP` handles that a converted
 // seccomp filter may use (and their relatives of the same families).
 handled_opcodes! {
-    ALU64_ADD_K = BPF_ALU64 | BPF_ADD | BPF_K;
-    ALU64_ADD_X = BPF_ALU64 | BPF_ADD | BPF_X;
-    ALU_ADD_K = BPF_ALU | BPF_ADD | BPF_K;
-    ALU_ADD_X = BPF_ALU | BPF_ADD | BPF_X;
-    ALU64_SUB_K = BPF_ALU64 | BPF_SUB | BPF_K;
-    ALU64_SUB_X = BPF_ALU64 | BPF_SUB | BPF_X;
-    ALU_SUB_K = BPF_ALU | BPF_SUB | BPF_K;
-    ALU_SUB_X = BPF_ALU | BPF_SUB | BPF_X;
-    ALU64_MUL_K = BPF_ALU64 | BPF_MUL | BPF_K;
-    ALU64_MUL_X = BPF_ALU64 | BPF_MUL | BPF_X;
-    ALU_MUL_K = BPF_ALU | BPF_MUL | BPF_K;
-    ALU_MUL_X = BPF_ALU | BPF_MUL | BPF_X;
-    ALU64_DIV_K = BPF_ALU64 | BPF_DIV | BPF_K;
-    ALU64_DIV_X = BPF_ALU64 | BPF_DIV | BPF_X;
-    ALU_DIV_K = BPF_ALU | BPF_DIV | BPF_K;
-    ALU_DIV_X = BPF_ALU | BPF_DIV | BPF_X;
-    ALU64_OR_K = BPF_ALU64 | BPF_OR | BPF_K;
-    ALU64_OR_X = BPF_ALU64 | BPF_OR | BPF_X;
-    ALU_OR_K = BPF_ALU | BPF_OR | BPF_K;
-    ALU_OR_X = BPF_ALU | BPF_OR | BPF_X;
-    ALU64_AND_K = BPF_ALU64 | BPF_AND | BPF_K;
-    ALU64_AND_X = BPF_ALU64 | BPF_AND | BPF_X;
-    ALU_AND_K = BPF_ALU | BPF_AND | BPF_K;
-    ALU_AND_X = BPF_ALU | BPF_AND | BPF_X;
-    ALU64_LSH_K = BPF_ALU64 | BPF_LSH | BPF_K;
-    ALU64_LSH_X = BPF_ALU64 | BPF_LSH | BPF_X;
-    ALU_LSH_K = BPF_ALU | BPF_LSH | BPF_K;
-    ALU_LSH_X = BPF_ALU | BPF_LSH | BPF_X;
-    ALU64_RSH_K = BPF_ALU64 | BPF_RSH | BPF_K;
-    ALU64_RSH_X = BPF_ALU64 | BPF_RSH | BPF_X;
-    ALU_RSH_K = BPF_ALU | BPF_RSH | BPF_K;
-    ALU_RSH_X = BPF_ALU | BPF_RSH | BPF_X;
-    ALU64_MOD_K = BPF_ALU64 | BPF_MOD | BPF_K;
-    ALU64_MOD_X = BPF_ALU64 | BPF_MOD | BPF_X;
-    ALU_MOD_K = BPF_ALU | BPF_MOD | BPF_K;
-    ALU_MOD_X = BPF_ALU | BPF_MOD | BPF_X;
-    ALU64_XOR_K = BPF_ALU64 | BPF_XOR | BPF_K;
-    ALU64_XOR_X = BPF_ALU64 | BPF_XOR | BPF_X;
-    ALU_XOR_K = BPF_ALU | BPF_XOR | BPF_K;
-    ALU_XOR_X = BPF_ALU | BPF_XOR | BPF_X;
-    ALU64_MOV_K = BPF_ALU64 | BPF_MOV | BPF_K;
-    ALU64_MOV_X = BPF_ALU64 | BPF_MOV | BPF_X;
-    ALU_MOV_K = BPF_ALU | BPF_MOV | BPF_K;
-    ALU_MOV_X = BPF_ALU | BPF_MOV | BPF_X;
-    ALU64_ARSH_K = BPF_ALU64 | BPF_ARSH | BPF_K;
-    ALU64_ARSH_X = BPF_ALU64 | BPF_ARSH | BPF_X;
-    ALU_ARSH_K = BPF_ALU | BPF_ARSH | BPF_K;
-    ALU_ARSH_X = BPF_ALU | BPF_ARSH | BPF_X;
-    ALU64_NEG = BPF_ALU64 | BPF_NEG;
-    ALU_NEG = BPF_ALU | BPF_NEG;
-    JMP_JEQ_K = BPF_JMP | BPF_JEQ | BPF_K;
-    JMP_JEQ_X = BPF_JMP | BPF_JEQ | BPF_X;
-    JMP32_JEQ_K = BPF_JMP32 | BPF_JEQ | BPF_K;
-    JMP32_JEQ_X = BPF_JMP32 | BPF_JEQ | BPF_X;
-    JMP_JNE_K = BPF_JMP | BPF_JNE | BPF_K;
-    JMP_JNE_X = BPF_JMP | BPF_JNE | BPF_X;
-    JMP32_JNE_K = BPF_JMP32 | BPF_JNE | BPF_K;
-    JMP32_JNE_X = BPF_JMP32 | BPF_JNE | BPF_X;
-    JMP_JGT_K = BPF_JMP | BPF_JGT | BPF_K;
-    JMP_JGT_X = BPF_JMP | BPF_JGT | BPF_X;
-    JMP32_JGT_K = BPF_JMP32 | BPF_JGT | BPF_K;
-    JMP32_JGT_X = BPF_JMP32 | BPF_JGT | BPF_X;
-    JMP_JLT_K = BPF_JMP | BPF_JLT | BPF_K;
-    JMP_JLT_X = BPF_JMP | BPF_JLT | BPF_X;
-    JMP32_JLT_K = BPF_JMP32 | BPF_JLT | BPF_K;
-    JMP32_JLT_X = BPF_JMP32 | BPF_JLT | BPF_X;
-    JMP_JGE_K = BPF_JMP | BPF_JGE | BPF_K;
-    JMP_JGE_X = BPF_JMP | BPF_JGE | BPF_X;
-    JMP32_JGE_K = BPF_JMP32 | BPF_JGE | BPF_K;
-    JMP32_JGE_X = BPF_JMP32 | BPF_JGE | BPF_X;
-    JMP_JLE_K = BPF_JMP | BPF_JLE | BPF_K;
-    JMP_JLE_X = BPF_JMP | BPF_JLE | BPF_X;
-    JMP32_JLE_K = BPF_JMP32 | BPF_JLE | BPF_K;
-    JMP32_JLE_X = BPF_JMP32 | BPF_JLE | BPF_X;
-    JMP_JSGT_K = BPF_JMP | BPF_JSGT | BPF_K;
-    JMP_JSGT_X = BPF_JMP | BPF_JSGT | BPF_X;
-    JMP32_JSGT_K = BPF_JMP32 | BPF_JSGT | BPF_K;
-    JMP32_JSGT_X = BPF_JMP32 | BPF_JSGT | BPF_X;
-    JMP_JSLT_K = BPF_JMP | BPF_JSLT | BPF_K;
-    JMP_JSLT_X = BPF_JMP | BPF_JSLT | BPF_X;
-    JMP32_JSLT_K = BPF_JMP32 | BPF_JSLT | BPF_K;
-    JMP32_JSLT_X = BPF_JMP32 | BPF_JSLT | BPF_X;
-    JMP_JSGE_K = BPF_JMP | BPF_JSGE | BPF_K;
-    JMP_JSGE_X = BPF_JMP | BPF_JSGE | BPF_X;
-    JMP32_JSGE_K = BPF_JMP32 | BPF_JSGE | BPF_K;
-    JMP32_JSGE_X = BPF_JMP32 | BPF_JSGE | BPF_X;
-    JMP_JSLE_K = BPF_JMP | BPF_JSLE | BPF_K;
-    JMP_JSLE_X = BPF_JMP | BPF_JSLE | BPF_X;
-    JMP32_JSLE_K = BPF_JMP32 | BPF_JSLE | BPF_K;
-    JMP32_JSLE_X = BPF_JMP32 | BPF_JSLE | BPF_X;
-    JMP_JSET_K = BPF_JMP | BPF_JSET | BPF_K;
-    JMP_JSET_X = BPF_JMP | BPF_JSET | BPF_X;
-    JMP32_JSET_K = BPF_JMP32 | BPF_JSET | BPF_K;
-    JMP32_JSET_X = BPF_JMP32 | BPF_JSET | BPF_X;
-    JMP_JA = BPF_JMP | BPF_JA;
-    JMP32_JA = BPF_JMP32 | BPF_JA;
-    JMP_EXIT = BPF_JMP | BPF_EXIT;
-    LDX_MEM_B = BPF_LDX | BPF_MEM | BPF_B;
-    LDX_MEM_H = BPF_LDX | BPF_MEM | BPF_H;
-    LDX_MEM_W = BPF_LDX | BPF_MEM | BPF_W;
-    LDX_MEM_DW = BPF_LDX | BPF_MEM | BPF_DW;
-    STX_MEM_B = BPF_STX | BPF_MEM | BPF_B;
-    STX_MEM_H = BPF_STX | BPF_MEM | BPF_H;
-    STX_MEM_W = BPF_STX | BPF_MEM | BPF_W;
-    STX_MEM_DW = BPF_STX | BPF_MEM | BPF_DW;
-    ST_MEM_B = BPF_ST | BPF_MEM | BPF_B;
-    ST_MEM_H = BPF_ST | BPF_MEM | BPF_H;
-    ST_MEM_W = BPF_ST | BPF_MEM | BPF_W;
-    ST_MEM_DW = BPF_ST | BPF_MEM | BPF_DW;
+    alu {
+        BPF_ADD => ALU64_ADD_K ALU64_ADD_X ALU_ADD_K ALU_ADD_X;
+        BPF_SUB => ALU64_SUB_K ALU64_SUB_X ALU_SUB_K ALU_SUB_X;
+        BPF_MUL => ALU64_MUL_K ALU64_MUL_X ALU_MUL_K ALU_MUL_X;
+        BPF_DIV => ALU64_DIV_K ALU64_DIV_X ALU_DIV_K ALU_DIV_X;
+        BPF_OR => ALU64_OR_K ALU64_OR_X ALU_OR_K ALU_OR_X;
+        BPF_AND => ALU64_AND_K ALU64_AND_X ALU_AND_K ALU_AND_X;
+        BPF_LSH => ALU64_LSH_K ALU64_LSH_X ALU_LSH_K ALU_LSH_X;
+        BPF_RSH => ALU64_RSH_K ALU64_RSH_X ALU_RSH_K ALU_RSH_X;
+        BPF_MOD => ALU64_MOD_K ALU64_MOD_X ALU_MOD_K ALU_MOD_X;
+        BPF_XOR => ALU64_XOR_K ALU64_XOR_X ALU_XOR_K ALU_XOR_X;
+        BPF_MOV => ALU64_MOV_K ALU64_MOV_X ALU_MOV_K ALU_MOV_X;
+        BPF_ARSH => ALU64_ARSH_K ALU64_ARSH_X ALU_ARSH_K ALU_ARSH_X;
+    }
+    jmp {
+        BPF_JEQ => JMP_JEQ_K JMP_JEQ_X JMP32_JEQ_K JMP32_JEQ_X;
+        BPF_JNE => JMP_JNE_K JMP_JNE_X JMP32_JNE_K JMP32_JNE_X;
+        BPF_JGT => JMP_JGT_K JMP_JGT_X JMP32_JGT_K JMP32_JGT_X;
+        BPF_JLT => JMP_JLT_K JMP_JLT_X JMP32_JLT_K JMP32_JLT_X;
+        BPF_JGE => JMP_JGE_K JMP_JGE_X JMP32_JGE_K JMP32_JGE_X;
+        BPF_JLE => JMP_JLE_K JMP_JLE_X JMP32_JLE_K JMP32_JLE_X;
+        BPF_JSGT => JMP_JSGT_K JMP_JSGT_X JMP32_JSGT_K JMP32_JSGT_X;
+        BPF_JSLT => JMP_JSLT_K JMP_JSLT_X JMP32_JSLT_K JMP32_JSLT_X;
+        BPF_JSGE => JMP_JSGE_K JMP_JSGE_X JMP32_JSGE_K JMP32_JSGE_X;
+        BPF_JSLE => JMP_JSLE_K JMP_JSLE_X JMP32_JSLE_K JMP32_JSLE_X;
+        BPF_JSET => JMP_JSET_K JMP_JSET_X JMP32_JSET_K JMP32_JSET_X;
+    }
+    mem {
+        BPF_B => LDX_MEM_B STX_MEM_B ST_MEM_B;
+        BPF_H => LDX_MEM_H STX_MEM_H ST_MEM_H;
+        BPF_W => LDX_MEM_W STX_MEM_W ST_MEM_W;
+        BPF_DW => LDX_MEM_DW STX_MEM_DW ST_MEM_DW;
+    }
+    other {
+        ALU64_NEG = BPF_ALU64 | BPF_NEG;
+        ALU_NEG = BPF_ALU | BPF_NEG;
+        JMP_JA = BPF_JMP | BPF_JA;
+        JMP32_JA = BPF_JMP32 | BPF_JA;
+        JMP_EXIT = BPF_JMP | BPF_EXIT;
+    }
 }
 
 /// A converted program checked for the plain interpreter.
@@ -338,22 +298,10 @@ impl PlainProgram {
                 LDX_MEM_H => ldx::<2>(&mut regs, data, &stack, insn),
                 LDX_MEM_W => ldx::<4>(&mut regs, data, &stack, insn),
                 LDX_MEM_DW => ldx::<8>(&mut regs, data, &stack, insn),
-                STX_MEM_B => {
-                    let v = reg(&regs, src(insn));
-                    store::<1>(&regs, &mut stack, insn, v)
-                }
-                STX_MEM_H => {
-                    let v = reg(&regs, src(insn));
-                    store::<2>(&regs, &mut stack, insn, v)
-                }
-                STX_MEM_W => {
-                    let v = reg(&regs, src(insn));
-                    store::<4>(&regs, &mut stack, insn, v)
-                }
-                STX_MEM_DW => {
-                    let v = reg(&regs, src(insn));
-                    store::<8>(&regs, &mut stack, insn, v)
-                }
+                STX_MEM_B => store::<1>(&regs, &mut stack, insn, reg(&regs, src(insn))),
+                STX_MEM_H => store::<2>(&regs, &mut stack, insn, reg(&regs, src(insn))),
+                STX_MEM_W => store::<4>(&regs, &mut stack, insn, reg(&regs, src(insn))),
+                STX_MEM_DW => store::<8>(&regs, &mut stack, insn, reg(&regs, src(insn))),
                 ST_MEM_B => store::<1>(&regs, &mut stack, insn, insn.imm as i64 as u64),
                 ST_MEM_H => store::<2>(&regs, &mut stack, insn, insn.imm as i64 as u64),
                 ST_MEM_W => store::<4>(&regs, &mut stack, insn, insn.imm as i64 as u64),
