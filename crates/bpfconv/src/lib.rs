@@ -127,6 +127,7 @@ pub use ::engine;
 pub use ::kernel;
 pub use ::optimize;
 pub use ::policy;
+pub use ::record;
 pub use ::seccomp;
 
 pub use ::cbpf::text::{parse, Format};

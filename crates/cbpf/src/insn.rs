@@ -26,7 +26,7 @@ pub struct Insn {
 }
 
 /// Size in bytes of one encoded [`Insn`].
-pub const INSN_SIZE: usize = 8;
+pub const INSN_SIZE: usize = record::SIZE;
 
 impl Insn {
     /// `BPF_STMT(code, k)`.

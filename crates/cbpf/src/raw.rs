@@ -2,17 +2,9 @@
 
 use crate::insn::{Insn, INSN_SIZE};
 
-/// Why a byte buffer is not a sequence of `struct sock_filter`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DecodeError {
-    /// The buffer holds no instruction.
-    #[error("empty program: no instructions")]
-    Empty,
-    /// The length is not a whole number of 8-byte instructions.
-    #[error("length {len} is not a multiple of 8 (trailing {rem} bytes after instruction {whole})")]
-    TrailingBytes { len: usize, whole: usize, rem: usize },
-}
+/// Why a byte buffer is not a sequence of `struct sock_filter` (the framing
+/// both instruction sets share).
+pub use record::DecodeError;
 
 /// The byte order of `code` and `k` in raw records. `struct sock_filter`
 /// is written in the host's order (`seccomp_export_bpf()` dumps memory), so
@@ -54,16 +46,7 @@ pub fn decode(bytes: &[u8]) -> Result<Vec<Insn>, DecodeError> {
 
 /// Decodes `struct sock_filter` records written in byte order `endian`.
 pub fn decode_endian(bytes: &[u8], endian: Endian) -> Result<Vec<Insn>, DecodeError> {
-    if bytes.is_empty() {
-        return Err(DecodeError::Empty);
-    }
-    let chunks = bytes.chunks_exact(INSN_SIZE);
-    let rem = chunks.remainder().len();
-    if rem != 0 {
-        return Err(DecodeError::TrailingBytes { len: bytes.len(), whole: bytes.len() / INSN_SIZE, rem });
-    }
-    // Chunks of exactly INSN_SIZE bytes: the conversion always succeeds.
-    Ok(chunks.map(|c| Insn::from_bytes(swap_if(c.try_into().unwrap_or_default(), endian))).collect())
+    Ok(record::records(bytes)?.map(|b| Insn::from_bytes(swap_if(b, endian))).collect())
 }
 
 /// Encodes instructions as little-endian `struct sock_filter` records.

@@ -41,7 +41,6 @@ rejected_from!(
     cbpf::raw::DecodeError,
     cbpf::ExecError,
     convert::ConvertError,
-    ebpf::DecodeError,
     ebpf::LoadError,
     ebpf::ExecError,
     ebpf::asm::AsmError,

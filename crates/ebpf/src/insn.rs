@@ -24,7 +24,7 @@ pub struct Insn {
 }
 
 /// Size in bytes of one encoded [`Insn`].
-pub const INSN_SIZE: usize = 8;
+pub const INSN_SIZE: usize = record::SIZE;
 
 impl Insn {
     /// Builds an instruction from its fields; registers are masked to 4 bits.
@@ -65,28 +65,13 @@ impl Insn {
     }
 }
 
-/// Why a byte buffer is not a sequence of `struct bpf_insn`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum DecodeError {
-    #[error("empty program: no instructions")]
-    Empty,
-    #[error("length {len} is not a multiple of 8 (trailing {rem} bytes after instruction {whole})")]
-    TrailingBytes { len: usize, whole: usize, rem: usize },
-}
+/// Why a byte buffer is not a sequence of `struct bpf_insn` (the framing
+/// both instruction sets share).
+pub use record::DecodeError;
 
 /// Decodes little-endian `struct bpf_insn` records (framing only).
 pub fn decode(bytes: &[u8]) -> Result<Vec<Insn>, DecodeError> {
-    if bytes.is_empty() {
-        return Err(DecodeError::Empty);
-    }
-    let chunks = bytes.chunks_exact(INSN_SIZE);
-    let rem = chunks.remainder().len();
-    if rem != 0 {
-        return Err(DecodeError::TrailingBytes { len: bytes.len(), whole: bytes.len() / INSN_SIZE, rem });
-    }
-    // Chunks of exactly INSN_SIZE bytes: the conversion always succeeds.
-    Ok(chunks.map(|c| Insn::from_bytes(c.try_into().unwrap_or_default())).collect())
+    Ok(record::records(bytes)?.map(Insn::from_bytes).collect())
 }
 
 /// Encodes instructions as little-endian `struct bpf_insn` records.

@@ -971,11 +971,8 @@ impl<'a> Reader<'a> {
             let v = self.field(span, -128, 255, "byte: -128 to 255")?;
             bytes.push(v as u8);
         }
-        for chunk in bytes.chunks_exact(INSN_SIZE) {
-            let mut b = [0u8; INSN_SIZE];
-            b.copy_from_slice(chunk);
-            self.insns.push(Insn::from_bytes(b));
-        }
+        // The caller saw a non-empty whole number of records.
+        self.insns.extend(record::records(&bytes).into_iter().flatten().map(Insn::from_bytes));
         Ok(())
     }
 }
