@@ -22,9 +22,13 @@
 //! | [`ebpf`] | `bpfconv-ebpf` | `struct bpf_insn`, load-time checks, listings, assembler/disassembler, the eBPF interpreter |
 //! | [`convert`](mod@convert) | `bpfconv-convert` | `bpf_convert_filter()` instruction for instruction, the pc map, side-by-side listings |
 //! | [`seccomp`] | `bpfconv-seccomp` | actions, arches, syscall tables, seccomp-tools style listings, analysis, the action cache, the fast engine |
+//! | [`equiv`] | `bpfconv-equiv` | are two filters (or stacks) equal on every `seccomp_data`: a proof, counterexamples, or undecided within stated budgets |
 //! | [`optimize`](mod@optimize) | `bpfconv-optimize` | a seccomp filter rewritten to dispatch on arch and nr in O(log n) range compares, proved equal before it is returned |
 //! | [`policy`] | `bpfconv-policy` | a seccomp filter read back as its policy: readable rules per action, the OCI `linux.seccomp` profile (`decompile`) |
 //! | [`engine`] | `bpfconv-engine` | every engine behind one interface (cbpf, ebpf, cbpf-plain, ebpf-plain, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast) |
+//! | [`timing`] | `bpfconv-timing` | timing statistics and SVG cost charts (`bpfconv bench`, the benchmark tables) |
+//! | [`chain`] | `bpfconv-chain` | the compare-chain core both fast interpreters build their superinstructions from |
+//! | [`record`] | `bpfconv-record` | the 8-byte record both instruction sets are stored as, and the framing of raw bytes into records |
 //! | `kernel` | `bpfconv-kernel` | the running kernel as a seccomp engine, filter dumps from live processes (x86_64 Linux only) |
 //!
 //! The `bpfconv` command-line tool is the `bpfconv-cli` package.
@@ -116,6 +120,29 @@
 //! assert_eq!(entries[2].result, ActionResult::Constant(Action::Errno(1).to_u32()));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Prove two filters equal, or find where they differ
+//!
+//! ```
+//! use bpfconv::equiv::{check, Options, Side, Verdict};
+//! use bpfconv::{parse, validate, Format, Mode};
+//!
+//! let filter = |text: &[u8]| -> Result<_, Box<dyn std::error::Error>> {
+//!     Ok(validate(&parse(text, Format::Asm)?, Mode::Seccomp)?)
+//! };
+//! // Allow getppid (110) and getpid (39), in either order; deny the rest.
+//! let a = filter(b"ld [0]\njeq #110, allow\njeq #39, allow\nret #0x00050001\nallow: ret #0x7fff0000\n")?;
+//! let b = filter(b"ld [0]\njeq #39, allow\njeq #110, allow\nret #0x00050001\nallow: ret #0x7fff0000\n")?;
+//! assert_eq!(check(Side::single(&a), Side::single(&b), &Options::default())?, Verdict::Equal);
+//!
+//! // Without getpid, the proof fails with the input that tells them apart.
+//! let c = filter(b"ld [0]\njeq #110, allow\nret #0x00050001\nallow: ret #0x7fff0000\n")?;
+//! let Verdict::Differ(found) = check(Side::single(&a), Side::single(&c), &Options::default())? else {
+//!     panic!("expected a counterexample");
+//! };
+//! assert_eq!((found[0].data.nr, found[0].left, found[0].right), (39, 0x7fff_0000, 0x0005_0001));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 // `::` names the dependency, not the re-export of the same name below.
 pub use ::cbpf;
@@ -123,12 +150,14 @@ pub use ::chain;
 pub use ::convert;
 pub use ::ebpf;
 pub use ::engine;
+pub use ::equiv;
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
 pub use ::kernel;
 pub use ::optimize;
 pub use ::policy;
 pub use ::record;
 pub use ::seccomp;
+pub use ::timing;
 
 pub use ::cbpf::text::{parse, Format};
 pub use ::cbpf::validate::validate;
