@@ -400,7 +400,7 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
     }
     fuse_loads(&mut ops);
     build_ladders(&Classic { insns, through_ja: &through_ja }, &mut ops, &mut built);
-    // Whole windows for short chains near the end (see `Chains::short`).
+    // Whole windows for short chains near the end (see `Scans::short`).
     let chains = built.finish(WINDOW - 1, |p| Exit { test: p.test, target: pc16(p.target), link: LEAVE });
     (ops.into_boxed_slice(), chains)
 }
@@ -639,7 +639,8 @@ fn alu(op: AluOp, src: Src, k: u32) -> Op {
         Src::K => with_k,
         Src::X => with_x,
     };
-    // A division or modulo by the constant 0 returns 0.
+    // A division or modulo by the constant 0 returns 0, as one by X = 0 does
+    // (never in a validated program: `bpf_check_classic()` refuses it).
     let nonzero = |op: fn(NonZeroU32) -> Op| NonZeroU32::new(k).map_or(Op::RetK(0), op);
     match op {
         AluOp::Add => form(Op::AddK(k), Op::AddX),
