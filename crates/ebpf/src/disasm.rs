@@ -13,8 +13,8 @@
 //! ```
 
 use crate::asm::MOVSX_OPS;
-use crate::insn::{Insn, Pc};
-use crate::op::{repaired, reserved_field, AtomicOp, CallKind, Op, OpError, Operand, Size};
+use crate::isa::insn::{Insn, Pc};
+use crate::isa::op::{repaired, reserved_field, AtomicOp, CallKind, Op, OpError, Operand, Size};
 
 /// Why an instruction has no text in the assembly syntax.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -16,14 +16,14 @@
 
 use std::fmt::Write as _;
 
-use crate::insn::Insn;
-use crate::op::{AluOp, AtomicOp, Endian, JmpCond, Op, Operand, Size};
-use crate::opcode::{
+use crate::abi::skb::helper;
+use crate::isa::insn::Insn;
+use crate::isa::op::{AluOp, AtomicOp, Endian, JmpCond, Op, Operand, Size};
+use crate::isa::opcode::{
     BPF_ABS, BPF_ALU, BPF_ALU64, BPF_ATOMIC, BPF_CALL, BPF_DIV, BPF_END, BPF_EXIT, BPF_IMM, BPF_IND, BPF_JA, BPF_JMP,
     BPF_JMP32, BPF_LD, BPF_LDX, BPF_MEM, BPF_MEMSX, BPF_MOD, BPF_MOV, BPF_NEG, BPF_PSEUDO_CALL, BPF_ST, BPF_STX,
     BPF_TO_BE, BPF_X,
 };
-use crate::skb::helper;
 
 /// Resolves a helper id to its name, for `call` instructions whose id the
 /// kernel's own table does not know (the `cb_call` callback of
@@ -59,7 +59,7 @@ pub fn kernel_helper_name(id: i32) -> Option<&'static str> {
     usize::try_from(id).ok().and_then(|i| func_id_names().nth(i))
 }
 
-/// Names of the socket-filter helpers our converter calls ([`crate::skb::helper`]),
+/// Names of the socket-filter helpers our converter calls ([`crate::abi::skb::helper`]),
 /// the kernel function each id stands for. Use it as the [`HelperNameFn`] when
 /// listing converted socket filters: `call bpf_skb_load_helper_32#4099`.
 pub fn skb_helper_name(id: i32) -> Option<&'static str> {

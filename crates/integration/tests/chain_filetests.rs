@@ -2,7 +2,7 @@
 //! classic program compiles to, in both fast interpreters: the classic
 //! interpreter's (`cbpf::Interp::chain_listing`) and, for the program
 //! `convert::convert()` makes of it, the eBPF seccomp executor's
-//! (`ebpf::seccomp_exec::chain_listing`). All files are checked, every
+//! (`ebpf::Program::seccomp_chain_listing`). All files are checked, every
 //! difference is reported with a diff, then the test fails.
 //! `UPDATE_EXPECT=1` rewrites the expected blocks (bless), as the converter
 //! filetests do.
@@ -128,7 +128,7 @@ fn listings(mode: Mode, insns: &[Insn]) -> String {
     };
     let helpers = if mode == Mode::Socket { ebpf::Helpers::socket() } else { ebpf::Helpers::new() };
     match ebpf::Program::load(&converted.insns, &ebpf::LoadOptions::default(), &helpers) {
-        Ok(p) => out.push_str(&ebpf::seccomp_exec::chain_listing(&p).unwrap_or_else(|| "no seccomp executor\n".into())),
+        Ok(p) => out.push_str(&p.seccomp_chain_listing().unwrap_or_else(|| "no seccomp executor\n".into())),
         Err(e) => out.push_str(&format!("error: load: {e}\n")),
     }
     out

@@ -55,7 +55,7 @@ enum EbpfCommand {
         #[arg(long, default_value = "")]
         mem: String,
         /// Step budget (instructions executed before the run is stopped).
-        #[arg(long, default_value_t = ebpf::interp::DEFAULT_STEP_BUDGET)]
+        #[arg(long, default_value_t = ebpf::vm::DEFAULT_STEP_BUDGET)]
         budget: u64,
     },
     /// The bpf_conformance runner's plugin protocol (program as hex on stdin, memory as hex argument).
@@ -128,7 +128,7 @@ fn conformance_plugin(mem: Option<&str>) -> i32 {
         let text = String::from_utf8(bytes).map_err(|e| Failure::rejected(format!("stdin: {e}")))?;
         let insns = ebpf::decode(&parse_hex(&text)?)?;
         let mut mem = parse_hex(mem.unwrap_or(""))?;
-        run_on(&insns, &mut mem, ebpf::interp::DEFAULT_STEP_BUDGET)
+        run_on(&insns, &mut mem, ebpf::vm::DEFAULT_STEP_BUDGET)
     })();
     let (line, code) = match result {
         Ok(r0) => (format!("{r0:x}"), 0),

@@ -1,23 +1,12 @@
-//! The eBPF interpreter: the semantics of the kernel's `___bpf_prog_run()`
-//! (kernel/bpf/core.c, Linux 6.18) and RFC 9669, over pre-decoded
-//! instructions, memory-safe by construction.
+//! The general eBPF interpreter: the semantics of the kernel's
+//! `___bpf_prog_run()` (kernel/bpf/core.c, Linux 6.18) and RFC 9669, over
+//! the pre-decoded [`Step`]s of [`crate::load`], memory-safe by
+//! construction (every access goes through the run's
+//! [`Memory`] regions, [`crate::abi::region`]).
 //!
-//! # Memory model
-//!
-//! Memory is a set of regions, each at its own virtual base address; a
-//! pointer's upper 32 bits name the region and its lower 32 bits the offset,
-//! so every load, store and atomic is one bounds check against one slice:
-//!
-//! | region | base | access |
-//! |---|---|---|
-//! | context (`Input::Ctx`, or the [`SkbContext`] bytes) | [`CTX_BASE`] | read-only |
-//! | packet, linear part (`Input::Skb`) | [`PACKET_BASE`] | read-only |
-//! | stack: [`MAX_FRAMES`] frames of [`STACK_SIZE`] bytes | [`STACK_BASE`] | read-write, current frame and its callers only |
-//! | user memory (`Input::Memory`) | [`MEM_BASE`] | read-write |
-//!
-//! Anything else (including address 0) is an [`ExecError`]. The stack is not
-//! cleared between runs (the kernel's is uninitialised too); it belongs to the
-//! [`Vm`], so a run never reads another `Vm`'s data.
+//! The stack is not cleared between runs (the kernel's is uninitialised
+//! too); it belongs to the [`Vm`](crate::vm::Vm), so a run never reads
+//! another `Vm`'s data.
 //!
 //! # Semantics chosen where the kernel and RFC 9669 could differ
 //!
@@ -45,7 +34,7 @@
 //!
 //! # Speed
 //!
-//! Instructions are decoded once by [`Program::load`] into 16-byte ops whose
+//! Instructions are decoded once at load ([`crate::load`]) into 16-byte steps whose
 //! K and X forms share one handler (`operand = regs[src] | imm`, with K forms
 //! reading an always-zero register). The loop is a plain, safe
 //! `loop { match }` (no `unsafe`, no reliance on tail calls). Load-time
@@ -63,315 +52,28 @@
 //! middle of one behave as before. `LoadOptions::no_superinstructions`
 //! turns the fusion off (tests check both agree, results and step counts).
 //!
-//! Converted seccomp filters (SPEC §4.10's opcode subset, forward jumps
-//! only, recognised by [`Program::load`]) run on a dedicated executor,
-//! [`crate::seccomp_exec`], whenever the context is 64 bytes and the step
-//! budget is at least the program length: registers in locals, context
-//! words read straight from the array, no region tables, no budget checks.
-//! `LoadOptions::no_superinstructions` forces this general interpreter.
-//!
 //! A run allocates nothing.
 
-use crate::helpers::HelperError;
-use crate::insn::Pc;
-use crate::op::{AluOp, AtomicOp, JmpCond};
-use crate::program::{EqEntry, Kind, Program};
-use crate::skb::SkbContext;
+use crate::abi::error::{Access, ExecError};
+use crate::abi::memory::Memory;
+use crate::abi::region::{MAX_FRAMES, STACK_BASE, STACK_SIZE, STACK_TOTAL};
+use crate::isa::insn::Pc;
+use crate::isa::op::{AluOp, AtomicOp, JmpCond};
+use crate::load::ir::{EqEntry, StepKind};
+use crate::load::Decoded;
 
-/// Base address of the context region.
-pub const CTX_BASE: u64 = 1 << 32;
-/// Base address of the packet region (linear part of the socket buffer).
-pub const PACKET_BASE: u64 = 2 << 32;
-/// Base address of the stack region; `r10` starts at `STACK_BASE + MAX_FRAMES * STACK_SIZE`.
-pub const STACK_BASE: u64 = 3 << 32;
-/// Base address of the user memory region (`Input::Memory`).
-pub const MEM_BASE: u64 = 4 << 32;
-/// Bytes of stack per frame (`MAX_BPF_STACK`).
-pub const STACK_SIZE: usize = 512;
-/// Most frames live at once: the main program plus 7 nested local calls
-/// (`MAX_CALL_FRAMES`).
-pub const MAX_FRAMES: usize = 8;
-/// Default step budget of a new [`Vm`].
-pub const DEFAULT_STEP_BUDGET: u64 = 1 << 20;
-
-const STACK_TOTAL: usize = MAX_FRAMES * STACK_SIZE;
-const REGION_LIMIT: usize = 1 << 32;
-
-/// What a run sees in `r1` (and `r2`).
-#[derive(Debug)]
-pub enum Input<'a> {
-    /// `r1 = 0` (test_bpf's `FLAG_NO_DATA`).
-    None,
-    /// A read-only context, e.g. the 64-byte `struct seccomp_data`; `r1` = its address.
-    Ctx(&'a [u8]),
-    /// A socket buffer: `r1` = its context (layout in [`crate::skb`]), whose
-    /// `data` field points at the packet region.
-    Skb(&'a SkbContext),
-    /// Writable memory, bpf_conformance convention: `r1` = its address, `r2` = its length.
-    Memory(&'a mut [u8]),
-}
-
-/// Why a run stopped without a result.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ExecError {
-    #[error("pc {pc}: {access} of {size} bytes at {addr:#x} is outside every memory region")]
-    OutOfBounds { pc: Pc, addr: u64, size: usize, access: Access },
-    #[error("pc {pc}: store of {size} bytes at {addr:#x} targets a read-only region")]
-    ReadOnly { pc: Pc, addr: u64, size: usize },
-    #[error("pc {pc}: step budget of {budget} instructions exhausted")]
-    StepBudgetExceeded { pc: Pc, budget: u64 },
-    #[error("pc {pc}: local call exceeds {max} stack frames")]
-    CallDepthExceeded { pc: Pc, max: usize },
-    #[error("pc {pc}: execution fell off the end of the program")]
-    FellOffEnd { pc: Pc },
-    #[error("pc {pc}: helper {id}: {source}")]
-    Helper { pc: Pc, id: i64, source: HelperError },
-    #[error("pc {pc}: callx to {id}, which is not a registered helper")]
-    UnknownHelper { pc: Pc, id: u64 },
-    #[error("input region of {len} bytes exceeds the 4 GiB region limit")]
-    InputTooLarge { len: usize },
-}
-
-/// Kind of a faulting memory access.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    Load,
-    Store,
-}
-
-impl std::fmt::Display for Access {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Access::Load => "load",
-            Access::Store => "store",
-        })
-    }
-}
-
-/// The memory regions of one run, as helpers see them.
-#[derive(Debug)]
-pub struct Memory<'a> {
-    ctx: &'a [u8],
-    packet: &'a [u8],
-    stack: &'a mut [u8],
-    /// Lowest stack offset the current frame may touch.
-    stack_lo: usize,
-    user: &'a mut [u8],
-    skb: Option<&'a SkbContext>,
-}
-
-impl<'a> Memory<'a> {
-    /// Reads `N` bytes at `addr`. The context (seccomp's and the socket
-    /// filter's hot case) and the stack are checked inline; the other
-    /// regions out of line.
-    #[inline(always)]
-    fn read<const N: usize>(&self, addr: u64) -> Option<[u8; N]> {
-        let off = addr as u32 as usize;
-        let tag = addr >> 32;
-        if tag == CTX_BASE >> 32 {
-            return self.ctx.get(off..off + N)?.try_into().ok();
-        }
-        if tag == STACK_BASE >> 32 && off >= self.stack_lo {
-            return self.stack.get(off..off + N)?.try_into().ok();
-        }
-        self.read_other(addr)
-    }
-
-    #[inline(never)]
-    fn read_other<const N: usize>(&self, addr: u64) -> Option<[u8; N]> {
-        let off = addr as u32 as usize;
-        let region: &[u8] = match addr >> 32 {
-            2 => self.packet,
-            4 => self.user,
-            _ => return None,
-        };
-        region.get(off..off + N)?.try_into().ok()
-    }
-
-    #[inline(always)]
-    fn slot<const N: usize>(&mut self, addr: u64) -> Option<&mut [u8; N]> {
-        let off = addr as u32 as usize;
-        let region: &mut [u8] = match addr >> 32 {
-            3 => {
-                if off < self.stack_lo {
-                    return None;
-                }
-                self.stack
-            }
-            4 => self.user,
-            _ => return None,
-        };
-        region.get_mut(off..off + N)?.try_into().ok()
-    }
-
-    /// Reads `len` bytes at `addr` from any region, or `None` if they are not
-    /// all inside one.
-    pub fn bytes(&self, addr: u64, len: usize) -> Option<&[u8]> {
-        let off = addr as u32 as usize;
-        let region: &[u8] = match addr >> 32 {
-            1 => self.ctx,
-            2 => self.packet,
-            3 if off >= self.stack_lo => self.stack,
-            4 => self.user,
-            _ => return None,
-        };
-        region.get(off..off.checked_add(len)?)
-    }
-
-    /// Little-endian load of 1, 2, 4 or 8 bytes at `addr`.
-    pub fn load(&self, addr: u64, size: usize) -> Option<u64> {
-        let b = self.bytes(addr, size)?;
-        let mut buf = [0u8; 8];
-        buf.get_mut(..size)?.copy_from_slice(b);
-        Some(u64::from_le_bytes(buf))
-    }
-
-    /// The run's socket buffer, if it has one.
-    pub fn skb(&self) -> Option<&'a SkbContext> {
-        self.skb
-    }
-}
-
+/// A caller's frame of a local call: where to return and its `r6`..`r9`.
 #[derive(Debug, Clone, Copy, Default)]
-struct Frame {
+pub(crate) struct Frame {
     ret: usize,
     saved: [u64; 4],
-}
-
-/// Reusable interpreter state: the stack, the call frames and the step
-/// budget. Create one per thread and run any number of programs on it; a run
-/// performs no heap allocation.
-#[derive(Debug, Clone)]
-pub struct Vm {
-    stack: Box<[u8]>,
-    frames: [Frame; MAX_FRAMES],
-    budget: u64,
-    executed: u64,
-}
-
-impl Default for Vm {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Vm {
-    /// A VM with a zeroed stack and the [`DEFAULT_STEP_BUDGET`].
-    pub fn new() -> Self {
-        Vm {
-            stack: vec![0u8; STACK_TOTAL].into_boxed_slice(),
-            frames: [Frame::default(); MAX_FRAMES],
-            budget: DEFAULT_STEP_BUDGET,
-            executed: 0,
-        }
-    }
-
-    /// Sets the most instructions a run may execute.
-    pub fn set_step_budget(&mut self, budget: u64) -> &mut Self {
-        self.budget = budget;
-        self
-    }
-
-    /// The step budget.
-    pub fn step_budget(&self) -> u64 {
-        self.budget
-    }
-
-    /// Instructions executed by the last run that returned `Ok` (except
-    /// runs of [`Vm::run_seccomp_uncounted`] on the seccomp executor,
-    /// which leave it unchanged).
-    pub fn executed(&self) -> u64 {
-        self.executed
-    }
-
-    /// Runs `prog` on `input` and returns the whole 64-bit `r0` at the
-    /// top-level `exit`. (The kernel's `bpf_prog_run()` returns its low 32
-    /// bits; truncate if you mirror that.)
-    pub fn run(&mut self, prog: &Program, input: Input<'_>) -> Result<u64, ExecError> {
-        let (ctx, packet, user, skb, r1, r2): (&[u8], &[u8], &mut [u8], _, u64, u64) = match input {
-            Input::None => (&[], &[], &mut [], None, 0, 0),
-            Input::Ctx(c) => {
-                if let (Some(fast), Ok(data)) = (self.seccomp_executor(prog), <&[u8; 64]>::try_from(c)) {
-                    let (r0, steps) = fast.run(data)?;
-                    self.executed = steps;
-                    return Ok(r0);
-                }
-                (c, &[], &mut [], None, CTX_BASE, 0)
-            }
-            Input::Skb(s) => (s.ctx_bytes(), s.linear(), &mut [], Some(s), CTX_BASE, 0),
-            Input::Memory(m) => {
-                let len = m.len() as u64;
-                (&[], &[], m, None, MEM_BASE, len)
-            }
-        };
-        for len in [ctx.len(), packet.len(), user.len()] {
-            if len >= REGION_LIMIT {
-                return Err(ExecError::InputTooLarge { len });
-            }
-        }
-        let mem = Memory { ctx, packet, stack: &mut self.stack, stack_lo: STACK_TOTAL - STACK_SIZE, user, skb };
-        enter(prog, mem, [r1, r2], &mut self.frames, self.budget, &mut self.executed)
-    }
-
-    /// Seccomp entry point: runs `prog` on a `struct seccomp_data` and returns
-    /// the low 32 bits of `r0`, as `bpf_prog_run()` does. (The same as
-    /// `run(prog, Input::Ctx(data))`, without the checks a 64-byte context
-    /// cannot fail.)
-    #[inline]
-    pub fn run_seccomp(&mut self, prog: &Program, data: &[u8; 64]) -> Result<u32, ExecError> {
-        if let Some(fast) = self.seccomp_executor(prog) {
-            let (r0, steps) = fast.run(data)?;
-            self.executed = steps;
-            return Ok(r0 as u32);
-        }
-        self.run_seccomp_general(prog, data)
-    }
-
-    /// [`Vm::run_seccomp`] for callers that do not need the executed
-    /// instruction count: the same result, and on the seccomp executor
-    /// ([`crate::seccomp_exec`]) a variant that does not count, so
-    /// [`Vm::executed`] is left as it was (it is updated when the general
-    /// interpreter runs the program). What a seccomp engine calls.
-    #[inline]
-    pub fn run_seccomp_uncounted(&mut self, prog: &Program, data: &[u8; 64]) -> Result<u32, ExecError> {
-        if let Some(fast) = self.seccomp_executor(prog) {
-            return fast.run_uncounted(data).map(|r0| r0 as u32);
-        }
-        self.run_seccomp_general(prog, data)
-    }
-
-    /// [`Vm::run_seccomp`] on the general interpreter, kept out of line so
-    /// the seccomp executor's callers do not carry its frame.
-    #[inline(never)]
-    fn run_seccomp_general(&mut self, prog: &Program, data: &[u8; 64]) -> Result<u32, ExecError> {
-        let mem = Memory {
-            ctx: data,
-            packet: &[],
-            stack: &mut self.stack,
-            stack_lo: STACK_TOTAL - STACK_SIZE,
-            user: &mut [],
-            skb: None,
-        };
-        enter(prog, mem, [CTX_BASE, 0], &mut self.frames, self.budget, &mut self.executed).map(|r0| r0 as u32)
-    }
-}
-
-impl Vm {
-    /// The program's seccomp executor ([`crate::seccomp_exec`]), if it has
-    /// one and the step budget cannot be hit by it: its programs jump only
-    /// forward, so a run executes at most `prog.len()` instructions.
-    #[inline(always)]
-    fn seccomp_executor<'p>(&self, prog: &'p Program) -> Option<&'p crate::seccomp_exec::SeccompProg> {
-        prog.seccomp.as_deref().filter(|_| prog.len() as u64 <= self.budget)
-    }
 }
 
 /// Sets up the registers (`r1`, `r2` as given, `r10` at the top of the
 /// stack, the rest zero) and runs `prog`.
 #[inline(always)]
-fn enter(
-    prog: &Program,
+pub(crate) fn run(
+    prog: &Decoded,
     mut mem: Memory<'_>,
     [r1, r2]: [u64; 2],
     frames: &mut [Frame; MAX_FRAMES],
@@ -387,19 +89,6 @@ fn enter(
     // was measured: 4% fewer instructions on long filters, 7% more on short
     // ones, from the larger entry code; not kept.)
     execute(prog, &mut regs, &mut mem, frames, budget, executed)
-}
-
-/// Evaluates a conditional jump's condition (reference form for the chain
-/// fusion's tests): the op table's evaluation of the jump `kind` decodes
-/// from.
-#[cfg(test)]
-pub(crate) fn condition(kind: Kind, x: u64, v: u64) -> bool {
-    use crate::op::Width;
-    Width::ALL
-        .into_iter()
-        .flat_map(|w| JmpCond::ALL.into_iter().map(move |c| (w, c)))
-        .find(|&(w, c)| crate::program::jmp_kind(w, c) == kind)
-        .is_some_and(|(w, c)| c.eval(w, x, v))
 }
 
 #[cold]
@@ -432,14 +121,14 @@ fn mem_off(a: u32) -> u64 {
 // `Program::load` (and use `get` anyway where a failure has a meaning).
 #[allow(clippy::indexing_slicing)]
 fn execute(
-    prog: &Program,
+    prog: &Decoded,
     regs: &mut [u64; 16],
     mem: &mut Memory<'_>,
     frames: &mut [Frame; MAX_FRAMES],
     budget: u64,
     executed_out: &mut u64,
 ) -> Result<u64, ExecError> {
-    let ops = &prog.ops[..];
+    let ops = &prog.steps[..];
     let mut pc: usize = 0;
     // First pc of the current straight-line stretch: executed instructions
     // are accounted a stretch at a time, when control leaves it.
@@ -533,7 +222,7 @@ fn execute(
         };
     }
 
-    // `wD = *(u32 *)(rS + off); if rD <cond> K goto a` (see `Kind::LoadJeq`).
+    // `wD = *(u32 *)(rS + off); if rD <cond> K goto a` (see `StepKind::LoadJeq`).
     macro_rules! load_jcc {
         ($label:lifetime, $op:expr, $d:expr, $s:expr, |$x:ident, $v:ident| $cond:expr) => {{
             let off = (($op.imm >> 32) as u16 as i16) as i64 as u64;
@@ -556,191 +245,191 @@ fn execute(
         match op.kind {
             // ALU64 (K and X share: operand = regs[src] | imm); binary
             // operations evaluate as the op table says (`AluOp::eval64`).
-            Kind::Add64 => regs[d] = AluOp::Add.eval64(regs[d], regs[s] | op.imm),
-            Kind::Sub64 => regs[d] = AluOp::Sub.eval64(regs[d], regs[s] | op.imm),
-            Kind::Mul64 => regs[d] = AluOp::Mul.eval64(regs[d], regs[s] | op.imm),
-            Kind::Div64 => regs[d] = AluOp::Div.eval64(regs[d], regs[s] | op.imm),
-            Kind::SDiv64 => regs[d] = AluOp::SDiv.eval64(regs[d], regs[s] | op.imm),
-            Kind::Or64 => regs[d] = AluOp::Or.eval64(regs[d], regs[s] | op.imm),
-            Kind::And64 => regs[d] = AluOp::And.eval64(regs[d], regs[s] | op.imm),
-            Kind::Lsh64 => regs[d] = AluOp::Lsh.eval64(regs[d], regs[s] | op.imm),
-            Kind::Rsh64 => regs[d] = AluOp::Rsh.eval64(regs[d], regs[s] | op.imm),
-            Kind::Neg64 => regs[d] = regs[d].wrapping_neg(),
-            Kind::Mod64 => regs[d] = AluOp::Mod.eval64(regs[d], regs[s] | op.imm),
-            Kind::SMod64 => regs[d] = AluOp::SMod.eval64(regs[d], regs[s] | op.imm),
-            Kind::Xor64 => regs[d] = AluOp::Xor.eval64(regs[d], regs[s] | op.imm),
-            Kind::Mov64 => regs[d] = AluOp::Mov.eval64(regs[d], regs[s] | op.imm),
-            Kind::MovSx64B => regs[d] = regs[s] as i8 as i64 as u64,
-            Kind::MovSx64H => regs[d] = regs[s] as i16 as i64 as u64,
-            Kind::MovSx64W => regs[d] = regs[s] as i32 as i64 as u64,
-            Kind::Arsh64 => regs[d] = AluOp::Arsh.eval64(regs[d], regs[s] | op.imm),
-            Kind::Bswap16 => regs[d] = u64::from((regs[d] as u16).swap_bytes()),
-            Kind::Bswap32 => regs[d] = u64::from((regs[d] as u32).swap_bytes()),
-            Kind::Bswap64 => regs[d] = regs[d].swap_bytes(),
+            StepKind::Add64 => regs[d] = AluOp::Add.eval64(regs[d], regs[s] | op.imm),
+            StepKind::Sub64 => regs[d] = AluOp::Sub.eval64(regs[d], regs[s] | op.imm),
+            StepKind::Mul64 => regs[d] = AluOp::Mul.eval64(regs[d], regs[s] | op.imm),
+            StepKind::Div64 => regs[d] = AluOp::Div.eval64(regs[d], regs[s] | op.imm),
+            StepKind::SDiv64 => regs[d] = AluOp::SDiv.eval64(regs[d], regs[s] | op.imm),
+            StepKind::Or64 => regs[d] = AluOp::Or.eval64(regs[d], regs[s] | op.imm),
+            StepKind::And64 => regs[d] = AluOp::And.eval64(regs[d], regs[s] | op.imm),
+            StepKind::Lsh64 => regs[d] = AluOp::Lsh.eval64(regs[d], regs[s] | op.imm),
+            StepKind::Rsh64 => regs[d] = AluOp::Rsh.eval64(regs[d], regs[s] | op.imm),
+            StepKind::Neg64 => regs[d] = regs[d].wrapping_neg(),
+            StepKind::Mod64 => regs[d] = AluOp::Mod.eval64(regs[d], regs[s] | op.imm),
+            StepKind::SMod64 => regs[d] = AluOp::SMod.eval64(regs[d], regs[s] | op.imm),
+            StepKind::Xor64 => regs[d] = AluOp::Xor.eval64(regs[d], regs[s] | op.imm),
+            StepKind::Mov64 => regs[d] = AluOp::Mov.eval64(regs[d], regs[s] | op.imm),
+            StepKind::MovSx64B => regs[d] = regs[s] as i8 as i64 as u64,
+            StepKind::MovSx64H => regs[d] = regs[s] as i16 as i64 as u64,
+            StepKind::MovSx64W => regs[d] = regs[s] as i32 as i64 as u64,
+            StepKind::Arsh64 => regs[d] = AluOp::Arsh.eval64(regs[d], regs[s] | op.imm),
+            StepKind::Bswap16 => regs[d] = u64::from((regs[d] as u16).swap_bytes()),
+            StepKind::Bswap32 => regs[d] = u64::from((regs[d] as u32).swap_bytes()),
+            StepKind::Bswap64 => regs[d] = regs[d].swap_bytes(),
             // ALU32: operate on the low halves, zero-extend the result
             // (`AluOp::eval32`).
-            Kind::Add32 => regs[d] = u64::from(AluOp::Add.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
-            Kind::Sub32 => regs[d] = u64::from(AluOp::Sub.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
-            Kind::Mul32 => regs[d] = u64::from(AluOp::Mul.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
-            Kind::Div32 => regs[d] = u64::from(AluOp::Div.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
-            Kind::SDiv32 => regs[d] = u64::from(AluOp::SDiv.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
-            Kind::Or32 => regs[d] = u64::from(AluOp::Or.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
-            Kind::And32 => regs[d] = u64::from(AluOp::And.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
-            Kind::Lsh32 => regs[d] = u64::from(AluOp::Lsh.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
-            Kind::Rsh32 => regs[d] = u64::from(AluOp::Rsh.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
-            Kind::Neg32 => regs[d] = u64::from((regs[d] as u32).wrapping_neg()),
-            Kind::Mod32 => regs[d] = u64::from(AluOp::Mod.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
-            Kind::SMod32 => regs[d] = u64::from(AluOp::SMod.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
-            Kind::Xor32 => regs[d] = u64::from(AluOp::Xor.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
-            Kind::Mov32 => regs[d] = u64::from(AluOp::Mov.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
-            Kind::MovSx32B => regs[d] = u64::from(regs[s] as i8 as i32 as u32),
-            Kind::MovSx32H => regs[d] = u64::from(regs[s] as i16 as i32 as u32),
-            Kind::Arsh32 => regs[d] = u64::from(AluOp::Arsh.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::Add32 => regs[d] = u64::from(AluOp::Add.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::Sub32 => regs[d] = u64::from(AluOp::Sub.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::Mul32 => regs[d] = u64::from(AluOp::Mul.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::Div32 => regs[d] = u64::from(AluOp::Div.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::SDiv32 => regs[d] = u64::from(AluOp::SDiv.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::Or32 => regs[d] = u64::from(AluOp::Or.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::And32 => regs[d] = u64::from(AluOp::And.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::Lsh32 => regs[d] = u64::from(AluOp::Lsh.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::Rsh32 => regs[d] = u64::from(AluOp::Rsh.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::Neg32 => regs[d] = u64::from((regs[d] as u32).wrapping_neg()),
+            StepKind::Mod32 => regs[d] = u64::from(AluOp::Mod.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::SMod32 => regs[d] = u64::from(AluOp::SMod.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::Xor32 => regs[d] = u64::from(AluOp::Xor.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::Mov32 => regs[d] = u64::from(AluOp::Mov.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
+            StepKind::MovSx32B => regs[d] = u64::from(regs[s] as i8 as i32 as u32),
+            StepKind::MovSx32H => regs[d] = u64::from(regs[s] as i16 as i32 as u32),
+            StepKind::Arsh32 => regs[d] = u64::from(AluOp::Arsh.eval32(regs[d] as u32, (regs[s] | op.imm) as u32)),
             // END: host (little-endian) <-> LE truncates, <-> BE swaps.
-            Kind::Le16 => regs[d] = u64::from(regs[d] as u16),
-            Kind::Le32 => regs[d] = u64::from(regs[d] as u32),
-            Kind::Le64 => {}
-            Kind::Be16 => regs[d] = u64::from((regs[d] as u16).swap_bytes()),
-            Kind::Be32 => regs[d] = u64::from((regs[d] as u32).swap_bytes()),
-            Kind::Be64 => regs[d] = regs[d].swap_bytes(),
+            StepKind::Le16 => regs[d] = u64::from(regs[d] as u16),
+            StepKind::Le32 => regs[d] = u64::from(regs[d] as u32),
+            StepKind::Le64 => {}
+            StepKind::Be16 => regs[d] = u64::from((regs[d] as u16).swap_bytes()),
+            StepKind::Be32 => regs[d] = u64::from((regs[d] as u32).swap_bytes()),
+            StepKind::Be64 => regs[d] = regs[d].swap_bytes(),
             // JMP: 64-bit compares, K sign-extended at load (`JmpCond::eval64`).
-            Kind::Ja => jump!('run, op.a),
-            Kind::Jeq64 => {
+            StepKind::Ja => jump!('run, op.a),
+            StepKind::Jeq64 => {
                 if JmpCond::Eq.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jgt64 => {
+            StepKind::Jgt64 => {
                 if JmpCond::Gt.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jge64 => {
+            StepKind::Jge64 => {
                 if JmpCond::Ge.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jset64 => {
+            StepKind::Jset64 => {
                 if JmpCond::Set.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jne64 => {
+            StepKind::Jne64 => {
                 if JmpCond::Ne.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jsgt64 => {
+            StepKind::Jsgt64 => {
                 if JmpCond::Sgt.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jsge64 => {
+            StepKind::Jsge64 => {
                 if JmpCond::Sge.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jlt64 => {
+            StepKind::Jlt64 => {
                 if JmpCond::Lt.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jle64 => {
+            StepKind::Jle64 => {
                 if JmpCond::Le.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jslt64 => {
+            StepKind::Jslt64 => {
                 if JmpCond::Slt.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jsle64 => {
+            StepKind::Jsle64 => {
                 if JmpCond::Sle.eval64(regs[d], regs[s] | op.imm) {
                     jump!('run, op.a)
                 }
             }
             // JMP32: compare the low halves (`JmpCond::eval32`).
-            Kind::Jeq32 => {
+            StepKind::Jeq32 => {
                 if JmpCond::Eq.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jgt32 => {
+            StepKind::Jgt32 => {
                 if JmpCond::Gt.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jge32 => {
+            StepKind::Jge32 => {
                 if JmpCond::Ge.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jset32 => {
+            StepKind::Jset32 => {
                 if JmpCond::Set.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jne32 => {
+            StepKind::Jne32 => {
                 if JmpCond::Ne.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jsgt32 => {
+            StepKind::Jsgt32 => {
                 if JmpCond::Sgt.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jsge32 => {
+            StepKind::Jsge32 => {
                 if JmpCond::Sge.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jlt32 => {
+            StepKind::Jlt32 => {
                 if JmpCond::Lt.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jle32 => {
+            StepKind::Jle32 => {
                 if JmpCond::Le.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jslt32 => {
+            StepKind::Jslt32 => {
                 if JmpCond::Slt.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Jsle32 => {
+            StepKind::Jsle32 => {
                 if JmpCond::Sle.eval32(regs[d] as u32, (regs[s] | op.imm) as u32) {
                     jump!('run, op.a)
                 }
             }
-            Kind::Chain => {
+            StepKind::Chain => {
                 let x = regs[d];
                 chain!('run, x, run!(chain, op));
             }
-            Kind::EqChain => {
+            StepKind::EqChain => {
                 let x = regs[d];
                 eq_chain!('run, x, run!(eq, op));
             }
-            Kind::LoadChain => {
+            StepKind::LoadChain => {
                 let x = u64::from(u32::from_le_bytes(load!(4, regs[s].wrapping_add(mem_off((op.imm >> 32) as u32)))));
                 regs[d] = x;
                 chain!('run, x, run!(chain, op));
             }
-            Kind::LoadEqChain => {
+            StepKind::LoadEqChain => {
                 let x = u64::from(u32::from_le_bytes(load!(4, regs[s].wrapping_add(mem_off((op.imm >> 32) as u32)))));
                 regs[d] = x;
                 eq_chain!('run, x, run!(eq, op));
             }
-            Kind::LoadJeq => load_jcc!('run, op, d, s, |x, v| x == v),
-            Kind::LoadJne => load_jcc!('run, op, d, s, |x, v| x != v),
-            Kind::LoadJgt => load_jcc!('run, op, d, s, |x, v| x > v),
-            Kind::LoadJge => load_jcc!('run, op, d, s, |x, v| x >= v),
-            Kind::LoadJlt => load_jcc!('run, op, d, s, |x, v| x < v),
-            Kind::LoadJle => load_jcc!('run, op, d, s, |x, v| x <= v),
-            Kind::LoadCmpRun => {
+            StepKind::LoadJeq => load_jcc!('run, op, d, s, |x, v| x == v),
+            StepKind::LoadJne => load_jcc!('run, op, d, s, |x, v| x != v),
+            StepKind::LoadJgt => load_jcc!('run, op, d, s, |x, v| x > v),
+            StepKind::LoadJge => load_jcc!('run, op, d, s, |x, v| x >= v),
+            StepKind::LoadJlt => load_jcc!('run, op, d, s, |x, v| x < v),
+            StepKind::LoadJle => load_jcc!('run, op, d, s, |x, v| x <= v),
+            StepKind::LoadCmpRun => {
                 // Linked load-and-compare pairs (see `LoadCmp`): each pair
                 // loads, writes rD, compares, then follows its taken or
                 // fall-through edge to the next pair without a dispatch.
@@ -763,7 +452,7 @@ fn execute(
                 // The next pc is not a pair: dispatch it.
                 continue 'run;
             }
-            Kind::RetImm => {
+            StepKind::RetImm => {
                 regs[0] = op.imm;
                 pc += 1;
                 if depth == 0 {
@@ -772,21 +461,21 @@ fn execute(
                 // A local function's exit: the `exit` op at pc returns.
                 continue 'run;
             }
-            Kind::Prologue => {
+            StepKind::Prologue => {
                 regs[d] = 0;
                 regs[s] = 0;
                 regs[(op.size & 15) as usize] = regs[(op.a & 15) as usize];
                 pc += 3;
                 continue 'run;
             }
-            Kind::Call => {
+            StepKind::Call => {
                 let (id, f) = prog.helpers[op.a as usize];
                 match f(mem, [regs[1], regs[2], regs[3], regs[4], regs[5]]) {
                     Ok(v) => regs[0] = v,
                     Err(source) => return Err(ExecError::Helper { pc: Pc(pc), id: i64::from(id), source }),
                 }
             }
-            Kind::Callx => {
+            StepKind::Callx => {
                 let id = regs[d];
                 let found = i32::try_from(id).ok().and_then(|id| prog.helpers.iter().find(|(i, _)| *i == id));
                 let Some(&(id, f)) = found else {
@@ -797,7 +486,7 @@ fn execute(
                     Err(source) => return Err(ExecError::Helper { pc: Pc(pc), id: i64::from(id), source }),
                 }
             }
-            Kind::CallLocal => {
+            StepKind::CallLocal => {
                 let Some(frame) = frames.get_mut(depth).filter(|_| depth + 1 < MAX_FRAMES) else {
                     return Err(ExecError::CallDepthExceeded { pc: Pc(pc), max: MAX_FRAMES });
                 };
@@ -807,7 +496,7 @@ fn execute(
                 mem.stack_lo = mem.stack_lo.saturating_sub(STACK_SIZE);
                 jump!('run, op.a)
             }
-            Kind::Exit => {
+            StepKind::Exit => {
                 if depth == 0 {
                     finish!(regs[0])
                 }
@@ -821,12 +510,12 @@ fn execute(
                 mem.stack_lo += STACK_SIZE;
                 jump!('run, f.ret)
             }
-            Kind::LdImm64 => {
+            StepKind::LdImm64 => {
                 regs[d] = op.imm;
                 pc += 2;
                 continue 'run;
             }
-            Kind::LdAbs | Kind::LdInd => {
+            StepKind::LdAbs | StepKind::LdInd => {
                 // Pre-4.18 `LD_ABS_*` / `LD_IND_*`: off = (int)(IMM + SRC).
                 let off = (op.imm as u32).wrapping_add(regs[s] as u32) as i32;
                 match mem.skb.and_then(|skb| skb.header_pointer(off, usize::from(op.size))) {
@@ -834,22 +523,22 @@ fn execute(
                     None => finish!(0),
                 }
             }
-            Kind::LdxB => regs[d] = u64::from(load!(1, regs[s].wrapping_add(mem_off(op.a)))[0]),
-            Kind::LdxH => regs[d] = u64::from(u16::from_le_bytes(load!(2, regs[s].wrapping_add(mem_off(op.a))))),
-            Kind::LdxW => regs[d] = u64::from(u32::from_le_bytes(load!(4, regs[s].wrapping_add(mem_off(op.a))))),
-            Kind::LdxDw => regs[d] = u64::from_le_bytes(load!(8, regs[s].wrapping_add(mem_off(op.a)))),
-            Kind::LdxSb => regs[d] = load!(1, regs[s].wrapping_add(mem_off(op.a)))[0] as i8 as i64 as u64,
-            Kind::LdxSh => {
+            StepKind::LdxB => regs[d] = u64::from(load!(1, regs[s].wrapping_add(mem_off(op.a)))[0]),
+            StepKind::LdxH => regs[d] = u64::from(u16::from_le_bytes(load!(2, regs[s].wrapping_add(mem_off(op.a))))),
+            StepKind::LdxW => regs[d] = u64::from(u32::from_le_bytes(load!(4, regs[s].wrapping_add(mem_off(op.a))))),
+            StepKind::LdxDw => regs[d] = u64::from_le_bytes(load!(8, regs[s].wrapping_add(mem_off(op.a)))),
+            StepKind::LdxSb => regs[d] = load!(1, regs[s].wrapping_add(mem_off(op.a)))[0] as i8 as i64 as u64,
+            StepKind::LdxSh => {
                 regs[d] = i16::from_le_bytes(load!(2, regs[s].wrapping_add(mem_off(op.a)))) as i64 as u64;
             }
-            Kind::LdxSw => {
+            StepKind::LdxSw => {
                 regs[d] = i32::from_le_bytes(load!(4, regs[s].wrapping_add(mem_off(op.a)))) as i64 as u64;
             }
-            Kind::StB => store!(1, regs[d].wrapping_add(mem_off(op.a)), [(regs[s] | op.imm) as u8]),
-            Kind::StH => store!(2, regs[d].wrapping_add(mem_off(op.a)), ((regs[s] | op.imm) as u16).to_le_bytes()),
-            Kind::StW => store!(4, regs[d].wrapping_add(mem_off(op.a)), ((regs[s] | op.imm) as u32).to_le_bytes()),
-            Kind::StDw => store!(8, regs[d].wrapping_add(mem_off(op.a)), (regs[s] | op.imm).to_le_bytes()),
-            Kind::Atomic => {
+            StepKind::StB => store!(1, regs[d].wrapping_add(mem_off(op.a)), [(regs[s] | op.imm) as u8]),
+            StepKind::StH => store!(2, regs[d].wrapping_add(mem_off(op.a)), ((regs[s] | op.imm) as u16).to_le_bytes()),
+            StepKind::StW => store!(4, regs[d].wrapping_add(mem_off(op.a)), ((regs[s] | op.imm) as u32).to_le_bytes()),
+            StepKind::StDw => store!(8, regs[d].wrapping_add(mem_off(op.a)), (regs[s] | op.imm).to_le_bytes()),
+            StepKind::Atomic => {
                 let addr = regs[d].wrapping_add(mem_off(op.a));
                 let code = op.imm as i32;
                 if op.size == 4 {
@@ -871,7 +560,7 @@ fn execute(
                     atomic_writeback(code, regs, s, old);
                 }
             }
-            Kind::LoadAcq => {
+            StepKind::LoadAcq => {
                 let addr = regs[s].wrapping_add(mem_off(op.a));
                 regs[d] = match op.size {
                     1 => u64::from(load!(1, addr)[0]),
@@ -880,7 +569,7 @@ fn execute(
                     _ => u64::from_le_bytes(load!(8, addr)),
                 };
             }
-            Kind::StoreRel => {
+            StepKind::StoreRel => {
                 let addr = regs[d].wrapping_add(mem_off(op.a));
                 let v = regs[s];
                 match op.size {

@@ -28,10 +28,10 @@
 //! - Every jump must go forward (true of every converted program), so a run
 //!   ends within the program's length without a step budget.
 
-use crate::insn::{Insn, Pc};
-use crate::interp::{CTX_BASE, STACK_BASE, STACK_SIZE};
-use crate::op::{AluOp, JmpCond};
-use crate::opcode::*;
+use crate::abi::region::{CTX_BASE, STACK_BASE, STACK_SIZE};
+use crate::isa::insn::{Insn, Pc};
+use crate::isa::op::{AluOp, JmpCond};
+use crate::isa::opcode::*;
 
 /// Why the plain interpreter refuses or stops a program.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -6,22 +6,17 @@
 //! and the run's [`Memory`] (checked access to every region and to the
 //! socket buffer), and returns `r0` or a [`HelperError`].
 
-use crate::interp::Memory;
-use crate::skb;
+pub mod socket;
+
+pub use crate::abi::error::HelperError;
+use crate::abi::memory::Memory;
+use crate::abi::skb::helper::{
+    GET_RAW_CPU_ID, SKB_GET_NLATTR, SKB_GET_NLATTR_NEST, SKB_GET_PAY_OFFSET, SKB_LOAD_16, SKB_LOAD_32, SKB_LOAD_8,
+    USER_RND_U32,
+};
 
 /// A helper: `r0 = f(memory, [r1, r2, r3, r4, r5])`.
 pub type HelperFn = fn(&mut Memory<'_>, [u64; 5]) -> Result<u64, HelperError>;
-
-/// Why a helper could not complete (the program stops with
-/// [`crate::interp::ExecError::Helper`]).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum HelperError {
-    #[error("this run has no socket buffer")]
-    NoSkb,
-    #[error("access of {size} bytes at {addr:#x} is outside every memory region")]
-    BadAccess { addr: u64, size: usize },
-}
 
 /// Registry of helpers by id. Later registrations of an id replace earlier ones.
 #[derive(Debug, Clone, Default)]
@@ -61,18 +56,17 @@ impl Helpers {
     }
 
     /// The eight socket-filter helpers a converted cBPF program may call,
-    /// under the ids of [`crate::skb::helper`].
+    /// under the ids of [`crate::abi::skb::helper`] ([`socket`]).
     pub fn socket() -> Self {
-        use skb::helper::*;
         Self::new()
-            .with(SKB_LOAD_8, skb::helper_skb_load_8)
-            .with(SKB_LOAD_16, skb::helper_skb_load_16)
-            .with(SKB_LOAD_32, skb::helper_skb_load_32)
-            .with(SKB_GET_NLATTR, skb::helper_skb_get_nlattr)
-            .with(SKB_GET_NLATTR_NEST, skb::helper_skb_get_nlattr_nest)
-            .with(GET_RAW_CPU_ID, skb::helper_get_raw_cpu_id)
-            .with(SKB_GET_PAY_OFFSET, skb::helper_skb_get_pay_offset)
-            .with(USER_RND_U32, skb::helper_user_rnd_u32)
+            .with(SKB_LOAD_8, socket::helper_skb_load_8)
+            .with(SKB_LOAD_16, socket::helper_skb_load_16)
+            .with(SKB_LOAD_32, socket::helper_skb_load_32)
+            .with(SKB_GET_NLATTR, socket::helper_skb_get_nlattr)
+            .with(SKB_GET_NLATTR_NEST, socket::helper_skb_get_nlattr_nest)
+            .with(GET_RAW_CPU_ID, socket::helper_get_raw_cpu_id)
+            .with(SKB_GET_PAY_OFFSET, socket::helper_skb_get_pay_offset)
+            .with(USER_RND_U32, socket::helper_user_rnd_u32)
     }
 
     /// The helpers the bpf_conformance suite needs: helper 5 (see

@@ -31,8 +31,8 @@
 //! assert_eq!(op.encode().slots(), &[Insn::new(0x04, 0, 0, 0, 7)]);
 //! ```
 
-use crate::insn::Insn;
-use crate::opcode::{
+use crate::isa::insn::Insn;
+use crate::isa::opcode::{
     BPF_ABS, BPF_ALU, BPF_ALU64, BPF_ATOMIC, BPF_CALL, BPF_END, BPF_EXIT, BPF_IMM, BPF_IND, BPF_JA, BPF_JMP, BPF_JMP32,
     BPF_LD, BPF_LDX, BPF_MEM, BPF_MEMSX, BPF_MOV, BPF_NEG, BPF_PSEUDO_CALL, BPF_ST, BPF_STX, BPF_TO_BE, BPF_X,
 };

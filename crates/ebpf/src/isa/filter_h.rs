@@ -15,9 +15,9 @@
 //! assert_eq!(alu32_reg(AluOp::Xor, BPF_REG_A, BPF_REG_A), ebpf::Insn::new(0xac, 0, 0, 0, 0));
 //! ```
 
-use crate::insn::Insn;
-use crate::op::{AluOp, CallKind, Endian, JmpCond, Op, Operand, Size, Width};
-use crate::opcode::{R0, R1, R10, R2, R3, R4, R5, R6, R7, R8, R9};
+use crate::isa::insn::Insn;
+use crate::isa::op::{AluOp, CallKind, Endian, JmpCond, Op, Operand, Size, Width};
+use crate::isa::opcode::{R0, R1, R10, R2, R3, R4, R5, R6, R7, R8, R9};
 
 /// `BPF_REG_ARG1`: first helper argument; a program's context arrives here.
 pub const BPF_REG_ARG1: u8 = R1;
@@ -152,7 +152,7 @@ pub fn jmp_a(off: i16) -> Insn {
 }
 
 /// `BPF_EMIT_CALL(FUNC)` with the helper id in `imm` (the kernel stores
-/// `FUNC - __bpf_call_base`; our ids name [`crate::skb::helper`]s).
+/// `FUNC - __bpf_call_base`; our ids name [`crate::abi::skb::helper`]s).
 #[inline]
 pub fn emit_call(id: i32) -> Insn {
     one(Op::Call { kind: CallKind::Helper, imm: id })
