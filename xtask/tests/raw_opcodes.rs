@@ -22,7 +22,10 @@ const ALLOWED: &[(&str, &str)] = &[
     ("crates/cbpf/src/validate.rs", "mirror of bpf_check_classic() / seccomp_check_filter()"),
     ("crates/convert/src/filter.rs", "mirror of bpf_convert_filter()"),
     ("crates/seccomp/src/cache.rs", "mirror of seccomp_emu_is_const_allow()"),
-    ("crates/cbpf/src/plain.rs", "mirror of sk_run_filter() (Linux 3.14): one switch on the raw code per instruction"),
+    (
+        "crates/cbpf/src/exec/plain.rs",
+        "mirror of sk_run_filter() (Linux 3.14): one switch on the raw code per instruction",
+    ),
     ("crates/ebpf/src/exec/plain.rs", "mirror of ___bpf_prog_run()'s jumptable[] indexed by the raw opcode"),
     ("crates/ebpf/src/isa/op.rs", "the eBPF ISA table: one decode, one encode"),
     ("crates/ebpf/src/isa/opcode.rs", "the eBPF opcode constants"),

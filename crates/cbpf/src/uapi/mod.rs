@@ -1,10 +1,19 @@
-//! The seccomp constants of the kernel's user API, in one place.
+//! The kernel's user API as classic programs see it, in one place: the
+//! seccomp constants, the `AUDIT_ARCH_*` values, the `#[repr(C)]` mirror
+//! of `struct seccomp_data` ([`seccomp_data`]) and the socket buffer a
+//! socket filter reads ([`skb`]). Below `validate` and every engine.
 //!
 //! Every crate that names a `SECCOMP_RET_*` action, an `AUDIT_ARCH_*` value or
 //! a `struct seccomp_data` offset imports it from here (`seccomp::action` and
 //! `seccomp::arch` re-export these). They live in `cbpf` because it is the
 //! crate every other one depends on, the kernel crate included: it needs them
 //! without the seccomp model.
+
+pub mod seccomp_data;
+pub mod skb;
+
+pub use seccomp_data::{SeccompData, SECCOMP_DATA_SIZE};
+pub use skb::{NetDevice, Skb};
 
 /// include/uapi/linux/seccomp.h (Linux 6.18): filter return values and the
 /// `struct seccomp_data` layout.
@@ -46,7 +55,7 @@ pub mod seccomp {
     }
 
     // The layout has one home, the `#[repr(C)]` mirror of the struct.
-    use crate::interp::SeccompData;
+    use super::seccomp_data::SeccompData;
     use std::mem::{offset_of, size_of};
 
     /// `sizeof(struct seccomp_data)`: 64.

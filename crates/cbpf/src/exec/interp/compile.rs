@@ -8,7 +8,7 @@ use crate::insn::{AluOp, Insn, JmpOp, Op as View, Size, Src};
 use crate::opcode::SKF_AD_OFF;
 use crate::validate::is_ancillary;
 
-use super::socket::Ancillary;
+use crate::exec::context::Ancillary;
 
 /// Target pc for what can never be reached: past any program (at most 4096
 /// instructions), so landing there ends the run with 0. Only keeps a broken

@@ -8,8 +8,7 @@ use crate::insn::{AluOp, Insn, JmpOp, Op, Pc, Src};
 use crate::opcode::SKF_AD_OFF;
 use crate::validate::is_ancillary;
 
-use super::socket::Ancillary;
-use super::Context;
+use crate::exec::context::{Ancillary, Context};
 
 /// One executed instruction and the machine state before it ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

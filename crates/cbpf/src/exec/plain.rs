@@ -23,10 +23,10 @@
 //! - Seccomp programs only: 3.14's packet loads (`load_pointer()`,
 //!   `skb_header_pointer()`) are not modelled.
 
+use crate::exec::ExecError;
 use crate::insn::Insn;
-use crate::interp::ExecError;
-use crate::interp::SECCOMP_DATA_SIZE;
 use crate::opcode::*;
+use crate::uapi::seccomp_data::SECCOMP_DATA_SIZE;
 use crate::validate::{Mode, Program};
 
 /// A seccomp filter ready for the plain interpreter: the validated,

@@ -60,142 +60,20 @@
 //! fast path, so tests use each as a check on the other.
 
 mod compile;
-mod socket;
-mod trace;
 
+use crate::exec::context::{Context, SeccompCtx, SocketCtx};
+use crate::exec::trace;
 use crate::insn::Insn;
 use crate::validate::{Mode, Program};
 
-pub use socket::{NetDevice, Skb};
-pub use trace::TraceStep;
+// The contexts, the trace step and the error, where users of this module
+// have found them.
+pub use crate::exec::trace::TraceStep;
+pub use crate::exec::ExecError;
+pub use crate::uapi::seccomp_data::{SeccompData, SECCOMP_DATA_SIZE};
+pub use crate::uapi::skb::{NetDevice, Skb};
 
 use compile::{Chains, Exit, Op, Scans, LEAVE, SAME_A};
-use socket::Ancillary;
-
-/// Size of `struct seccomp_data` (include/uapi/linux/seccomp.h), 64: the
-/// mirror's, as a length ([`crate::uapi::seccomp`] has it as a `k`).
-pub const SECCOMP_DATA_SIZE: usize = std::mem::size_of::<SeccompData>();
-
-/// Mirror of `struct seccomp_data` (include/uapi/linux/seccomp.h): what a
-/// seccomp filter sees of a system call. `#[repr(C)]`, so that its size and
-/// field offsets are the kernel's ([`crate::uapi::seccomp`] reads them here).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[repr(C)]
-pub struct SeccompData {
-    /// System call number (`int nr`; x32 calls carry bit 30).
-    pub nr: i32,
-    /// `AUDIT_ARCH_*` value of the calling convention.
-    pub arch: u32,
-    /// Address of the system call instruction.
-    pub instruction_pointer: u64,
-    /// System call arguments, widened to 64 bits.
-    pub args: [u64; 6],
-}
-
-impl SeccompData {
-    /// A call of `nr` under `arch` with zero arguments and instruction pointer.
-    pub fn new(arch: u32, nr: i32) -> Self {
-        SeccompData { nr, arch, instruction_pointer: 0, args: [0; 6] }
-    }
-
-    /// The 64 bytes the kernel fills in (`populate_seccomp_data()`), in host
-    /// byte order: the kernel does no byte swapping, so a filter's `ld [16]`
-    /// reads the low half of `args[0]` on a little-endian host.
-    pub fn to_bytes(&self) -> [u8; SECCOMP_DATA_SIZE] {
-        // Fixed-size array writes: this sits on every engine's per-call path.
-        let mut out = [0u8; SECCOMP_DATA_SIZE];
-        let (head, args) = out.split_at_mut(16);
-        let (nr, rest) = head.split_at_mut(4);
-        let (arch, ip) = rest.split_at_mut(4);
-        nr.copy_from_slice(&self.nr.to_ne_bytes());
-        arch.copy_from_slice(&self.arch.to_ne_bytes());
-        ip.copy_from_slice(&self.instruction_pointer.to_ne_bytes());
-        for (dst, a) in args.chunks_exact_mut(8).zip(self.args) {
-            dst.copy_from_slice(&a.to_ne_bytes());
-        }
-        out
-    }
-
-    /// This call with its 64-bit fields in the order the kernel that made
-    /// it stores them, as this host's engines read them word by word.
-    /// `populate_seccomp_data()` (kernel/seccomp.c) writes
-    /// `instruction_pointer` and `args[i]` in the kernel's own byte order,
-    /// so on a big-endian kernel (an arch without `__AUDIT_ARCH_LE`: s390x,
-    /// ppc64, ppc, mips*, m68k, parisc*, sheb, armeb) the word at `16 + 8i`
-    /// is the high half of `args[i]` and the one at `+ 4` the low half; a
-    /// filter exported for such an arch (libseccomp writes its loads that
-    /// way) reads them there. For an arch whose byte order is not the
-    /// host's the halves are swapped; otherwise the call is unchanged.
-    ///
-    /// # Deviations
-    /// The byte order is taken from the arch value alone (its
-    /// `__AUDIT_ARCH_LE` bit), which is the kernel's for every arch Linux
-    /// reports.
-    pub fn in_kernel_order(self) -> SeccompData {
-        let kernel_le = self.arch & crate::uapi::audit::AUDIT_ARCH_LE != 0;
-        if kernel_le == cfg!(target_endian = "little") {
-            return self;
-        }
-        let swap = |v: u64| v.rotate_left(32);
-        SeccompData { instruction_pointer: swap(self.instruction_pointer), args: self.args.map(swap), ..self }
-    }
-
-    /// The call whose 16 words, as `ld [4 * i]` reads them (host byte
-    /// order), are `words`.
-    pub fn from_words(words: &[u32; SECCOMP_DATA_SIZE / 4]) -> Self {
-        let mut bytes = [0u8; SECCOMP_DATA_SIZE];
-        for (chunk, w) in bytes.chunks_exact_mut(4).zip(words) {
-            chunk.copy_from_slice(&w.to_ne_bytes());
-        }
-        SeccompData::from_bytes(&bytes)
-    }
-
-    /// Inverse of [`SeccompData::to_bytes`].
-    pub fn from_bytes(bytes: &[u8; SECCOMP_DATA_SIZE]) -> Self {
-        let mut words = bytes.chunks_exact(4).map(|w| {
-            let mut b = [0u8; 4];
-            b.copy_from_slice(w);
-            b
-        });
-        let mut next4 = || words.next().unwrap_or_default();
-        let nr = i32::from_ne_bytes(next4());
-        let arch = u32::from_ne_bytes(next4());
-        let mut next8 = || {
-            let (a, b) = (next4(), next4());
-            u64::from_ne_bytes([a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]])
-        };
-        let instruction_pointer = next8();
-        let mut args = [0u64; 6];
-        for a in args.iter_mut() {
-            *a = next8();
-        }
-        SeccompData { nr, arch, instruction_pointer, args }
-    }
-
-    /// The 32-bit word a seccomp `ld [offset]` reads, or `None` when `offset`
-    /// is not 4-aligned and below 64 (such loads are rejected by
-    /// `seccomp_check_filter()`).
-    pub fn load_word(&self, offset: u32) -> Option<u32> {
-        if offset % 4 != 0 {
-            return None;
-        }
-        let start = usize::try_from(offset).ok()?;
-        let w = self.to_bytes().get(start..start + 4)?.try_into().ok()?;
-        Some(u32::from_ne_bytes(w))
-    }
-}
-
-/// Why a run could not start. A program's own outcome (a seccomp KILL, a
-/// packet load out of range returning 0) is never an error.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum ExecError {
-    /// The program was validated for one kernel entry point and run with the
-    /// context of the other (seccomp programs contain the seccomp-only 0x21
-    /// load; socket programs read packets).
-    #[error("program was validated in {program} mode but run with a {context} context")]
-    ModeMismatch { program: Mode, context: Mode },
-}
 
 /// A pre-decoded classic program, ready to run any number of times.
 ///
@@ -221,50 +99,6 @@ pub struct Interp {
     /// `ld`/`ldx M[k]` either: `check_load_and_stores()` rejects reading a
     /// word never written), so that runs of other programs skip `M[]`.
     uses_mem: bool,
-}
-
-/// What a run needs from its context. Implemented by the seccomp and socket
-/// contexts; the run loop is monomorphised for each.
-trait Context {
-    /// Seccomp-internal `LDX|W|ABS` (0x21): the native-endian word at `k`.
-    fn seccomp_word(&self, k: u32) -> u32;
-    /// Packet load of `size` (1, 2 or 4) bytes at the classic offset
-    /// `offset`, big-endian; `None` makes the filter return 0.
-    fn load(&self, size: usize, offset: i32) -> Option<u32>;
-    /// `skb->len`.
-    fn len(&self) -> u32;
-    /// An ancillary load; `None` makes the filter return the current A.
-    fn ancillary(&self, which: Ancillary, a: u32, x: u32) -> Option<u32>;
-}
-
-/// The seccomp context: `struct seccomp_data` as bytes.
-struct SeccompCtx<'a>(&'a [u8; SECCOMP_DATA_SIZE]);
-
-impl Context for SeccompCtx<'_> {
-    #[inline(always)]
-    fn seccomp_word(&self, k: u32) -> u32 {
-        // seccomp_check_filter() guarantees k < 64 and k % 4 == 0, so the
-        // mask changes nothing; it lets the compiler see the read in range.
-        let at = (k & 60) as usize;
-        match self.0.get(at..at + 4) {
-            Some(&[b0, b1, b2, b3]) => u32::from_ne_bytes([b0, b1, b2, b3]),
-            _ => 0,
-        }
-    }
-
-    // seccomp_check_filter() rejects every packet and ancillary load, and
-    // rewrites `len`; these are unreachable for seccomp-mode programs.
-    fn load(&self, _size: usize, _offset: i32) -> Option<u32> {
-        None
-    }
-
-    fn len(&self) -> u32 {
-        SECCOMP_DATA_SIZE as u32
-    }
-
-    fn ancillary(&self, _which: Ancillary, _a: u32, _x: u32) -> Option<u32> {
-        Some(0)
-    }
 }
 
 impl Interp {
@@ -379,7 +213,7 @@ impl Interp {
     /// Those of the context model, documented on [`Skb`].
     pub fn run_socket(&self, skb: &Skb<'_>) -> Result<u32, ExecError> {
         self.check_mode(Mode::Socket)?;
-        Ok(self.exec::<_, true>(&socket::SocketCtx::new(skb)))
+        Ok(self.exec::<_, true>(&SocketCtx::new(skb)))
     }
 
     /// Like [`Interp::run_seccomp`], calling `on_step` before each executed
@@ -397,7 +231,7 @@ impl Interp {
     /// instruction with the machine state it starts from. Slow; for `--trace`.
     pub fn trace_socket(&self, skb: &Skb<'_>, on_step: impl FnMut(&TraceStep)) -> Result<u32, ExecError> {
         self.check_mode(Mode::Socket)?;
-        Ok(trace::run(&self.insns, &socket::SocketCtx::new(skb), on_step))
+        Ok(trace::run(&self.insns, &SocketCtx::new(skb), on_step))
     }
 
     fn check_mode(&self, context: Mode) -> Result<(), ExecError> {
