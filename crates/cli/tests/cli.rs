@@ -177,6 +177,44 @@ fn ebpf_conformance_plugin_speaks_the_protocol() {
     assert_eq!(stdout(&o).lines().count(), 1);
 }
 
+/// `--engine kernel` (FORMATS-EXTENSIONS §4): the running kernel's answer
+/// through the same protocol, the whole 64-bit r0, and a verifier refusal
+/// as one line. Skipped visibly without the privilege to load XDP programs
+/// (a failure under `CI=true`).
+#[test]
+fn ebpf_engine_kernel_runs_in_the_kernel_and_refusals_are_one_line() {
+    let o = run(&["ebpf", "run", "--engine", "kernel", "--budget", "5", "-"], b"exit\n");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    if let Err(e) = kernel::bpf::available() {
+        assert!(std::env::var("CI").as_deref() != Ok("true"), "bpf(2) is a prerequisite under CI=true: {e}");
+        eprintln!("SKIPPED ebpf --engine kernel: {e}");
+        return;
+    }
+    // lddw r0, 0x8877665544332211; add r0, r2; exit: more than the test run's 32-bit retval.
+    let prog = b"lddw %r0, 0x8877665544332211\nadd %r0, %r2\nexit\n";
+    for engine in ["ours", "kernel"] {
+        let o = run(&["ebpf", "run", "--engine", engine, "-", "--mem", "00 01 02"], prog);
+        assert_eq!(stdout(&o), "0x8877665544332214\n", "{engine}: {}", stderr(&o));
+    }
+    // ldxw r0, [r1+0] on 11223344 through the plugin protocol.
+    let o = run(&["ebpf", "conformance-plugin", "--engine", "kernel", "11223344"], b"61100000000000009500000000000000");
+    assert_eq!(stdout(&o), "44332211\n", "{}", stderr(&o));
+    // lsh r0, 64: refused at load, the verifier's reason on one line.
+    let o = run(&["ebpf", "run", "--engine", "kernel", "-"], b"mov %r0, 1\nlsh %r0, 64\nexit\n");
+    assert_rejected(&o, "the kernel's verifier refused the program (Invalid argument (os error 22)): invalid shift 64");
+    let o =
+        run(&["ebpf", "conformance-plugin", "--engine", "kernel"], b"b70000000100000067000000400000009500000000000000");
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stdout(&o),
+        "the kernel's verifier refused the program (Invalid argument (os error 22)): invalid shift 64\n"
+    );
+    // Memory past an XDP test run's packet.
+    let big = "00 ".repeat(kernel::bpf::memory::MAX_MEMORY + 1);
+    let o = run(&["ebpf", "run", "--engine", "kernel", "-", "--mem", &big], b"mov %r0, 0\nexit\n");
+    assert_rejected(&o, "more than an XDP test run's packet holds (3512)");
+}
+
 /// A little-endian pcap with Ethernet link type.
 fn pcap(packets: &[(&[u8], u32)]) -> Vec<u8> {
     let mut out = Vec::new();

@@ -142,3 +142,81 @@ fn a_test_run_the_kernel_refuses_is_an_error() {
         Err(BpfError::TestRun { errno: libc::EINVAL, .. })
     ));
 }
+
+mod memory {
+    use super::*;
+    use kernel::bpf::memory::{harness, MemoryProg, MAX_MEMORY};
+
+    fn lddw(dst: u8, imm: u64) -> [Insn; 2] {
+        [Insn::new(0x18, dst, 0, 0, imm as u32 as i32), Insn::new(0, 0, 0, 0, (imm >> 32) as u32 as i32)]
+    }
+
+    #[test]
+    fn the_whole_64_bit_r0_comes_out() {
+        let Some(()) = bpf_here("memory::the_whole_64_bit_r0_comes_out") else { return };
+        for value in [0u64, 1, 0xffff_ffff, 0x1_0000_0000, 0x8877_6655_4433_2211, u64::MAX, 0xffff_ffff_0000_0000] {
+            let [a, b] = lddw(0, value);
+            let prog = MemoryProg::load(&[a, b, EXIT], 0).unwrap_or_else(|e| panic!("{value:#x}: {e}"));
+            assert_eq!(prog.run(&mut []).unwrap().r0, value);
+        }
+    }
+
+    #[test]
+    fn r1_is_the_memory_and_r2_its_length() {
+        let Some(()) = bpf_here("memory::r1_is_the_memory_and_r2_its_length") else { return };
+        // r0 = *(u64 *)(r1 + 0); r0 += r2; *(u8 *)(r1 + 8) = 0x5a; exit
+        let prog = [Insn::new(0x79, 0, 1, 0, 0), Insn::new(0x0f, 0, 2, 0, 0), Insn::new(0x72, 1, 0, 8, 0x5a), EXIT];
+        let mut mem: Vec<u8> = (1..=9).collect();
+        let loaded = MemoryProg::load(&prog, mem.len()).unwrap();
+        let out = loaded.run(&mut mem).unwrap();
+        assert_eq!(out.r0, 0x0807_0605_0403_0201 + 9);
+        assert_eq!(mem, [1, 2, 3, 4, 5, 6, 7, 8, 0x5a], "the store comes back");
+        // A program verified for 9 bytes does not run on 8.
+        assert!(matches!(loaded.run(&mut [0; 8]), Err(BpfError::MemoryLength { len: 8, expected: 9 })));
+    }
+
+    #[test]
+    fn the_verifier_holds_the_program_to_its_memory() {
+        let Some(()) = bpf_here("memory::the_verifier_holds_the_program_to_its_memory") else { return };
+        // r0 = *(u8 *)(r1 + 9): one past 9 bytes of memory, the first byte of the slot.
+        let past = [Insn::new(0x71, 0, 1, 9, 0), EXIT];
+        let e = MemoryProg::load(&past, 9).unwrap_err();
+        assert_eq!(e.reason(), Some("R1 offset is outside of the packet"), "{e}");
+        assert!(e.to_string().contains("invalid access to packet, off=9 size=1"), "{e}");
+        assert!(MemoryProg::load(&past, 10).is_ok());
+        // r3 is not an argument.
+        let e = MemoryProg::load(&[Insn::new(0xbf, 0, 3, 0, 0), EXIT], 0).unwrap_err();
+        assert_eq!(e.reason(), Some("R3 !read_ok"), "{e}");
+    }
+
+    #[test]
+    fn the_longest_memory_fits_the_linear_packet() {
+        let Some(()) = bpf_here("memory::the_longest_memory_fits_the_linear_packet") else { return };
+        // r0 = *(u8 *)(r1 + MAX_MEMORY - 1)
+        let last = [Insn::new(0x71, 0, 1, (MAX_MEMORY - 1) as i16, 0), EXIT];
+        let mut mem = vec![0u8; MAX_MEMORY];
+        mem[MAX_MEMORY - 1] = 0x77;
+        assert_eq!(MemoryProg::load(&last, MAX_MEMORY).unwrap().run(&mut mem).unwrap().r0, 0x77);
+        assert!(harness(&last, MAX_MEMORY + 1).is_err());
+        // One byte more than the linear packet: the test run puts it in a
+        // page fragment, the prologue's bounds check fails and no r0 comes out.
+        let one_more = Prog::load(ProgType::Xdp, &harness(&last, MAX_MEMORY).unwrap()).unwrap();
+        let out = one_more.test_run(&TestRun { data: &vec![0u8; MAX_MEMORY + 9], ctx: None, repeat: 1 });
+        assert!(matches!(out, Ok(ref o) if o.retval == 0 && o.data[MAX_MEMORY..MAX_MEMORY + 8] == [0; 8]), "{out:?}");
+    }
+
+    #[test]
+    fn a_program_with_its_own_calls_runs_one_frame_down() {
+        let Some(()) = bpf_here("memory::a_program_with_its_own_calls_runs_one_frame_down") else { return };
+        // call pc+2; r0 += 1; exit; r0 = 41; *(u64 *)(r10 - 512) = r0; exit
+        let prog = [
+            Insn::new(0x85, 0, 1, 0, 2),
+            Insn::new(0x07, 0, 0, 0, 1),
+            EXIT,
+            mov64_imm(0, 41),
+            Insn::new(0x7b, 10, 0, -512, 0),
+            EXIT,
+        ];
+        assert_eq!(MemoryProg::load(&prog, 0).unwrap().run(&mut []).unwrap().r0, 42);
+    }
+}
