@@ -209,10 +209,24 @@ fn ebpf_engine_kernel_runs_in_the_kernel_and_refusals_are_one_line() {
         stdout(&o),
         "the kernel's verifier refused the program (Invalid argument (os error 22)): invalid shift 64\n"
     );
+    // --data-end: r3 = the memory's end, for a program's own bounds check
+    // of a register offset (here the first byte: 3 reads bytes 3-4, 13 fails the check).
+    let checked = b"mov %r0, 0\nldxb %r4, [%r1]\nmov %r5, %r1\nadd %r5, %r4\nmov %r4, %r5\nadd %r4, 2\njgt %r4, %r3, +1\nldxh %r0, [%r5]\nexit\n";
+    for engine in ["ours", "kernel"] {
+        for (first, want) in [("03", "0x403\n"), ("0d", "0x0\n")] {
+            let mem = format!("{first} 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d");
+            let o = run(&["ebpf", "run", "--engine", engine, "--data-end", "-", "--mem", &mem], checked);
+            assert_eq!(stdout(&o), want, "{engine} {first}: {}", stderr(&o));
+        }
+        let o = run(&["ebpf", "run", "--engine", engine, "--data-end", "-", "--mem", "00 01"], checked);
+        assert_rejected(&o, "2 bytes of memory is less than the 14");
+    }
+    let o = run(&["ebpf", "run", "--engine", "kernel", "-", "--mem", "00 01"], checked);
+    assert_rejected(&o, "R3 !read_ok");
     // Memory past an XDP test run's packet.
     let big = "00 ".repeat(kernel::bpf::memory::MAX_MEMORY + 1);
     let o = run(&["ebpf", "run", "--engine", "kernel", "-", "--mem", &big], b"mov %r0, 0\nexit\n");
-    assert_rejected(&o, "more than an XDP test run's packet holds (3512)");
+    assert_rejected(&o, "more than an XDP test run's packet holds (3520)");
 }
 
 /// A little-endian pcap with Ethernet link type.

@@ -109,6 +109,10 @@ pub enum BpfError {
     /// Memory longer than an XDP test run's packet holds ([`memory`]).
     #[error("{len} bytes of memory is more than an XDP test run's packet holds ({max})")]
     MemoryTooLong { len: usize, max: usize },
+    /// Memory too short for [`memory::Args::WithEnd`]: the test run pads
+    /// it, so the packet's end would not be the memory's.
+    #[error("{len} bytes of memory is less than the {min} a program given the memory's end needs")]
+    MemoryTooShort { len: usize, min: usize },
     /// A [`memory::MemoryProg`] run on memory of another length than it
     /// was loaded (and verified) for.
     #[error("the program was loaded for {expected} bytes of memory, not {len}")]

@@ -2,6 +2,8 @@
 
 use clap::{Args, Subcommand, ValueEnum};
 
+use kernel::bpf::memory::Args as MemoryArgs;
+
 use crate::fail::{Failure, Result};
 use crate::io::{parse_hex, read_input, write_output};
 use crate::out::{outln, Out};
@@ -73,6 +75,10 @@ enum EbpfCommand {
         /// run is stopped; default 2^20). The kernel's verifier bounds its runs itself.
         #[arg(long)]
         budget: Option<u64>,
+        /// r3 = the memory's end too (XDP's data_end), for programs that
+        /// bounds-check a register offset themselves; memory of at least 14 bytes.
+        #[arg(long)]
+        data_end: bool,
     },
     /// The bpf_conformance runner's plugin protocol (program as hex on stdin, memory as hex argument).
     ConformancePlugin {
@@ -101,18 +107,33 @@ fn read_program(path: &str, from: Option<EbpfFrom>) -> Result<Vec<ebpf::Insn>> {
     }
 }
 
-/// Runs `insns` on `mem` with `engine` and returns r0; `mem` is left as
-/// the program left it.
-fn run_on(engine: EbpfEngine, insns: &[ebpf::Insn], mem: &mut [u8], budget: u64) -> Result<u64> {
+/// Runs `insns` on `mem` with `engine` and the argument registers of
+/// `args`, and returns r0; `mem` is left as the program left it.
+fn run_on(engine: EbpfEngine, insns: &[ebpf::Insn], mem: &mut [u8], budget: u64, args: MemoryArgs) -> Result<u64> {
     match engine {
         EbpfEngine::Ours => {
+            if args == MemoryArgs::WithEnd && mem.len() < kernel::bpf::memory::ETH_HLEN {
+                // The same refusal as the kernel's, so both engines take the same inputs.
+                return Err(bpf_failure(kernel::bpf::BpfError::MemoryTooShort {
+                    len: mem.len(),
+                    min: kernel::bpf::memory::ETH_HLEN,
+                }));
+            }
+            let with_end;
+            let insns = match args {
+                MemoryArgs::WithEnd => {
+                    with_end = [&kernel::bpf::memory::END_PRELUDE[..], insns].concat();
+                    &with_end[..]
+                }
+                _ => insns,
+            };
             let prog = ebpf::Program::load(insns, &ebpf::LoadOptions::default(), &ebpf::Helpers::conformance())?;
             let mut vm = ebpf::Vm::new();
             vm.set_step_budget(budget);
             Ok(vm.run(&prog, ebpf::Input::Memory(mem))?)
         }
         EbpfEngine::Kernel => {
-            let prog = kernel::bpf::memory::MemoryProg::load(insns, mem.len()).map_err(bpf_failure)?;
+            let prog = kernel::bpf::memory::MemoryProg::load_with(insns, mem.len(), args).map_err(bpf_failure)?;
             Ok(prog.run(mem).map_err(bpf_failure)?.r0)
         }
     }
@@ -148,7 +169,7 @@ pub fn ebpf(args: &EbpfArgs) -> Result<i32> {
             out.write_all(text.as_bytes())?;
             out.finish()?;
         }
-        EbpfCommand::Run { file, from, mem, engine, budget } => {
+        EbpfCommand::Run { file, from, mem, engine, budget, data_end } => {
             if budget.is_some() && *engine == EbpfEngine::Kernel {
                 return Err(Failure::usage(
                     "--budget is our interpreter's step budget; it does not apply to --engine kernel",
@@ -156,7 +177,8 @@ pub fn ebpf(args: &EbpfArgs) -> Result<i32> {
             }
             let insns = read_program(file, *from)?;
             let mut mem = parse_hex(mem)?;
-            let r0 = run_on(*engine, &insns, &mut mem, budget.unwrap_or(ebpf::interp::DEFAULT_STEP_BUDGET))?;
+            let args = if *data_end { MemoryArgs::WithEnd } else { MemoryArgs::Conformance };
+            let r0 = run_on(*engine, &insns, &mut mem, budget.unwrap_or(ebpf::interp::DEFAULT_STEP_BUDGET), args)?;
             let mut out = Out::stdout();
             outln!(out, "{r0:#x}")?;
             out.finish()?;
@@ -174,7 +196,7 @@ fn conformance_plugin(engine: EbpfEngine, mem: Option<&str>) -> i32 {
         let text = String::from_utf8(bytes).map_err(|e| Failure::rejected(format!("stdin: {e}")))?;
         let insns = ebpf::decode(&parse_hex(&text)?)?;
         let mut mem = parse_hex(mem.unwrap_or(""))?;
-        run_on(engine, &insns, &mut mem, ebpf::interp::DEFAULT_STEP_BUDGET)
+        run_on(engine, &insns, &mut mem, ebpf::interp::DEFAULT_STEP_BUDGET, MemoryArgs::Conformance)
     })();
     let (line, code) = match result {
         Ok(r0) => (format!("{r0:x}"), 0),
