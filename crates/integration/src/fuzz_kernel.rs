@@ -24,6 +24,8 @@
 
 use std::fmt::Write as _;
 
+pub mod ebpf;
+
 use cbpf::{Insn, Mode, Program, SeccompData};
 use engine::{EngineKind, Prepared, SeccompEngine, SocketEngine, SocketOutcome};
 use kernel::socket::{unix_dgram_skb, Attach, Delivery};

@@ -1,4 +1,4 @@
-//! `fuzz-kernel [--time S] [--mode seccomp|socket|both] [--seed N] [--out DIR]`:
+//! `fuzz-kernel [--time S] [--mode seccomp|socket|both|ebpf] [--seed N] [--out DIR]`:
 //! the running kernel as the judge of random valid programs (run it through
 //! `cargo xtask fuzz-kernel`). See `bpfconv_integration::fuzz_kernel`.
 //!
@@ -11,6 +11,11 @@
 //! stub's. Every disagreement is written to `--out` as a JSON reproducer,
 //! and again minimised (`-min.json`: instructions dropped and the packet cut
 //! while the kernel still disagrees); the exit code is 1 when there was any.
+//!
+//! `--mode ebpf` judges our eBPF interpreter instead: general programs from
+//! `test_kit::gen_ebpf`, run by the kernel behind `kernel::bpf::memory`'s
+//! XDP harness (see `bpfconv_integration::fuzz_kernel::ebpf`); it reports
+//! the verifier's acceptance rate and its reasons for refusing.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -24,7 +29,7 @@ use cbpf::{Mode, SeccompData};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use test_kit::{branch, gen, SplitMix64};
 
-const USAGE: &str = "usage: fuzz-kernel [--time SECONDS] [--mode seccomp|socket|both] [--seed N] [--out DIR]";
+const USAGE: &str = "usage: fuzz-kernel [--time SECONDS] [--mode seccomp|socket|both|ebpf] [--seed N] [--out DIR]";
 
 /// Random inputs drawn per program besides the branch-reaching ones.
 const RANDOM_INPUTS: usize = 4;
@@ -36,6 +41,8 @@ const MAX_BRANCH_INPUTS: usize = 64;
 struct Args {
     time: Duration,
     modes: Vec<Mode>,
+    /// `--mode ebpf`: general eBPF programs instead of classic ones.
+    ebpf: bool,
     seed: u64,
     out: PathBuf,
 }
@@ -44,6 +51,7 @@ fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         time: Duration::from_secs(60),
         modes: vec![Mode::Seccomp, Mode::Socket],
+        ebpf: false,
         seed: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         out: PathBuf::from("target/fuzz-kernel"),
     };
@@ -59,8 +67,10 @@ fn parse_args() -> Result<Args, String> {
                     "seccomp" => vec![Mode::Seccomp],
                     "socket" => vec![Mode::Socket],
                     "both" => vec![Mode::Seccomp, Mode::Socket],
-                    other => return Err(format!("--mode: `{other}` is not seccomp, socket or both")),
-                }
+                    "ebpf" => Vec::new(),
+                    other => return Err(format!("--mode: `{other}` is not seccomp, socket, both or ebpf")),
+                };
+                args.ebpf = args.modes.is_empty();
             }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
@@ -110,6 +120,9 @@ fn main() -> ExitCode {
                 failed = true;
             }
         }
+    }
+    if args.ebpf {
+        failed |= ebpf_mode::main(&args, &release);
     }
     if failed {
         ExitCode::FAILURE
@@ -219,11 +232,112 @@ fn run_mode(mode: Mode, args: &Args) -> Result<Tally, String> {
     Ok(tally)
 }
 
-fn save(out: &std::path::Path, repro: &fuzz_kernel::Reproducer, name: &str) -> Result<String, String> {
+fn save(out: &std::path::Path, repro: &impl serde::Serialize, name: &str) -> Result<String, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let path = out.join(format!("{name}.json"));
     let mut text = serde_json::to_string_pretty(repro).map_err(|e| e.to_string())?;
     text.push('\n');
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path.display().to_string())
+}
+
+/// `--mode ebpf` (see the module docs).
+mod ebpf_mode {
+    use super::*;
+    use bpfconv_integration::fuzz_kernel::ebpf::{self, EbpfTally};
+    use test_kit::gen_ebpf;
+
+    /// Memories drawn per program.
+    const INPUTS: usize = 8;
+
+    /// Runs the mode; true when it found a disagreement or failed.
+    pub fn main(args: &Args, release: &str) -> bool {
+        if let Err(why) = ebpf::available() {
+            eprintln!("SKIPPED fuzz-kernel --mode ebpf: the kernel refuses to load XDP programs here: {why}");
+            return false;
+        }
+        eprintln!("fuzz-kernel --mode ebpf --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
+        match run(args) {
+            Ok(t) => {
+                eprintln!(
+                    "fuzz-kernel --mode ebpf: {} programs, {} accepted by the verifier ({:.1}%), {} refused, \
+                     {} inputs compared, {} disagreements",
+                    t.programs,
+                    t.accepted,
+                    t.acceptance_percent(),
+                    t.refused_total(),
+                    t.inputs,
+                    t.disagreements
+                );
+                let mut reasons: Vec<(&String, &u64)> = t.refused.iter().collect();
+                reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+                for (reason, n) in reasons {
+                    eprintln!("  refused {n:>8}: {reason}");
+                }
+                t.disagreements > 0
+            }
+            Err(e) => {
+                eprintln!("error: fuzz-kernel --mode ebpf: {e}");
+                true
+            }
+        }
+    }
+
+    fn run(args: &Args) -> Result<EbpfTally, String> {
+        let mut rng = SplitMix64::new(args.seed ^ 0xeb9f);
+        let bar = progress(args.time);
+        bar.set_prefix("ebpf");
+        let terminal = std::io::stderr().is_terminal();
+        let start = Instant::now();
+        let mut last_line = start;
+        let mut tally = EbpfTally::default();
+        let mut index: u64 = 0;
+        while start.elapsed() < args.time {
+            let bytes = gen_ebpf::seeded_bytes(rng.next_u64());
+            let mut u = Unstructured::new(&bytes);
+            let Ok(gen_ebpf::Generated { insns, mem_len, mut pool }) = gen_ebpf::program(&mut u) else { continue };
+            let inputs: Vec<Vec<u8>> =
+                (0..INPUTS).filter_map(|_| gen_ebpf::memory(&mut u, mem_len, &mut pool).ok()).collect();
+            for mut repro in ebpf::judge(&insns, mem_len, &inputs, &mut tally)? {
+                repro.found_by = format!("cargo xtask fuzz-kernel --mode ebpf --seed {} (program {index})", args.seed);
+                let path = save(&args.out, &repro, &format!("ebpf-{}-{}-{index}", repro.kind, args.seed))?;
+                bar.println(format!(
+                    "disagreement ({}): {path}\n  ours   {}\n  kernel {}",
+                    repro.kind, repro.ours, repro.kernel
+                ));
+                match ebpf::minimise(&repro, MINIMISE_BUDGET) {
+                    Ok(small) => {
+                        let name = format!("ebpf-{}-{}-{index}-min", small.kind, args.seed);
+                        let path = save(&args.out, &small, &name)?;
+                        bar.println(format!("  minimised to {} instructions: {path}", small.program.len()));
+                    }
+                    Err(e) => bar.println(format!("  not minimised: {e}")),
+                }
+            }
+            index += 1;
+            let secs = start.elapsed().as_secs_f64().max(1e-3);
+            bar.set_position(start.elapsed().as_secs().min(args.time.as_secs()));
+            bar.set_message(format!(
+                "{} programs ({:.0}/s), {:.1}% accepted, {} inputs, {} disagreements",
+                tally.programs,
+                tally.programs as f64 / secs,
+                tally.acceptance_percent(),
+                tally.inputs,
+                tally.disagreements
+            ));
+            if !terminal && last_line.elapsed() >= Duration::from_secs(30) {
+                last_line = Instant::now();
+                eprintln!(
+                    "ebpf {:>5.0}s: {} programs, {:.1}% accepted, {} inputs, {} disagreements",
+                    secs,
+                    tally.programs,
+                    tally.acceptance_percent(),
+                    tally.inputs,
+                    tally.disagreements
+                );
+            }
+        }
+        bar.finish_and_clear();
+        Ok(tally)
+    }
 }
