@@ -24,25 +24,45 @@ fn every_saved_reproducer_replays() {
         let repro: Reproducer =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not a reproducer: {e}", path.display()));
         assert!(!repro.kernel_release.is_empty(), "{}: no kernel release", path.display());
-        match (repro.replay(), &repro.kernel_bug) {
-            (Ok(_), None) => {}
-            (Ok(ours), Some(bug)) => panic!(
-                "{}: documented as a kernel bug ({bug}) but we now answer {ours}, the kernel's answer",
-                path.display()
-            ),
-            (Err(ours), Some(bug)) => {
-                assert!(bug.contains("()"), "{}: the kernel finding must name the kernel function", path.display());
-                assert_eq!(ours, repro.ours, "{}: our answer changed since the finding", path.display());
-            }
-            (Err(ours), None) => panic!(
-                "{}: we answer {ours}, the kernel answered {} (kernel {})",
-                path.display(),
-                repro.kernel,
-                repro.kernel_release
-            ),
-        }
+        judge_replay(
+            path,
+            repro.replay(),
+            repro.kernel_bug.as_deref(),
+            &repro.ours,
+            &repro.kernel,
+            &repro.kernel_release,
+        );
     }
     eprintln!("{} reproducers replayed", names.len());
+}
+
+/// A replay's verdict: today's answer is the recorded kernel answer, or
+/// the file documents a kernel bug (naming the kernel function) and our
+/// answer is still the one recorded.
+fn judge_replay(
+    path: &std::path::Path,
+    replay: Result<String, String>,
+    kernel_bug: Option<&str>,
+    recorded_ours: &str,
+    kernel: &str,
+    release: &str,
+) {
+    match (replay, kernel_bug) {
+        (Ok(_), None) => {}
+        (Ok(ours), Some(bug)) => {
+            panic!(
+                "{}: documented as a kernel bug ({bug}) but we now answer {ours}, the kernel's answer",
+                path.display()
+            )
+        }
+        (Err(ours), Some(bug)) => {
+            assert!(bug.contains("()"), "{}: the kernel finding must name the kernel function", path.display());
+            assert_eq!(ours, recorded_ours, "{}: our answer changed since the finding", path.display());
+        }
+        (Err(ours), None) => {
+            panic!("{}: we answer {ours}, the kernel answered {kernel} (kernel {release})", path.display())
+        }
+    }
 }
 
 fn reproducer(mode: &str, kind: &str, insns: &[Insn], input: Option<String>, ours: &str, kernel: &str) -> Reproducer {
@@ -162,23 +182,9 @@ mod ebpf_mode {
             let repro: EbpfReproducer =
                 serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not a reproducer: {e}", path.display()));
             assert_eq!(repro.mode, "ebpf", "{}", path.display());
-            match (repro.replay(), &repro.kernel_bug) {
-                (Ok(_), None) => {}
-                (Ok(ours), Some(bug)) => panic!(
-                    "{}: documented as a kernel bug ({bug}) but we now answer {ours}, the kernel's answer",
-                    path.display()
-                ),
-                (Err(ours), Some(bug)) => {
-                    assert!(bug.contains("()"), "{}: the kernel finding must name the kernel function", path.display());
-                    assert_eq!(ours, repro.ours, "{}: our answer changed since the finding", path.display());
-                }
-                (Err(ours), None) => panic!(
-                    "{}: we answer {ours}, the kernel answered {} (kernel {})",
-                    path.display(),
-                    repro.kernel,
-                    repro.kernel_release
-                ),
-            }
+            assert!(!repro.kernel_release.is_empty(), "{}: no kernel release", path.display());
+            let bug = repro.kernel_bug.as_deref();
+            judge_replay(path, repro.replay(), bug, &repro.ours, &repro.kernel, &repro.kernel_release);
         }
         eprintln!("{} ebpf reproducers replayed", names.len());
     }

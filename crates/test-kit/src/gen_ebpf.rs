@@ -156,7 +156,9 @@ impl Pool {
 pub struct Generated {
     /// The instructions (`ld_imm64` as its two slots).
     pub insns: Vec<Insn>,
-    /// The memory length the program is written (and verified) for.
+    /// The memory length the program is written (and verified) for; from
+    /// [`END_MIN_MEM`] bytes on the program reads the memory's end in
+    /// [`END`].
     pub mem_len: usize,
     /// Its constants, for [`memory`].
     pub pool: Pool,

@@ -18,14 +18,13 @@
 //! kernel by `tests/fuzz_kernel_replay.rs` from `testdata/fuzz-kernel/ebpf/`.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 use ebpf::{Helpers, Input, Insn, LoadOptions, Op, Program, Vm};
 use kernel::bpf::memory::{Args, MemoryProg, END_PRELUDE};
 use kernel::bpf::BpfError;
 use serde::{Deserialize, Serialize};
 
-use super::kernel_release;
+use super::{hex, kernel_release, unhex};
 
 /// What judging programs found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -211,26 +210,6 @@ pub fn answer_text(answer: &Result<Answer, String>) -> String {
         Ok((r0, mem)) => format!("r0 = {r0:#x}; memory = {}", hex(mem)),
         Err(e) => e.clone(),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
-
-fn unhex(text: &str) -> Result<Vec<u8>, String> {
-    let text = text.trim();
-    if text.len() % 2 != 0 {
-        return Err(format!("odd hex length {}", text.len()));
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| {
-            text.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()).ok_or_else(|| format!("bad hex at {i}"))
-        })
-        .collect()
 }
 
 fn reproducer(
