@@ -22,26 +22,26 @@ fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/bpf_conformance")
 }
 
-/// The suite's files by name (`add64`, `negative/unused-add64_imm-src`).
+/// The suite's files by name (`add64`, `negative/unused-add64_imm-src`):
+/// every file of `tests/`, then the reserved-field programs of `negative/`
+/// (the others test upstream's runner and assembler).
 fn tests() -> Vec<(String, PathBuf)> {
-    let mut out = Vec::new();
-    for (sub, prefix, keep) in
-        [("tests", "", (|_: &str| true) as fn(&str) -> bool), ("negative", "negative/", |n| n.starts_with("unused-"))]
-    {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(dir().join(sub))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|x| x == "data"))
-            .collect();
-        files.sort();
-        for path in files {
-            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
-            if keep(&stem) {
-                out.push((format!("{prefix}{stem}"), path));
-            }
-        }
-    }
+    let mut out = data_files("tests", "");
+    out.extend(
+        data_files("negative", "negative/").into_iter().filter(|(name, _)| name.starts_with("negative/unused-")),
+    );
     out
+}
+
+/// The `.data` files of `sub`, sorted, named `prefix` + stem.
+fn data_files(sub: &str, prefix: &str) -> Vec<(String, PathBuf)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir().join(sub))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "data"))
+        .collect();
+    files.sort();
+    files.into_iter().map(|p| (format!("{prefix}{}", p.file_stem().unwrap().to_string_lossy()), p)).collect()
 }
 
 /// r0 and the memory after a run.
