@@ -186,11 +186,8 @@ fn ebpf_conformance_plugin_speaks_the_protocol() {
 fn ebpf_engine_kernel_runs_in_the_kernel_and_refusals_are_one_line() {
     let o = run(&["ebpf", "run", "--engine", "kernel", "--budget", "5", "-"], b"exit\n");
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    if let Err(e) = kernel::bpf::available() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "bpf(2) is a prerequisite under CI=true: {e}");
-        eprintln!("SKIPPED ebpf --engine kernel: {e}");
-        return;
-    }
+    let test = "ebpf_engine_kernel_runs_in_the_kernel_and_refusals_are_one_line";
+    let Some(()) = require::have(test, Need::Bpf, kernel::bpf::available()) else { return };
     // lddw r0, 0x8877665544332211; add r0, r2; exit: more than the test run's 32-bit retval.
     let prog = b"lddw %r0, 0x8877665544332211\nadd %r0, %r2\nexit\n";
     for engine in ["ours", "kernel"] {

@@ -7,8 +7,8 @@
 //! run must be equal; where it refuses, its reason is pinned, one line per
 //! test, in testdata/bpf_conformance/kernel-verdicts.txt
 //! (`UPDATE_EXPECT=1` rewrites it; review the diff), so a change in either
-//! shows. Skipped visibly without the privilege to load programs (a
-//! failure under `CI=true`).
+//! shows. Without the privilege to load programs it says so through
+//! `test_data::require` (a visible skip, a failure under `CI=true`).
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -17,6 +17,7 @@ use ebpf::conformance::parse;
 use ebpf::{Helpers, Input, LoadOptions, Program, Vm};
 use kernel::bpf::memory::MemoryProg;
 use kernel::bpf::BpfError;
+use test_data::require::{self, Need};
 
 fn dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/bpf_conformance")
@@ -89,11 +90,9 @@ const HEADER: &str = "\
 
 #[test]
 fn conformance_suite_through_the_kernel() {
-    if let Err(e) = kernel::bpf::available() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "bpf(2) is a prerequisite under CI=true: {e}");
-        eprintln!("SKIPPED conformance_suite_through_the_kernel: {e}");
+    let Some(()) = require::have("conformance_suite_through_the_kernel", Need::Bpf, kernel::bpf::available()) else {
         return;
-    }
+    };
     let mut table = String::from(HEADER);
     let mut failures = Vec::new();
     let (mut equal, mut refused) = (0, 0);
