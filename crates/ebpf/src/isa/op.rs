@@ -560,22 +560,83 @@ pub enum Op {
     Atomic { size: Size, op: AtomicOp, dst: u8, src: u8, off: i16 },
 }
 
-/// Why an instruction is not an [`Op`].
+/// Why an instruction is not an [`Op`], with what it was as far as
+/// decoding got ([`OpError::family`]): checkers that report an
+/// instruction's other fields before its refused variant (the loader's
+/// reserved fields, the disassembler's unused ones) ask the error instead
+/// of decoding a doctored copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum OpError {
-    #[error("unknown opcode {0:#04x}")]
-    UnknownOpcode(u8),
-    #[error("invalid offset {0} for this opcode")]
-    BadOffset(i16),
-    #[error("invalid immediate {0} for this opcode")]
-    BadImmediate(i32),
-    #[error("unsupported call kind (src {0})")]
-    UnsupportedCall(u8),
+    #[error("unknown opcode {code:#04x}")]
+    UnknownOpcode { code: u8, family: Family },
+    #[error("invalid offset {off} for this opcode")]
+    BadOffset { off: i16, family: Family },
+    #[error("invalid immediate {imm} for this opcode")]
+    BadImmediate { imm: i32, family: Family },
+    #[error("unsupported call kind (src {src})")]
+    UnsupportedCall { src: u8 },
     #[error("ld_imm64 is missing its second slot")]
     IncompleteLdImm64,
     #[error("second slot of ld_imm64 has non-zero code, registers or offset")]
     BadLdImm64SecondSlot,
+}
+
+impl OpError {
+    /// The family of the refused instruction.
+    pub fn family(&self) -> Family {
+        match *self {
+            OpError::UnknownOpcode { family, .. }
+            | OpError::BadOffset { family, .. }
+            | OpError::BadImmediate { family, .. } => family,
+            OpError::UnsupportedCall { .. } => Family::Call,
+            OpError::IncompleteLdImm64 | OpError::BadLdImm64SecondSlot => Family::LdImm64,
+        }
+    }
+}
+
+/// The family of an instruction [`Op::decode`] refused: which kind of
+/// operation its class and operation bits name, whatever variant or field
+/// made it invalid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Family {
+    /// A binary ALU operation (including `mov`).
+    Alu,
+    /// `neg`.
+    Neg,
+    /// `movsx`.
+    MovSx,
+    /// A byte-order operation (`BPF_END`): `le`, `be`, `bswap`.
+    End,
+    /// `ja`, `gotol` or a conditional jump.
+    Jump,
+    /// `call` (helper, local or kfunc).
+    Call,
+    /// `exit`.
+    Exit,
+    /// `ld_imm64`.
+    LdImm64,
+    /// Another `BPF_LD` or `BPF_LDX` form.
+    Load,
+    /// `BPF_ST`, or a `BPF_STX` form other than an atomic.
+    Store,
+    /// `BPF_STX | BPF_ATOMIC`.
+    Atomic,
+}
+
+impl Family {
+    /// The fields an instruction of this family leaves unused that a
+    /// checker judges before its refused variant, in encoding order (`dst`,
+    /// `src`, `off`, `imm`): `src` and `off` of `BPF_END` (`imm` is its
+    /// width), `dst` and `off` of a call (`src` is its kind); none for the
+    /// others.
+    pub fn unused_before_variant(self) -> &'static [&'static str] {
+        match self {
+            Family::End => &["src", "off"],
+            Family::Call => &["dst", "off"],
+            _ => &[],
+        }
+    }
 }
 
 /// Instruction class (`BPF_CLASS(code)`), the first thing a decoder looks
@@ -639,7 +700,7 @@ impl Op {
     /// [`Op::slots`]). Fields the instruction does not use are ignored.
     pub fn decode(insn: Insn, next: Option<Insn>) -> Result<Op, OpError> {
         let code = insn.code;
-        let unknown = OpError::UnknownOpcode(code);
+        let unknown = |family| OpError::UnknownOpcode { code, family };
         let (dst, src, off, imm) = (insn.dst(), insn.src(), insn.off, insn.imm);
         let op_bits = code & 0xf0;
         let mode = code & 0xe0;
@@ -654,21 +715,21 @@ impl Op {
                             (Width::W32, false) => Endian::ToLe,
                             (Width::W32, true) => Endian::ToBe,
                             (Width::W64, false) => Endian::Swap,
-                            (Width::W64, true) => return Err(unknown),
+                            (Width::W64, true) => return Err(unknown(Family::End)),
                         };
                         if !matches!(imm, 16 | 32 | 64) {
-                            return Err(OpError::BadImmediate(imm));
+                            return Err(OpError::BadImmediate { imm, family: Family::End });
                         }
                         Op::End { endian, dst, bits: imm }
                     }
-                    BPF_NEG if x => return Err(unknown),
+                    BPF_NEG if x => return Err(unknown(Family::Neg)),
                     BPF_NEG => Op::Neg { width, dst },
                     BPF_MOV if x && off != 0 => {
                         let from = match (off, width) {
                             (8, _) => Size::B,
                             (16, _) => Size::H,
                             (32, Width::W64) => Size::W,
-                            _ => return Err(OpError::BadOffset(off)),
+                            _ => return Err(OpError::BadOffset { off, family: Family::MovSx }),
                         };
                         Op::MovSx { width, dst, src, from }
                     }
@@ -678,8 +739,8 @@ impl Op {
                         let off = if signed { off } else { 0 };
                         let op = match AluOp::from_fields(op_bits, off) {
                             Some(op) => op,
-                            None if signed => return Err(OpError::BadOffset(off)),
-                            None => return Err(unknown),
+                            None if signed => return Err(OpError::BadOffset { off, family: Family::Alu }),
+                            None => return Err(unknown(Family::Alu)),
                         };
                         Op::Alu { width, op, dst, src: Operand::of(insn) }
                     }
@@ -697,13 +758,13 @@ impl Op {
                             0 => CallKind::Helper,
                             BPF_PSEUDO_CALL => CallKind::Local,
                             2 => CallKind::Kfunc,
-                            other => return Err(OpError::UnsupportedCall(other)),
+                            other => return Err(OpError::UnsupportedCall { src: other }),
                         };
                         Op::Call { kind, imm }
                     }
                     (BPF_EXIT, Width::W64, false) => Op::Exit,
                     _ => {
-                        let cond = JmpCond::from_bits(op_bits).ok_or(unknown)?;
+                        let cond = JmpCond::from_bits(op_bits).ok_or(unknown(Family::Jump))?;
                         Op::Jmp { width, cond, dst, src: Operand::of(insn), off }
                     }
                 }
@@ -718,24 +779,30 @@ impl Op {
             BPF_LD => match mode {
                 BPF_ABS => Op::LdAbs { size, imm },
                 BPF_IND => Op::LdInd { size, src, imm },
-                _ => return Err(unknown),
+                _ => return Err(unknown(Family::Load)),
             },
             BPF_LDX => match mode {
                 BPF_MEM => Op::Ldx { size, dst, src, off },
                 BPF_MEMSX if size != Size::DW => Op::Ldsx { size, dst, src, off },
-                _ => return Err(unknown),
+                _ => return Err(unknown(Family::Load)),
             },
             BPF_ST => match mode {
                 BPF_MEM => Op::St { size, dst, off, imm },
-                _ => return Err(unknown),
+                _ => return Err(unknown(Family::Store)),
             },
             _ => match mode {
                 BPF_MEM => Op::Stx { size, dst, src, off },
                 BPF_ATOMIC => {
                     let op = AtomicOp::from_bits(imm).filter(|o| o.allows(size));
-                    Op::Atomic { size, op: op.ok_or(OpError::BadImmediate(imm))?, dst, src, off }
+                    Op::Atomic {
+                        size,
+                        op: op.ok_or(OpError::BadImmediate { imm, family: Family::Atomic })?,
+                        dst,
+                        src,
+                        off,
+                    }
                 }
-                _ => return Err(unknown),
+                _ => return Err(unknown(Family::Store)),
             },
         })
     }
@@ -848,19 +915,5 @@ pub fn reserved_field(op: &Op, insn: Insn) -> Option<&'static str> {
         Some("imm")
     } else {
         None
-    }
-}
-
-/// `insn` with the field that made [`Op::decode`] fail with `e` replaced by
-/// a valid value (END's width, the call kind, a division's `off`, the
-/// `BPF_X` bit of an opcode that has no X form), for checkers that report
-/// the other fields of an instruction before its unsupported variant. Not
-/// every such instruction decodes afterwards.
-pub fn repaired(insn: Insn, e: OpError) -> Insn {
-    match e {
-        OpError::BadImmediate(_) => Insn { imm: 16, ..insn },
-        OpError::UnsupportedCall(_) => Insn { regs: insn.regs & 0x0f, ..insn },
-        OpError::BadOffset(_) => Insn { off: 0, ..insn },
-        _ => Insn { code: insn.code & !BPF_X, imm: 16, ..insn },
     }
 }
