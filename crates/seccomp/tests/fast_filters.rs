@@ -14,30 +14,7 @@ const AARCH64: u32 = 0xc000_00b7;
 const EPERM: u32 = 0x0005_0001;
 
 mod common;
-use common::{dir, filter_names, load};
-
-/// Every vector of `NAME.vectors.jsonl` and `NAME.sim_only.jsonl`, with its
-/// file and line, the input and the expected action.
-fn vectors(name: &str) -> Vec<(String, SeccompData, u32)> {
-    let mut out = Vec::new();
-    for suffix in ["vectors", "sim_only"] {
-        let file = format!("{name}.{suffix}.jsonl");
-        let text = std::fs::read_to_string(format!("{}/{file}", dir())).unwrap_or_else(|e| panic!("{file}: {e}"));
-        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{file}:{}: {e}", i + 1));
-            let num = |key: &str| v[key].as_i64().or_else(|| v[key].as_u64().map(|u| u as i64)).unwrap();
-            let args: Vec<u64> = v["args"].as_array().unwrap().iter().map(|a| a.as_u64().unwrap()).collect();
-            let data = SeccompData {
-                nr: num("nr") as i32,
-                arch: num("arch") as u32,
-                instruction_pointer: v["ip"].as_u64().unwrap(),
-                args: args.try_into().unwrap(),
-            };
-            out.push((format!("{file}:{}", i + 1), data, num("action") as u32));
-        }
-    }
-    out
-}
+use common::{filter_names, load, vectors};
 
 #[test]
 fn fast_matches_the_interpreter_on_every_vector() {
