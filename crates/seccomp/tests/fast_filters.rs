@@ -5,8 +5,8 @@
 //! shapes (constants, residual sizes); stacks of filters.
 
 use cbpf::{validate, Insn, Interp, Mode, Program, SeccompData};
-use seccomp::chain::combine;
-use seccomp::fast::{Entry, FastChain, FastFilter};
+use seccomp::fast::{Entry, FastFilter, FastStack};
+use seccomp::stack::combine;
 
 use seccomp::action::SECCOMP_RET_ALLOW as ALLOW;
 use seccomp::arch::{AUDIT_ARCH_I386 as I386, AUDIT_ARCH_X86_64 as X86_64, X32_SYSCALL_BIT as X32_BIT};
@@ -156,7 +156,7 @@ fn chains_combine_as_the_kernel_does() {
         }
     }
     for stack in &stacks {
-        let chain = FastChain::build(&stack.iter().map(|&i| progs[i].clone()).collect::<Vec<_>>()).unwrap();
+        let chain = FastStack::build(&stack.iter().map(|&i| progs[i].clone()).collect::<Vec<_>>()).unwrap();
         for data in &inputs {
             let want = combine(stack.iter().map(|&i| interps[i].run_seccomp(&data.to_bytes()).unwrap()));
             let got = chain.eval(data);
@@ -169,9 +169,9 @@ fn chains_combine_as_the_kernel_does() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     // seed_fast over allow306: getppid is ALLOW in both, the rest mostly
     // constant kills or errnos: one lookup answers.
-    let chain = FastChain::build(&[progs[1].clone(), progs[0].clone()]).unwrap();
+    let chain = FastStack::build(&[progs[1].clone(), progs[0].clone()]).unwrap();
     assert!(chain.constant_entries() >= 470, "{}", chain.constant_entries());
-    assert_eq!(FastChain::build(&[]).unwrap().eval(&SeccompData::default()), 0x8000_0000);
+    assert_eq!(FastStack::build(&[]).unwrap().eval(&SeccompData::default()), 0x8000_0000);
 }
 
 #[test]

@@ -97,7 +97,7 @@ pub(super) trait Scans {
     fn short(&self, a: u32, from: usize) -> &Exit;
 
     /// [`Scans::short`] for a chain whose tests all have a full mask
-    /// (`jeq`, `jgt`, `jge`: [`Op::RangeChain`]): the scan skips the `&`.
+    /// (`jeq`, `jgt`, `jge`: [`Step::RangeChain`]): the scan skips the `&`.
     /// The sentinel is a range test too (`A - 0 <= MAX`), and tests past it
     /// are never reached.
     fn short_ranges(&self, a: u32, from: usize) -> &Exit;
@@ -174,11 +174,12 @@ fn pc16(pc: usize) -> u16 {
     u16::try_from(pc).unwrap_or(DEAD)
 }
 
-/// A pre-decoded classic instruction. Jump targets are absolute pcs (a
+/// A pre-decoded classic instruction: the interpreter's own step set (the
+/// ISA's typed view is [`crate::Op`], here `View`). Jump targets are absolute pcs (a
 /// program has at most 4096 instructions, so `u16` holds them); 16 bytes, so
 /// that single range tests fit inline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Op {
+pub(super) enum Step {
     LdImm(u32),
     LdxImm(u32),
     LdMem(u8),
@@ -237,7 +238,7 @@ pub(super) enum Op {
     Chain {
         from: u16,
     },
-    /// An [`Op::Chain`] whose tests are all ranges (full mask: `jeq`, `jgt`,
+    /// A [`Step::Chain`] whose tests are all ranges (full mask: `jeq`, `jgt`,
     /// `jge`, as in libseccomp's syscall trees), scanned without the mask.
     RangeChain {
         from: u16,
@@ -254,7 +255,7 @@ pub(super) enum Op {
         k: u8,
         from: u16,
     },
-    /// Seccomp `ld [k]` fused with the [`Op::RangeChain`] after it.
+    /// Seccomp `ld [k]` fused with the [`Step::RangeChain`] after it.
     LdRangeChain {
         k: u8,
         from: u16,
@@ -283,7 +284,7 @@ pub(super) enum Op {
     /// inline: go to `target` if `A - lo <= span` (wrapping), else `then`.
     /// The same test is `chains.exits[from]`, followed by the chain's
     /// sentinel, so that [`link_chains`] can make the op an
-    /// [`Op::RangeChain`].
+    /// [`Step::RangeChain`].
     Range {
         from: u16,
         lo: u32,
@@ -325,7 +326,7 @@ fn cmp_k(insn: Option<&Insn>) -> Option<(JmpOp, u32, u8, u8)> {
 /// each outcome that leaves becomes an [`ExitTest`]; an outcome that falls
 /// through adds nothing; a jump whose two outcomes both leave ends the chain
 /// (its false target is the chain's `then`). Every pc in a chain gets an
-/// [`Op::Chain`] starting at its own first test, so jumps into the middle of
+/// [`Step::Chain`] starting at its own first test, so jumps into the middle of
 /// a chain work. Seccomp loads before a chain are fused with it, and loads
 /// that start a long rule ladder get the ladder's chain ([`build_ladders`]).
 ///
@@ -336,7 +337,7 @@ fn cmp_k(insn: Option<&Insn>) -> Option<(JmpOp, u32, u8, u8)> {
 /// land inside the program, `M[k]` has `k < 16`, `div/mod #k` has `k != 0`,
 /// shifts by `#k` have `k < 32`. An instruction that breaks this (impossible
 /// through the public API) becomes `ret #0`.
-pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
+pub(super) fn compile(insns: &[Insn]) -> (Box<[Step]>, Chains) {
     let through_ja = thread_jumps(insns);
     let via = |pc: u16| through_ja.get(usize::from(pc)).copied().unwrap_or(DEAD);
     let mut ops = Vec::with_capacity(insns.len());
@@ -344,10 +345,10 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
     let mut pc = 0;
     while let Some(insn) = insns.get(pc) {
         if cmp_k(Some(insn)).is_none() {
-            let op = insn.op().map_or(Op::RetK(0), |view| decode(pc, view));
+            let op = insn.op().map_or(Step::RetK(0), |view| decode(pc, view));
             ops.push(match op {
-                Op::Ja(t) => Op::Ja(via(t)),
-                Op::JmpX { op, jt, jf } => Op::JmpX { op, jt: via(jt), jf: via(jf) },
+                Step::Ja(t) => Step::Ja(via(t)),
+                Step::JmpX { op, jt, jf } => Step::JmpX { op, jt: via(jt), jf: via(jf) },
                 other => other,
             });
             pc += 1;
@@ -379,22 +380,22 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
             let from = u16::try_from(first).unwrap_or(to);
             debug_assert_eq!(ops.len(), start + offset);
             ops.push(match usize::from(to - from) {
-                0 => Op::Ja(then),
+                0 => Step::Ja(then),
                 1 => match built.tests().get(usize::from(from)) {
                     Some(&chain::Pending { test: ExitTest { mask: u32::MAX, lo, span }, target, .. }) => {
-                        Op::Range { from, lo, span, target: pc16(target), then }
+                        Step::Range { from, lo, span, target: pc16(target), then }
                     }
-                    _ => Op::Test { index: from, then },
+                    _ => Step::Test { index: from, then },
                 },
                 n if n < WINDOW => {
                     let tests = built.tests().get(usize::from(from)..usize::from(to)).unwrap_or_default();
                     if tests.iter().all(|exit| exit.test.mask == u32::MAX) {
-                        Op::RangeChain { from }
+                        Step::RangeChain { from }
                     } else {
-                        Op::Chain { from }
+                        Step::Chain { from }
                     }
                 }
-                _ => Op::LongChain { from, to },
+                _ => Step::LongChain { from, to },
             });
         }
     }
@@ -412,12 +413,12 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Op]>, Chains) {
 /// runs its op. Returns `rets`.
 ///
 /// Targets stay below [`DEAD`]: at most 4096 ops and 4096 returns.
-pub(super) fn route_returns(ops: &mut [Op], chains: &mut Chains) -> Box<[u32]> {
+pub(super) fn route_returns(ops: &mut [Step], chains: &mut Chains) -> Box<[u32]> {
     let mut rets = Vec::new();
     // For each pc, its routed target (itself unless it is a `ret #k`).
     let routed: Vec<u16> = (0..ops.len())
         .map(|pc| match ops.get(pc) {
-            Some(&Op::RetK(k)) => {
+            Some(&Step::RetK(k)) => {
                 let slot = u16::try_from(ops.len() + rets.len()).unwrap_or(DEAD);
                 rets.push(k);
                 slot
@@ -432,13 +433,13 @@ pub(super) fn route_returns(ops: &mut [Op], chains: &mut Chains) -> Box<[u32]> {
     };
     for op in ops.iter_mut() {
         match op {
-            Op::Ja(t) => route(t),
-            Op::JmpX { jt, jf, .. } => {
+            Step::Ja(t) => route(t),
+            Step::JmpX { jt, jf, .. } => {
                 route(jt);
                 route(jf);
             }
-            Op::Test { then, .. } | Op::LdTest { then, .. } => route(then),
-            Op::Range { target, then, .. } | Op::LdRange { target, then, .. } => {
+            Step::Test { then, .. } | Step::LdTest { then, .. } => route(then),
+            Step::Range { target, then, .. } | Step::LdRange { target, then, .. } => {
                 route(target);
                 route(then);
             }
@@ -452,23 +453,23 @@ pub(super) fn route_returns(ops: &mut [Op], chains: &mut Chains) -> Box<[u32]> {
 }
 
 /// Links range chains: an exit (of any chain) that goes to a pc whose op is
-/// a range chain ([`Op::RangeChain`], [`Op::Range`], or one of them fused
+/// a range chain ([`Step::RangeChain`], [`Step::Range`], or one of them fused
 /// with a seccomp `ld [k]`) continues the scan there instead: with `A`
 /// unchanged, or after loading word `k`. The run loop follows such links
 /// without dispatching the op (see `Interp::exec`), so a path down
 /// libseccomp's binary tree (architecture check, x32 check, the tree's
-/// leaf) is one op. A [`Op::Range`] (or [`Op::LdRange`]) with a linked exit
-/// becomes the equivalent [`Op::RangeChain`] (or [`Op::LdRangeChain`]), its
+/// leaf) is one op. A [`Step::Range`] (or [`Step::LdRange`]) with a linked exit
+/// becomes the equivalent [`Step::RangeChain`] (or [`Step::LdRangeChain`]), its
 /// inline targets being stale.
 ///
 /// Runs after [`route_returns`] (whose routed targets, past the ops, are
 /// never linked). Links only go forward (to the op at a jump target, which
 /// is past the jump), so following them always ends.
-pub(super) fn link_chains(ops: &mut [Op], chains: &mut Chains) {
+pub(super) fn link_chains(ops: &mut [Step], chains: &mut Chains) {
     let continuation = |pc: u16| match ops.get(usize::from(pc)) {
-        Some(&(Op::RangeChain { from } | Op::Range { from, .. })) => Some((SAME_A, from)),
+        Some(&(Step::RangeChain { from } | Step::Range { from, .. })) => Some((SAME_A, from)),
         // k < 64 by seccomp_check_filter(), below SAME_A.
-        Some(&(Op::LdRangeChain { k, from } | Op::LdRange { k, from, .. })) if k < SAME_A => Some((k, from)),
+        Some(&(Step::LdRangeChain { k, from } | Step::LdRange { k, from, .. })) if k < SAME_A => Some((k, from)),
         _ => None,
     };
     let mut linked = vec![false; chains.exits.len()];
@@ -484,8 +485,8 @@ pub(super) fn link_chains(ops: &mut [Op], chains: &mut Chains) {
     };
     for op in ops.iter_mut() {
         match *op {
-            Op::Range { from, .. } if is_linked(from) => *op = Op::RangeChain { from },
-            Op::LdRange { k, from, .. } if is_linked(from) => *op = Op::LdRangeChain { k, from },
+            Step::Range { from, .. } if is_linked(from) => *op = Step::RangeChain { from },
+            Step::LdRange { k, from, .. } if is_linked(from) => *op = Step::LdRangeChain { k, from },
             _ => {}
         }
     }
@@ -523,11 +524,11 @@ fn seccomp_load(insns: &[Insn], pc: usize) -> Option<u32> {
 /// `ld [16]; jeq #i, 0, 9; <arg checks>; ld [16]; jeq #j, 0, 9; ...` the
 /// misses continue, so one block scan runs the whole ladder.
 ///
-/// Only the loads become [`Op::LdLongChain`] entries (each at its own first
-/// test, like [`Op::Chain`]), and only with at least [`LONG_CHAIN`] tests
+/// Only the loads become [`Step::LdLongChain`] entries (each at its own first
+/// test, like [`Step::Chain`]), and only with at least [`LONG_CHAIN`] tests
 /// left: a jump into the middle of a rule reaches the next reload with an
 /// `A` the chain knows nothing about, so those pcs keep their own ops.
-fn build_ladders(code: &Classic<'_>, ops: &mut [Op], built: &mut Builder) {
+fn build_ladders(code: &Classic<'_>, ops: &mut [Step], built: &mut Builder) {
     let insns = code.insns;
     // Ladders from different words may share their jumps; bound the tests
     // kept (and so the work) linearly in the program. Past the budget,
@@ -560,7 +561,7 @@ fn build_ladders(code: &Classic<'_>, ops: &mut [Op], built: &mut Builder) {
             }
             let (Ok(from), Ok(to)) = (u16::try_from(entry.first), u16::try_from(to)) else { continue };
             if let Some(slot) = ops.get_mut(entry.pc) {
-                *slot = Op::LdLongChain { k: k8, from, to };
+                *slot = Step::LdLongChain { k: k8, from, to };
             }
         }
         // A ladder too short to use leaves its tests unused; drop them.
@@ -571,19 +572,19 @@ fn build_ladders(code: &Classic<'_>, ops: &mut [Op], built: &mut Builder) {
 }
 
 /// Fuses each seccomp `ld [k]` that is followed by a compare chain into
-/// [`Op::LdChain`], [`Op::LdRangeChain`], [`Op::LdLongChain`], [`Op::LdTest`]
-/// or [`Op::LdRange`].
-fn fuse_loads(ops: &mut [Op]) {
+/// [`Step::LdChain`], [`Step::LdRangeChain`], [`Step::LdLongChain`], [`Step::LdTest`]
+/// or [`Step::LdRange`].
+fn fuse_loads(ops: &mut [Step]) {
     for i in 1..ops.len() {
-        let (Some(&Op::LdSeccomp(k)), Some(&next)) = (ops.get(i - 1), ops.get(i)) else { continue };
+        let (Some(&Step::LdSeccomp(k)), Some(&next)) = (ops.get(i - 1), ops.get(i)) else { continue };
         // k < 64 by seccomp_check_filter().
         let Ok(k) = u8::try_from(k) else { continue };
         let fused = match next {
-            Op::Chain { from } => Op::LdChain { k, from },
-            Op::RangeChain { from } => Op::LdRangeChain { k, from },
-            Op::LongChain { from, to } => Op::LdLongChain { k, from, to },
-            Op::Test { index, then } => Op::LdTest { k, index, then },
-            Op::Range { from, lo, span, target, then } => Op::LdRange { k, from, lo, span, target, then },
+            Step::Chain { from } => Step::LdChain { k, from },
+            Step::RangeChain { from } => Step::LdRangeChain { k, from },
+            Step::LongChain { from, to } => Step::LdLongChain { k, from, to },
+            Step::Test { index, then } => Step::LdTest { k, index, then },
+            Step::Range { from, lo, span, target, then } => Step::LdRange { k, from, lo, span, target, then },
             _ => continue,
         };
         if let Some(slot) = ops.get_mut(i - 1) {
@@ -600,64 +601,64 @@ fn size_bytes(size: Size) -> u8 {
     size.bytes() as u8
 }
 
-fn decode(pc: usize, view: View) -> Op {
+fn decode(pc: usize, view: View) -> Step {
     match view {
-        View::LdImm { k } => Op::LdImm(k),
-        View::LdxImm { k } => Op::LdxImm(k),
-        View::LdMem { k } => Op::LdMem(mem_index(k)),
-        View::LdxMem { k } => Op::LdxMem(mem_index(k)),
-        View::St { k } => Op::St(mem_index(k)),
-        View::Stx { k } => Op::Stx(mem_index(k)),
+        View::LdImm { k } => Step::LdImm(k),
+        View::LdxImm { k } => Step::LdxImm(k),
+        View::LdMem { k } => Step::LdMem(mem_index(k)),
+        View::LdxMem { k } => Step::LdxMem(mem_index(k)),
+        View::St { k } => Step::St(mem_index(k)),
+        View::Stx { k } => Step::Stx(mem_index(k)),
         View::LdAbs { size, k } => {
             if k >= SKF_AD_OFF && is_ancillary(k) {
-                Ancillary::from_offset(k - SKF_AD_OFF).map_or(Op::RetK(0), Op::Anc)
+                Ancillary::from_offset(k - SKF_AD_OFF).map_or(Step::RetK(0), Step::Anc)
             } else {
-                Op::LdAbs { size: size_bytes(size), k }
+                Step::LdAbs { size: size_bytes(size), k }
             }
         }
-        View::LdInd { size, k } => Op::LdInd { size: size_bytes(size), k },
-        View::LdLen => Op::LdLen,
-        View::LdxLen => Op::LdxLen,
-        View::LdxMsh { k } => Op::LdxMsh(k),
-        View::LdxAbsSeccomp { k } => Op::LdSeccomp(k),
+        View::LdInd { size, k } => Step::LdInd { size: size_bytes(size), k },
+        View::LdLen => Step::LdLen,
+        View::LdxLen => Step::LdxLen,
+        View::LdxMsh { k } => Step::LdxMsh(k),
+        View::LdxAbsSeccomp { k } => Step::LdSeccomp(k),
         View::Alu { op, src, k } => alu(op, src, k),
-        View::Neg => Op::Neg,
-        View::Ja { k } => Op::Ja(target(pc, u64::from(k))),
+        View::Neg => Step::Neg,
+        View::Ja { k } => Step::Ja(target(pc, u64::from(k))),
         View::Jmp { op, src: _, k: _, jt, jf } => {
-            Op::JmpX { op, jt: target(pc, u64::from(jt)), jf: target(pc, u64::from(jf)) }
+            Step::JmpX { op, jt: target(pc, u64::from(jt)), jf: target(pc, u64::from(jf)) }
         }
-        View::RetK { k } => Op::RetK(k),
-        View::RetA => Op::RetA,
-        View::Tax => Op::Tax,
-        View::Txa => Op::Txa,
+        View::RetK { k } => Step::RetK(k),
+        View::RetA => Step::RetA,
+        View::Tax => Step::Tax,
+        View::Txa => Step::Txa,
     }
 }
 
-fn alu(op: AluOp, src: Src, k: u32) -> Op {
+fn alu(op: AluOp, src: Src, k: u32) -> Step {
     // The op's `k` form or its `x` form, as `src` says.
-    let form = |with_k: Op, with_x: Op| match src {
+    let form = |with_k: Step, with_x: Step| match src {
         Src::K => with_k,
         Src::X => with_x,
     };
     // A division or modulo by the constant 0 returns 0, as one by X = 0 does
     // (never in a validated program: `bpf_check_classic()` refuses it).
-    let nonzero = |op: fn(NonZeroU32) -> Op| NonZeroU32::new(k).map_or(Op::RetK(0), op);
+    let nonzero = |op: fn(NonZeroU32) -> Step| NonZeroU32::new(k).map_or(Step::RetK(0), op);
     match op {
-        AluOp::Add => form(Op::AddK(k), Op::AddX),
-        AluOp::Sub => form(Op::SubK(k), Op::SubX),
-        AluOp::Mul => form(Op::MulK(k), Op::MulX),
-        AluOp::Div => form(nonzero(Op::DivK), Op::DivX),
-        AluOp::Or => form(Op::OrK(k), Op::OrX),
-        AluOp::And => form(Op::AndK(k), Op::AndX),
-        AluOp::Lsh => form(Op::LshK(k), Op::LshX),
-        AluOp::Rsh => form(Op::RshK(k), Op::RshX),
-        AluOp::Mod => form(nonzero(Op::ModK), Op::ModX),
-        AluOp::Xor => form(Op::XorK(k), Op::XorX),
+        AluOp::Add => form(Step::AddK(k), Step::AddX),
+        AluOp::Sub => form(Step::SubK(k), Step::SubX),
+        AluOp::Mul => form(Step::MulK(k), Step::MulX),
+        AluOp::Div => form(nonzero(Step::DivK), Step::DivX),
+        AluOp::Or => form(Step::OrK(k), Step::OrX),
+        AluOp::And => form(Step::AndK(k), Step::AndX),
+        AluOp::Lsh => form(Step::LshK(k), Step::LshX),
+        AluOp::Rsh => form(Step::RshK(k), Step::RshX),
+        AluOp::Mod => form(nonzero(Step::ModK), Step::ModX),
+        AluOp::Xor => form(Step::XorK(k), Step::XorX),
     }
 }
 
-// `Op` stays 16 bytes (see its docs), checked when the crate compiles.
-const _: () = assert!(std::mem::size_of::<Op>() == 16);
+// `Step` stays 16 bytes (see its docs), checked when the crate compiles.
+const _: () = assert!(std::mem::size_of::<Step>() == 16);
 
 #[cfg(test)]
 mod tests {
@@ -691,9 +692,9 @@ mod tests {
             Insn::stmt(RET_K, 2),
         ];
         let (ops, chains) = compile(&insns);
-        assert_eq!(ops[1], Op::RangeChain { from: 0 });
-        assert_eq!(ops[2], Op::Range { from: 1, lo: 0, span: 9, target: 4, then: 4 });
-        assert_eq!(ops[3], Op::Ja(4));
+        assert_eq!(ops[1], Step::RangeChain { from: 0 });
+        assert_eq!(ops[2], Step::Range { from: 1, lo: 0, span: 9, target: 4, then: 4 });
+        assert_eq!(ops[3], Step::Ja(4));
         // The two tests, the chain's sentinel, then the padding.
         let targets: Vec<u16> = chains.exits.iter().map(|e| e.target).collect();
         assert_eq!(targets[..3], [5, 4, 4]);
@@ -716,8 +717,8 @@ mod tests {
             Insn::stmt(RET_K, 2),
         ];
         let (ops, chains) = compile(&insns);
-        assert_eq!(ops[0], Op::Range { from: 0, lo: 1, span: 0, target: 2, then: 3 });
-        assert_eq!(ops[1], Op::Range { from: 2, lo: 2, span: 0, target: 3, then: 2 });
+        assert_eq!(ops[0], Step::Range { from: 0, lo: 1, span: 0, target: 2, then: 3 });
+        assert_eq!(ops[1], Step::Range { from: 2, lo: 2, span: 0, target: 3, then: 2 });
         // Each test followed by its chain's sentinel.
         let targets: Vec<u16> = chains.exits.iter().map(|e| e.target).take(4).collect();
         assert_eq!(targets, [2, 3, 3, 2]);
@@ -734,12 +735,12 @@ mod tests {
         let mut insns: Vec<Insn> = (0..20u32).map(|i| Insn::jump(JMP_JEQ_K, i % 19, (39 - 2 * i) as u8, 0)).collect();
         insns.extend((0..21).map(|i| Insn::stmt(RET_K, 100 + i)));
         let (ops, chains) = compile(&insns);
-        assert_eq!(ops[0], Op::LongChain { from: 0, to: 20 });
+        assert_eq!(ops[0], Step::LongChain { from: 0, to: 20 });
         // The last fifteen entries are short (range) chains ending in the
         // sentinel.
-        assert_eq!(ops[4], Op::LongChain { from: 4, to: 20 });
-        assert_eq!(ops[5], Op::RangeChain { from: 5 });
-        assert_eq!(ops[13], Op::RangeChain { from: 13 });
+        assert_eq!(ops[4], Step::LongChain { from: 4, to: 20 });
+        assert_eq!(ops[5], Step::RangeChain { from: 5 });
+        assert_eq!(ops[13], Step::RangeChain { from: 13 });
         for scan in [Chains::short, Chains::short_ranges] {
             assert_eq!(scan(&chains, 99, 5).target, 20);
             assert_eq!(scan(&chains, 99, 13).target, 20);
@@ -774,8 +775,8 @@ mod tests {
         // The architecture-style check falls out into `ld [0]; <chain>`: the
         // first op scans both, linked through its sentinel with a load of
         // word 0; both fused loads keep their own ops.
-        assert_eq!(interp.ops[0], Op::LdRangeChain { k: 4, from: 0 });
-        assert_eq!(interp.ops[2], Op::LdRangeChain { k: 0, from: 2 });
+        assert_eq!(interp.ops[0], Step::LdRangeChain { k: 4, from: 0 });
+        assert_eq!(interp.ops[2], Step::LdRangeChain { k: 0, from: 2 });
         assert_eq!(interp.chains.exits[1], Exit { test: ExitTest::ALWAYS, target: 2, link: 0 });
         // Leaves stay pcs (routed returns: ret #1 is slot 7, ret #2 slot 8).
         assert_eq!(interp.chains.exits[0].link, LEAVE);
@@ -800,8 +801,8 @@ mod tests {
             Insn::stmt(RET_K, 1),            // 4
         ];
         let (ops, _) = compile(&insns);
-        assert_eq!(ops[1], Op::Range { from: 0, lo: 11, span: u32::MAX - 11, target: 4, then: 4 });
-        assert_eq!(ops[2], Op::Ja(4));
+        assert_eq!(ops[1], Step::Range { from: 0, lo: 11, span: u32::MAX - 11, target: 4, then: 4 });
+        assert_eq!(ops[2], Step::Ja(4));
     }
 
     #[test]
@@ -816,14 +817,14 @@ mod tests {
         }
         insns.push(Insn::stmt(RET_K, 99));
         let (ops, chains) = compile(&insns);
-        let Op::LdLongChain { k: 16, from, to } = ops[0] else { panic!("{:?}", ops[0]) };
+        let Step::LdLongChain { k: 16, from, to } = ops[0] else { panic!("{:?}", ops[0]) };
         assert_eq!(to - from, 20);
         assert_eq!(chains.first_exit(7, usize::from(from), usize::from(to)).target, 3 * 7 + 2);
         assert_eq!(chains.first_exit(99, usize::from(from), usize::from(to)).target, 60);
         // Four rules from the end, too short for a ladder entry.
-        assert!(matches!(ops[3], Op::LdLongChain { k: 16, .. }));
-        assert!(matches!(ops[3 * 16], Op::LdRange { k: 16, .. }));
+        assert!(matches!(ops[3], Step::LdLongChain { k: 16, .. }));
+        assert!(matches!(ops[3 * 16], Step::LdRange { k: 16, .. }));
         // The jumps keep their own ops (A may differ when jumped to).
-        assert!(matches!(ops[1], Op::Range { .. }));
+        assert!(matches!(ops[1], Step::Range { .. }));
     }
 }

@@ -73,7 +73,7 @@ pub use crate::exec::ExecError;
 pub use crate::uapi::seccomp_data::{SeccompData, SECCOMP_DATA_SIZE};
 pub use crate::uapi::skb::{NetDevice, Skb};
 
-use compile::{Chains, Exit, Op, Scans, LEAVE, SAME_A};
+use compile::{Chains, Exit, Scans, Step, LEAVE, SAME_A};
 
 /// A pre-decoded classic program, ready to run any number of times.
 ///
@@ -85,10 +85,10 @@ use compile::{Chains, Exit, Op, Scans, LEAVE, SAME_A};
 #[derive(Debug, Clone)]
 #[repr(C)]
 pub struct Interp {
-    /// Exit tests of the compare chains ([`Op::Chain`]).
+    /// Exit tests of the compare chains ([`Step::Chain`]).
     chains: Chains,
     /// One operation per classic instruction, indexed by pc.
-    ops: Box<[Op]>,
+    ops: Box<[Step]>,
     /// The values of the `ret #k` that jumps go to; a jump to one goes past
     /// the ops (see [`compile::route_returns`]).
     rets: Box<[u32]>,
@@ -109,7 +109,7 @@ impl Interp {
         let (mut ops, mut chains) = compile::compile(insns);
         let rets = compile::route_returns(&mut ops, &mut chains);
         compile::link_chains(&mut ops, &mut chains);
-        let uses_mem = ops.iter().any(|op| matches!(op, Op::St(_) | Op::Stx(_)));
+        let uses_mem = ops.iter().any(|op| matches!(op, Step::St(_) | Step::Stx(_)));
         Interp { ops, chains, rets, insns: insns.into(), mode: program.mode(), uses_mem }
     }
 
@@ -146,19 +146,19 @@ impl Interp {
         let mut out = String::from("ops:\n");
         for (at, op) in self.ops.iter().enumerate() {
             let line = match *op {
-                Op::Chain { from } => format!("chain @{from}"),
-                Op::RangeChain { from } => format!("range chain @{from}"),
-                Op::LongChain { from, to } => format!("long chain @{from}..{to}"),
-                Op::LdChain { k, from } => format!("ld [{k}]; chain @{from}"),
-                Op::LdRangeChain { k, from } => format!("ld [{k}]; range chain @{from}"),
-                Op::LdLongChain { k, from, to } => format!("ld [{k}]; long chain @{from}..{to}"),
-                Op::Test { index, then } => format!("test @{index} else {}", pc(then)),
-                Op::LdTest { k, index, then } => format!("ld [{k}]; test @{index} else {}", pc(then)),
-                Op::Range { from, lo, span, target, then } => {
+                Step::Chain { from } => format!("chain @{from}"),
+                Step::RangeChain { from } => format!("range chain @{from}"),
+                Step::LongChain { from, to } => format!("long chain @{from}..{to}"),
+                Step::LdChain { k, from } => format!("ld [{k}]; chain @{from}"),
+                Step::LdRangeChain { k, from } => format!("ld [{k}]; range chain @{from}"),
+                Step::LdLongChain { k, from, to } => format!("ld [{k}]; long chain @{from}..{to}"),
+                Step::Test { index, then } => format!("test @{index} else {}", pc(then)),
+                Step::LdTest { k, index, then } => format!("ld [{k}]; test @{index} else {}", pc(then)),
+                Step::Range { from, lo, span, target, then } => {
                     let test = chain::ExitTest { mask: u32::MAX, lo, span };
                     format!("range @{from} ({test}) -> {} else {}", pc(target), pc(then))
                 }
-                Op::LdRange { k, from, lo, span, target, then } => {
+                Step::LdRange { k, from, lo, span, target, then } => {
                     let test = chain::ExitTest { mask: u32::MAX, lo, span };
                     format!("ld [{k}]; range @{from} ({test}) -> {} else {}", pc(target), pc(then))
                 }
@@ -276,116 +276,116 @@ impl Interp {
             };
             pc += 1;
             match *op {
-                Op::LdImm(k) => a = k,
-                Op::LdxImm(k) => x = k,
-                Op::LdMem(i) => a = mem_get::<MEM>(&mem, i),
-                Op::LdxMem(i) => x = mem_get::<MEM>(&mem, i),
-                Op::St(i) => mem_set::<MEM>(&mut mem, i, a),
-                Op::Stx(i) => mem_set::<MEM>(&mut mem, i, x),
-                Op::LdSeccomp(k) => a = ctx.seccomp_word(k),
-                Op::LdAbs { size, k } => match ctx.load(size as usize, k as i32) {
+                Step::LdImm(k) => a = k,
+                Step::LdxImm(k) => x = k,
+                Step::LdMem(i) => a = mem_get::<MEM>(&mem, i),
+                Step::LdxMem(i) => x = mem_get::<MEM>(&mem, i),
+                Step::St(i) => mem_set::<MEM>(&mut mem, i, a),
+                Step::Stx(i) => mem_set::<MEM>(&mut mem, i, x),
+                Step::LdSeccomp(k) => a = ctx.seccomp_word(k),
+                Step::LdAbs { size, k } => match ctx.load(size as usize, k as i32) {
                     Some(v) => a = v,
                     None => return 0,
                 },
-                Op::LdInd { size, k } => match ctx.load(size as usize, x.wrapping_add(k) as i32) {
+                Step::LdInd { size, k } => match ctx.load(size as usize, x.wrapping_add(k) as i32) {
                     Some(v) => a = v,
                     None => return 0,
                 },
-                Op::LdLen => a = ctx.len(),
-                Op::LdxLen => x = ctx.len(),
-                Op::LdxMsh(k) => match ctx.load(1, k as i32) {
+                Step::LdLen => a = ctx.len(),
+                Step::LdxLen => x = ctx.len(),
+                Step::LdxMsh(k) => match ctx.load(1, k as i32) {
                     Some(v) => x = (v & 0xf) << 2,
                     None => return 0,
                 },
-                Op::Anc(which) => match ctx.ancillary(which, a, x) {
+                Step::Anc(which) => match ctx.ancillary(which, a, x) {
                     Some(v) => a = v,
                     None => return a,
                 },
-                Op::AddK(k) => a = a.wrapping_add(k),
-                Op::AddX => a = a.wrapping_add(x),
-                Op::SubK(k) => a = a.wrapping_sub(k),
-                Op::SubX => a = a.wrapping_sub(x),
-                Op::MulK(k) => a = a.wrapping_mul(k),
-                Op::MulX => a = a.wrapping_mul(x),
-                Op::DivK(k) => a /= k,
-                Op::DivX => match a.checked_div(x) {
+                Step::AddK(k) => a = a.wrapping_add(k),
+                Step::AddX => a = a.wrapping_add(x),
+                Step::SubK(k) => a = a.wrapping_sub(k),
+                Step::SubX => a = a.wrapping_sub(x),
+                Step::MulK(k) => a = a.wrapping_mul(k),
+                Step::MulX => a = a.wrapping_mul(x),
+                Step::DivK(k) => a /= k,
+                Step::DivX => match a.checked_div(x) {
                     Some(v) => a = v,
                     None => return 0,
                 },
-                Op::ModK(k) => a %= k,
-                Op::ModX => match a.checked_rem(x) {
+                Step::ModK(k) => a %= k,
+                Step::ModX => match a.checked_rem(x) {
                     Some(v) => a = v,
                     None => return 0,
                 },
-                Op::AndK(k) => a &= k,
-                Op::AndX => a &= x,
-                Op::OrK(k) => a |= k,
-                Op::OrX => a |= x,
-                Op::XorK(k) => a ^= k,
-                Op::XorX => a ^= x,
+                Step::AndK(k) => a &= k,
+                Step::AndX => a &= x,
+                Step::OrK(k) => a |= k,
+                Step::OrX => a |= x,
+                Step::XorK(k) => a ^= k,
+                Step::XorX => a ^= x,
                 // K < 32 is guaranteed by bpf_check_classic(); X is masked.
-                Op::LshK(k) => a = a.wrapping_shl(k),
-                Op::LshX => a = a.wrapping_shl(x),
-                Op::RshK(k) => a = a.wrapping_shr(k),
-                Op::RshX => a = a.wrapping_shr(x),
-                Op::Neg => a = a.wrapping_neg(),
-                Op::Tax => x = a,
-                Op::Txa => a = x,
-                Op::Ja(target) => pc = usize::from(target),
-                Op::JmpX { op, jt, jf } => {
+                Step::LshK(k) => a = a.wrapping_shl(k),
+                Step::LshX => a = a.wrapping_shl(x),
+                Step::RshK(k) => a = a.wrapping_shr(k),
+                Step::RshX => a = a.wrapping_shr(x),
+                Step::Neg => a = a.wrapping_neg(),
+                Step::Tax => x = a,
+                Step::Txa => a = x,
+                Step::Ja(target) => pc = usize::from(target),
+                Step::JmpX { op, jt, jf } => {
                     pc = usize::from(if op.eval(a, x) { jt } else { jf });
                 }
                 // A chain op's exit may link on to further range chains
                 // (compile::link_chains); follow_links ends at a pc.
-                Op::Chain { from } => {
+                Step::Chain { from } => {
                     let exit = chains.short(a, usize::from(from));
                     pc = follow_links(chains, ctx, &mut a, exit);
                 }
-                Op::RangeChain { from } => {
+                Step::RangeChain { from } => {
                     let exit = chains.short_ranges(a, usize::from(from));
                     pc = follow_links(chains, ctx, &mut a, exit);
                 }
-                Op::LongChain { from, to } => {
+                Step::LongChain { from, to } => {
                     let exit = chains.first_exit(a, usize::from(from), usize::from(to));
                     pc = follow_links(chains, ctx, &mut a, exit);
                 }
-                Op::LdChain { k, from } => {
+                Step::LdChain { k, from } => {
                     a = ctx.seccomp_word(u32::from(k));
                     let exit = chains.short(a, usize::from(from));
                     pc = follow_links(chains, ctx, &mut a, exit);
                 }
-                Op::LdRangeChain { k, from } => {
+                Step::LdRangeChain { k, from } => {
                     a = ctx.seccomp_word(u32::from(k));
                     let exit = chains.short_ranges(a, usize::from(from));
                     pc = follow_links(chains, ctx, &mut a, exit);
                 }
-                Op::LdLongChain { k, from, to } => {
+                Step::LdLongChain { k, from, to } => {
                     a = ctx.seccomp_word(u32::from(k));
                     let exit = chains.first_exit(a, usize::from(from), usize::from(to));
                     pc = follow_links(chains, ctx, &mut a, exit);
                 }
-                Op::Test { index, then } => {
+                Step::Test { index, then } => {
                     pc = match chains.single(a, usize::from(index)) {
                         Some(exit) => follow_links(chains, ctx, &mut a, exit),
                         None => usize::from(then),
                     };
                 }
-                Op::LdTest { k, index, then } => {
+                Step::LdTest { k, index, then } => {
                     a = ctx.seccomp_word(u32::from(k));
                     pc = match chains.single(a, usize::from(index)) {
                         Some(exit) => follow_links(chains, ctx, &mut a, exit),
                         None => usize::from(then),
                     };
                 }
-                Op::Range { lo, span, target, then, .. } => {
+                Step::Range { lo, span, target, then, .. } => {
                     pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
                 }
-                Op::LdRange { k, lo, span, target, then, .. } => {
+                Step::LdRange { k, lo, span, target, then, .. } => {
                     a = ctx.seccomp_word(u32::from(k));
                     pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
                 }
-                Op::RetK(k) => return k,
-                Op::RetA => return a,
+                Step::RetK(k) => return k,
+                Step::RetA => return a,
             }
         }
     }

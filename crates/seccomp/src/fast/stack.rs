@@ -2,14 +2,14 @@
 //!
 //! One [`FastFilter`] per filter, plus a combined table: where every filter
 //! of the stack is a constant action for (arch, nr), the combination
-//! ([`crate::chain::combine`], the kernel's precedence) is stored once, so
+//! ([`crate::stack::combine`], the kernel's precedence) is stored once, so
 //! the stack costs one lookup; anywhere else each filter is evaluated on its
 //! own table and the results are combined.
 
 use cbpf::{Program, SeccompData};
 
 use super::{FastError, FastFilter, Slot};
-use crate::chain::combine;
+use crate::stack::combine;
 
 /// Combined entries of one arch: `Some(v)` when every filter is constant.
 #[derive(Debug, Clone)]
@@ -22,31 +22,31 @@ struct ChainTable {
 
 /// A filter stack, newest first (the kernel's list order), on the fast engine.
 #[derive(Debug, Clone)]
-pub struct FastChain {
+pub struct FastStack {
     filters: Box<[FastFilter]>,
     arches: Box<[ChainTable]>,
 }
 
-impl FastChain {
+impl FastStack {
     /// Builds every filter of `newest_first` and the combined table.
-    pub fn build(newest_first: &[Program]) -> Result<FastChain, FastError> {
+    pub fn build(newest_first: &[Program]) -> Result<FastStack, FastError> {
         let filters = newest_first.iter().map(FastFilter::build).collect::<Result<Vec<_>, _>>()?;
-        Ok(FastChain::from_filters(filters))
+        Ok(FastStack::from_filters(filters))
     }
 
     /// Combines already built filters, given newest first.
-    pub fn from_filters(newest_first: Vec<FastFilter>) -> FastChain {
+    pub fn from_filters(newest_first: Vec<FastFilter>) -> FastStack {
         let mut arches: Vec<u32> = newest_first.iter().flat_map(|f| f.arches()).collect();
         arches.sort_unstable();
         arches.dedup();
         let tables = arches.into_iter().map(|arch| ChainTable::build(&newest_first, arch)).collect();
-        FastChain { filters: newest_first.into(), arches: tables }
+        FastStack { filters: newest_first.into(), arches: tables }
     }
 
     /// The stack's result for `data`: [`combine`] of every filter's result,
     /// newest first, exactly as `seccomp_run_filters()` combines them
     /// (without the kernel's constant-ALLOW cache short-cut, see
-    /// [`crate::chain::evaluate_chain_cached`]). Allocates nothing.
+    /// [`crate::stack::evaluate_stack_cached`]). Allocates nothing.
     pub fn eval(&self, data: &SeccompData) -> u32 {
         let nr = data.nr as u32;
         let combined = self.arches.iter().find(|t| t.arch == data.arch).and_then(|t| t.slot(nr));

@@ -2,7 +2,7 @@
 //!
 //! A task's filters form a list from the newest (`current->seccomp.filter`)
 //! to the oldest (`->prev`). Every API here takes filters **newest first**,
-//! the kernel's order. [`Chain`] keeps that order for you: [`Chain::attach`]
+//! the kernel's order. [`Stack`] keeps that order for you: [`Stack::attach`]
 //! pushes a new newest filter.
 //!
 //! The engine is a parameter (`run: FnMut(&F, &SeccompData) -> u32`), so any
@@ -21,7 +21,7 @@ use crate::data::SeccompData;
 /// kernel's `WARN_ON(f == NULL)` path).
 ///
 /// # Deviations
-/// The cache check before the loop is [`evaluate_chain_cached`]'s job.
+/// The cache check before the loop is [`evaluate_stack_cached`]'s job.
 pub fn combine<I: IntoIterator<Item = u32>>(results_newest_first: I) -> u32 {
     let mut ret = SECCOMP_RET_ALLOW;
     let mut any = false;
@@ -40,14 +40,14 @@ pub fn combine<I: IntoIterator<Item = u32>>(results_newest_first: I) -> u32 {
 
 /// Runs every filter (newest first) on `data` with `run` and combines the
 /// results as the kernel does ([`combine`]).
-pub fn evaluate_chain<F, R>(filters_newest_first: &[F], data: &SeccompData, mut run: R) -> u32
+pub fn evaluate_stack<F, R>(filters_newest_first: &[F], data: &SeccompData, mut run: R) -> u32
 where
     R: FnMut(&F, &SeccompData) -> u32,
 {
     combine(filters_newest_first.iter().map(|f| run(f, data)))
 }
 
-/// Like [`evaluate_chain`], but first asks the newest filter's constant-action
+/// Like [`evaluate_stack`], but first asks the newest filter's constant-action
 /// cache, as `seccomp_run_filters()` does: if `cache_allows(newest, data)`,
 /// the result is ALLOW and no filter runs (this is how x86_64's uretprobe and
 /// uprobe syscalls escape filtering).
@@ -56,7 +56,7 @@ where
 ///
 /// # Deviations
 /// None.
-pub fn evaluate_chain_cached<F, C, R>(filters_newest_first: &[F], data: &SeccompData, cache_allows: C, run: R) -> u32
+pub fn evaluate_stack_cached<F, C, R>(filters_newest_first: &[F], data: &SeccompData, cache_allows: C, run: R) -> u32
 where
     C: FnOnce(&F, &SeccompData) -> bool,
     R: FnMut(&F, &SeccompData) -> u32,
@@ -64,24 +64,24 @@ where
     match filters_newest_first.first() {
         None => SECCOMP_RET_KILL_PROCESS,
         Some(newest) if cache_allows(newest, data) => SECCOMP_RET_ALLOW,
-        Some(_) => evaluate_chain(filters_newest_first, data, run),
+        Some(_) => evaluate_stack(filters_newest_first, data, run),
     }
 }
 
 /// A filter stack in kernel order.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chain<F> {
+pub struct Stack<F> {
     /// Oldest first internally; exposed newest first.
     oldest_first: Vec<F>,
 }
 
-impl<F> Default for Chain<F> {
+impl<F> Default for Stack<F> {
     fn default() -> Self {
-        Chain { oldest_first: Vec::new() }
+        Stack { oldest_first: Vec::new() }
     }
 }
 
-impl<F> Chain<F> {
+impl<F> Stack<F> {
     /// An empty stack.
     pub fn new() -> Self {
         Self::default()

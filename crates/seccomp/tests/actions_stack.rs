@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use seccomp::action::*;
-use seccomp::chain::{combine, evaluate_chain, evaluate_chain_cached, Chain};
+use seccomp::stack::{combine, evaluate_stack, evaluate_stack_cached, Stack};
 use seccomp::SeccompData;
 
 /// The eight actions as values, most restrictive first, per SPEC §5.2.
@@ -110,16 +110,16 @@ fn generic_engine_api_and_chain_order() {
     let filters = [0x0005_0001u32, 0x7fff_0000, 0x0005_0002];
     let data = SeccompData::new(0xc000_003e, 39);
     let mut calls = Vec::new();
-    let got = evaluate_chain(&filters, &data, |f, d| {
+    let got = evaluate_stack(&filters, &data, |f, d| {
         calls.push(*f);
         assert_eq!(d.nr, 39);
         *f
     });
     assert_eq!(got, 0x0005_0001);
     assert_eq!(calls, filters, "every filter runs, newest first");
-    let cached = evaluate_chain_cached(&filters, &data, |_, _| true, |_, _| panic!("cache hit runs nothing"));
+    let cached = evaluate_stack_cached(&filters, &data, |_, _| true, |_, _| panic!("cache hit runs nothing"));
     assert_eq!(cached, 0x7fff_0000);
-    let mut chain = Chain::new();
+    let mut chain = Stack::new();
     chain.attach(0x0005_0002u32); // oldest
     chain.attach(0x0005_0001u32); // newest
     assert_eq!(chain.newest_first().copied().collect::<Vec<_>>(), [0x0005_0001, 0x0005_0002]);
