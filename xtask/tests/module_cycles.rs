@@ -21,22 +21,8 @@ use std::path::{Path, PathBuf};
 
 type ModPath = Vec<String>;
 
-fn root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().unwrap_or(manifest).to_path_buf()
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
+mod common;
+use common::{root, rust_files};
 
 /// `text` without comments (line, block and doc comments; newlines kept);
 /// string literals are kept (a path inside one is rare and harmless).

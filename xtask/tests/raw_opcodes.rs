@@ -13,7 +13,6 @@
 //! function switches on the raw code (`bpf_check_classic()`,
 //! `bpf_convert_filter()`, `seccomp_cache_prepare_bitmap()`'s emulator).
 
-use std::path::{Path, PathBuf};
 
 /// Files that may match raw codes, relative to the workspace root, and why.
 const ALLOWED: &[(&str, &str)] = &[
@@ -36,22 +35,8 @@ const ALLOWED: &[(&str, &str)] = &[
     ),
 ];
 
-fn root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest.parent().unwrap_or(manifest).to_path_buf()
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rust_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
-}
+mod common;
+use common::{root, rust_files};
 
 /// Is `word` in `line` as a whole identifier?
 fn has_word(line: &str, word: &str) -> bool {
