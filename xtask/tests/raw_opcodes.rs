@@ -13,7 +13,6 @@
 //! function switches on the raw code (`bpf_check_classic()`,
 //! `bpf_convert_filter()`, `seccomp_cache_prepare_bitmap()`'s emulator).
 
-
 /// Files that may match raw codes, relative to the workspace root, and why.
 const ALLOWED: &[(&str, &str)] = &[
     ("crates/cbpf/src/insn.rs", "the cBPF ISA table: decodes `Insn` into `Op`"),
