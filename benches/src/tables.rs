@@ -20,7 +20,7 @@
 //! point is the interpreter's cost). Table C evaluates the whole stack with
 //! the kernel's rules: the newest filter's constant-action cache first
 //! ([`seccomp::cache::ActionCache`]), then every filter, newest first,
-//! combined by [`seccomp::chain::combine`].
+//! combined by [`seccomp::stack::combine`].
 
 use cbpf::Program;
 use seccomp::cache::{ActionCache, CacheConfig};
@@ -248,7 +248,7 @@ impl Row {
         if self.filters.is_empty() {
             RET_ALLOW
         } else {
-            seccomp::chain::combine(results)
+            seccomp::stack::combine(results)
         }
     }
 
@@ -259,8 +259,8 @@ impl Row {
             ([], false) => Ok(None),
             ([one], false) => (engine.prepare)(one).map(Some),
             // The fast engine evaluates a stack through one combined table
-            // (`FastChain`): that is its design, not a shortcut the others lack.
-            (stack, cached) if engine.name == "fast" => Ok(Some(Box::new(FastChainRunner::new(stack, cached)?))),
+            // (`FastStack`): that is its design, not a shortcut the others lack.
+            (stack, cached) if engine.name == "fast" => Ok(Some(Box::new(FastStackRunner::new(stack, cached)?))),
             (stack, _) => {
                 let chain = ChainRunner::new(engine, stack, self.cached)?;
                 Ok(Some(Box::new(chain)))
@@ -280,35 +280,35 @@ pub fn x86_64_cache_config() -> CacheConfig {
 }
 
 /// A filter stack on the fast engine: the newest filter's kernel cache (as
-/// `seccomp_run_filters()` checks it), then `seccomp::fast::FastChain`, whose
+/// `seccomp_run_filters()` checks it), then `seccomp::fast::FastStack`, whose
 /// combined table already holds the kernel's precedence rules.
-pub struct FastChainRunner {
-    chain: seccomp::fast::FastChain,
+pub struct FastStackRunner {
+    chain: seccomp::fast::FastStack,
     cache: Option<ActionCache>,
 }
 
-impl std::fmt::Debug for FastChainRunner {
+impl std::fmt::Debug for FastStackRunner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FastChainRunner").field("cached", &self.cache.is_some()).finish_non_exhaustive()
+        f.debug_struct("FastStackRunner").field("cached", &self.cache.is_some()).finish_non_exhaustive()
     }
 }
 
-impl FastChainRunner {
+impl FastStackRunner {
     /// Builds the combined table for `oldest_first` (and the cache, when `cached`).
     pub fn new(oldest_first: &[Filter], cached: bool) -> Result<Self, String> {
         let newest_first: Vec<Program> = oldest_first.iter().rev().map(|f| f.program.clone()).collect();
-        let chain = seccomp::fast::FastChain::build(&newest_first).map_err(|e| e.to_string())?;
+        let chain = seccomp::fast::FastStack::build(&newest_first).map_err(|e| e.to_string())?;
         let cache = cached.then(|| {
             let config = x86_64_cache_config();
             oldest_first.iter().fold(None, |prev: Option<ActionCache>, f| {
                 Some(ActionCache::prepare(f.original(), prev.as_ref(), config))
             })
         });
-        Ok(FastChainRunner { chain, cache: cache.flatten() })
+        Ok(FastStackRunner { chain, cache: cache.flatten() })
     }
 }
 
-impl Runner for FastChainRunner {
+impl Runner for FastStackRunner {
     /// # Deviations
     /// As in [`ChainRunner`], an empty stack returns ALLOW.
     fn run(&mut self, data: &mut [u8; 64]) -> Result<u32, String> {
@@ -376,7 +376,7 @@ impl Runner for ChainRunner<'_> {
             }
         }
         let mut failure = None;
-        let combined = seccomp::chain::combine(self.runners.iter_mut().map(|r| {
+        let combined = seccomp::stack::combine(self.runners.iter_mut().map(|r| {
             r.run(data).unwrap_or_else(|e| {
                 failure = Some(e);
                 0

@@ -1,5 +1,5 @@
 //! Whether the general eBPF interpreter's compare-chain fusion (`fuse` in
-//! `ebpf::program`, on unless `LoadOptions::no_superinstructions`) pays on
+//! `ebpf::load`, on unless `LoadOptions::no_superinstructions`) pays on
 //! converted socket filters: `fuse_socket list` names the cases;
 //! `fuse_socket CASE fused|plain RUNS` runs one case RUNS times inside
 //! `measure` (for callgrind's `--toggle-collect`).

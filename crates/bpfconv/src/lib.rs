@@ -22,16 +22,72 @@
 //! | [`ebpf`] | `bpfconv-ebpf` | `struct bpf_insn`, load-time checks, listings, assembler/disassembler, the eBPF interpreter |
 //! | [`convert`](mod@convert) | `bpfconv-convert` | `bpf_convert_filter()` instruction for instruction, the pc map, side-by-side listings |
 //! | [`seccomp`] | `bpfconv-seccomp` | actions, arches, syscall tables, seccomp-tools style listings, analysis, the action cache, the fast engine |
-//! | [`equiv`] | `bpfconv-equiv` | are two filters (or stacks) equal on every `seccomp_data`: a proof, counterexamples, or undecided within stated budgets |
-//! | [`optimize`](mod@optimize) | `bpfconv-optimize` | a seccomp filter rewritten to dispatch on arch and nr in O(log n) range compares, proved equal before it is returned |
+//! | `equiv` | `bpfconv-equiv` | are two filters (or stacks) equal on every `seccomp_data`: a proof, counterexamples, or undecided within stated budgets |
+//! | `optimize` | `bpfconv-optimize` | a seccomp filter rewritten to dispatch on arch and nr in O(log n) range compares, proved equal before it is returned |
 //! | [`policy`] | `bpfconv-policy` | a seccomp filter read back as its policy: readable rules per action, the OCI `linux.seccomp` profile (`decompile`) |
-//! | [`engine`] | `bpfconv-engine` | every engine behind one interface (cbpf, ebpf, cbpf-plain, ebpf-plain, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast) |
-//! | [`timing`] | `bpfconv-timing` | timing statistics and SVG cost charts (`bpfconv bench`, the benchmark tables) |
+//! | `engine` | `bpfconv-engine` | every engine behind one interface (cbpf, ebpf, cbpf-plain, ebpf-plain, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast) |
+//! | `timing` | `bpfconv-timing` | timing statistics and SVG cost charts (`bpfconv bench`, the benchmark tables) |
 //! | [`chain`] | `bpfconv-chain` | the compare-chain core both fast interpreters build their superinstructions from |
 //! | [`record`] | `bpfconv-record` | the 8-byte record both instruction sets are stored as, and the framing of raw bytes into records |
 //! | `kernel` | `bpfconv-kernel` | the running kernel as a seccomp engine, filter dumps from live processes (x86_64 Linux only) |
 //!
 //! The `bpfconv` command-line tool is the `bpfconv-cli` package.
+//!
+//! # Which type to hold
+//!
+//! | you have | hold | made by | then |
+//! |---|---|---|---|
+//! | bytes or text of a classic program | `Vec<`[`Insn`]`>` | [`parse`] (any [`Format`]), [`cbpf::raw::decode`] | [`validate`] |
+//! | a program the kernel would accept | [`Program`] (`cbpf::Program`) | [`validate`] with a [`Mode`]: the only way to make one | everything below takes `&Program` |
+//! | a program to run many times, classically | [`cbpf::Interp`] | [`cbpf::Interp::new`] (pre-decodes once) | `run_seccomp` / `run_socket`, nothing allocated per run |
+//! | the kernel's eBPF for it | [`Converted`] (`.insns`, `.pc_map`) | [`convert()`] | [`ebpf::Program::load`] |
+//! | eBPF to run | [`ebpf::Program`] and one [`ebpf::Vm`] per thread | [`ebpf::Program::load`] (checks, pre-decodes, picks the engine) | `Vm::run` / `Vm::run_seccomp` |
+//! | a seccomp filter to analyse | `&Program` | — | [`seccomp::analysis`], [`seccomp::cache`], [`seccomp::fast::FastFilter`]; a stack of them: [`seccomp::stack`] |
+//! | any engine by name (feature `engines`) | `engine::Prepared`, `engine::SeccompEngine` | `Prepared::new(program)` | `SeccompEngine::new(kind, &prepared)` |
+//! | two filters to compare (feature `equiv`) | `equiv::Side` | `Side::single(&a)` | `equiv::check` |
+//!
+//! # Untrusted input
+//!
+//! Every reader, check and analysis here takes hostile input: a filter
+//! from a process, a file from a user, bytes from a fuzzer.
+//!
+//! - No panic on any input, no read out of bounds: the crates deny
+//!   `unwrap`, `expect`, `panic!` and unchecked indexing outside tests
+//!   (clippy), and every failure is a typed error naming where (`pc`,
+//!   `line:col`), one `#[non_exhaustive]` enum per phase.
+//! - Sizes are the kernel's: at most 4096 classic instructions
+//!   (`BPF_MAXINSNS`), checked by [`validate`] before anything else runs;
+//!   eBPF programs at most [`ebpf::load::MAX_INSNS`] slots. The C reader
+//!   limits nesting to 256 and macro expansion to a work budget.
+//! - Runs are bounded: classic jumps only go forward; eBPF runs have a step
+//!   budget ([`ebpf::Vm::set_step_budget`]); every memory access is checked
+//!   against the run's regions.
+//! - Analyses have global budgets and say which one they hit:
+//!   `seccomp::analysis::Budget` (steps, explained paths, conditions,
+//!   expression nodes; `AnalysisError::Budget`), the fast engine's build
+//!   budget (falling back, exactly, to residual programs), `equiv::Limits`
+//!   (steps, solver conflicts, clauses; past them "undecided", never a
+//!   wrong answer), `optimize`'s residual size. On a filter of at most 4096
+//!   instructions, the defaults keep each call to seconds and a few hundred
+//!   MB.
+//! - The `bpfconv` tool adds a 16 MiB cap on every input file and streams
+//!   `--vectors`.
+//!
+//! # Features
+//!
+//! All on by default; without them (`default-features = false`) the
+//! converter, both instruction sets, seccomp's analysis and `policy`
+//! remain, and none of rbpf, cranelift, batsat or plotters is built.
+//!
+//! | feature | adds | brings in |
+//! |---|---|---|
+//! | `engines` | [`engine`] (and `kernel`) | rbpf, its cranelift JIT |
+//! | `equiv` | `equiv` | batsat |
+//! | `optimize` | `optimize` (and `equiv`) | batsat |
+//! | `timing` | `timing` | plotters (SVG only) |
+//! | `kernel` | `kernel` (x86_64 Linux) | libc |
+//!
+//! The examples below use the default features.
 //!
 //! # Parse, validate, convert
 //!
@@ -81,9 +137,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! The same through [`engine`], for any engine by name (`bpfconv run --engine`):
+//! The same through `engine`, for any engine by name (`bpfconv run --engine`):
 //!
 //! ```
+//! # #[cfg(feature = "engines")] {
 //! use bpfconv::{parse, validate, EngineKind, Format, Mode, Prepared, SeccompData, SeccompEngine};
 //!
 //! let text = b"ld [0]\njeq #39, allow\nret #0x00050001\nallow: ret #0x7fff0000\n";
@@ -95,6 +152,7 @@
 //!     outcomes.push(SeccompEngine::new(kind, &prepared)?.eval(&data)?);
 //! }
 //! assert!(outcomes.windows(2).all(|pair| pair[0] == pair[1]));
+//! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
@@ -124,6 +182,7 @@
 //! # Prove two filters equal, or find where they differ
 //!
 //! ```
+//! # #[cfg(feature = "equiv")] {
 //! use bpfconv::equiv::{check, Options, Side, Verdict};
 //! use bpfconv::{parse, validate, Format, Mode};
 //!
@@ -141,6 +200,7 @@
 //!     panic!("expected a counterexample");
 //! };
 //! assert_eq!((found[0].data.nr, found[0].left, found[0].right), (39, 0x7fff_0000, 0x0005_0001));
+//! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
@@ -149,19 +209,24 @@ pub use ::cbpf;
 pub use ::chain;
 pub use ::convert;
 pub use ::ebpf;
+#[cfg(feature = "engines")]
 pub use ::engine;
+#[cfg(feature = "equiv")]
 pub use ::equiv;
-#[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+#[cfg(all(feature = "kernel", target_os = "linux", target_arch = "x86_64"))]
 pub use ::kernel;
+#[cfg(feature = "optimize")]
 pub use ::optimize;
 pub use ::policy;
 pub use ::record;
 pub use ::seccomp;
+#[cfg(feature = "timing")]
 pub use ::timing;
 
 pub use ::cbpf::text::{parse, Format};
 pub use ::cbpf::validate::validate;
 pub use ::cbpf::{Insn, Mode, Program, SeccompData};
 pub use ::convert::{convert, Converted};
+#[cfg(feature = "engines")]
 pub use ::engine::{EngineKind, Prepared, SeccompEngine};
 pub use ::seccomp::{Action, Arch};

@@ -2,45 +2,29 @@
 //! libseccomp-generated filters (testdata/filters) with kernel-checked test
 //! vectors, run on the classic interpreter in seccomp mode.
 
-use std::path::Path;
-
-use cbpf::{raw, validate, Interp, Mode, SeccompData};
-use serde_json::Value;
+use cbpf::{validate, Interp, Mode, SeccompData};
+use test_data::filters::{self, Source};
 
 mod common;
-use common::{filters, FILTERS};
+use common::insn;
 
-fn vector(line: &str) -> (SeccompData, u32) {
-    let v: Value = serde_json::from_str(line).unwrap();
-    let args: Vec<u64> = v["args"].as_array().unwrap().iter().map(|a| a.as_u64().unwrap()).collect();
-    let data = SeccompData {
-        nr: v["nr"].as_i64().unwrap() as i32,
-        arch: v["arch"].as_u64().unwrap() as u32,
-        instruction_pointer: v["ip"].as_u64().unwrap(),
-        args: args.try_into().unwrap(),
-    };
-    (data, v["action"].as_u64().unwrap() as u32)
-}
-
-fn check_vectors(suffix: &str) -> (usize, Vec<String>) {
+fn check_vectors(source: Source) -> (usize, Vec<String>) {
     let mut failures = Vec::new();
     let mut count = 0;
-    for bpf in filters() {
-        let name = bpf.file_stem().unwrap().to_string_lossy().into_owned();
-        let insns = raw::decode(&std::fs::read(&bpf).unwrap()).unwrap();
+    let suffix = source.suffix();
+    for name in common::filters() {
+        let insns: Vec<_> = filters::insns(&name).unwrap().into_iter().map(insn).collect();
         let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
-        let path = Path::new(FILTERS).join(format!("{name}.{suffix}"));
-        for (line_no, line) in std::fs::read_to_string(&path).unwrap().lines().enumerate() {
-            let (data, want) = vector(line);
+        for v in filters::vectors(&name, source).unwrap() {
+            let data = SeccompData { nr: v.nr, arch: v.arch, instruction_pointer: v.ip, args: v.args };
+            let want = v.action.unwrap();
             let got = interp.run_seccomp(&data.to_bytes()).unwrap();
             let traced = interp.trace_seccomp(&data.to_bytes(), |_| {}).unwrap();
             count += 1;
             if got != want || traced != want {
                 failures.push(format!(
                     "{name}.{suffix}:{}: nr {} arch {:#x}: got {got:#x} (trace {traced:#x}), want {want:#x}",
-                    line_no + 1,
-                    data.nr,
-                    data.arch
+                    v.line, data.nr, data.arch
                 ));
             }
         }
@@ -50,14 +34,14 @@ fn check_vectors(suffix: &str) -> (usize, Vec<String>) {
 
 #[test]
 fn every_kernel_checked_vector_gives_the_expected_action() {
-    let (count, failures) = check_vectors("vectors.jsonl");
+    let (count, failures) = check_vectors(Source::Kernel);
     assert!(failures.is_empty(), "{} of {count} failed:\n{}", failures.len(), failures.join("\n"));
     assert!(count > 1000, "only {count} vectors");
 }
 
 #[test]
 fn every_simulator_checked_vector_gives_the_expected_action() {
-    let (count, failures) = check_vectors("sim_only.jsonl");
+    let (count, failures) = check_vectors(Source::Simulator);
     assert!(failures.is_empty(), "{} of {count} failed:\n{}", failures.len(), failures.join("\n"));
     assert!(count > 100, "only {count} vectors");
 }

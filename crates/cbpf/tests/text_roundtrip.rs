@@ -7,7 +7,7 @@ use cbpf::text::{detect, parse, print_asm, print_c, print_ddd, print_ddd_line, F
 use cbpf::{raw, validate, Insn, Mode};
 
 mod common;
-use common::{classic_insns, classic_tests, filters, FILTERS};
+use common::{classic_tests, filters, filters_dir};
 
 type Printer = fn(&[Insn]) -> String;
 
@@ -52,9 +52,9 @@ fn every_test_filter_round_trips_through_every_syntax() {
     let names = filters();
     assert!(names.len() >= 10, "expected the test filters, found {}", names.len());
     let mut failures = Vec::new();
-    for path in &names {
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let bytes = std::fs::read(path).unwrap();
+    for stem in &names {
+        let name = format!("{stem}.bpf");
+        let bytes = std::fs::read(filters_dir().join(&name)).unwrap();
         let insns = raw::decode(&bytes).unwrap();
         assert!(validate(&insns, Mode::Seccomp).is_ok(), "{name} should be a valid seccomp filter");
         assert_eq!(parse(&bytes, detect(&bytes)).unwrap(), insns, "{name}: raw auto-detected");
@@ -68,15 +68,13 @@ fn every_valid_classic_test_bpf_program_round_trips() {
     let tests = classic_tests();
     let mut checked = 0;
     let mut failures = Vec::new();
-    for t in &tests {
-        let name = t["name"].as_str().unwrap();
-        let insns = classic_insns(t);
+    for (name, _, insns) in &tests {
         // Invalid programs must round-trip too (through `.raw` where needed);
         // the contract is only promised for valid ones, so count those.
-        if validate(&insns, Mode::Socket).is_ok() {
+        if validate(insns, Mode::Socket).is_ok() {
             checked += 1;
         }
-        failures.extend(round_trip_failures(name, &insns));
+        failures.extend(round_trip_failures(name, insns));
     }
     assert!(checked >= 100, "only {checked} valid programs");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
@@ -85,7 +83,7 @@ fn every_valid_classic_test_bpf_program_round_trips() {
 #[test]
 fn seccomp_rewritten_program_round_trips() {
     // Program::insns() holds 0x21 (LDX|W|ABS) after seccomp_check_filter().
-    let bytes = std::fs::read(format!("{FILTERS}/seed_fast.bpf")).unwrap();
+    let bytes = std::fs::read(filters_dir().join("seed_fast.bpf")).unwrap();
     let prog = validate(&raw::decode(&bytes).unwrap(), Mode::Seccomp).unwrap();
     assert!(prog.insns().iter().any(|i| i.code == 0x21));
     let failures = round_trip_failures("seed_fast (rewritten)", prog.insns());

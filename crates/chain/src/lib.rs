@@ -1,6 +1,6 @@
 //! Compare-chain superinstructions, shared by the classic interpreter
 //! (`cbpf::interp`) and the seccomp executor of the eBPF crate
-//! (`ebpf::seccomp_exec`).
+//! (`ebpf::exec::seccomp`).
 //!
 //! A compare chain is a stretch of conditional jumps on one value `x` (A in
 //! classic BPF, r0 in converted eBPF) against constants, each of which

@@ -237,19 +237,11 @@ fn a_disagreeing_or_bad_request_is_refused() {
     assert_eq!(doc["cells"].as_array().unwrap().len(), 3 * 2);
 }
 
-/// A little-endian pcap (LINKTYPE_ETHERNET) of `packets`.
+/// A little-endian pcap (LINKTYPE_ETHERNET) of `packets`, whole.
 fn pcap(packets: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for w in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
-        out.extend_from_slice(&w.to_le_bytes());
-    }
-    for p in packets {
-        for w in [0u32, 0, p.len() as u32, p.len() as u32] {
-            out.extend_from_slice(&w.to_le_bytes());
-        }
-        out.extend_from_slice(p);
-    }
-    out
+    let records: Vec<_> =
+        packets.iter().map(|p| test_data::pcap::Record { data: p.clone(), wire_len: p.len() as u32 }).collect();
+    test_data::pcap::write(&records)
 }
 
 #[test]

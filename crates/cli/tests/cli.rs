@@ -229,20 +229,9 @@ fn ebpf_engine_kernel_runs_in_the_kernel_and_refusals_are_one_line() {
 
 /// A little-endian pcap with Ethernet link type.
 fn pcap(packets: &[(&[u8], u32)]) -> Vec<u8> {
-    let mut out = Vec::new();
-    out.extend(0xa1b2_c3d4u32.to_le_bytes());
-    out.extend(2u16.to_le_bytes());
-    out.extend(4u16.to_le_bytes());
-    out.extend([0u8; 8]);
-    out.extend(65535u32.to_le_bytes());
-    out.extend(1u32.to_le_bytes());
-    for (p, orig) in packets {
-        out.extend([0u8; 8]);
-        out.extend((p.len() as u32).to_le_bytes());
-        out.extend(orig.to_le_bytes());
-        out.extend(*p);
-    }
-    out
+    let records: Vec<_> =
+        packets.iter().map(|&(p, wire_len)| test_data::pcap::Record { data: p.to_vec(), wire_len }).collect();
+    test_data::pcap::write(&records)
 }
 
 #[test]

@@ -20,8 +20,8 @@
 
 use std::collections::HashMap;
 
-use crate::insn::Insn;
-use crate::op::{AluOp, AtomicOp, CallKind, Endian, JmpCond, Op, Operand, Size, Width};
+use crate::isa::insn::Insn;
+use crate::isa::op::{AluOp, AtomicOp, CallKind, Endian, JmpCond, Op, Operand, Size, Width};
 
 /// Sign-extending moves: mnemonic, width, source size.
 pub(crate) const MOVSX_OPS: [(&str, Width, Size); 5] = [

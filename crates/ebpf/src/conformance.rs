@@ -15,7 +15,7 @@
 //! ```
 
 use crate::asm::{assemble, AsmError, AsmErrorKind};
-use crate::insn::{Insn, INSN_SIZE};
+use crate::isa::insn::{Insn, INSN_SIZE};
 
 /// What running the test must produce.
 #[derive(Debug, Clone, PartialEq, Eq)]

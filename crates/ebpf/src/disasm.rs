@@ -13,8 +13,8 @@
 //! ```
 
 use crate::asm::MOVSX_OPS;
-use crate::insn::{Insn, Pc};
-use crate::op::{repaired, reserved_field, AtomicOp, CallKind, Op, OpError, Operand, Size};
+use crate::isa::insn::{Insn, Pc};
+use crate::isa::op::{reserved_field, AtomicOp, CallKind, Op, OpError, Operand, Size};
 
 /// Why an instruction has no text in the assembly syntax.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,27 +64,27 @@ pub fn disassemble_one(insns: &[Insn], pc: usize) -> Result<(String, usize), Dis
     let variant = |field, value: i64| DisasmError::UnsupportedVariant { pc: at, code, field, value };
     let next = insns.get(pc + 1).copied();
     // The syntax reports a non-zero unused field before an unsupported
-    // variant: check the fields on the instruction with the variant field
-    // made valid (END's width, the call kind, the byte order of `bswap`).
+    // variant: the error says which family (END, a call) the instruction
+    // is, whose unused fields come first.
     if let Err(e) = Op::decode(insn, next) {
-        let probe = repaired(insn, e);
-        let unused = match Op::decode(probe, next) {
-            Ok(op @ (Op::End { .. } | Op::Call { .. })) => reserved_field(&op, probe),
-            _ => None,
+        let set = |field: &str| match field {
+            "dst" => insn.dst() != 0,
+            "src" => insn.src() != 0,
+            _ => insn.off != 0,
         };
-        if let Some(field) = unused {
+        if let Some(&field) = e.family().unused_before_variant().iter().find(|f| set(f)) {
             return Err(DisasmError::UnusedField { pc: at, code, field });
         }
     }
     let op = Op::decode(insn, next).map_err(|e| match e {
         OpError::IncompleteLdImm64 | OpError::BadLdImm64SecondSlot => DisasmError::TruncatedLddw { pc: at },
-        OpError::BadOffset(off) => variant("off", off.into()),
+        OpError::BadOffset { off, .. } => variant("off", off.into()),
         // Byte-sized atomics exist only as load-acquire / store-release,
         // which have no text.
-        OpError::BadImmediate(_) if matches!(op_size(insn), Some(Size::B | Size::H)) => unknown.clone(),
-        OpError::BadImmediate(imm) => variant("imm", imm.into()),
-        OpError::UnsupportedCall(src) => variant("src", src.into()),
-        OpError::UnknownOpcode(_) => unknown.clone(),
+        OpError::BadImmediate { .. } if matches!(op_size(insn), Some(Size::B | Size::H)) => unknown.clone(),
+        OpError::BadImmediate { imm, .. } => variant("imm", imm.into()),
+        OpError::UnsupportedCall { src } => variant("src", src.into()),
+        OpError::UnknownOpcode { .. } => unknown.clone(),
     })?;
     match op {
         // `off` of a binary ALU op selects the operation: not an unused field.

@@ -16,14 +16,13 @@
 
 use std::fmt::Write as _;
 
-use crate::insn::Insn;
-use crate::op::{AluOp, AtomicOp, Endian, JmpCond, Op, Operand, Size};
-use crate::opcode::{
+use crate::abi::skb::helper;
+use crate::isa::insn::Insn;
+use crate::isa::op::{AluOp, AtomicOp, CallKind, Endian, JmpCond, Op, Operand, Size, Width};
+use crate::isa::opcode::{
     BPF_ABS, BPF_ALU, BPF_ALU64, BPF_ATOMIC, BPF_CALL, BPF_DIV, BPF_END, BPF_EXIT, BPF_IMM, BPF_IND, BPF_JA, BPF_JMP,
-    BPF_JMP32, BPF_LD, BPF_LDX, BPF_MEM, BPF_MEMSX, BPF_MOD, BPF_MOV, BPF_NEG, BPF_PSEUDO_CALL, BPF_ST, BPF_STX,
-    BPF_TO_BE, BPF_X,
+    BPF_JMP32, BPF_LD, BPF_LDX, BPF_MEM, BPF_MEMSX, BPF_MOD, BPF_MOV, BPF_NEG, BPF_PSEUDO_CALL, BPF_ST, BPF_STX, BPF_X,
 };
-use crate::skb::helper;
 
 /// Resolves a helper id to its name, for `call` instructions whose id the
 /// kernel's own table does not know (the `cb_call` callback of
@@ -59,7 +58,7 @@ pub fn kernel_helper_name(id: i32) -> Option<&'static str> {
     usize::try_from(id).ok().and_then(|i| func_id_names().nth(i))
 }
 
-/// Names of the socket-filter helpers our converter calls ([`crate::skb::helper`]),
+/// Names of the socket-filter helpers our converter calls ([`crate::abi::skb::helper`]),
 /// the kernel function each id stands for. Use it as the [`HelperNameFn`] when
 /// listing converted socket filters: `call bpf_skb_load_helper_32#4099`.
 pub fn skb_helper_name(id: i32) -> Option<&'static str> {
@@ -249,15 +248,6 @@ fn jmp_string(op: u8) -> &'static str {
     }
 }
 
-/// `bpf_movsx_string[]`: the cast printed for `movsx`, by `off`.
-fn movsx_string(off: i16) -> &'static str {
-    match off {
-        8 => "(s8)",
-        16 => "(s16)",
-        _ => "(s32)",
-    }
-}
-
 /// `is_sdiv_smod()`.
 fn is_sdiv_smod(insn: &Insn) -> bool {
     let op = insn.code & 0xf0;
@@ -293,11 +283,78 @@ fn func_get_name(insn: &Insn, helper_name: HelperNameFn) -> String {
     }
 }
 
-/// `print_bpf_insn()` on the raw fields of an encoding [`Op::decode`]
-/// refuses (the kernel prints those too: reserved opcodes, holes in its
-/// string tables, kernel-internal forms, out-of-range sub-fields), after the
-/// opcode prefix. Cases in the kernel's order.
+/// The [`Op`] the kernel prints an encoding [`Op::decode`] refuses as, if
+/// it prints it as one: the instruction read without the field that made
+/// it invalid (an out-of-range width, `off` or `imm`, an `X` bit the
+/// operation has no form for, an atomic at a size that has none). `None`
+/// for what only the kernel's raw printer knows ([`write_raw`]).
+fn nearest_op(insn: &Insn, next: Option<&Insn>) -> Option<Op> {
+    let code = insn.code;
+    let class = insn.class();
+    let (dst, src, off, imm) = (insn.dst(), insn.src(), insn.off, insn.imm);
+    let (op, mode, size) = (code & 0xf0, code & 0xe0, Size::of(code));
+    let x = code & BPF_X == BPF_X;
+    let operand = if x { Operand::X(src) } else { Operand::K(imm) };
+    Some(match class {
+        BPF_ALU | BPF_ALU64 => {
+            let width = if class == BPF_ALU { Width::W32 } else { Width::W64 };
+            if op == BPF_END {
+                let endian = match (width, x) {
+                    (Width::W64, _) => Endian::Swap,
+                    (Width::W32, true) => Endian::ToBe,
+                    (Width::W32, false) => Endian::ToLe,
+                };
+                Op::End { endian, dst, bits: imm }
+            } else if op == BPF_NEG {
+                Op::Neg { width, dst }
+            } else if is_addr_space_cast(insn) {
+                return None;
+            } else if x && is_movsx(insn) {
+                let from = match off {
+                    8 => Size::B,
+                    16 => Size::H,
+                    _ => Size::W,
+                };
+                Op::MovSx { width, dst, src, from }
+            } else {
+                let alu_off = i16::from(is_sdiv_smod(insn));
+                let alu = AluOp::ALL.into_iter().find(|a| a.bits() == op && a.off() == alu_off)?;
+                Op::Alu { width, op: alu, dst, src: operand }
+            }
+        }
+        BPF_STX if mode == BPF_ATOMIC => Op::Atomic { size, op: AtomicOp::from_bits(imm)?, dst, src, off },
+        BPF_ST if mode == BPF_MEM => Op::St { size, dst, off, imm },
+        BPF_LDX if mode == BPF_MEM => Op::Ldx { size, dst, src, off },
+        BPF_LDX if mode == BPF_MEMSX => Op::Ldsx { size, dst, src, off },
+        BPF_LD if mode == BPF_ABS => Op::LdAbs { size, imm },
+        BPF_LD if mode == BPF_IND => Op::LdInd { size, src, imm },
+        BPF_LD if mode == BPF_IMM && size == Size::DW => {
+            Op::LdImm64 { dst, imm: (u64::from(next?.imm as u32) << 32) | u64::from(imm as u32) }
+        }
+        // `print_bpf_insn()` names any call by its raw `src` and `imm`.
+        BPF_JMP | BPF_JMP32 if op == BPF_CALL => Op::Call { kind: CallKind::Helper, imm },
+        _ if code == BPF_JMP | BPF_JA => Op::Ja { off },
+        _ if code == BPF_JMP32 | BPF_JA => Op::Gotol { imm },
+        _ if code == BPF_JMP | BPF_EXIT => Op::Exit,
+        BPF_JMP | BPF_JMP32 if !(code == BPF_JMP | BPF_JCOND && src == BPF_MAY_GOTO) => {
+            let width = if class == BPF_JMP32 { Width::W32 } else { Width::W64 };
+            let cond = JmpCond::ALL.into_iter().find(|c| c.bits() == op)?;
+            Op::Jmp { width, cond, dst, src: operand, off }
+        }
+        _ => return None,
+    })
+}
+
+/// `print_bpf_insn()` for an encoding [`Op::decode`] refuses (the kernel
+/// prints those too), after the opcode prefix: as the op it reads as
+/// ([`nearest_op`], printed by [`write_op`]), or the forms only the raw
+/// printer has: the holes of the kernel's string tables (`(null)`), its
+/// internal instructions (`addr_space_cast`, `nospec`, `may_goto`) and its
+/// `BUG_` lines. Cases in the kernel's order.
 fn write_raw(out: &mut String, insn: &Insn, next: Option<&Insn>, helper_name: HelperNameFn) -> std::fmt::Result {
+    if let Some(op) = nearest_op(insn, next) {
+        return write_op(out, &op, insn, helper_name);
+    }
     let code = insn.code;
     let class = insn.class();
     let (dst, src, off, imm) = (insn.dst(), insn.src(), insn.off, insn.imm);
@@ -305,74 +362,30 @@ fn write_raw(out: &mut String, insn: &Insn, next: Option<&Insn>, helper_name: He
     let mode = code & 0xe0;
     if class == BPF_ALU || class == BPF_ALU64 {
         let r = if class == BPF_ALU { 'w' } else { 'r' };
-        if op == BPF_END {
-            if class == BPF_ALU64 {
-                write!(out, "r{dst} = bswap{imm} r{dst}")
-            } else {
-                let dir = if code & BPF_X == BPF_TO_BE { "be" } else { "le" };
-                write!(out, "r{dst} = {dir}{imm} r{dst}")
-            }
-        } else if op == BPF_NEG {
-            write!(out, "{r}{dst} = -{r}{dst}")
-        } else if is_addr_space_cast(insn) {
+        if is_addr_space_cast(insn) {
             let (dst_as, src_as) = ((imm as u32) >> 16, imm as u16);
             write!(out, "r{dst} = addr_space_cast(r{src}, {dst_as}, {src_as})")
+        } else if code & BPF_X == BPF_X {
+            write!(out, "{r}{dst} {} {r}{src}", alu_string(op))
         } else {
-            let op_str = if is_sdiv_smod(insn) {
-                if op == BPF_DIV {
-                    "s/="
-                } else {
-                    "s%="
-                }
-            } else {
-                alu_string(op)
-            };
-            if code & BPF_X == BPF_X {
-                let cast = if is_movsx(insn) { movsx_string(off) } else { "" };
-                write!(out, "{r}{dst} {op_str} {cast}{r}{src}")
-            } else {
-                write!(out, "{r}{dst} {op_str} {imm}")
-            }
+            write!(out, "{r}{dst} {} {imm}", alu_string(op))
         }
     } else if class == BPF_STX {
-        // MEM (never refused) or ATOMIC: a known operation at a size the
-        // decoder refuses prints like the decoded op.
-        match AtomicOp::from_bits(imm).filter(|_| mode == BPF_ATOMIC) {
-            Some(op) => write_op(out, &Op::Atomic { size: Size::of(code), op, dst, src, off }, insn, helper_name),
-            None => {
-                out.clear();
-                write!(out, "BUG_{code:02x}")
-            }
-        }
+        out.clear();
+        write!(out, "BUG_{code:02x}")
     } else if class == BPF_ST {
-        if mode == BPF_MEM {
-            write!(out, "*({} *)(r{dst} {off:+}) = {imm}", Size::of(code).kernel())
-        } else if mode == BPF_NOSPEC {
+        if mode == BPF_NOSPEC {
             write!(out, "nospec")
         } else {
             out.clear();
             write!(out, "BUG_st_{code:02x}")
         }
     } else if class == BPF_LDX {
-        if mode != BPF_MEM && mode != BPF_MEMSX {
-            out.clear();
-            return write!(out, "BUG_ldx_{code:02x}");
-        }
-        let size = if mode == BPF_MEM { Size::of(code).kernel() } else { Size::of(code).kernel_signed() };
-        write!(out, "r{dst} = *({size} *)(r{src} {off:+})")
+        out.clear();
+        write!(out, "BUG_ldx_{code:02x}")
     } else if class == BPF_LD {
-        if mode == BPF_ABS {
-            write!(out, "r0 = *({} *)skb[{imm}]", Size::of(code).kernel())
-        } else if mode == BPF_IND {
-            write!(out, "r0 = *({} *)skb[r{src} + {imm}]", Size::of(code).kernel())
-        } else if mode == BPF_IMM && Size::of(code) == Size::DW {
-            match next {
-                Some(hi) => {
-                    let full = (u64::from(hi.imm as u32) << 32) | u64::from(imm as u32);
-                    write!(out, "r{dst} = {full:#x}")
-                }
-                None => write!(out, "BUG_ld_imm64_truncated"),
-            }
+        if mode == BPF_IMM && Size::of(code) == Size::DW {
+            write!(out, "BUG_ld_imm64_truncated")
         } else {
             out.clear();
             write!(out, "BUG_ld_{code:02x}")
@@ -380,21 +393,8 @@ fn write_raw(out: &mut String, insn: &Insn, next: Option<&Insn>, helper_name: He
     } else {
         // BPF_JMP or BPF_JMP32: the eight classes are exhausted here.
         let r = if class == BPF_JMP32 { 'w' } else { 'r' };
-        if op == BPF_CALL {
-            let name = func_get_name(insn, helper_name);
-            if src == BPF_PSEUDO_CALL {
-                write!(out, "call pc{name}")
-            } else {
-                write!(out, "call {name}#{imm}")
-            }
-        } else if code == BPF_JMP | BPF_JA {
-            write!(out, "goto pc{off:+}")
-        } else if code == BPF_JMP | BPF_JCOND && src == BPF_MAY_GOTO {
+        if code == BPF_JMP | BPF_JCOND && src == BPF_MAY_GOTO {
             write!(out, "may_goto pc{off:+}")
-        } else if code == BPF_JMP32 | BPF_JA {
-            write!(out, "gotol pc{imm:+}")
-        } else if code == BPF_JMP | BPF_EXIT {
-            write!(out, "exit")
         } else if code & BPF_X == BPF_X {
             write!(out, "if {r}{dst} {} {r}{src} goto pc{off:+}", jmp_string(op))
         } else {

@@ -2,8 +2,8 @@
 //! lib/test_bpf.c's INTERNAL (eBPF) tests, from testdata/test_bpf/internal.json:
 //! every run of every test, on our interpreter, low 32 bits of r0 compared.
 
-use ebpf::interp::{Input, Vm};
 use ebpf::{Helpers, Insn, LoadOptions, Program, SkbContext, SkbMeta};
+use ebpf::{Input, Vm};
 use serde_json::Value;
 
 const SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/test_bpf/internal.json");

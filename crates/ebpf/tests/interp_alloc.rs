@@ -7,9 +7,9 @@ use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use ebpf::asm::assemble;
-use ebpf::interp::{Input, Vm};
 use ebpf::skb::helper;
 use ebpf::{Helpers, LoadOptions, Program, SkbContext, SkbMeta};
+use ebpf::{Input, Vm};
 
 struct Counting;
 static ALLOCS: AtomicUsize = AtomicUsize::new(0);

@@ -3,8 +3,10 @@
 //! regions refuse stores, the step budget stops loops, and arbitrary bytes
 //! never panic or hang.
 
-use ebpf::interp::{Access, ExecError, Input, Vm, CTX_BASE, MEM_BASE, PACKET_BASE, STACK_BASE};
+use ebpf::abi::error::Access;
+use ebpf::abi::region::{CTX_BASE, MEM_BASE, PACKET_BASE, STACK_BASE};
 use ebpf::{skb, Helpers, Insn, LoadOptions, Program, SkbContext, SkbMeta};
+use ebpf::{ExecError, Input, Vm};
 use proptest::prelude::*;
 
 fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {

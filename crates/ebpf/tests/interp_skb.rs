@@ -2,9 +2,10 @@
 //! The socket context of src/skb.rs and its helpers (SPEC §4.6, §4.7),
 //! driven the way converted socket filters drive them.
 
-use ebpf::interp::{Input, Vm, CTX_BASE, PACKET_BASE};
+use ebpf::abi::region::{CTX_BASE, PACKET_BASE};
 use ebpf::skb::{self, helper, SkbContext, SkbMeta};
 use ebpf::{Helpers, Insn, LoadOptions, Program};
+use ebpf::{Input, Vm};
 
 fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
     Insn::new(code, dst, src, off, imm)

@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 //! Per-group semantics of the interpreter (SPEC §3.3, RFC 9669).
 
-use ebpf::interp::{ExecError, Input, Vm, MEM_BASE};
+use ebpf::abi::region::MEM_BASE;
+use ebpf::{ExecError, Input, Vm};
 use ebpf::{Helpers, Insn, LoadError, LoadOptions, Program, SkbContext, SkbMeta};
 
 fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {

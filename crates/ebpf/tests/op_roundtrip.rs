@@ -141,20 +141,30 @@ fn evaluations_match_the_kernel_cases() {
     assert!(JmpCond::Set.eval(Width::W64, 6, 2));
 }
 
-/// One eBPF decoder: outside the ISA table (`op.rs`, the constants of
-/// `opcode.rs`, `struct bpf_insn` in `insn.rs`) and the kernel listing's
+/// One eBPF decoder: outside the ISA table (`isa/op.rs`, the constants of
+/// `isa/opcode.rs`, `struct bpf_insn` in `isa/insn.rs`) and the kernel listing's
 /// mirror of `print_bpf_insn()` for encodings the decoder refuses
 /// (`listing.rs`) and the model of `___bpf_prog_run()`'s jump table indexed
-/// by the raw opcode (`plain.rs`), no library code reads opcode bits; it matches
+/// by the raw opcode (`exec/plain.rs`), no library code reads opcode bits; it matches
 /// [`Op`]. The rbpf adapter of the engine crate is held to the same rule.
 #[test]
 fn no_module_outside_the_isa_table_decodes_opcode_bits() {
+    fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(root.join("src"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| !["op.rs", "opcode.rs", "insn.rs", "listing.rs", "plain.rs"].iter().any(|n| p.ends_with(n)))
-        .collect();
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    let allowed = ["isa/op.rs", "isa/opcode.rs", "isa/insn.rs", "listing.rs", "exec/plain.rs"];
+    files.retain(|p| !allowed.iter().any(|n| p.ends_with(n)));
+    assert!(files.len() > 20, "{} files", files.len());
     files.push(root.join("../engine/src/rbpf_adapter.rs"));
     let forbidden = [".code ==", ".code !=", ".code &", "code & 0x", ".class()", "opcode::*"];
     let mut hits = Vec::new();
@@ -181,4 +191,35 @@ fn no_module_outside_the_isa_table_decodes_opcode_bits() {
         }
     }
     assert!(hits.is_empty(), "raw opcode decoding outside ebpf::op:\n{}", hits.join("\n"));
+}
+
+/// A refused instruction's error says what it was (the family whose
+/// fields a checker judges before the refused variant), so no checker
+/// decodes a doctored copy to find out.
+#[test]
+fn decode_errors_carry_the_family() {
+    use ebpf::op::{Family, OpError};
+    let fam = |code, regs, off, imm| Op::decode(Insn { code, regs, off, imm }, None).unwrap_err().family();
+    // ALU64 | END | X: no such byte-order operation; END with width 8.
+    assert_eq!(fam(0xdf, 0, 0, 16), Family::End);
+    assert_eq!(fam(0xd4, 0, 0, 8), Family::End);
+    assert_eq!(Family::End.unused_before_variant(), ["src", "off"]);
+    // call with src 3: a call; its unused fields are dst and off.
+    assert!(matches!(Op::decode(Insn::new(0x85, 0, 3, 0, 1), None), Err(OpError::UnsupportedCall { src: 3 })));
+    assert_eq!(fam(0x85, 0x30, 0, 1), Family::Call);
+    assert_eq!(Family::Call.unused_before_variant(), ["dst", "off"]);
+    // neg with the X bit, movsx from 64 bits on ALU32, sdiv with off 2.
+    assert_eq!(fam(0x8c, 0, 0, 0), Family::Neg);
+    assert_eq!(fam(0xbc, 0x10, 32, 0), Family::MovSx);
+    assert_eq!(fam(0x3f, 0x10, 2, 0), Family::Alu);
+    // An atomic with an unknown operation, a store of an unknown mode, a
+    // load of one, a jump condition that does not exist.
+    assert_eq!(fam(0xdb, 0x10, 0, 0x7f), Family::Atomic);
+    assert_eq!(fam(0x8a, 0, 0, 0), Family::Store);
+    assert_eq!(fam(0x80, 0, 0, 0), Family::Load);
+    assert_eq!(fam(0xe5, 0, 0, 0), Family::Jump);
+    assert_eq!(fam(0x18, 0, 0, 0), Family::LdImm64);
+    for family in [Family::Neg, Family::MovSx, Family::Alu, Family::Atomic, Family::Jump] {
+        assert!(family.unused_before_variant().is_empty(), "{family:?}");
+    }
 }

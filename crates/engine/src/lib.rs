@@ -441,4 +441,79 @@ impl SocketEngine {
             _ => Ok(SocketOutcome::Ret(self.run(skb)?)),
         }
     }
+
+    /// The timing loop of `bpfconv bench --mode socket`: runs the packets
+    /// `range` of `batch`, in order, `rounds` times over, results hidden
+    /// from the optimiser and dropped (check them first with
+    /// [`SocketEngine::run`]). The packets were made ready once
+    /// ([`SocketBatch::new`]), so the loop allocates nothing. The kernel
+    /// engine is [`EngineError::Unavailable`].
+    pub fn run_batch(
+        &mut self,
+        batch: &SocketBatch<'_>,
+        range: std::ops::Range<usize>,
+        rounds: u64,
+    ) -> Result<(), EngineError> {
+        use std::hint::black_box;
+        match self {
+            SocketEngine::Cbpf(interp) => {
+                let skbs = batch.skbs.get(range).unwrap_or_default();
+                for _ in 0..rounds {
+                    for skb in skbs {
+                        let _ = black_box(interp.run_socket(black_box(skb)));
+                    }
+                }
+            }
+            SocketEngine::Ebpf { prog, vm } => {
+                let ctxs = batch.ctxs.get(range).unwrap_or_default();
+                for _ in 0..rounds {
+                    for ctx in ctxs {
+                        let _ = black_box(vm.run(prog, ebpf::Input::Skb(black_box(ctx))));
+                    }
+                }
+            }
+            SocketEngine::Kernel { .. } => {
+                return Err(EngineError::Unavailable {
+                    engine: EngineKind::Kernel,
+                    why: "the kernel engine sends datagrams: it has no timing loop".to_string(),
+                })
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Packets made ready once for [`SocketEngine::run_batch`]: the classic
+/// socket buffers and the eBPF contexts built from them.
+#[derive(Debug)]
+pub struct SocketBatch<'a> {
+    skbs: Vec<Skb<'a>>,
+    ctxs: Vec<ebpf::SkbContext>,
+}
+
+impl<'a> SocketBatch<'a> {
+    /// Makes `skbs` ready for every engine.
+    pub fn new(skbs: Vec<Skb<'a>>) -> Self {
+        let ctxs = skbs
+            .iter()
+            .map(|skb| {
+                let ctx = ebpf::SkbContext::new(skb.data, &skb_meta(skb));
+                match skb.wire_len {
+                    Some(wire) => ctx.with_wire_len(wire),
+                    None => ctx,
+                }
+            })
+            .collect();
+        SocketBatch { skbs, ctxs }
+    }
+
+    /// Number of packets.
+    pub fn len(&self) -> usize {
+        self.skbs.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.skbs.is_empty()
+    }
 }

@@ -196,7 +196,7 @@ fn action_lt(aig: &mut Aig, a: &Bv, b: &Bv) -> Lit {
 }
 
 /// A stack's value from each filter's (newest first), as
-/// `seccomp::chain::combine` computes it: start from ALLOW, take a result
+/// `seccomp::stack::combine` computes it: start from ALLOW, take a result
 /// whose action is strictly more restrictive. One filter is its own value
 /// (a lone filter is compared on what it returns).
 pub(crate) fn combine(aig: &mut Aig, newest_first: &[Bv]) -> Bv {

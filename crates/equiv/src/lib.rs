@@ -42,7 +42,7 @@ use seccomp::analysis::{Analyzer, Field, NrClasses};
 use seccomp::fast::{Partial, PartialResult};
 
 /// One side of a comparison: a stack of validated seccomp filters, newest
-/// first (the kernel's list order, as [`seccomp::chain`] takes them). One
+/// first (the kernel's list order, as [`seccomp::stack`] takes them). One
 /// filter is a stack of one.
 #[derive(Debug, Clone, Copy)]
 pub struct Side<'a> {
@@ -228,13 +228,13 @@ fn mask(compare: Compare) -> u32 {
 
 /// What one side returns for `data` on the classic interpreter: a lone
 /// filter's own value, a stack's combined as `seccomp_run_filters()` does
-/// ([`seccomp::chain::combine`]).
+/// ([`seccomp::stack::combine`]).
 pub fn side_value(side: Side<'_>, data: &SeccompData) -> u32 {
     let bytes = data.to_bytes();
     let run = |p: &Program| Interp::new(p).run_seccomp(&bytes).unwrap_or(seccomp::action::SECCOMP_RET_KILL_PROCESS);
     match side.filters() {
         [one] => run(one),
-        many => seccomp::chain::combine(many.iter().map(run)),
+        many => seccomp::stack::combine(many.iter().map(run)),
     }
 }
 
@@ -408,7 +408,7 @@ fn constants(pieces: &[Piece]) -> Option<u32> {
         .collect();
     match values?.as_slice() {
         [one] => Some(*one),
-        many => Some(seccomp::chain::combine(many.iter().copied())),
+        many => Some(seccomp::stack::combine(many.iter().copied())),
     }
 }
 

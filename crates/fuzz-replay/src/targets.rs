@@ -9,7 +9,7 @@ use cbpf::text::{self, Format};
 use cbpf::{Interp, Mode, Program, SeccompData};
 use convert::socket_ctx::skb_meta;
 use convert::{ConvertError, Options};
-use ebpf::interp::Input as EInput;
+use ebpf::Input as EInput;
 use ebpf::{Helpers, LoadOptions, SkbContext, Vm};
 use seccomp::analysis::{ActionResult, Analyzer, Field};
 use test_kit::oracle::{Oracle, SetupError};

@@ -70,8 +70,14 @@ fn vectors(path: &Path) -> Vec<(cbpf::SeccompData, u32)> {
         let f = Filter::load(stem).unwrap();
         return f.vectors().unwrap().into_iter().map(|v| (v.data, v.action)).collect();
     }
-    let text = std::fs::read_to_string(testdata().join("profiles/docker_like.vectors.jsonl")).unwrap();
-    engine::vectors::parse(&text).unwrap().into_iter().map(|v| (v.data, v.action.unwrap())).collect()
+    let vectors = test_data::vectors::read(&testdata().join("profiles/docker_like.vectors.jsonl")).unwrap();
+    let data = |v: &test_data::vectors::Vector| cbpf::SeccompData {
+        nr: v.nr,
+        arch: v.arch,
+        instruction_pointer: v.ip,
+        args: v.args,
+    };
+    vectors.iter().map(|v| (data(v), v.action.unwrap())).collect()
 }
 
 /// The testdata/filters stems libseccomp made (those with a `.pfc`; the

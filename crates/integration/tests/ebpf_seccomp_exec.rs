@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 //! The dedicated executor for converted seccomp filters
-//! (`ebpf::seccomp_exec`) against the general interpreter
+//! (`ebpf::exec::seccomp`) against the general interpreter
 //! (`LoadOptions::no_superinstructions` forces the general path): same
 //! result and same executed-instruction count on every converted
 //! testdata/filters vector and on random converted programs with random

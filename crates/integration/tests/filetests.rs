@@ -55,35 +55,6 @@ struct FileTest {
     expected: String,
 }
 
-fn parse_insn(s: &str) -> Result<Insn, String> {
-    let cleaned: String = s.chars().map(|ch| if ch == '{' || ch == '}' || ch == ',' { ' ' } else { ch }).collect();
-    let fields: Vec<&str> = cleaned.split_whitespace().collect();
-    if fields.len() != 4 {
-        return Err(format!("expected `code jt jf k`, got {s:?}"));
-    }
-    let num = |f: &str| common::parse_u64(f).ok_or_else(|| format!("bad number {f:?}"));
-    let code = num(fields[0])?;
-    let jt = num(fields[1])?;
-    let jf = num(fields[2])?;
-    let k = num(fields[3])?;
-    Ok(Insn {
-        code: u16::try_from(code).map_err(|_| format!("code {code:#x} too large"))?,
-        jt: u8::try_from(jt).map_err(|_| format!("jt {jt} too large"))?,
-        jf: u8::try_from(jf).map_err(|_| format!("jf {jf} too large"))?,
-        k: k as u32,
-    })
-}
-
-fn strip_comment(line: &str) -> &str {
-    let mut end = line.len();
-    for marker in [";", "//", "/*", "#"] {
-        if let Some(i) = line.find(marker) {
-            end = end.min(i);
-        }
-    }
-    line[..end].trim()
-}
-
 fn parse_run(spec: &str, line: usize) -> Result<Run, String> {
     let (inputs, want) = spec.split_once("=>").ok_or("run line without `=>`")?;
     let want = common::parse_u64(want).ok_or_else(|| format!("bad expected value {want:?}"))? as u32;
@@ -117,58 +88,46 @@ fn parse_run(spec: &str, line: usize) -> Result<Run, String> {
 }
 
 fn parse_file(text: &str) -> Result<FileTest, String> {
+    let t = test_data::filetest::parse(text)?;
     let mut mode = None;
     let mut options = Options::default();
-    let mut insns = Vec::new();
     let mut runs = Vec::new();
-    let mut head = String::new();
-    let mut lines = text.lines().enumerate();
-    let mut summary_only = None;
-    for (n, line) in lines.by_ref() {
-        let lineno = n + 1;
-        head.push_str(line);
-        head.push('\n');
-        let trimmed = line.trim();
-        if let Some(kind) = trimmed.strip_prefix(MARKER) {
-            summary_only = Some(match kind.trim() {
-                "" => false,
-                "summary" => true,
-                other => return Err(format!("line {lineno}: unknown expect kind {other:?}")),
-            });
-            break;
-        }
-        if let Some(directive) = trimmed.strip_prefix(';') {
-            let directive = directive.trim();
-            if let Some(m) = directive.strip_prefix("mode:") {
-                mode = Some(filetest::mode(m).ok_or_else(|| format!("line {lineno}: unknown mode {:?}", m.trim()))?);
-            } else if let Some(o) = directive.strip_prefix("options:") {
-                for opt in o.split_whitespace() {
+    for d in &t.directives {
+        let lineno = d.line;
+        match d.key.as_str() {
+            "mode" => {
+                mode =
+                    Some(filetest::mode(&d.value).ok_or_else(|| format!("line {lineno}: unknown mode {:?}", d.value))?)
+            }
+            "options" => {
+                for opt in d.value.split_whitespace() {
                     match opt {
                         "legacy" => options.legacy_ld_abs = true,
                         other => return Err(format!("line {lineno}: unknown option {other:?}")),
                     }
                 }
-            } else if let Some(r) = directive.strip_prefix("run:") {
-                runs.push(parse_run(r, lineno).map_err(|e| format!("line {lineno}: {e}"))?);
             }
-            continue;
-        }
-        let body = strip_comment(trimmed);
-        if body.is_empty() {
-            continue;
-        }
-        if let Some(rest) = body.strip_prefix("repeat") {
-            let (count, insn) = rest.split_once(':').ok_or_else(|| format!("line {lineno}: `repeat N: insn`"))?;
-            let count: usize = count.trim().parse().map_err(|_| format!("line {lineno}: bad repeat count"))?;
-            let insn = parse_insn(insn).map_err(|e| format!("line {lineno}: {e}"))?;
-            insns.extend(std::iter::repeat_n(insn, count));
-        } else {
-            insns.push(parse_insn(body).map_err(|e| format!("line {lineno}: {e}"))?);
+            "run" => runs.push(parse_run(&d.value, lineno).map_err(|e| format!("line {lineno}: {e}"))?),
+            _ => {}
         }
     }
-    let summary_only = summary_only.ok_or(format!("no `{MARKER}` line"))?;
-    let expected: String = lines.map(|(_, l)| format!("{l}\n")).collect();
-    Ok(FileTest { mode: mode.ok_or("no `; mode:` line")?, options, insns, runs, summary_only, head, expected })
+    let summary_only = match t.marker.as_deref() {
+        Some("expect") => false,
+        Some("expect summary") => true,
+        Some(other) => return Err(format!("unknown marker `== {other}`")),
+        None => return Err(format!("no `{MARKER}` line")),
+    };
+    let insns = t.insns.iter().map(|r| Insn { code: r.code, jt: r.jt, jf: r.jf, k: r.k }).collect();
+    let head = format!("{}== {}\n", t.head, t.marker.unwrap_or_default());
+    Ok(FileTest {
+        mode: mode.ok_or("no `; mode:` line")?,
+        options,
+        insns,
+        runs,
+        summary_only,
+        head,
+        expected: t.expected,
+    })
 }
 
 /// The expected block for `t`, and the validated and converted program, if any.

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use cbpf::Insn;
 
+use crate::child;
 use crate::sys::{self, get, put, Exit, Failed};
 use crate::KernelError;
 
@@ -103,7 +104,7 @@ fn time_in_child(work: Workload<'_>) -> Result<Option<SyscallTiming>, KernelErro
     let clock_id = libc::CLOCK_THREAD_CPUTIME_ID;
     // words[0] = clock worked once, [1] = setup errno, [2] = samples done,
     // [3..] = nanoseconds of each run (warm-up first).
-    let shared = shared_results(3 + REPEATS + 1)?;
+    let shared = child::shared_results(3 + REPEATS + 1)?;
     let words = shared.words();
     let child = || -> i32 {
         if let Err(step) = setup_child(words, progs) {
@@ -126,7 +127,7 @@ fn time_in_child(work: Workload<'_>) -> Result<Option<SyscallTiming>, KernelErro
     // SAFETY: the closure uses only async-signal-safe wrappers (prctl,
     // seccomp, clock_gettime, syscall) and shared atomics prepared before.
     let pid = unsafe { sys::fork_child(child) }.map_err(|errno| KernelError::Os { op: "fork", errno })?;
-    let exit = wait(pid)?;
+    let exit = child::wait_for(pid, TIMEOUT)?;
     let clock_ok = get(words, 0) == 1;
     let done = get(words, 2) as usize;
     if done < REPEATS + 1 {
@@ -165,7 +166,7 @@ fn time_by_difference(work: Workload<'_>) -> Result<SyscallTiming, KernelError> 
 fn loop_cpu(work: Workload<'_>) -> Result<Duration, KernelError> {
     let Workload { progs, nr, regs, iterations } = work;
     // words[0] = loop finished, [1] = setup errno.
-    let shared = shared_results(2)?;
+    let shared = child::shared_results(2)?;
     let words = shared.words();
     let child = || -> i32 {
         if let Err(step) = setup_child(words, progs) {
@@ -208,7 +209,7 @@ pub fn attach_time(filter: &[Insn]) -> Result<Duration, KernelError> {
     let prog = sys::to_sock_filters(filter);
     let mut samples = Vec::with_capacity(REPEATS);
     for _ in 0..REPEATS {
-        let ns = install_in_child(&prog)?.map_err(setup_error)?;
+        let ns = child::install_in_child(&prog)?.map_err(setup_error)?;
         samples.push(Duration::from_nanos(ns));
     }
     Ok(median(&samples))
@@ -247,49 +248,6 @@ pub fn refusing(filter: &[Insn], nr: u32) -> Option<Vec<Insn>> {
     (out.len() <= cbpf::opcode::BPF_MAXINSNS).then_some(out)
 }
 
-/// In one fresh child: `PR_SET_NO_NEW_PRIVS`, then
-/// `seccomp(SECCOMP_SET_MODE_FILTER)` of `prog`, unmodified. `Ok(Ok(ns))`
-/// is the install's wall time, `Ok(Err(errno))` the errno of whichever of
-/// the two refused; `Err` when the child could not be run.
-pub(crate) fn install_in_child(prog: &[libc::sock_filter]) -> Result<Result<u64, i32>, KernelError> {
-    // words[0] = ns, [1] = errno, [2] = done.
-    let shared = shared_results(3)?;
-    let words = shared.words();
-    let child = || -> i32 {
-        sys::harden_child(false);
-        if let Err(e) = sys::set_no_new_privs() {
-            put(words, 1, e as u64);
-            return Failed::NoNewPrivs.code();
-        }
-        let t0 = sys::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
-        if let Err(e) = sys::install_filter(prog) {
-            put(words, 1, e as u64);
-            return Failed::Install.code();
-        }
-        let t1 = sys::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
-        put(words, 0, t1.saturating_sub(t0));
-        put(words, 2, 1);
-        0
-    };
-    // SAFETY: async-signal-safe closure, as in time_in_child.
-    let pid = unsafe { sys::fork_child(child) }.map_err(|errno| KernelError::Os { op: "fork", errno })?;
-    let exit = wait(pid)?;
-    if get(words, 2) == 1 {
-        return Ok(Ok(get(words, 0)));
-    }
-    match exit {
-        Exit::Failed(Failed::NoNewPrivs | Failed::Install) => Ok(Err(get(words, 1) as i32)),
-        Exit::Failed(step) => Err(KernelError::ChildExit { code: step.code() }),
-        Exit::Code(code) => Err(KernelError::ChildExit { code }),
-        Exit::Signal(signal) => Err(KernelError::ChildDied { signal }),
-    }
-}
-
-/// `n` words shared with a forked child, for its results.
-pub(crate) fn shared_results(n: usize) -> Result<sys::SharedWords, KernelError> {
-    sys::SharedWords::new(n).map_err(|errno| KernelError::Os { op: "mmap shared results", errno })
-}
-
 /// In a forked child: hardens it and installs `progs` (with none, the
 /// baseline, it sets nothing); on failure stores the errno in `words[1]`
 /// and returns the step that failed.
@@ -317,20 +275,6 @@ fn call_repeatedly(nr: i64, regs: [u64; 6], iterations: u64) {
 
 fn setup_error(errno: i32) -> KernelError {
     KernelError::Os { op: "install benchmark filters", errno }
-}
-
-fn wait(pid: i32) -> Result<Exit, KernelError> {
-    match sys::wait_child(pid, TIMEOUT) {
-        Ok(Some(exit)) => Ok(exit),
-        Ok(None) => {
-            sys::kill_child(pid);
-            Err(KernelError::Timeout { timeout: TIMEOUT })
-        }
-        Err(errno) => {
-            sys::kill_child(pid);
-            Err(KernelError::Os { op: "waitpid", errno })
-        }
-    }
 }
 
 fn median(samples: &[Duration]) -> Duration {

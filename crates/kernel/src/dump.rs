@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use cbpf::Insn;
 
+use crate::child;
 use crate::errno_text;
 use crate::sys::{self, get, ptrace, put, Exit};
 use crate::KernelError;
@@ -180,7 +181,7 @@ impl FilteredProcess {
         crate::engine::seccomp_available()?;
         let progs: Vec<Vec<libc::sock_filter>> = filters.iter().map(|f| sys::to_sock_filters(f)).collect();
         // words[0] = installed, [1] = errno.
-        let shared = crate::bench::shared_results(2)?;
+        let shared = child::shared_results(2)?;
         let words = shared.words();
         let child = || -> i32 {
             sys::harden_child(true);

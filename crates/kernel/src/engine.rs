@@ -36,6 +36,7 @@ use std::time::Duration;
 
 use cbpf::{Insn, Op, Size};
 
+use crate::child;
 use crate::sys::{self, get, put, Exit, Failed};
 use crate::KernelError;
 
@@ -160,7 +161,7 @@ pub fn seccomp_available() -> Result<(), KernelError> {
 /// errno (never `OverOptmem`: seccomp filters are not charged to a socket).
 pub fn seccomp_attach(filter: &[Insn]) -> Result<crate::socket::Attach, KernelError> {
     seccomp_available()?;
-    Ok(match crate::bench::install_in_child(&sys::to_sock_filters(filter))? {
+    Ok(match child::install_in_child(&sys::to_sock_filters(filter))? {
         Ok(_) => crate::socket::Attach::Accepted,
         Err(errno) => crate::socket::Attach::Rejected { errno },
     })

@@ -28,6 +28,7 @@ compile_error!("the kernel crate supports x86_64 Linux only");
 
 pub mod bench;
 pub mod bpf;
+mod child;
 pub mod dump;
 pub mod engine;
 pub mod socket;

@@ -4,9 +4,8 @@
 //! Where seccomp is unavailable each test says so through
 //! `test_data::require` (a visible skip, a failure under `CI=true`).
 
-use std::path::PathBuf;
-
 use cbpf::Insn;
+use test_data::filters::Source;
 use test_data::require::{self, Need};
 
 use kernel::{
@@ -21,41 +20,26 @@ fn available(test: &str) -> bool {
     require::have(test, Need::Kernel, seccomp_available()).is_some()
 }
 
-fn filters_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters"))
-}
+/// A vector: the input, the expected action and its line.
+type Case = (Input, u32, usize);
 
-fn load_vectors(path: &std::path::Path) -> Vec<(Input, u32)> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| {
-            let v: serde_json::Value = serde_json::from_str(l).unwrap();
-            let args: Vec<u64> = v["args"].as_array().unwrap().iter().map(|a| a.as_u64().unwrap()).collect();
-            let input = Input {
-                arch: v["arch"].as_u64().unwrap() as u32,
-                nr: v["nr"].as_i64().unwrap() as i32,
-                args: args.try_into().unwrap(),
-                ip: v["ip"].as_u64().unwrap(),
-            };
-            (input, v["action"].as_u64().unwrap() as u32)
+/// Every filter of testdata/filters with its vectors from `source`:
+/// name, program, cases.
+fn filters_with(source: Source) -> Vec<(String, Vec<Insn>, Vec<Case>)> {
+    let names = test_data::filters::names().unwrap();
+    names
+        .into_iter()
+        .map(|name| {
+            let insns = test_data::filters::insns(&name).unwrap();
+            let filter = insns.into_iter().map(|r| Insn { code: r.code, jt: r.jt, jf: r.jf, k: r.k }).collect();
+            let cases = test_data::filters::vectors(&name, source)
+                .unwrap()
+                .into_iter()
+                .map(|v| (Input { arch: v.arch, nr: v.nr, args: v.args, ip: v.ip }, v.action.unwrap(), v.line))
+                .collect();
+            (name, filter, cases)
         })
         .collect()
-}
-
-fn files_with_suffix(suffix: &str) -> Vec<(String, PathBuf, PathBuf)> {
-    let mut out: Vec<_> = std::fs::read_dir(filters_dir())
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter_map(|p| {
-            let name = p.file_name()?.to_str()?.strip_suffix(suffix)?.to_string();
-            let bpf = filters_dir().join(format!("{name}.bpf"));
-            Some((name, bpf, p))
-        })
-        .collect();
-    out.sort();
-    out
 }
 
 #[test]
@@ -63,14 +47,12 @@ fn every_kernel_checked_vector_gives_the_expected_action() {
     if !available("every_kernel_checked_vector_gives_the_expected_action") {
         return;
     }
-    let files = files_with_suffix(".vectors.jsonl");
+    let files = filters_with(Source::Kernel);
     assert!(files.len() >= 12, "expected the testdata/filters suite, found {}", files.len());
     let mut failures = Vec::new();
     let (mut total, mut x32, mut i386) = (0, 0, 0);
-    for (name, bpf, vectors) in files {
-        let filter = cbpf::raw::decode(&std::fs::read(&bpf).unwrap()).unwrap();
-        let cases = load_vectors(&vectors);
-        let inputs: Vec<Input> = cases.iter().map(|(i, _)| *i).collect();
+    for (name, filter, cases) in files {
+        let inputs: Vec<Input> = cases.iter().map(|(i, _, _)| *i).collect();
         let outcomes = match run_vectors(&filter, &inputs) {
             Ok(o) => o,
             Err(e) => {
@@ -78,17 +60,14 @@ fn every_kernel_checked_vector_gives_the_expected_action() {
                 continue;
             }
         };
-        for (line, ((input, want), got)) in cases.iter().zip(&outcomes).enumerate() {
+        for ((input, want, line), got) in cases.iter().zip(&outcomes) {
             total += 1;
             x32 += usize::from(input.arch == AUDIT_ARCH_X86_64 && input.nr & 0x4000_0000 != 0);
             i386 += usize::from(input.arch == AUDIT_ARCH_I386);
             if *got != Outcome::Action(*want) {
                 failures.push(format!(
-                    "{name}.vectors.jsonl:{}: arch {:#x} nr {} args {:x?}: want {want:#010x}, got {got:?}",
-                    line + 1,
-                    input.arch,
-                    input.nr,
-                    input.args
+                    "{name}.vectors.jsonl:{line}: arch {:#x} nr {} args {:x?}: want {want:#010x}, got {got:?}",
+                    input.arch, input.nr, input.args
                 ));
             }
         }
@@ -110,9 +89,8 @@ fn sim_only_vectors_are_not_observable() {
     }
     let mut failures = Vec::new();
     let (mut foreign, mut uprobe) = (0, 0);
-    for (name, bpf, vectors) in files_with_suffix(".sim_only.jsonl") {
-        let filter = cbpf::raw::decode(&std::fs::read(&bpf).unwrap()).unwrap();
-        let inputs: Vec<Input> = load_vectors(&vectors).into_iter().map(|(i, _)| i).collect();
+    for (name, filter, cases) in filters_with(Source::Simulator) {
+        let inputs: Vec<Input> = cases.into_iter().map(|(i, _, _)| i).collect();
         let outcomes = run_vectors(&filter, &inputs).unwrap();
         for (input, got) in inputs.iter().zip(&outcomes) {
             match got {
@@ -328,8 +306,9 @@ fn print_real_kernel_figures() {
     if !available("print_real_kernel_figures") {
         return;
     }
-    let load =
-        |name: &str| cbpf::raw::decode(&std::fs::read(filters_dir().join(format!("{name}.bpf"))).unwrap()).unwrap();
+    let load = |name: &str| {
+        cbpf::raw::decode(&std::fs::read(test_data::paths::filters_dir().join(format!("{name}.bpf"))).unwrap()).unwrap()
+    };
     let v = |x| SyscallArg::Value(x);
     let getppid = [v(0); 6];
     let n = 200_000;

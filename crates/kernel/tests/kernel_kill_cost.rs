@@ -35,25 +35,29 @@ fn children_of_self() -> Vec<(i32, char)> {
 /// Both tests look at this process's children: run them one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The kernel's run of `inputs` on `filter`, or `None` where the OS refuses
+/// fork or seccomp (`test_data::require`'s skip, or failure under CI).
+fn kernel_run(test: &str, filter: &[Insn], inputs: &[Input]) -> Option<Vec<Outcome>> {
+    require::have(test, Need::Kernel, seccomp_available())?;
+    match run_vectors(filter, inputs) {
+        Ok(o) => Some(o),
+        Err(e @ (KernelError::Os { .. } | KernelError::SeccompUnavailable { .. })) => {
+            require::missing(test, Need::Kernel, format_args!("the OS refuses fork/seccomp here: {e}"));
+            None
+        }
+        Err(e) => panic!("kernel run failed: {e}"),
+    }
+}
+
 #[test]
 fn many_killing_vectors_are_exact_and_reaped() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    const TEST: &str = "many_killing_vectors_are_exact_and_reaped";
-    if require::have(TEST, Need::Kernel, seccomp_available()).is_none() {
-        return;
-    }
     let filter = div_by_zero();
     let mut inputs: Vec<Input> =
         (0..2000).map(|i| Input { arch: AUDIT_ARCH_X86_64, nr: i % 300, args: [i as u64; 6], ip: 0 }).collect();
     // An unobservable input in the middle keeps its place.
     inputs.insert(1000, Input { arch: 0x4000_0028, nr: 1, args: [0; 6], ip: 0 });
-    let outcomes = match run_vectors(&filter, &inputs) {
-        Ok(o) => o,
-        Err(e @ (KernelError::Os { .. } | KernelError::SeccompUnavailable { .. })) => {
-            return require::missing(TEST, Need::Kernel, format_args!("the OS refuses fork/seccomp here: {e}"));
-        }
-        Err(e) => panic!("kernel run failed: {e}"),
-    };
+    let Some(outcomes) = kernel_run("many_killing_vectors_are_exact_and_reaped", &filter, &inputs) else { return };
     assert_eq!(outcomes.len(), inputs.len());
     for (n, o) in outcomes.iter().enumerate() {
         if n == 1000 {
@@ -70,10 +74,6 @@ fn many_killing_vectors_are_exact_and_reaped() {
 #[test]
 fn kills_mixed_with_returns_keep_order() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    const TEST: &str = "kills_mixed_with_returns_keep_order";
-    if require::have(TEST, Need::Kernel, seccomp_available()).is_none() {
-        return;
-    }
     // nr == 1 -> ret ERRNO-free constant 0x7fff0000 (ALLOW); else divide by zero.
     let filter = vec![
         Insn::stmt(0x20, 0),
@@ -87,13 +87,7 @@ fn kills_mixed_with_returns_keep_order() {
     ];
     let inputs: Vec<Input> =
         (0..600).map(|i| Input { arch: AUDIT_ARCH_X86_64, nr: i % 3, args: [0; 6], ip: 0 }).collect();
-    let outcomes = match run_vectors(&filter, &inputs) {
-        Ok(o) => o,
-        Err(e @ (KernelError::Os { .. } | KernelError::SeccompUnavailable { .. })) => {
-            return require::missing(TEST, Need::Kernel, format_args!("the OS refuses fork/seccomp here: {e}"));
-        }
-        Err(e) => panic!("kernel run failed: {e}"),
-    };
+    let Some(outcomes) = kernel_run("kills_mixed_with_returns_keep_order", &filter, &inputs) else { return };
     for (input, o) in inputs.iter().zip(&outcomes) {
         let want = if input.nr == 1 { Outcome::Action(0x7fff_0000) } else { Outcome::Action(0) };
         if o != &want {

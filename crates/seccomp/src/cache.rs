@@ -40,7 +40,9 @@ pub use cbpf::uapi::x86_64::NR_UPROBE as X86_64_NR_UPROBE;
 /// `__NR_uretprobe` on x86_64.
 pub use cbpf::uapi::x86_64::NR_URETPROBE as X86_64_NR_URETPROBE;
 
+use crate::arch::Arch;
 use crate::data::{OFFSET_ARCH as SECCOMP_DATA_ARCH, OFFSET_NR as SECCOMP_DATA_NR};
+use crate::syscalls;
 
 /// One `DECLARE_BITMAP(allow_*, SECCOMP_ARCH_*_NR)`: bit `nr` set means the
 /// filter chain always allows `nr` and the kernel skips the filters.
@@ -310,4 +312,84 @@ impl ActionCache {
             }
         }
     }
+}
+
+// Which arches a kernel's cache covers and how large each bitmap is: a
+// fact of the kernel's asm/seccomp.h, computed from the syscall tables
+// (here rather than in `arch`, which stays below `syscalls`).
+
+/// One arch the seccomp cache covers, with its bitmap size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CacheArch {
+    /// `SECCOMP_ARCH_NATIVE` / `SECCOMP_ARCH_COMPAT`.
+    pub arch: Arch,
+    /// `SECCOMP_ARCH_NATIVE_NR` / `SECCOMP_ARCH_COMPAT_NR` (the syscall
+    /// table size, highest number + 1), when we have that table.
+    pub nr: Option<u32>,
+}
+
+/// The arches a kernel's seccomp cache keeps bitmaps for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CacheArches {
+    pub native: CacheArch,
+    pub compat: Option<CacheArch>,
+}
+
+/// The seccomp cache arches of a kernel built for `kernel`, with the bitmap
+/// size of each.
+///
+/// Mirrors `SECCOMP_ARCH_NATIVE(_NR)` / `SECCOMP_ARCH_COMPAT(_NR)` in
+/// arch/{x86,arm64,arm,riscv,s390,powerpc,loongarch,m68k,parisc,sh}/include/asm/seccomp.h
+/// (Linux 6.18):
+///
+/// | kernel | native, `_NR` | compat, `_NR` |
+/// |---|---|---|
+/// | x86_64 | X86_64, `NR_syscalls` | I386, `IA32_NR_syscalls` |
+/// | i386 | I386, `NR_syscalls` | none |
+/// | arm64 | AARCH64, `NR_syscalls` | ARM, `__NR_compat32_syscalls` |
+/// | arm | ARM, `NR_syscalls` (padded) | none |
+/// | riscv | RISCV64 or RISCV32, `NR_syscalls` | none |
+/// | s390 | S390X, `NR_syscalls` | S390, the same `NR_syscalls` |
+/// | powerpc64 | PPC64(LE), `NR_syscalls` | PPC(LE), the same `NR_syscalls` |
+/// | powerpc32 | PPC, `NR_syscalls` | none |
+/// | loongarch | LOONGARCH64, `NR_syscalls` | none |
+/// | m68k | M68K, `NR_syscalls` | none |
+/// | parisc64 | PARISC64, `NR_syscalls` | PARISC, the same `NR_syscalls` |
+/// | parisc | PARISC, `NR_syscalls` | none |
+/// | sh | SH \| LE when little-endian (libseccomp's `sh`; `sheb` else), `NR_syscalls` | none |
+///
+/// Any other arch (mips, which has sparse syscall numbers, big-endian arm,
+/// ...) → `None` (no cache).
+///
+/// # Deviations
+/// x32 is given as the x86_64 kernel: its numbers are ≥ 0x40000000, outside
+/// the bitmap. `nr` is always `Some` for the arches above (every one has a
+/// generated table).
+pub fn cache_arches(kernel: Arch) -> Option<CacheArches> {
+    let nr = |arch: Arch| syscalls::table(arch).map(|t| t.nr_syscalls);
+    let ca = |arch: Arch, nr: Option<u32>| CacheArch { arch, nr };
+    let (native, compat) = match kernel {
+        Arch::X86_64 | Arch::X32 => (Arch::X86_64, Some(ca(Arch::I386, nr(Arch::I386)))),
+        Arch::I386 => (Arch::I386, None),
+        Arch::Aarch64 => (Arch::Aarch64, Some(ca(Arch::Arm, Some(syscalls::arm64_compat_nr_syscalls())))),
+        Arch::Arm => (Arch::Arm, None),
+        Arch::Riscv64 => (Arch::Riscv64, None),
+        Arch::Riscv32 => (Arch::Riscv32, None),
+        Arch::S390x => (Arch::S390x, Some(ca(Arch::S390, nr(Arch::S390x)))),
+        Arch::Ppc64le => (Arch::Ppc64le, Some(ca(Arch::Ppcle, nr(Arch::Ppc64le)))),
+        Arch::Ppc64 => (Arch::Ppc64, Some(ca(Arch::Ppc, nr(Arch::Ppc64)))),
+        Arch::Ppc => (Arch::Ppc, None),
+        Arch::Loongarch64 => (Arch::Loongarch64, None),
+        // arch/m68k/include/asm/seccomp.h: native only.
+        Arch::M68k => (Arch::M68k, None),
+        // arch/parisc/include/asm/seccomp.h: a 64-bit kernel's compat NR
+        // is its own NR_syscalls, as on s390.
+        Arch::Parisc64 => (Arch::Parisc64, Some(ca(Arch::Parisc, nr(Arch::Parisc64)))),
+        Arch::Parisc => (Arch::Parisc, None),
+        // arch/sh/include/asm/seccomp.h: AUDIT_ARCH_SH | LE when little-endian.
+        Arch::Sh => (Arch::Sh, None),
+        Arch::Sheb => (Arch::Sheb, None),
+        _ => return None,
+    };
+    Some(CacheArches { native: ca(native, nr(native)), compat })
 }

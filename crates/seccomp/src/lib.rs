@@ -4,7 +4,7 @@
 //! ```text
 //! bytes / text ─► cbpf (decode, validate) ─► Program ─► engines ─► u32 ─► action::Action
 //!                                                │                          │
-//!                 data::SeccompData (input) ─────┘      chain::combine ◄────┘
+//!                 data::SeccompData (input) ─────┘      stack::combine ◄────┘
 //! disasm (seccomp-tools style) ◄─► asm              arch + syscalls (@generated tables)
 //! ```
 //!
@@ -15,7 +15,7 @@
 //! assert_eq!(x86_64.audit_arch(), 0xc000_003e);
 //! assert_eq!(syscalls::number(x86_64, "getppid"), Some(110));
 //! // The kernel's precedence: the most restrictive action wins.
-//! assert_eq!(seccomp::chain::combine([0x7fff_0000, 0x0005_0001]), 0x0005_0001);
+//! assert_eq!(seccomp::stack::combine([0x7fff_0000, 0x0005_0001]), 0x0005_0001);
 //! ```
 
 pub mod action;
@@ -23,7 +23,16 @@ pub mod analysis;
 pub mod arch;
 pub mod asm;
 pub mod cache;
-pub mod chain;
+pub mod stack;
+
+/// The filter-stack module's former name (a "chain" is a compare chain
+/// now, crate `chain`), kept so code written against it builds.
+#[doc(hidden)]
+pub mod chain {
+    pub use crate::stack::{
+        combine, evaluate_stack as evaluate_chain, evaluate_stack_cached as evaluate_chain_cached, Stack as Chain,
+    };
+}
 pub mod data;
 pub mod disasm;
 pub mod domain;

@@ -14,33 +14,12 @@ use seccomp::arch::AUDIT_ARCH_X86_64 as X86_64;
 const KILL_THREAD: u32 = 0;
 
 mod common;
-use common::{dir, filter_names, load};
-
-/// The unsigned number after `"key":` in a JSON line.
-fn json_number(line: &str, key: &str) -> i64 {
-    let pat = format!("\"{key}\":");
-    let start = line.find(&pat).unwrap_or_else(|| panic!("no {key} in {line}")) + pat.len();
-    let rest = line[start..].trim_start();
-    let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '-')).unwrap_or(rest.len());
-    rest[..end].parse().unwrap_or_else(|e| panic!("{key} in {line}: {e}"))
-}
+use common::{filter_names, load};
 
 /// (arch, nr, action) of every vector of `NAME.vectors.jsonl` and
 /// `NAME.sim_only.jsonl`.
 fn vectors(name: &str) -> Vec<(u32, u32, u32)> {
-    let mut out = Vec::new();
-    for suffix in ["vectors", "sim_only"] {
-        let path = format!("{}/{name}.{suffix}.jsonl", dir());
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            out.push((
-                json_number(line, "arch") as u32,
-                json_number(line, "nr") as i32 as u32,
-                json_number(line, "action") as u32,
-            ));
-        }
-    }
-    out
+    common::vectors(name).into_iter().map(|(_, d, action)| (d.arch, d.nr as u32, action)).collect()
 }
 
 #[test]

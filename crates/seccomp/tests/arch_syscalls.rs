@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 //! Arch parsing (FORMATS.md §2) and the generated syscall tables.
 
-use seccomp::arch::{cache_arches, Arch};
+use seccomp::arch::Arch;
+use seccomp::cache::cache_arches;
 use seccomp::syscalls;
 
 #[test]

@@ -112,6 +112,6 @@ fn every_libseccomp_arch_has_a_table() {
     assert!(seccomp::syscalls::number(Arch::Parisc, "clock_gettime64").is_some());
     assert_eq!(seccomp::syscalls::number(Arch::Parisc64, "clock_gettime64"), None);
     assert_eq!(Arch::Parisc64.syscalls().unwrap().nr_syscalls, 470);
-    let c = seccomp::arch::cache_arches(Arch::Parisc64).unwrap();
+    let c = seccomp::cache::cache_arches(Arch::Parisc64).unwrap();
     assert_eq!((c.compat.unwrap().arch, c.compat.unwrap().nr), (Arch::Parisc, Some(470)));
 }

@@ -5,8 +5,8 @@
 //! shapes (constants, residual sizes); stacks of filters.
 
 use cbpf::{validate, Insn, Interp, Mode, Program, SeccompData};
-use seccomp::chain::combine;
-use seccomp::fast::{Entry, FastChain, FastFilter};
+use seccomp::fast::{Entry, FastFilter, FastStack};
+use seccomp::stack::combine;
 
 use seccomp::action::SECCOMP_RET_ALLOW as ALLOW;
 use seccomp::arch::{AUDIT_ARCH_I386 as I386, AUDIT_ARCH_X86_64 as X86_64, X32_SYSCALL_BIT as X32_BIT};
@@ -14,30 +14,7 @@ const AARCH64: u32 = 0xc000_00b7;
 const EPERM: u32 = 0x0005_0001;
 
 mod common;
-use common::{dir, filter_names, load};
-
-/// Every vector of `NAME.vectors.jsonl` and `NAME.sim_only.jsonl`, with its
-/// file and line, the input and the expected action.
-fn vectors(name: &str) -> Vec<(String, SeccompData, u32)> {
-    let mut out = Vec::new();
-    for suffix in ["vectors", "sim_only"] {
-        let file = format!("{name}.{suffix}.jsonl");
-        let text = std::fs::read_to_string(format!("{}/{file}", dir())).unwrap_or_else(|e| panic!("{file}: {e}"));
-        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-            let v: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("{file}:{}: {e}", i + 1));
-            let num = |key: &str| v[key].as_i64().or_else(|| v[key].as_u64().map(|u| u as i64)).unwrap();
-            let args: Vec<u64> = v["args"].as_array().unwrap().iter().map(|a| a.as_u64().unwrap()).collect();
-            let data = SeccompData {
-                nr: num("nr") as i32,
-                arch: num("arch") as u32,
-                instruction_pointer: v["ip"].as_u64().unwrap(),
-                args: args.try_into().unwrap(),
-            };
-            out.push((format!("{file}:{}", i + 1), data, num("action") as u32));
-        }
-    }
-    out
-}
+use common::{filter_names, load, vectors};
 
 #[test]
 fn fast_matches_the_interpreter_on_every_vector() {
@@ -179,7 +156,7 @@ fn chains_combine_as_the_kernel_does() {
         }
     }
     for stack in &stacks {
-        let chain = FastChain::build(&stack.iter().map(|&i| progs[i].clone()).collect::<Vec<_>>()).unwrap();
+        let chain = FastStack::build(&stack.iter().map(|&i| progs[i].clone()).collect::<Vec<_>>()).unwrap();
         for data in &inputs {
             let want = combine(stack.iter().map(|&i| interps[i].run_seccomp(&data.to_bytes()).unwrap()));
             let got = chain.eval(data);
@@ -192,9 +169,9 @@ fn chains_combine_as_the_kernel_does() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     // seed_fast over allow306: getppid is ALLOW in both, the rest mostly
     // constant kills or errnos: one lookup answers.
-    let chain = FastChain::build(&[progs[1].clone(), progs[0].clone()]).unwrap();
+    let chain = FastStack::build(&[progs[1].clone(), progs[0].clone()]).unwrap();
     assert!(chain.constant_entries() >= 470, "{}", chain.constant_entries());
-    assert_eq!(FastChain::build(&[]).unwrap().eval(&SeccompData::default()), 0x8000_0000);
+    assert_eq!(FastStack::build(&[]).unwrap().eval(&SeccompData::default()), 0x8000_0000);
 }
 
 #[test]

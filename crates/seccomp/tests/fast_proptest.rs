@@ -10,8 +10,8 @@ use cbpf::opcode::*;
 use cbpf::{AluOp, Insn, Interp, JmpOp, Program, SeccompData};
 use proptest::prelude::*;
 use proptest::strategy::Union;
-use seccomp::chain::combine;
-use seccomp::fast::{FastChain, FastFilter};
+use seccomp::fast::{FastFilter, FastStack};
+use seccomp::stack::combine;
 
 mod common;
 use common::gen::{self, valid, Gen};
@@ -290,7 +290,7 @@ proptest! {
     ) {
         let progs = [valid(&newest), valid(&oldest)];
         let interps = progs.each_ref().map(Interp::new);
-        let chain = FastChain::build(&progs).unwrap();
+        let chain = FastStack::build(&progs).unwrap();
         for data in inputs(&progs[0], &random).into_iter().chain(inputs(&progs[1], &random)) {
             let want = combine(interps.iter().map(|i| i.run_seccomp(&data.to_bytes()).unwrap()));
             prop_assert_eq!(chain.eval(&data), want, "{:x?}", data);

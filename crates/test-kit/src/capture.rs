@@ -40,24 +40,12 @@ pub fn packets() -> Vec<Packet> {
 /// timestamps (10 ms apart from 2026-12-01 00:00:00 UTC), link type
 /// Ethernet (1), snap length [`SNAPLEN`].
 pub fn pcap() -> Vec<u8> {
-    let packets = packets();
-    let mut out = Vec::with_capacity(24 + packets.iter().map(|p| 16 + p.data.len()).sum::<usize>());
-    out.extend(0xa1b2_c3d4u32.to_le_bytes());
-    out.extend(2u16.to_le_bytes());
-    out.extend(4u16.to_le_bytes());
-    out.extend(0i32.to_le_bytes());
-    out.extend(0u32.to_le_bytes());
-    out.extend(SNAPLEN.to_le_bytes());
-    out.extend(1u32.to_le_bytes());
-    for (i, p) in packets.iter().enumerate() {
+    let records: Vec<_> =
+        packets().into_iter().map(|p| test_data::pcap::Record { data: p.data, wire_len: p.wire_len }).collect();
+    test_data::pcap::write_with(&records, SNAPLEN, |i| {
         let usec = i as u64 * 10_000;
-        out.extend((1_796_083_200u32 + (usec / 1_000_000) as u32).to_le_bytes());
-        out.extend(((usec % 1_000_000) as u32).to_le_bytes());
-        out.extend((p.data.len() as u32).to_le_bytes());
-        out.extend(p.wire_len.to_le_bytes());
-        out.extend(&p.data);
-    }
-    out
+        (1_796_083_200u32 + (usec / 1_000_000) as u32, (usec % 1_000_000) as u32)
+    })
 }
 
 type Next<'a> = &'a mut dyn FnMut() -> u64;

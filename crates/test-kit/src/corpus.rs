@@ -1,11 +1,9 @@
-//! The one reader of the test corpus under `testdata/`.
+//! The test corpus under `testdata/` in cbpf's types, read by
+//! `test_data` (the leaf reader every crate's own tests share).
 //!
 //! - `testdata/filters/NAME.bpf` with `NAME.vectors.jsonl` (expected actions
 //!   from the running kernel) and `NAME.sim_only.jsonl` (from libseccomp's
-//!   `scmp_bpf_sim` only): [`filters`], [`Filter::vectors`]. The line format
-//!   is FORMATS.md §2, parsed by the CLI's own parser
-//!   ([`engine::vectors::parse`]), so tests read vectors exactly as
-//!   `bpfconv run --vectors` does.
+//!   `scmp_bpf_sim` only): [`filters`], [`Filter::vectors`].
 //! - `testdata/test_bpf/classic.json` (lib/test_bpf.c's classic tests):
 //!   [`test_bpf_classic`], each run's socket buffer built as
 //!   testdata/test_bpf/README.md says ([`TestBpf::input`]).
@@ -13,29 +11,26 @@
 //! Errors are strings naming the file: a broken corpus is a test failure,
 //! reported once.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use cbpf::{Insn, Mode, Program, SeccompData};
-use serde_json::Value;
+pub use test_data::filters::Source;
+use test_data::RawInsn;
 
 use crate::input::SocketInput;
 
 /// `testdata/` of the workspace.
 pub fn testdata() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
+    test_data::paths::testdata()
 }
 
 /// `testdata/filters/`.
 pub fn filters_dir() -> PathBuf {
-    testdata().join("filters")
+    test_data::paths::filters_dir()
 }
 
-fn read(path: &Path) -> Result<Vec<u8>, String> {
-    std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
-}
-
-fn read_text(path: &Path) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+fn insn(r: RawInsn) -> Insn {
+    Insn { code: r.code, jt: r.jt, jf: r.jf, k: r.k }
 }
 
 /// One benchmark seccomp filter of `testdata/filters`.
@@ -47,16 +42,6 @@ pub struct Filter {
     pub insns: Vec<Insn>,
     /// The instructions validated in seccomp mode.
     pub program: Program,
-}
-
-/// Which oracle produced a vector's expected action.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Source {
-    /// `NAME.vectors.jsonl`: the running kernel.
-    Kernel,
-    /// `NAME.sim_only.jsonl`: `scmp_bpf_sim` only (foreign arches, and
-    /// x86_64 syscalls the kernel exempts from seccomp).
-    Simulator,
 }
 
 /// One vector with its expected action.
@@ -75,25 +60,21 @@ pub struct Vector {
 impl Filter {
     /// Reads `testdata/filters/NAME.bpf`.
     pub fn load(name: &str) -> Result<Filter, String> {
-        let path = filters_dir().join(format!("{name}.bpf"));
-        let insns = cbpf::raw::decode(&read(&path)?).map_err(|e| format!("{}: {e}", path.display()))?;
-        let program = cbpf::validate(&insns, Mode::Seccomp).map_err(|e| format!("{}: {e}", path.display()))?;
+        let insns: Vec<Insn> = test_data::filters::insns(name)?.into_iter().map(insn).collect();
+        let program = cbpf::validate(&insns, Mode::Seccomp).map_err(|e| format!("{name}.bpf: {e}"))?;
         Ok(Filter { name: name.to_owned(), insns, program })
     }
 
     /// The vectors of one source.
     pub fn vectors_from(&self, source: Source) -> Result<Vec<Vector>, String> {
-        let suffix = match source {
-            Source::Kernel => "vectors",
-            Source::Simulator => "sim_only",
-        };
-        let path = filters_dir().join(format!("{}.{suffix}.jsonl", self.name));
-        let parsed = engine::vectors::parse(&read_text(&path)?).map_err(|e| format!("{}: {e}", path.display()))?;
-        parsed
+        test_data::filters::vectors(&self.name, source)?
             .into_iter()
-            .map(|v| match v.action {
-                Some(action) => Ok(Vector { data: v.data, action, source, line: v.line }),
-                None => Err(format!("{}: line {}: no expected action", path.display(), v.line)),
+            .map(|v| {
+                let data = SeccompData { nr: v.nr, arch: v.arch, instruction_pointer: v.ip, args: v.args };
+                match v.action {
+                    Some(action) => Ok(Vector { data, action, source, line: v.line }),
+                    None => Err(format!("{}.{}: line {}: no expected action", self.name, source.suffix(), v.line)),
+                }
             })
             .collect()
     }
@@ -108,13 +89,7 @@ impl Filter {
 
 /// The stems of every `testdata/filters/*.bpf`, sorted.
 pub fn filter_names() -> Result<Vec<String>, String> {
-    let dir = filters_dir();
-    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut names: Vec<String> = entries
-        .filter_map(|e| e.ok()?.file_name().into_string().ok()?.strip_suffix(".bpf").map(str::to_owned))
-        .collect();
-    names.sort();
-    Ok(names)
+    test_data::filters::names()
 }
 
 /// Every filter of `testdata/filters`, sorted by name.
@@ -166,73 +141,21 @@ impl TestBpf {
     }
 }
 
-fn hex(s: &str) -> Result<Vec<u8>, String> {
-    if s.len() % 2 != 0 {
-        return Err(format!("odd-length hex string {s:?}"));
-    }
-    (0..s.len() / 2)
-        .map(|i| {
-            s.get(2 * i..2 * i + 2)
-                .and_then(|b| u8::from_str_radix(b, 16).ok())
-                .ok_or_else(|| format!("bad hex string {s:?}"))
-        })
-        .collect()
-}
-
-/// `v[key]`, `null` when absent.
-fn field<'a>(v: &'a Value, key: &str) -> &'a Value {
-    v.get(key).unwrap_or(&Value::Null)
-}
-
-fn test_bpf_entry(t: &Value) -> Result<TestBpf, String> {
-    let name = field(t, "name").as_str().ok_or("a test without a name")?.to_owned();
-    let bad = |what: &str| format!("{name}: bad {what}");
-    let insns = field(t, "insns")
-        .as_array()
-        .ok_or_else(|| bad("insns"))?
-        .iter()
-        .map(|i| {
-            let f: Option<Vec<u64>> = i.as_array().and_then(|a| a.iter().map(Value::as_u64).collect());
-            match f.as_deref() {
-                Some(&[code, jt, jf, k]) => Ok(Insn { code: code as u16, jt: jt as u8, jf: jf as u8, k: k as u32 }),
-                _ => Err(bad("instruction")),
-            }
-        })
-        .collect::<Result<_, _>>()?;
-    let flags = field(t, "flags")
-        .as_array()
-        .ok_or_else(|| bad("flags"))?
-        .iter()
-        .map(|f| f.as_str().map(str::to_owned).ok_or_else(|| bad("flag")))
-        .collect::<Result<_, _>>()?;
-    let runs = field(t, "runs")
-        .as_array()
-        .ok_or_else(|| bad("runs"))?
-        .iter()
-        .map(|r| match (field(r, "len").as_u64(), field(r, "result").as_u64()) {
-            (Some(len), Some(result)) => Ok((len as usize, result as u32)),
-            _ => Err(bad("run")),
-        })
-        .collect::<Result<_, _>>()?;
-    Ok(TestBpf {
-        index: field(t, "index").as_u64().ok_or_else(|| bad("index"))?,
-        insns,
-        flags,
-        data: hex(field(t, "data").as_str().unwrap_or(""))?,
-        frag_data: t.get("frag_data").and_then(Value::as_str).map(hex).transpose()?,
-        expected_fail: field(t, "expected_fail").as_bool().ok_or_else(|| bad("expected_fail"))?,
-        runs,
-        name,
-    })
-}
-
 /// Every test of `testdata/test_bpf/classic.json`, in file order.
 pub fn test_bpf_classic() -> Result<Vec<TestBpf>, String> {
-    let path = testdata().join("test_bpf/classic.json");
-    let doc: Value = serde_json::from_str(&read_text(&path)?).map_err(|e| format!("{}: {e}", path.display()))?;
-    let tests =
-        doc.get("tests").and_then(Value::as_array).ok_or_else(|| format!("{}: no `tests` array", path.display()))?;
-    tests.iter().map(test_bpf_entry).collect::<Result<_, _>>().map_err(|e| format!("{}: {e}", path.display()))
+    Ok(test_data::test_bpf::classic()?
+        .into_iter()
+        .map(|t| TestBpf {
+            index: t.index,
+            name: t.name,
+            insns: t.insns.into_iter().map(insn).collect(),
+            flags: t.flags,
+            data: t.data,
+            frag_data: t.frag_data,
+            expected_fail: t.expected_fail,
+            runs: t.runs.into_iter().map(|r| (r.len, r.result)).collect(),
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -21,7 +21,6 @@
 
 pub mod branch;
 pub mod capture;
-#[cfg(feature = "corpus")]
 pub mod corpus;
 pub mod gen;
 pub mod gen_ebpf;

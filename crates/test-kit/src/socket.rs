@@ -4,62 +4,26 @@
 //! 802.1Q, IPv4/IPv6, TCP/UDP/ICMP, fragments), and a seeded generator of
 //! random (not always valid) socket filters over those shapes.
 
-use std::path::Path;
-
 use cbpf::Insn;
 
 use crate::rng::{below, pick, SplitMix64};
 
-/// Every `socket_*.txt` filetest's classic program (the lines before
-/// `== expect`), by file stem, plus [`tcpdump_filters`].
+/// Every `socket_*.txt` filetest's classic program (read by
+/// `test_data::filetest`), by file stem, plus [`tcpdump_filters`].
 pub fn socket_filters() -> Result<Vec<(String, Vec<Insn>)>, String> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/convert");
-    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut names: Vec<String> = entries
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.starts_with("socket_") && n.ends_with(".txt"))
-        .collect();
-    names.sort();
+    let dir = test_data::paths::testdata().join("convert");
     let mut out = Vec::new();
-    for name in names {
-        let path = dir.join(&name);
-        let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let program = text.lines().take_while(|l| !l.starts_with("=="));
-        out.push((name.trim_end_matches(".txt").to_string(), parse(&name, program)?));
+    for path in test_data::paths::files_ending(&dir, ".txt")? {
+        let Some(name) = path.file_stem().and_then(|n| n.to_str()).filter(|n| n.starts_with("socket_")) else {
+            continue;
+        };
+        let test = test_data::filetest::parse(&test_data::paths::read_text(&path)?)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        let insns = test.insns.into_iter().map(|r| Insn { code: r.code, jt: r.jt, jf: r.jf, k: r.k }).collect();
+        out.push((name.to_owned(), insns));
     }
     out.extend(tcpdump_filters()?);
     Ok(out)
-}
-
-/// A classic program in the converter filetests' syntax: `code jt jf k`
-/// lines, `;` comments, `repeat N: insn` for N copies.
-fn parse<'a>(name: &str, lines: impl Iterator<Item = &'a str>) -> Result<Vec<Insn>, String> {
-    let mut insns = Vec::new();
-    for line in lines {
-        let line = line.split(';').next().unwrap_or("").trim();
-        if line.is_empty() {
-            continue;
-        }
-        let (times, line) = match line.strip_prefix("repeat ").and_then(|r| r.split_once(':')) {
-            Some((n, rest)) => (number(n.trim())? as usize, rest),
-            None => (1, line),
-        };
-        let fields = line.split_whitespace().map(number).collect::<Result<Vec<u64>, String>>()?;
-        let [code, jt, jf, k] = fields[..] else {
-            return Err(format!("{name}: `{line}` is not `code jt jf k`"));
-        };
-        let insn = Insn { code: code as u16, jt: jt as u8, jf: jf as u8, k: k as u32 };
-        insns.extend(std::iter::repeat_n(insn, times));
-    }
-    Ok(insns)
-}
-
-fn number(text: &str) -> Result<u64, String> {
-    match text.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(hex, 16),
-        None => text.parse(),
-    }
-    .map_err(|e| format!("`{text}`: {e}"))
 }
 
 fn s(code: u16, k: u32) -> Insn {
@@ -72,15 +36,17 @@ fn j(code: u16, k: u32, jt: u8, jf: u8) -> Insn {
 
 /// Programs in the shape `tcpdump -dd` prints (our own encodings of the
 /// expressions named; snap length 262144), from
-/// testdata/socket/tcpdump.txt (`filter NAME`, then the program).
+/// testdata/socket/tcpdump.txt (`filter NAME`, then the program in the
+/// filetests' syntax, read by `test_data::filetest`).
 pub fn tcpdump_filters() -> Result<Vec<(String, Vec<Insn>)>, String> {
     let text = include_str!("../../../testdata/socket/tcpdump.txt");
     let mut out = Vec::new();
     for section in text.split("\nfilter ").skip(1) {
-        let mut lines = section.lines();
-        let head = lines.next().unwrap_or("");
+        let (head, body) = section.split_once('\n').unwrap_or((section, ""));
         let name = head.split(';').next().unwrap_or("").trim().to_string();
-        out.push((name.clone(), parse(&name, lines)?));
+        let program = test_data::filetest::parse(body).map_err(|e| format!("tcpdump.txt, filter {name}: {e}"))?;
+        let insns = program.insns.into_iter().map(|r| Insn { code: r.code, jt: r.jt, jf: r.jf, k: r.k }).collect();
+        out.push((name, insns));
     }
     Ok(out)
 }

@@ -55,7 +55,7 @@ fn cache_for(arch: Arch) -> Option<(u32, u32)> {
         Arch::Sheb,
     ];
     for k in kernels {
-        let Some(c) = seccomp::arch::cache_arches(k) else { continue };
+        let Some(c) = seccomp::cache::cache_arches(k) else { continue };
         if c.native.arch == arch {
             return c.native.nr.map(|n| (c.native.arch.audit_arch(), n));
         }

@@ -178,7 +178,7 @@ pub fn ebpf(args: &EbpfArgs) -> Result<i32> {
             let insns = read_program(file, *from)?;
             let mut mem = parse_hex(mem)?;
             let args = if *data_end { MemoryArgs::WithEnd } else { MemoryArgs::Conformance };
-            let r0 = run_on(*engine, &insns, &mut mem, budget.unwrap_or(ebpf::interp::DEFAULT_STEP_BUDGET), args)?;
+            let r0 = run_on(*engine, &insns, &mut mem, budget.unwrap_or(ebpf::vm::DEFAULT_STEP_BUDGET), args)?;
             let mut out = Out::stdout();
             outln!(out, "{r0:#x}")?;
             out.finish()?;
@@ -196,7 +196,7 @@ fn conformance_plugin(engine: EbpfEngine, mem: Option<&str>) -> i32 {
         let text = String::from_utf8(bytes).map_err(|e| Failure::rejected(format!("stdin: {e}")))?;
         let insns = ebpf::decode(&parse_hex(&text)?)?;
         let mut mem = parse_hex(mem.unwrap_or(""))?;
-        run_on(engine, &insns, &mut mem, ebpf::interp::DEFAULT_STEP_BUDGET, MemoryArgs::Conformance)
+        run_on(engine, &insns, &mut mem, ebpf::vm::DEFAULT_STEP_BUDGET, MemoryArgs::Conformance)
     })();
     let (line, code) = match result {
         Ok(r0) => (format!("{r0:x}"), 0),

@@ -74,10 +74,10 @@
 //! assert_eq!(fast.stats().residual_entries, 0); // every x86_64 number is a constant
 //! ```
 
-mod chain;
 mod key;
 mod partition;
 mod specialize;
+mod stack;
 
 use std::collections::HashMap;
 
@@ -89,9 +89,12 @@ use crate::data::{OFFSET_ARCH, OFFSET_NR};
 use key::KeyFact;
 use specialize::{Specialized, Specializer};
 
-pub use chain::FastChain;
 pub use key::{MAX_KEY_DEPTH, MIN_KEY_COMPARES};
 pub use partition::{ArchPartition, Cut, Outcome, Partition, PartitionError, Ranges, Residual as PartitionResidual};
+pub use stack::FastStack;
+/// [`FastStack`]'s former name, kept so code written against it builds.
+#[doc(hidden)]
+pub use stack::FastStack as FastChain;
 
 /// Smallest dense table for an arch without a syscall table of ours.
 pub const MIN_DENSE: u32 = 64;

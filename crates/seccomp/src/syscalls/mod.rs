@@ -89,6 +89,16 @@ pub fn table(arch: Arch) -> Option<&'static Table> {
     })
 }
 
+// Written here, not in `arch`: the tables are keyed by `Arch`, so the
+// arch module stays below this one.
+impl Arch {
+    /// The generated syscall table of this ABI, if we have one
+    /// ([`table`]).
+    pub fn syscalls(self) -> Option<&'static Table> {
+        table(self)
+    }
+}
+
 /// `__NR_compat32_syscalls`: the size of an arm64 kernel's AArch32 syscall
 /// table and compat seccomp cache bitmap (`SECCOMP_ARCH_COMPAT_NR` in
 /// arch/arm64/include/asm/seccomp.h). It differs from a 32-bit ARM kernel's

@@ -2,7 +2,7 @@
 // Each test binary uses its own subset of these helpers.
 #![allow(dead_code, clippy::unwrap_used, clippy::panic)]
 
-use cbpf::{raw, validate, Insn, Mode, Program};
+use cbpf::{validate, Insn, Mode, Program};
 
 pub mod gen;
 
@@ -25,23 +25,35 @@ pub fn asm(text: &str) -> Program {
 
 /// testdata/filters.
 pub fn dir() -> String {
-    format!("{}/../../testdata/filters", env!("CARGO_MANIFEST_DIR"))
+    test_data::paths::filters_dir().display().to_string()
 }
 
 /// `NAME.bpf`, validated in seccomp mode.
 pub fn load(name: &str) -> Program {
-    let path = format!("{}/{name}.bpf", dir());
-    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    validate(&raw::decode(&bytes).unwrap(), Mode::Seccomp).unwrap()
+    let insns: Vec<Insn> = test_data::filters::insns(name)
+        .unwrap()
+        .into_iter()
+        .map(|r| Insn { code: r.code, jt: r.jt, jf: r.jf, k: r.k })
+        .collect();
+    validate(&insns, Mode::Seccomp).unwrap()
 }
 
 /// Every filter's stem, sorted (at least the 12 benchmark filters).
 pub fn filter_names() -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir())
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().into_string().ok()?.strip_suffix(".bpf").map(str::to_owned))
-        .collect();
-    names.sort();
+    let names = test_data::filters::names().unwrap();
     assert!(names.len() >= 12, "expected the 12 benchmark filters, found {names:?}");
     names
+}
+
+/// Every vector of `NAME` (the kernel-checked ones, then the simulator's),
+/// with `NAME.suffix:line`, the input and the expected action.
+pub fn vectors(name: &str) -> Vec<(String, cbpf::SeccompData, u32)> {
+    test_data::filters::all_vectors(name)
+        .unwrap()
+        .into_iter()
+        .map(|(source, v)| {
+            let data = cbpf::SeccompData { nr: v.nr, arch: v.arch, instruction_pointer: v.ip, args: v.args };
+            (format!("{name}.{}:{}", source.suffix(), v.line), data, v.action.unwrap())
+        })
+        .collect()
 }

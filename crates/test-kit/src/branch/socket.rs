@@ -289,7 +289,7 @@ pub(super) fn analyse(insns: &[Insn]) -> Analysis {
                     Src::X => s.x,
                 };
                 s.a = match (s.a, operand, op) {
-                    (Val::Const(a), Val::Const(b), _) => alu_const(op, a, b).map_or(Val::Unknown, Val::Const),
+                    (Val::Const(a), Val::Const(b), _) => op.eval(a, b).map_or(Val::Unknown, Val::Const),
                     (Val::Field { field, mask }, Val::Const(b), cbpf::AluOp::And) => {
                         Val::Field { field, mask: mask & b }
                     }
@@ -348,22 +348,6 @@ fn note(loaded: &mut Vec<Field>, field: Field) {
     if !loaded.contains(&field) {
         loaded.push(field);
     }
-}
-
-fn alu_const(op: cbpf::AluOp, a: u32, b: u32) -> Option<u32> {
-    use cbpf::AluOp::*;
-    Some(match op {
-        Add => a.wrapping_add(b),
-        Sub => a.wrapping_sub(b),
-        Mul => a.wrapping_mul(b),
-        Div => a.checked_div(b)?,
-        Mod => a.checked_rem(b)?,
-        Or => a | b,
-        And => a & b,
-        Xor => a ^ b,
-        Lsh => a.wrapping_shl(b),
-        Rsh => a.wrapping_shr(b),
-    })
 }
 
 /// The packet every socket input starts from: Ethernet, IPv4 (20 bytes, no

@@ -1,0 +1,429 @@
+//! A fast classic-BPF interpreter: the reference oracle for the converter.
+//!
+//! It runs a validated [`Program`] with the semantics of the program the
+//! kernel actually executes today, i.e. the eBPF that `bpf_convert_filter()`
+//! (net/core/filter.c, Linux 6.18) makes of it, not the pre-3.15
+//! `sk_run_filter()`. Where the two differ (a missing `skb->dev`, shifts by
+//! `X >= 32`, negative-offset loads into paged data) the converted program
+//! wins; each case is documented where it is implemented.
+//!
+//! Two contexts:
+//! - seccomp ([`Interp::run_seccomp`]): the 64-byte `struct seccomp_data`
+//!   ([`SeccompData::to_bytes`]); the only load is the rewritten 0x21, a
+//!   native-endian 32-bit word at an aligned offset below 64;
+//! - socket ([`Interp::run_socket`]): packet bytes plus the `sk_buff`
+//!   metadata in [`Skb`].
+//!
+//! Speed: [`Interp::new`] pre-decodes the program once into a compact
+//! internal form (absolute jump targets, with jumps onto `ja` going where
+//! the `ja` goes; one variant per operation; `div #k` divisors as
+//! `NonZeroU32`). A run allocates nothing (`M[]` lives on the stack of the
+//! run function, and only for programs that store to it) and always
+//! terminates because classic jumps only go forward. Runs of consecutive
+//! `jeq/jgt/jge/jset #k` are executed by one "compare chain"
+//! superinstruction: each outcome that leaves the run is pre-computed as a
+//! uniform test `(A & mask) - lo <= span`, and one tight scan finds where
+//! the run is left, without going back to the dispatcher. Each chain's
+//! tests are followed by a sentinel test that always hits and goes where the
+//! chain falls out, so the last (up to 15) tests are scanned in a window of
+//! 16 with one bounds check and no length (chains of only `jeq/jgt/jge`, the
+//! shape of libseccomp's trees, without the mask); longer chains first check
+//! blocks of 8 tests at once, out of line. That is what makes the long
+//! `ld [0]; jeq #n1; jeq #n2; ...` chains of libseccomp filters cheap.
+//! An exit whose target is itself a range chain (possibly behind a fused
+//! `ld [k]`) links to it, and the run scans on without dispatching: a walk
+//! down a libseccomp binary tree (architecture check, x32 check, the tree)
+//! is a single op. The exit tests, the chain table and its scans and the
+//! ladder walk are the chain core's (crate `chain`, shared with the eBPF
+//! seccomp executor); [`Interp::chain_listing`] prints what a program's
+//! chains compiled to (testdata/chains pins it).
+//! libseccomp's rule ladders (`ld [16]; jeq #i, 0, 9; <arg checks>;
+//! ld [16]; jeq #j, 0, 9; ...`) are one chain too, entered at each load:
+//! reloading the word `A` already holds changes nothing. A chain with a
+//! single range test is held inline in its op, and a seccomp `ld [k]`
+//! followed by a chain is fused with it. A jump to a `ret #k` goes to a pc
+//! past the ops that stands for its value, so the run ends on the loop's
+//! bounds check without dispatching the `ret`. Taken jumps stay real branches:
+//! selecting the next pc with a conditional move makes every fetch wait for
+//! the comparison and measured twice as slow. (A walk of binary-tree filters
+//! over a separate node table, without the dispatcher, was measured too:
+//! fewer instructions, but 1.5-2x slower than dispatching one op per
+//! comparison on the shared VM, so it is not used.)
+//!
+//! Measured: see `benches/interp.rs` (criterion, side by side with rbpf 0.4's
+//! interpreter on the converted program) and `benches/interp_count.rs`
+//! (instruction counts under callgrind).
+//!
+//! A separate, slower entry point ([`Interp::trace_seccomp`],
+//! [`Interp::trace_socket`]) steps the raw instructions and reports each one
+//! with `A`, `X` and `M[]` to a callback; it shares no dispatch code with the
+//! fast path, so tests use each as a check on the other.
+
+mod compile;
+
+use crate::exec::context::{Context, SeccompCtx, SocketCtx};
+use crate::exec::trace;
+use crate::insn::Insn;
+use crate::validate::{Mode, Program};
+
+// The contexts, the trace step and the error, where users of this module
+// have found them.
+pub use crate::exec::trace::TraceStep;
+pub use crate::exec::ExecError;
+pub use crate::uapi::seccomp_data::{SeccompData, SECCOMP_DATA_SIZE};
+pub use crate::uapi::skb::{NetDevice, Skb};
+
+use compile::{Chains, Exit, Scans, Step, LEAVE, SAME_A};
+
+/// A pre-decoded classic program, ready to run any number of times.
+///
+/// Built from a validated [`Program`] by [`Interp::new`]; runs never allocate.
+// `repr(C)` with the chain table first: the run loop passes `&chains` to the
+// out-of-line long-chain scan, and at offset 0 that is the `&self` it already
+// holds (measured: elsewhere, its address is kept on the stack, two
+// instructions per run).
+#[derive(Debug, Clone)]
+#[repr(C)]
+pub struct Interp {
+    /// Exit tests of the compare chains ([`Step::Chain`]).
+    chains: Chains,
+    /// One operation per classic instruction, indexed by pc.
+    ops: Box<[Step]>,
+    /// The values of the `ret #k` that jumps go to; a jump to one goes past
+    /// the ops (see [`compile::route_returns`]).
+    rets: Box<[u32]>,
+    /// The instructions as validated (`Program::insns()`), for tracing.
+    insns: Box<[Insn]>,
+    mode: Mode,
+    /// Whether the program has a `st`/`stx` (without one it cannot have an
+    /// `ld`/`ldx M[k]` either: `check_load_and_stores()` rejects reading a
+    /// word never written), so that runs of other programs skip `M[]`.
+    uses_mem: bool,
+}
+
+impl Interp {
+    /// Pre-decodes `program` (its [`Program::insns`], the form the kernel
+    /// keeps after `seccomp_check_filter()`'s rewrites).
+    pub fn new(program: &Program) -> Self {
+        let insns = program.insns();
+        let (mut ops, mut chains) = compile::compile(insns);
+        let rets = compile::route_returns(&mut ops, &mut chains);
+        compile::link_chains(&mut ops, &mut chains);
+        let uses_mem = ops.iter().any(|op| matches!(op, Step::St(_) | Step::Stx(_)));
+        Interp { ops, chains, rets, insns: insns.into(), mode: program.mode(), uses_mem }
+    }
+
+    /// The mode the program was validated for.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Number of classic instructions.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Always false: validated programs have at least one instruction.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    /// The instructions this interpreter runs (`Program::insns()`).
+    pub fn insns(&self) -> &[Insn] {
+        &self.insns
+    }
+
+    /// The compare chains this interpreter runs, for tests and debugging:
+    /// each op that is a chain superinstruction (`pc: op`, its targets
+    /// absolute, jumps to a `ret #k` shown as `ret K`), then every exit
+    /// test of the chain table (`index: test -> where`; see
+    /// `chain::Table::listing`). Programs without compare chains print
+    /// just the headings.
+    pub fn chain_listing(&self) -> String {
+        let n = self.ops.len();
+        let ret = |t: u16| self.rets.get(usize::from(t).wrapping_sub(n)).map(|k| format!("ret {k:#x}"));
+        let pc = |t: u16| ret(t).unwrap_or_else(|| format!("pc {t}"));
+        let mut out = String::from("ops:\n");
+        for (at, op) in self.ops.iter().enumerate() {
+            let line = match *op {
+                Step::Chain { from } => format!("chain @{from}"),
+                Step::RangeChain { from } => format!("range chain @{from}"),
+                Step::LongChain { from, to } => format!("long chain @{from}..{to}"),
+                Step::LdChain { k, from } => format!("ld [{k}]; chain @{from}"),
+                Step::LdRangeChain { k, from } => format!("ld [{k}]; range chain @{from}"),
+                Step::LdLongChain { k, from, to } => format!("ld [{k}]; long chain @{from}..{to}"),
+                Step::Test { index, then } => format!("test @{index} else {}", pc(then)),
+                Step::LdTest { k, index, then } => format!("ld [{k}]; test @{index} else {}", pc(then)),
+                Step::Range { from, lo, span, target, then } => {
+                    let test = chain::ExitTest { mask: u32::MAX, lo, span };
+                    format!("range @{from} ({test}) -> {} else {}", pc(target), pc(then))
+                }
+                Step::LdRange { k, from, lo, span, target, then } => {
+                    let test = chain::ExitTest { mask: u32::MAX, lo, span };
+                    format!("ld [{k}]; range @{from} ({test}) -> {} else {}", pc(target), pc(then))
+                }
+                _ => continue,
+            };
+            out.push_str(&format!("{at:4}: {line}\n"));
+        }
+        out.push_str("tests:\n");
+        out.push_str(&self.chains.listing(|l| match (l.link, u16::try_from(l.target).ok().and_then(ret)) {
+            (chain::Link::Leave, Some(r)) => r,
+            _ => l.to_string(),
+        }));
+        out
+    }
+
+    /// Runs a seccomp-mode program on `struct seccomp_data` bytes and returns
+    /// the filter's 32-bit `SECCOMP_RET_*` value.
+    ///
+    /// Mirrors what `bpf_prog_run_pin_on_cpu()` computes with the converted
+    /// program in `seccomp_run_filters()` (kernel/seccomp.c, Linux 6.18).
+    ///
+    /// # Deviations
+    /// None.
+    #[inline]
+    pub fn run_seccomp(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> Result<u32, ExecError> {
+        self.check_mode(Mode::Seccomp)?;
+        Ok(if self.uses_mem { self.seccomp_with_mem(data) } else { self.seccomp_without_mem(data) })
+    }
+
+    /// The seccomp run loop, out of line and returning a bare `u32`: the
+    /// `Result` is built by the inlined caller, so the loop keeps nothing
+    /// live for it.
+    #[inline(never)]
+    fn seccomp_with_mem(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> u32 {
+        self.exec::<_, true>(&SeccompCtx(data))
+    }
+
+    /// [`Interp::seccomp_with_mem`] for programs without `M[]`.
+    #[inline(never)]
+    fn seccomp_without_mem(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> u32 {
+        self.exec::<_, false>(&SeccompCtx(data))
+    }
+
+    /// Runs a socket-mode program on a packet and returns the filter's value
+    /// (for `SO_ATTACH_FILTER`, the number of bytes to keep; 0 drops).
+    ///
+    /// Mirrors the converted program of `bpf_migrate_filter()`
+    /// (net/core/filter.c, Linux 6.18) with its load helpers; see [`Skb`] for
+    /// the context model.
+    ///
+    /// # Deviations
+    /// Those of the context model, documented on [`Skb`].
+    pub fn run_socket(&self, skb: &Skb<'_>) -> Result<u32, ExecError> {
+        self.check_mode(Mode::Socket)?;
+        Ok(self.exec::<_, true>(&SocketCtx::new(skb)))
+    }
+
+    /// Like [`Interp::run_seccomp`], calling `on_step` before each executed
+    /// instruction with the machine state it starts from. Slow; for `--trace`.
+    pub fn trace_seccomp(
+        &self,
+        data: &[u8; SECCOMP_DATA_SIZE],
+        on_step: impl FnMut(&TraceStep),
+    ) -> Result<u32, ExecError> {
+        self.check_mode(Mode::Seccomp)?;
+        Ok(trace::run(&self.insns, &SeccompCtx(data), on_step))
+    }
+
+    /// Like [`Interp::run_socket`], calling `on_step` before each executed
+    /// instruction with the machine state it starts from. Slow; for `--trace`.
+    pub fn trace_socket(&self, skb: &Skb<'_>, on_step: impl FnMut(&TraceStep)) -> Result<u32, ExecError> {
+        self.check_mode(Mode::Socket)?;
+        Ok(trace::run(&self.insns, &SocketCtx::new(skb), on_step))
+    }
+
+    fn check_mode(&self, context: Mode) -> Result<(), ExecError> {
+        if self.mode == context {
+            Ok(())
+        } else {
+            Err(ExecError::ModeMismatch { program: self.mode, context })
+        }
+    }
+
+    /// The fast path.
+    ///
+    /// Mirrors the classic semantics of SPEC §1.4 as realised by the
+    /// converted program (`bpf_convert_filter()` in net/core/filter.c and
+    /// `___bpf_prog_run()` in kernel/bpf/core.c, Linux 6.18): A and X start
+    /// at 0; ALU is 32-bit wrapping; `div x`/`mod x` with X == 0 return 0;
+    /// `lsh x`/`rsh x` shift by `X & 31` (eBPF ALU32 register shifts mask the
+    /// count, in the interpreter and the x86-64 JIT alike); `M[]` is not
+    /// zeroed by the kernel, but `check_load_and_stores()` makes that
+    /// unobservable, so zeroing it here changes nothing. With `MEM` false
+    /// (programs without stores, see [`Interp::uses_mem`]) `M[]` is not
+    /// kept at all and its loads read 0, which such programs never execute.
+    ///
+    /// # Deviations
+    /// None.
+    #[inline(always)]
+    fn exec<C: Context, const MEM: bool>(&self, ctx: &C) -> u32 {
+        let ops = &*self.ops;
+        let chains = &self.chains;
+        let mut a: u32 = 0;
+        let mut x: u32 = 0;
+        let mut mem = [0u32; 16];
+        let mut pc: usize = 0;
+        // Every iteration moves pc strictly forward (validated jumps are
+        // forward and in range, the last instruction is a ret), so the loop
+        // ends within `ops.len()` iterations. A pc past the ops is a jump to
+        // a `ret #k` (compile::route_returns); any other (impossible) pc
+        // ends the run with 0.
+        loop {
+            let Some(op) = ops.get(pc) else {
+                return self.rets.get(pc.wrapping_sub(ops.len())).copied().unwrap_or(0);
+            };
+            pc += 1;
+            match *op {
+                Step::LdImm(k) => a = k,
+                Step::LdxImm(k) => x = k,
+                Step::LdMem(i) => a = mem_get::<MEM>(&mem, i),
+                Step::LdxMem(i) => x = mem_get::<MEM>(&mem, i),
+                Step::St(i) => mem_set::<MEM>(&mut mem, i, a),
+                Step::Stx(i) => mem_set::<MEM>(&mut mem, i, x),
+                Step::LdSeccomp(k) => a = ctx.seccomp_word(k),
+                Step::LdAbs { size, k } => match ctx.load(size as usize, k as i32) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                Step::LdInd { size, k } => match ctx.load(size as usize, x.wrapping_add(k) as i32) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                Step::LdLen => a = ctx.len(),
+                Step::LdxLen => x = ctx.len(),
+                Step::LdxMsh(k) => match ctx.load(1, k as i32) {
+                    Some(v) => x = (v & 0xf) << 2,
+                    None => return 0,
+                },
+                Step::Anc(which) => match ctx.ancillary(which, a, x) {
+                    Some(v) => a = v,
+                    None => return a,
+                },
+                Step::AddK(k) => a = a.wrapping_add(k),
+                Step::AddX => a = a.wrapping_add(x),
+                Step::SubK(k) => a = a.wrapping_sub(k),
+                Step::SubX => a = a.wrapping_sub(x),
+                Step::MulK(k) => a = a.wrapping_mul(k),
+                Step::MulX => a = a.wrapping_mul(x),
+                Step::DivK(k) => a /= k,
+                Step::DivX => match a.checked_div(x) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                Step::ModK(k) => a %= k,
+                Step::ModX => match a.checked_rem(x) {
+                    Some(v) => a = v,
+                    None => return 0,
+                },
+                Step::AndK(k) => a &= k,
+                Step::AndX => a &= x,
+                Step::OrK(k) => a |= k,
+                Step::OrX => a |= x,
+                Step::XorK(k) => a ^= k,
+                Step::XorX => a ^= x,
+                // K < 32 is guaranteed by bpf_check_classic(); X is masked.
+                Step::LshK(k) => a = a.wrapping_shl(k),
+                Step::LshX => a = a.wrapping_shl(x),
+                Step::RshK(k) => a = a.wrapping_shr(k),
+                Step::RshX => a = a.wrapping_shr(x),
+                Step::Neg => a = a.wrapping_neg(),
+                Step::Tax => x = a,
+                Step::Txa => a = x,
+                Step::Ja(target) => pc = usize::from(target),
+                Step::JmpX { op, jt, jf } => {
+                    pc = usize::from(if op.eval(a, x) { jt } else { jf });
+                }
+                // A chain op's exit may link on to further range chains
+                // (compile::link_chains); follow_links ends at a pc.
+                Step::Chain { from } => {
+                    let exit = chains.short(a, usize::from(from));
+                    pc = follow_links(chains, ctx, &mut a, exit);
+                }
+                Step::RangeChain { from } => {
+                    let exit = chains.short_ranges(a, usize::from(from));
+                    pc = follow_links(chains, ctx, &mut a, exit);
+                }
+                Step::LongChain { from, to } => {
+                    let exit = chains.first_exit(a, usize::from(from), usize::from(to));
+                    pc = follow_links(chains, ctx, &mut a, exit);
+                }
+                Step::LdChain { k, from } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    let exit = chains.short(a, usize::from(from));
+                    pc = follow_links(chains, ctx, &mut a, exit);
+                }
+                Step::LdRangeChain { k, from } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    let exit = chains.short_ranges(a, usize::from(from));
+                    pc = follow_links(chains, ctx, &mut a, exit);
+                }
+                Step::LdLongChain { k, from, to } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    let exit = chains.first_exit(a, usize::from(from), usize::from(to));
+                    pc = follow_links(chains, ctx, &mut a, exit);
+                }
+                Step::Test { index, then } => {
+                    pc = match chains.single(a, usize::from(index)) {
+                        Some(exit) => follow_links(chains, ctx, &mut a, exit),
+                        None => usize::from(then),
+                    };
+                }
+                Step::LdTest { k, index, then } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    pc = match chains.single(a, usize::from(index)) {
+                        Some(exit) => follow_links(chains, ctx, &mut a, exit),
+                        None => usize::from(then),
+                    };
+                }
+                Step::Range { lo, span, target, then, .. } => {
+                    pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
+                }
+                Step::LdRange { k, lo, span, target, then, .. } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
+                }
+                Step::RetK(k) => return k,
+                Step::RetA => return a,
+            }
+        }
+    }
+}
+
+/// Where a chain's `exit` finally leaves to: while the exit links to a
+/// range chain (see [`compile::link_chains`]), load `A` if the link says so
+/// and scan that chain. Links only go forward in the program, so this ends.
+#[inline(always)]
+fn follow_links<'c, C: Context>(chains: &'c Chains, ctx: &C, a: &mut u32, mut exit: &'c Exit) -> usize {
+    while exit.link < LEAVE {
+        if exit.link < SAME_A {
+            *a = ctx.seccomp_word(u32::from(exit.link));
+        }
+        exit = chains.short_ranges(*a, usize::from(exit.target));
+    }
+    usize::from(exit.target)
+}
+
+/// `M[i]`; 0 when `M[]` is not kept (`MEM` false, never executed then).
+#[inline(always)]
+fn mem_get<const MEM: bool>(mem: &[u32; 16], i: u8) -> u32 {
+    // i < 16 by bpf_check_classic(); the mask makes the index provably in range.
+    #[allow(clippy::indexing_slicing)]
+    if MEM {
+        mem[usize::from(i & 15)]
+    } else {
+        0
+    }
+}
+
+/// `M[i] = v`; nothing when `M[]` is not kept (`MEM` false, never executed
+/// then). Without reads or writes the compiler drops `M[]` and its zeroing.
+#[inline(always)]
+fn mem_set<const MEM: bool>(mem: &mut [u32; 16], i: u8, v: u32) {
+    // i < 16 by bpf_check_classic(); the mask makes the index provably in range.
+    #[allow(clippy::indexing_slicing)]
+    if MEM {
+        mem[usize::from(i & 15)] = v;
+    }
+}

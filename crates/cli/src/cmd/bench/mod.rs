@@ -1,0 +1,273 @@
+//! `bpfconv bench`: what the user's own filter costs, per input, on every
+//! engine and in the running kernel (FORMATS-EXTENSIONS.md, "bench").
+//!
+//! ```text
+//! filter ─► inputs (one per syscall the filter names, per arch it names;
+//!           or --vectors / --nr; socket: the packets of --pcap)
+//!        ─► every result checked against the classic interpreter
+//!        ─► rounds: each round times every (input, engine) cell once, so
+//!           drift hits all engines alike; median, min, max over rounds
+//!        ─► kernel: ns per syscall with the filter installed (forced past
+//!           the constant-action cache, and as installed)
+//!        ─► text table / JSON, SVG (timing::plot)
+//! ```
+
+//!
+//! The pieces: `inputs` (what is timed: named syscalls, `--vectors`, the
+//! deepest input), `seccomp` and `socket` (each engine checked against the
+//! classic interpreter, then timed by `timing::rounds` through the engine
+//! interface), `kernel` (the running kernel's figures), `report` (text,
+//! JSON, SVG).
+
+mod inputs;
+mod kernel;
+mod report;
+mod seccomp;
+mod socket;
+
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use engine::{EngineKind, Prepared};
+use timing::stats::Stats;
+
+use crate::cmd::run::SingleInputArgs;
+use crate::fail::{Failure, Result};
+use crate::io::FileArgs;
+use crate::out::{outln, Out};
+use crate::ModeArg;
+
+/// Output of `bench`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum BenchFormat {
+    /// A table: one line per input, one column per engine.
+    #[default]
+    Text,
+    /// One JSON document (FORMATS-EXTENSIONS.md).
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    source: FileArgs,
+    /// Kernel entry point the filter is for.
+    #[arg(long, value_enum, default_value_t)]
+    mode: ModeArg,
+    /// Seccomp: time these inputs (JSON Lines, FORMATS.md §2) instead of one per syscall the filter names.
+    #[arg(long, conflicts_with_all = ["nr", "pcap"])]
+    vectors: Option<String>,
+    #[command(flatten)]
+    input: SingleInputArgs,
+    /// Socket: time the filter on the packets of this pcap capture (the first 64).
+    #[arg(long)]
+    pcap: Option<String>,
+    /// Comma-separated engines (default: every engine, the kernel included).
+    #[arg(long)]
+    engines: Option<String>,
+    /// Output form.
+    #[arg(long, value_enum, default_value_t)]
+    format: BenchFormat,
+    /// Also draw cost per input and engine to this SVG file.
+    #[arg(long)]
+    svg: Option<String>,
+    /// Seconds of timing for the in-process engines (the kernel takes about as long again).
+    #[arg(long, default_value = "2")]
+    time: f64,
+}
+
+/// Most inputs a run times (vectors past it are refused).
+const MAX_INPUTS: usize = 4096;
+/// Most packets of a capture a socket run times.
+const MAX_PACKETS: usize = 64;
+/// Timing rounds (each a sample of every cell); fewer when `--time` is short.
+const ROUNDS: usize = 11;
+/// The shortest sample.
+const MIN_SAMPLE: Duration = Duration::from_micros(2);
+/// The kernel column's name for the filter forced past the cache.
+const KERNEL_FORCED: &str = "kernel-forced";
+
+/// One input with what the classic interpreter says of it.
+#[derive(Debug, Clone)]
+struct Input {
+    name: String,
+    /// The seccomp input (socket runs: unused).
+    data: cbpf::SeccompData,
+    /// The packet (socket runs).
+    packet: Vec<u8>,
+    /// The classic interpreter's result.
+    ret: u32,
+    cbpf_path: u64,
+    ebpf_path: u64,
+}
+
+/// A timed figure, or why there is none.
+#[derive(Debug, Clone)]
+enum Cell {
+    Measured(Stats),
+    Unavailable(String),
+}
+
+/// One engine column: its name and one cell per input (then one for the mix).
+#[derive(Debug)]
+struct Column {
+    name: String,
+    cells: Vec<Cell>,
+    /// Kernel columns: whether the kernel's cache skips the filter, per input.
+    cached: Vec<Option<bool>>,
+}
+
+/// What a run measured.
+#[derive(Debug)]
+struct Results {
+    file: String,
+    mode: cbpf::Mode,
+    insns: usize,
+    ebpf_insns: usize,
+    inputs: Vec<Input>,
+    deepest: usize,
+    rounds: usize,
+    columns: Vec<Column>,
+    /// The kernel's cost of a cached call (ns), when measured.
+    cache_hit: Option<Cell>,
+    kernel_iterations: u64,
+}
+
+impl Results {
+    /// The results of one run, without kernel figures; the filter's mode
+    /// and both instruction counts come from `prepared`.
+    fn new(
+        args: &BenchArgs,
+        prepared: &Prepared,
+        inputs: Vec<Input>,
+        deepest: usize,
+        rounds: usize,
+        columns: Vec<Column>,
+    ) -> Results {
+        Results {
+            file: args.source.file.clone(),
+            mode: prepared.program().mode(),
+            insns: prepared.program().len(),
+            ebpf_insns: prepared.converted().insns.len(),
+            inputs,
+            deepest,
+            rounds,
+            columns,
+            cache_hit: None,
+            kernel_iterations: 0,
+        }
+    }
+}
+
+/// `bpfconv bench`.
+pub fn bench(args: &BenchArgs) -> Result<i32> {
+    if !(args.time.is_finite() && args.time > 0.0 && args.time <= 3600.0) {
+        return Err(Failure::usage(format!("--time {}: give seconds in (0, 3600]", args.time)));
+    }
+    let kinds = engine_list(args.engines.as_deref())?;
+    let insns = args.source.read()?;
+    let prog = cbpf::validate(&insns, args.mode.mode())?;
+    let prepared = Prepared::new(prog)?;
+    let results = match args.mode {
+        ModeArg::Seccomp => seccomp::bench_seccomp(args, &kinds, &prepared)?,
+        ModeArg::Socket => socket::bench_socket(args, &kinds, &prepared)?,
+    };
+    let mut out = Out::stdout();
+    match args.format {
+        BenchFormat::Text => out.write_all(report::text(&results).as_bytes())?,
+        BenchFormat::Json => outln!(out, "{}", report::json(&results))?,
+    }
+    if let Some(path) = &args.svg {
+        let svg = report::svg(&results).map_err(Failure::rejected)?;
+        crate::io::write_atomic(std::path::Path::new(path), |f| std::io::Write::write_all(f, svg.as_bytes()))?;
+    }
+    out.finish()?;
+    Ok(0)
+}
+
+/// `--engines`, or every engine.
+fn engine_list(list: Option<&str>) -> Result<Vec<EngineKind>> {
+    let Some(list) = list else { return Ok(EngineKind::ALL.to_vec()) };
+    let mut kinds = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let kind: EngineKind = name.parse().map_err(Failure::usage)?;
+        if !kinds.contains(&kind) {
+            kinds.push(kind);
+        }
+    }
+    if kinds.is_empty() {
+        return Err(Failure::usage("--engines: name at least one engine"));
+    }
+    Ok(kinds)
+}
+
+/// Inputs of slot `slot`: one input, or (the last slot) all of them, the mix.
+fn slot_range(slot: usize, n: usize) -> std::ops::Range<usize> {
+    if slot < n {
+        slot..slot + 1
+    } else {
+        0..n
+    }
+}
+
+/// The input with the longest classic path (the first of equals).
+fn deepest(inputs: &[Input]) -> usize {
+    let mut best = 0;
+    for (i, input) in inputs.iter().enumerate() {
+        if inputs.get(best).is_some_and(|b| input.cbpf_path > b.cbpf_path) {
+            best = i;
+        }
+    }
+    best
+}
+
+/// Rounds and sample length for `time` seconds over `cells` cells per round
+/// (calibration costs about a fifth of a sample per cell more).
+fn plan(time: f64, cells: usize) -> (usize, Duration) {
+    let cells = cells.max(1) as f64;
+    let mut rounds = ROUNDS;
+    loop {
+        let sample = Duration::from_secs_f64(time / (cells * (rounds as f64 + 0.3)));
+        if sample >= MIN_SAMPLE * 5 || rounds <= 5 {
+            return (rounds, sample.max(MIN_SAMPLE));
+        }
+        rounds -= 2;
+    }
+}
+
+/// A progress bar on stderr for runs expected to last over a second
+/// (hidden when stderr is not a terminal).
+fn progress(total: u64, seconds: f64) -> indicatif::ProgressBar {
+    if seconds < 1.0 {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr());
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("bench {bar:40} {pos}/{len} cells, {elapsed} ({eta} left)")
+    {
+        bar.set_style(style);
+    }
+    bar
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use inputs::input_name;
+
+    #[test]
+    fn plan_fits_the_time() {
+        let (rounds, sample) = plan(2.0, 100);
+        assert_eq!(rounds, ROUNDS);
+        assert!(sample.as_secs_f64() * (rounds * 100) as f64 <= 2.0);
+        let (rounds, sample) = plan(0.001, 10_000);
+        assert_eq!((rounds, sample), (5, MIN_SAMPLE));
+    }
+
+    #[test]
+    fn names_say_arch_and_syscall() {
+        assert_eq!(input_name(cbpf::uapi::audit::AUDIT_ARCH_X86_64, 0), "x86_64:read");
+        assert_eq!(input_name(cbpf::uapi::audit::AUDIT_ARCH_X86_64, 0x4000_0000), "x32:read");
+        assert_eq!(input_name(0x1234, 5), "0x1234:#5");
+    }
+}

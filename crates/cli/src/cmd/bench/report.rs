@@ -1,0 +1,257 @@
+//! The report of a run: the text table, the JSON document
+//! (FORMATS-EXTENSIONS.md, "bench") and the SVG chart.
+
+use std::fmt::Write as _;
+
+use engine::EngineKind;
+use serde_json::{json, Value};
+
+use super::{Cell, Input, Results, KERNEL_FORCED};
+
+/// ns with a decimal point always (the golden test masks `digits.digits`).
+pub(super) fn fmt_ns(ns: f64) -> String {
+    if ns.abs() < 10.0 {
+        format!("{ns:.2}")
+    } else {
+        format!("{ns:.1}")
+    }
+}
+
+/// The result as the filter's mode names it.
+pub(super) fn fmt_ret(mode: cbpf::Mode, ret: u32) -> String {
+    match mode {
+        cbpf::Mode::Seccomp => seccomp::Action::from_u32(ret).to_string(),
+        _ => ret.to_string(),
+    }
+}
+
+/// The rows shown: every input, then `deepest` and `mix`; each with its
+/// slot (the column index of its cells) and paths.
+pub(super) fn rows(r: &Results) -> Vec<(String, usize, String, String, String)> {
+    let mut rows: Vec<(String, usize, String, String, String)> = r
+        .inputs
+        .iter()
+        .enumerate()
+        .map(|(i, input)| {
+            (
+                input.name.clone(),
+                i,
+                fmt_ret(r.mode, input.ret),
+                input.cbpf_path.to_string(),
+                input.ebpf_path.to_string(),
+            )
+        })
+        .collect();
+    if let Some(d) = r.inputs.get(r.deepest) {
+        rows.push((
+            format!("deepest ({})", d.name),
+            r.deepest,
+            fmt_ret(r.mode, d.ret),
+            d.cbpf_path.to_string(),
+            d.ebpf_path.to_string(),
+        ));
+    }
+    let (c, e) = mean_paths(&r.inputs);
+    rows.push((
+        format!("mix ({} inputs)", r.inputs.len()),
+        r.inputs.len(),
+        "-".to_string(),
+        format!("{c:.1}"),
+        format!("{e:.1}"),
+    ));
+    rows
+}
+
+pub(super) fn mean_paths(inputs: &[Input]) -> (f64, f64) {
+    let n = inputs.len().max(1) as f64;
+    (
+        inputs.iter().map(|i| i.cbpf_path as f64).sum::<f64>() / n,
+        inputs.iter().map(|i| i.ebpf_path as f64).sum::<f64>() / n,
+    )
+}
+
+/// The text table.
+pub(super) fn text(r: &Results) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: {} filter, {} classic / {} eBPF instructions, {} inputs, median of {} rounds (ns per evaluation)",
+        r.file,
+        r.mode,
+        r.insns,
+        r.ebpf_insns,
+        r.inputs.len(),
+        r.rounds
+    );
+    let rows = rows(r);
+    let name_w = rows.iter().map(|row| row.0.len()).max().unwrap_or(5).max(5);
+    let act_w = rows.iter().map(|row| row.2.len()).max().unwrap_or(6).max(6);
+    let _ = write!(out, "{:<name_w$}  {:<act_w$}  {:>6}  {:>6}", "input", "result", "cbpf#", "ebpf#");
+    let widths: Vec<usize> = r.columns.iter().map(|c| c.name.len().max(7)).collect();
+    for (c, w) in r.columns.iter().zip(&widths) {
+        let _ = write!(out, "  {:>w$}", c.name);
+    }
+    out.push('\n');
+    let mut notes: Vec<String> = Vec::new();
+    for (name, slot, action, cp, ep) in &rows {
+        let _ = write!(out, "{name:<name_w$}  {action:<act_w$}  {cp:>6}  {ep:>6}");
+        for (c, w) in r.columns.iter().zip(&widths) {
+            let shown = match c.cells.get(*slot) {
+                Some(Cell::Measured(s)) => {
+                    let cached = c.name == "kernel" && c.cached.get(*slot).copied().flatten() == Some(true);
+                    format!("{}{}", fmt_ns(s.median), if cached { "c" } else { "" })
+                }
+                Some(Cell::Unavailable(why)) => {
+                    let n = match notes.iter().position(|n| n == why) {
+                        Some(i) => i + 1,
+                        None => {
+                            notes.push(why.clone());
+                            notes.len()
+                        }
+                    };
+                    format!("n/a[{n}]")
+                }
+                None => "-".to_string(),
+            };
+            let _ = write!(out, "  {shown:>w$}");
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(out, "cbpf# / ebpf#: instructions executed by the classic program and by its eBPF conversion.");
+    if r.columns.iter().any(|c| c.name == KERNEL_FORCED) {
+        let _ = writeln!(
+            out,
+            "kernel-forced: ns per x86_64 system call with the filter installed and run, minus the same call refused by a \
+             one-instruction filter ({} calls per sample; every ret refuses, so the call never runs and the \
+             constant-action cache never skips the filter). kernel: as installed: where the cache skips the filter \
+             (marked c), the cache's own cost (getppid under an always-allow filter minus getppid unfiltered{}).",
+            r.kernel_iterations,
+            match &r.cache_hit {
+                Some(Cell::Measured(s)) => format!(": {} ns", fmt_ns(s.median)),
+                _ => String::new(),
+            }
+        );
+    }
+    for (i, n) in notes.iter().enumerate() {
+        let _ = writeln!(out, "[{}] {n}", i + 1);
+    }
+    out
+}
+
+/// The JSON document (FORMATS-EXTENSIONS.md, "bench").
+pub(super) fn json(r: &Results) -> Value {
+    let rows = rows(r);
+    let (mc, me) = mean_paths(&r.inputs);
+    let mut cells = Vec::new();
+    for (i, (_, slot, _, _, _)) in rows.iter().enumerate() {
+        let (input, cbpf_path, ebpf_path) = if i < r.inputs.len() {
+            let x = r.inputs.get(*slot);
+            (
+                x.map(|x| x.name.clone()).unwrap_or_default(),
+                json!(x.map(|x| x.cbpf_path)),
+                json!(x.map(|x| x.ebpf_path)),
+            )
+        } else if *slot == r.deepest && i == r.inputs.len() {
+            let x = r.inputs.get(*slot);
+            ("deepest".to_string(), json!(x.map(|x| x.cbpf_path)), json!(x.map(|x| x.ebpf_path)))
+        } else {
+            ("mix".to_string(), json!(mc), json!(me))
+        };
+        for c in &r.columns {
+            let mut cell =
+                object(json!({"input": input, "engine": c.name, "cbpf_path": cbpf_path, "ebpf_path": ebpf_path}));
+            match c.cells.get(*slot) {
+                Some(Cell::Measured(s)) => {
+                    cell.insert("ns".into(), json!(s.median));
+                    cell.insert("min_ns".into(), json!(s.min));
+                    cell.insert("max_ns".into(), json!(s.max));
+                    cell.insert("samples".into(), json!(s.samples));
+                }
+                Some(Cell::Unavailable(why)) => {
+                    cell.insert("ns".into(), Value::Null);
+                    cell.insert("min_ns".into(), Value::Null);
+                    cell.insert("max_ns".into(), Value::Null);
+                    cell.insert("unavailable".into(), json!(why));
+                }
+                None => continue,
+            }
+            if let Some(Some(cached)) = c.cached.get(*slot) {
+                cell.insert("kernel_cached".into(), json!(cached));
+            }
+            cells.push(Value::Object(cell));
+        }
+    }
+    let inputs: Vec<Value> = r
+        .inputs
+        .iter()
+        .map(|i| {
+            let mut v =
+                object(json!({"input": i.name, "ret": i.ret, "cbpf_path": i.cbpf_path, "ebpf_path": i.ebpf_path}));
+            if r.mode == cbpf::Mode::Seccomp {
+                v.insert("arch".into(), json!(i.data.arch));
+                v.insert("nr".into(), json!(i.data.nr));
+                v.insert("args".into(), json!(i.data.args));
+                v.insert("ip".into(), json!(i.data.instruction_pointer));
+            }
+            Value::Object(v)
+        })
+        .collect();
+    let mut doc = object(json!({
+        "filter": r.file,
+        "mode": r.mode.to_string(),
+        "insns": r.insns,
+        "ebpf_insns": r.ebpf_insns,
+        "rounds": r.rounds,
+        "engines": r.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        "inputs": inputs,
+        "deepest": r.inputs.get(r.deepest).map(|i| i.name.clone()),
+        "cells": cells,
+    }));
+    if let Some(hit) = &r.cache_hit {
+        doc.insert(
+            "kernel".into(),
+            json!({
+                "iterations": r.kernel_iterations,
+                "cache_hit_ns": match hit { Cell::Measured(s) => json!(s.median), Cell::Unavailable(_) => Value::Null },
+            }),
+        );
+    }
+    Value::Object(doc)
+}
+
+/// The map of a `json!({...})` object literal.
+pub(super) fn object(v: Value) -> serde_json::Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    }
+}
+
+/// Cost per input and engine; the kernel line is the forced cost. Colours
+/// follow the fixed engine order (`EngineKind::ALL`, then the kernel's).
+pub(super) fn svg(r: &Results) -> std::result::Result<String, String> {
+    use timing::plot::{line_chart_svg, Series, XScale};
+    let mut labels: Vec<String> = r.inputs.iter().map(|i| i.name.clone()).collect();
+    labels.push("mix".to_string());
+    let fixed: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).chain([KERNEL_FORCED]).collect();
+    let series: Vec<Series> = r
+        .columns
+        .iter()
+        .filter(|c| c.name != "kernel")
+        .map(|c| Series {
+            name: c.name.clone(),
+            points: c
+                .cells
+                .iter()
+                .enumerate()
+                .filter_map(|(i, cell)| match cell {
+                    Cell::Measured(s) if s.median > 0.0 => Some((i as f64, s.median)),
+                    _ => None,
+                })
+                .collect(),
+            color: fixed.iter().position(|f| *f == c.name).unwrap_or(fixed.len()),
+        })
+        .filter(|s| !s.points.is_empty())
+        .collect();
+    line_chart_svg(&format!("{}: cost per input", r.file), "input", &XScale::Labels(labels), &series)
+}

@@ -1,0 +1,141 @@
+//! `bench` on a seccomp filter: every in-process engine checked against
+//! the classic interpreter on every input, then timed round by round
+//! through `SeccompEngine::run_batch` (`timing::rounds`), then the running
+//! kernel's figures (`kernel`).
+
+use engine::{EngineKind, Prepared, SeccompEngine};
+use timing::rounds::{interleaved, Grid};
+use timing::stats::Stats;
+
+use super::inputs::{deepest_arguments, input_name, named_inputs, seccomp_input, vector_inputs};
+use super::kernel::{kernel_check, kernel_columns, kernel_iterations};
+use super::{deepest, plan, progress, slot_range, BenchArgs, Cell, Column, Input, Results};
+use crate::fail::{Failure, Result};
+
+/// An engine, or why it could not be loaded.
+type Lane<'p> = (EngineKind, std::result::Result<SeccompEngine<'p>, String>);
+
+/// The cells of a seccomp run: an engine per lane, an input per slot and
+/// the mix of them all last.
+struct Lanes<'l, 'p> {
+    lanes: &'l mut [Lane<'p>],
+    datas: &'l mut [[u8; 64]],
+}
+
+impl Grid for Lanes<'_, '_> {
+    fn lanes(&self) -> usize {
+        self.lanes.len()
+    }
+
+    fn slots(&self) -> usize {
+        self.datas.len() + 1
+    }
+
+    fn live(&self, lane: usize) -> bool {
+        self.lanes.get(lane).is_some_and(|(_, engine)| engine.is_ok())
+    }
+
+    fn evals(&self, slot: usize) -> usize {
+        slot_range(slot, self.datas.len()).len()
+    }
+
+    fn run(&mut self, lane: usize, slot: usize, batch: u64) {
+        let range = slot_range(slot, self.datas.len());
+        if let (Some((_, Ok(engine))), Some(view)) = (self.lanes.get_mut(lane), self.datas.get_mut(range)) {
+            let _ = engine.run_batch(view, batch);
+        }
+    }
+}
+
+/// `bench --mode seccomp`.
+pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) -> Result<Results> {
+    if args.pcap.is_some() {
+        return Err(Failure::usage("--pcap needs --mode socket"));
+    }
+    let chosen = args.vectors.is_some() || args.input.nr.is_some();
+    let named: Vec<(String, cbpf::SeccompData)> = if let Some(path) = &args.vectors {
+        vector_inputs(path, args.source.file == "-")?
+    } else if args.input.nr.is_some() {
+        let d = args.input.data()?;
+        vec![(input_name(d.arch, d.nr as u32), d)]
+    } else {
+        named_inputs(prepared.program())?.into_iter().map(|d| (input_name(d.arch, d.nr as u32), d)).collect()
+    };
+    let ebpf_prog = engine::load_ebpf(prepared.converted())?;
+    let mut vm = ebpf::Vm::new();
+    let mut inputs: Vec<Input> =
+        named.into_iter().map(|(n, d)| seccomp_input(prepared, &mut vm, &ebpf_prog, n, d)).collect::<Result<_>>()?;
+    if !chosen {
+        if let Some(d) = deepest_arguments(prepared.program(), &inputs) {
+            let name = format!("{} deepest", input_name(d.arch, d.nr as u32));
+            inputs.push(seccomp_input(prepared, &mut vm, &ebpf_prog, name, d)?);
+        }
+    }
+    let deepest = deepest(&inputs);
+
+    // Load and check every in-process engine on every input.
+    let mut lanes: Vec<Lane<'_>> = Vec::new();
+    for &kind in kinds.iter().filter(|&&k| k != EngineKind::Kernel) {
+        let lane = match SeccompEngine::new(kind, prepared) {
+            Ok(mut engine) => {
+                for input in &inputs {
+                    let got = engine
+                        .eval_bytes(&mut input.data.to_bytes())
+                        .map_err(|e| Failure::rejected(format!("engine {kind} fails on input {}: {e}", input.name)))?;
+                    if got != input.ret {
+                        return Err(Failure::rejected(format!(
+                            "engine {kind} returns {got:#010x} on input {}, the classic interpreter {:#010x}",
+                            input.name, input.ret
+                        )));
+                    }
+                }
+                Ok(engine)
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        lanes.push((kind, lane));
+    }
+    let want_kernel = kinds.contains(&EngineKind::Kernel);
+    let kernel_inputs = if want_kernel { kernel_check(prepared, &inputs) } else { Vec::new() };
+
+    let mut datas: Vec<[u8; 64]> = inputs.iter().map(|i| i.data.to_bytes()).collect();
+    let cells_per_round = lanes.iter().filter(|l| l.1.is_ok()).count() * (inputs.len() + 1);
+    let (rounds, sample) = plan(args.time, cells_per_round);
+    let kernel_tasks = kernel_inputs.iter().filter(|k| k.is_ok()).count() as u64 * 2 + u64::from(want_kernel) * 2;
+    let bar = progress(
+        (rounds * cells_per_round) as u64 + kernel_tasks,
+        args.time + if want_kernel { args.time } else { 0.0 },
+    );
+    let samples = interleaved(&mut Lanes { lanes: &mut lanes, datas: &mut datas }, rounds, sample, || bar.inc(1));
+    let mut columns: Vec<Column> = lanes
+        .iter()
+        .zip(&samples)
+        .map(|((kind, lane), per_slot)| Column {
+            name: kind.name().to_string(),
+            cells: per_slot
+                .iter()
+                .map(|s| match (lane, Stats::from_samples(s)) {
+                    (Err(why), _) => Cell::Unavailable(why.clone()),
+                    (Ok(_), Some(stats)) => Cell::Measured(stats),
+                    (Ok(_), None) => Cell::Unavailable("no samples".to_string()),
+                })
+                .collect(),
+            cached: Vec::new(),
+        })
+        .collect();
+    let mut cache_hit = None;
+    let mut iterations = 0;
+    if want_kernel {
+        iterations = kernel_iterations(args.time, kernel_tasks);
+        let (installed, forced, hit) = kernel_columns(prepared, &inputs, &kernel_inputs, iterations, &bar);
+        columns.push(installed);
+        columns.push(forced);
+        cache_hit = Some(hit);
+    }
+    bar.finish_and_clear();
+    Ok(Results {
+        cache_hit,
+        kernel_iterations: iterations,
+        ..Results::new(args, prepared, inputs, deepest, rounds, columns)
+    })
+}

@@ -1,0 +1,242 @@
+//! Compiling a recognised [`Subset`] for the executor: liveness of A, TMP
+//! and X, compare chains and ladders (entered at every compare or reload
+//! they run through), links between chains of a tree, the fused
+//! load/compare ops, and the choice of run loop.
+
+use crate::isa::op::AluOp;
+
+use super::chains::{ChainBuilder, ChainExit, EntryBlock, Shapes, MIN_CHAIN, NOT_RET, RELOAD, SAME, WINDOW};
+use super::ops::{alu_code, Kind, SOp, EQ, GE, GT, LE, LT, NE, RA, RK, RT, RX, SET};
+use super::subset::Subset;
+use super::SeccompProg;
+
+/// A chain entry (a pc where the rest of a chain is what execution does),
+/// as links see it.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct EntryAt {
+    /// The chain's test at the entry (an index into [`Table::exits`]).
+    pub(super) from: usize,
+    /// The skip count at the entry (see [`ChainExit::skip`]).
+    pub(super) skip_base: u64,
+    /// The [`ChainExit::ret`] of a link to it: [`SAME`], or [`RELOAD`]
+    /// `+ k` for a load of context word `k` (a ladder entry).
+    pub(super) link: u64,
+    /// Tests from `from` to the chain's end.
+    pub(super) len: usize,
+}
+
+impl Subset {
+    /// Compiles the recognised program for the executor (module docs of
+    /// [`super`]); `None` only if a table outgrows its `u32` indices.
+    pub(crate) fn compile(self) -> Option<SeccompProg> {
+        let plains = self.plains;
+        let n = plains.len();
+        let mut live_in = vec![0u8; n + 1];
+        for pc in (0..n).rev() {
+            let p = plains.get(pc)?;
+            let mut out = 0;
+            if p.falls {
+                out |= live_in.get(pc + 1).copied()?;
+            }
+            if p.jumps {
+                out |= live_in.get(p.op.target as usize).copied()?;
+            }
+            *live_in.get_mut(pc)? = p.uses | (out & !p.defs);
+        }
+        let base: Vec<SOp> = plains.iter().map(|p| p.op).collect();
+        let mut ops = base.clone();
+        let shapes = Shapes { base: &base, live_in: &live_in };
+        let mut built = ChainBuilder::default();
+        // Chains on an unknown r0, entered at each compare they run through.
+        let mut covered = vec![false; n + 1];
+        // Per pc that is a chain entry: where its chain is (for links).
+        let mut entry_at: Vec<Option<EntryAt>> = vec![None; n];
+        for pc in 0..n {
+            if covered.get(pc).copied().unwrap_or(true) || shapes.cmp(pc).is_none() {
+                continue;
+            }
+            let walked = built.walk(&shapes, &mut covered, pc, pc, None);
+            for (at, from, skip_base, tree) in walked {
+                if let Some(e) = entry_at.get_mut(at) {
+                    *e = Some(EntryAt { from, skip_base, link: SAME, len: built.len() - from });
+                }
+                if built.len() - from >= MIN_CHAIN && !tree {
+                    if let Some(o) = ops.get_mut(at) {
+                        *o = SOp { kind: Kind::Chain, dst: RA, src: RK, aux: 0, target: from as u32, imm: skip_base };
+                    }
+                }
+            }
+        }
+        // Ladders: chains on a context word, entered at each load of it.
+        let mut covered = vec![false; n + 1];
+        for pc in 0..n {
+            let Some(&l) = base.get(pc) else { continue };
+            if covered.get(pc).copied().unwrap_or(true)
+                || l.kind != Kind::LdCtx
+                || l.dst != RA
+                || shapes.cmp(pc + 1).is_none()
+            {
+                continue;
+            }
+            let walked = built.walk(&shapes, &mut covered, pc, pc + 1, Some(l.aux));
+            for (at, from, skip_base, tree) in walked {
+                if let Some(e) = entry_at.get_mut(at) {
+                    let link = RELOAD + u64::from(l.aux & 15);
+                    *e = Some(EntryAt { from, skip_base, link, len: built.len() - from });
+                }
+                if built.len() - from >= MIN_CHAIN && !tree {
+                    if let (Some(o), Some(load)) = (ops.get_mut(at), base.get(at)) {
+                        *o = SOp {
+                            kind: Kind::LdChain,
+                            dst: RA,
+                            src: RK,
+                            aux: load.aux,
+                            target: from as u32,
+                            imm: skip_base,
+                        };
+                    }
+                }
+            }
+        }
+        for pc in 0..n {
+            let (Some(&o), Some(&next)) = (base.get(pc), base.get(pc + 1)) else { continue };
+            let Some(slot) = ops.get_mut(pc) else { continue };
+            if slot.kind != o.kind {
+                continue; // already a superinstruction
+            }
+            if o.kind == Kind::MovK && o.dst == RA && next.kind == Kind::Exit {
+                *slot = SOp { kind: Kind::RetImm, ..o };
+            } else if o.kind == Kind::LdCtx
+                && o.dst == RA
+                && next.kind == Kind::MovK
+                && next.dst == RT
+                && base.get(pc + 2).is_some_and(|j| j.kind == Kind::Jcc && j.dst == RA && j.src == RT)
+            {
+                let Some(j) = base.get(pc + 2) else { continue };
+                let kind = match j.aux {
+                    EQ => Kind::LdMovJeq,
+                    NE => Kind::LdMovJne,
+                    GT => Kind::LdMovJgt,
+                    GE => Kind::LdMovJge,
+                    LT => Kind::LdMovJlt,
+                    LE => Kind::LdMovJle,
+                    _ => Kind::LdMovJset,
+                };
+                *slot = SOp { kind, dst: RA, src: RK, aux: o.aux, target: j.target, imm: next.imm };
+            } else if o.kind == Kind::LdCtx && o.dst == RA {
+                let kind = match next.kind {
+                    Kind::JeqK => Kind::LdJeq,
+                    Kind::JneK => Kind::LdJne,
+                    Kind::JgtK => Kind::LdJgt,
+                    Kind::JgeK => Kind::LdJge,
+                    Kind::JltK => Kind::LdJlt,
+                    Kind::JleK => Kind::LdJle,
+                    Kind::JsetK => Kind::LdJset,
+                    _ => continue,
+                };
+                *slot = SOp { kind, dst: RA, src: RK, aux: o.aux, target: next.target, imm: next.imm };
+            } else if o.kind == Kind::MovK && o.dst == RT && next.kind == Kind::Jcc && next.dst == RA && next.src == RT
+            {
+                let kind = match next.aux {
+                    EQ => Kind::MovJeq,
+                    NE => Kind::MovJne,
+                    GT => Kind::MovJgt,
+                    GE => Kind::MovJge,
+                    LT => Kind::MovJlt,
+                    LE => Kind::MovJle,
+                    SET => Kind::MovJset,
+                    _ => continue,
+                };
+                *slot = SOp { kind, dst: RT, src: RK, aux: 0, target: next.target, imm: o.imm };
+            } else if o.kind == Kind::AluX && o.aux == alu_code(AluOp::Xor) && o.dst == RA && o.src == RA {
+                let third = base.get(pc + 2).map(|t| t.kind);
+                if next.kind == Kind::AluX
+                    && next.aux == alu_code(AluOp::Xor)
+                    && next.dst == RX
+                    && next.src == RX
+                    && third == Some(Kind::CtxPtr)
+                {
+                    *slot = SOp { kind: Kind::Prologue, ..o };
+                }
+            }
+        }
+        let has_stack = ops.iter().any(|o| matches!(o.kind, Kind::LdStack | Kind::StStack));
+        let start = if ops.first().is_some_and(|o| o.kind == Kind::Prologue) { 3 } else { 0 };
+        type Runner = fn(&SeccompProg, &[u8; 64]) -> (u64, u64);
+        let tests_built = built.len();
+        // Chains worth linking to: from a tree node on, ranges only, within
+        // the window of [`Scans::linked_exit`].
+        let (range, tree) = (built.ranges(), built.trees());
+        let ranges =
+            |from: usize, len: usize| range.get(from..from + len.min(WINDOW)).is_some_and(|r| r.iter().all(|&r| r));
+        let linkable = |from: usize, len: usize| {
+            ranges(from, len) && tree.get(from..from + len.min(WINDOW)).is_some_and(|t| t.iter().any(|&t| t))
+        };
+        let mut chains = built.finish();
+        // Exits that land on `w0 = K; exit` end the run there.
+        for t in chains.exits.iter_mut() {
+            if let Some(k) = chain::Code::ret_k(&shapes, t.exit.target as usize) {
+                t.exit.ret = k;
+            }
+        }
+        // Exits that land on the entry of a chain from a tree node go on
+        // scanning it, in programs whose chain ops can all be scanned as
+        // linked chains (ranges only): their dispatch loop then has no entry
+        // blocks to keep in registers.
+        let link_of = |e: &ChainExit| match entry_at.get(e.target as usize) {
+            Some(&Some(EntryAt { from, skip_base, link, len })) if e.ret == NOT_RET && linkable(from, len) => {
+                // The linked chain's exits count from its walk's start.
+                Some(ChainExit { target: from as u32, skip: e.skip.wrapping_sub(skip_base as u32), ret: link })
+            }
+            _ => None,
+        };
+        let chain_ops_ranges = ops.iter().enumerate().all(|(pc, o)| {
+            !matches!(o.kind, Kind::Chain | Kind::LdChain)
+                || entry_at.get(pc).copied().flatten().is_some_and(|e| ranges(e.from, e.len))
+        });
+        let has_links = chain_ops_ranges && chains.exits.iter().take(tests_built).any(|t| link_of(&t.exit).is_some());
+        let mut linked = vec![false; tests_built];
+        if has_links {
+            for (t, l) in chains.exits.iter_mut().zip(linked.iter_mut()) {
+                if let Some(e) = link_of(&t.exit) {
+                    t.exit = e;
+                    *l = true;
+                }
+            }
+            // Chain ops, and entries kept as plain ops whose chain links on,
+            // become linked-chain ops: one dispatch for a whole path down a
+            // tree.
+            for (pc, e) in entry_at.iter().enumerate() {
+                let (Some(EntryAt { from, skip_base, link, len }), Some(o)) = (*e, ops.get_mut(pc)) else { continue };
+                let links_on = linked.get(from..from + len.min(WINDOW)).is_some_and(|w| w.iter().any(|&l| l));
+                if matches!(o.kind, Kind::Chain | Kind::LdChain) || (ranges(from, len) && links_on) {
+                    *o = if link == SAME {
+                        SOp { kind: Kind::Linked, dst: RA, src: RK, aux: 0, target: from as u32, imm: skip_base }
+                    } else {
+                        let aux = (link - RELOAD) as u8;
+                        SOp { kind: Kind::LdLinked, dst: RA, src: RK, aux, target: from as u32, imm: skip_base }
+                    };
+                }
+            }
+        }
+        let (runner, runner_uncounted): (Runner, Runner) = match (has_stack, has_links) {
+            (true, true) => (SeccompProg::run_with::<16, true, true>, SeccompProg::run_with::<16, false, true>),
+            (true, false) => (SeccompProg::run_with::<16, true, false>, SeccompProg::run_with::<16, false, false>),
+            (false, true) => (SeccompProg::run_with::<0, true, true>, SeccompProg::run_with::<0, false, true>),
+            (false, false) => (SeccompProg::run_with::<0, true, false>, SeccompProg::run_with::<0, false, false>),
+        };
+        let mut entries = Vec::new();
+        for o in ops.iter_mut().filter(|o| matches!(o.kind, Kind::Chain | Kind::LdChain)) {
+            entries.push(EntryBlock::new(&chains, o.target as usize, o.imm as u32)?);
+            o.target = (entries.len() - 1) as u32;
+        }
+        Some(SeccompProg {
+            ops: ops.into_boxed_slice(),
+            entries: entries.into_boxed_slice(),
+            chains,
+            start,
+            runner,
+            runner_uncounted,
+        })
+    }
+}

@@ -1,0 +1,147 @@
+//! A dedicated executor for converted seccomp filters.
+//!
+//! `bpf_convert_filter()` turns a seccomp filter into eBPF drawn from a
+//! small closed set of opcodes (SPEC §4.10): ALU32 K/X, `MOV32` K/X,
+//! `MOV64` X, `LDX W` from the context (`r6`) and the stack (`r10`),
+//! `STX W` to the stack, `JA`, `JEQ/JNE/JGT/JGE/JLT/JLE/JSET` K and X,
+//! `EXIT`, on `r0` (A), `r2` (TMP), `r7` (X), with `r6 = r1` the only use of
+//! `r1`. `compile` recognises programs of that shape at load and resolves
+//! everything the general interpreter checks at run time:
+//!
+//! - A, TMP and X are plain locals (64-bit: `MOV64 X` copies 64 bits, jump
+//!   compares are 64-bit against the sign-extended `imm`, ALU32 results are
+//!   zero-extended), so no register file and no region tables exist;
+//! - context loads are words of the 64-byte `struct seccomp_data` (offsets
+//!   `0..=60`, 4-aligned, proved at load), read straight from the array;
+//! - the stack is a local `[u32; 16]` (`fp-64..=fp-4`, 4-aligned, proved at
+//!   load); every stack read is proved at load to follow a write of the same
+//!   slot on every path (the kernel's `check_load_and_stores()` guarantees
+//!   it for converted cBPF), so the local never exposes its initial zeros;
+//! - every jump goes forward and the last instruction is `exit`, so a run
+//!   executes each instruction at most once and cannot fall off the end: no
+//!   step budget (the `Vm` uses this executor only when its budget is at
+//!   least the program length, so a budget can never be exceeded here);
+//! - every context load is proved at load to follow `r6 = r1` on every path,
+//!   so `r6` is always the context pointer where it is used and `r6 = r1`
+//!   itself has nothing left to do at run time.
+//!
+//! Every value a register of the subset can hold is below 2^32 (loads
+//! and `MOV32 K` are 32-bit, ALU32 zero-extends, `MOV64 X` copies such a
+//! value), so each compare of r0 with a constant (`if r0 <op> K`, or
+//! `w2 = K; if r0 <op> r2`) is a test on a `u32`.
+//!
+//! Superinstructions execute every covered instruction's semantics in
+//! program order. The main one is the compare chain (built on the chain
+//! core, crate `chain`, which the classic interpreter `cbpf::interp` uses
+//! too; `chain_listing` prints them): from a compare, follow the side
+//! that reaches another compare (directly, past `ja`s, or, when r0 is known
+//! to hold context word k, through a reload of word k, which changes
+//! nothing: libseccomp's rule ladders); every other outcome becomes an exit
+//! test `(x & mask) - lo <= span`, a uniform form for every condition. A
+//! run scans the tests in blocks, all of a block at once with vector
+//! operations and one branch per block (the tests have no side effects, so
+//! evaluating a few past the first hit changes nothing), and goes where the
+//! first hit in program order leaves to: a whole ladder or `==` stretch in
+//! one dispatch. Chains are entered at every compare they run through (or,
+//! for ladders, at every load of the word), so jumps into their middle
+//! behave as before. The side followed is the fall-through, except where it
+//! is a detour that rejoins the taken side (the converter's `jge` pairs).
+//!
+//! Binary-search trees (libseccomp's optimised filters) are linked chains
+//! (as the classic interpreter's range-chain links): a chain that
+//! starts at a tree node (a compare whose both sides go on to compares)
+//! and holds only range tests (full mask or always hit: `x - lo <= span`,
+//! no `&`) is linked to, so every chain exit that lands on its entry
+//! (directly, or on a reload of the word it is a ladder on) carries a link
+//! instead of a pc: the run goes on scanning there, one test at a time
+//! (a tree walk mostly leaves a chain at its first test), reloading the
+//! word if the link says so, without going back to the dispatcher. A whole
+//! tree path (architecture check, the tree, the leaf) is then one
+//! dispatch, and a path down the fall-through sides is one scan. Links
+//! only go forward, so following them ends; the first hit of each chain
+//! in program order decides, and a taken link is a real branch. Programs
+//! with links run a dispatch loop of their own, in which every chain op is
+//! a linked-chain op (links are made only when every chain op's first
+//! tests are ranges), so the loop keeps no entry records in registers;
+//! other programs run the loop without links. Chains of a single compare
+//! and tree nodes without links keep their plain ops, which cost less
+//! than a scan when the chain is left at its first test.
+//!
+//! Besides chains: a context load fused
+//! with the compare after it (`w2 = K; if r0 <op> r2` or `if r0 <op> K`),
+//! `w2 = K; if r0 <op> r2`, `w0 = K; exit` and the converter's prologue. A
+//! program that opens with the prologue starts at the instruction after it:
+//! its effects (A = X = 0, `r6` = context) are the executor's initial
+//! state.
+//!
+//! Fixed cost per run is kept small: the dispatch loop is a function of
+//! its own (chosen at load, with or without a local stack array depending
+//! on whether the program touches the stack) returning `(r0, executed)` in
+//! registers, and each chain entry keeps its first four tests and their
+//! exits in one record (one bounds check, one vector compare). Taken jumps
+//! stay real branches. One write is elided: the `w2 = K` of a compare in a
+//! chain, and only where a load-time liveness pass proves `r2` dead at both
+//! successors of the compare (converted code always rewrites TMP before
+//! reading it): a dead register's value cannot reach `r0`, the only
+//! register a run returns.
+//!
+//! Executed-instruction counts stay exact (`Vm::executed`): with forward
+//! jumps only, a run executes `exit_pc + 1` minus the instructions every
+//! taken jump skipped over; each chain exit carries the count skipped from
+//! the start of its chain, and each entry the count up to itself (a link
+//! carries its exit's count less that of the entry it links to).
+
+mod chains;
+mod compile;
+mod ops;
+mod run;
+mod subset;
+#[cfg(test)]
+mod tests;
+
+pub(crate) use subset::Subset;
+
+use chains::{Chains, EntryBlock};
+use ops::{Kind, SOp};
+
+/// A program compiled for the seccomp executor.
+#[derive(Debug, Clone)]
+pub(crate) struct SeccompProg {
+    ops: Box<[SOp]>,
+    /// Chain entries ([`Kind::Chain`], [`Kind::LdChain`]), by `SOp::target`.
+    entries: Box<[EntryBlock]>,
+    chains: Chains,
+    /// `run_with` for this program's stack use, chosen at load: counting
+    /// executed instructions, and not.
+    runner: fn(&SeccompProg, &[u8; 64]) -> (u64, u64),
+    runner_uncounted: fn(&SeccompProg, &[u8; 64]) -> (u64, u64),
+    /// First pc to dispatch: 3 when the program opens with the converter's
+    /// prologue (`w0 ^= w0; w7 ^= w7; r6 = r1`), whose effects are the
+    /// executor's initial state (A = X = 0, r6 resolved at load), else 0.
+    start: u32,
+}
+
+impl SeccompProg {
+    /// The compare chains the executor runs, for tests and debugging: each
+    /// op that is a chain superinstruction (`pc: op`; `entry` ops scan
+    /// their first tests from a record of their own, `linked` ops scan the
+    /// table from a test), then every exit test of the chain table
+    /// (`index: test -> where`; see `chain::Table::listing`).
+    pub(crate) fn chain_listing(&self) -> String {
+        let mut out = String::from("ops:\n");
+        for (pc, o) in self.ops.iter().enumerate() {
+            let entry = || self.entries.get(o.target as usize).map_or((u32::MAX, 0), |e| (e.from, e.skip_base));
+            let line = match o.kind {
+                Kind::Chain => format!("entry @{} skip {}", entry().0, entry().1),
+                Kind::LdChain => format!("w0 = word {}; entry @{} skip {}", o.aux, entry().0, entry().1),
+                Kind::Linked => format!("linked @{} skip {}", o.target, o.imm),
+                Kind::LdLinked => format!("w0 = word {}; linked @{} skip {}", o.aux, o.target, o.imm),
+                _ => continue,
+            };
+            out.push_str(&format!("{pc:4}: {line}\n"));
+        }
+        out.push_str("tests:\n");
+        out.push_str(&self.chains.to_string());
+        out
+    }
+}

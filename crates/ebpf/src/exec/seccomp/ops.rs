@@ -1,0 +1,155 @@
+//! The executor's op set: one [`SOp`] (16 bytes) per instruction of the
+//! converted-seccomp subset, its [`Kind`] (the subset's instructions and
+//! the superinstructions [`super::compile`] makes of them) and the codes
+//! of the subset's registers and conditions.
+
+use chain::Cond;
+
+use crate::isa::filter_h::{BPF_REG_A, BPF_REG_TMP, BPF_REG_X};
+use crate::isa::op::AluOp;
+
+/// Register codes of the subset (`SOp::dst` / `SOp::src`): A, TMP, X.
+pub(super) const RA: u8 = 0;
+pub(super) const RT: u8 = 1;
+pub(super) const RX: u8 = 2;
+/// `SOp::src` of a K-form compare: the operand is `imm`.
+pub(super) const RK: u8 = 3;
+
+/// Conditions (`SOp::aux` of the generic compare): the chain core's
+/// [`Cond`], stored as its discriminant.
+pub(super) const EQ: u8 = Cond::Eq as u8;
+pub(super) const NE: u8 = Cond::Ne as u8;
+pub(super) const GT: u8 = Cond::Gt as u8;
+pub(super) const GE: u8 = Cond::Ge as u8;
+pub(super) const LT: u8 = Cond::Lt as u8;
+pub(super) const LE: u8 = Cond::Le as u8;
+pub(super) const SET: u8 = Cond::Set as u8;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(super) enum Kind {
+    /// `r6 = r1`: resolved at load (see the module docs).
+    CtxPtr,
+    /// `w0 ^= w0; w7 ^= w7; r6 = r1`.
+    Prologue,
+    MovK,
+    Mov32,
+    Mov64,
+    /// ALU32, K form: `aux` = operation (index in [`AluOp::ALL`]).
+    AluK,
+    /// ALU32, X form.
+    AluX,
+    /// `wD = -wD`.
+    Neg,
+    /// `dst = ctx word aux`.
+    LdCtx,
+    /// `dst = stack slot aux`.
+    LdStack,
+    /// `stack slot aux = src`.
+    StStack,
+    Ja,
+    /// `if r0 <cond> imm goto target`, one kind per condition.
+    JeqK,
+    JneK,
+    JgtK,
+    JgeK,
+    JltK,
+    JleK,
+    JsetK,
+    /// Any other compare: `aux` = condition, `src` = register or [`RK`].
+    Jcc,
+    Exit,
+    /// `w0 = imm; exit`.
+    RetImm,
+    /// A compare chain on r0 ([`Chains`]) from entry `target` (an
+    /// [`EntryBlock`]; while compiling: test `target`, skip count `imm`).
+    Chain,
+    /// `w0 = ctx word aux`, then the chain of entry `target` (a ladder entry).
+    LdChain,
+    /// A compare chain on r0 from test `target` of [`Table::exits`] (skip
+    /// count `imm` at the op), scanned by [`Scans::linked_exit`], its
+    /// links followed: in programs with links, every chain op, and tree
+    /// nodes and short chains whose chain links on.
+    Linked,
+    /// `w0 = ctx word aux`, then [`Kind::Linked`].
+    LdLinked,
+    /// `w0 = ctx word aux; w2 = imm; if r0 <cond> r2 goto target`.
+    LdMovJeq,
+    LdMovJne,
+    LdMovJgt,
+    LdMovJge,
+    LdMovJlt,
+    LdMovJle,
+    LdMovJset,
+    /// `w0 = ctx word aux; if r0 <cond> imm goto target`.
+    LdJeq,
+    LdJne,
+    LdJgt,
+    LdJge,
+    LdJlt,
+    LdJle,
+    LdJset,
+    /// `w2 = imm; if r0 <cond> r2 goto target`.
+    MovJeq,
+    MovJne,
+    MovJgt,
+    MovJge,
+    MovJlt,
+    MovJle,
+    MovJset,
+}
+
+/// One compiled instruction (16 bytes): `aux` is the ALU operation, the
+/// context word, the stack slot or the condition; `target` the jump target
+/// or first eq entry; `imm` the (zero- or sign-extended) immediate or end
+/// eq entry.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SOp {
+    pub(super) kind: Kind,
+    pub(super) dst: u8,
+    pub(super) src: u8,
+    pub(super) aux: u8,
+    pub(super) target: u32,
+    pub(super) imm: u64,
+}
+
+/// The chain core's condition of a compare (`SOp::aux`).
+#[inline(always)]
+pub(super) fn cond_of(cond: u8) -> Cond {
+    match cond {
+        EQ => Cond::Eq,
+        NE => Cond::Ne,
+        GT => Cond::Gt,
+        GE => Cond::Ge,
+        LT => Cond::Lt,
+        LE => Cond::Le,
+        _ => Cond::Set,
+    }
+}
+
+/// The code of a register of the subset (`bpf_convert_filter()`'s A, TMP
+/// and X).
+pub(super) fn reg(r: u8) -> Option<u8> {
+    match r {
+        BPF_REG_A => Some(RA),
+        BPF_REG_TMP => Some(RT),
+        BPF_REG_X => Some(RX),
+        _ => None,
+    }
+}
+
+pub(super) fn bit(r: u8) -> u8 {
+    1 << r
+}
+
+/// Stack slot of `fp + off` (slot k is `fp - 4(k+1)`), if converted code
+/// could address it.
+pub(super) fn slot(off: i16) -> Option<u8> {
+    (-64..=-4).contains(&off).then_some(())?;
+    (off % 4 == 0).then_some((-(off / 4) - 1) as u8)
+}
+
+/// `SOp::aux` of an ALU32 op: its index in [`AluOp::ALL`].
+pub(super) fn alu_code(alu: AluOp) -> u8 {
+    AluOp::ALL.iter().position(|&o| o == alu).unwrap_or(0) as u8
+}

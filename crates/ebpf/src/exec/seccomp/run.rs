@@ -1,0 +1,391 @@
+//! The executor's run loop ([`SeccompProg::run`]): A, TMP and X in
+//! locals, context words read straight from the 64-byte array, chains
+//! scanned and their links followed without going back to the dispatcher.
+
+use crate::abi::error::ExecError;
+use crate::isa::insn::Pc;
+use crate::isa::op::AluOp;
+
+use super::chains::{ChainExit, Scans, NOT_RET, SAME};
+use super::ops::{cond_of, Kind, RA, RK, RT};
+use super::SeccompProg;
+
+/// ALU32 operation `op` (its index in [`AluOp::ALL`]) on the low halves,
+/// zero-extended: [`AluOp::eval32`].
+#[inline(always)]
+fn alu32(op: u8, d: u64, v: u64) -> u64 {
+    AluOp::ALL.get(usize::from(op)).map_or(d, |o| u64::from(o.eval32(d as u32, v as u32)))
+}
+
+/// Context word `w` (0..16) of the 64-byte `struct seccomp_data`, read
+/// little-endian like every load of the general interpreter.
+#[inline(always)]
+#[allow(clippy::indexing_slicing)] // i = (w & 15) * 4 <= 60, so i + 3 < 64
+pub(super) fn word(data: &[u8; 64], w: u8) -> u64 {
+    let i = usize::from(w & 15) * 4;
+    u64::from(u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]))
+}
+
+impl SeccompProg {
+    /// Runs the program on `data`; returns the whole `r0` and the number of
+    /// instructions executed.
+    ///
+    /// Mirrors `___bpf_prog_run()` in kernel/bpf/core.c (Linux 6.18) on the
+    /// subset of opcodes a converted seccomp filter contains.
+    ///
+    /// # Deviations
+    /// The dead `w2 = K` writes of compares in chains are not performed
+    /// (module docs); the stack is a fresh local (reads of unwritten slots
+    /// are refused at load, so its contents are never observed), and a
+    /// program without stack accesses runs without one.
+    #[inline(always)]
+    pub(crate) fn run(&self, data: &[u8; 64]) -> Result<(u64, u64), ExecError> {
+        match (self.runner)(self, data) {
+            (pc, 0) => Err(ExecError::FellOffEnd { pc: Pc(pc as usize) }),
+            done => Ok(done),
+        }
+    }
+
+    /// [`SeccompProg::run`] without counting executed instructions (one
+    /// register and its updates less on every taken jump and chain): the
+    /// whole `r0`.
+    ///
+    /// Mirrors `___bpf_prog_run()` in kernel/bpf/core.c (Linux 6.18), as
+    /// [`SeccompProg::run`] does.
+    ///
+    /// # Deviations
+    /// Those of [`SeccompProg::run`].
+    #[inline(always)]
+    pub(crate) fn run_uncounted(&self, data: &[u8; 64]) -> Result<u64, ExecError> {
+        match (self.runner_uncounted)(self, data) {
+            (pc, 0) => Err(ExecError::FellOffEnd { pc: Pc(pc as usize) }),
+            (r0, _) => Ok(r0),
+        }
+    }
+
+    /// [`SeccompProg::run`] with a local stack of `SLOTS` words: 16, or 0
+    /// when the program has no stack access (the stack arms are then never
+    /// reached and the array costs nothing). Never inlined: as a function
+    /// of its own it keeps A, X, TMP, `pc` and the op table in registers
+    /// instead of sharing the register budget of its caller. Returns
+    /// `(r0, executed)` (`(r0, 1)` without `COUNT`), or `(pc, 0)` if it fell
+    /// off the end (unreachable: a run executes at least its `exit`); two
+    /// registers, not a `Result` in memory.
+    #[inline(never)]
+    pub(super) fn run_with<const SLOTS: usize, const COUNT: bool, const LINKS: bool>(
+        &self,
+        data: &[u8; 64],
+    ) -> (u64, u64) {
+        let ops = &self.ops[..];
+        let chains = &self.chains;
+        let entries = &self.entries[..];
+        let (mut a, mut t, mut x) = (0u64, 0u64, 0u64);
+        let mut stack = [0u32; SLOTS];
+        let mut pc = self.start as usize;
+        // Instructions jumped over so far (see the module docs).
+        let mut skipped: usize = 0;
+
+        macro_rules! get {
+            ($r:expr) => {
+                match $r {
+                    RA => a,
+                    RT => t,
+                    _ => x,
+                }
+            };
+        }
+        macro_rules! set {
+            ($r:expr, $v:expr) => {{
+                let v: u64 = $v;
+                match $r {
+                    RA => a = v,
+                    RT => t = v,
+                    _ => x = v,
+                }
+            }};
+        }
+        macro_rules! jump {
+            ($target:expr) => {{
+                let target = $target as usize;
+                if COUNT {
+                    skipped = skipped.wrapping_add(target.wrapping_sub(pc + 1));
+                }
+                pc = target;
+                continue;
+            }};
+        }
+        macro_rules! jcc {
+            ($x:expr, $v:expr, $target:expr, |$l:ident, $r:ident| $cond:expr) => {{
+                let ($l, $r): (u64, u64) = ($x, $v);
+                if $cond {
+                    jump!($target)
+                }
+                pc += 1;
+                continue;
+            }};
+        }
+        macro_rules! exit {
+            ($at:expr) => {
+                return (a, if COUNT { ($at as usize + 1).wrapping_sub(skipped) as u64 } else { 1 })
+            };
+        }
+        // The chain of entry `$entry`: goes on where its first hit leaves to.
+        macro_rules! chain {
+            ($entry:expr) => {{
+                let Some(e) = entries.get($entry as usize) else {
+                    // Unreachable: entries are made for their ops.
+                    return (pc as u64, 0);
+                };
+                if COUNT {
+                    skipped = skipped.wrapping_sub(e.skip_base as usize);
+                }
+                // Every chain ends with a test that always hits, so the exit
+                // is never `ChainExit::NOWHERE`.
+                let exit = e.first_exit(a as u32, chains);
+                follow!(exit)
+            }};
+        }
+        // The linked chain from test `$from` (skip count `$base` at its entry).
+        macro_rules! linked {
+            ($from:expr, $base:expr) => {{
+                if !LINKS {
+                    // Unreachable: linked-chain ops exist only with links.
+                    return (pc as u64, 0);
+                }
+                if COUNT {
+                    skipped = skipped.wrapping_sub($base as usize);
+                }
+                let exit = chains.linked_exit(a as u32, $from as usize);
+                linked_follow!(exit)
+            }};
+        }
+        // Goes where chain exit `$exit` (a value) leaves to, following its
+        // links (only in programs that have some: `LINKS`).
+        macro_rules! follow {
+            ($exit:expr) => {{
+                let exit: ChainExit = $exit;
+                if LINKS && exit.links() {
+                    if exit.ret != SAME {
+                        // RELOAD + k: word k (`word` takes the low 4 bits).
+                        a = word(data, exit.ret as u8);
+                    }
+                    if COUNT {
+                        // Sign-extended: a linked exit's count is less the
+                        // next entry's, which may be more than its own.
+                        skipped = skipped.wrapping_add(exit.skip as i32 as usize);
+                    }
+                    let exit = chains.linked_exit(a as u32, exit.target as usize);
+                    linked_follow!(exit)
+                }
+                leave!(exit)
+            }};
+        }
+        // `follow!` from a linked chain's exit (a reference).
+        macro_rules! linked_follow {
+            ($exit:expr) => {{
+                let mut exit: &ChainExit = $exit;
+                while exit.links() {
+                    if exit.ret != SAME {
+                        a = word(data, exit.ret as u8);
+                    }
+                    if COUNT {
+                        skipped = skipped.wrapping_add(exit.skip as i32 as usize);
+                    }
+                    exit = chains.linked_exit(a as u32, exit.target as usize);
+                }
+                leave!(exit)
+            }};
+        }
+        // Goes where chain exit `$exit` (value or reference, not a link)
+        // leaves to.
+        macro_rules! leave {
+            ($exit:expr) => {{
+                if COUNT {
+                    skipped = skipped.wrapping_add($exit.skip as i32 as usize);
+                }
+                pc = $exit.target as usize;
+                // Chains mostly leave to `w0 = K; exit` ([`ChainExit::ret`]):
+                // the run ends here rather than through the dispatcher.
+                if $exit.ret != NOT_RET {
+                    a = $exit.ret;
+                    exit!(pc + 1)
+                }
+                continue;
+            }};
+        }
+
+        loop {
+            let Some(op) = ops.get(pc) else {
+                // Unreachable: the last instruction is `exit` and jumps go forward.
+                return (pc as u64, 0);
+            };
+            match op.kind {
+                Kind::CtxPtr => {}
+                Kind::Prologue => {
+                    a = 0;
+                    x = 0;
+                    pc += 3;
+                    continue;
+                }
+                Kind::MovK => set!(op.dst, op.imm),
+                Kind::Mov32 => set!(op.dst, u64::from(get!(op.src) as u32)),
+                Kind::Mov64 => set!(op.dst, get!(op.src)),
+                Kind::AluK => set!(op.dst, alu32(op.aux, get!(op.dst), op.imm)),
+                Kind::AluX => set!(op.dst, alu32(op.aux, get!(op.dst), get!(op.src))),
+                Kind::Neg => set!(op.dst, u64::from((get!(op.dst) as u32).wrapping_neg())),
+                Kind::LdCtx => set!(op.dst, word(data, op.aux)),
+                // With SLOTS = 16 the masked index is in range (no check
+                // survives); with SLOTS = 0 these arms are never reached.
+                Kind::LdStack => set!(op.dst, u64::from(stack.get(usize::from(op.aux & 15)).copied().unwrap_or(0))),
+                Kind::StStack => {
+                    if let Some(s) = stack.get_mut(usize::from(op.aux & 15)) {
+                        *s = get!(op.src) as u32;
+                    }
+                }
+                Kind::Ja => jump!(op.target),
+                Kind::JeqK => jcc!(a, op.imm, op.target, |l, r| l == r),
+                Kind::JneK => jcc!(a, op.imm, op.target, |l, r| l != r),
+                Kind::JgtK => jcc!(a, op.imm, op.target, |l, r| l > r),
+                Kind::JgeK => jcc!(a, op.imm, op.target, |l, r| l >= r),
+                Kind::JltK => jcc!(a, op.imm, op.target, |l, r| l < r),
+                Kind::JleK => jcc!(a, op.imm, op.target, |l, r| l <= r),
+                Kind::JsetK => jcc!(a, op.imm, op.target, |l, r| l & r != 0),
+                Kind::Jcc => {
+                    let v = if op.src == RK { op.imm } else { get!(op.src) };
+                    jcc!(get!(op.dst), v, op.target, |l, r| cond_of(op.aux).eval(l, r))
+                }
+                Kind::Exit => exit!(pc),
+                Kind::RetImm => {
+                    a = op.imm;
+                    exit!(pc + 1)
+                }
+                Kind::LdMovJeq => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l == r)
+                }
+                Kind::LdMovJne => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l != r)
+                }
+                Kind::LdMovJgt => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l > r)
+                }
+                Kind::LdMovJge => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l >= r)
+                }
+                Kind::LdMovJlt => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l < r)
+                }
+                Kind::LdMovJle => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l <= r)
+                }
+                Kind::LdMovJset => {
+                    a = word(data, op.aux);
+                    t = op.imm;
+                    pc += 2;
+                    jcc!(a, t, op.target, |l, r| l & r != 0)
+                }
+                // Unreachable with links: chain ops are then linked-chain ops.
+                Kind::Chain if LINKS => return (pc as u64, 0),
+                Kind::LdChain if LINKS => return (pc as u64, 0),
+                Kind::Chain => chain!(op.target),
+                Kind::LdChain => {
+                    a = word(data, op.aux);
+                    chain!(op.target)
+                }
+                Kind::Linked => linked!(op.target, op.imm),
+                Kind::LdLinked => {
+                    a = word(data, op.aux);
+                    linked!(op.target, op.imm)
+                }
+                Kind::LdJeq => {
+                    a = word(data, op.aux);
+                    pc += 1;
+                    jcc!(a, op.imm, op.target, |l, r| l == r)
+                }
+                Kind::LdJne => {
+                    a = word(data, op.aux);
+                    pc += 1;
+                    jcc!(a, op.imm, op.target, |l, r| l != r)
+                }
+                Kind::LdJgt => {
+                    a = word(data, op.aux);
+                    pc += 1;
+                    jcc!(a, op.imm, op.target, |l, r| l > r)
+                }
+                Kind::LdJge => {
+                    a = word(data, op.aux);
+                    pc += 1;
+                    jcc!(a, op.imm, op.target, |l, r| l >= r)
+                }
+                Kind::LdJlt => {
+                    a = word(data, op.aux);
+                    pc += 1;
+                    jcc!(a, op.imm, op.target, |l, r| l < r)
+                }
+                Kind::LdJle => {
+                    a = word(data, op.aux);
+                    pc += 1;
+                    jcc!(a, op.imm, op.target, |l, r| l <= r)
+                }
+                Kind::LdJset => {
+                    a = word(data, op.aux);
+                    pc += 1;
+                    jcc!(a, op.imm, op.target, |l, r| l & r != 0)
+                }
+                Kind::MovJeq => {
+                    t = op.imm;
+                    pc += 1;
+                    jcc!(a, t, op.target, |l, r| l == r)
+                }
+                Kind::MovJne => {
+                    t = op.imm;
+                    pc += 1;
+                    jcc!(a, t, op.target, |l, r| l != r)
+                }
+                Kind::MovJgt => {
+                    t = op.imm;
+                    pc += 1;
+                    jcc!(a, t, op.target, |l, r| l > r)
+                }
+                Kind::MovJge => {
+                    t = op.imm;
+                    pc += 1;
+                    jcc!(a, t, op.target, |l, r| l >= r)
+                }
+                Kind::MovJlt => {
+                    t = op.imm;
+                    pc += 1;
+                    jcc!(a, t, op.target, |l, r| l < r)
+                }
+                Kind::MovJle => {
+                    t = op.imm;
+                    pc += 1;
+                    jcc!(a, t, op.target, |l, r| l <= r)
+                }
+                Kind::MovJset => {
+                    t = op.imm;
+                    pc += 1;
+                    jcc!(a, t, op.target, |l, r| l & r != 0)
+                }
+            }
+            pc += 1;
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! The executor against the general interpreter: results and executed
+//! counts, from every entry of chains, ladders and linked trees.
+
+use chain::ExitTest;
+
+use super::chains::{exit_test, ChainBuilder, Scans, SAME};
+use super::ops::{cond_of, Kind, SOp, EQ, GE, GT, LE, LT, NE, SET};
+use super::{SeccompProg, Subset};
+use crate::isa::insn::Insn;
+use crate::{Helpers, LoadOptions, Program, Vm};
+
+/// The executor's form of `insns`, if they are in the subset.
+fn compile(insns: &[Insn]) -> Option<SeccompProg> {
+    Subset::recognise(insns)?.compile()
+}
+
+#[test]
+fn sop_is_sixteen_bytes() {
+    assert_eq!(std::mem::size_of::<SOp>(), 16);
+}
+
+#[test]
+fn exit_tests_match_the_compares() {
+    let xs = [0u32, 1, 2, 0x3f, 0x40, 0x7fff_ffff, 0x8000_0000, 0x8000_0001, 0xffff_fffe, 0xffff_ffff];
+    // Zero-extended `w2 = K` values and sign-extended `imm`s (>= 2^32).
+    let mut vs: Vec<u64> = xs.iter().map(|&x| u64::from(x)).collect();
+    vs.extend([0xffff_ffff_8000_0000, 0xffff_ffff_ffff_ffff, 0xffff_ffff_ffff_fffe, 0xffff_ffff_8000_0040]);
+    let mut failures = Vec::new();
+    for cond in [EQ, NE, GT, GE, LT, LE, SET] {
+        for &v in &vs {
+            for outcome in [true, false] {
+                let t = exit_test(cond, v, outcome);
+                for &x in &xs {
+                    let want = cond_of(cond).eval(u64::from(x), v) == outcome;
+                    let got = t.is_some_and(|t| t.hits(x));
+                    // The flipped storage of the scan agrees with the plain test.
+                    let mut built = ChainBuilder::default();
+                    built.push(t, 1, 0);
+                    built.push(Some(ExitTest::ALWAYS), 2, 0);
+                    let scanned = built.finish().first_exit_after(x, 0).target == 1;
+                    if got != want || scanned != want {
+                        failures.push(format!("cond {cond} v {v:#x} outcome {outcome} x {x:#x}: {got} {scanned}"));
+                    }
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+    Insn::new(code, dst, src, off, imm)
+}
+
+/// The converter's prologue, then X = ctx word 1 (the "enter in the
+/// middle" flag), A = ctx word 0, and `if X != 0 goto entry` (`entry`
+/// is an index into the body).
+fn head(entry: usize, body: &[Insn]) -> Vec<Insn> {
+    let mut p = vec![
+        i(0xac, 0, 0, 0, 0),
+        i(0xac, 7, 7, 0, 0),
+        i(0xbf, 6, 1, 0, 0),
+        i(0x61, 7, 6, 4, 0),
+        i(0x61, 0, 6, 0, 0),
+        i(0x55, 7, 0, entry as i16, 0),
+    ];
+    p.extend_from_slice(body);
+    p
+}
+
+fn data(word0: u32, word1: u32) -> [u8; 64] {
+    let mut d = [0u8; 64];
+    d[0..4].copy_from_slice(&word0.to_le_bytes());
+    d[4..8].copy_from_slice(&word1.to_le_bytes());
+    d
+}
+
+/// Runs `p` on every `(word0, word1)` on the executor and on the general
+/// interpreter; describes each difference in result or executed count.
+fn differences(name: &str, p: &[Insn], words: &[(u32, u32)]) -> Vec<String> {
+    let datas: Vec<(String, [u8; 64])> =
+        words.iter().map(|&(w0, w1)| (format!("{name} word0 {w0:#x} word1 {w1}"), data(w0, w1))).collect();
+    differences_on(name, p, &datas)
+}
+
+/// Runs `p` on each named input on both executor variants (counting
+/// and uncounted) and on the general interpreter; describes each
+/// difference in result or executed count (the uncounted variant
+/// leaves `Vm::executed` as it was).
+fn differences_on(name: &str, p: &[Insn], datas: &[(String, [u8; 64])]) -> Vec<String> {
+    let plain = LoadOptions { no_superinstructions: true, ..LoadOptions::default() };
+    let fast = Program::load(p, &LoadOptions::default(), &Helpers::new()).unwrap();
+    let slow = Program::load(p, &plain, &Helpers::new()).unwrap();
+    assert!(fast.has_seccomp_executor(), "{name}: not on the executor");
+    let (mut vf, mut vs) = (Vm::new(), Vm::new());
+    let mut out = Vec::new();
+    for (what, d) in datas {
+        let (rf, rs) = (vf.run_seccomp(&fast, d), vs.run_seccomp(&slow, d));
+        let steps = vf.executed();
+        let ru = vf.run_seccomp_uncounted(&fast, d);
+        if rf != rs || ru != rs || steps != vs.executed() || vf.executed() != steps {
+            out.push(format!(
+                "{what}: executor {rf:?} ({steps} steps), uncounted {ru:?} (then {} steps), general {rs:?} ({} \
+                 steps)",
+                vf.executed(),
+                vs.executed()
+            ));
+        }
+    }
+    out
+}
+
+fn count(p: &[Insn], kind: Kind) -> usize {
+    compile(p).unwrap().ops.iter().filter(|o| o.kind == kind).count()
+}
+
+/// Values around each constant, and a few others.
+fn words(consts: &[u32]) -> Vec<(u32, u32)> {
+    let mut w: Vec<u32> = consts.iter().flat_map(|&k| [k.wrapping_sub(1), k, k.wrapping_add(1)]).collect();
+    w.extend([0, 7, 0x7fff_ffff, 0x8000_0000, u32::MAX]);
+    w.iter().flat_map(|&v| [(v, 0), (v, 1)]).collect()
+}
+
+/// [`differences`] of `body` entered (through [`head`]) at each of
+/// `starts`, on the words around `consts`; with two or more entries, a
+/// program without a `kind` op is a failure too (`what` names it).
+fn from_every_entry(starts: &[usize], body: &[Insn], consts: &[u32], kind: Kind, what: &str) -> Vec<String> {
+    let n = starts.len();
+    let mut failures = Vec::new();
+    for (entry, &start) in starts.iter().enumerate() {
+        let p = head(start, body);
+        if n >= 2 && count(&p, kind) == 0 {
+            failures.push(format!("n {n}: no {what} op"));
+        }
+        failures.extend(differences(&format!("n {n} entry {entry}"), &p, &words(consts)));
+    }
+    failures
+}
+
+/// `==` chains of 1 to 20 compares (`if r0 == K` and, every third,
+/// `w2 = K; if r0 == r2` with K >= 2^31; every fifth jumping through a
+/// `ja`), entered at the top and, through the `if X != 0` jump, at
+/// every compare: hits in each position of the first and later blocks,
+/// and misses, with the general interpreter's results and step counts.
+#[test]
+fn compare_chains_match_the_general_interpreter_from_every_entry() {
+    let mut failures = Vec::new();
+    for n in 1..=20usize {
+        let big = |k: usize| k % 3 == 2;
+        let value = |k: usize| if big(k) { 0x8000_0000 | k as u32 } else { 100 + k as u32 };
+        // Body: the chain, `w0 = 0; exit`, then per element `ja +0`
+        // (every fifth is jumped to) and `w0 = k + 1; exit`.
+        let starts: Vec<usize> =
+            (0..n).scan(0, |at, k| Some(std::mem::replace(at, *at + 1 + usize::from(big(k))))).collect();
+        let chain_len = starts.last().map_or(0, |&s| s + 1 + usize::from(big(n - 1)));
+        let ret = |k: usize| chain_len + 2 + 3 * k;
+        let mut body = Vec::new();
+        for (k, &start) in starts.iter().enumerate() {
+            let jump_pc = start + usize::from(big(k));
+            let to = if k % 5 == 4 { ret(k) } else { ret(k) + 1 };
+            let off = (to - jump_pc - 1) as i16;
+            if big(k) {
+                body.push(i(0xb4, 2, 0, 0, value(k) as i32));
+                body.push(i(0x1d, 0, 2, off, 0));
+            } else {
+                body.push(i(0x15, 0, 0, off, value(k) as i32));
+            }
+        }
+        body.extend([i(0xb4, 0, 0, 0, 0), i(0x95, 0, 0, 0, 0)]);
+        for k in 0..n {
+            body.extend([i(0x05, 0, 0, 0, 0), i(0xb4, 0, 0, 0, k as i32 + 1), i(0x95, 0, 0, 0, 0)]);
+        }
+        let consts: Vec<u32> = (0..n).map(value).collect();
+        failures.extend(from_every_entry(&starts, &body, &consts, Kind::Chain, "chain"));
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// libseccomp-style ladders of 1 to 20 rungs on ctx word 0, each
+/// `r0 = word 0; <compare>; w0 = k + 1; exit` with the compare going on
+/// to the next rung: `if r0 != K`, `w2 = K; if r0 != r2` (K >= 2^31)
+/// or `if r0 < K` (so an earlier rung can catch a later one's values:
+/// the first hit in program order must win); entered at the first
+/// load and, through the `if X != 0` jump, at every rung's load.
+#[test]
+fn ladders_match_the_general_interpreter_from_every_reload() {
+    let mut failures = Vec::new();
+    for n in 1..=20usize {
+        let value = |k: usize| match k % 3 {
+            0 => 100 + k as u32,
+            1 => 0x8000_0000 | k as u32,
+            _ => 0xf000_0000 - k as u32,
+        };
+        let rung_len = |k: usize| if k % 3 == 1 { 5 } else { 4 };
+        let starts: Vec<usize> = (0..n).scan(0, |at, k| Some(std::mem::replace(at, *at + rung_len(k)))).collect();
+        let mut body = Vec::new();
+        for k in 0..n {
+            body.push(i(0x61, 0, 6, 0, 0));
+            match k % 3 {
+                0 => body.push(i(0x55, 0, 0, 2, value(k) as i32)),
+                1 => body.extend([i(0xb4, 2, 0, 0, value(k) as i32), i(0x5d, 0, 2, 2, 0)]),
+                _ => body.push(i(0xa5, 0, 0, 2, value(k) as i32)),
+            }
+            body.extend([i(0xb4, 0, 0, 0, k as i32 + 1), i(0x95, 0, 0, 0, 0)]);
+        }
+        body.extend([i(0xb4, 0, 0, 0, 0), i(0x95, 0, 0, 0, 0)]);
+        let consts: Vec<u32> = (0..n).map(value).collect();
+        failures.extend(from_every_entry(&starts, &body, &consts, Kind::LdChain, "ladder"));
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// A libseccomp-style binary-search tree over `keys` (sorted, distinct)
+/// on r0: inner nodes `if r0 <= K` / `if r0 > K` (alternating by
+/// depth), the right subtree of every odd-depth node starting with a
+/// reload of ctx word 0 (which r0 holds: a reload link), leaves of up
+/// to four `==` tests (or, with `jset_leaf`, the first leaf's tests as
+/// `if r0 & K`) missing to a second, shared tree, then `w0 = 1; exit`
+/// (hit) and `w0 = 0; exit` (miss).
+/// Returns the body (for [`head`]) and the index of every node and
+/// reload in it.
+fn tree(keys: &[u32], jset_leaf: bool) -> (Vec<Insn>, Vec<usize>) {
+    /// A jump to a body index, or to the hit / miss returns.
+    enum To {
+        At(usize),
+        Hit,
+        Miss,
+    }
+    fn build(keys: &[u32], depth: u32, jset: &mut bool, out: &mut Vec<(Insn, Option<To>)>, nodes: &mut Vec<usize>) {
+        if keys.len() <= 4 {
+            for &k in keys {
+                nodes.push(out.len());
+                let code = if *jset { 0x45 } else { 0x15 };
+                out.push((i(code, 0, 0, 0, k as i32), Some(To::Hit)));
+            }
+            *jset = false;
+            out.push((i(0x05, 0, 0, 0, 0), Some(To::Miss)));
+            return;
+        }
+        let mid = keys.len() / 2;
+        let split = keys[mid - 1];
+        nodes.push(out.len());
+        let at = out.len();
+        // `if r0 <= split goto left` (right falls through), or
+        // `if r0 > split goto right` (left falls through).
+        let le = depth % 2 == 0;
+        out.push((i(if le { 0xb5 } else { 0x25 }, 0, 0, 0, split as i32), None));
+        let (first, second) = if le { (&keys[mid..], &keys[..mid]) } else { (&keys[..mid], &keys[mid..]) };
+        let reload = |out: &mut Vec<(Insn, Option<To>)>, nodes: &mut Vec<usize>| {
+            if depth % 2 == 1 {
+                nodes.push(out.len());
+                out.push((i(0x61, 0, 6, 0, 0), None));
+            }
+        };
+        if !le {
+            build(first, depth + 1, jset, out, nodes);
+        } else {
+            reload(out, nodes);
+            build(first, depth + 1, jset, out, nodes);
+        }
+        out[at].1 = Some(To::At(out.len()));
+        if !le {
+            reload(out, nodes);
+        }
+        build(second, depth + 1, jset, out, nodes);
+    }
+    let (mut out, mut nodes) = (Vec::new(), Vec::new());
+    let mut jset = jset_leaf;
+    build(keys, 0, &mut jset, &mut out, &mut nodes);
+    // Every leaf misses to a second tree (M, past two dead
+    // instructions): the last leaf's chain runs on into it through its
+    // `ja` (so M's entry has a skip count of its own) and every other
+    // leaf's miss links to it. M: `if r0 > 100` to `== 0xffff_fff0`,
+    // else `== 1`, `== 2`.
+    let m = out.len() + 2;
+    nodes.extend([m, m + 1, m + 4]);
+    let tail = [
+        (i(0xb4, 0, 0, 0, 7), None),
+        (i(0x95, 0, 0, 0, 0), None),
+        (i(0x25, 0, 0, 0, 100), Some(To::At(m + 4))),
+        (i(0x15, 0, 0, 0, 1), Some(To::Hit)),
+        (i(0x15, 0, 0, 0, 2), Some(To::Hit)),
+        (i(0x05, 0, 0, 0, 0), Some(To::Miss)),
+        (i(0x15, 0, 0, 0, 0xffff_fff0_u32 as i32), Some(To::Hit)),
+        (i(0x05, 0, 0, 0, 0), Some(To::Miss)),
+    ];
+    let hit = m + 6;
+    let body = out
+        .into_iter()
+        .map(|(insn, to)| (insn, to.map(|t| if matches!(t, To::Miss) { To::At(m) } else { t })))
+        .chain(tail)
+        .enumerate()
+        .map(|(pc, (insn, to))| {
+            let target = match to {
+                None => return insn,
+                Some(To::At(t)) => t,
+                Some(To::Hit) => hit,
+                Some(To::Miss) => hit + 2,
+            };
+            Insn { off: (target - pc - 1) as i16, ..insn }
+        })
+        .chain([i(0xb4, 0, 0, 0, 1), i(0x95, 0, 0, 0, 0), i(0xb4, 0, 0, 0, 0), i(0x95, 0, 0, 0, 0)])
+        .collect();
+    (body, nodes)
+}
+
+/// Binary-search trees of 5 to 40 keys (linked chains: every node's
+/// exits link on to the next node, through reloads of the word on
+/// half the right subtrees), entered at the top and, through the
+/// `if X != 0` jump, at every node, leaf test and reload: the executor
+/// (a tree path in one dispatch) against the general interpreter,
+/// results and step counts. With a `jset` leaf (not a range) nothing
+/// is linked, and the results still agree.
+#[test]
+fn linked_tree_chains_match_the_general_interpreter_from_every_node() {
+    let mut failures = Vec::new();
+    for n in [5usize, 8, 9, 13, 16, 17, 24, 31, 40] {
+        let keys: Vec<u32> = (0..n as u32).map(|k| 3 * k + if k % 4 == 3 { 0x8000_0000 } else { 10 }).collect();
+        let mut keys = keys;
+        keys.sort_unstable();
+        let consts: Vec<u32> = keys.iter().copied().chain([1, 2, 100, 0xffff_fff0]).collect();
+        // Inputs: word 2 passes the check in front of the tree or not.
+        let datas: Vec<(String, [u8; 64])> = words(&consts)
+            .into_iter()
+            .flat_map(|(w0, w1)| {
+                [0x1234u32, 0].map(|w2| {
+                    let mut d = data(w0, w1);
+                    d[8..12].copy_from_slice(&w2.to_le_bytes());
+                    (format!("word0 {w0:#x} word1 {w1} word2 {w2:#x}"), d)
+                })
+            })
+            .collect();
+        for jset_leaf in [false, true] {
+            let (tree_body, tree_nodes) = tree(&keys, jset_leaf);
+            // In front of the tree, a check of word 2 (libseccomp's
+            // architecture check), then r0 = word 0: the check's chain
+            // links on to the tree with a reload that changes r0.
+            let miss = 3 + tree_body.len() - 2;
+            let mut body = vec![i(0x61, 0, 6, 8, 0), i(0x55, 0, 0, (miss - 2) as i16, 0x1234), i(0x61, 0, 6, 0, 0)];
+            body.extend(tree_body);
+            let nodes: Vec<usize> = [0, 1, 2].into_iter().chain(tree_nodes.iter().map(|&n| n + 3)).collect();
+            for &entry in &nodes {
+                let p = head(entry, &body);
+                let prog = compile(&p).unwrap();
+                let linked_ops = count(&p, Kind::Linked) + count(&p, Kind::LdLinked);
+                let links = prog.chains.exits.iter().filter(|t| t.exit.links()).count();
+                let reloads = prog.chains.exits.iter().filter(|t| t.exit.links() && t.exit.ret != SAME).count();
+                if jset_leaf && (linked_ops != 0 || links != 0) {
+                    failures.push(format!("n {n} jset: {linked_ops} linked ops, {links} links"));
+                }
+                // The check links on to the tree's root (a tree node
+                // from 9 keys on), with a reload.
+                if !jset_leaf && n >= 9 && (linked_ops == 0 || links == 0 || reloads == 0) {
+                    failures.push(format!("n {n}: {linked_ops} linked ops, {links} links, {reloads} reloads"));
+                }
+                let what = format!("n {n} jset {jset_leaf} entry {entry}");
+                let named: Vec<(String, [u8; 64])> =
+                    datas.iter().map(|(d, bytes)| (format!("{what} {d}"), *bytes)).collect();
+                failures.extend(differences_on(&what, &p, &named));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
