@@ -16,6 +16,7 @@
 //! `cbpf-plain` (3.14's `sk_run_filter()`, [`cbpf::plain`]) and `ebpf-plain`
 //! (`___bpf_prog_run()` on the converted program, [`ebpf::plain`]).
 
+pub mod hook_jit;
 pub mod rbpf_adapter;
 pub mod vectors;
 
@@ -114,6 +115,10 @@ pub enum EngineError {
     Kernel(#[from] kernel::KernelError),
     #[error("ebpf-plain: {0}")]
     EbpfPlain(#[from] ebpf::plain::PlainError),
+    #[error(transparent)]
+    Hook(#[from] hook::HookError),
+    #[error("kernel-jit: {0}")]
+    Bpf(#[from] kernel::bpf::BpfError),
 }
 
 /// What an engine says about one input.
