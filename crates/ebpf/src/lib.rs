@@ -45,6 +45,7 @@
 //!   (local calls, legacy `LD ABS/IND`, masked shift K), memory regions with
 //!   bounds checks, a step budget ([`Vm::set_step_budget`]).
 
+pub mod elf;
 pub mod filter_h;
 pub mod helpers;
 pub mod insn;

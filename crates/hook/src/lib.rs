@@ -198,6 +198,13 @@ pub struct Hooked {
     pub guards: Option<GuardPlan>,
 }
 
+/// The licence string written into ELF objects (`license` section) and
+/// passed to `BPF_PROG_LOAD`: GPL-compatible (`license_is_gpl_compatible()`),
+/// so no helper is refused for it. The programs call only helpers any
+/// licence may use (`bpf_get_smp_processor_id`, `bpf_get_prandom_u32`,
+/// `bpf_skb_pull_data`).
+pub const LICENSE: &str = "Dual MIT/GPL";
+
 /// The stack: `M[]` in the 64 bytes below the frame pointer, then tc's
 /// slots for A and an offset across `bpf_skb_pull_data()`.
 const MEM: i16 = -64;
