@@ -298,6 +298,8 @@ pub(crate) fn facts(ops: &[Op], fails: &[bool]) -> Facts {
 pub struct GuardPlan {
     /// The length checked before each pc (none where `0`).
     guard: Vec<u32>,
+    /// The length every path to each pc has checked (before its guard).
+    available: Vec<u32>,
     /// Per pc: the basic-block guard of the per-block scheme that starts
     /// there (`u32::MAX` for a block with a load that never succeeds).
     block: Vec<u32>,
@@ -403,12 +405,20 @@ impl GuardPlan {
             }
         }
         let indirect = accesses.iter().map(|a| matches!(a, Access::Indirect { .. })).collect();
-        GuardPlan { guard, block, indirect }
+        let available = avail_in.iter().map(|a| a.map_or(0, |a| a.min(u64::from(MAX_PACKET_OFF)) as u32)).collect();
+        GuardPlan { guard, available, block, indirect }
     }
 
     /// The length the guard before `pc` checks, if there is one.
     pub fn guard(&self, pc: usize) -> Option<u32> {
         self.guard.get(pc).copied().filter(|&l| l > 0)
+    }
+
+    /// The packet length every path to `pc` has checked before it (the
+    /// code after a tc slow path makes the verifier see it again: pulling
+    /// data invalidates what it knew of the packet pointers).
+    pub fn available(&self, pc: usize) -> u32 {
+        self.available.get(pc).copied().unwrap_or(0)
     }
 
     /// How many guards the program has (each runs at most once a packet).

@@ -170,7 +170,8 @@ pub(crate) fn generate(program: &Program, layout: &Layout, prologue: &[Insn]) ->
         }
         let guard = guards.as_ref().and_then(|p| p.guard(pc));
         let nonnegative = facts.nonnegative_index.get(pc) == Some(&true);
-        g.op(pc, op, guard, nonnegative)?;
+        let available = guards.as_ref().map_or(0, |p| p.available(pc));
+        g.op(pc, op, guard, nonnegative, available)?;
         if let Some(m) = pc_map.get_mut(pc) {
             *m = Some(start..g.asm.here());
         }
@@ -253,8 +254,9 @@ fn resolve(asm: Asm, starts: &[Option<usize>], fail: Option<usize>, end: usize) 
 enum Slow {
     /// A constant guard of `len` bytes failed; back to `cont`.
     Guard { entry: Label, len: u32, cont: Label, pc: usize },
-    /// An indirect load's check failed with its offset in `t0`.
-    Indirect { entry: Label, size: u32, cont: Label, pc: usize },
+    /// An indirect load's check failed with its offset in `t0`; `available`
+    /// bytes were checked before it.
+    Indirect { entry: Label, size: u32, cont: Label, pc: usize, available: u32 },
 }
 
 struct Gen {
@@ -311,7 +313,14 @@ impl Gen {
         self.layout.mem + 4 * (k.min(15) as i16)
     }
 
-    fn op(&mut self, pc: usize, op: Op, guard: Option<u32>, nonnegative: bool) -> Result<(), HookError> {
+    fn op(
+        &mut self,
+        pc: usize,
+        op: Op,
+        guard: Option<u32>,
+        nonnegative: bool,
+        available: u32,
+    ) -> Result<(), HookError> {
         let Layout { a, x, .. } = self.layout;
         match op {
             Op::LdImm { k } => self.asm.emit(mov32_imm(a, k as i32)),
@@ -327,7 +336,7 @@ impl Gen {
             }
             Op::LdAbs { size, k } => self.load_abs(pc, a, cbpf_size(size), k, op, guard),
             Op::LdxMsh { k } => self.msh(pc, k, op, guard),
-            Op::LdInd { size, k } => self.load_ind(pc, cbpf_size(size), k, nonnegative),
+            Op::LdInd { size, k } => self.load_ind(pc, cbpf_size(size), k, nonnegative, available),
             Op::LdLen => self.len(a),
             Op::LdxLen => self.len(x),
             Op::LdxAbsSeccomp { .. } => {
@@ -540,7 +549,7 @@ impl Gen {
         self.asm.emit(alu32_imm(AluOp::Lsh, x, 2));
     }
 
-    fn load_ind(&mut self, pc: usize, size: u32, k: u32, nonnegative: bool) {
+    fn load_ind(&mut self, pc: usize, size: u32, k: u32, nonnegative: bool, available: u32) {
         let Layout { a, x, t0, t1, .. } = self.layout;
         // t0 = X + k, the classic offset (32-bit wrap).
         self.asm.emit(mov32_reg(t0, x));
@@ -583,7 +592,7 @@ impl Gen {
                 if self.layout.pull.is_some() {
                     let entry = self.asm.label();
                     self.asm.jump(jmp_reg(JmpCond::Gt, t1, end, 0), entry, pc);
-                    self.slow.push(Slow::Indirect { entry, size, cont, pc });
+                    self.slow.push(Slow::Indirect { entry, size, cont, pc, available });
                 } else {
                     self.fail(jmp_reg(JmpCond::Gt, t1, end, 0), pc);
                 }
@@ -627,7 +636,7 @@ impl Gen {
                 self.fail(jmp_reg(JmpCond::Gt, t0, end, 0), pc);
                 self.asm.jump(jmp_a(0), cont, pc);
             }
-            Slow::Indirect { entry, size, cont, pc } => {
+            Slow::Indirect { entry, size, cont, pc, available } => {
                 self.asm.bind(entry);
                 self.asm.emit(stx_mem(Size::DW, R10, t0, pull.offset_slot));
                 self.asm.emit(ldx_mem(Size::W, t1, ctx, ancillary::SKB_LEN));
@@ -640,6 +649,14 @@ impl Gen {
                 self.asm.emit(mov64_reg(R1, ctx));
                 self.asm.emit(emit_call(ancillary::BPF_FUNC_SKB_PULL_DATA));
                 reload(self);
+                if available > 0 {
+                    // The guards before this load covered `available`
+                    // bytes; the frame still has them (pulling never
+                    // shortens it), but the verifier must see it again.
+                    self.asm.emit(mov64_reg(t1, start));
+                    self.asm.emit(alu64_imm(AluOp::Add, t1, available as i32));
+                    self.fail(jmp_reg(JmpCond::Gt, t1, end, 0), pc);
+                }
                 self.asm.emit(ldx_mem(Size::DW, t0, R10, pull.offset_slot));
                 self.fail(jmp_imm(JmpCond::Gt, t0, (MAX_PACKET_OFF - size) as i32, 0), pc);
                 self.asm.emit(mov64_reg(t1, start));

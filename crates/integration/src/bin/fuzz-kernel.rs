@@ -1,4 +1,4 @@
-//! `fuzz-kernel [--time S] [--mode seccomp|socket|both] [--seed N] [--out DIR]`:
+//! `fuzz-kernel [--time S] [--mode seccomp|socket|both|hook] [--seed N] [--out DIR]`:
 //! the running kernel as the judge of random valid programs (run it through
 //! `cargo xtask fuzz-kernel`). See `bpfconv_integration::fuzz_kernel`.
 //!
@@ -18,13 +18,14 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use arbitrary::Unstructured;
+use bpfconv_integration::fuzz_hook;
 use bpfconv_integration::fuzz_kernel::{self, Input, Tally};
 use cbpf::uapi::audit::{AUDIT_ARCH_I386, AUDIT_ARCH_X86_64};
 use cbpf::{Mode, SeccompData};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use test_kit::{branch, gen, SplitMix64};
 
-const USAGE: &str = "usage: fuzz-kernel [--time SECONDS] [--mode seccomp|socket|both] [--seed N] [--out DIR]";
+const USAGE: &str = "usage: fuzz-kernel [--time SECONDS] [--mode seccomp|socket|both|hook] [--seed N] [--out DIR]";
 
 /// Random inputs drawn per program besides the branch-reaching ones.
 const RANDOM_INPUTS: usize = 4;
@@ -36,6 +37,8 @@ const MAX_BRANCH_INPUTS: usize = 64;
 struct Args {
     time: Duration,
     modes: Vec<Mode>,
+    /// `--mode hook`: the hook code generator (fuzz_hook).
+    hook: bool,
     seed: u64,
     out: PathBuf,
 }
@@ -44,6 +47,7 @@ fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         time: Duration::from_secs(60),
         modes: vec![Mode::Seccomp, Mode::Socket],
+        hook: false,
         seed: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         out: PathBuf::from("target/fuzz-kernel"),
     };
@@ -59,7 +63,11 @@ fn parse_args() -> Result<Args, String> {
                     "seccomp" => vec![Mode::Seccomp],
                     "socket" => vec![Mode::Socket],
                     "both" => vec![Mode::Seccomp, Mode::Socket],
-                    other => return Err(format!("--mode: `{other}` is not seccomp, socket or both")),
+                    "hook" => {
+                        args.hook = true;
+                        Vec::new()
+                    }
+                    other => return Err(format!("--mode: `{other}` is not seccomp, socket, both or hook")),
                 }
             }
             "-h" | "--help" => return Err(String::new()),
@@ -111,10 +119,37 @@ fn main() -> ExitCode {
             }
         }
     }
+    if args.hook {
+        failed |= !run_hook(&args, &release);
+    }
     if failed {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+/// `--mode hook`; false when it found disagreements or failed.
+fn run_hook(args: &Args, release: &str) -> bool {
+    if let Err(why) = kernel::bpf::available() {
+        eprintln!("SKIPPED fuzz-kernel --mode hook: the kernel refuses to load programs here: {why}");
+        return true;
+    }
+    eprintln!("fuzz-kernel --mode hook --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
+    let bar = progress(args.time);
+    bar.set_prefix("hook");
+    let quiet = !std::io::stderr().is_terminal();
+    let tally = fuzz_hook::fuzz(args.time, args.seed, &args.out, &bar, quiet);
+    bar.finish_and_clear();
+    match tally {
+        Ok(t) => {
+            eprintln!("fuzz-kernel --mode hook: {t}");
+            t.disagreements == 0
+        }
+        Err(e) => {
+            eprintln!("error: fuzz-kernel --mode hook: {e}");
+            false
+        }
     }
 }
 
