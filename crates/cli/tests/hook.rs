@@ -4,8 +4,8 @@
 //! `llvm-objdump -d` disassembles to the instructions `--format ebpf`
 //! lists; the typed error for an ancillary load a hook lacks; the usage
 //! errors. bpftool and llvm-objdump are Debian's (`.ci/run` installs
-//! them); where one is missing, or bpf(2) is refused, the test prints
-//! `SKIPPED: ...` (a failure under `CI=true`).
+//! them); where one is missing, or bpf(2) is refused, the test skips
+//! through `test_data::require` (a failure under `CI=true`).
 
 mod common;
 
@@ -13,24 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{run, stderr, stdout};
+use test_data::require::{self, Need};
 
 const TCPDUMP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/tcpdump");
-
-fn ci() -> bool {
-    std::env::var("CI").as_deref() == Ok("true")
-}
-
-/// `Some(())` when `tool` runs here; otherwise SKIPPED (or a failure under CI).
-fn tool(test: &str, tool: &str) -> Option<()> {
-    match Command::new(tool).arg("--version").output() {
-        Ok(o) if o.status.success() => Some(()),
-        other => {
-            assert!(!ci(), "{test}: {tool} is a prerequisite under CI=true: {other:?}");
-            eprintln!("SKIPPED: {test}: {tool} is not installed ({other:?})");
-            None
-        }
-    }
-}
 
 fn tcpdump_programs() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(TCPDUMP)
@@ -75,15 +60,11 @@ fn bpffs() -> Option<PathBuf> {
 #[test]
 fn bpftool_loads_every_target_from_our_elf() {
     let test = "bpftool_loads_every_target_from_our_elf";
-    let (Some(()), Some(())) = (tool(test, "bpftool"), tool(test, "llvm-objdump")) else { return };
-    if let Err(e) = kernel::bpf::available() {
-        assert!(!ci(), "{test}: bpf(2) under CI=true: {e}");
-        eprintln!("SKIPPED: {test}: {e}");
+    if !require::tool(test, Need::Bpftool) || require::have(test, Need::Bpf, kernel::bpf::available()).is_none() {
         return;
     }
     let Some(fs) = bpffs() else {
-        assert!(!ci(), "{test}: no bpffs at /sys/fs/bpf under CI=true");
-        eprintln!("SKIPPED: {test}: bpffs cannot be mounted at /sys/fs/bpf");
+        require::missing(test, Need::Bpftool, "bpffs is not mounted at /sys/fs/bpf and cannot be (bpftool pins there)");
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -149,7 +130,9 @@ fn normalise(text: &str) -> String {
 #[test]
 fn llvm_objdump_disassembles_what_our_listing_prints() {
     let test = "llvm_objdump_disassembles_what_our_listing_prints";
-    let Some(()) = tool(test, "llvm-objdump") else { return };
+    if !require::tool(test, Need::LlvmObjdump) {
+        return;
+    }
     let tmp = tempfile::tempdir().unwrap();
     let (mut compared, mut unknown) = (0, 0);
     for program in tcpdump_programs() {

@@ -3,11 +3,13 @@
 //! `testdata/fuzz-kernel/hook/` (see testdata/fuzz-kernel/README.md): judged
 //! again with today's code generator and the running kernel, the
 //! disagreement is gone; each names its root cause. Without the privilege
-//! to load programs this prints `SKIPPED: ...` (a failure under `CI=true`).
+//! to load programs it skips through `test_data::require` (a failure under
+//! `CI=true`).
 
 use std::path::PathBuf;
 
 use bpfconv_integration::fuzz_hook::HookReproducer;
+use test_data::require::{self, Need};
 
 mod common;
 
@@ -23,9 +25,7 @@ fn every_saved_hook_reproducer_replays() {
         assert!(repro.root_cause.as_ref().is_some_and(|c| !c.is_empty()), "{}: no root cause", path.display());
         parsed.push((path, repro));
     }
-    if let Err(e) = kernel::bpf::available() {
-        assert!(std::env::var("CI").as_deref() != Ok("true"), "bpf(2) is a prerequisite under CI=true: {e}");
-        eprintln!("SKIPPED: every_saved_hook_reproducer_replays: {e}");
+    if require::have("every_saved_hook_reproducer_replays", Need::Bpf, kernel::bpf::available()).is_none() {
         return;
     }
     for (path, repro) in &parsed {

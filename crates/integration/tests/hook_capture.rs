@@ -11,29 +11,21 @@
 //! `TC_ACT_OK`/`TC_ACT_SHOT`) on every packet, and the guards each packet
 //! runs against the one-per-basic-block scheme.
 //!
-//! Without the privilege to load programs each test prints `SKIPPED: ...`;
-//! under `CI=true` that is a failure.
+//! Without the privilege to load programs each test skips through
+//! `test_data::require` (a failure under `CI=true`).
 
 use std::path::PathBuf;
 
 use engine::hook_jit::HookJit;
 use engine::{EngineError, SocketOutcome};
 use hook::{HookError, Options, Target, Verdict};
+use test_data::require::{self, Need};
 use test_kit::{capture, socket};
 
 mod common;
 
 fn bpf_here(test: &str) -> bool {
-    match kernel::bpf::available() {
-        Ok(()) => true,
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("{test}: bpf(2) is a prerequisite under CI=true: {e}")
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: {test}: {e}");
-            false
-        }
-    }
+    require::have(test, Need::Bpf, kernel::bpf::available()).is_some()
 }
 
 fn testdata() -> PathBuf {
