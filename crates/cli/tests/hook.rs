@@ -239,3 +239,66 @@ fn every_format_of_a_hook_target() {
     let action = run(&["convert", "--mode", "socket", "--target", "xdp", &dd], b"");
     assert!(stdout(&action).contains("w0 = 2\n"), "{}", stdout(&action));
 }
+
+const CAPTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/pcap/capture3000.pcap");
+
+/// `run --engine kernel-jit --target T`: every packet the test run can
+/// reproduce gives the classic interpreter's value.
+#[test]
+fn run_kernel_jit_per_target() {
+    let test = "run_kernel_jit_per_target";
+    if require::have(test, Need::Bpf, kernel::bpf::available()).is_none() {
+        return;
+    }
+    let dd = format!("{TCPDUMP}/tcp_port_80.dd");
+    let lines = |args: &[&str]| -> Vec<serde_json::Value> {
+        let mut all = vec!["run", "--mode", "socket", "--pcap", CAPTURE, "--len", "captured", "--format", "json"];
+        all.extend_from_slice(args);
+        all.push(&dd);
+        let o = run(&all, b"");
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let cbpf = lines(&["--engine", "cbpf"]);
+    for target in ["xdp", "tc", "socket"] {
+        let jit = lines(&["--engine", "kernel-jit", "--target", target]);
+        assert_eq!(jit.len(), cbpf.len());
+        let mut compared = 0;
+        for (k, c) in jit.iter().zip(&cbpf) {
+            if k.get("not_observable").is_some() {
+                continue;
+            }
+            assert_eq!(k, c, "{target}");
+            compared += 1;
+        }
+        assert!(compared > 2800, "{target}: {compared}");
+    }
+    let o = run(&["run", "--mode", "socket", "--engine", "cbpf", "--target", "tc", "--packet", "00", &dd], b"");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// `bench --mode socket` prints a kernel-jit column per target.
+#[test]
+fn bench_kernel_jit_columns() {
+    let test = "bench_kernel_jit_columns";
+    if require::have(test, Need::Bpf, kernel::bpf::available()).is_none() {
+        return;
+    }
+    let dd = format!("{TCPDUMP}/udp.dd");
+    let o = run(
+        &["bench", "--mode", "socket", "--pcap", CAPTURE, "--engines", "cbpf,kernel-jit", "--time", "0.2"]
+            .into_iter()
+            .chain(["--format", "json", &dd])
+            .collect::<Vec<_>>(),
+        b"",
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let engines: Vec<&str> = doc["engines"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
+    assert_eq!(engines, ["cbpf", "kernel-jit:xdp", "kernel-jit:tc", "kernel-jit:socket"]);
+    for engine in &engines[1..] {
+        let timed =
+            doc["cells"].as_array().unwrap().iter().filter(|c| c["engine"] == *engine && c["ns"].is_number()).count();
+        assert!(timed > 32, "{engine}: {timed} cells timed");
+    }
+}

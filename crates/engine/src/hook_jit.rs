@@ -59,9 +59,8 @@ impl HookJit {
         Ok(HookJit { prog, target, program: program.clone(), hooked })
     }
 
-    /// The same harness around `r0 = 0; exit` in the same program type:
-    /// what a timing subtracts.
-    pub fn baseline(target: Target) -> Result<Prog, EngineError> {
+    /// `r0 = 0; exit` in the program type of `target` ([`Baseline`]).
+    fn baseline(target: Target) -> Result<Prog, EngineError> {
         use ebpf::filter_h::{exit_insn, mov32_imm};
         Ok(Prog::load(prog_type(target), &[mov32_imm(0, 0), exit_insn()])?)
     }
@@ -119,5 +118,56 @@ impl HookJit {
             return Ok(SocketOutcome::NotObservable(why));
         }
         Ok(SocketOutcome::Ret(self.run(skb.data, skb.mark)?))
+    }
+}
+
+/// Runs of [`repeat_for`]'s first probe.
+pub const PROBE_REPEAT: u32 = 1_000;
+/// The most runs one measurement makes.
+pub const MAX_REPEAT: u32 = 100_000_000;
+/// How long one timed measurement lasts at least.
+pub const MIN_MEASUREMENT: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// A `repeat` for which one measurement (`mean_ns(repeat)`: the kernel's
+/// mean ns per run over `repeat` runs) lasts at least `at_least`: from a
+/// probe of [`PROBE_REPEAT`] runs, doubled until mean × repeat reaches it.
+pub fn repeat_for(
+    mut mean_ns: impl FnMut(u32) -> Result<u32, EngineError>,
+    at_least: std::time::Duration,
+) -> Result<u32, EngineError> {
+    let want = at_least.as_nanos().max(1);
+    // A mean of 0 ns (the kernel rounds down) counts as 1.
+    let mean = mean_ns(PROBE_REPEAT)?;
+    let mut repeat = u32::try_from(want.div_ceil(u128::from(mean.max(1)))).unwrap_or(MAX_REPEAT);
+    repeat = repeat.clamp(PROBE_REPEAT, MAX_REPEAT);
+    for _ in 0..8 {
+        let mean = mean_ns(repeat)?;
+        if u128::from(mean) * u128::from(repeat) >= want || repeat == MAX_REPEAT {
+            break;
+        }
+        repeat = repeat.saturating_mul(2).min(MAX_REPEAT);
+    }
+    Ok(repeat)
+}
+
+/// The same harness around `r0 = 0; exit` for a target: what a timing of
+/// [`HookJit::duration`] subtracts (measured on the same frame and context).
+#[derive(Debug)]
+pub struct Baseline {
+    prog: Prog,
+    target: Target,
+}
+
+impl Baseline {
+    /// Loads the baseline program of `target`'s type.
+    pub fn new(target: Target) -> Result<Baseline, EngineError> {
+        Ok(Baseline { prog: HookJit::baseline(target)?, target })
+    }
+
+    /// Its mean ns per run over `repeat` runs on `frame` with `mark`.
+    pub fn duration(&self, frame: &[u8], mark: u32, repeat: u32) -> Result<u32, EngineError> {
+        let ctx = kernel::bpf::skb_ctx(mark);
+        let ctx = (self.target != Target::Xdp && mark != 0).then_some(&ctx[..]);
+        Ok(self.prog.test_run(&TestRun { data: frame, ctx, repeat })?.duration_ns)
     }
 }

@@ -14,7 +14,10 @@
 //! (the per-syscall specialised engine, seccomp only), and the two plain
 //! interpreters that model the kernel's of each era, seccomp only:
 //! `cbpf-plain` (3.14's `sk_run_filter()`, [`cbpf::plain`]) and `ebpf-plain`
-//! (`___bpf_prog_run()` on the converted program, [`ebpf::plain`]).
+//! (`___bpf_prog_run()` on the converted program, [`ebpf::plain`]), and
+//! `kernel-jit` (socket filters: converted for an XDP, tc or socket hook
+//! and run by the running kernel's JIT through `BPF_PROG_TEST_RUN`,
+//! [`hook_jit`]).
 
 pub mod hook_jit;
 pub mod rbpf_adapter;
@@ -38,11 +41,12 @@ pub enum EngineKind {
     Fast,
     CbpfPlain,
     EbpfPlain,
+    KernelJit,
 }
 
 impl EngineKind {
     /// Every engine, in the order tables print them.
-    pub const ALL: [EngineKind; 9] = [
+    pub const ALL: [EngineKind; 10] = [
         EngineKind::Cbpf,
         EngineKind::Ebpf,
         EngineKind::CbpfPlain,
@@ -51,6 +55,7 @@ impl EngineKind {
         EngineKind::RbpfJit,
         EngineKind::RbpfCranelift,
         EngineKind::Fast,
+        EngineKind::KernelJit,
         EngineKind::Kernel,
     ];
 
@@ -66,6 +71,7 @@ impl EngineKind {
             EngineKind::Fast => "fast",
             EngineKind::CbpfPlain => "cbpf-plain",
             EngineKind::EbpfPlain => "ebpf-plain",
+            EngineKind::KernelJit => "kernel-jit",
         }
     }
 }
@@ -213,6 +219,12 @@ impl<'p> SeccompEngine<'p> {
             )),
             EngineKind::CbpfPlain => SeccompEngine::CbpfPlain(cbpf::plain::PlainInterp::new(&prepared.program)),
             EngineKind::EbpfPlain => SeccompEngine::EbpfPlain(ebpf::plain::PlainProgram::new(insns)?),
+            EngineKind::KernelJit => {
+                return Err(EngineError::Unavailable {
+                    engine: kind,
+                    why: "seccomp filters run on kernel-jit through convert::loadable's XDP harness".into(),
+                })
+            }
         })
     }
 
@@ -385,6 +397,9 @@ pub enum SocketEngine {
         filter: kernel::socket::SocketFilter,
         program: Box<cbpf::Program>,
     },
+    /// The running kernel's verifier and JIT: the filter converted for a
+    /// hook and run by `BPF_PROG_TEST_RUN` ([`hook_jit`]).
+    KernelJit(Box<hook_jit::HookJit>),
 }
 
 impl SocketEngine {
@@ -393,6 +408,12 @@ impl SocketEngine {
     /// `SO_ATTACH_FILTER`; its refusal is [`kernel::KernelError::FilterRejected`]
     /// with the kernel's errno.
     pub fn new(kind: EngineKind, prepared: &Prepared) -> Result<Self, EngineError> {
+        SocketEngine::for_hook(kind, prepared, hook::Target::Xdp)
+    }
+
+    /// [`SocketEngine::new`], with the hook `kernel-jit` converts the
+    /// filter for (the other engines ignore it).
+    pub fn for_hook(kind: EngineKind, prepared: &Prepared, target: hook::Target) -> Result<Self, EngineError> {
         let mode = prepared.program.mode();
         if mode != Mode::Socket {
             return Err(EngineError::WrongMode { engine: kind, mode });
@@ -407,6 +428,9 @@ impl SocketEngine {
                 filter: kernel::socket::SocketFilter::attach(prepared.program.original())?,
                 program: Box::new(prepared.program.clone()),
             }),
+            EngineKind::KernelJit => {
+                Ok(SocketEngine::KernelJit(Box::new(hook_jit::HookJit::new(&prepared.program, target)?)))
+            }
             other => Err(EngineError::WrongMode { engine: other, mode }),
         }
     }
@@ -428,6 +452,10 @@ impl SocketEngine {
                 engine: EngineKind::Kernel,
                 why: "the kernel reports the length it kept, not the return value (SocketEngine::eval)".to_string(),
             }),
+            SocketEngine::KernelJit(jit) => match jit.eval(skb)? {
+                SocketOutcome::Ret(r) => Ok(r),
+                other => Err(EngineError::Unavailable { engine: EngineKind::KernelJit, why: other.to_string() }),
+            },
         }
     }
 
@@ -443,6 +471,7 @@ impl SocketEngine {
                 }
                 Ok(SocketOutcome::Delivered(filter.deliver(skb.data)?))
             }
+            SocketEngine::KernelJit(jit) => jit.eval(skb),
             _ => Ok(SocketOutcome::Ret(self.run(skb)?)),
         }
     }

@@ -613,7 +613,8 @@ fn kernel_columns(
     (installed, forced, hit)
 }
 
-/// Socket filters: the packets of `--pcap`, on the classic and eBPF engines.
+/// Socket filters: the packets of `--pcap`, on the classic and eBPF engines
+/// and `kernel-jit` for each hook target.
 fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) -> Result<Results> {
     if args.vectors.is_some() || args.input.nr.is_some() {
         return Err(Failure::usage("--vectors and --nr are for seccomp filters; socket filters take --pcap"));
@@ -707,6 +708,10 @@ fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) -> 
     bar.finish_and_clear();
     let mut columns: Vec<Column> = Vec::new();
     for kind in kinds {
+        if *kind == EngineKind::KernelJit {
+            columns.extend(kernel_jit_columns(prepared, &inputs, args.time)?);
+            continue;
+        }
         let cells = match timed.iter().position(|k| k == kind) {
             Some(k) => samples
                 .get(k)
@@ -720,12 +725,99 @@ fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) -> 
                 })
                 .unwrap_or_default(),
             None => {
-                vec![Cell::Unavailable(format!("bench times socket filters on cbpf and ebpf only (not {kind})")); slots]
+                vec![
+                    Cell::Unavailable(format!(
+                        "bench times socket filters on cbpf, ebpf and kernel-jit only (not {kind})"
+                    ));
+                    slots
+                ]
             }
         };
         columns.push(Column { name: kind.name().to_string(), cells, cached: Vec::new() });
     }
     Ok(Results::new(args, prepared, inputs, deepest, rounds, columns))
+}
+
+/// `kernel-jit` on a socket filter: one column per hook target
+/// (`kernel-jit:xdp`, `kernel-jit:tc`, `kernel-jit:socket`), the filter
+/// converted for it ([`hook::convert`]) and run by the running kernel's JIT
+/// through `BPF_PROG_TEST_RUN`. A cell is the kernel's own mean ns per run
+/// (`duration`, `repeat` sized once per target for at least a millisecond)
+/// less the same program type's `r0 = 0; exit` measured in the same round;
+/// each input's result is checked against the classic interpreter first,
+/// and a packet the test run cannot reproduce (other metadata, outside the
+/// sizes it takes) is unavailable with the reason. The mix is the mean of
+/// the inputs timed. Rounds: as many as `time` seconds per target allow,
+/// 3 to [`ROUNDS`] (an XDP test run of more than one run swaps the XDP
+/// dispatcher, tens of milliseconds a call outside the timed runs).
+fn kernel_jit_columns(prepared: &Prepared, inputs: &[Input], time: f64) -> Result<Vec<Column>> {
+    use engine::hook_jit::{repeat_for, Baseline, HookJit, MIN_MEASUREMENT};
+    let mut columns = Vec::new();
+    for target in hook::Target::ALL {
+        let name = format!("{}:{target}", EngineKind::KernelJit);
+        let loaded = HookJit::new(prepared.program(), target).and_then(|j| Ok((j, Baseline::new(target)?)));
+        let (jit, base) = match loaded {
+            Ok(pair) => pair,
+            Err(e) => {
+                let cells = vec![Cell::Unavailable(e.to_string()); inputs.len() + 1];
+                columns.push(Column { name, cells, cached: Vec::new() });
+                continue;
+            }
+        };
+        // Every result first; the cells of packets the test run cannot
+        // reproduce say why.
+        let mut timed = Vec::new();
+        let mut cells = Vec::with_capacity(inputs.len() + 1);
+        for (i, input) in inputs.iter().enumerate() {
+            let skb = cbpf::Skb::test_bpf(&input.packet);
+            match jit.eval(&skb)? {
+                engine::SocketOutcome::Ret(r) if r == input.ret => {
+                    timed.push((i, skb.mark));
+                    cells.push(Cell::Unavailable(String::new()));
+                }
+                engine::SocketOutcome::Ret(r) => {
+                    return Err(Failure::rejected(format!(
+                        "engine {name} returns {r} on input {}, the classic interpreter {}",
+                        input.name, input.ret
+                    )))
+                }
+                other => cells.push(Cell::Unavailable(other.to_string())),
+            }
+        }
+        let packet = |i: usize| inputs.get(i).map_or(&[][..], |input| &input.packet[..]);
+        let Some(&(first, first_mark)) = timed.first() else {
+            cells.push(Cell::Unavailable("no input timed in the kernel".to_string()));
+            columns.push(Column { name, cells, cached: Vec::new() });
+            continue;
+        };
+        let call = Instant::now();
+        let repeat = repeat_for(|r| Ok(jit.duration(packet(first), first_mark, r)?.1), MIN_MEASUREMENT)?;
+        let per_call = call.elapsed().as_secs_f64() / 3.0;
+        let rounds = ((time / (per_call * (timed.len() + 1) as f64)) as usize).clamp(3, ROUNDS);
+        let mut samples = vec![Vec::with_capacity(rounds); timed.len()];
+        for _ in 0..rounds {
+            let baseline = f64::from(base.duration(packet(first), first_mark, repeat)?);
+            for (&(i, mark), s) in timed.iter().zip(samples.iter_mut()) {
+                s.push(f64::from(jit.duration(packet(i), mark, repeat)?.1) - baseline);
+            }
+        }
+        let mut measured = Vec::new();
+        for (&(i, _), s) in timed.iter().zip(&samples) {
+            if let (Some(stats), Some(cell)) = (Stats::from_samples(s), cells.get_mut(i)) {
+                measured.push(stats);
+                *cell = Cell::Measured(stats);
+            }
+        }
+        let n = measured.len().max(1) as f64;
+        cells.push(Cell::Measured(Stats {
+            median: measured.iter().map(|s| s.median).sum::<f64>() / n,
+            min: measured.iter().map(|s| s.min).sum::<f64>() / n,
+            max: measured.iter().map(|s| s.max).sum::<f64>() / n,
+            samples: measured.iter().map(|s| s.samples).min().unwrap_or(0),
+        }));
+        columns.push(Column { name, cells, cached: Vec::new() });
+    }
+    Ok(columns)
 }
 
 /// ns with a decimal point always (the golden test masks `digits.digits`).

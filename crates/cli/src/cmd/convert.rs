@@ -41,6 +41,30 @@ pub enum TargetArg {
     Socket,
 }
 
+/// `--target` of `run` and `bench`: the hook `kernel-jit` converts a socket
+/// filter for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum HookTargetArg {
+    /// An XDP program (the frame from its MAC header).
+    #[default]
+    Xdp,
+    /// A tc (sched_cls) program.
+    Tc,
+    /// A socket filter program (the test run's skb starts at the network header).
+    Socket,
+}
+
+impl HookTargetArg {
+    /// The hook.
+    pub fn target(self) -> hook::Target {
+        match self {
+            HookTargetArg::Xdp => hook::Target::Xdp,
+            HookTargetArg::Tc => hook::Target::Tc,
+            HookTargetArg::Socket => hook::Target::Socket,
+        }
+    }
+}
+
 /// `--verdict`: what an xdp or tc program returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum VerdictArg {
