@@ -82,3 +82,23 @@ fn fragment_registers_are_checked() {
         assert!(matches!(bad.emit(&program), Err(HookError::BadFragment(_))), "{bad:?}");
     }
 }
+
+/// FORMATS-EXTENSIONS.md's table of ancillary loads per hook says what
+/// `hook::ancillary` does (its own docs' copy is checked in the crate).
+#[test]
+fn the_users_ancillary_table_is_the_code() {
+    let doc = include_str!("../../../FORMATS-EXTENSIONS.md");
+    let section = doc.split("## Hook targets").nth(1).expect("a Hook targets section");
+    for a in hook::Ancillary::all() {
+        let row = section
+            .lines()
+            .find(|l| l.starts_with("| `SKF_AD") && l.contains(&format!("`{}`", a.name())))
+            .unwrap_or_else(|| panic!("no row for {a}"));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        for (target, cell) in
+            [(hook::Target::Xdp, cells[2]), (hook::Target::Tc, cells[3]), (hook::Target::Socket, cells[4])]
+        {
+            assert_eq!(a.source(target).is_some(), cell != "—", "{a} in {target}: `{cell}`");
+        }
+    }
+}
