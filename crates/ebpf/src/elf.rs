@@ -99,6 +99,14 @@ struct Section {
     entsize: u64,
 }
 
+impl Section {
+    /// A section of `kind` at `(offset, size)` of the file, with no link,
+    /// info or entry size.
+    fn new(name: u32, kind: u32, flags: u64, (offset, size): (usize, usize), align: u64) -> Section {
+        Section { name, kind, flags, offset, size, link: 0, info: 0, align, entsize: 0 }
+    }
+}
+
 impl Object<'_> {
     /// The object file's bytes.
     pub fn to_bytes(&self) -> Result<Vec<u8>, ElfError> {
@@ -131,63 +139,23 @@ impl Object<'_> {
             out.extend_from_slice(bytes);
             at
         };
+        let text_at = place(&mut out, &text, 8);
+        let license_at = place(&mut out, &license, 1);
+        let symtab_at = place(&mut out, &symtab, 8);
+        let strtab_at = place(&mut out, &strtab.0, 1);
+        let shstrtab_at = place(&mut out, &shstrtab.0, 1);
         let sections = [
+            Section::new(names[0], SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, (text_at, text.len()), 8),
+            Section::new(names[1], SHT_PROGBITS, SHF_ALLOC | SHF_WRITE, (license_at, license.len()), 1),
+            // Linked to .strtab; the first non-local symbol is the program's.
             Section {
-                name: names[0],
-                kind: SHT_PROGBITS,
-                flags: SHF_ALLOC | SHF_EXECINSTR,
-                offset: place(&mut out, &text, 8),
-                size: text.len(),
-                link: 0,
-                info: 0,
-                align: 8,
-                entsize: 0,
-            },
-            Section {
-                name: names[1],
-                kind: SHT_PROGBITS,
-                flags: SHF_ALLOC | SHF_WRITE,
-                offset: place(&mut out, &license, 1),
-                size: license.len(),
-                link: 0,
-                info: 0,
-                align: 1,
-                entsize: 0,
-            },
-            Section {
-                name: names[2],
-                kind: SHT_SYMTAB,
-                flags: 0,
-                offset: place(&mut out, &symtab, 8),
-                size: symtab.len(),
-                // .strtab; the first non-local symbol is the program's.
                 link: 4,
                 info: 1,
-                align: 8,
                 entsize: SYMBOL as u64,
+                ..Section::new(names[2], SHT_SYMTAB, 0, (symtab_at, symtab.len()), 8)
             },
-            Section {
-                name: names[3],
-                kind: SHT_STRTAB,
-                flags: 0,
-                offset: place(&mut out, &strtab.0, 1),
-                size: strtab.0.len(),
-                link: 0,
-                info: 0,
-                align: 1,
-                entsize: 0,
-            },
-            Section {
-                name: names[4],
-                kind: SHT_STRTAB,
-                flags: 0,
-                offset: place(&mut out, &shstrtab.0, 1),
-                size: shstrtab.0.len(),
-                link: 0,
-                info: 0,
-                align: 1,
-                entsize: 0,
-            },
+            Section::new(names[3], SHT_STRTAB, 0, (strtab_at, strtab.0.len()), 1),
+            Section::new(names[4], SHT_STRTAB, 0, (shstrtab_at, shstrtab.0.len()), 1),
         ];
         let shoff = place(&mut out, &[], 8);
         out.extend_from_slice(&[0u8; SECTION_HEADER]);

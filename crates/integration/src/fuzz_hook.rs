@@ -17,7 +17,7 @@ use engine::{EngineError, SocketOutcome};
 use hook::{HookError, Target};
 use serde::{Deserialize, Serialize};
 
-use crate::fuzz_kernel::{kernel_release, minimise_with, program_insns, Input, Reproducer};
+use crate::fuzz_kernel::{kernel_release, minimise_with, program_insns, save, show_progress, Input, Reproducer};
 
 /// One input: the frame and the `mark` its test run's context carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -268,16 +268,8 @@ pub fn fuzz(
             }
         }
         index += 1;
+        show_progress(bar, start, time, tally.programs, tally.inputs, tally.disagreements);
         let secs = start.elapsed().as_secs_f64().max(1e-3);
-        bar.set_position(start.elapsed().as_secs().min(time.as_secs()));
-        bar.set_message(format!(
-            "{} programs ({:.0}/s), {} results ({:.0}/s), {} disagreements",
-            tally.programs,
-            tally.programs as f64 / secs,
-            tally.inputs,
-            tally.inputs as f64 / secs,
-            tally.disagreements
-        ));
         if quiet_progress && last_line.elapsed() >= Duration::from_secs(30) {
             last_line = Instant::now();
             bar.println(format!(
@@ -287,15 +279,6 @@ pub fn fuzz(
         }
     }
     Ok(tally)
-}
-
-fn save(out: &std::path::Path, repro: &HookReproducer, name: &str) -> Result<String, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let path = out.join(format!("{name}.json"));
-    let mut text = serde_json::to_string_pretty(repro).map_err(|e| e.to_string())?;
-    text.push('\n');
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path.display().to_string())
 }
 
 impl std::fmt::Display for HookTally {

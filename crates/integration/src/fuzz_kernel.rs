@@ -315,6 +315,36 @@ impl Tally {
     }
 }
 
+/// Writes `value` (a reproducer) as pretty JSON to `out/name.json`,
+/// creating `out`; returns the path written.
+pub fn save(out: &std::path::Path, value: &impl Serialize, name: &str) -> Result<String, String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let path = out.join(format!("{name}.json"));
+    let mut text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
+    text.push('\n');
+    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path.display().to_string())
+}
+
+/// Moves a fuzz run's progress bar on: elapsed seconds of `time`, then
+/// programs and inputs judged (with their rates) and disagreements.
+pub fn show_progress(
+    bar: &indicatif::ProgressBar,
+    start: std::time::Instant,
+    time: std::time::Duration,
+    programs: u64,
+    inputs: u64,
+    disagreements: u64,
+) {
+    let secs = start.elapsed().as_secs_f64().max(1e-3);
+    bar.set_position(start.elapsed().as_secs().min(time.as_secs()));
+    bar.set_message(format!(
+        "{programs} programs ({:.0}/s), {inputs} inputs ({:.0}/s), {disagreements} disagreements",
+        programs as f64 / secs,
+        inputs as f64 / secs,
+    ));
+}
+
 /// The running kernel's release (`uname -r`).
 pub fn kernel_release() -> String {
     std::fs::read_to_string("/proc/sys/kernel/osrelease").map_or_else(|_| "unknown".into(), |s| s.trim().to_string())

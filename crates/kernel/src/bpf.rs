@@ -383,20 +383,14 @@ pub fn test_run_skb(frame: &[u8], mark: u32) -> cbpf::Skb<'_> {
         3 // PACKET_OTHERHOST
     };
     cbpf::Skb {
-        data: frame,
-        headlen: frame.len(),
         protocol,
         pkt_type,
         dev: Some(cbpf::NetDevice { ifindex: LOOPBACK_IFINDEX, hatype: ARPHRD_LOOPBACK }),
         mark,
-        queue_mapping: 0,
-        rxhash: 0,
-        vlan_tci: 0,
-        vlan_proto: 0,
-        cpu: 0,
-        random: 0,
         network_offset: MIN_PACKET.min(frame.len()),
         mac_offset: Some(0),
-        wire_len: None,
+        // Nothing else is set: queue, hash and VLAN stay 0, as on the
+        // AF_UNIX path's fresh skb.
+        ..crate::socket::unix_dgram_skb(frame)
     }
 }

@@ -223,29 +223,22 @@ fn run_mode(mode: Mode, args: &Args) -> Result<Tally, String> {
         let found = fuzz_kernel::judge(program.original(), mode, &inputs, &mut tally)?;
         for mut repro in found {
             repro.found_by = format!("cargo xtask fuzz-kernel --mode {mode} --seed {} (program {index})", args.seed);
-            let path = save(&args.out, &repro, &format!("{}-{}-{}-{index}", repro.mode, repro.kind, args.seed))?;
+            let path =
+                fuzz_kernel::save(&args.out, &repro, &format!("{}-{}-{}-{index}", repro.mode, repro.kind, args.seed))?;
             bar.println(format!("disagreement ({}): {} ours {} kernel {}", repro.kind, path, repro.ours, repro.kernel));
             // The same disagreement on as few instructions and bytes as keep it.
             match fuzz_kernel::minimise(&repro, MINIMISE_BUDGET) {
                 Ok(small) => {
                     let name = format!("{}-{}-{}-{index}-min", small.mode, small.kind, args.seed);
-                    let path = save(&args.out, &small, &name)?;
+                    let path = fuzz_kernel::save(&args.out, &small, &name)?;
                     bar.println(format!("  minimised to {} instructions: {path}", small.program.len()));
                 }
                 Err(e) => bar.println(format!("  not minimised: {e}")),
             }
         }
         index += 1;
+        fuzz_kernel::show_progress(&bar, start, args.time, tally.programs, tally.inputs, tally.disagreements);
         let secs = start.elapsed().as_secs_f64().max(1e-3);
-        bar.set_position(start.elapsed().as_secs().min(args.time.as_secs()));
-        bar.set_message(format!(
-            "{} programs ({:.0}/s), {} inputs ({:.0}/s), {} disagreements",
-            tally.programs,
-            tally.programs as f64 / secs,
-            tally.inputs,
-            tally.inputs as f64 / secs,
-            tally.disagreements
-        ));
         if !terminal && last_line.elapsed() >= Duration::from_secs(30) {
             last_line = Instant::now();
             eprintln!(
@@ -256,13 +249,4 @@ fn run_mode(mode: Mode, args: &Args) -> Result<Tally, String> {
     }
     bar.finish_and_clear();
     Ok(tally)
-}
-
-fn save(out: &std::path::Path, repro: &fuzz_kernel::Reproducer, name: &str) -> Result<String, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let path = out.join(format!("{name}.json"));
-    let mut text = serde_json::to_string_pretty(repro).map_err(|e| e.to_string())?;
-    text.push('\n');
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path.display().to_string())
 }
