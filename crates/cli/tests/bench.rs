@@ -45,6 +45,7 @@ fn check_schema(doc: &Value, file: &str) -> bool {
         "rbpf-jit",
         "rbpf-cranelift",
         "fast",
+        "kernel-jit",
         "kernel",
         "kernel-forced",
     ];
@@ -74,9 +75,11 @@ fn check_schema(doc: &Value, file: &str) -> bool {
         if c["ns"].is_null() {
             assert!(c["unavailable"].is_string(), "{file}: a missing figure says why: {c}");
             assert!(c["min_ns"].is_null() && c["max_ns"].is_null());
-            // Only rbpf's JIT (its page) and the kernel (foreign arches) may refuse.
+            // Only rbpf's JIT (its page), the kernel (foreign arches) and
+            // kernel-jit (seccomp filters need convert::loadable's harness)
+            // may refuse.
             let e = c["engine"].as_str().unwrap();
-            assert!(["rbpf-jit", "kernel", "kernel-forced"].contains(&e), "{file}: {c}");
+            assert!(["rbpf-jit", "kernel-jit", "kernel", "kernel-forced"].contains(&e), "{file}: {c}");
             continue;
         }
         let (ns, min, max) = (c["ns"].as_f64().unwrap(), c["min_ns"].as_f64().unwrap(), c["max_ns"].as_f64().unwrap());
@@ -253,7 +256,7 @@ fn pcap(packets: &[Vec<u8>]) -> Vec<u8> {
 }
 
 #[test]
-fn socket_filters_are_timed_per_packet_on_cbpf_and_ebpf() {
+fn socket_filters_are_timed_per_packet_on_cbpf_ebpf_and_kernel_jit() {
     let dir = tempfile::tempdir().unwrap();
     let filter = dir.path().join("ip.asm");
     std::fs::write(&filter, "ldh [12]\njeq #0x800, acc, drop\nacc: ret #-1\ndrop: ret #0\n").unwrap();
@@ -279,9 +282,14 @@ fn socket_filters_are_timed_per_packet_on_cbpf_and_ebpf() {
     assert_eq!(inputs.len(), 2);
     assert_eq!(inputs[0]["ret"], u32::MAX);
     assert_eq!(inputs[1]["ret"], 0);
+    // kernel-jit: one column per hook, measured where bpf(2) is allowed.
+    let jit = kernel::bpf::available().is_ok();
     for c in doc["cells"].as_array().unwrap() {
         let measured = !c["ns"].is_null();
         let e = c["engine"].as_str().unwrap();
-        assert_eq!(measured, e == "cbpf" || e == "ebpf", "{c}");
+        let timed = e == "cbpf" || e == "ebpf" || (jit && e.starts_with("kernel-jit:"));
+        assert_eq!(measured, timed, "{c}");
     }
+    let engines: Vec<&str> = doc["engines"].as_array().unwrap().iter().filter_map(|e| e.as_str()).collect();
+    assert!(engines.ends_with(&["kernel-jit:xdp", "kernel-jit:tc", "kernel-jit:socket", "kernel"]), "{engines:?}");
 }
