@@ -217,13 +217,15 @@ const MINIMISE_BUDGET: usize = 1000;
 /// random ones (their `mark` into the context), judged for every target;
 /// each disagreement saved under `out` as `hook-<target>-<kind>-<seed>-<n>.json`
 /// and again minimised (`-min.json`). `report` gets a line per saved file
-/// and, every 30 s when `quiet_progress`, a progress line.
+/// and, every 30 s when `quiet_progress` (no terminal shows `bar`), a
+/// progress line.
 pub fn fuzz(
     time: std::time::Duration,
     seed: u64,
     out: &std::path::Path,
     bar: &indicatif::ProgressBar,
     quiet_progress: bool,
+    report: &mut dyn FnMut(&str),
 ) -> Result<HookTally, String> {
     use arbitrary::Unstructured;
     use std::time::{Duration, Instant};
@@ -262,9 +264,9 @@ pub fn fuzz(
             match minimise(&repro, MINIMISE_BUDGET) {
                 Ok(small) => {
                     let path = save(out, &small, &format!("{name}-min"))?;
-                    bar.println(format!("  minimised to {} instructions: {path}", small.program.len()));
+                    report(&format!("  minimised to {} instructions: {path}", small.program.len()));
                 }
-                Err(e) => bar.println(format!("  not minimised: {e}")),
+                Err(e) => report(&format!("  not minimised: {e}")),
             }
         }
         index += 1;
@@ -272,7 +274,7 @@ pub fn fuzz(
         let secs = start.elapsed().as_secs_f64().max(1e-3);
         if quiet_progress && last_line.elapsed() >= Duration::from_secs(30) {
             last_line = Instant::now();
-            bar.println(format!(
+            report(&format!(
                 "hook {secs:>5.0}s: {} programs, {} results, {} disagreements",
                 tally.programs, tally.inputs, tally.disagreements
             ));

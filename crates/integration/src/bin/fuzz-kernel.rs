@@ -143,7 +143,8 @@ fn run_hook(args: &Args, release: &str) -> bool {
     let bar = progress(args.time);
     bar.set_prefix("hook");
     let quiet = !std::io::stderr().is_terminal();
-    let tally = fuzz_hook::fuzz(args.time, args.seed, &args.out, &bar, quiet);
+    let mut report = |line: &str| if quiet { eprintln!("{line}") } else { bar.println(line) };
+    let tally = fuzz_hook::fuzz(args.time, args.seed, &args.out, &bar, quiet, &mut report);
     bar.finish_and_clear();
     match tally {
         Ok(t) => {
