@@ -17,7 +17,7 @@ use engine::{EngineError, SocketOutcome};
 use hook::{HookError, Target};
 use serde::{Deserialize, Serialize};
 
-use crate::fuzz_kernel::{kernel_release, minimise_with, program_insns, save, show_progress, Input, Reproducer};
+use crate::fuzz_kernel::{kernel_release, minimise_with, program_insns, Input, Reproducer};
 
 /// One input: the frame and the `mark` its test run's context carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -202,85 +202,6 @@ pub fn minimise(repro: &HookReproducer, budget: usize) -> Result<HookReproducer,
     let mut small = still(&insns, input.as_ref()).ok_or("the disagreement went away while minimising")?;
     small.found_by = repro.found_by.clone();
     Ok(small)
-}
-
-/// Random inputs drawn per program besides the branch-reaching ones.
-const RANDOM_INPUTS: usize = 4;
-/// At most this many branch-reaching inputs per program.
-const MAX_BRANCH_INPUTS: usize = 32;
-/// Kernel judgements a disagreement's minimisation may spend.
-const MINIMISE_BUDGET: usize = 1000;
-
-/// `fuzz-kernel --mode hook` for `time`: programs from the project's one
-/// generator (`test_kit::gen`, `Reach::KERNEL`: every opcode, ancillary
-/// loads, long programs), packets from its branch-reaching inputs and
-/// random ones (their `mark` into the context), judged for every target;
-/// each disagreement saved under `out` as `hook-<target>-<kind>-<seed>-<n>.json`
-/// and again minimised (`-min.json`). `report` gets a line per saved file
-/// and, every 30 s when `quiet_progress` (no terminal shows `bar`), a
-/// progress line.
-pub fn fuzz(
-    time: std::time::Duration,
-    seed: u64,
-    out: &std::path::Path,
-    bar: &indicatif::ProgressBar,
-    quiet_progress: bool,
-    report: &mut dyn FnMut(&str),
-) -> Result<HookTally, String> {
-    use arbitrary::Unstructured;
-    use std::time::{Duration, Instant};
-    use test_kit::{branch, gen, SplitMix64};
-    let mut rng = SplitMix64::new(seed ^ 0x600c);
-    let start = Instant::now();
-    let mut last_line = start;
-    let mut tally = HookTally::default();
-    let mut index: u64 = 0;
-    while start.elapsed() < time {
-        let bytes = gen::seeded_bytes(rng.next_u64(), &gen::Reach::KERNEL);
-        let mut u = Unstructured::new(&bytes);
-        let Ok(gen::Generated { program, mut pool }) =
-            gen::program_with(&mut u, cbpf::Mode::Socket, &gen::Reach::KERNEL)
-        else {
-            continue;
-        };
-        let mut inputs: Vec<test_kit::SocketInput> =
-            branch::branch_packets(&program).into_iter().take(MAX_BRANCH_INPUTS).collect();
-        for _ in 0..RANDOM_INPUTS {
-            if let Ok(p) = gen::packet(&mut u, &mut pool) {
-                inputs.push(p);
-            }
-        }
-        let mut packets: Vec<Packet> = inputs.into_iter().map(|i| Packet { mark: i.meta.mark, data: i.data }).collect();
-        packets.sort_by(|a, b| (&a.data, a.mark).cmp(&(&b.data, b.mark)));
-        packets.dedup();
-        for mut repro in judge(&program, &packets, &mut tally)? {
-            repro.found_by = format!("cargo xtask fuzz-kernel --mode hook --seed {seed} (program {index})");
-            let name = format!("hook-{}-{}-{seed}-{index}", repro.target, repro.kind);
-            let path = save(out, &repro, &name)?;
-            bar.println(format!(
-                "disagreement ({} {}): {path} ours {} kernel {}",
-                repro.target, repro.kind, repro.ours, repro.kernel
-            ));
-            match minimise(&repro, MINIMISE_BUDGET) {
-                Ok(small) => {
-                    let path = save(out, &small, &format!("{name}-min"))?;
-                    report(&format!("  minimised to {} instructions: {path}", small.program.len()));
-                }
-                Err(e) => report(&format!("  not minimised: {e}")),
-            }
-        }
-        index += 1;
-        show_progress(bar, start, time, tally.programs, tally.inputs, tally.disagreements);
-        let secs = start.elapsed().as_secs_f64().max(1e-3);
-        if quiet_progress && last_line.elapsed() >= Duration::from_secs(30) {
-            last_line = Instant::now();
-            report(&format!(
-                "hook {secs:>5.0}s: {} programs, {} results, {} disagreements",
-                tally.programs, tally.inputs, tally.disagreements
-            ));
-        }
-    }
-    Ok(tally)
 }
 
 impl std::fmt::Display for HookTally {

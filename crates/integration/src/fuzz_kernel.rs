@@ -24,6 +24,8 @@
 
 use std::fmt::Write as _;
 
+pub mod ebpf;
+
 use cbpf::{Insn, Mode, Program, SeccompData};
 use engine::{EngineKind, Prepared, SeccompEngine, SocketEngine, SocketOutcome};
 use kernel::socket::{unix_dgram_skb, Attach, Delivery};
@@ -108,14 +110,16 @@ impl Input {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lower-case hex of `bytes` (reproducers' inputs).
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
         let _ = write!(s, "{b:02x}");
         s
     })
 }
 
-fn unhex(text: &str) -> Result<Vec<u8>, String> {
+/// The inverse of [`hex`].
+pub(crate) fn unhex(text: &str) -> Result<Vec<u8>, String> {
     let text = text.trim();
     if text.len() % 2 != 0 {
         return Err(format!("odd hex length {}", text.len()));
@@ -313,36 +317,6 @@ impl Tally {
         self.not_observable += other.not_observable;
         self.disagreements += other.disagreements;
     }
-}
-
-/// Writes `value` (a reproducer) as pretty JSON to `out/name.json`,
-/// creating `out`; returns the path written.
-pub fn save(out: &std::path::Path, value: &impl Serialize, name: &str) -> Result<String, String> {
-    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    let path = out.join(format!("{name}.json"));
-    let mut text = serde_json::to_string_pretty(value).map_err(|e| e.to_string())?;
-    text.push('\n');
-    std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path.display().to_string())
-}
-
-/// Moves a fuzz run's progress bar on: elapsed seconds of `time`, then
-/// programs and inputs judged (with their rates) and disagreements.
-pub fn show_progress(
-    bar: &indicatif::ProgressBar,
-    start: std::time::Instant,
-    time: std::time::Duration,
-    programs: u64,
-    inputs: u64,
-    disagreements: u64,
-) {
-    let secs = start.elapsed().as_secs_f64().max(1e-3);
-    bar.set_position(start.elapsed().as_secs().min(time.as_secs()));
-    bar.set_message(format!(
-        "{programs} programs ({:.0}/s), {inputs} inputs ({:.0}/s), {disagreements} disagreements",
-        programs as f64 / secs,
-        inputs as f64 / secs,
-    ));
 }
 
 /// The running kernel's release (`uname -r`).
