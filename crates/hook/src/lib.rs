@@ -305,3 +305,123 @@ pub fn listing(program: &cbpf::Program, hooked: &Hooked) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `ip and udp` (`tcpdump -dd` shape) on each target, pinned: one
+    /// guard of 24 bytes covers both loads (the path that skips the second
+    /// returns 0); tc's failed guard pulls non-linear bytes out of line;
+    /// the socket program reads the frame through `SKF_LL_OFF`.
+    #[test]
+    fn ip_and_udp_on_each_target() {
+        let insns = [
+            cbpf::Insn::stmt(0x28, 12),
+            cbpf::Insn::jump(0x15, 0x800, 0, 3),
+            cbpf::Insn::stmt(0x30, 23),
+            cbpf::Insn::jump(0x15, 17, 0, 1),
+            cbpf::Insn::stmt(0x06, 0x40000),
+            cbpf::Insn::stmt(0x06, 0),
+        ];
+        let program = cbpf::validate(&insns, cbpf::Mode::Socket).unwrap();
+        let listing = |target| {
+            let hooked = convert(&program, &Options { target, verdict: Verdict::Value }).unwrap();
+            ebpf::listing::listing(&hooked.insns)
+        };
+        assert_eq!(
+            listing(Target::Xdp),
+            concat!(
+                "   0: (bf) r6 = r1\n",
+                "   1: (61) r8 = *(u32 *)(r6 +0)\n",
+                "   2: (61) r9 = *(u32 *)(r6 +4)\n",
+                "   3: (b4) w0 = 0\n",
+                "   4: (b4) w7 = 0\n",
+                "   5: (bf) r2 = r8\n",
+                "   6: (07) r2 += 24\n",
+                "   7: (2d) if r2 > r9 goto pc+9\n",
+                "   8: (69) r0 = *(u16 *)(r8 +12)\n",
+                "   9: (dc) r0 = be16 r0\n",
+                "  10: (56) if w0 != 0x800 goto pc+4\n",
+                "  11: (71) r0 = *(u8 *)(r8 +23)\n",
+                "  12: (56) if w0 != 0x11 goto pc+2\n",
+                "  13: (b4) w0 = 262144\n",
+                "  14: (95) exit\n",
+                "  15: (b4) w0 = 0\n",
+                "  16: (95) exit\n",
+                "  17: (b4) w0 = 0\n",
+                "  18: (95) exit\n",
+            )
+        );
+        assert_eq!(
+            listing(Target::Tc),
+            concat!(
+                "   0: (bf) r6 = r1\n",
+                "   1: (61) r8 = *(u32 *)(r6 +76)\n",
+                "   2: (61) r9 = *(u32 *)(r6 +80)\n",
+                "   3: (b4) w0 = 0\n",
+                "   4: (b4) w7 = 0\n",
+                "   5: (bf) r2 = r8\n",
+                "   6: (07) r2 += 24\n",
+                "   7: (2d) if r2 > r9 goto pc+9\n",
+                "   8: (69) r0 = *(u16 *)(r8 +12)\n",
+                "   9: (dc) r0 = be16 r0\n",
+                "  10: (56) if w0 != 0x800 goto pc+4\n",
+                "  11: (71) r0 = *(u8 *)(r8 +23)\n",
+                "  12: (56) if w0 != 0x11 goto pc+2\n",
+                "  13: (b4) w0 = 262144\n",
+                "  14: (95) exit\n",
+                "  15: (b4) w0 = 0\n",
+                "  16: (95) exit\n",
+                "  17: (61) r2 = *(u32 *)(r6 +0)\n",
+                "  18: (a6) if w2 < 0x18 goto pc+11\n",
+                "  19: (7b) *(u64 *)(r10 -72) = r0\n",
+                "  20: (bf) r1 = r6\n",
+                "  21: (b4) w2 = 24\n",
+                "  22: (85) call bpf_skb_pull_data#39\n",
+                "  23: (61) r8 = *(u32 *)(r6 +76)\n",
+                "  24: (61) r9 = *(u32 *)(r6 +80)\n",
+                "  25: (79) r0 = *(u64 *)(r10 -72)\n",
+                "  26: (bf) r2 = r8\n",
+                "  27: (07) r2 += 24\n",
+                "  28: (2d) if r2 > r9 goto pc+1\n",
+                "  29: (05) goto pc-22\n",
+                "  30: (b4) w0 = 0\n",
+                "  31: (95) exit\n",
+            )
+        );
+        assert_eq!(
+            listing(Target::Socket),
+            concat!(
+                "   0: (bf) r6 = r1\n",
+                "   1: (b4) w0 = 0\n",
+                "   2: (b4) w7 = 0\n",
+                "   3: (28) r0 = *(u16 *)skb[-2097140]\n",
+                "   4: (56) if w0 != 0x800 goto pc+4\n",
+                "   5: (30) r0 = *(u8 *)skb[-2097129]\n",
+                "   6: (56) if w0 != 0x11 goto pc+2\n",
+                "   7: (b4) w0 = 262144\n",
+                "   8: (95) exit\n",
+                "   9: (b4) w0 = 0\n",
+                "  10: (95) exit\n",
+            )
+        );
+    }
+
+    #[test]
+    fn verdicts_and_the_typed_error() {
+        let program = cbpf::validate(&[cbpf::Insn::stmt(0x06, 7)], cbpf::Mode::Socket).unwrap();
+        let xdp = convert(&program, &Options::new(Target::Xdp)).unwrap();
+        assert_eq!(ebpf::listing::listing(&xdp.insns[xdp.prologue..]), "   0: (b4) w0 = 2\n   1: (95) exit\n");
+        assert_eq!(
+            convert(&program, &Options { target: Target::Socket, verdict: Verdict::Action }),
+            Err(HookError::VerdictIsValue("socket"))
+        );
+        // ld #pkttype at pc 1.
+        let pkttype = [cbpf::Insn::stmt(0x00, 0), cbpf::Insn::stmt(0x20, 0xffff_f004), cbpf::Insn::stmt(0x16, 0)];
+        let program = cbpf::validate(&pkttype, cbpf::Mode::Socket).unwrap();
+        let e = convert(&program, &Options::new(Target::Xdp)).unwrap_err();
+        assert_eq!(e.to_string(), "pc 1: ancillary load SKF_AD_PKTTYPE has no value in an xdp program");
+        assert!(convert(&program, &Options::new(Target::Tc)).is_ok());
+    }
+}
