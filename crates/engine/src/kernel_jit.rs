@@ -13,12 +13,19 @@
 //! measures is the filter alone in the kernel's JIT: the `kernel` engine
 //! is the whole seccomp path of a real system call.
 //!
-//! Timing: [`KernelJit::duration`] is the kernel's own mean per run
+//! Timing ([`Clock`]): the kernel's own mean per run
 //! (`bpf_test_timer_leave()` in net/bpf/test_run.c divides the time of
 //! `repeat` back-to-back runs, preemption off, by `repeat`, in whole
-//! nanoseconds); [`KernelJit::baseline`] is the same harness around
-//! `r0 = 0; exit`, whose duration a timing subtracts; [`KernelJit::repeat_for`]
-//! sizes `repeat` so one measurement lasts long enough.
+//! nanoseconds) of the filter's harness, minus that of the same harness
+//! around `r0 = 0; exit` ([`xdp::baseline`]) measured in the same round.
+//! Every XDP test run with `repeat > 1` registers the program with the XDP
+//! dispatcher and unregisters it after (`bpf_prog_change_xdp()`, each an
+//! RCU grace period: about 20 ms of wall time per call here, whatever
+//! `repeat`), so a clock makes as few calls as it can: one probe of the
+//! baseline fixes one `repeat` for every measurement, long enough that
+//! each lasts at least [`MIN_MEASUREMENT`] (every run costs at least the
+//! harness alone), and a round is one call per input plus one for the
+//! baseline.
 
 use std::time::Duration;
 
@@ -69,31 +76,58 @@ impl KernelJit {
         let out = self.prog.test_run(&TestRun { data: packet, ctx: None, repeat })?;
         Ok((out.retval, out.duration_ns))
     }
+}
 
-    /// A `repeat` for which one [`KernelJit::duration`] on `packet` lasts
-    /// at least `at_least`: from a probe of [`PROBE_REPEAT`] runs, doubled
-    /// until a measurement's mean times its repeat reaches it.
-    pub fn repeat_for(&self, packet: &[u8; xdp::PACKET_LEN], at_least: Duration) -> Result<u32, EngineError> {
-        let want = at_least.as_nanos().max(1);
-        let (_, mean) = self.duration(packet, PROBE_REPEAT)?;
-        // A mean of 0 ns (the kernel rounds down) counts as 1.
-        let mut repeat = u32::try_from(want.div_ceil(u128::from(mean.max(1)))).unwrap_or(MAX_REPEAT);
-        repeat = repeat.clamp(PROBE_REPEAT, MAX_REPEAT);
-        for _ in 0..8 {
-            let (_, mean) = self.duration(packet, repeat)?;
-            if u128::from(mean) * u128::from(repeat) >= want || repeat == MAX_REPEAT {
-                break;
-            }
-            repeat = repeat.saturating_mul(2).min(MAX_REPEAT);
-        }
-        Ok(repeat)
+/// The kernel's clock on a filter's harness (module docs): ns per run of
+/// the filter above the harness alone.
+#[derive(Debug)]
+pub struct Clock {
+    filter: KernelJit,
+    baseline: KernelJit,
+    repeat: u32,
+}
+
+impl Clock {
+    /// Loads `prepared`'s harness and the baseline, and sizes the `repeat`
+    /// of every measurement from one probe of the baseline.
+    pub fn new(prepared: &Prepared) -> Result<Clock, EngineError> {
+        let filter = KernelJit::new(prepared)?;
+        let baseline = KernelJit::baseline()?;
+        let (_, mean) = baseline.duration(&[0; xdp::PACKET_LEN], PROBE_REPEAT)?;
+        // The kernel rounds the mean down: the estimate errs long.
+        let repeat = MIN_MEASUREMENT.as_nanos().div_ceil(u128::from(mean.max(1)));
+        Ok(Clock { filter, baseline, repeat: u32::try_from(repeat).unwrap_or(MAX_REPEAT).clamp(1, MAX_REPEAT) })
+    }
+
+    /// The filter's harness (for its answers).
+    pub fn filter(&self) -> &KernelJit {
+        &self.filter
+    }
+
+    /// Runs per measurement.
+    pub fn repeat(&self) -> u32 {
+        self.repeat
+    }
+
+    /// One round: the baseline's mean ns per run (on the first packet),
+    /// then for each packet the value the filter returned and its mean ns
+    /// per run minus the baseline's (0 or a little below within noise for
+    /// the cheapest filters: the means are whole nanoseconds).
+    pub fn round(&self, packets: &[[u8; xdp::PACKET_LEN]]) -> Result<(f64, Vec<(u32, f64)>), EngineError> {
+        let first = packets.first().copied().unwrap_or([0; xdp::PACKET_LEN]);
+        let (_, base) = self.baseline.duration(&first, self.repeat)?;
+        let base = f64::from(base);
+        let runs = packets
+            .iter()
+            .map(|p| self.filter.duration(p, self.repeat).map(|(ret, ns)| (ret, f64::from(ns) - base)))
+            .collect::<Result<_, _>>()?;
+        Ok((base, runs))
     }
 }
 
-/// Runs of [`KernelJit::repeat_for`]'s first probe.
-pub const PROBE_REPEAT: u32 = 1_000;
-/// The most runs one measurement makes (about a second at 10 ns a run).
+/// Runs of [`Clock::new`]'s probe of the baseline.
+pub const PROBE_REPEAT: u32 = 10_000;
+/// The most runs one measurement makes.
 pub const MAX_REPEAT: u32 = 100_000_000;
-/// How long one timed measurement lasts at least: `bpfconv bench` and the
-/// tables size `repeat` with it.
+/// How long one timed measurement lasts at least (the kernel's time).
 pub const MIN_MEASUREMENT: Duration = Duration::from_millis(1);
