@@ -117,14 +117,12 @@ fn json_of_every_testdata_filter_passes_the_schema() {
     if !kernel {
         eprintln!("skipping the kernel-figures assertion: seccomp is not available here");
     }
-    let jit = match kernel::bpf::available() {
-        Ok(()) => true,
-        Err(e) => {
-            assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "bpf(2) is a prerequisite under CI=true: {e}");
-            eprintln!("SKIPPED: the kernel-jit figures of bench: {e}");
-            false
-        }
-    };
+    let jit = test_data::require::have(
+        "json_of_every_testdata_filter_passes_the_schema (kernel-jit figures)",
+        test_data::require::Need::Bpf,
+        kernel::bpf::available(),
+    )
+    .is_some();
     for path in filters() {
         let file = path.to_str().unwrap();
         // testdata/profiles/s390x.bpf is libseccomp's big-endian s390x export.

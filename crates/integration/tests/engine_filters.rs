@@ -54,11 +54,10 @@ fn every_in_process_engine_gives_every_expected_action() {
 /// (foreign arches, calls x86_64 exempts) included: no system call is made.
 #[test]
 fn kernel_jit_gives_every_expected_action() {
-    if let Err(e) = kernel::bpf::available() {
-        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "bpf(2) is a prerequisite under CI=true: {e}");
-        eprintln!("SKIPPED: kernel_jit_gives_every_expected_action: {e}");
+    let test = "kernel_jit_gives_every_expected_action";
+    let Some(()) = test_data::require::have(test, test_data::require::Need::Bpf, kernel::bpf::available()) else {
         return;
-    }
+    };
     let mut failures = Vec::new();
     let mut runs = 0usize;
     for (name, prepared, vectors) in filters() {

@@ -16,8 +16,8 @@
 //!   jump re-targeted to the image of its target), and the dropped ones
 //!   are exactly the groups of the classic instructions no path reaches.
 //!
-//! Against the running kernel (skipped visibly without `bpf(2)`; a failure
-//! under `CI=true`):
+//! Against the running kernel (without `bpf(2)`, `test_data::require`'s
+//! visible skip; a failure under `CI=true`):
 //! - every filter's loadable form behind the XDP harness is accepted by
 //!   the verifier and answers every vector as expected, the big-endian
 //!   s390x export included; generated programs answer their branch inputs
@@ -229,18 +229,9 @@ fn the_rewrite_is_local_on_every_filter_and_generated_program() {
 }
 
 /// `Some(())` when this process can load and test-run XDP programs;
-/// otherwise prints why and returns `None`, or fails under `CI=true`.
+/// otherwise `test_data::require`'s skip (a failure under `CI=true`).
 fn bpf_here(test: &str) -> Option<()> {
-    match kernel::bpf::available() {
-        Ok(()) => Some(()),
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("{test}: bpf(2) is a prerequisite under CI=true: {e}")
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: {test}: {e}");
-            None
-        }
-    }
+    test_data::require::have(test, test_data::require::Need::Bpf, kernel::bpf::available())
 }
 
 #[test]

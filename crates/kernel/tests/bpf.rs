@@ -2,25 +2,17 @@
 //! `kernel::bpf` against the running kernel: loads through the verifier,
 //! refusals with the verifier's reason, and what `BPF_PROG_TEST_RUN`
 //! hands back for each program type. Without the privilege to load
-//! programs each test prints `SKIPPED: ...`; under `CI=true` (CI runs as
-//! root) that is a failure instead.
+//! programs each test says so through `test_data::require` (a visible skip,
+//! a failure under `CI=true`: CI runs as root).
 
 use ebpf::Insn;
 use kernel::bpf::{available, BpfError, Prog, ProgType, TestRun};
+use test_data::require::{self, Need};
 
-/// `Some(())` when programs can be loaded here; otherwise prints why and
-/// returns `None` — or fails the test under `CI=true`.
+/// `Some(())` when programs can be loaded here; otherwise
+/// `require::have`'s skip (or failure) and `None`.
 fn bpf_here(test: &str) -> Option<()> {
-    match available() {
-        Ok(()) => Some(()),
-        Err(e) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("{test}: bpf(2) is a prerequisite under CI=true: {e}")
-        }
-        Err(e) => {
-            eprintln!("SKIPPED: {test}: {e}");
-            None
-        }
-    }
+    require::have(test, Need::Bpf, available())
 }
 
 const EXIT: Insn = Insn { code: 0x95, regs: 0, off: 0, imm: 0 };
