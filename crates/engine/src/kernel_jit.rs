@@ -18,10 +18,12 @@
 //! `repeat` back-to-back runs, preemption off, by `repeat`, in whole
 //! nanoseconds) of the filter's harness, minus that of the same harness
 //! around `r0 = 0; exit` ([`xdp::baseline`]) measured in the same round.
-//! Every XDP test run with `repeat > 1` registers the program with the XDP
-//! dispatcher and unregisters it after (`bpf_prog_change_xdp()`, each an
-//! RCU grace period: about 20 ms of wall time per call here, whatever
-//! `repeat`), so a clock makes as few calls as it can: one probe of the
+//! An XDP test run with `repeat > 1` registers the program with the XDP
+//! dispatcher for the timed loop (direct calls, as a driver's) and
+//! unregisters it after (`bpf_prog_change_xdp()` in
+//! `bpf_prog_test_run_xdp()`): measured here, about 20 ms of wall time per
+//! call whatever `repeat` (1–2 µs with `repeat = 1`, which [`KernelJit::eval`]
+//! uses), none of it on the kernel's clock. So a clock makes as few calls as it can: one probe of the
 //! baseline fixes one `repeat` for every measurement, long enough that
 //! each lasts at least [`MIN_MEASUREMENT`] (every run costs at least the
 //! harness alone), and a round is one call per input plus one for the

@@ -228,7 +228,7 @@ impl<'p> SeccompEngine<'p> {
     /// engine, without allocating: what a timing loop calls. The kernel
     /// engine is [`EngineError::Unavailable`] here; `kernel-jit` makes one
     /// `BPF_PROG_TEST_RUN` (a system call: time it with
-    /// [`kernel_jit::KernelJit::duration`] instead).
+    /// [`kernel_jit::Clock`] instead).
     ///
     /// The context is `&mut` only because rbpf's API takes it so; converted
     /// seccomp filters never write it.
@@ -256,7 +256,7 @@ impl<'p> SeccompEngine<'p> {
     /// counter and one slice step per evaluation on every engine alike, and
     /// allocates nothing. The kernel engine is [`EngineError::Unavailable`];
     /// `kernel-jit` makes one system call per evaluation (its timing is the
-    /// kernel's own: [`kernel_jit::KernelJit::duration`]).
+    /// kernel's own: [`kernel_jit::Clock`]).
     pub fn run_batch(&mut self, datas: &mut [[u8; 64]], rounds: u64) -> Result<(), EngineError> {
         use std::hint::black_box;
         macro_rules! spin {
