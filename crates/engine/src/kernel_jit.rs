@@ -1,5 +1,5 @@
 //! The `kernel-jit` engine: the filter's loadable conversion
-//! ([`convert::loadable`]) behind the seccomp XDP harness
+//! ([`convert::loadable()`]) behind the seccomp XDP harness
 //! ([`convert::loadable::xdp`]), loaded through the running kernel's
 //! verifier and JIT ([`kernel::bpf`]) and run by `BPF_PROG_TEST_RUN` on a
 //! 64-byte packet that is the `struct seccomp_data`.

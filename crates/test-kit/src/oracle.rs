@@ -19,7 +19,7 @@
 //! interpreter, and the general interpreter with fusion off) also report how
 //! many eBPF instructions they executed, and those counts must be equal,
 //! since fusion changes dispatch, never what executes. For seccomp filters
-//! the loadable form of the conversion ([`convert::loadable`], what the
+//! the loadable form of the conversion ([`convert::loadable()`], what the
 //! `kernel-jit` engine hands the kernel's verifier) runs on the general
 //! interpreter too, loaded strict (RFC 9669's reserved fields must be 0),
 //! and must count the same steps: its run is the converted run's image,
@@ -89,7 +89,7 @@ pub enum Engine {
     Fast,
     /// rbpf 0.4's interpreter on the converted program; seccomp only.
     Rbpf,
-    /// The loadable form ([`convert::loadable`]) on the general
+    /// The loadable form ([`convert::loadable()`]) on the general
     /// interpreter, loaded strict; seccomp only. Counts eBPF instructions;
     /// must count what [`Engine::EbpfGeneral`] counts.
     Loadable,
