@@ -15,11 +15,13 @@
 //! interpreters that model the kernel's of each era, seccomp only:
 //! `cbpf-plain` (3.14's `sk_run_filter()`, [`cbpf::plain`]) and `ebpf-plain`
 //! (`___bpf_prog_run()` on the converted program, [`ebpf::plain`]), and
-//! `kernel-jit` (socket filters: converted for an XDP, tc or socket hook
-//! and run by the running kernel's JIT through `BPF_PROG_TEST_RUN`,
-//! [`hook_jit`]).
+//! `kernel-jit` (the running kernel's JIT through `BPF_PROG_TEST_RUN`:
+//! a seccomp filter's loadable conversion behind an XDP harness, for every
+//! arch and number, [`kernel_jit`]; a socket filter converted for an XDP,
+//! tc or socket hook, [`hook_jit`]).
 
 pub mod hook_jit;
+pub mod kernel_jit;
 pub mod rbpf_adapter;
 pub mod vectors;
 
@@ -119,12 +121,14 @@ pub enum EngineError {
     Rbpf(#[from] RbpfError),
     #[error("kernel: {0}")]
     Kernel(#[from] kernel::KernelError),
+    #[error(transparent)]
+    Loadable(#[from] convert::LoadableError),
+    #[error("kernel-jit: {0}")]
+    Bpf(#[from] kernel::bpf::BpfError),
     #[error("ebpf-plain: {0}")]
     EbpfPlain(#[from] ebpf::plain::PlainError),
     #[error(transparent)]
     Hook(#[from] hook::HookError),
-    #[error("kernel-jit: {0}")]
-    Bpf(#[from] kernel::bpf::BpfError),
 }
 
 /// What an engine says about one input.
@@ -185,6 +189,7 @@ pub enum SeccompEngine<'p> {
     Fast(Box<seccomp::fast::FastFilter>),
     CbpfPlain(cbpf::plain::PlainInterp),
     EbpfPlain(ebpf::plain::PlainProgram),
+    KernelJit(Box<kernel_jit::KernelJit>),
 }
 
 impl<'p> SeccompEngine<'p> {
@@ -219,18 +224,15 @@ impl<'p> SeccompEngine<'p> {
             )),
             EngineKind::CbpfPlain => SeccompEngine::CbpfPlain(cbpf::plain::PlainInterp::new(&prepared.program)),
             EngineKind::EbpfPlain => SeccompEngine::EbpfPlain(ebpf::plain::PlainProgram::new(insns)?),
-            EngineKind::KernelJit => {
-                return Err(EngineError::Unavailable {
-                    engine: kind,
-                    why: "seccomp filters run on kernel-jit through convert::loadable's XDP harness".into(),
-                })
-            }
+            EngineKind::KernelJit => SeccompEngine::KernelJit(Box::new(kernel_jit::KernelJit::new(prepared)?)),
         })
     }
 
     /// Evaluates one `struct seccomp_data` (as bytes) on an in-process
     /// engine, without allocating: what a timing loop calls. The kernel
-    /// engine is [`EngineError::Unavailable`] here.
+    /// engine is [`EngineError::Unavailable`] here; `kernel-jit` makes one
+    /// `BPF_PROG_TEST_RUN` (a system call: time it with
+    /// [`kernel_jit::Clock`] instead).
     ///
     /// The context is `&mut` only because rbpf's API takes it so; converted
     /// seccomp filters never write it.
@@ -243,6 +245,7 @@ impl<'p> SeccompEngine<'p> {
             SeccompEngine::Fast(fast) => Ok(fast.eval_bytes(data)),
             SeccompEngine::CbpfPlain(p) => Ok(p.run_seccomp(data)?),
             SeccompEngine::EbpfPlain(p) => Ok(p.run_seccomp(data)?),
+            SeccompEngine::KernelJit(k) => k.eval_packet(data),
             SeccompEngine::Kernel { .. } => Err(EngineError::Unavailable {
                 engine: EngineKind::Kernel,
                 why: "the kernel engine forks per batch (SeccompEngine::eval_batch)".to_string(),
@@ -255,7 +258,9 @@ impl<'p> SeccompEngine<'p> {
     /// dropped (check them first with [`SeccompEngine::eval_bytes`]). The
     /// engine is chosen once, outside the loop, so the loop costs one
     /// counter and one slice step per evaluation on every engine alike, and
-    /// allocates nothing. The kernel engine is [`EngineError::Unavailable`].
+    /// allocates nothing. The kernel engine is [`EngineError::Unavailable`];
+    /// `kernel-jit` makes one system call per evaluation (its timing is the
+    /// kernel's own: [`kernel_jit::Clock`]).
     pub fn run_batch(&mut self, datas: &mut [[u8; 64]], rounds: u64) -> Result<(), EngineError> {
         use std::hint::black_box;
         macro_rules! spin {
@@ -274,6 +279,7 @@ impl<'p> SeccompEngine<'p> {
             SeccompEngine::Fast(fast) => spin!(|d: &mut [u8; 64]| fast.eval_bytes(d)),
             SeccompEngine::CbpfPlain(p) => spin!(|d: &mut [u8; 64]| p.run_seccomp(d)),
             SeccompEngine::EbpfPlain(p) => spin!(|d: &mut [u8; 64]| p.run_seccomp(d)),
+            SeccompEngine::KernelJit(k) => spin!(|d: &mut [u8; 64]| k.eval_packet(d)),
             SeccompEngine::Kernel { .. } => return self.eval_bytes(&mut [0; 64]).map(|_| ()),
         }
         Ok(())
@@ -295,6 +301,7 @@ impl<'p> SeccompEngine<'p> {
             SeccompEngine::Fast(fast) => Ok(Outcome::Action(fast.eval(data))),
             SeccompEngine::CbpfPlain(p) => Ok(Outcome::Action(p.run_seccomp(&data.to_bytes())?)),
             SeccompEngine::EbpfPlain(p) => Ok(Outcome::Action(p.run_seccomp(&data.to_bytes())?)),
+            SeccompEngine::KernelJit(k) => Ok(Outcome::Action(k.eval_packet(&data.to_bytes())?)),
             SeccompEngine::Kernel { .. } => {
                 let mut out = self.eval_batch(std::slice::from_ref(data))?;
                 Ok(out.pop().unwrap_or_else(|| Outcome::NotObservable("no result".to_string())))

@@ -7,6 +7,8 @@
 //!        ─► every result checked against the classic interpreter
 //!        ─► rounds: each round times every (input, engine) cell once, so
 //!           drift hits all engines alike; median, min, max over rounds
+//!        ─► kernel-jit: the kernel's own ns per run of the filter's loadable
+//!           conversion (BPF_PROG_TEST_RUN), above the harness alone
 //!        ─► kernel: ns per syscall with the filter installed (forced past
 //!           the constant-action cache, and as installed)
 //!        ─► text table / JSON, SVG (timing::plot)
@@ -121,6 +123,8 @@ struct Results {
     /// The kernel's cost of a cached call (ns), when measured.
     cache_hit: Option<Cell>,
     kernel_iterations: u64,
+    /// `kernel-jit`'s rounds and the harness's own cost, when measured.
+    jit: Option<(usize, Cell)>,
 }
 
 impl Results {
@@ -145,6 +149,7 @@ impl Results {
             columns,
             cache_hit: None,
             kernel_iterations: 0,
+            jit: None,
         }
     }
 }
@@ -305,7 +310,7 @@ fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) ->
 
     // Load and check every in-process engine on every input.
     let mut lanes: Vec<(EngineKind, std::result::Result<SeccompEngine<'_>, String>)> = Vec::new();
-    for &kind in kinds.iter().filter(|&&k| k != EngineKind::Kernel) {
+    for &kind in kinds.iter().filter(|&&k| !matches!(k, EngineKind::Kernel | EngineKind::KernelJit)) {
         let lane = match SeccompEngine::new(kind, prepared) {
             Ok(mut engine) => {
                 for input in &inputs {
@@ -388,6 +393,12 @@ fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) ->
             cached: Vec::new(),
         })
         .collect();
+    let mut jit = None;
+    if kinds.contains(&EngineKind::KernelJit) {
+        let (column, rounds, baseline) = kernel_jit_column(prepared, &inputs, args.time, rounds, &bar)?;
+        columns.push(column);
+        jit = Some((rounds, baseline));
+    }
     let mut cache_hit = None;
     let mut iterations = 0;
     if want_kernel {
@@ -401,8 +412,73 @@ fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) ->
     Ok(Results {
         cache_hit,
         kernel_iterations: iterations,
+        jit,
         ..Results::new(args, prepared, inputs, deepest, rounds, columns)
     })
+}
+
+/// The `kernel-jit` column ([`engine::kernel_jit::Clock`]): each round
+/// times the harness alone, then every input, each a `BPF_PROG_TEST_RUN`
+/// lasting at least 1 ms of the kernel's time; an input's sample is its
+/// mean ns per run above the harness's, the mix's the mean of the round's
+/// input samples. Rounds: `rounds`, fewer (at least 3) once they have taken
+/// `time` seconds (each call costs the XDP dispatcher's update, and a busy
+/// machine's waits, in wall time only). Returns the column, its rounds and
+/// the harness's cost; a disagreement with the classic interpreter is an
+/// error, as for every engine.
+fn kernel_jit_column(
+    prepared: &Prepared,
+    inputs: &[Input],
+    time: f64,
+    rounds: usize,
+    bar: &indicatif::ProgressBar,
+) -> Result<(Column, usize, Cell)> {
+    let name = EngineKind::KernelJit.name().to_string();
+    let clock = match engine::kernel_jit::Clock::new(prepared) {
+        Ok(clock) => clock,
+        Err(e) => {
+            let why = e.to_string();
+            let cells = vec![Cell::Unavailable(why.clone()); inputs.len() + 1];
+            return Ok((Column { name, cells, cached: Vec::new() }, 0, Cell::Unavailable(why)));
+        }
+    };
+    let packets: Vec<[u8; 64]> = inputs.iter().map(|i| i.data.to_bytes()).collect();
+    let disagree = |input: &Input, got: u32| {
+        Failure::rejected(format!(
+            "engine kernel-jit returns {got:#010x} on input {}, the classic interpreter {:#010x}",
+            input.name, input.ret
+        ))
+    };
+    for (input, packet) in inputs.iter().zip(&packets) {
+        match clock.filter().eval_packet(packet) {
+            Ok(got) if got == input.ret => {}
+            Ok(got) => return Err(disagree(input, got)),
+            Err(e) => return Err(Failure::rejected(format!("engine kernel-jit fails on input {}: {e}", input.name))),
+        }
+    }
+    let rounds = rounds.max(3);
+    bar.inc_length(rounds as u64);
+    let mut samples = vec![Vec::with_capacity(rounds); inputs.len() + 1];
+    let mut harness = Vec::with_capacity(rounds);
+    let start = Instant::now();
+    while harness.len() < rounds && (harness.len() < 3 || start.elapsed().as_secs_f64() < time) {
+        let (base, runs) = clock.round(&packets).map_err(|e| Failure::rejected(format!("engine {name}: {e}")))?;
+        harness.push(base);
+        for ((input, (got, ns)), s) in inputs.iter().zip(&runs).zip(&mut samples) {
+            if *got != input.ret {
+                return Err(disagree(input, *got));
+            }
+            s.push(*ns);
+        }
+        if let Some(mix) = samples.last_mut() {
+            mix.push(runs.iter().map(|r| r.1).sum::<f64>() / runs.len().max(1) as f64);
+        }
+        bar.inc(1);
+    }
+    let cell =
+        |s: &[f64]| Stats::from_samples(s).map_or_else(|| Cell::Unavailable("no samples".into()), Cell::Measured);
+    let column = Column { name, cells: samples.iter().map(|s| cell(s)).collect(), cached: Vec::new() };
+    Ok((column, harness.len(), cell(&harness)))
 }
 
 /// Inputs of slot `slot`: one input, or (the last slot) all of them, the mix.
@@ -944,6 +1020,19 @@ fn text(r: &Results) -> String {
             }
         );
     }
+    if let Some((rounds @ 1.., baseline)) = &r.jit {
+        let _ = writeln!(
+            out,
+            "kernel-jit: ns per run of the filter in the running kernel's JIT (its loadable conversion behind an XDP \
+             harness, BPF_PROG_TEST_RUN; the kernel's own mean over runs lasting at least 1 ms, in whole ns), minus \
+             the same harness around `r0 = 0` measured in the same round{}; median of {rounds} rounds; mix: the mean \
+             of the inputs' figures.",
+            match baseline {
+                Cell::Measured(s) => format!(" ({} ns)", fmt_ns(s.median)),
+                Cell::Unavailable(_) => String::new(),
+            }
+        );
+    }
     for (i, n) in notes.iter().enumerate() {
         let _ = writeln!(out, "[{}] {n}", i + 1);
     }
@@ -1019,6 +1108,13 @@ fn json(r: &Results) -> Value {
         "deepest": r.inputs.get(r.deepest).map(|i| i.name.clone()),
         "cells": cells,
     }));
+    if let Some((rounds, baseline)) = &r.jit {
+        let baseline = match baseline {
+            Cell::Measured(s) => json!(s.median),
+            Cell::Unavailable(_) => Value::Null,
+        };
+        doc.insert("kernel_jit".into(), json!({"rounds": rounds, "baseline_ns": baseline}));
+    }
     if let Some(hit) = &r.cache_hit {
         doc.insert(
             "kernel".into(),
