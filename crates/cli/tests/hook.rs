@@ -302,3 +302,43 @@ fn bench_kernel_jit_columns() {
         assert!(timed > 32, "{engine}: {timed} cells timed");
     }
 }
+
+/// Seccomp filters through `convert --target xdp`: every testdata filter's
+/// program (raw, as written) loads as XDP and answers every vector of its
+/// `.vectors.jsonl` and `.sim_only.jsonl` (the packet: the 64-byte
+/// `struct seccomp_data`) as the vectors say.
+#[test]
+fn seccomp_filters_through_target_xdp_answer_every_vector() {
+    let test = "seccomp_filters_through_target_xdp_answer_every_vector";
+    if require::have(test, Need::Bpf, kernel::bpf::available()).is_none() {
+        return;
+    }
+    let dir = Path::new(common::FILTERS);
+    let tmp = tempfile::tempdir().unwrap();
+    let (mut filters, mut runs) = (0, 0);
+    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "bpf"))
+        .collect();
+    names.sort();
+    for path in names {
+        let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let out = tmp.path().join(format!("{stem}.xdp"));
+        let o = run(&["convert", "--target", "xdp", path.to_str().unwrap(), "-o", out.to_str().unwrap()], b"");
+        assert!(o.status.success(), "{stem}: {}", stderr(&o));
+        let insns = ebpf::decode(&std::fs::read(&out).unwrap()).unwrap();
+        let prog = kernel::bpf::Prog::load(kernel::bpf::ProgType::Xdp, &insns).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        filters += 1;
+        for ext in ["vectors.jsonl", "sim_only.jsonl"] {
+            let Ok(text) = std::fs::read_to_string(dir.join(format!("{stem}.{ext}"))) else { continue };
+            for v in engine::vectors::parse(&text).unwrap() {
+                let packet = convert::loadable::xdp::packet(&v.data);
+                assert_eq!(Some(prog.retval(&packet).unwrap()), v.action, "{stem}: {:?}", v.data);
+                runs += 1;
+            }
+        }
+    }
+    eprintln!("convert --target xdp: {filters} seccomp filters loaded, {runs} vectors answered");
+    assert!(filters >= 13 && runs > 20_000, "{filters} filters, {runs} vectors");
+}

@@ -170,7 +170,7 @@ pub enum HookError {
     /// A jump across more instructions than an eBPF offset holds.
     #[error("pc {pc}: a jump across {distance} instructions does not fit the 16-bit offset")]
     JumpTooFar { pc: usize, distance: i64 },
-    /// Seccomp filters convert to an XDP harness only (`--target xdp`).
+    /// Seccomp filters convert to the XDP harness only (`--target xdp`).
     #[error("a seccomp filter has no {target} program (only xdp: the packet is the struct seccomp_data)")]
     Seccomp { target: Target },
     /// The seccomp filter's loadable conversion failed.
@@ -261,9 +261,30 @@ pub fn convert(program: &cbpf::Program, options: &Options) -> Result<Hooked, Hoo
     })
 }
 
-/// A seccomp filter for `--target xdp`: not yet available in this build.
-pub fn convert_seccomp(_program: &cbpf::Program, options: &Options) -> Result<Hooked, HookError> {
-    Err(HookError::Seccomp { target: options.target })
+/// A seccomp filter for `--target xdp`: its kernel-exact conversion made
+/// loadable ([`convert::loadable`]) behind the seccomp XDP harness
+/// ([`convert::loadable::xdp`], the same program the `kernel-jit` engine
+/// runs), whose packet is the 64-byte `struct seccomp_data` as the
+/// filter's arch lays it out ([`convert::loadable::xdp::packet`]); it
+/// returns the filter's value (`--verdict value`: a seccomp action has no
+/// XDP verdict). The pc map is the loadable form's.
+pub fn convert_seccomp(program: &cbpf::Program, options: &Options) -> Result<Hooked, HookError> {
+    use convert::loadable::xdp;
+    if options.target != Target::Xdp {
+        return Err(HookError::Seccomp { target: options.target });
+    }
+    if options.verdict == Verdict::Action {
+        return Err(HookError::VerdictIsValue("seccomp filters"));
+    }
+    let converted = convert::convert(program, &convert::Options::default())
+        .map_err(|e| HookError::Loadable(e.to_string()))?;
+    let loadable = convert::loadable(&converted, program.mode()).map_err(|e| HookError::Loadable(e.to_string()))?;
+    let shift = |r: Range<usize>| r.start + xdp::PROLOGUE_LEN..r.end + xdp::PROLOGUE_LEN;
+    let pc_map: Vec<Option<Range<usize>>> = (0..program.len())
+        .map(|pc| loadable.pc_map.range(cbpf::Pc(pc)).filter(|r| !r.is_empty()).map(shift))
+        .collect();
+    let first = pc_map.iter().flatten().next().map_or(xdp::PROLOGUE_LEN, |r| r.start);
+    Ok(Hooked { insns: xdp::seccomp(&loadable), options: *options, prologue: first, pc_map, guards: None })
 }
 
 /// Each classic instruction followed by the eBPF it became (the style of
