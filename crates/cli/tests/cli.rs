@@ -321,9 +321,12 @@ fn kernel_jit_engine_checks_every_vector_of_every_filter() {
     }
     let o = run(&["run", "--engine", "kernel-jit", &filter("seed_slow.bpf"), "--arch", "aarch64", "--nr", "500"], b"");
     assert_eq!(stdout(&o).trim(), "KILL_THREAD (0x00000000)", "{}", stderr(&o));
+    // Socket filters run on kernel-jit converted for a hook (`--target`,
+    // default xdp): a 1-byte packet is shorter than any test run takes.
     let o =
         run(&["run", "--mode", "socket", "--engine", "kernel-jit", &filter("seed_fast.bpf"), "--packet", "00"], b"");
-    assert_rejected(&o, "engine kernel-jit does not run socket filters");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("not-observable: a xdp test run takes at least 14 bytes"), "{}", stdout(&o));
 }
 
 #[test]

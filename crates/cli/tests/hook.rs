@@ -328,7 +328,8 @@ fn seccomp_filters_through_target_xdp_answer_every_vector() {
         let o = run(&["convert", "--target", "xdp", path.to_str().unwrap(), "-o", out.to_str().unwrap()], b"");
         assert!(o.status.success(), "{stem}: {}", stderr(&o));
         let insns = ebpf::decode(&std::fs::read(&out).unwrap()).unwrap();
-        let prog = kernel::bpf::Prog::load(kernel::bpf::ProgType::Xdp, &insns).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        let prog =
+            kernel::bpf::Prog::load(kernel::bpf::ProgType::Xdp, &insns).unwrap_or_else(|e| panic!("{stem}: {e}"));
         filters += 1;
         for ext in ["vectors.jsonl", "sim_only.jsonl"] {
             let Ok(text) = std::fs::read_to_string(dir.join(format!("{stem}.{ext}"))) else { continue };

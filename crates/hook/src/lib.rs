@@ -276,13 +276,12 @@ pub fn convert_seccomp(program: &cbpf::Program, options: &Options) -> Result<Hoo
     if options.verdict == Verdict::Action {
         return Err(HookError::VerdictIsValue("seccomp filters"));
     }
-    let converted = convert::convert(program, &convert::Options::default())
-        .map_err(|e| HookError::Loadable(e.to_string()))?;
+    let converted =
+        convert::convert(program, &convert::Options::default()).map_err(|e| HookError::Loadable(e.to_string()))?;
     let loadable = convert::loadable(&converted, program.mode()).map_err(|e| HookError::Loadable(e.to_string()))?;
     let shift = |r: Range<usize>| r.start + xdp::PROLOGUE_LEN..r.end + xdp::PROLOGUE_LEN;
-    let pc_map: Vec<Option<Range<usize>>> = (0..program.len())
-        .map(|pc| loadable.pc_map.range(cbpf::Pc(pc)).filter(|r| !r.is_empty()).map(shift))
-        .collect();
+    let pc_map: Vec<Option<Range<usize>>> =
+        (0..program.len()).map(|pc| loadable.pc_map.range(cbpf::Pc(pc)).filter(|r| !r.is_empty()).map(shift)).collect();
     let first = pc_map.iter().flatten().next().map_or(xdp::PROLOGUE_LEN, |r| r.start);
     Ok(Hooked { insns: xdp::seccomp(&loadable), options: *options, prologue: first, pc_map, guards: None })
 }
