@@ -327,10 +327,10 @@ pub fn max_packet(prog_type: ProgType) -> usize {
 pub fn test_run_refuses(prog_type: ProgType, frame: &[u8]) -> Option<String> {
     let len = frame.len();
     if len < MIN_PACKET {
-        return Some(format!("a {prog_type} test run takes at least {MIN_PACKET} bytes, not {len}"));
+        return Some(format!("{prog_type} test runs take at least {MIN_PACKET} bytes, not {len}"));
     }
     if len > max_packet(prog_type) {
-        return Some(format!("a {prog_type} test run takes at most {} bytes whole, not {len}", max_packet(prog_type)));
+        return Some(format!("{prog_type} test runs take at most {} bytes whole, not {len}", max_packet(prog_type)));
     }
     if prog_type != ProgType::Xdp {
         let ip_header = match frame.get(12..14) {
@@ -340,7 +340,7 @@ pub fn test_run_refuses(prog_type: ProgType, frame: &[u8]) -> Option<String> {
         };
         if len < MIN_PACKET + ip_header {
             return Some(format!(
-                "a {prog_type} test run refuses an IP frame shorter than its {ip_header}-byte header ({len} bytes)"
+                "{prog_type} test runs refuse an IP frame shorter than its {ip_header}-byte header ({len} bytes)"
             ));
         }
     }
