@@ -57,6 +57,11 @@ pub const ENGINES: &[Engine] = &[
 /// Name of the real-kernel column.
 pub const KERNEL: &str = "kernel";
 
+/// Name of the running kernel's JIT column: the filter alone, through
+/// `BPF_PROG_TEST_RUN` ([`engine::kernel_jit`]), between the in-process
+/// engines and [`KERNEL`].
+pub const KERNEL_JIT: &str = "kernel-jit";
+
 /// Looks an engine up by name.
 pub fn by_name(name: &str) -> Option<&'static Engine> {
     ENGINES.iter().find(|e| e.name == name)

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::engines::{ENGINES, KERNEL};
+use crate::engines::{ENGINES, KERNEL, KERNEL_JIT};
 use crate::measure::Stats;
 use crate::tables::TableId;
 
@@ -183,9 +183,9 @@ impl Report {
     }
 }
 
-/// Column names: every in-process engine, then the kernel.
+/// Column names: every in-process engine, the kernel's JIT, then the kernel.
 pub fn columns() -> Vec<&'static str> {
-    ENGINES.iter().map(|e| e.name).chain([KERNEL]).collect()
+    ENGINES.iter().map(|e| e.name).chain([KERNEL_JIT, KERNEL]).collect()
 }
 
 /// Formats nanoseconds with a precision that suits their size.
@@ -259,13 +259,18 @@ pub fn markdown(report: &Report) -> String {
         out,
         "\nCells: median nanoseconds per filter evaluation (kernel: per system call, filter installed), \
          with the fastest and slowest sample in parentheses. `—`: not applicable; `n/a [k]`: see note k.\n\
-         Engines: {}; `kernel`: the running kernel, filters as written (its constant-action cache may skip them); \
+         Engines: {}; `kernel-jit`: the filter alone in the running kernel's JIT (its loadable conversion behind an \
+         XDP harness, `BPF_PROG_TEST_RUN`): the kernel's own mean ns per run over measurements of at least 1 ms, \
+         minus the same harness around `r0 = 0` in the same round (whole ns; stacks and the cache are not its \
+         subject: n/a in Table C; a mix row's figure is the mean over at most {} of its vectors, every k-th); \
+         `kernel`: the running kernel, filters as written (its constant-action cache may skip them); \
          `kernel, forced`: the same filters with `ld [16]` prepended so the cache cannot skip them. \
          {CHILD_CPU_MARK}: timed by child CPU time (2N calls minus N calls) because the filter kills `clock_gettime`. \
          `mix` rows (`<row>_mix` in JSON): the row's filter on every vector of its testdata `.vectors.jsonl` in turn \
          (files longer than {} lines: every k-th line), median nanoseconds per evaluation over the whole cycle; \
          `path` is the mean classic path; the kernel column cannot run a mix.",
         ENGINES.iter().map(|e| format!("`{}` = {}", e.name, e.about)).collect::<Vec<_>>().join(", "),
+        crate::tables::KERNEL_JIT_MIX_MAX,
         crate::tables::MIX_MAX,
     );
     for table in &report.tables {

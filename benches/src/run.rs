@@ -6,7 +6,7 @@
 
 use std::hint::black_box;
 
-use crate::engines::{ENGINES, KERNEL};
+use crate::engines::{ENGINES, KERNEL, KERNEL_JIT};
 use crate::filters::Filter;
 use crate::measure::{measure, Budget, Stats};
 use crate::report::{Cell, Conversion, Forced, RowResult, TableResult};
@@ -20,6 +20,8 @@ pub struct Options {
     pub budget: Budget,
     /// Measure the kernel column (needs seccomp; see [`kernel_status`]).
     pub kernel: bool,
+    /// Measure the kernel-jit column (needs `bpf(2)`; see [`kernel_jit_status`]).
+    pub kernel_jit: bool,
 }
 
 /// The filters of the conversion-vs-attach comparison: one per table
@@ -48,16 +50,28 @@ pub fn kernel_status() -> Result<(), String> {
     }
 }
 
+/// Can this process load and test-run the kernel-jit harness? `Err` says why not.
+pub fn kernel_jit_status() -> Result<(), String> {
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    {
+        kernel::bpf::available().map_err(|e| e.to_string())
+    }
+    #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
+    {
+        Err("the kernel-jit column needs x86_64 Linux".to_string())
+    }
+}
+
 /// Progress units rows take (cells, for a progress bar).
 pub fn cells_in(rows: &[Row], opts: Options) -> u64 {
-    let per_row = ENGINES.len() as u64 + u64::from(opts.kernel);
+    let per_row = ENGINES.len() as u64 + u64::from(opts.kernel) + u64::from(opts.kernel_jit);
     let forced = if opts.kernel { rows.iter().filter(|r| r.wants_forced()).count() as u64 } else { 0 };
     rows.len() as u64 * per_row + forced
 }
 
 /// Progress units of a table: its rows', then one per engine per mix row.
 pub fn table_cells(table: &Table, opts: Options) -> u64 {
-    cells_in(&table.rows, opts) + table.mixes.len() as u64 * ENGINES.len() as u64
+    cells_in(&table.rows, opts) + table.mixes.len() as u64 * (ENGINES.len() as u64 + u64::from(opts.kernel_jit))
 }
 
 /// Progress units of [`measure_conversions`].
@@ -83,6 +97,53 @@ fn engine_cell(row: &Row, engine: &crate::engines::Engine, budget: Budget) -> Ce
         let _ = black_box(runner.run(black_box(&mut data)));
     });
     Cell::Measured { stats, clock: None }
+}
+
+/// Why the kernel-jit column of a Table C row is empty.
+pub const KERNEL_JIT_STACK_NA: &str = "Table C is the kernel's cache and filter stacks; kernel-jit times one filter";
+
+/// The kernel-jit figure of `filter` on `datas`: per round
+/// ([`engine::kernel_jit::Clock::round`]) the mean over the inputs of ns
+/// per run above the harness alone; each answer first checked against
+/// `expected`.
+fn kernel_jit_cell(filter: &Filter, datas: &[[u8; 64]], expected: &[u32], rounds: usize) -> Cell {
+    let clock = match engine::Prepared::new(filter.program.clone()).and_then(|p| engine::kernel_jit::Clock::new(&p)) {
+        Ok(clock) => clock,
+        Err(e) => return Cell::Unavailable(e.to_string()),
+    };
+    for (i, (data, want)) in datas.iter().zip(expected).enumerate() {
+        match clock.filter().eval_packet(data) {
+            Ok(got) if got == *want => {}
+            got => return Cell::Unavailable(format!("input {i}: got {got:?}, expected {want:#010x}")),
+        }
+    }
+    let mut samples = Vec::with_capacity(rounds);
+    for _ in 0..rounds.max(1) {
+        match clock.round(datas) {
+            Ok((_, runs)) if runs.iter().zip(expected).all(|((got, _), want)| got == want) => {
+                samples.push(runs.iter().map(|r| r.1).sum::<f64>() / runs.len().max(1) as f64);
+            }
+            Ok(_) => return Cell::Unavailable("a timed run returned another value".to_string()),
+            Err(e) => return Cell::Unavailable(e.to_string()),
+        }
+    }
+    match Stats::from_samples(&samples) {
+        Some(stats) => Cell::Measured { stats, clock: None },
+        None => Cell::Unavailable("no samples".to_string()),
+    }
+}
+
+/// The kernel-jit cell of `row`: one filter on its call, `kernel_runs * 5`
+/// rounds (the kernel column's sample count); no filter: nothing to time.
+fn kernel_jit_row_cell(row: &Row, opts: Options) -> Cell {
+    if !opts.kernel_jit {
+        return Cell::Unavailable("kernel-jit column disabled".to_string());
+    }
+    match (row.filters.as_slice(), row.cached) {
+        ([], false) => Cell::Skipped,
+        ([one], false) => kernel_jit_cell(one, &[row.syscall.data()], &[row.expected()], opts.budget.kernel_runs * 5),
+        _ => Cell::Unavailable(KERNEL_JIT_STACK_NA.to_string()),
+    }
 }
 
 /// Why the kernel column of a mix row is empty.
@@ -131,6 +192,19 @@ pub fn measure_mixes(mixes: &[MixRow], slug: &str, opts: Options, progress: &mut
             };
             cells.push((engine.name.to_string(), cell));
         }
+        let jit = if opts.kernel_jit {
+            progress(&format!("{slug}/{}/{KERNEL_JIT}", mix.id));
+            let stride = mix.datas.len().div_ceil(crate::tables::KERNEL_JIT_MIX_MAX).max(1);
+            let sampled: Vec<[u8; 64]> = mix.datas.iter().step_by(stride).copied().collect();
+            let expected: Result<Vec<u32>, String> = mix.expected().into_iter().step_by(stride).collect();
+            match expected {
+                Ok(expected) => kernel_jit_cell(&mix.filter, &sampled, &expected, opts.budget.kernel_runs),
+                Err(why) => Cell::Unavailable(why),
+            }
+        } else {
+            Cell::Unavailable("kernel-jit column disabled".to_string())
+        };
+        cells.push((KERNEL_JIT.to_string(), jit));
         cells.push((KERNEL.to_string(), Cell::Unavailable(KERNEL_MIX_NA.to_string())));
         results.push(RowResult {
             id: mix.id.clone(),
@@ -216,6 +290,10 @@ pub fn measure_rows(rows: &[Row], slug: &str, opts: Options, progress: &mut dyn 
             progress(&format!("{slug}/{}/{}", row.id, engine.name));
             cells.push((engine.name.to_string(), engine_cell(row, engine, opts.budget)));
         }
+        if opts.kernel_jit {
+            progress(&format!("{slug}/{}/{KERNEL_JIT}", row.id));
+        }
+        cells.push((KERNEL_JIT.to_string(), kernel_jit_row_cell(row, opts)));
         let mut forced = None;
         if opts.kernel {
             progress(&format!("{slug}/{}/kernel", row.id));
@@ -300,6 +378,7 @@ mod tests {
         let opts = Options {
             budget: Budget { samples: 1, sample_time: Duration::from_micros(1), syscalls: 1, kernel_runs: 1 },
             kernel: false,
+            kernel_jit: false,
         };
         let mut tables = Vec::new();
         for id in [TableId::B, TableId::D] {
@@ -315,6 +394,8 @@ mod tests {
                     match (engine.as_str(), cell) {
                         (KERNEL, Cell::Unavailable(why)) => assert_eq!(why, KERNEL_MIX_NA),
                         (KERNEL, other) => panic!("{}: kernel {other:?}", row.id),
+                        (KERNEL_JIT, Cell::Unavailable(why)) => assert_eq!(why, "kernel-jit column disabled"),
+                        (KERNEL_JIT, other) => panic!("{}: kernel-jit {other:?}", row.id),
                         (_, Cell::Measured { stats, .. }) => assert_eq!(stats.samples, 1),
                         ("rbpf-jit", Cell::Unavailable(_)) => {}
                         (e, other) => panic!("{}/{e}: {other:?}", row.id),

@@ -29,7 +29,7 @@ struct Args {
     /// Also write the results as JSON (FORMATS.md §5) to FILE.
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
-    /// Skip the real-kernel column (and the attach timings).
+    /// Skip the running-kernel columns (kernel, kernel-jit) and the attach timings.
     #[arg(long)]
     no_kernel: bool,
     /// Where tables.md and the SVG plots go.
@@ -138,7 +138,18 @@ fn run(args: &Args) -> Result<(), String> {
             }
         }
     };
-    let opts = Options { budget, kernel };
+    let kernel_jit = if args.no_kernel {
+        false
+    } else {
+        match run::kernel_jit_status() {
+            Ok(()) => true,
+            Err(why) => {
+                notes.push(format!("kernel-jit column: unavailable ({why})"));
+                false
+            }
+        }
+    };
+    let opts = Options { budget, kernel, kernel_jit };
     let built: Vec<tables::Table> =
         ids.iter().map(|&id| tables::build(id)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
     // The length sweep feeds length.svg; it runs with the full set of tables.

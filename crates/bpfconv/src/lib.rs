@@ -21,11 +21,12 @@
 //! | [`cbpf`] | `bpfconv-cbpf` | `struct sock_filter`, raw and text formats, the kernel's validation, the classic interpreters |
 //! | [`ebpf`] | `bpfconv-ebpf` | `struct bpf_insn`, load-time checks, listings, assembler/disassembler, the eBPF interpreter |
 //! | [`convert`](mod@convert) | `bpfconv-convert` | `bpf_convert_filter()` instruction for instruction, the pc map, side-by-side listings |
+//! | [`hook`] | `bpfconv-hook` | classic socket filters as XDP, tc and socket programs the verifier accepts, and as fragments of larger programs |
 //! | [`seccomp`] | `bpfconv-seccomp` | actions, arches, syscall tables, seccomp-tools style listings, analysis, the action cache, the fast engine |
 //! | `equiv` | `bpfconv-equiv` | are two filters (or stacks) equal on every `seccomp_data`: a proof, counterexamples, or undecided within stated budgets |
 //! | `optimize` | `bpfconv-optimize` | a seccomp filter rewritten to dispatch on arch and nr in O(log n) range compares, proved equal before it is returned |
 //! | [`policy`] | `bpfconv-policy` | a seccomp filter read back as its policy: readable rules per action, the OCI `linux.seccomp` profile (`decompile`) |
-//! | `engine` | `bpfconv-engine` | every engine behind one interface (cbpf, ebpf, cbpf-plain, ebpf-plain, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast) |
+//! | `engine` | `bpfconv-engine` | every engine behind one interface (cbpf, ebpf, cbpf-plain, ebpf-plain, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast, kernel-jit) |
 //! | `timing` | `bpfconv-timing` | timing statistics and SVG cost charts (`bpfconv bench`, the benchmark tables) |
 //! | [`chain`] | `bpfconv-chain` | the compare-chain core both fast interpreters build their superinstructions from |
 //! | [`record`] | `bpfconv-record` | the 8-byte record both instruction sets are stored as, and the framing of raw bytes into records |
@@ -213,6 +214,7 @@ pub use ::ebpf;
 pub use ::engine;
 #[cfg(feature = "equiv")]
 pub use ::equiv;
+pub use ::hook;
 #[cfg(all(feature = "kernel", target_os = "linux", target_arch = "x86_64"))]
 pub use ::kernel;
 #[cfg(feature = "optimize")]

@@ -28,26 +28,36 @@ fn number(v: &Value) -> bool {
     v.as_f64().is_some_and(f64::is_finite)
 }
 
-/// Checks one `bench --format json` document; returns whether the kernel
-/// columns were measured.
-fn check_schema(doc: &Value, file: &str) -> bool {
+/// Every engine, in `bench`'s order.
+const ALL: [&str; 11] = [
+    "cbpf",
+    "ebpf",
+    "cbpf-plain",
+    "ebpf-plain",
+    "rbpf",
+    "rbpf-jit",
+    "rbpf-cranelift",
+    "fast",
+    "kernel-jit",
+    "kernel",
+    "kernel-forced",
+];
+
+/// The filters whose schema run includes `kernel-jit`: each of its test
+/// runs waits for the XDP dispatcher (tens of ms here), so the filters
+/// with hundreds of inputs run every other engine only. s390x: every input
+/// is of a foreign arch, which only kernel-jit times in the kernel.
+const JIT_FILTERS: [&str; 3] = ["seed_fast", "seed_slow", "s390x"];
+
+/// Checks one `bench --format json` document of the engines `all`;
+/// returns whether the kernel columns and the `kernel-jit` column were
+/// measured.
+fn check_schema(doc: &Value, file: &str, all: &[&str]) -> (bool, bool) {
     assert_eq!(doc["filter"], file);
     assert_eq!(doc["mode"], "seccomp");
     assert!(doc["insns"].as_u64().unwrap() >= 1);
     assert!(doc["ebpf_insns"].as_u64().unwrap() >= doc["insns"].as_u64().unwrap());
     let engines: Vec<&str> = doc["engines"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
-    let all = [
-        "cbpf",
-        "ebpf",
-        "cbpf-plain",
-        "ebpf-plain",
-        "rbpf",
-        "rbpf-jit",
-        "rbpf-cranelift",
-        "fast",
-        "kernel",
-        "kernel-forced",
-    ];
     assert_eq!(engines, all, "{file}: every engine, in order");
     let inputs = doc["inputs"].as_array().unwrap();
     assert!(!inputs.is_empty());
@@ -65,7 +75,7 @@ fn check_schema(doc: &Value, file: &str) -> bool {
     assert_eq!(deepest_input["cbpf_path"].as_u64().unwrap(), max_path, "{file}: deepest is the longest classic path");
     let cells = doc["cells"].as_array().unwrap();
     assert_eq!(cells.len(), (inputs.len() + 2) * all.len(), "{file}: a cell per (input, deepest, mix) and engine");
-    let mut kernel_measured = false;
+    let (mut kernel_measured, mut jit_measured) = (false, false);
     for c in cells {
         let input = c["input"].as_str().unwrap();
         assert!(input == "deepest" || input == "mix" || names.contains(&input), "{file}: {c}");
@@ -74,21 +84,31 @@ fn check_schema(doc: &Value, file: &str) -> bool {
         if c["ns"].is_null() {
             assert!(c["unavailable"].is_string(), "{file}: a missing figure says why: {c}");
             assert!(c["min_ns"].is_null() && c["max_ns"].is_null());
-            // Only rbpf's JIT (its page) and the kernel (foreign arches) may refuse.
+            // Only rbpf's JIT (its page), the kernel (foreign arches) and
+            // kernel-jit (without bpf(2)) may refuse.
             let e = c["engine"].as_str().unwrap();
-            assert!(["rbpf-jit", "kernel", "kernel-forced"].contains(&e), "{file}: {c}");
+            assert!(["rbpf-jit", "kernel-jit", "kernel", "kernel-forced"].contains(&e), "{file}: {c}");
             continue;
         }
         let (ns, min, max) = (c["ns"].as_f64().unwrap(), c["min_ns"].as_f64().unwrap(), c["max_ns"].as_f64().unwrap());
         assert!(min <= ns && ns <= max, "{file}: {c}");
-        if c["engine"].as_str().unwrap().starts_with("kernel") {
+        if c["engine"] == "kernel-jit" {
+            // A difference of the kernel's whole-ns means: 0 (or a little
+            // below within noise) for the cheapest inputs.
+            jit_measured = true;
+            assert!(c["samples"].as_u64().unwrap() >= 3, "{file}: {c}");
+        } else if c["engine"].as_str().unwrap().starts_with("kernel") {
             kernel_measured = true;
             assert!(c["kernel_cached"].is_boolean() || input == "mix", "{file}: {c}");
         } else {
             assert!(ns > 0.0, "{file}: {c}");
         }
     }
-    kernel_measured
+    if jit_measured {
+        assert!(doc["kernel_jit"]["rounds"].as_u64().unwrap() >= 3, "{file}");
+        assert!(number(&doc["kernel_jit"]["baseline_ns"]), "{file}");
+    }
+    (kernel_measured, jit_measured)
 }
 
 #[test]
@@ -97,17 +117,32 @@ fn json_of_every_testdata_filter_passes_the_schema() {
     if !kernel {
         eprintln!("skipping the kernel-figures assertion: seccomp is not available here");
     }
+    let jit = test_data::require::have(
+        "json_of_every_testdata_filter_passes_the_schema (kernel-jit figures)",
+        test_data::require::Need::Bpf,
+        kernel::bpf::available(),
+    )
+    .is_some();
     for path in filters() {
         let file = path.to_str().unwrap();
         // testdata/profiles/s390x.bpf is libseccomp's big-endian s390x export.
         let endian = if path.file_stem().is_some_and(|s| s == "s390x") { "big" } else { "little" };
-        let o = Command::new(BIN)
-            .args(["bench", file, "--endian", endian, "--format", "json", "--time", "0.05"])
-            .output()
-            .unwrap();
+        let with_jit = path.file_stem().is_some_and(|s| JIT_FILTERS.iter().any(|j| s == *j));
+        let all: Vec<&str> = ALL.iter().copied().filter(|e| with_jit || *e != "kernel-jit").collect();
+        let mut cmd = Command::new(BIN);
+        cmd.args(["bench", file, "--endian", endian, "--format", "json", "--time", "0.05"]);
+        if !with_jit {
+            cmd.args([
+                "--engines",
+                &all.iter().filter(|e| **e != "kernel-forced").copied().collect::<Vec<_>>().join(","),
+            ]);
+        }
+        let o = cmd.output().unwrap();
         assert_eq!(o.status.code(), Some(0), "{file}: {}", stderr(&o));
         let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
-        let measured = check_schema(&doc, file);
+        let (measured, jit_measured) = check_schema(&doc, file, &all);
+        // kernel-jit times every input, of any arch, wherever bpf(2) works.
+        assert_eq!(jit_measured, jit && with_jit, "{file}: kernel-jit figures");
         // Only native x86_64 calls can be timed in this kernel: a filter of
         // a foreign arch only (the s390x export) has no kernel figure.
         let foreign = endian == "big";
@@ -245,7 +280,7 @@ fn pcap(packets: &[Vec<u8>]) -> Vec<u8> {
 }
 
 #[test]
-fn socket_filters_are_timed_per_packet_on_cbpf_and_ebpf() {
+fn socket_filters_are_timed_per_packet_on_cbpf_ebpf_and_kernel_jit() {
     let dir = tempfile::tempdir().unwrap();
     let filter = dir.path().join("ip.asm");
     std::fs::write(&filter, "ldh [12]\njeq #0x800, acc, drop\nacc: ret #-1\ndrop: ret #0\n").unwrap();
@@ -271,9 +306,14 @@ fn socket_filters_are_timed_per_packet_on_cbpf_and_ebpf() {
     assert_eq!(inputs.len(), 2);
     assert_eq!(inputs[0]["ret"], u32::MAX);
     assert_eq!(inputs[1]["ret"], 0);
+    // kernel-jit: one column per hook, measured where bpf(2) is allowed.
+    let jit = kernel::bpf::available().is_ok();
     for c in doc["cells"].as_array().unwrap() {
         let measured = !c["ns"].is_null();
         let e = c["engine"].as_str().unwrap();
-        assert_eq!(measured, e == "cbpf" || e == "ebpf", "{c}");
+        let timed = e == "cbpf" || e == "ebpf" || (jit && e.starts_with("kernel-jit:"));
+        assert_eq!(measured, timed, "{c}");
     }
+    let engines: Vec<&str> = doc["engines"].as_array().unwrap().iter().filter_map(|e| e.as_str()).collect();
+    assert!(engines.ends_with(&["kernel-jit:xdp", "kernel-jit:tc", "kernel-jit:socket", "kernel"]), "{engines:?}");
 }

@@ -276,6 +276,48 @@ fn kernel_engine_checks_vectors_against_the_running_kernel() {
     assert_eq!(stdout(&o).trim(), "ALLOW (0x7fff0000)", "{}", stderr(&o));
 }
 
+/// `run --engine kernel-jit --check`: every vector of every testdata
+/// filter (kernel-checked and simulator-only, foreign arches included, and
+/// the big-endian s390x export) passes with none skipped: no system call
+/// is made. A socket filter is refused with the reason.
+#[test]
+fn kernel_jit_engine_checks_every_vector_of_every_filter() {
+    let test = "kernel_jit_engine_checks_every_vector_of_every_filter";
+    let Some(()) = require::have(test, Need::Bpf, kernel::bpf::available()) else { return };
+    assert_seed_slow_vectors_pass("kernel-jit");
+    let profiles = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/profiles");
+    let mut runs: Vec<(String, String, &str)> = Vec::new();
+    for e in std::fs::read_dir(FILTERS).unwrap() {
+        let p = e.unwrap().path();
+        let Some(stem) = p.file_name().unwrap().to_str().unwrap().strip_suffix(".bpf") else { continue };
+        for kind in ["vectors", "sim_only"] {
+            let v = filter(&format!("{stem}.{kind}.jsonl"));
+            if std::fs::read_to_string(&v).is_ok_and(|t| !t.trim().is_empty()) {
+                runs.push((p.to_str().unwrap().to_string(), v, "little"));
+            }
+        }
+    }
+    for name in ["docker_like", "docker_like_opt2"] {
+        runs.push((format!("{profiles}/{name}.bpf"), format!("{profiles}/docker_like.vectors.jsonl"), "little"));
+    }
+    runs.push((format!("{profiles}/s390x.bpf"), format!("{profiles}/s390x.vectors.jsonl"), "big"));
+    assert!(runs.len() >= 28, "{runs:?}");
+    for (bpf, vectors, endian) in &runs {
+        let o = run(&["run", "--engine", "kernel-jit", "--endian", endian, bpf, "--vectors", vectors, "--check"], b"");
+        assert_eq!(o.status.code(), Some(0), "{vectors}: {}{}", stdout(&o), stderr(&o));
+        let last = stdout(&o).lines().last().unwrap_or_default().to_string();
+        assert!(last.ends_with(" passed, 0 failed"), "{vectors}: {last}");
+    }
+    let o = run(&["run", "--engine", "kernel-jit", &filter("seed_slow.bpf"), "--arch", "aarch64", "--nr", "500"], b"");
+    assert_eq!(stdout(&o).trim(), "KILL_THREAD (0x00000000)", "{}", stderr(&o));
+    // Socket filters run on kernel-jit converted for a hook (`--target`,
+    // default xdp): a 1-byte packet is shorter than any test run takes.
+    let o =
+        run(&["run", "--mode", "socket", "--engine", "kernel-jit", &filter("seed_fast.bpf"), "--packet", "00"], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("not-observable: xdp test runs take at least 14 bytes"), "{}", stdout(&o));
+}
+
 #[test]
 fn socket_kernel_engine_runs_packets_and_pcaps_and_compares_refusals() {
     let attach = kernel::socket::attach(&[cbpf::Insn::stmt(0x06, 1)]);

@@ -22,10 +22,12 @@
 
 pub mod filter;
 pub mod listing;
+pub mod loadable;
 pub mod socket_ctx;
 
 pub use filter::{convert, ConvertError, Converted, Options, Pass, PcMap};
 pub use listing::side_by_side;
+pub use loadable::{loadable, Loadable, LoadableError};
 
 /// Checks that the kernel's attach path would accept a validated program:
 /// `SO_ATTACH_FILTER` and `seccomp(SECCOMP_SET_MODE_FILTER)` both run

@@ -72,6 +72,7 @@ pub mod vm;
 pub mod asm;
 pub mod conformance;
 pub mod disasm;
+pub mod elf;
 pub mod listing;
 
 // Short paths for what users reach for most (the layers above hold them).

@@ -140,6 +140,30 @@ pub fn listing_with(insns: &[Insn], helper_name: HelperNameFn) -> String {
     out
 }
 
+/// The program as a C initializer of `struct bpf_insn`
+/// (include/uapi/linux/bpf.h) named `name`, each record with its listing
+/// line as a comment: for a loader written in C
+/// (`bpf_prog_load(type, name, license, NAME, n, opts)`).
+pub fn c_array(insns: &[Insn], name: &str, helper_name: HelperNameFn) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "/* {} instructions (struct bpf_insn, include/uapi/linux/bpf.h) */", insns.len());
+    let _ = writeln!(out, "struct bpf_insn {name}[] = {{");
+    for (pc, insn) in insns.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "\t{{ .code = 0x{:02x}, .dst_reg = {}, .src_reg = {}, .off = {}, .imm = {} }}, /* {pc:4}: {} */",
+            insn.code,
+            insn.dst(),
+            insn.src(),
+            insn.off,
+            insn.imm,
+            format_insn_with(insn, insns.get(pc + 1), helper_name).replace("*/", "* /")
+        );
+    }
+    out.push_str("};\n");
+    out
+}
+
 /// The body of [`format_insn_with`], writing into an empty `out` (the `BUG_`
 /// cases clear the opcode prefix): the [`Op`] printed with the kernel
 /// symbols of the op tables, or, for an encoding [`Op::decode`] refuses,

@@ -14,8 +14,14 @@
 //! (the per-syscall specialised engine, seccomp only), and the two plain
 //! interpreters that model the kernel's of each era, seccomp only:
 //! `cbpf-plain` (3.14's `sk_run_filter()`, [`cbpf::plain`]) and `ebpf-plain`
-//! (`___bpf_prog_run()` on the converted program, [`ebpf::plain`]).
+//! (`___bpf_prog_run()` on the converted program, [`ebpf::plain`]), and
+//! `kernel-jit` (the running kernel's JIT through `BPF_PROG_TEST_RUN`:
+//! a seccomp filter's loadable conversion behind an XDP harness, for every
+//! arch and number, [`kernel_jit`]; a socket filter converted for an XDP,
+//! tc or socket hook, [`hook_jit`]).
 
+pub mod hook_jit;
+pub mod kernel_jit;
 pub mod rbpf_adapter;
 pub mod vectors;
 
@@ -37,11 +43,12 @@ pub enum EngineKind {
     Fast,
     CbpfPlain,
     EbpfPlain,
+    KernelJit,
 }
 
 impl EngineKind {
     /// Every engine, in the order tables print them.
-    pub const ALL: [EngineKind; 9] = [
+    pub const ALL: [EngineKind; 10] = [
         EngineKind::Cbpf,
         EngineKind::Ebpf,
         EngineKind::CbpfPlain,
@@ -50,6 +57,7 @@ impl EngineKind {
         EngineKind::RbpfJit,
         EngineKind::RbpfCranelift,
         EngineKind::Fast,
+        EngineKind::KernelJit,
         EngineKind::Kernel,
     ];
 
@@ -65,6 +73,7 @@ impl EngineKind {
             EngineKind::Fast => "fast",
             EngineKind::CbpfPlain => "cbpf-plain",
             EngineKind::EbpfPlain => "ebpf-plain",
+            EngineKind::KernelJit => "kernel-jit",
         }
     }
 }
@@ -112,8 +121,14 @@ pub enum EngineError {
     Rbpf(#[from] RbpfError),
     #[error("kernel: {0}")]
     Kernel(#[from] kernel::KernelError),
+    #[error(transparent)]
+    Loadable(#[from] convert::LoadableError),
+    #[error("kernel-jit: {0}")]
+    Bpf(#[from] kernel::bpf::BpfError),
     #[error("ebpf-plain: {0}")]
     EbpfPlain(#[from] ebpf::plain::PlainError),
+    #[error(transparent)]
+    Hook(#[from] hook::HookError),
 }
 
 /// What an engine says about one input.
@@ -174,6 +189,7 @@ pub enum SeccompEngine<'p> {
     Fast(Box<seccomp::fast::FastFilter>),
     CbpfPlain(cbpf::plain::PlainInterp),
     EbpfPlain(ebpf::plain::PlainProgram),
+    KernelJit(Box<kernel_jit::KernelJit>),
 }
 
 impl<'p> SeccompEngine<'p> {
@@ -208,12 +224,15 @@ impl<'p> SeccompEngine<'p> {
             )),
             EngineKind::CbpfPlain => SeccompEngine::CbpfPlain(cbpf::plain::PlainInterp::new(&prepared.program)),
             EngineKind::EbpfPlain => SeccompEngine::EbpfPlain(ebpf::plain::PlainProgram::new(insns)?),
+            EngineKind::KernelJit => SeccompEngine::KernelJit(Box::new(kernel_jit::KernelJit::new(prepared)?)),
         })
     }
 
     /// Evaluates one `struct seccomp_data` (as bytes) on an in-process
     /// engine, without allocating: what a timing loop calls. The kernel
-    /// engine is [`EngineError::Unavailable`] here.
+    /// engine is [`EngineError::Unavailable`] here; `kernel-jit` makes one
+    /// `BPF_PROG_TEST_RUN` (a system call: time it with
+    /// [`kernel_jit::Clock`] instead).
     ///
     /// The context is `&mut` only because rbpf's API takes it so; converted
     /// seccomp filters never write it.
@@ -226,6 +245,7 @@ impl<'p> SeccompEngine<'p> {
             SeccompEngine::Fast(fast) => Ok(fast.eval_bytes(data)),
             SeccompEngine::CbpfPlain(p) => Ok(p.run_seccomp(data)?),
             SeccompEngine::EbpfPlain(p) => Ok(p.run_seccomp(data)?),
+            SeccompEngine::KernelJit(k) => k.eval_packet(data),
             SeccompEngine::Kernel { .. } => Err(EngineError::Unavailable {
                 engine: EngineKind::Kernel,
                 why: "the kernel engine forks per batch (SeccompEngine::eval_batch)".to_string(),
@@ -238,7 +258,9 @@ impl<'p> SeccompEngine<'p> {
     /// dropped (check them first with [`SeccompEngine::eval_bytes`]). The
     /// engine is chosen once, outside the loop, so the loop costs one
     /// counter and one slice step per evaluation on every engine alike, and
-    /// allocates nothing. The kernel engine is [`EngineError::Unavailable`].
+    /// allocates nothing. The kernel engine is [`EngineError::Unavailable`];
+    /// `kernel-jit` makes one system call per evaluation (its timing is the
+    /// kernel's own: [`kernel_jit::Clock`]).
     pub fn run_batch(&mut self, datas: &mut [[u8; 64]], rounds: u64) -> Result<(), EngineError> {
         use std::hint::black_box;
         macro_rules! spin {
@@ -257,6 +279,7 @@ impl<'p> SeccompEngine<'p> {
             SeccompEngine::Fast(fast) => spin!(|d: &mut [u8; 64]| fast.eval_bytes(d)),
             SeccompEngine::CbpfPlain(p) => spin!(|d: &mut [u8; 64]| p.run_seccomp(d)),
             SeccompEngine::EbpfPlain(p) => spin!(|d: &mut [u8; 64]| p.run_seccomp(d)),
+            SeccompEngine::KernelJit(k) => spin!(|d: &mut [u8; 64]| k.eval_packet(d)),
             SeccompEngine::Kernel { .. } => return self.eval_bytes(&mut [0; 64]).map(|_| ()),
         }
         Ok(())
@@ -278,6 +301,7 @@ impl<'p> SeccompEngine<'p> {
             SeccompEngine::Fast(fast) => Ok(Outcome::Action(fast.eval(data))),
             SeccompEngine::CbpfPlain(p) => Ok(Outcome::Action(p.run_seccomp(&data.to_bytes())?)),
             SeccompEngine::EbpfPlain(p) => Ok(Outcome::Action(p.run_seccomp(&data.to_bytes())?)),
+            SeccompEngine::KernelJit(k) => Ok(Outcome::Action(k.eval_packet(&data.to_bytes())?)),
             SeccompEngine::Kernel { .. } => {
                 let mut out = self.eval_batch(std::slice::from_ref(data))?;
                 Ok(out.pop().unwrap_or_else(|| Outcome::NotObservable("no result".to_string())))
@@ -380,6 +404,9 @@ pub enum SocketEngine {
         filter: kernel::socket::SocketFilter,
         program: Box<cbpf::Program>,
     },
+    /// The running kernel's verifier and JIT: the filter converted for a
+    /// hook and run by `BPF_PROG_TEST_RUN` ([`hook_jit`]).
+    KernelJit(Box<hook_jit::HookJit>),
 }
 
 impl SocketEngine {
@@ -388,6 +415,12 @@ impl SocketEngine {
     /// `SO_ATTACH_FILTER`; its refusal is [`kernel::KernelError::FilterRejected`]
     /// with the kernel's errno.
     pub fn new(kind: EngineKind, prepared: &Prepared) -> Result<Self, EngineError> {
+        SocketEngine::for_hook(kind, prepared, hook::Target::Xdp)
+    }
+
+    /// [`SocketEngine::new`], with the hook `kernel-jit` converts the
+    /// filter for (the other engines ignore it).
+    pub fn for_hook(kind: EngineKind, prepared: &Prepared, target: hook::Target) -> Result<Self, EngineError> {
         let mode = prepared.program.mode();
         if mode != Mode::Socket {
             return Err(EngineError::WrongMode { engine: kind, mode });
@@ -402,6 +435,9 @@ impl SocketEngine {
                 filter: kernel::socket::SocketFilter::attach(prepared.program.original())?,
                 program: Box::new(prepared.program.clone()),
             }),
+            EngineKind::KernelJit => {
+                Ok(SocketEngine::KernelJit(Box::new(hook_jit::HookJit::new(&prepared.program, target)?)))
+            }
             other => Err(EngineError::WrongMode { engine: other, mode }),
         }
     }
@@ -423,6 +459,10 @@ impl SocketEngine {
                 engine: EngineKind::Kernel,
                 why: "the kernel reports the length it kept, not the return value (SocketEngine::eval)".to_string(),
             }),
+            SocketEngine::KernelJit(jit) => match jit.eval(skb)? {
+                SocketOutcome::Ret(r) => Ok(r),
+                other => Err(EngineError::Unavailable { engine: EngineKind::KernelJit, why: other.to_string() }),
+            },
         }
     }
 
@@ -438,6 +478,7 @@ impl SocketEngine {
                 }
                 Ok(SocketOutcome::Delivered(filter.deliver(skb.data)?))
             }
+            SocketEngine::KernelJit(jit) => jit.eval(skb),
             _ => Ok(SocketOutcome::Ret(self.run(skb)?)),
         }
     }
@@ -447,7 +488,7 @@ impl SocketEngine {
     /// from the optimiser and dropped (check them first with
     /// [`SocketEngine::run`]). The packets were made ready once
     /// ([`SocketBatch::new`]), so the loop allocates nothing. The kernel
-    /// engine is [`EngineError::Unavailable`].
+    /// engines are [`EngineError::Unavailable`].
     pub fn run_batch(
         &mut self,
         batch: &SocketBatch<'_>,
@@ -476,6 +517,12 @@ impl SocketEngine {
                 return Err(EngineError::Unavailable {
                     engine: EngineKind::Kernel,
                     why: "the kernel engine sends datagrams: it has no timing loop".to_string(),
+                })
+            }
+            SocketEngine::KernelJit(_) => {
+                return Err(EngineError::Unavailable {
+                    engine: EngineKind::KernelJit,
+                    why: "kernel-jit is timed by the kernel itself (bench's kernel-jit columns)".to_string(),
                 })
             }
         }

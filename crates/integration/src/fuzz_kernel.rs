@@ -208,25 +208,7 @@ pub struct Reproducer {
 impl Reproducer {
     /// The program's instructions.
     pub fn insns(&self) -> Result<Vec<Insn>, String> {
-        self.program
-            .iter()
-            .map(|line| {
-                let f: Vec<u64> = line
-                    .split_whitespace()
-                    .map(|w| w.parse::<u64>())
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| format!("`{line}`: {e}"))?;
-                match f[..] {
-                    [code, jt, jf, k] => Ok(Insn {
-                        code: u16::try_from(code).map_err(|e| format!("`{line}`: {e}"))?,
-                        jt: u8::try_from(jt).map_err(|e| format!("`{line}`: {e}"))?,
-                        jf: u8::try_from(jf).map_err(|e| format!("`{line}`: {e}"))?,
-                        k: u32::try_from(k).map_err(|e| format!("`{line}`: {e}"))?,
-                    }),
-                    _ => Err(format!("`{line}` is not `code jt jf k`")),
-                }
-            })
-            .collect()
+        program_insns(&self.program)
     }
 
     /// `insns` as [`Reproducer::program`] holds them.
@@ -275,6 +257,30 @@ impl Reproducer {
             other => Err(format!("unknown kind `{other}`")),
         }
     }
+}
+
+/// Classic instructions from `code jt jf k` lines (decimal), as
+/// [`Reproducer::program`] holds them.
+pub fn program_insns(program: &[String]) -> Result<Vec<Insn>, String> {
+    program
+        .iter()
+        .map(|line| {
+            let f: Vec<u64> = line
+                .split_whitespace()
+                .map(|w| w.parse::<u64>())
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("`{line}`: {e}"))?;
+            match f[..] {
+                [code, jt, jf, k] => Ok(Insn {
+                    code: u16::try_from(code).map_err(|e| format!("`{line}`: {e}"))?,
+                    jt: u8::try_from(jt).map_err(|e| format!("`{line}`: {e}"))?,
+                    jf: u8::try_from(jf).map_err(|e| format!("`{line}`: {e}"))?,
+                    k: u32::try_from(k).map_err(|e| format!("`{line}`: {e}"))?,
+                }),
+                _ => Err(format!("`{line}` is not `code jt jf k`")),
+            }
+        })
+        .collect()
 }
 
 /// What judging one program found.

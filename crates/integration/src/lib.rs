@@ -15,9 +15,11 @@
 //!
 //! Its library holds what the kernel judge (`cargo xtask fuzz-kernel`, the
 //! `fuzz-kernel` binary of this package) and its replay share:
-//! [`fuzz_kernel`].
+//! [`fuzz_kernel`], and its hook mode's judge of the hook code generator,
+//! [`fuzz_hook`].
 //!
 //! The shared corpus reader, program generator, branch inputs and oracle are
 //! in `bpfconv-test-kit`.
 
+pub mod fuzz_hook;
 pub mod fuzz_kernel;

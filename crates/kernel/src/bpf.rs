@@ -279,3 +279,135 @@ pub fn available() -> Result<(), BpfError> {
         _ => Err(BpfError::TestRun { prog_type: ProgType::Xdp, errno: libc::EIO }),
     }
 }
+
+/// `sizeof(struct __sk_buff)` (include/uapi/linux/bpf.h, Linux 6.18): the
+/// context of a socket or tc test run.
+pub const SK_BUFF_SIZE: usize = 192;
+/// `offsetof(struct __sk_buff, mark)`.
+const SK_BUFF_MARK: usize = 8;
+
+/// A `struct __sk_buff` context for a socket or tc test run that sets
+/// `skb->mark`, the one field classic filters read that
+/// `convert___skb_to_skb()` (net/bpf/test_run.c) takes from the context;
+/// every other field it takes (priority, ifindex, cb, tstamp, ...) stays 0,
+/// its default.
+pub fn skb_ctx(mark: u32) -> [u8; SK_BUFF_SIZE] {
+    let mut ctx = [0u8; SK_BUFF_SIZE];
+    if let Some(field) = ctx.get_mut(SK_BUFF_MARK..SK_BUFF_MARK + 4) {
+        field.copy_from_slice(&mark.to_ne_bytes());
+    }
+    ctx
+}
+
+/// `ETH_HLEN`: the shortest packet a test run takes (`bpf_test_init()`).
+pub const MIN_PACKET: usize = 14;
+
+/// The longest packet a test run of `prog_type` takes whole, on 4 KiB
+/// pages: `bpf_prog_test_run_skb()` refuses more than `PAGE_SIZE` less
+/// `NET_SKB_PAD + NET_IP_ALIGN` (64 + 0 on x86-64) of headroom and the
+/// aligned `struct skb_shared_info` (320) of tailroom;
+/// `bpf_prog_test_run_xdp()` puts what exceeds `PAGE_SIZE` less
+/// `XDP_PACKET_HEADROOM` (256) and that tailroom into fragments, which a
+/// program loaded without `BPF_F_XDP_HAS_FRAGS` does not see.
+pub fn max_packet(prog_type: ProgType) -> usize {
+    const PAGE: usize = 4096;
+    const SHARED_INFO: usize = 320;
+    match prog_type {
+        ProgType::Xdp => PAGE - 256 - SHARED_INFO,
+        ProgType::SocketFilter | ProgType::SchedCls => PAGE - 64 - SHARED_INFO,
+    }
+}
+
+/// Why a test run of `prog_type` refuses `frame` (`EINVAL`), or `None`
+/// when it takes it whole: shorter than [`MIN_PACKET`], longer than
+/// [`max_packet`], or (socket and tc) an IPv4 or IPv6 frame too short for
+/// its IP header (`bpf_prog_test_run_skb()` reads the addresses for its
+/// socket; since the stable fix "bpf: reject short IPv4/IPv6 inputs in
+/// bpf_prog_test_run_skb", in Linux 6.18.y, it refuses such frames).
+pub fn test_run_refuses(prog_type: ProgType, frame: &[u8]) -> Option<String> {
+    let len = frame.len();
+    if len < MIN_PACKET {
+        return Some(format!("{prog_type} test runs take at least {MIN_PACKET} bytes, not {len}"));
+    }
+    if len > max_packet(prog_type) {
+        return Some(format!("{prog_type} test runs take at most {} bytes whole, not {len}", max_packet(prog_type)));
+    }
+    if prog_type != ProgType::Xdp {
+        let ip_header = match frame.get(12..14) {
+            Some([0x08, 0x00]) => 20,
+            Some([0x86, 0xdd]) => 40,
+            _ => 0,
+        };
+        if len < MIN_PACKET + ip_header {
+            return Some(format!(
+                "{prog_type} test runs refuse an IP frame shorter than its {ip_header}-byte header ({len} bytes)"
+            ));
+        }
+    }
+    None
+}
+
+/// The loopback device's `ifindex`: the device of every test run here
+/// (no context names another).
+pub const LOOPBACK_IFINDEX: i32 = 1;
+/// `ARPHRD_LOOPBACK` (include/uapi/linux/if_arp.h): the loopback's `dev->type`.
+const ARPHRD_LOOPBACK: u16 = 772;
+
+/// The `sk_buff` a socket or tc test run builds around `frame`, as the
+/// classic interpreter models one: what a classic filter would read of it.
+///
+/// Mirrors `bpf_prog_test_run_skb()` (net/bpf/test_run.c) and
+/// `eth_type_trans()` / `eth_skb_pkt_type()` (net/ethernet/eth.c,
+/// include/linux/etherdevice.h), Linux 6.18: the device is the loopback
+/// (its address 00:00:00:00:00:00), the MAC header at the frame, the
+/// network header 14 bytes in; `protocol` is the EtherType when it is at
+/// least `ETH_P_802_3_MIN` (0x600), else `ETH_P_802_3` for an IPX-style
+/// 0xFFFF payload and `ETH_P_802_2` otherwise; `pkt_type` is
+/// `PACKET_HOST` for the loopback's own address, `PACKET_BROADCAST` /
+/// `PACKET_MULTICAST` for group addresses and `PACKET_OTHERHOST` for the
+/// rest; `mark` from the context ([`skb_ctx`]); queue, hash and VLAN
+/// fields 0 (nothing sets them). The frame is at least [`MIN_PACKET`]
+/// bytes (shorter ones are refused).
+///
+/// # Deviations
+/// CPU and random values are left 0: no test run can pin them.
+pub fn test_run_skb(frame: &[u8], mark: u32) -> cbpf::Skb<'_> {
+    const ETH_P_802_3_MIN: u16 = 0x0600;
+    const ETH_P_802_3: u16 = 0x0001;
+    const ETH_P_802_2: u16 = 0x0004;
+    let be16 = |at: usize| match frame.get(at..at + 2) {
+        Some(&[hi, lo]) => Some(u16::from_be_bytes([hi, lo])),
+        _ => None,
+    };
+    let h_proto = be16(12).unwrap_or(0);
+    let protocol = if h_proto >= ETH_P_802_3_MIN {
+        h_proto
+    } else if be16(14) == Some(0xffff) {
+        ETH_P_802_3
+    } else {
+        ETH_P_802_2
+    };
+    let dest = frame.get(..6).unwrap_or(&[]);
+    let pkt_type = if dest.iter().all(|&b| b == 0) {
+        0 // PACKET_HOST
+    } else if dest.first().is_some_and(|b| b & 1 != 0) {
+        if dest.iter().all(|&b| b == 0xff) {
+            1 // PACKET_BROADCAST
+        } else {
+            2 // PACKET_MULTICAST
+        }
+    } else {
+        3 // PACKET_OTHERHOST
+    };
+    cbpf::Skb {
+        protocol,
+        pkt_type,
+        dev: Some(cbpf::NetDevice { ifindex: LOOPBACK_IFINDEX, hatype: ARPHRD_LOOPBACK }),
+        mark,
+        network_offset: MIN_PACKET.min(frame.len()),
+        mac_offset: Some(0),
+        // Nothing else is set: queue, hash and VLAN stay 0, as on the
+        // AF_UNIX path's fresh skb.
+        ..crate::socket::unix_dgram_skb(frame)
+    }
+}

@@ -116,12 +116,20 @@ pub fn unix_dgram_skb(data: &[u8]) -> Skb<'_> {
 /// `skb.wire_len` differs from the bytes; the nlattr loads are not when
 /// `skb` has paged data or is longer than [`LINEAR_MAX`].
 pub fn unobservable(program: &Program, skb: &Skb<'_>) -> Option<String> {
-    let kernel = unix_dgram_skb(skb.data);
+    unobservable_on(program, skb, &unix_dgram_skb(skb.data), "the AF_UNIX path")
+}
+
+/// Why a kernel path that runs `program` on `theirs` (the same bytes as
+/// `skb`, its own metadata; named `path` in the reason) cannot reproduce
+/// its verdict on `skb`, or `None` when it can: as [`unobservable`] for
+/// any path (the eBPF door's test runs have their own skb,
+/// [`crate::bpf::test_run_skb`]).
+pub fn unobservable_on(program: &Program, skb: &Skb<'_>, theirs: &Skb<'_>, path: &str) -> Option<String> {
     let interp = cbpf::Interp::new(program);
     let mut why: Option<String> = None;
     let traced = interp.trace_socket(skb, |step| {
         if why.is_none() {
-            why = step_reads_other_metadata(step.insn, step.x, skb, &kernel);
+            why = step_reads_other_metadata(step.insn, step.x, skb, theirs, path);
         }
     });
     match traced {
@@ -131,22 +139,22 @@ pub fn unobservable(program: &Program, skb: &Skb<'_>) -> Option<String> {
 }
 
 /// What differs for one executed instruction (`x` is X before it).
-fn step_reads_other_metadata(insn: Insn, x: u32, skb: &Skb<'_>, kernel: &Skb<'_>) -> Option<String> {
+fn step_reads_other_metadata(insn: Insn, x: u32, skb: &Skb<'_>, kernel: &Skb<'_>, path: &str) -> Option<String> {
     let differs = |what: &str, ours: String, theirs: String| {
-        (ours != theirs).then(|| format!("the filter reads {what}: {ours} here, {theirs} on the AF_UNIX path"))
+        (ours != theirs).then(|| format!("the filter reads {what}: {ours} here, {theirs} on {path}"))
     };
     match Op::from_insn(insn)? {
         Op::LdLen | Op::LdxLen => {
-            let ours = skb.wire_len.map_or(skb.data.len() as u64, u64::from);
-            differs("skb->len", ours.to_string(), skb.data.len().to_string())
+            let len = |s: &Skb<'_>| s.wire_len.map_or(s.data.len() as u64, u64::from);
+            differs("skb->len", len(skb).to_string(), len(kernel).to_string())
         }
         // convert_bpf_extensions() takes exactly these offsets (any size);
         // any other negative `ld [k]` is an ordinary load.
         Op::LdAbs { k, .. } if k >= SKF_AD_OFF && (k - SKF_AD_OFF) < SKF_AD_MAX && k % 4 == 0 => {
-            ancillary(k - SKF_AD_OFF, skb, kernel)
+            ancillary(k - SKF_AD_OFF, skb, kernel, path)
         }
-        Op::LdAbs { k, .. } | Op::LdxMsh { k } => negative_offset(k, skb, kernel),
-        Op::LdInd { k, .. } => negative_offset(x.wrapping_add(k), skb, kernel),
+        Op::LdAbs { k, .. } | Op::LdxMsh { k } => negative_offset(k, skb, kernel, path),
+        Op::LdInd { k, .. } => negative_offset(x.wrapping_add(k), skb, kernel, path),
         _ => None,
     }
 }
@@ -155,31 +163,36 @@ fn step_reads_other_metadata(insn: Insn, x: u32, skb: &Skb<'_>, kernel: &Skb<'_>
 /// header (`SKF_NET_OFF` up) or the MAC header (`SKF_LL_OFF` up), as
 /// `bpf_skb_load_helper_convert_offset()` resolves it. Offsets below
 /// `SKF_LL_OFF` fail whatever the skb.
-fn negative_offset(k: u32, skb: &Skb<'_>, kernel: &Skb<'_>) -> Option<String> {
+fn negative_offset(k: u32, skb: &Skb<'_>, kernel: &Skb<'_>, path: &str) -> Option<String> {
     if (k as i32) >= 0 {
         return None;
     }
     if k >= SKF_NET_OFF {
         return (skb.network_offset != kernel.network_offset).then(|| {
             format!(
-                "the filter loads relative to the network header: at {} here, at 0 on the AF_UNIX path",
-                skb.network_offset
+                "the filter loads relative to the network header: at {} here, at {} on {path}",
+                skb.network_offset, kernel.network_offset
             )
         });
     }
     if k >= SKF_LL_OFF {
-        return skb
-            .mac_offset
-            .map(|m| format!("the filter loads relative to the MAC header: at {m} here, unset on the AF_UNIX path"));
+        let at = |m: Option<usize>| m.map_or("unset".to_string(), |m| format!("at {m}"));
+        return (skb.mac_offset != kernel.mac_offset).then(|| {
+            format!(
+                "the filter loads relative to the MAC header: {} here, {} on {path}",
+                at(skb.mac_offset),
+                at(kernel.mac_offset)
+            )
+        });
     }
     None
 }
 
 /// An ancillary load `SKF_AD_OFF + which`; `None` when it reads the same
 /// on both skbs.
-fn ancillary(which: u32, skb: &Skb<'_>, kernel: &Skb<'_>) -> Option<String> {
+fn ancillary(which: u32, skb: &Skb<'_>, kernel: &Skb<'_>, path: &str) -> Option<String> {
     let differs = |what: &str, ours: String, theirs: String| {
-        (ours != theirs).then(|| format!("the filter reads {what}: {ours} here, {theirs} on the AF_UNIX path"))
+        (ours != theirs).then(|| format!("the filter reads {what}: {ours} here, {theirs} on {path}"))
     };
     match which {
         SKF_AD_PROTOCOL => {
@@ -202,20 +215,17 @@ fn ancillary(which: u32, skb: &Skb<'_>, kernel: &Skb<'_>) -> Option<String> {
         ),
         SKF_AD_NLATTR | SKF_AD_NLATTR_NEST => {
             if skb.headlen < skb.data.len() {
-                Some(
-                    "the filter reads netlink attributes of a packet with paged data; the AF_UNIX path's is linear"
-                        .into(),
-                )
+                Some(format!("the filter reads netlink attributes of a packet with paged data; {path}'s is linear"))
             } else if skb.data.len() > LINEAR_MAX {
                 Some(format!(
-                    "the filter reads netlink attributes of a {}-byte packet; the AF_UNIX path may page past {LINEAR_MAX}",
+                    "the filter reads netlink attributes of a {}-byte packet; {path} may page past {LINEAR_MAX}",
                     skb.data.len()
                 ))
             } else {
                 None
             }
         }
-        SKF_AD_CPU => Some("the filter reads SKF_AD_CPU, the CPU the sender runs on".into()),
+        SKF_AD_CPU => Some("the filter reads SKF_AD_CPU, the CPU it runs on".into()),
         SKF_AD_RANDOM => Some("the filter reads SKF_AD_RANDOM".into()),
         _ => None,
     }

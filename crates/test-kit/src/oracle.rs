@@ -7,7 +7,8 @@
 //!   (validated)  ├► seccomp::fast::FastFilter (seccomp) ───────────► u32 ├ each == reference,
 //!                ├► rbpf's interpreter on convert() (seccomp) ─────► u32 │ else Mismatch
 //!                └► convert() ─► ebpf::Program ─► ebpf::Vm ────────► u32 │
-//!                             └► the same, no superinstructions ──► u32 ┘ (and equal steps)
+//!                             ├► the same, no superinstructions ──► u32 │ (and equal steps)
+//!                             └► convert::loadable (seccomp) ─────► u32 ┘ (and equal steps)
 //! ```
 //!
 //! The reference is the plainest code there is: [`cbpf::Interp::trace_seccomp`]
@@ -17,7 +18,12 @@
 //! two eBPF runs (the seccomp executor or the superinstruction-fused
 //! interpreter, and the general interpreter with fusion off) also report how
 //! many eBPF instructions they executed, and those counts must be equal,
-//! since fusion changes dispatch, never what executes.
+//! since fusion changes dispatch, never what executes. For seccomp filters
+//! the loadable form of the conversion ([`convert::loadable()`], what the
+//! `kernel-jit` engine hands the kernel's verifier) runs on the general
+//! interpreter too, loaded strict (RFC 9669's reserved fields must be 0),
+//! and must count the same steps: its run is the converted run's image,
+//! instruction by instruction.
 //!
 //! Used by the integration suites (filetests, test_bpf, the oracle property
 //! tests) and the fuzz targets alike, so "equivalent" means one thing
@@ -83,6 +89,10 @@ pub enum Engine {
     Fast,
     /// rbpf 0.4's interpreter on the converted program; seccomp only.
     Rbpf,
+    /// The loadable form ([`convert::loadable()`]) on the general
+    /// interpreter, loaded strict; seccomp only. Counts eBPF instructions;
+    /// must count what [`Engine::EbpfGeneral`] counts.
+    Loadable,
 }
 
 impl fmt::Display for Engine {
@@ -94,6 +104,7 @@ impl fmt::Display for Engine {
             Engine::EbpfGeneral => "ebpf-general",
             Engine::Fast => "fast",
             Engine::Rbpf => "rbpf",
+            Engine::Loadable => "loadable",
         })
     }
 }
@@ -175,6 +186,10 @@ pub enum SetupError {
     /// rbpf refused the converted seccomp program.
     #[error("{name}: rbpf refused the converted program: {message}")]
     Rbpf { name: String, message: String },
+    /// The conversion has no loadable form, or our loader refused it
+    /// strict: always a bug for a seccomp filter.
+    #[error("{name}: the loadable form: {message}")]
+    Loadable { name: String, message: String },
 }
 
 /// A one-shot check failed.
@@ -193,6 +208,8 @@ struct SeccompEngines {
     fast: FastFilter,
     /// The converted program's bytes, for rbpf (whose VM borrows them).
     rbpf_code: Vec<u8>,
+    /// The loadable form on the general interpreter.
+    loadable: ebpf::Program,
 }
 
 /// One program prepared for equivalence checks: the reference, the
@@ -237,7 +254,14 @@ impl Oracle {
                 if let Err(e) = rbpf::EbpfVmRaw::new(Some(&rbpf_code)) {
                     return Err(SetupError::Rbpf { name, message: e.to_string() });
                 }
-                Some(SeccompEngines { fast, rbpf_code })
+                let loadable = convert::loadable(&converted, Mode::Seccomp)
+                    .map_err(|e| e.to_string())
+                    .and_then(|l| {
+                        let opts = ebpf::LoadOptions { strict: true, no_superinstructions: true };
+                        ebpf::Program::load(&l.insns, &opts, &socket_helpers()).map_err(|e| e.to_string())
+                    })
+                    .map_err(|message| SetupError::Loadable { name: name.clone(), message })?;
+                Some(SeccompEngines { fast, rbpf_code, loadable })
             }
             Mode::Socket => None,
         };
@@ -269,9 +293,13 @@ impl Oracle {
     fn judge(&self, input: impl FnOnce() -> OracleInput, runs: Vec<Run>) -> Result<u32, Box<Mismatch>> {
         let reference = runs.first().map(|r| r.result.clone());
         let ebpf_steps = |engine| runs.iter().find(|r| r.engine == engine).and_then(|r| r.steps);
+        let loadable_steps = runs.iter().any(|r| r.engine == Engine::Loadable).then(|| ebpf_steps(Engine::Loadable));
         let steps_differ = ebpf_steps(Engine::Ebpf) != ebpf_steps(Engine::EbpfGeneral);
+        let loadable_differs = loadable_steps.is_some_and(|s| s != ebpf_steps(Engine::EbpfGeneral));
         let disagreeing = runs.iter().find(|r| Some(&r.result) != reference.as_ref()).map(|r| r.engine);
-        let disagreeing = disagreeing.or(steps_differ.then_some(Engine::EbpfGeneral));
+        let disagreeing = disagreeing
+            .or(steps_differ.then_some(Engine::EbpfGeneral))
+            .or(loadable_differs.then_some(Engine::Loadable));
         match (reference, disagreeing) {
             (Some(Ok(v)), None) => Ok(v),
             (_, engine) => Err(Box::new(Mismatch {
@@ -322,6 +350,9 @@ impl Oracle {
                 .and_then(|vm| vm.execute_program(&mut mem))
                 .map(|r0| r0 as u32);
             runs.push(Run::new(Engine::Rbpf, rbpf, None));
+            let result = self.vm.run_seccomp(&s.loadable, &bytes);
+            let steps = result.is_ok().then(|| self.vm.executed());
+            runs.push(Run::new(Engine::Loadable, result, steps));
         }
         self.judge(|| OracleInput::Seccomp(*data), runs)
     }

@@ -3,6 +3,7 @@
 use clap::{Args, ValueEnum};
 use engine::{EngineKind, Outcome, Prepared, SeccompEngine, SocketEngine, SocketOutcome};
 
+use crate::cmd::convert::HookTargetArg;
 use crate::cmd::disasm::parse_arch;
 use crate::fail::{Failure, Result};
 use crate::io::FileArgs;
@@ -41,9 +42,12 @@ pub struct RunArgs {
     /// Kernel entry point the filter is for.
     #[arg(long, value_enum, default_value_t)]
     mode: ModeArg,
-    /// Engine: cbpf, ebpf, cbpf-plain, ebpf-plain, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast.
+    /// Engine: cbpf, ebpf, cbpf-plain, ebpf-plain, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast, kernel-jit.
     #[arg(long, default_value = "cbpf")]
     engine: String,
+    /// Socket filters on kernel-jit: the hook the filter is converted for and run as.
+    #[arg(long, value_enum)]
+    target: Option<HookTargetArg>,
 
     /// Seccomp: a JSON Lines file of vectors (FORMATS.md §2).
     #[arg(long, conflicts_with_all = ["nr", "packet", "pcap"])]
@@ -158,6 +162,9 @@ fn small<T: TryFrom<u64>>(text: &str, what: &str) -> Result<T> {
 /// `bpfconv run`.
 pub fn run(args: &RunArgs) -> Result<i32> {
     let kind: EngineKind = args.engine.parse().map_err(Failure::usage)?;
+    if args.target.is_some() && !(kind == EngineKind::KernelJit && args.mode == ModeArg::Socket) {
+        return Err(Failure::usage("--target is for socket filters on --engine kernel-jit"));
+    }
     let insns = args.source.read()?;
     let socket_kernel = kind == EngineKind::Kernel && args.mode == ModeArg::Socket;
     let prog = match cbpf::validate(&insns, args.mode.mode()) {
@@ -196,8 +203,8 @@ fn kernel_also(insns: &[cbpf::Insn]) -> String {
 
 /// Loads the socket engine; a kernel refusal of a filter our check accepts
 /// names the kernel's errno and says that `check` disagrees.
-fn socket_engine(kind: EngineKind, prepared: &Prepared) -> Result<SocketEngine> {
-    match SocketEngine::new(kind, prepared) {
+fn socket_engine(kind: EngineKind, prepared: &Prepared, target: HookTargetArg) -> Result<SocketEngine> {
+    match SocketEngine::for_hook(kind, prepared, target.target()) {
         Ok(engine) => Ok(engine),
         Err(engine::EngineError::Kernel(kernel::KernelError::FilterRejected { errno, .. })) => {
             let why = std::io::Error::from_raw_os_error(errno);
@@ -494,7 +501,7 @@ fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut O
             "--vectors and --nr are for seccomp filters; socket filters take --packet or --pcap",
         ));
     }
-    let mut engine = socket_engine(kind, prepared)?;
+    let mut engine = socket_engine(kind, prepared, args.target.unwrap_or_default())?;
     if let Some(hex) = &args.packet {
         let data = parse_hex(hex)?;
         let skb = skb_for(&args.skb, &data)?;

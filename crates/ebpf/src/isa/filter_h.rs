@@ -73,6 +73,12 @@ pub fn alu32_imm(op: AluOp, dst: u8, imm: i32) -> Insn {
     one(Op::Alu { width: Width::W32, op, dst, src: Operand::K(imm) })
 }
 
+/// `BPF_ALU32_IMM(BPF_NEG, DST, 0)`: `DST = -DST` on the low 32 bits.
+#[inline]
+pub fn neg32(dst: u8) -> Insn {
+    one(Op::Neg { width: Width::W32, dst })
+}
+
 /// `BPF_ENDIAN(BPF_FROM_BE, DST, LEN)` (`BPF_TO_BE`: the same bits).
 #[inline]
 pub fn endian_from_be(dst: u8, bits: i32) -> Insn {
@@ -143,6 +149,18 @@ pub fn jmp_reg(cond: JmpCond, dst: u8, src: u8, off: i16) -> Insn {
 #[inline]
 pub fn jmp_imm(cond: JmpCond, dst: u8, imm: i32, off: i16) -> Insn {
     one(Op::Jmp { width: Width::W64, cond, dst, src: Operand::K(imm), off })
+}
+
+/// `BPF_JMP32_REG(OP, DST, SRC, OFF)`: compares the low 32 bits.
+#[inline]
+pub fn jmp32_reg(cond: JmpCond, dst: u8, src: u8, off: i16) -> Insn {
+    one(Op::Jmp { width: Width::W32, cond, dst, src: Operand::X(src), off })
+}
+
+/// `BPF_JMP32_IMM(OP, DST, IMM, OFF)`: compares the low 32 bits with `imm`.
+#[inline]
+pub fn jmp32_imm(cond: JmpCond, dst: u8, imm: i32, off: i16) -> Insn {
+    one(Op::Jmp { width: Width::W32, cond, dst, src: Operand::K(imm), off })
 }
 
 /// `BPF_JMP_A(OFF)`.

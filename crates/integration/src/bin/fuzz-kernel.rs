@@ -1,4 +1,4 @@
-//! `fuzz-kernel [--time S] [--mode seccomp|socket|both|ebpf] [--seed N] [--out DIR]`:
+//! `fuzz-kernel [--time S] [--mode seccomp|socket|both|ebpf|hook] [--seed N] [--out DIR]`:
 //! the running kernel as the judge of random valid programs (run it through
 //! `cargo xtask fuzz-kernel`). See `bpfconv_integration::fuzz_kernel`.
 //!
@@ -16,6 +16,11 @@
 //! `test_kit::gen_ebpf`, run by the kernel behind `kernel::bpf::memory`'s
 //! XDP harness (see `bpfconv_integration::fuzz_kernel::ebpf`); it reports
 //! the verifier's acceptance rate and its reasons for refusing.
+//!
+//! `--mode hook` judges the hook code generator: socket filters from the
+//! same generator, converted for xdp, tc and socket, must load (or be
+//! refused with the typed error) and return on every packet's test run what
+//! the classic interpreter returns (see `bpfconv_integration::fuzz_hook`).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -30,7 +35,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use test_data::require::{self, Need};
 use test_kit::{branch, gen, SplitMix64};
 
-const USAGE: &str = "usage: fuzz-kernel [--time SECONDS] [--mode seccomp|socket|both|ebpf] [--seed N] [--out DIR]";
+const USAGE: &str = "usage: fuzz-kernel [--time SECONDS] [--mode seccomp|socket|both|ebpf|hook] [--seed N] [--out DIR]";
 
 /// Random inputs drawn per program besides the branch-reaching ones.
 const RANDOM_INPUTS: usize = 4;
@@ -44,6 +49,8 @@ struct Args {
     modes: Vec<Mode>,
     /// `--mode ebpf`: general eBPF programs instead of classic ones.
     ebpf: bool,
+    /// `--mode hook`: the hook code generator on classic socket filters.
+    hook: bool,
     seed: u64,
     out: PathBuf,
 }
@@ -53,6 +60,7 @@ fn parse_args() -> Result<Args, String> {
         time: Duration::from_secs(60),
         modes: vec![Mode::Seccomp, Mode::Socket],
         ebpf: false,
+        hook: false,
         seed: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         out: PathBuf::from("target/fuzz-kernel"),
     };
@@ -64,14 +72,16 @@ fn parse_args() -> Result<Args, String> {
             "--seed" => args.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--out" => args.out = PathBuf::from(value()?),
             "--mode" => {
-                args.modes = match value()?.as_str() {
+                let mode = value()?;
+                args.modes = match mode.as_str() {
                     "seccomp" => vec![Mode::Seccomp],
                     "socket" => vec![Mode::Socket],
                     "both" => vec![Mode::Seccomp, Mode::Socket],
-                    "ebpf" => Vec::new(),
-                    other => return Err(format!("--mode: `{other}` is not seccomp, socket, both or ebpf")),
+                    "ebpf" | "hook" => Vec::new(),
+                    other => return Err(format!("--mode: `{other}` is not seccomp, socket, both, ebpf or hook")),
                 };
-                args.ebpf = args.modes.is_empty();
+                args.ebpf = mode == "ebpf";
+                args.hook = mode == "hook";
             }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
@@ -127,6 +137,9 @@ fn main() -> ExitCode {
     }
     if args.ebpf {
         failed |= ebpf_mode::main(&args, &release);
+    }
+    if args.hook {
+        failed |= hook_mode::main(&args, &release);
     }
     if failed {
         ExitCode::FAILURE
@@ -344,6 +357,94 @@ mod ebpf_mode {
                 tally.programs as f64 / secs,
                 tally.acceptance_percent(),
                 tally.inputs,
+                tally.disagreements
+            );
+            tick(&bar, start, args.time, &mut last_line, terminal, message);
+        }
+        bar.finish_and_clear();
+        Ok(tally)
+    }
+}
+
+/// `--mode hook` (see the module docs).
+mod hook_mode {
+    use super::*;
+    use bpfconv_integration::fuzz_hook::{self, HookTally, Packet};
+
+    /// At most this many branch-reaching packets per program.
+    const MAX_BRANCH_PACKETS: usize = 32;
+
+    /// Runs the mode; true when it found a disagreement or failed.
+    pub fn main(args: &Args, release: &str) -> bool {
+        // As for the other modes: a visible skip, a failure under CI=true.
+        let why = kernel::bpf::available().map_err(|why| format!("the kernel refuses to load programs here: {why}"));
+        if require::have("fuzz-kernel --mode hook", Need::Bpf, why).is_none() {
+            return false;
+        }
+        eprintln!("fuzz-kernel --mode hook --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
+        match run(args) {
+            Ok(t) => {
+                eprintln!("fuzz-kernel --mode hook: {t}");
+                t.disagreements > 0
+            }
+            Err(e) => {
+                eprintln!("error: fuzz-kernel --mode hook: {e}");
+                true
+            }
+        }
+    }
+
+    /// Programs from `test_kit::gen` (`Reach::KERNEL`), packets from their
+    /// branch-reaching inputs and random ones (each with its `mark`, which
+    /// goes into the test run's context), judged for every target.
+    fn run(args: &Args) -> Result<HookTally, String> {
+        let mut rng = SplitMix64::new(args.seed ^ 0x600c);
+        let bar = progress(args.time);
+        bar.set_prefix("hook");
+        let terminal = std::io::stderr().is_terminal();
+        let start = Instant::now();
+        let mut last_line = start;
+        let mut tally = HookTally::default();
+        let mut index: u64 = 0;
+        while start.elapsed() < args.time {
+            let bytes = gen::seeded_bytes(rng.next_u64(), &gen::Reach::KERNEL);
+            let mut u = Unstructured::new(&bytes);
+            let Ok(gen::Generated { program, mut pool }) = gen::program_with(&mut u, Mode::Socket, &gen::Reach::KERNEL)
+            else {
+                continue;
+            };
+            let mut inputs: Vec<test_kit::SocketInput> =
+                branch::branch_packets(&program).into_iter().take(MAX_BRANCH_PACKETS).collect();
+            for _ in 0..RANDOM_INPUTS {
+                if let Ok(p) = gen::packet(&mut u, &mut pool) {
+                    inputs.push(p);
+                }
+            }
+            let mut packets: Vec<Packet> =
+                inputs.into_iter().map(|i| Packet { mark: i.meta.mark, data: i.data }).collect();
+            packets.sort_by(|a, b| (&a.data, a.mark).cmp(&(&b.data, b.mark)));
+            packets.dedup();
+            for mut repro in fuzz_hook::judge(&program, &packets, &mut tally)? {
+                repro.found_by = format!("cargo xtask fuzz-kernel --mode hook --seed {} (program {index})", args.seed);
+                let line = format!(
+                    "disagreement ({} {}): ours {} kernel {}",
+                    repro.target, repro.kind, repro.ours, repro.kernel
+                );
+                let small = fuzz_hook::minimise(&repro, MINIMISE_BUDGET).map(|r| {
+                    let len = r.program.len();
+                    (r, len)
+                });
+                let name = format!("hook-{}-{}-{}-{index}", repro.target, repro.kind, args.seed);
+                record(&args.out, &bar, &name, &repro, &line, small)?;
+            }
+            index += 1;
+            let secs = start.elapsed().as_secs_f64().max(1e-3);
+            let message = format!(
+                "{} programs ({:.0}/s), {} results ({:.0}/s), {} disagreements",
+                tally.programs,
+                tally.programs as f64 / secs,
+                tally.inputs,
+                tally.inputs as f64 / secs,
                 tally.disagreements
             );
             tick(&bar, start, args.time, &mut last_line, terminal, message);

@@ -7,6 +7,8 @@
 //!        ─► every result checked against the classic interpreter
 //!        ─► rounds: each round times every (input, engine) cell once, so
 //!           drift hits all engines alike; median, min, max over rounds
+//!        ─► kernel-jit: the kernel's own ns per run of the filter in its JIT
+//!           (BPF_PROG_TEST_RUN), above the harness alone
 //!        ─► kernel: ns per syscall with the filter installed (forced past
 //!           the constant-action cache, and as installed)
 //!        ─► text table / JSON, SVG (timing::plot)
@@ -16,10 +18,11 @@
 //! The pieces: `inputs` (what is timed: named syscalls, `--vectors`, the
 //! deepest input), `seccomp` and `socket` (each engine checked against the
 //! classic interpreter, then timed by `timing::rounds` through the engine
-//! interface), `kernel` (the running kernel's figures), `report` (text,
+//! interface), `jit` (the running kernel's JIT: `kernel-jit`), `kernel` (the running kernel's figures), `report` (text,
 //! JSON, SVG).
 
 mod inputs;
+mod jit;
 mod kernel;
 mod report;
 mod seccomp;
@@ -131,6 +134,8 @@ struct Results {
     /// The kernel's cost of a cached call (ns), when measured.
     cache_hit: Option<Cell>,
     kernel_iterations: u64,
+    /// `kernel-jit`'s rounds and the harness's own cost, when measured.
+    jit: Option<(usize, Cell)>,
 }
 
 impl Results {
@@ -155,6 +160,7 @@ impl Results {
             columns,
             cache_hit: None,
             kernel_iterations: 0,
+            jit: None,
         }
     }
 }

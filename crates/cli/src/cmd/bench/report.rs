@@ -132,6 +132,19 @@ pub(super) fn text(r: &Results) -> String {
             }
         );
     }
+    if let Some((rounds @ 1.., baseline)) = &r.jit {
+        let _ = writeln!(
+            out,
+            "kernel-jit: ns per run of the filter in the running kernel's JIT (its loadable conversion behind an XDP \
+             harness, BPF_PROG_TEST_RUN; the kernel's own mean over runs lasting at least 1 ms, in whole ns), minus \
+             the same harness around `r0 = 0` measured in the same round{}; median of {rounds} rounds; mix: the mean \
+             of the inputs' figures.",
+            match baseline {
+                Cell::Measured(s) => format!(" ({} ns)", fmt_ns(s.median)),
+                Cell::Unavailable(_) => String::new(),
+            }
+        );
+    }
     for (i, n) in notes.iter().enumerate() {
         let _ = writeln!(out, "[{}] {n}", i + 1);
     }
@@ -207,6 +220,13 @@ pub(super) fn json(r: &Results) -> Value {
         "deepest": r.inputs.get(r.deepest).map(|i| i.name.clone()),
         "cells": cells,
     }));
+    if let Some((rounds, baseline)) = &r.jit {
+        let baseline = match baseline {
+            Cell::Measured(s) => json!(s.median),
+            Cell::Unavailable(_) => Value::Null,
+        };
+        doc.insert("kernel_jit".into(), json!({"rounds": rounds, "baseline_ns": baseline}));
+    }
     if let Some(hit) = &r.cache_hit {
         doc.insert(
             "kernel".into(),

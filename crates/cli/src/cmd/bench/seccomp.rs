@@ -1,7 +1,7 @@
 //! `bench` on a seccomp filter: every in-process engine checked against
 //! the classic interpreter on every input, then timed round by round
 //! through `SeccompEngine::run_batch` (`timing::rounds`), then the running
-//! kernel's figures (`kernel`).
+//! kernel's JIT (`jit`) and the running kernel's figures (`kernel`).
 
 use engine::{EngineKind, Prepared, SeccompEngine};
 use timing::rounds::{interleaved, Grid};
@@ -75,7 +75,7 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
 
     // Load and check every in-process engine on every input.
     let mut lanes: Vec<Lane<'_>> = Vec::new();
-    for &kind in kinds.iter().filter(|&&k| k != EngineKind::Kernel) {
+    for &kind in kinds.iter().filter(|&&k| !matches!(k, EngineKind::Kernel | EngineKind::KernelJit)) {
         let lane = match SeccompEngine::new(kind, prepared) {
             Ok(mut engine) => {
                 for input in &inputs {
@@ -123,6 +123,12 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
             cached: Vec::new(),
         })
         .collect();
+    let mut jit = None;
+    if kinds.contains(&EngineKind::KernelJit) {
+        let (column, rounds, baseline) = super::jit::seccomp_column(prepared, &inputs, args, rounds, &bar)?;
+        columns.push(column);
+        jit = Some((rounds, baseline));
+    }
     let mut cache_hit = None;
     let mut iterations = 0;
     if want_kernel {
@@ -136,6 +142,7 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
     Ok(Results {
         cache_hit,
         kernel_iterations: iterations,
+        jit,
         ..Results::new(args, prepared, inputs, deepest, rounds, columns)
     })
 }

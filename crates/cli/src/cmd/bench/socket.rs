@@ -2,7 +2,7 @@
 //! runs socket filters in process (the classic and eBPF interpreters)
 //! checked against the classic interpreter through `SocketEngine`, then
 //! timed round by round through `SocketEngine::run_batch`
-//! (`timing::rounds`).
+//! (`timing::rounds`); `kernel-jit` for each hook target (`jit`).
 
 use engine::{EngineKind, Prepared, SocketBatch, SocketEngine};
 use timing::rounds::{interleaved, Grid};
@@ -102,6 +102,10 @@ pub(super) fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Pr
     bar.finish_and_clear();
     let mut columns: Vec<Column> = Vec::new();
     for kind in kinds {
+        if *kind == EngineKind::KernelJit {
+            columns.extend(super::jit::socket_columns(prepared, &inputs, args.time)?);
+            continue;
+        }
         let cells = match lanes.iter().position(|(k, _)| k == kind) {
             Some(k) => samples
                 .get(k)
@@ -115,7 +119,12 @@ pub(super) fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Pr
                 })
                 .unwrap_or_default(),
             None => {
-                vec![Cell::Unavailable(format!("bench times socket filters on cbpf and ebpf only (not {kind})")); slots]
+                vec![
+                    Cell::Unavailable(format!(
+                        "bench times socket filters on cbpf, ebpf and kernel-jit only (not {kind})"
+                    ));
+                    slots
+                ]
             }
         };
         columns.push(Column { name: kind.name().to_string(), cells, cached: Vec::new() });

@@ -1,0 +1,162 @@
+//! `bench`'s `kernel-jit` figures: the filter run by the running kernel's
+//! JIT through `BPF_PROG_TEST_RUN`, the kernel's own mean ns per run less
+//! the same harness around `r0 = 0` measured in the same round. Seccomp
+//! filters run as their loadable conversion behind the XDP harness
+//! ([`engine::kernel_jit`]); socket filters once per hook target
+//! ([`engine::hook_jit`]).
+
+use std::time::Instant;
+
+use engine::{EngineKind, Prepared};
+use timing::stats::Stats;
+
+use super::{BenchArgs, Cell, Column, Input, ROUNDS};
+use crate::fail::{Failure, Result};
+
+/// The seccomp `kernel-jit` column ([`engine::kernel_jit::Clock`]): each
+/// round times the harness alone, then every input, each a
+/// `BPF_PROG_TEST_RUN` lasting at least 1 ms of the kernel's time; an
+/// input's sample is its mean ns per run above the harness's, the mix's the
+/// mean of the round's input samples. Rounds: `rounds`, fewer (at least 3)
+/// once they have taken `--time` seconds (each call costs the XDP
+/// dispatcher's update, and a busy machine's waits, in wall time only).
+/// Returns the column, its rounds and the harness's cost; a disagreement
+/// with the classic interpreter is an error, as for every engine.
+pub(super) fn seccomp_column(
+    prepared: &Prepared,
+    inputs: &[Input],
+    args: &BenchArgs,
+    rounds: usize,
+    bar: &indicatif::ProgressBar,
+) -> Result<(Column, usize, Cell)> {
+    let name = EngineKind::KernelJit.name().to_string();
+    let clock = match engine::kernel_jit::Clock::new(prepared) {
+        Ok(clock) => clock,
+        Err(e) => {
+            let why = e.to_string();
+            let cells = vec![Cell::Unavailable(why.clone()); inputs.len() + 1];
+            return Ok((Column { name, cells, cached: Vec::new() }, 0, Cell::Unavailable(why)));
+        }
+    };
+    let packets: Vec<[u8; 64]> = inputs.iter().map(|i| i.data.to_bytes()).collect();
+    let disagree = |input: &Input, got: u32| {
+        Failure::rejected(format!(
+            "engine kernel-jit returns {got:#010x} on input {}, the classic interpreter {:#010x}",
+            input.name, input.ret
+        ))
+    };
+    for (input, packet) in inputs.iter().zip(&packets) {
+        match clock.filter().eval_packet(packet) {
+            Ok(got) if got == input.ret => {}
+            Ok(got) => return Err(disagree(input, got)),
+            Err(e) => return Err(Failure::rejected(format!("engine kernel-jit fails on input {}: {e}", input.name))),
+        }
+    }
+    let rounds = rounds.max(3);
+    bar.inc_length(rounds as u64);
+    let mut samples = vec![Vec::with_capacity(rounds); inputs.len() + 1];
+    let mut harness = Vec::with_capacity(rounds);
+    let start = Instant::now();
+    while harness.len() < rounds && (harness.len() < 3 || start.elapsed().as_secs_f64() < args.time) {
+        let (base, runs) = clock.round(&packets).map_err(|e| Failure::rejected(format!("engine {name}: {e}")))?;
+        harness.push(base);
+        for ((input, (got, ns)), s) in inputs.iter().zip(&runs).zip(&mut samples) {
+            if *got != input.ret {
+                return Err(disagree(input, *got));
+            }
+            s.push(*ns);
+        }
+        if let Some(mix) = samples.last_mut() {
+            mix.push(runs.iter().map(|r| r.1).sum::<f64>() / runs.len().max(1) as f64);
+        }
+        bar.inc(1);
+    }
+    let column = Column { name, cells: samples.iter().map(|s| cell(s)).collect(), cached: Vec::new() };
+    Ok((column, harness.len(), cell(&harness)))
+}
+
+fn cell(samples: &[f64]) -> Cell {
+    Stats::from_samples(samples).map_or_else(|| Cell::Unavailable("no samples".into()), Cell::Measured)
+}
+
+/// `kernel-jit` on a socket filter: one column per hook target
+/// (`kernel-jit:xdp`, `kernel-jit:tc`, `kernel-jit:socket`), the filter
+/// converted for it ([`hook::convert`]) and run by the running kernel's JIT
+/// through `BPF_PROG_TEST_RUN`. A cell is the kernel's own mean ns per run
+/// (`duration`, `repeat` sized once per target for at least a millisecond)
+/// less the same program type's `r0 = 0; exit` measured in the same round;
+/// each input's result is checked against the classic interpreter first,
+/// and a packet the test run cannot reproduce (other metadata, outside the
+/// sizes it takes) is unavailable with the reason. The mix is the mean of
+/// the inputs timed. Rounds: as many as `--time` seconds per target allow,
+/// 3 to [`ROUNDS`] (an XDP test run of more than one run swaps the XDP
+/// dispatcher, tens of milliseconds a call outside the timed runs).
+pub(super) fn socket_columns(prepared: &Prepared, inputs: &[Input], time: f64) -> Result<Vec<Column>> {
+    use engine::hook_jit::{repeat_for, Baseline, HookJit, MIN_MEASUREMENT};
+    let mut columns = Vec::new();
+    for target in hook::Target::ALL {
+        let name = format!("{}:{target}", EngineKind::KernelJit);
+        let loaded = HookJit::new(prepared.program(), target).and_then(|j| Ok((j, Baseline::new(target)?)));
+        let (jit, base) = match loaded {
+            Ok(pair) => pair,
+            Err(e) => {
+                let cells = vec![Cell::Unavailable(e.to_string()); inputs.len() + 1];
+                columns.push(Column { name, cells, cached: Vec::new() });
+                continue;
+            }
+        };
+        // Every result first; the cells of packets the test run cannot
+        // reproduce say why.
+        let mut timed = Vec::new();
+        let mut cells = Vec::with_capacity(inputs.len() + 1);
+        for (i, input) in inputs.iter().enumerate() {
+            let skb = cbpf::Skb::test_bpf(&input.packet);
+            match jit.eval(&skb)? {
+                engine::SocketOutcome::Ret(r) if r == input.ret => {
+                    timed.push((i, skb.mark));
+                    cells.push(Cell::Unavailable(String::new()));
+                }
+                engine::SocketOutcome::Ret(r) => {
+                    return Err(Failure::rejected(format!(
+                        "engine {name} returns {r} on input {}, the classic interpreter {}",
+                        input.name, input.ret
+                    )))
+                }
+                other => cells.push(Cell::Unavailable(other.to_string())),
+            }
+        }
+        let packet = |i: usize| inputs.get(i).map_or(&[][..], |input| &input.packet[..]);
+        let Some(&(first, first_mark)) = timed.first() else {
+            cells.push(Cell::Unavailable("no input timed in the kernel".to_string()));
+            columns.push(Column { name, cells, cached: Vec::new() });
+            continue;
+        };
+        let call = Instant::now();
+        let repeat = repeat_for(|r| Ok(jit.duration(packet(first), first_mark, r)?.1), MIN_MEASUREMENT)?;
+        let per_call = call.elapsed().as_secs_f64() / 3.0;
+        let rounds = ((time / (per_call * (timed.len() + 1) as f64)) as usize).clamp(3, ROUNDS);
+        let mut samples = vec![Vec::with_capacity(rounds); timed.len()];
+        for _ in 0..rounds {
+            let baseline = f64::from(base.duration(packet(first), first_mark, repeat)?);
+            for (&(i, mark), s) in timed.iter().zip(samples.iter_mut()) {
+                s.push(f64::from(jit.duration(packet(i), mark, repeat)?.1) - baseline);
+            }
+        }
+        let mut measured = Vec::new();
+        for (&(i, _), s) in timed.iter().zip(&samples) {
+            if let (Some(stats), Some(cell)) = (Stats::from_samples(s), cells.get_mut(i)) {
+                measured.push(stats);
+                *cell = Cell::Measured(stats);
+            }
+        }
+        let n = measured.len().max(1) as f64;
+        cells.push(Cell::Measured(Stats {
+            median: measured.iter().map(|s| s.median).sum::<f64>() / n,
+            min: measured.iter().map(|s| s.min).sum::<f64>() / n,
+            max: measured.iter().map(|s| s.max).sum::<f64>() / n,
+            samples: measured.iter().map(|s| s.samples).min().unwrap_or(0),
+        }));
+        columns.push(Column { name, cells, cached: Vec::new() });
+    }
+    Ok(columns)
+}

@@ -1,0 +1,135 @@
+//! The `kernel-jit` engine: the filter's loadable conversion
+//! ([`convert::loadable()`]) behind the seccomp XDP harness
+//! ([`convert::loadable::xdp`]), loaded through the running kernel's
+//! verifier and JIT ([`kernel::bpf`]) and run by `BPF_PROG_TEST_RUN` on a
+//! 64-byte packet that is the `struct seccomp_data`.
+//!
+//! ```text
+//! Prepared ─► convert::loadable ─► xdp::seccomp ─► Prog::load(Xdp) ─► test_run(packet) ─► retval
+//! ```
+//!
+//! No system call is filtered, so it answers for every arch and every
+//! number (the `kernel` engine only observes native x86_64 calls). What it
+//! measures is the filter alone in the kernel's JIT: the `kernel` engine
+//! is the whole seccomp path of a real system call.
+//!
+//! Timing ([`Clock`]): the kernel's own mean per run
+//! (`bpf_test_timer_leave()` in net/bpf/test_run.c divides the time of
+//! `repeat` back-to-back runs, preemption off, by `repeat`, in whole
+//! nanoseconds) of the filter's harness, minus that of the same harness
+//! around `r0 = 0; exit` ([`xdp::baseline`]) measured in the same round.
+//! An XDP test run with `repeat > 1` registers the program with the XDP
+//! dispatcher for the timed loop (direct calls, as a driver's) and
+//! unregisters it after (`bpf_prog_change_xdp()` in
+//! `bpf_prog_test_run_xdp()`): measured here, about 20 ms of wall time per
+//! call whatever `repeat` (1–2 µs with `repeat = 1`, which [`KernelJit::eval`]
+//! uses), none of it on the kernel's clock. So a clock makes as few calls as it can: one probe of the
+//! baseline fixes one `repeat` for every measurement, long enough that
+//! each lasts at least [`MIN_MEASUREMENT`] (every run costs at least the
+//! harness alone), and a round is one call per input plus one for the
+//! baseline.
+
+use std::time::Duration;
+
+use cbpf::SeccompData;
+use convert::loadable::xdp;
+use kernel::bpf::{Prog, ProgType, TestRun};
+
+use crate::{EngineError, Prepared};
+
+/// A harness loaded into the running kernel.
+#[derive(Debug)]
+pub struct KernelJit {
+    prog: Prog,
+}
+
+impl KernelJit {
+    /// Loads `prepared`'s loadable conversion behind the XDP harness.
+    ///
+    /// # Errors
+    /// [`EngineError::Loadable`] for a socket filter;
+    /// [`EngineError::Bpf`] when `bpf(2)` is unavailable here or the
+    /// verifier refuses the program (with its reason).
+    pub fn new(prepared: &Prepared) -> Result<KernelJit, EngineError> {
+        let loadable = convert::loadable(prepared.converted(), prepared.program().mode())?;
+        Ok(KernelJit { prog: Prog::load(ProgType::Xdp, &xdp::seccomp(&loadable))? })
+    }
+
+    /// The harness around `r0 = 0; exit` ([`xdp::baseline`]): the cost a
+    /// timing subtracts.
+    pub fn baseline() -> Result<KernelJit, EngineError> {
+        Ok(KernelJit { prog: Prog::load(ProgType::Xdp, &xdp::baseline())? })
+    }
+
+    /// The filter's value on `packet` (a `struct seccomp_data` as its
+    /// arch's kernel lays it out: [`xdp::packet`]).
+    pub fn eval_packet(&self, packet: &[u8; xdp::PACKET_LEN]) -> Result<u32, EngineError> {
+        Ok(self.prog.retval(packet)?)
+    }
+
+    /// The filter's value on `data`.
+    pub fn eval(&self, data: &SeccompData) -> Result<u32, EngineError> {
+        self.eval_packet(&xdp::packet(data))
+    }
+
+    /// The kernel's mean ns per run over `repeat` runs on `packet`, with
+    /// the value the runs returned.
+    pub fn duration(&self, packet: &[u8; xdp::PACKET_LEN], repeat: u32) -> Result<(u32, u32), EngineError> {
+        let out = self.prog.test_run(&TestRun { data: packet, ctx: None, repeat })?;
+        Ok((out.retval, out.duration_ns))
+    }
+}
+
+/// The kernel's clock on a filter's harness (module docs): ns per run of
+/// the filter above the harness alone.
+#[derive(Debug)]
+pub struct Clock {
+    filter: KernelJit,
+    baseline: KernelJit,
+    repeat: u32,
+}
+
+impl Clock {
+    /// Loads `prepared`'s harness and the baseline, and sizes the `repeat`
+    /// of every measurement from one probe of the baseline.
+    pub fn new(prepared: &Prepared) -> Result<Clock, EngineError> {
+        let filter = KernelJit::new(prepared)?;
+        let baseline = KernelJit::baseline()?;
+        let (_, mean) = baseline.duration(&[0; xdp::PACKET_LEN], PROBE_REPEAT)?;
+        // The kernel rounds the mean down: the estimate errs long.
+        let repeat = MIN_MEASUREMENT.as_nanos().div_ceil(u128::from(mean.max(1)));
+        Ok(Clock { filter, baseline, repeat: u32::try_from(repeat).unwrap_or(MAX_REPEAT).clamp(1, MAX_REPEAT) })
+    }
+
+    /// The filter's harness (for its answers).
+    pub fn filter(&self) -> &KernelJit {
+        &self.filter
+    }
+
+    /// Runs per measurement.
+    pub fn repeat(&self) -> u32 {
+        self.repeat
+    }
+
+    /// One round: the baseline's mean ns per run (on the first packet),
+    /// then for each packet the value the filter returned and its mean ns
+    /// per run minus the baseline's (0 or a little below within noise for
+    /// the cheapest filters: the means are whole nanoseconds).
+    pub fn round(&self, packets: &[[u8; xdp::PACKET_LEN]]) -> Result<(f64, Vec<(u32, f64)>), EngineError> {
+        let first = packets.first().copied().unwrap_or([0; xdp::PACKET_LEN]);
+        let (_, base) = self.baseline.duration(&first, self.repeat)?;
+        let base = f64::from(base);
+        let runs = packets
+            .iter()
+            .map(|p| self.filter.duration(p, self.repeat).map(|(ret, ns)| (ret, f64::from(ns) - base)))
+            .collect::<Result<_, _>>()?;
+        Ok((base, runs))
+    }
+}
+
+/// Runs of [`Clock::new`]'s probe of the baseline.
+pub const PROBE_REPEAT: u32 = 10_000;
+/// The most runs one measurement makes.
+pub const MAX_REPEAT: u32 = 100_000_000;
+/// How long one timed measurement lasts at least (the kernel's time).
+pub const MIN_MEASUREMENT: Duration = Duration::from_millis(1);
