@@ -1,4 +1,6 @@
-//! A seccomp filter read back as the policy it enforces.
+//! Seccomp profiles in both directions: a filter read back as the policy
+//! it enforces, and a profile (OCI, Docker, seccompiler) compiled into a
+//! filter proved to mean it.
 //!
 //! ```text
 //! cbpf::Program ─► seccomp::analysis (classes, explain_in: paths per number)
@@ -6,6 +8,8 @@
 //!                          ├─► rules (paths → 64-bit argument comparisons, merged)
 //!                          ├─► text  (`analyze --explain`)
 //!                          └─► oci   (`decompile`: the OCI `linux.seccomp` profile)
+//! profile JSON ─► profile (its Meaning: the documented reference; eval; reference program)
+//!                    └─► compile (optimize's layout, cache check, proved by equiv)
 //! ```
 //!
 //! Nothing here interprets classic programs: the paths and their
@@ -21,7 +25,9 @@
 //! assert_eq!(profile.default_action, "SCMP_ACT_ERRNO");
 //! ```
 
+pub mod compile;
 pub mod oci;
+pub mod profile;
 pub mod read;
 pub mod rules;
 pub mod set;

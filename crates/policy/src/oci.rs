@@ -21,30 +21,46 @@ use seccomp::{Action, Arch};
 use crate::read::{clauses, Behaviour, Clause, Reading};
 use crate::rules::{box_rules, ArgCond, CmpOp, Inexpressible};
 
-/// The OCI runtime spec's `linux.seccomp` object (the fields a filter
-/// decides; `flags`, `listenerPath` and friends are not).
+/// The OCI runtime spec's `linux.seccomp` object: the fields a filter
+/// decides, and `flags` (how it is installed); `listenerPath` and
+/// `listenerMetadata` are read past.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Profile {
+    #[serde(default)]
     pub default_action: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_errno_ret: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_default")]
     pub architectures: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_default")]
     pub syscalls: Vec<Syscall>,
+    /// `SECCOMP_FILTER_FLAG_*` names; absent and empty differ to runc.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flags: Option<Vec<String>>,
 }
 
 /// One `syscalls[]` entry: every name gets `action` when all `args` hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Syscall {
+    #[serde(default, deserialize_with = "null_default")]
     pub names: Vec<String>,
     pub action: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errno_ret: Option<u32>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "null_default")]
     pub args: Vec<Arg>,
+}
+
+/// A JSON `null` read as the empty value (Go writes nil slices as `null`,
+/// and reads `null` as empty).
+pub(crate) fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 /// One argument comparison of an entry.
@@ -260,7 +276,7 @@ pub fn decompile(r: &Reading) -> Result<Profile, DecompileError> {
         syscalls.push(Syscall { names, action: name.into(), errno_ret: errno, args });
     }
     let architectures = r.views.iter().map(|v| oci_arch(v.arch).map(String::from)).collect::<Result<_, _>>()?;
-    Ok(Profile { default_action: default_action.into(), default_errno_ret, architectures, syscalls })
+    Ok(Profile { default_action: default_action.into(), default_errno_ret, architectures, syscalls, flags: None })
 }
 
 impl Profile {
