@@ -302,5 +302,17 @@ pub fn clauses(b: &Behaviour, wide: bool, skip: Option<u32>) -> BTreeMap<Returne
     for (action, list) in boxes {
         out.entry(action).or_default().extend(rules::merge(list).into_iter().map(Clause::Box));
     }
+    // Where that took more than one box (or a path had none): the masked
+    // reading of all the value's paths, when it applies, in one clause.
+    for (returns, list) in out.iter_mut() {
+        if matches!(list.as_slice(), [Clause::Box(_)]) {
+            continue;
+        }
+        let mine: Vec<&[Cond]> =
+            paths.iter().filter(|(r, _)| r == returns).map(|(_, conds)| conds.as_slice()).collect();
+        if let Some(b) = rules::masked_union(&mine, wide) {
+            *list = vec![Clause::Box(b)];
+        }
+    }
     out
 }
