@@ -278,7 +278,7 @@ pub fn read(prog: &Program, budget: &mut Budget) -> Result<Reading, AnalysisErro
 /// the raw conditions of a path that has none.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Clause {
-    Box(ArgBox),
+    Box(Box<ArgBox>),
     Raw { conds: Vec<Cond>, why: Inexpressible },
 }
 
@@ -300,7 +300,7 @@ pub fn clauses(b: &Behaviour, wide: bool, skip: Option<u32>) -> BTreeMap<Returne
         }
     }
     for (action, list) in boxes {
-        out.entry(action).or_default().extend(rules::merge(list).into_iter().map(Clause::Box));
+        out.entry(action).or_default().extend(rules::merge(list).into_iter().map(|b| Clause::Box(Box::new(b))));
     }
     // Where that took more than one box (or a path had none): the masked
     // reading of all the value's paths, when it applies, in one clause.
@@ -311,7 +311,7 @@ pub fn clauses(b: &Behaviour, wide: bool, skip: Option<u32>) -> BTreeMap<Returne
         let mine: Vec<&[Cond]> =
             paths.iter().filter(|(r, _)| r == returns).map(|(_, conds)| conds.as_slice()).collect();
         if let Some(b) = rules::masked_union(&mine, wide) {
-            *list = vec![Clause::Box(b)];
+            *list = vec![Clause::Box(Box::new(b))];
         }
     }
     out
