@@ -6,6 +6,7 @@ use std::process::Output;
 
 mod common;
 use common::{filter, run, stderr, stdout, FILTERS};
+use test_data::require::{self, Need};
 
 /// Asserts a rejection: exit 1, exactly one stderr line starting `error: ` and containing `needle`.
 fn assert_rejected(o: &Output, needle: &str) {
@@ -223,8 +224,13 @@ fn pcap_runs_every_packet_with_wire_or_captured_length() {
 
 #[test]
 fn kernel_engine_checks_vectors_against_the_running_kernel() {
-    if let Err(e) = kernel::seccomp_available() {
-        eprintln!("SKIPPED: kernel engine: seccomp is not available here: {e}");
+    if require::have(
+        "kernel_engine_checks_vectors_against_the_running_kernel",
+        Need::Kernel,
+        kernel::seccomp_available(),
+    )
+    .is_none()
+    {
         return;
     }
     assert_seed_slow_vectors_pass("kernel");
@@ -234,9 +240,14 @@ fn kernel_engine_checks_vectors_against_the_running_kernel() {
 
 #[test]
 fn socket_kernel_engine_runs_packets_and_pcaps_and_compares_refusals() {
-    if !matches!(kernel::socket::attach(&[cbpf::Insn::stmt(0x06, 1)]), Ok(kernel::socket::Attach::Accepted)) {
-        eprintln!("SKIPPED: SO_ATTACH_FILTER is refused here");
-        return;
+    let attach = kernel::socket::attach(&[cbpf::Insn::stmt(0x06, 1)]);
+    if !matches!(attach, Ok(kernel::socket::Attach::Accepted)) {
+        let why = format_args!("SO_ATTACH_FILTER refused even `ret #1` ({attach:?})");
+        return require::missing(
+            "socket_kernel_engine_runs_packets_and_pcaps_and_compares_refusals",
+            Need::Socket,
+            why,
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &str| {

@@ -29,6 +29,7 @@ use cbpf::{Insn, Interp, Mode, Program, SeccompData};
 use equiv::{Options, Side, Verdict};
 use policy::profile::{Format, Meaning, Selection};
 use seccomp::Arch;
+use test_data::require::{self, Need};
 use test_kit::corpus;
 
 const PYTHON: &str = "/usr/bin/python3";
@@ -37,18 +38,15 @@ fn profiles_dir() -> PathBuf {
     corpus::testdata().join("profiles")
 }
 
-/// Skips visibly (and fails under CI, where the prerequisite must be there).
-fn skip(why: &str) {
-    eprintln!("SKIPPED: {why}");
-    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true: {why}");
-}
-
-fn libseccomp() -> bool {
-    let ok = Command::new(PYTHON).args(["-c", "import seccomp"]).output().is_ok_and(|o| o.status.success());
-    if !ok {
-        skip(&format!("{PYTHON} cannot import seccomp (apt-get install python3-seccomp)"));
-    }
-    ok
+/// Can the distribution's libseccomp be driven from Python here? Where not,
+/// `test_data::require` says so (a visible skip, a failure under `CI=true`).
+fn libseccomp(test: &str) -> bool {
+    let probe = match Command::new(PYTHON).args(["-c", "import seccomp"]).output() {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!("{PYTHON} cannot import seccomp: {}", String::from_utf8_lossy(&o.stderr).trim())),
+        Err(e) => Err(format!("{PYTHON}: {e}")),
+    };
+    require::have(test, Need::Libseccomp, probe).is_some()
 }
 
 /// One testdata profile read for one machine.
@@ -245,7 +243,7 @@ fn tempdir(tag: &str) -> PathBuf {
 
 #[test]
 fn libseccomp_builds_the_same_filter_but_for_the_syscalls_it_does_not_know() {
-    if !libseccomp() {
+    if !libseccomp("libseccomp_builds_the_same_filter_but_for_the_syscalls_it_does_not_know") {
         return;
     }
     let dir = tempdir("libseccomp");
@@ -456,8 +454,7 @@ fn seccompiler_filters_equal_what_seccompiler_builds() {
 /// kernel-checked vectors their actions on ours.
 #[test]
 fn the_kernel_runs_the_compiled_filters() {
-    if let Err(e) = kernel::seccomp_available() {
-        skip(&format!("the kernel engine is unavailable here: {e}"));
+    if require::have("the_kernel_runs_the_compiled_filters", Need::Kernel, kernel::seccomp_available()).is_none() {
         return;
     }
     for c in cases() {

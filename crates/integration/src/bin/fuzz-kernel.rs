@@ -22,6 +22,7 @@ use bpfconv_integration::fuzz_kernel::{self, Input, Tally};
 use cbpf::uapi::audit::{AUDIT_ARCH_I386, AUDIT_ARCH_X86_64};
 use cbpf::{Mode, SeccompData};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use test_data::require::{self, Need};
 use test_kit::{branch, gen, SplitMix64};
 
 const USAGE: &str = "usage: fuzz-kernel [--time SECONDS] [--mode seccomp|socket|both] [--seed N] [--out DIR]";
@@ -84,8 +85,11 @@ fn main() -> ExitCode {
     let release = fuzz_kernel::kernel_release();
     let mut failed = false;
     for &mode in &args.modes {
-        if let Err(why) = fuzz_kernel::available(mode) {
-            eprintln!("SKIPPED fuzz-kernel --mode {mode}: the kernel refuses to attach here: {why}");
+        // A kernel that refuses to attach is a visible skip, and a failure
+        // under CI=true (or BPFCONV_REQUIRE naming it), as in the tests.
+        let need = if mode == Mode::Seccomp { Need::Kernel } else { Need::Socket };
+        let why = fuzz_kernel::available(mode).map_err(|why| format!("the kernel refuses to attach here: {why}"));
+        if require::have(&format!("fuzz-kernel --mode {mode}"), need, why).is_none() {
             continue;
         }
         eprintln!("fuzz-kernel --mode {mode} --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
