@@ -120,3 +120,60 @@ fn refusals_are_one_line_with_the_place() {
         assert!(err.contains(want), "{want}: {err}");
     }
 }
+
+/// `decompile --approximate`: where no profile says what the filter does,
+/// the closest profile, what was approximated, and every class of (arch,
+/// nr) where it differs, proved by equiv; exit 0. Without the flag the
+/// exact contract stands (exit 1).
+#[test]
+fn decompile_approximate_names_every_difference() {
+    // seccompiler's dword checks: no profile compares the low word alone
+    // on x86_64, and its other arches are KILL_PROCESS.
+    let filter = tmp("vmm_for_decompile.bpf");
+    let o = run(&["compile", &profile("seccompiler_vmm.json"), "--thread", "vmm", "-o", &filter], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let exact = run(&["decompile", &filter], b"");
+    assert_eq!(exact.status.code(), Some(1), "{}", stderr(&exact));
+    let o = run(&["decompile", "--approximate", "--format", "text", &filter], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(out.starts_with("default SCMP_ACT_KILL_PROCESS; arches SCMP_ARCH_X86_64"), "{out}");
+    assert!(out.contains("SCMP_ACT_ALLOW socket when args[0] == 0x1"), "{out}");
+    assert!(err.contains("note: approximated: x86_64:fcntl: pc"), "{err}");
+    for want in ["differs: x86_64:fcntl:", "differs: x86_64:ioctl:", "differs: x86_64:mmap:", "(not in the profile)"] {
+        assert!(err.contains(want), "{want}: {err}");
+    }
+    // Each difference is a vector the filter gives `left` on.
+    for line in err.lines().filter(|l| l.starts_with("differs: ")) {
+        let json = &line[line.find('{').unwrap()..];
+        let v: serde_json::Value = serde_json::from_str(json).unwrap();
+        let (arch, nr, args) = (v["arch"].as_u64().unwrap(), v["nr"].as_i64().unwrap(), &v["args"]);
+        let args: Vec<String> = args.as_array().unwrap().iter().map(|a| a.to_string()).collect();
+        let r = run(
+            &[
+                "run",
+                "--engine",
+                "cbpf",
+                &filter,
+                "--arch",
+                &arch.to_string(),
+                "--nr",
+                &(nr as u32).to_string(),
+                "--args",
+                &args.join(","),
+            ],
+            b"",
+        );
+        assert!(stdout(&r).contains(&format!("{:#010x}", v["left"].as_u64().unwrap())), "{line}: {}", stdout(&r));
+    }
+    // A filter a profile says exactly: proved, no difference.
+    let o = run(&["decompile", "--approximate", &profile("docker_like.bpf")], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("proved: the profile means exactly what the filter does"), "{}", stderr(&o));
+    // systemd's shape: other arches ALLOW.
+    let asm = b"ld [4]\njeq #0xc000003e, native, other\nother: ret #0x7fff0000\nnative: ld [0]\njeq #59, deny, allow\ndeny: ret #0x50001\nallow: ret #0x7fff0000\n";
+    let o = run(&["decompile", "--approximate", "--format", "text", "-"], asm);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("note: approximated: arches the filter does not check get ALLOW"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("(not in the profile) nr 0: the filter returns ALLOW"), "{}", stderr(&o));
+}

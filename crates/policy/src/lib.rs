@@ -33,6 +33,6 @@ pub mod rules;
 pub mod set;
 pub mod text;
 
-pub use oci::{decompile, DecompileError, Profile};
+pub use oci::{decompile, decompile_with, DecompileError, Decompiled, Profile};
 pub use read::{read, Reading};
 pub use text::explain_lines;
