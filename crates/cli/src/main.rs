@@ -5,6 +5,7 @@
 //! the project's FORMATS.md §1.
 
 mod cmd;
+mod dot;
 mod fail;
 mod io;
 mod out;

@@ -18,6 +18,8 @@ pub enum ConvertFormat {
     Ebpf,
     /// The eBPF program in bpf_conformance assembly.
     Asm,
+    /// The eBPF program's control-flow graph as Graphviz DOT.
+    Dot,
 }
 
 #[derive(Args, Debug)]
@@ -48,6 +50,13 @@ pub fn convert(args: &ConvertArgs) -> Result<i32> {
         ConvertFormat::Asm => ebpf::disasm::disassemble(&conv.insns)
             .map_err(|e| crate::fail::Failure::rejected(format!("disassembling the converted program: {e}")))?
             .into_bytes(),
+        ConvertFormat::Dot => {
+            let helpers = match args.input.mode {
+                crate::ModeArg::Socket => ebpf::listing::skb_helper_name,
+                crate::ModeArg::Seccomp => ebpf::listing::kernel_helper_name,
+            };
+            crate::dot::ebpf(&conv.insns, crate::cmd::disasm::returns(args.input.mode), helpers).into_bytes()
+        }
     };
     write_output(args.output.as_deref().unwrap_or("-"), &bytes)?;
     Ok(0)
