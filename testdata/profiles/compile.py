@@ -3,8 +3,13 @@
 libseccomp (Debian's python3-seccomp), rule by rule the way runc adds them.
 
 usage: compile.py PROFILE.json OUT.bpf [--optimize 1|2]
+       compile.py --many < JOBS.jsonl
 
-Exit 3 when libseccomp refuses a rule (runc would fail to start).
+Exit 3 when libseccomp refuses a rule (runc would fail to start). With
+`--many`, each stdin line is {"profile": {...}, "out": PATH, "optimize":
+null|1|2} and each gets one stdout line: {"ok": true}, or {"refused":
+"why"} where libseccomp refused a rule (one interpreter for many profiles:
+the differential suite's batches).
 
 runc's rules, as we apply them (libcontainer/seccomp/seccomp_linux.go): the
 default action with defaultErrnoRet; every listed architecture added (the
@@ -60,19 +65,16 @@ def action(name, errno):
     raise SystemExit(f"compile.py: unknown action {name}")
 
 
-def main():
-    import json
-    args = sys.argv[1:]
-    optimize = None
-    if "--optimize" in args:
-        i = args.index("--optimize")
-        optimize = int(args[i + 1])
-        del args[i:i + 2]
-    if len(args) != 2:
-        raise SystemExit(__doc__)
-    profile = json.load(open(args[0]))
+class Refused(Exception):
+    """libseccomp refused a rule: runc fails to start the container."""
+
+
+def compile_profile(profile, out_path, optimize=None):
     default, default_value = action(profile["defaultAction"], profile.get("defaultErrnoRet"))
-    f = s.SyscallFilter(defaction=default)
+    try:
+        f = s.SyscallFilter(defaction=default)
+    except RuntimeError as e:
+        raise Refused(f"libseccomp refused the default action: {e}")
     if optimize is not None:
         f.set_attr(s.Attr.CTL_OPTIMIZE, optimize)
     for arch in profile.get("architectures") or []:
@@ -96,11 +98,37 @@ def main():
                     for c in conds:
                         f.add_rule(act, name, c)
             except (RuntimeError, ValueError) as e:
-                # runc fails to start the container here.
-                print(f"compile.py: libseccomp refused a rule of {name}: {e}", file=sys.stderr)
-                sys.exit(3)
-    with open(args[1], "wb") as out:
+                raise Refused(f"libseccomp refused a rule of {name}: {e}")
+    with open(out_path, "wb") as out:
         f.export_bpf(out)
+
+
+def main():
+    import json
+    args = sys.argv[1:]
+    if args == ["--many"]:
+        for line in sys.stdin:
+            job = json.loads(line)
+            try:
+                compile_profile(job["profile"], job["out"], job.get("optimize"))
+                print(json.dumps({"ok": True}), flush=True)
+            except Refused as e:
+                print(json.dumps({"refused": str(e)}), flush=True)
+        return
+    optimize = None
+    if "--optimize" in args:
+        i = args.index("--optimize")
+        optimize = int(args[i + 1])
+        del args[i:i + 2]
+    if len(args) != 2:
+        raise SystemExit(__doc__)
+    profile = json.load(open(args[0]))
+    try:
+        compile_profile(profile, args[1], optimize)
+    except Refused as e:
+        # runc fails to start the container here.
+        print(f"compile.py: {e}", file=sys.stderr)
+        sys.exit(3)
 
 
 if __name__ == "__main__":

@@ -61,6 +61,13 @@
 //!   meant (GHSA-4q85-33p6-j5g6, fixed in 2.6.1). Where libseccomp's answer
 //!   differs from the narrower rule's, `bpfconv equiv PROFILE FILTER`
 //!   prints the input: that is what the profile's author would want to know.
+//!   (Beside overlaps, the differential suite found libseccomp 2.5.4
+//!   miscompiling rules that mean one thing: two range comparisons of one
+//!   64-bit argument in one syscall's rules, such as runc makes of an entry
+//!   that compares an argument twice, leave the first rule's low word in A
+//!   where the second tests the high word — `read` allowed for
+//!   `args[0] < 5 || args[0] >= 2^32` lets `read(6)` through. The code that
+//!   reloads A, `_gen_bpf_build_bpf()`, is unchanged in 2.6.1.)
 //! - Overlaps that are not nested have no width to go by: libseccomp's
 //!   answer there depends on its internal order, the rules' order and its
 //!   version, so no filter can be held to one answer.
@@ -341,6 +348,19 @@ pub struct Meaning {
     /// What was skipped or adjusted, for the user (`name: no such syscall
     /// on x86_64, i386`).
     pub notes: Vec<String>,
+    /// Rules of different actions where one lies inside the other (the
+    /// narrower wins): where libseccomp may give the wider one's action.
+    pub nested: Vec<Nested>,
+}
+
+/// Two rules of one syscall with different actions, one strictly inside
+/// the other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Nested {
+    /// `x86_64:read`.
+    pub syscall: String,
+    pub narrower: Origin,
+    pub wider: Origin,
 }
 
 impl Meaning {

@@ -15,7 +15,8 @@
 //! - **Actions**: `SCMP_ACT_KILL` and `_KILL_THREAD` are KILL_THREAD;
 //!   `_ERRNO` and `_TRACE` take `errnoRet` (`defaultErrnoRet` for the
 //!   default), EPERM when absent, its low 16 bits (runc passes it as an
-//!   `int16`); `_NOTIFY` is refused as the default and for `write`, as runc
+//!   `int16`); an errno of 4095 or more is refused (libseccomp refuses it,
+//!   `sys_chk_seccomp_action()`, and runc fails); `_NOTIFY` is refused as the default and for `write`, as runc
 //!   refuses it; `errnoRet` on another action is ignored (reported).
 //! - **Entries**: per entry and per name, a rule; an entry whose action
 //!   equals the default (errno included) is skipped (runc skips it before
@@ -51,8 +52,8 @@ use seccomp::arch::X32_SYSCALL_BIT;
 use seccomp::{Action, Arch};
 
 use super::{
-    atom, libseccomp_args_64, ArchValue, Cond, Format, Meaning, Origin, Part, PartKind, ProfileError, Rule, Selection,
-    Syscall, View, Width,
+    atom, libseccomp_args_64, ArchValue, Cond, Format, Meaning, Nested, Origin, Part, PartKind, ProfileError, Rule,
+    Selection, Syscall, View, Width,
 };
 use crate::oci::{Profile, Syscall as Entry};
 use crate::rules::{ArgCond, CmpOp, ARGS};
@@ -103,6 +104,29 @@ const FLAGS: [&str; 4] = [
     "SECCOMP_FILTER_FLAG_SPEC_ALLOW",
     "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV",
 ];
+
+/// libseccomp takes `SCMP_ACT_ERRNO(e)` only for `e < MAX_ERRNO` (4095:
+/// `sys_chk_seccomp_action()` in src/system.c); runc then fails.
+const LIBSECCOMP_MAX_ERRNO: u32 = 4095;
+
+/// [`action`], refusing what libseccomp refuses (an errno of 4095 or
+/// more after runc's `int16`), at `place`.
+fn checked_action(name: &str, errno_ret: Option<u32>, place: &str) -> Result<u32, ProfileError> {
+    let value =
+        action(name, errno_ret).ok_or_else(|| ProfileError::invalid(place, format!("`{name}` is not an action")))?;
+    if let Action::Errno(e) = Action::from_u32(value) {
+        if u32::from(e) >= LIBSECCOMP_MAX_ERRNO {
+            return Err(ProfileError::invalid(
+                place,
+                format!(
+                    "errno {e} (errnoRet {}): libseccomp refuses an errno of 4095 or more, and runc fails",
+                    errno_ret.unwrap_or(1)
+                ),
+            ));
+        }
+    }
+    Ok(value)
+}
 
 /// The value of an OCI action as runc gives it to libseccomp.
 pub fn action(name: &str, errno_ret: Option<u32>) -> Option<u32> {
@@ -213,8 +237,7 @@ pub fn meaning_with_entries(
         return Err(ProfileError::Disabled);
     }
     let mut notes = Vec::new();
-    let default = action(&p.default_action, p.default_errno_ret)
-        .ok_or_else(|| ProfileError::invalid("defaultAction", format!("`{}` is not an action", p.default_action)))?;
+    let default = checked_action(&p.default_action, p.default_errno_ret, "defaultAction")?;
     if default == SECCOMP_RET_USER_NOTIF {
         return Err(ProfileError::invalid("defaultAction", "SCMP_ACT_NOTIFY cannot be the default (runc refuses it)"));
     }
@@ -275,6 +298,12 @@ pub fn meaning_with_entries(
                 ));
             }
             let mut known = false;
+            if seccomp::syscalls::tables().iter().any(|t| t.number(name).is_some()) {
+                // libseccomp checks the action of a rule for any name it
+                // knows, even one no listed ABI has (a pseudo number): a
+                // name some Linux 6.18 table has stands for that.
+                checked_action(&e.action, e.errno_ret, &place())?;
+            }
             for (abi, rules) in abis.iter().zip(per_abi.iter_mut()) {
                 let width = if libseccomp_args_64(*abi) { Width::Bits64 } else { Width::Low32 };
                 for (nr, call) in targets(*abi, name) {
@@ -307,9 +336,18 @@ pub fn meaning_with_entries(
 
     // Order each syscall's rules, refusing ambiguous overlaps.
     let mut views: Vec<View> = Vec::new();
+    let mut nested = Vec::new();
     for (abi, mut syscalls) in abis.iter().zip(per_abi) {
         for s in syscalls.values_mut() {
-            s.rules = order(&abi.to_string(), s.name, std::mem::take(&mut s.rules))?;
+            let (rules, inside) = order(&abi.to_string(), s.name, std::mem::take(&mut s.rules))?;
+            s.rules = rules;
+            for (narrower, wider) in inside {
+                let syscall = format!("{abi}:{}", s.name);
+                notes.push(format!(
+                    "{syscall}: {narrower} lies inside {wider} with another action: the narrower rule wins (libseccomp may give the wider one's action: see `policy::profile`)"
+                ));
+                nested.push(Nested { syscall, narrower, wider });
+            }
         }
         views.push(View { arch: *abi, default, syscalls });
     }
@@ -326,7 +364,7 @@ pub fn meaning_with_entries(
     for a in &mut arches {
         a.parts = parts(&a.views);
     }
-    Ok(Meaning { format, arches, other_arches: BAD_ARCH, flags, notes })
+    Ok(Meaning { format, arches, other_arches: BAD_ARCH, flags, notes, nested })
 }
 
 /// The rules (each a list of ANDed conditions) runc makes of one entry.
@@ -378,20 +416,24 @@ fn parts(views: &[View]) -> Vec<Part> {
 /// are examined pair by pair.
 pub const MAX_RULES: usize = 1024;
 
+/// The rules of one syscall, ordered, and the `(narrower, wider)` origins
+/// of each nested pair of actions.
+type Ordered = (Vec<Rule>, Vec<(Origin, Origin)>);
+
 /// `rules` in an order where the first match is the narrower rule's
 /// action ([`crate::profile`]): a rule before every rule of another action
 /// it lies strictly inside; otherwise the entries' order. Refuses an
 /// overlap of two actions where neither rule is inside the other.
-pub(crate) fn order(arch: &str, name: &str, rules: Vec<Rule>) -> Result<Vec<Rule>, ProfileError> {
-    let Some(first) = rules.first() else { return Ok(rules) };
+pub(crate) fn order(arch: &str, name: &str, rules: Vec<Rule>) -> Result<Ordered, ProfileError> {
+    let Some(first) = rules.first() else { return Ok((rules, Vec::new())) };
     if rules.iter().all(|r| r.action == first.action) {
         // A union that holds an unconditional rule is that rule: a filter
         // returns its action without looking at arguments (and the
         // kernel's cache can see it, as it sees libseccomp's).
         if let Some(all) = rules.iter().find(|r| r.conds.is_empty()) {
-            return Ok(vec![all.clone()]);
+            return Ok((vec![all.clone()], Vec::new()));
         }
-        return Ok(rules);
+        return Ok((rules, Vec::new()));
     }
     if rules.len() > MAX_RULES {
         return Err(ProfileError::TooManyRules { arch: arch.into(), name: name.into(), limit: MAX_RULES });
@@ -410,6 +452,7 @@ pub(crate) fn order(arch: &str, name: &str, rules: Vec<Rule>) -> Result<Vec<Rule
     // after[i]: rules that must come after rule i; indeg[j]: how many before j.
     let mut after: Vec<Vec<usize>> = vec![Vec::new(); rules.len()];
     let mut indeg = vec![0usize; rules.len()];
+    let mut nested: Vec<(Origin, Origin)> = Vec::new();
     for (i, (a, ba)) in rules.iter().zip(&boxes).enumerate() {
         for (j, (b, bb)) in rules.iter().zip(&boxes).enumerate().skip(i + 1) {
             if a.action == b.action {
@@ -425,6 +468,12 @@ pub(crate) fn order(arch: &str, name: &str, rules: Vec<Rule>) -> Result<Vec<Rule
             };
             after.get_mut(first).into_iter().for_each(|v| v.push(then));
             indeg.get_mut(then).into_iter().for_each(|d| *d += 1);
+            if let (Some(n), Some(w)) = (rules.get(first), rules.get(then)) {
+                let pair = (n.origin.clone(), w.origin.clone());
+                if !nested.contains(&pair) {
+                    nested.push(pair);
+                }
+            }
         }
     }
     // Kahn's order, lowest index first (strict containment has no cycle).
@@ -442,5 +491,5 @@ pub(crate) fn order(arch: &str, name: &str, rules: Vec<Rule>) -> Result<Vec<Rule
         }
     }
     let mut slots: Vec<Option<Rule>> = rules.into_iter().map(Some).collect();
-    Ok(order.into_iter().filter_map(|j| slots.get_mut(j).and_then(Option::take)).collect())
+    Ok((order.into_iter().filter_map(|j| slots.get_mut(j).and_then(Option::take)).collect(), nested))
 }

@@ -247,5 +247,6 @@ pub fn meaning(text: &str, sel: &Selection) -> Result<Meaning, ProfileError> {
         other_arches: SECCOMP_RET_KILL_PROCESS,
         flags: Vec::new(),
         notes,
+        nested: Vec::new(),
     })
 }
