@@ -30,6 +30,8 @@ use std::os::fd::OwnedFd;
 use crate::errno_text;
 use crate::sys;
 
+pub mod memory;
+
 /// The program types bpfconv loads (`enum bpf_prog_type`,
 /// include/uapi/linux/bpf.h).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -104,6 +106,21 @@ pub enum BpfError {
     /// refuses, ...).
     #[error("BPF_PROG_TEST_RUN of the {prog_type} program failed: {}", errno_text(*.errno))]
     TestRun { prog_type: ProgType, errno: i32 },
+    /// Memory longer than an XDP test run's packet holds ([`memory`]).
+    #[error("{len} bytes of memory is more than an XDP test run's packet holds ({max})")]
+    MemoryTooLong { len: usize, max: usize },
+    /// Memory too short for [`memory::Args::WithEnd`]: the test run pads
+    /// it, so the packet's end would not be the memory's.
+    #[error("{len} bytes of memory is less than the {min} a program given the memory's end needs")]
+    MemoryTooShort { len: usize, min: usize },
+    /// A [`memory::MemoryProg`] run on memory of another length than it
+    /// was loaded (and verified) for.
+    #[error("the program was loaded for {expected} bytes of memory, not {len}")]
+    MemoryLength { len: usize, expected: usize },
+    /// The [`memory`] harness's epilogue did not store `r0` (a bug of the
+    /// harness: the packet is built to pass its checks).
+    #[error("the harness did not bring r0 out (retval {retval:#x})")]
+    NoResult { retval: u32 },
 }
 
 fn log_suffix(log: &str) -> String {
