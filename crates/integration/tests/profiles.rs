@@ -30,24 +30,9 @@ use equiv::{Options, Side, Verdict};
 use policy::profile::{Format, Meaning, Selection};
 use seccomp::Arch;
 use test_data::require::{self, Need};
-use test_kit::corpus;
 
-const PYTHON: &str = "/usr/bin/python3";
-
-fn profiles_dir() -> PathBuf {
-    corpus::testdata().join("profiles")
-}
-
-/// Can the distribution's libseccomp be driven from Python here? Where not,
-/// `test_data::require` says so (a visible skip, a failure under `CI=true`).
-fn libseccomp(test: &str) -> bool {
-    let probe = match Command::new(PYTHON).args(["-c", "import seccomp"]).output() {
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => Err(format!("{PYTHON} cannot import seccomp: {}", String::from_utf8_lossy(&o.stderr).trim())),
-        Err(e) => Err(format!("{PYTHON}: {e}")),
-    };
-    require::have(test, Need::Libseccomp, probe).is_some()
-}
+mod common;
+use common::{libseccomp, profiles_dir, PYTHON};
 
 /// One testdata profile read for one machine.
 struct Case {

@@ -266,18 +266,11 @@ pub fn decompile_with(r: &Reading, approximate: bool) -> Result<Decompiled, Deco
                         }
                     };
                     for clause in list {
-                        let b = match clause {
-                            Clause::Box(b) => b,
-                            Clause::Raw { why, .. } => {
-                                ap.or_note(DecompileError::Condition {
-                                    view: view_name(e.view),
-                                    name: name.into(),
-                                    why,
-                                })?;
-                                continue;
-                            }
+                        let expanded = match clause {
+                            Clause::Box(b) => box_rules(&b),
+                            Clause::Raw { why, .. } => Err(why),
                         };
-                        let expanded = match box_rules(&b) {
+                        let expanded = match expanded {
                             Ok(x) => x,
                             Err(why) => {
                                 ap.or_note(DecompileError::Condition {

@@ -36,19 +36,7 @@ pub struct View {
 impl View {
     /// Does libseccomp pass 64-bit arguments on this ABI (test both words)?
     pub fn wide(&self) -> bool {
-        matches!(
-            self.arch,
-            Arch::X86_64
-                | Arch::Aarch64
-                | Arch::Riscv64
-                | Arch::S390x
-                | Arch::Ppc64le
-                | Arch::Ppc64
-                | Arch::Mips64
-                | Arch::Mipsel64
-                | Arch::Loongarch64
-                | Arch::Other(_)
-        )
+        crate::profile::libseccomp_args_64(self.arch)
     }
 
     /// The name of `nr` in this view's table (x32's numbers carry bit 30).
