@@ -56,9 +56,12 @@
 //!   whatever the order, a rule with one more condition than another is
 //!   dropped (added after) or refused with `EEXIST` (added before), `!=`
 //!   and `==` of one argument are ordered by their constants rather than
-//!   by width, `<=` and `<` with one constant by insertion order, and the
-//!   64-bit `<`/`<=` merge writes the true action where the false one was
-//!   meant (GHSA-4q85-33p6-j5g6, fixed in 2.6.1). Where libseccomp's answer
+//!   by width, `<` inside `<=` of one constant and `==` inside a masked
+//!   test by insertion order, and the 64-bit `<`/`<=` merge writes the
+//!   true action where the false one was meant (GHSA-4q85-33p6-j5g6, fixed
+//!   in 2.6.1); `>` inside `>`, `<` inside `<` (32-bit) and `==` inside a
+//!   range do give the narrower action (crates/integration/tests/
+//!   libseccomp_differential.rs, `nested_overlaps_against_libseccomp`). Where libseccomp's answer
 //!   differs from the narrower rule's, `bpfconv equiv PROFILE FILTER`
 //!   prints the input: that is what the profile's author would want to know.
 //!   (Beside overlaps, the differential suite found libseccomp 2.5.4
