@@ -25,7 +25,7 @@
 //! | [`seccomp`] | `bpfconv-seccomp` | actions, arches, syscall tables, seccomp-tools style listings, analysis, the action cache, the fast engine |
 //! | `equiv` | `bpfconv-equiv` | are two filters (or stacks) equal on every `seccomp_data`: a proof, counterexamples, or undecided within stated budgets |
 //! | `optimize` | `bpfconv-optimize` | a seccomp filter rewritten to dispatch on arch and nr in O(log n) range compares, proved equal before it is returned |
-//! | [`policy`] | `bpfconv-policy` | a seccomp filter read back as its policy: readable rules per action, the OCI `linux.seccomp` profile (`decompile`) |
+//! | `policy` | `bpfconv-policy` | a seccomp filter read back as its policy (readable rules per action, the OCI `linux.seccomp` profile: `decompile`), and profiles (OCI, Docker, seccompiler) compiled to proven filters |
 //! | `engine` | `bpfconv-engine` | every engine behind one interface (cbpf, ebpf, cbpf-plain, ebpf-plain, rbpf, rbpf-jit, rbpf-cranelift, kernel, fast, kernel-jit) |
 //! | `timing` | `bpfconv-timing` | timing statistics and SVG cost charts (`bpfconv bench`, the benchmark tables) |
 //! | [`chain`] | `bpfconv-chain` | the compare-chain core both fast interpreters build their superinstructions from |
@@ -77,14 +77,15 @@
 //! # Features
 //!
 //! All on by default; without them (`default-features = false`) the
-//! converter, both instruction sets, seccomp's analysis and `policy`
-//! remain, and none of rbpf, cranelift, batsat or plotters is built.
+//! converter, the hook targets, both instruction sets and seccomp's
+//! analysis remain, and none of rbpf, cranelift, batsat or plotters is built.
 //!
 //! | feature | adds | brings in |
 //! |---|---|---|
 //! | `engines` | [`engine`] (and `kernel`) | rbpf, its cranelift JIT |
 //! | `equiv` | `equiv` | batsat |
 //! | `optimize` | `optimize` (and `equiv`) | batsat |
+//! | `policy` | `policy` (and `optimize`) | batsat, serde_json |
 //! | `timing` | `timing` | plotters (SVG only) |
 //! | `kernel` | `kernel` (x86_64 Linux) | libc |
 //!
@@ -219,6 +220,7 @@ pub use ::hook;
 pub use ::kernel;
 #[cfg(feature = "optimize")]
 pub use ::optimize;
+#[cfg(feature = "policy")]
 pub use ::policy;
 pub use ::record;
 pub use ::seccomp;

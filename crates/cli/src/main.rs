@@ -5,6 +5,7 @@
 //! the project's FORMATS.md §1.
 
 mod cmd;
+mod dot;
 mod fail;
 mod io;
 mod out;
@@ -61,6 +62,8 @@ enum Command {
     Asm(cmd::disasm::AsmArgs),
     /// Convert to eBPF exactly as bpf_convert_filter() does; without -o, print a side-by-side listing.
     Convert(cmd::convert::ConvertArgs),
+    /// Compile a seccomp profile (OCI, Docker/Podman, seccompiler JSON) into a filter proved equal to the profile's meaning.
+    Compile(Box<cmd::compile::CompileArgs>),
     /// Rewrite a seccomp filter to dispatch on arch and nr in O(log n) range compares, proved equal before it is written.
     Optimize(cmd::optimize::OptimizeArgs),
     /// Evaluate a filter on one of the engines.
@@ -91,6 +94,7 @@ fn main() {
         Command::Asm(a) => cmd::disasm::asm(&a),
         Command::Convert(a) => cmd::convert::convert(&a),
         Command::Optimize(a) => cmd::optimize::optimize(&a),
+        Command::Compile(a) => cmd::compile::compile(&a),
         Command::Run(a) => cmd::run::run(&a),
         Command::Analyze(a) => cmd::analyze::analyze(&a),
         Command::Decompile(a) => cmd::decompile::decompile(&a),

@@ -106,6 +106,32 @@ fn explain_prints_alu_conditions_as_expressions() {
     assert!(err.contains("pc 13: `(args[0].lo + 0x1) > 0x5`"), "{err}");
 }
 
+/// Complements and unions of masked tests read in 64-bit terms: the
+/// OpenSSH-shaped checks (the low word masked and compared, then the high
+/// word) of testdata/profiles/openssh_style.asm, pinned by
+/// openssh_style.explain.txt; x32 numbers are named in the per-number
+/// table.
+#[test]
+fn explain_reads_masked_unions_and_complements_in_64_bit_terms() {
+    let asm = format!("{PROFILES}/openssh_style.asm");
+    let text = explain_text(&asm);
+    assert_lines(
+        policy_of(&text),
+        &[
+            "  x86_64:mmap when (args[3] & 0xffffffffffefffcd) != 0",
+            "  x86_64:mmap when (args[3] & 0xffffffffffefffcd) == 0",
+            "  x86_64:futex when (args[1] & 0xfffffffffffffe7f) in {0, 0x1, 0x3, 0x4, 0x9, 0xa}",
+            "  x86_64:futex when (args[1] & 0xfffffffffffffe7f) not in {0, 0x1, 0x3, 0x4, 0x9, 0xa}",
+        ],
+    );
+    assert!(!text.contains(".lo &"), "{text}");
+    assert_golden("openssh_style", &text);
+    // x32's numbers by name.
+    let docker = explain_text(&format!("{PROFILES}/docker_like.bpf"));
+    assert!(docker.contains(" 1073741824 x32:read "), "{docker}");
+    assert!(!docker.contains("0x40000000 "), "{docker}");
+}
+
 #[test]
 fn decompile_prints_the_oci_profile_and_text() {
     let bpf = format!("{PROFILES}/docker_like.bpf");

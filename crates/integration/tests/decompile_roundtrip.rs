@@ -18,28 +18,14 @@ use std::process::Command;
 use cbpf::{Mode, Program};
 use equiv::{Options, Side, Verdict};
 use seccomp::analysis::Budget;
-use test_data::require::{self, Need};
+
 use test_kit::corpus::{self, Filter};
 
-const PYTHON: &str = "/usr/bin/python3";
+mod common;
+use common::{libseccomp, PYTHON};
 
 fn testdata() -> PathBuf {
     corpus::testdata()
-}
-
-/// Can the distribution's libseccomp be driven from Python here? Where not,
-/// `test_data::require` says so (a visible skip, a failure under `CI=true`).
-fn libseccomp(test: &str) -> bool {
-    let probe = Command::new(PYTHON).args(["-c", "import seccomp"]).output();
-    let probe = match probe {
-        Ok(o) if o.status.success() => Ok(()),
-        Ok(o) => {
-            let stderr = String::from_utf8_lossy(&o.stderr);
-            Err(format!("{PYTHON} cannot import seccomp: {}", stderr.lines().last().unwrap_or("").trim()))
-        }
-        Err(e) => Err(format!("{PYTHON}: {e}")),
-    };
-    require::have(test, Need::Libseccomp, probe).is_some()
 }
 
 /// Compiles the profile at `json` with libseccomp into a validated program.

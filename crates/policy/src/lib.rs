@@ -1,4 +1,6 @@
-//! A seccomp filter read back as the policy it enforces.
+//! Seccomp profiles in both directions: a filter read back as the policy
+//! it enforces, and a profile (OCI, Docker, seccompiler) compiled into a
+//! filter proved to mean it.
 //!
 //! ```text
 //! cbpf::Program ─► seccomp::analysis (classes, explain_in: paths per number)
@@ -6,6 +8,9 @@
 //!                          ├─► rules (paths → 64-bit argument comparisons, merged)
 //!                          ├─► text  (`analyze --explain`)
 //!                          └─► oci   (`decompile`: the OCI `linux.seccomp` profile)
+//! profile JSON ─► profile (its Meaning: the documented reference; eval; reference program)
+//!                    └─► compile (optimize's layout, cache check, proved by equiv)
+//! abi: which ABIs pass 64-bit arguments, where each word sits (below both)
 //! ```
 //!
 //! Nothing here interprets classic programs: the paths and their
@@ -21,12 +26,15 @@
 //! assert_eq!(profile.default_action, "SCMP_ACT_ERRNO");
 //! ```
 
+pub mod abi;
+pub mod compile;
 pub mod oci;
+pub mod profile;
 pub mod read;
 pub mod rules;
 pub mod set;
 pub mod text;
 
-pub use oci::{decompile, DecompileError, Profile};
+pub use oci::{decompile, decompile_with, DecompileError, Decompiled, Profile};
 pub use read::{read, Reading};
 pub use text::explain_lines;

@@ -21,30 +21,46 @@ use seccomp::{Action, Arch};
 use crate::read::{clauses, Behaviour, Clause, Reading};
 use crate::rules::{box_rules, ArgCond, CmpOp, Inexpressible};
 
-/// The OCI runtime spec's `linux.seccomp` object (the fields a filter
-/// decides; `flags`, `listenerPath` and friends are not).
+/// The OCI runtime spec's `linux.seccomp` object: the fields a filter
+/// decides, and `flags` (how it is installed); `listenerPath` and
+/// `listenerMetadata` are read past.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Profile {
+    #[serde(default)]
     pub default_action: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_errno_ret: Option<u32>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_default")]
     pub architectures: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_default")]
     pub syscalls: Vec<Syscall>,
+    /// `SECCOMP_FILTER_FLAG_*` names; absent and empty differ to runc.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flags: Option<Vec<String>>,
 }
 
 /// One `syscalls[]` entry: every name gets `action` when all `args` hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Syscall {
+    #[serde(default, deserialize_with = "null_default")]
     pub names: Vec<String>,
     pub action: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub errno_ret: Option<u32>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty", deserialize_with = "null_default")]
     pub args: Vec<Arg>,
+}
+
+/// A JSON `null` read as the empty value (Go writes nil slices as `null`,
+/// and reads `null` as empty).
+pub(crate) fn null_default<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
 
 /// One argument comparison of an entry.
@@ -148,15 +164,69 @@ type Rule = (u32, Vec<ArgCond>);
 
 /// The profile that means the filter `r` was read from.
 pub fn decompile(r: &Reading) -> Result<Profile, DecompileError> {
+    decompile_with(r, false).map(|d| d.profile)
+}
+
+/// A decompiled profile, and (approximate mode) what no profile could say,
+/// each as the error the exact mode gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decompiled {
+    pub profile: Profile,
+    pub approximations: Vec<DecompileError>,
+}
+
+/// Each reason a profile cannot say the filter: an error, or (approximate)
+/// a note, after which the nearest saying is taken.
+struct Approx {
+    approximate: bool,
+    notes: Vec<DecompileError>,
+}
+
+impl Approx {
+    fn or_note(&mut self, e: DecompileError) -> Result<(), DecompileError> {
+        if self.approximate {
+            if !self.notes.contains(&e) {
+                self.notes.push(e);
+            }
+            Ok(())
+        } else {
+            Err(e)
+        }
+    }
+}
+
+/// [`decompile`], or with `approximate` the closest profile: where no
+/// profile can say what the filter does, the nearest reading is taken and
+/// the reason kept in [`Decompiled::approximations`]: numbers reached by
+/// nr arithmetic read from the table numbers alone; unchecked arches, a
+/// rule on an unnamed number, a path that is not argument comparisons, a
+/// set a profile cannot say, a computed return, the path limit: left out
+/// (the default stands); no default: the most common action; per-arch
+/// rules for one name: the first arch's; an action the spec lacks (TRAP
+/// data): the nearest it has; an arch it has no name for: left out.
+pub fn decompile_with(r: &Reading, approximate: bool) -> Result<Decompiled, DecompileError> {
+    let mut ap = Approx { approximate, notes: Vec::new() };
     if !r.complete {
-        return Err(DecompileError::NrArithmetic { pc: r.nr_pc });
+        ap.or_note(DecompileError::NrArithmetic { pc: r.nr_pc })?;
     }
     match r.other_arches {
         Some(0) => {}
-        Some(a) => return Err(DecompileError::OtherArches { action: Action::from_u32(a).to_string() }),
-        None => return Err(DecompileError::OtherArches { action: "an action that depends on the input".into() }),
+        Some(a) => ap.or_note(DecompileError::OtherArches { action: Action::from_u32(a).to_string() })?,
+        None => ap.or_note(DecompileError::OtherArches { action: "an action that depends on the input".into() })?,
     }
-    let default = r.default.ok_or(DecompileError::NoDefault)?;
+    let default = match r.default {
+        Some(d) => d,
+        None => {
+            ap.or_note(DecompileError::NoDefault)?;
+            r.entries
+                .iter()
+                .find_map(|e| match e.behaviour {
+                    Behaviour::Constant(a) => Some(a),
+                    Behaviour::Paths { .. } => None,
+                })
+                .unwrap_or(0)
+        }
+    };
     let view_name = |i: usize| r.views.get(i).map(|v| v.arch.to_string()).unwrap_or_default();
     // Per name, in first-seen order: its rules and the view they came from.
     let mut order: Vec<&'static str> = Vec::new();
@@ -169,7 +239,7 @@ pub fn decompile(r: &Reading) -> Result<Profile, DecompileError> {
                     Behaviour::Paths { .. } => "an action that depends on the arguments".into(),
                 };
                 let default = Action::from_u32(default).to_string();
-                return Err(DecompileError::Unnamed { view: view_name(e.view), lo: e.lo, hi: e.hi, action, default });
+                ap.or_note(DecompileError::Unnamed { view: view_name(e.view), lo: e.lo, hi: e.hi, action, default })?;
             }
             continue;
         };
@@ -181,39 +251,41 @@ pub fn decompile(r: &Reading) -> Result<Profile, DecompileError> {
                 rules.insert((*a, Vec::new()));
             }
             Behaviour::Paths { truncated: true, .. } => {
-                return Err(DecompileError::Truncated { view: view_name(e.view), name: name.into() });
+                ap.or_note(DecompileError::Truncated { view: view_name(e.view), name: name.into() })?;
             }
             b @ Behaviour::Paths { .. } => {
-                for (returns, list) in clauses(b, wide, Some(default)) {
+                'values: for (returns, list) in clauses(b, wide, Some(default)) {
                     let action = match returns {
                         Returned::Const(action) => action,
                         Returned::Computed(e) => {
-                            return Err(DecompileError::ComputedReturn {
+                            ap.or_note(DecompileError::ComputedReturn {
                                 pc: r.ret_a.unwrap_or(0),
                                 value: e.to_string(),
-                            })
+                            })?;
+                            continue;
                         }
                     };
                     for clause in list {
-                        let b = match clause {
-                            Clause::Box(b) => b,
-                            Clause::Raw { why, .. } => {
-                                return Err(DecompileError::Condition {
+                        let expanded = match clause {
+                            Clause::Box(b) => box_rules(&b),
+                            Clause::Raw { why, .. } => Err(why),
+                        };
+                        let expanded = match expanded {
+                            Ok(x) => x,
+                            Err(why) => {
+                                ap.or_note(DecompileError::Condition {
                                     view: view_name(e.view),
                                     name: name.into(),
                                     why,
-                                });
+                                })?;
+                                continue;
                             }
                         };
-                        let expanded = box_rules(&b).map_err(|why| DecompileError::Condition {
-                            view: view_name(e.view),
-                            name: name.into(),
-                            why,
-                        })?;
                         rules.extend(expanded.into_iter().map(|conds| (action, conds)));
                         if rules.len() > MAX_RULES_PER_NAME {
                             let (view, name) = (view_name(e.view), name.into());
-                            return Err(DecompileError::TooManyRules { view, name, limit: MAX_RULES_PER_NAME });
+                            ap.or_note(DecompileError::TooManyRules { view, name, limit: MAX_RULES_PER_NAME })?;
+                            break 'values;
                         }
                     }
                 }
@@ -221,11 +293,11 @@ pub fn decompile(r: &Reading) -> Result<Profile, DecompileError> {
         }
         match per_name.get(name) {
             Some((first, known)) if *known != rules => {
-                return Err(DecompileError::ArchesDiffer {
+                ap.or_note(DecompileError::ArchesDiffer {
                     name: name.into(),
                     first: view_name(*first),
                     second: view_name(e.view),
-                });
+                })?;
             }
             Some(_) => {}
             None => {
@@ -249,18 +321,41 @@ pub fn decompile(r: &Reading) -> Result<Profile, DecompileError> {
     // precedence, most permissive first); then unconditional entries first.
     entries
         .sort_by_key(|((action, conds), _)| (std::cmp::Reverse(Action::from_u32(*action).rank()), !conds.is_empty()));
-    let (default_action, default_errno_ret) = oci_action(default)?;
+    let (default_action, default_errno_ret) = nearest_action(default, &mut ap)?;
     let mut syscalls = Vec::new();
     for ((action, conds), names) in entries {
-        let (name, errno) = oci_action(action)?;
+        let (name, errno) = nearest_action(action, &mut ap)?;
         let args = conds
             .iter()
             .map(|c| Arg { index: u32::from(c.index), value: c.value, value_two: c.value_two, op: c.op.oci().into() })
             .collect();
         syscalls.push(Syscall { names, action: name.into(), errno_ret: errno, args });
     }
-    let architectures = r.views.iter().map(|v| oci_arch(v.arch).map(String::from)).collect::<Result<_, _>>()?;
-    Ok(Profile { default_action: default_action.into(), default_errno_ret, architectures, syscalls })
+    let mut architectures = Vec::new();
+    for v in &r.views {
+        match oci_arch(v.arch) {
+            Ok(a) => architectures.push(a.to_string()),
+            Err(e) => ap.or_note(e)?,
+        }
+    }
+    let profile =
+        Profile { default_action: default_action.into(), default_errno_ret, architectures, syscalls, flags: None };
+    Ok(Decompiled { profile, approximations: ap.notes })
+}
+
+/// The OCI action of `value`, or (approximate) the nearest one it has:
+/// TRAP without its data, KILL_PROCESS for a value of no action.
+fn nearest_action(value: u32, ap: &mut Approx) -> Result<(&'static str, Option<u32>), DecompileError> {
+    match oci_action(value) {
+        Ok(a) => Ok(a),
+        Err(e) => {
+            ap.or_note(e)?;
+            Ok(match Action::from_u32(value) {
+                Action::Trap(_) => ("SCMP_ACT_TRAP", None),
+                _ => ("SCMP_ACT_KILL_PROCESS", None),
+            })
+        }
+    }
 }
 
 impl Profile {

@@ -36,19 +36,7 @@ pub struct View {
 impl View {
     /// Does libseccomp pass 64-bit arguments on this ABI (test both words)?
     pub fn wide(&self) -> bool {
-        matches!(
-            self.arch,
-            Arch::X86_64
-                | Arch::Aarch64
-                | Arch::Riscv64
-                | Arch::S390x
-                | Arch::Ppc64le
-                | Arch::Ppc64
-                | Arch::Mips64
-                | Arch::Mipsel64
-                | Arch::Loongarch64
-                | Arch::Other(_)
-        )
+        crate::abi::libseccomp_args_64(self.arch)
     }
 
     /// The name of `nr` in this view's table (x32's numbers carry bit 30).
@@ -278,7 +266,7 @@ pub fn read(prog: &Program, budget: &mut Budget) -> Result<Reading, AnalysisErro
 /// the raw conditions of a path that has none.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Clause {
-    Box(ArgBox),
+    Box(Box<ArgBox>),
     Raw { conds: Vec<Cond>, why: Inexpressible },
 }
 
@@ -300,7 +288,19 @@ pub fn clauses(b: &Behaviour, wide: bool, skip: Option<u32>) -> BTreeMap<Returne
         }
     }
     for (action, list) in boxes {
-        out.entry(action).or_default().extend(rules::merge(list).into_iter().map(Clause::Box));
+        out.entry(action).or_default().extend(rules::merge(list).into_iter().map(|b| Clause::Box(Box::new(b))));
+    }
+    // Where that took more than one box (or a path had none): the masked
+    // reading of all the value's paths, when it applies, in one clause.
+    for (returns, list) in out.iter_mut() {
+        if matches!(list.as_slice(), [Clause::Box(_)]) {
+            continue;
+        }
+        let mine: Vec<&[Cond]> =
+            paths.iter().filter(|(r, _)| r == returns).map(|(_, conds)| conds.as_slice()).collect();
+        if let Some(b) = rules::masked_union(&mine, wide) {
+            *list = vec![Clause::Box(Box::new(b))];
+        }
     }
     out
 }

@@ -206,3 +206,79 @@ fn audit_ret_a_and_unreachable_code() {
     // Sorted by severity, highest first.
     assert!(findings.windows(2).all(|w| w[0].severity >= w[1].severity));
 }
+
+/// The low-word lint: a seccompiler-style `dword` check (the low word alone)
+/// on x86_64 fires, naming the syscall; libseccomp's 64-bit pair (high word
+/// first), a masked test and the same check on i386 (a 32-bit arch) do not.
+#[test]
+fn audit_low_word_only_checks_on_a_64_bit_arch() {
+    let low_words = |p: &Program| -> Vec<(Option<Pc>, u8, Vec<String>)> {
+        audit(p)
+            .unwrap()
+            .into_iter()
+            .filter_map(|f| match f.kind {
+                FindingKind::LowWordOnly { arg, syscalls } => Some((f.pc, arg, syscalls)),
+                _ => None,
+            })
+            .collect()
+    };
+    // seccompiler's dword eq: ld [24]; jeq #2.
+    let dword = asm(r"
+                ld [4]
+                jeq #0xc000003e, ok
+                ret #0x80000000
+        ok:     ld [0]
+                jeq #72, fcntl, deny
+        fcntl:  ld [24]                     ; args[1].lo
+                jeq #2, allow, deny
+        allow:  ret #0x7fff0000
+        deny:   ret #0x80000000
+        ");
+    assert_eq!(low_words(&dword), [(Some(Pc(6)), 1, vec!["x86_64:fcntl".to_string()])]);
+    assert!(audit(&dword)
+        .unwrap()
+        .iter()
+        .any(|f| f.to_string().contains("args[1] is compared in its low 32 bits only")));
+    // libseccomp's 64-bit EQ: the high word, then the low one.
+    let pair = asm(r"
+                ld [4]
+                jeq #0xc000003e, ok
+                ret #0
+        ok:     ld [0]
+                jeq #72, fcntl, deny
+        fcntl:  ld [28]                     ; args[1].hi
+                jeq #0, lo, deny
+        lo:     ld [24]
+                jeq #2, allow, deny
+        allow:  ret #0x7fff0000
+        deny:   ret #0x50001
+        ");
+    assert!(low_words(&pair).is_empty());
+    // A masked test says which bits it means.
+    let masked = asm(r"
+                ld [4]
+                jeq #0xc000003e, ok
+                ret #0
+        ok:     ld [0]
+                jeq #56, clone, deny
+        clone:  ld [16]
+                and #0x7e020000
+                jeq #0, allow, deny
+        allow:  ret #0x7fff0000
+        deny:   ret #0x50001
+        ");
+    assert!(low_words(&masked).is_empty());
+    // i386 passes 32-bit arguments.
+    let i386 = asm(r"
+                ld [4]
+                jeq #0x40000003, ok
+                ret #0
+        ok:     ld [0]
+                jeq #55, fcntl, deny
+        fcntl:  ld [24]
+                jeq #2, allow, deny
+        allow:  ret #0x7fff0000
+        deny:   ret #0x50001
+        ");
+    assert!(low_words(&i386).is_empty());
+}

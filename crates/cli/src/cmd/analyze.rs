@@ -119,8 +119,15 @@ pub fn analyze(args: &AnalyzeArgs) -> Result<i32> {
                 "kernel constant-action cache (always ALLOW, never runs the filter): {} numbers",
                 cache.len()
             )?;
+            // x32's numbers (bit 30) on x86_64 are named from x32's table.
+            let x32 = (arch == Arch::X86_64).then(|| Arch::X32.syscalls()).flatten();
+            let text_name = |nr: u32| match (name(nr), x32.and_then(|t| t.name(nr))) {
+                (Some(n), _) => n.to_string(),
+                (None, Some(n)) => format!("x32:{n}"),
+                (None, None) => format!("{nr:#x}"),
+            };
             for e in &entries {
-                let n = name(e.nr).map(str::to_string).unwrap_or_else(|| format!("{:#x}", e.nr));
+                let n = text_name(e.nr);
                 match &e.result {
                     ActionResult::Constant(a) => outln!(sink, "  {:>10} {n:<24} {}", e.nr, Action::from_u32(*a))?,
                     ActionResult::Depends(f) => {

@@ -25,6 +25,8 @@ pub enum ConvertFormat {
     Asm,
     /// A C initializer of `struct bpf_insn`.
     CArray,
+    /// The eBPF program's control-flow graph as Graphviz DOT.
+    Dot,
 }
 
 /// `--target`: whose program to write.
@@ -140,6 +142,13 @@ fn kernel_form(args: &ConvertArgs, prog: &cbpf::Program, format: ConvertFormat) 
         ConvertFormat::Ebpf => ebpf::listing::listing_with(&conv.insns, helper).into_bytes(),
         ConvertFormat::Asm => asm(&conv.insns)?,
         ConvertFormat::CArray => ebpf::listing::c_array(&conv.insns, &args.name, helper).into_bytes(),
+        ConvertFormat::Dot => {
+            let helpers = match args.input.mode {
+                crate::ModeArg::Socket => ebpf::listing::skb_helper_name,
+                crate::ModeArg::Seccomp => ebpf::listing::kernel_helper_name,
+            };
+            crate::dot::ebpf(&conv.insns, crate::cmd::disasm::returns(args.input.mode), helpers).into_bytes()
+        }
         ConvertFormat::Elf => Vec::new(),
     })
 }
@@ -176,6 +185,9 @@ fn hook_form(args: &ConvertArgs, prog: &cbpf::Program, target: hook::Target, for
         ConvertFormat::Ebpf => ebpf::listing::listing_with(&hooked.insns, no_names).into_bytes(),
         ConvertFormat::Asm => asm(&hooked.insns)?,
         ConvertFormat::CArray => ebpf::listing::c_array(&hooked.insns, &args.name, no_names).into_bytes(),
+        ConvertFormat::Dot => {
+            crate::dot::ebpf(&hooked.insns, crate::cmd::disasm::returns(args.input.mode), no_names).into_bytes()
+        }
     })
 }
 

@@ -20,6 +20,8 @@ pub enum DisasmFormat {
     Pcap,
     /// seccomp-tools style, naming syscalls and actions.
     Seccomp,
+    /// The control-flow graph as Graphviz DOT (basic blocks, true/false edges, returns coloured by action); output only.
+    Dot,
 }
 
 #[derive(Args, Debug)]
@@ -35,6 +37,9 @@ pub struct DisasmArgs {
     /// Output file (`-` for stdout).
     #[arg(short, long, default_value = "-")]
     output: String,
+    /// What the program's returns mean (colours of `--format dot`).
+    #[arg(long, value_enum, default_value_t)]
+    mode: crate::ModeArg,
 }
 
 /// Output forms of `asm`.
@@ -76,9 +81,21 @@ pub fn disasm(args: &DisasmArgs) -> Result<i32> {
             let default_arch = parse_arch(args.arch.as_deref())?;
             seccomp::disasm::disasm(&insns, seccomp::disasm::DisasmOptions { default_arch })
         }
+        DisasmFormat::Dot => {
+            let default_arch = parse_arch(args.arch.as_deref())?;
+            crate::dot::classic(&insns, returns(args.mode), default_arch)
+        }
     };
     write_output(&args.output, text.as_bytes())?;
     Ok(0)
+}
+
+/// How `--mode` colours returns.
+pub fn returns(mode: crate::ModeArg) -> crate::dot::Returns {
+    match mode {
+        crate::ModeArg::Seccomp => crate::dot::Returns::Seccomp,
+        crate::ModeArg::Socket => crate::dot::Returns::Socket,
+    }
 }
 
 /// `bpfconv asm`.

@@ -5,9 +5,11 @@
 use clap::{Args, ValueEnum};
 use equiv::{Compare, Counterexample, EquivError, Limits, Options, Side, Verdict};
 
+use crate::cmd::profile::{is_profile, meaning_of, print_notes, ProfileFormat, SelectionArgs};
 use crate::fail::{Failure, Result};
-use crate::io::{read_classic, EndianArg, From};
+use crate::io::{parse_classic_endian, read_input, EndianArg, From};
 use crate::out::{outln, Out};
+use policy::profile::Meaning;
 
 /// The exit code of an undecided comparison (FORMATS-EXTENSIONS.md §1).
 pub const UNDECIDED: i32 = 3;
@@ -60,6 +62,11 @@ pub struct EquivArgs {
     /// Budget: clauses of one SAT problem (bounds memory).
     #[arg(long, value_name = "N", default_value_t = Limits::default().max_clauses)]
     max_clauses: u64,
+    /// A side that is a JSON profile is read in this format (detected when absent).
+    #[arg(long, value_enum)]
+    profile: Option<ProfileFormat>,
+    #[command(flatten)]
+    selection: SelectionArgs,
 }
 
 /// The files of one side: `FILE` or `NEWEST,...,OLDEST`. A name that
@@ -72,24 +79,56 @@ fn side_files(spec: &str) -> Vec<&str> {
     }
 }
 
-fn load_side(spec: &str, args: &EquivArgs) -> Result<Vec<cbpf::Program>> {
+/// One side: its filters (newest first), and the profile it was read
+/// from (a side that is a profile is its reference program).
+struct Loaded {
+    filters: Vec<cbpf::Program>,
+    profile: Option<Meaning>,
+}
+
+fn load_side(spec: &str, args: &EquivArgs) -> Result<Loaded> {
     let files = side_files(spec);
     if files.iter().any(|f| f.is_empty()) {
         return Err(Failure::usage(format!("`{spec}`: an empty file name in a stack")));
     }
-    files
-        .iter()
-        .map(|f| {
-            let insns = read_classic(f, args.from, args.endian)?;
-            cbpf::validate(&insns, cbpf::Mode::Seccomp).map_err(|e| Failure::rejected(format!("{f}: {e}")))
-        })
-        .collect()
+    let mut filters = Vec::new();
+    let mut profile = None;
+    for f in &files {
+        let bytes = read_input(f)?;
+        if is_profile(&bytes) {
+            if files.len() > 1 {
+                return Err(Failure::usage(format!("`{spec}`: {f} is a profile; a stack holds filters")));
+            }
+            let m = meaning_of(f, &bytes, args.profile, &args.selection.selection()?)?;
+            print_notes(&m);
+            let reference =
+                policy::compile::reference_program(&m).map_err(|e| Failure::rejected(format!("{f}: {e}")))?;
+            filters.push(reference);
+            profile = Some(m);
+            continue;
+        }
+        let insns = parse_classic_endian(&bytes, args.from, args.endian.endian())
+            .map_err(|e| Failure { code: e.code, message: format!("{f}: {}", e.message) })?;
+        filters.push(cbpf::validate(&insns, cbpf::Mode::Seccomp).map_err(|e| Failure::rejected(format!("{f}: {e}")))?);
+    }
+    Ok(Loaded { filters, profile })
+}
+
+/// The syscall a counterexample calls, by a side's profile: `x86_64:statmount`.
+fn syscall_name(c: &Counterexample, sides: &[&Loaded]) -> Option<String> {
+    let m = sides.iter().find_map(|s| s.profile.as_ref())?;
+    let value = m.arches.iter().find(|a| a.audit_arch == c.data.arch)?;
+    let policy::profile::PartKind::View(v) = value.part(c.data.nr as u32) else { return None };
+    let view = value.views.get(v)?;
+    let name = view.arch.syscalls()?.name(c.data.nr as u32)?;
+    Some(format!("{}:{name}", view.arch))
 }
 
 /// A counterexample as a FORMATS.md §2 vector (`action` is the left
-/// side's result) with both results.
-fn vector(c: &Counterexample) -> serde_json::Value {
-    serde_json::json!({
+/// side's result) with both results, and the syscall's name when a side
+/// is a profile.
+fn vector(c: &Counterexample, name: Option<String>) -> serde_json::Value {
+    let mut v = serde_json::json!({
         "arch": c.data.arch,
         "nr": c.data.nr,
         "ip": c.data.instruction_pointer,
@@ -97,7 +136,11 @@ fn vector(c: &Counterexample) -> serde_json::Value {
         "action": c.left,
         "left": c.left,
         "right": c.right,
-    })
+    });
+    if let (Some(name), Some(o)) = (name, v.as_object_mut()) {
+        o.insert("syscall".into(), name.into());
+    }
+    v
 }
 
 /// `bpfconv equiv`.
@@ -107,7 +150,11 @@ pub fn equiv(args: &EquivArgs) -> Result<i32> {
     }
     let left = load_side(&args.left, args)?;
     let right = load_side(&args.right, args)?;
-    let (l, r) = (Side::stack(&left).map_err(Failure::rejected)?, Side::stack(&right).map_err(Failure::rejected)?);
+    let (l, r) = (
+        Side::stack(&left.filters).map_err(Failure::rejected)?,
+        Side::stack(&right.filters).map_err(Failure::rejected)?,
+    );
+    let sides = [&left, &right];
     let options = Options {
         compare: match args.compare {
             CompareArg::Value => Compare::Value,
@@ -135,7 +182,7 @@ pub fn equiv(args: &EquivArgs) -> Result<i32> {
         EquivFormat::Json => {
             let cexs: Vec<serde_json::Value> = match &verdict {
                 Verdict::Equal => Vec::new(),
-                Verdict::Differ(c) => c.iter().map(vector).collect(),
+                Verdict::Differ(c) => c.iter().map(|c| vector(c, syscall_name(c, &sides))).collect(),
             };
             let doc = serde_json::json!({
                 "verdict": if exit == 0 { "equivalent" } else { "differ" },
@@ -158,7 +205,7 @@ pub fn equiv(args: &EquivArgs) -> Result<i32> {
             Verdict::Differ(cexs) => {
                 outln!(out, "differ: {} counterexample{}", cexs.len(), if cexs.len() == 1 { "" } else { "s" })?;
                 for c in cexs {
-                    outln!(out, "{}", vector(c))?;
+                    outln!(out, "{}", vector(c, syscall_name(c, &sides)))?;
                 }
             }
         },

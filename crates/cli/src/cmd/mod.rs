@@ -2,6 +2,7 @@
 
 pub mod analyze;
 pub mod bench;
+pub mod compile;
 pub mod convert;
 pub mod decompile;
 pub mod disasm;
@@ -9,6 +10,7 @@ pub mod dump;
 pub mod ebpf;
 pub mod equiv;
 pub mod optimize;
+pub mod profile;
 pub mod run;
 
 use crate::fail::Result;

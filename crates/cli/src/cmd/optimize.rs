@@ -55,17 +55,21 @@ pub fn optimize(args: &OptimizeArgs) -> Result<i32> {
     if args.stats {
         eprintln!("{s}");
     }
-    let insns = out.program.original();
     let format =
         args.format.unwrap_or(if args.output.is_some() { OptimizeFormat::Raw } else { OptimizeFormat::Seccomp });
-    let bytes = match format {
-        OptimizeFormat::Raw => cbpf::raw::encode_endian(insns, args.source.endian.endian()),
+    let bytes = encode(out.program.original(), format, args.source.endian);
+    write_output(args.output.as_deref().unwrap_or("-"), &bytes)?;
+    Ok(0)
+}
+
+/// A filter in one of the forms `optimize` and `compile` write.
+pub fn encode(insns: &[cbpf::Insn], format: OptimizeFormat, endian: crate::io::EndianArg) -> Vec<u8> {
+    match format {
+        OptimizeFormat::Raw => cbpf::raw::encode_endian(insns, endian.endian()),
         OptimizeFormat::C => cbpf::text::print_c(insns).into_bytes(),
         OptimizeFormat::Asm => cbpf::text::print_asm(insns).into_bytes(),
         OptimizeFormat::Seccomp => {
             seccomp::disasm::disasm(insns, seccomp::disasm::DisasmOptions { default_arch: None }).into_bytes()
         }
-    };
-    write_output(args.output.as_deref().unwrap_or("-"), &bytes)?;
-    Ok(0)
+    }
 }

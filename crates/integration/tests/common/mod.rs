@@ -1,11 +1,35 @@
 //! Helpers shared by the integration tests: listing a testdata folder's
-//! files, running converted seccomp filters on rbpf's interpreter.
+//! files, running converted seccomp filters on rbpf's interpreter, driving
+//! the distribution's libseccomp.
 
 #![allow(dead_code)]
 
 pub mod filetest;
 
 use std::path::{Path, PathBuf};
+
+/// The Python that has the distribution's libseccomp bindings
+/// (python3-seccomp), whatever `python3` is first on PATH.
+pub const PYTHON: &str = "/usr/bin/python3";
+
+/// testdata/profiles: the profiles and the scripts that drive libseccomp.
+pub fn profiles_dir() -> PathBuf {
+    test_kit::corpus::testdata().join("profiles")
+}
+
+/// Can the distribution's libseccomp be driven from Python here? Where not,
+/// `test_data::require` says so (a visible skip, a failure under `CI=true`).
+pub fn libseccomp(test: &str) -> bool {
+    let probe = match std::process::Command::new(PYTHON).args(["-c", "import seccomp"]).output() {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => {
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            Err(format!("{PYTHON} cannot import seccomp: {}", stderr.lines().last().unwrap_or("").trim()))
+        }
+        Err(e) => Err(format!("{PYTHON}: {e}")),
+    };
+    test_data::require::have(test, test_data::require::Need::Libseccomp, probe).is_some()
+}
 
 /// The files of `dir` whose extension is `ext`, sorted by path.
 pub fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {

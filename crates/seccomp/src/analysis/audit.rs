@@ -10,6 +10,7 @@
 //! | unreachable code | `nr` and `arch` symbolic: instructions no path reaches |
 //! | older sibling filtered | x86_64: a syscall of [`SIBLINGS_X86_64`] gets a specific non-allow treatment (not the default action, not always allowed) while its newer equivalent is always allowed |
 //! | io_uring open | x86_64: `io_uring_setup/enter/register` always allowed while some other syscall is not |
+//! | low word only | per 64-bit arch value the filter names (`__AUDIT_ARCH_64BIT`, x32 included: its registers are 64-bit): a comparison of `args[i].lo` itself with a constant (not under a mask, not a bit test) on a path where `args[i].hi` was not compared on every way there: the check ignores the high 32 bits the kernel passes (seccompiler's `dword`, a generator that splits no 64-bit value). libseccomp's 64-bit comparisons test the high word first and do not fire it |
 
 use cbpf::{JmpOp, Pc, Program};
 
@@ -62,6 +63,11 @@ pub enum FindingKind {
     /// x86_64: these io_uring syscalls are always allowed although other
     /// syscalls are restricted; io_uring operations bypass seccomp.
     IoUringOpen { allowed: Vec<u32> },
+    /// On a 64-bit arch value, the comparison at the finding's pc tests
+    /// `args[arg]`'s low 32 bits while its high 32 bits were not tested on
+    /// some path there (for `syscalls`, `x32:personality`): a value with
+    /// other high bits passes too.
+    LowWordOnly { syscalls: Vec<String>, arg: u8 },
 }
 
 /// One finding.
@@ -120,6 +126,17 @@ impl std::fmt::Display for Finding {
                     name(*older),
                     name(*newer)
                 )
+            }
+            FindingKind::LowWordOnly { syscalls, arg } => {
+                write!(f, "args[{arg}] is compared in its low 32 bits only, its high 32 bits untested, for")?;
+                const SHOWN: usize = 8;
+                for s in syscalls.iter().take(SHOWN) {
+                    write!(f, " {s}")?;
+                }
+                if syscalls.len() > SHOWN {
+                    write!(f, " and {} more", syscalls.len() - SHOWN)?;
+                }
+                f.write_str(": a 64-bit arch passes all 64 bits, so unless the syscall truncates this argument, values with other high bits get through")
             }
             FindingKind::IoUringOpen { allowed } => {
                 f.write_str("x86_64: io_uring syscalls")?;
@@ -305,9 +322,79 @@ fn audit_with(prog: &Program, an: &mut Analyzer) -> Result<Vec<Finding>, Analysi
     if let Some((nrs, default_nr, default_result)) = x86_64_default {
         audit_x86_64(an, &nrs, default_nr, &default_result, &mut findings)?;
     }
+    low_word_only(an, &arches, &mut findings)?;
 
     findings.sort_by(|a, b| b.severity.cmp(&a.severity).then(a.pc.cmp(&b.pc)));
     Ok(findings)
+}
+
+/// The `(pc, arg)` of every comparison of an argument's low word alone,
+/// on a path where its high word was not compared on every way there.
+fn low_word_compares(an: &mut Analyzer, env: &Env) -> std::collections::BTreeSet<(usize, u8)> {
+    let mut out = std::collections::BTreeSet::new();
+    an.for_each_step(env, |pc, state, step| {
+        let Step::Branch { cmp, .. } = step else { return };
+        if cmp.eval_known().is_some() || cmp.op == JmpOp::Jset {
+            return;
+        }
+        let arg = match (cmp.lhs, cmp.rhs) {
+            (Val::Exact(Field::ArgLo(i)), Val::Known(_)) | (Val::Known(_), Val::Exact(Field::ArgLo(i))) => i,
+            _ => return,
+        };
+        if !state.compared.contains(Field::ArgHi(arg)) {
+            out.insert((pc, arg));
+        }
+    });
+    out
+}
+
+/// `x86_64:read`, `x32:personality`, `aarch64:#500`: a number of an arch value.
+fn syscall_label(arch: u32, nr: u32) -> String {
+    let abi = match crate::Arch::from_audit_arch(arch) {
+        crate::Arch::X86_64 if nr & X32_SYSCALL_BIT != 0 => crate::Arch::X32,
+        a => a,
+    };
+    match abi.syscalls().and_then(|t| t.name(nr)) {
+        Some(name) => format!("{abi}:{name}"),
+        None => format!("{abi}:#{nr}"),
+    }
+}
+
+/// Comparisons of an argument's low word alone on the 64-bit arch values
+/// in `arches` (see the module docs): found with `nr` unknown, then
+/// attributed to the syscalls (classes of `nr`) whose paths reach them,
+/// one data-flow pass per class, charged to the budget.
+fn low_word_only(an: &mut Analyzer, arches: &[u32], findings: &mut Vec<Finding>) -> Result<(), AnalysisError> {
+    use crate::arch::AUDIT_ARCH_64BIT;
+    let mut found: std::collections::BTreeMap<(usize, u8), Vec<String>> = std::collections::BTreeMap::new();
+    for &arch in arches.iter().filter(|&&a| a & AUDIT_ARCH_64BIT != 0) {
+        let candidates = low_word_compares(an, &Env::new(None, Some(arch), arch));
+        if candidates.is_empty() {
+            continue;
+        }
+        let reps = super::NrClasses::of(an, arch).representatives();
+        let Some(reps) = reps else {
+            // nr is used beyond comparisons: no classes to name.
+            for &key in &candidates {
+                found.entry(key).or_default().push(format!("arch {arch:#x}"));
+            }
+            continue;
+        };
+        for nr in reps {
+            an.budget.charge_steps(an.ops.len() as u64)?;
+            for key in low_word_compares(an, &Env::new(Some(nr), Some(arch), arch)) {
+                found.entry(key).or_default().push(syscall_label(arch, nr));
+            }
+        }
+    }
+    for ((pc, arg), syscalls) in found {
+        findings.push(Finding {
+            severity: Severity::Medium,
+            pc: Some(Pc(pc)),
+            kind: FindingKind::LowWordOnly { syscalls, arg },
+        });
+    }
+    Ok(())
 }
 
 /// The x86_64-specific findings: x32, siblings, io_uring.

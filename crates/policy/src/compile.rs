@@ -1,0 +1,279 @@
+//! `bpfconv compile`: a profile's [`Meaning`] as a seccomp filter in
+//! `optimize`'s layout, proved equal to the meaning before it is handed out.
+//!
+//! ```text
+//! Meaning ─► Partition (per arch value, nr ranges: ret #K or a syscall's argument checks)
+//!         ─► optimize::lay_out (arch jeq, jge tree over the ranges, landings past 255)
+//!         ─► validate (seccomp mode, ≤ 4096) ─► kernel cache check ─► equiv against the reference program
+//! ```
+//!
+//! The reference program ([`crate::profile::reference`]) transcribes the
+//! meaning rule by rule and is tested against [`Meaning::eval`]; the
+//! output is written only once `equiv` proves the two equal on every
+//! `struct seccomp_data`. Every (arch, nr) the meaning always allows (an
+//! unconditional ALLOW, or the default on a number without rules) must be
+//! one the kernel's constant-action cache allows without running the
+//! filter ([`seccomp::cache::seccomp_is_const_allow`]): libseccomp's
+//! filters get exactly those cached, so ours never get fewer.
+
+use std::collections::HashMap;
+
+use cbpf::opcode::BPF_MAXINSNS;
+use cbpf::{Insn, Mode, Program};
+use seccomp::action::SECCOMP_RET_ALLOW;
+use seccomp::fast::{ArchPartition, Cut, Outcome, Partition, PartitionResidual as Residual, Ranges};
+
+use crate::profile::code::Code;
+use crate::profile::Unreachable;
+use crate::profile::{reference, Meaning, PartKind, Syscall, View};
+
+/// How to compile.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Bounds the proof.
+    pub equiv: equiv::Options,
+}
+
+/// Figures of one compilation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Stats {
+    pub insns: usize,
+    /// The most instructions any path runs.
+    pub longest_path: usize,
+    pub reference_insns: usize,
+    pub reference_longest_path: usize,
+    /// Distinct argument-check programs and their instructions.
+    pub residuals: usize,
+    pub residual_insns: usize,
+    pub layout: optimize::LayoutStats,
+}
+
+impl std::fmt::Display for Stats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "instructions {} (reference {}), longest path {} (reference {}), ranges {}, tree depth {}, argument checks {} ({} instructions), landings {}",
+            self.insns,
+            self.reference_insns,
+            self.longest_path,
+            self.reference_longest_path,
+            self.layout.ranges,
+            self.layout.tree_depth,
+            self.residuals,
+            self.residual_insns,
+            self.layout.landings
+        )
+    }
+}
+
+/// A compiled profile.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// Validated in seccomp mode, proved equal to `reference`.
+    pub program: Program,
+    /// The meaning transcribed (what `equiv PROFILE FILTER` compares with).
+    pub reference: Program,
+    pub stats: Stats,
+}
+
+/// Why no filter was produced.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CompileError {
+    /// The meaning's transcription is not a program seccomp(2) takes (too
+    /// long to hold the proof's other side).
+    #[error("the profile's reference program does not validate ({0}); it is too large to prove a filter against")]
+    Reference(cbpf::ValidateError),
+    /// A jump this crate wrote cannot reach its target (a bug).
+    #[error(transparent)]
+    Unreachable(#[from] Unreachable),
+    /// The filter needs more instructions than the kernel takes.
+    #[error("the filter needs {insns} instructions, more than BPF_MAXINSNS ({max}); split the profile or drop rules")]
+    TooLong { insns: usize, max: usize },
+    /// The layout does not validate (a bug: reported, never written).
+    #[error("the compiled filter does not validate: {0}")]
+    Invalid(cbpf::ValidateError),
+    /// A number the profile always allows is not in the kernel's cache.
+    #[error("the compiled filter loses the kernel's cached ALLOW of nr {nr} on arch {arch:#x}")]
+    CacheLost { arch: u32, nr: u32 },
+    /// The proof found an input the filter answers otherwise (a bug).
+    #[error(
+        "the compiled filter differs from the profile: nr {nr} arch {arch:#x}: the profile returns {left:#x}, the filter {right:#x}",
+        nr = .0.data.nr, arch = .0.data.arch, left = .0.left, right = .0.right
+    )]
+    Differ(equiv::Counterexample),
+    /// The proof was not reached within its budget.
+    #[error("not proved equal: {0}")]
+    Undecided(equiv::EquivError),
+}
+
+/// The meaning's reference program, validated.
+pub fn reference_program(m: &Meaning) -> Result<Program, CompileError> {
+    let insns = reference::program(m)?;
+    cbpf::validate(&insns, Mode::Seccomp).map_err(CompileError::Reference)
+}
+
+/// `m` as a filter, proved equal to it (see the module docs).
+pub fn compile(m: &Meaning, options: &Options) -> Result<Compiled, CompileError> {
+    let reference = reference_program(m)?;
+    let (partition, residual_insns) = partition(m)?;
+    let (insns, layout) = optimize::lay_out(&partition);
+    if insns.len() > BPF_MAXINSNS {
+        return Err(CompileError::TooLong { insns: insns.len(), max: BPF_MAXINSNS });
+    }
+    let program = cbpf::validate(&insns, Mode::Seccomp).map_err(CompileError::Invalid)?;
+    if let Some((arch, nr)) = cache_lost(m, &program) {
+        return Err(CompileError::CacheLost { arch, nr });
+    }
+    match equiv::check(equiv::Side::single(&reference), equiv::Side::single(&program), &options.equiv) {
+        Ok(equiv::Verdict::Equal) => {}
+        Ok(equiv::Verdict::Differ(found)) => {
+            return Err(match found.first() {
+                Some(&c) => CompileError::Differ(c),
+                None => CompileError::Undecided(equiv::EquivError::Budget {
+                    kind: equiv::BudgetKind::Steps,
+                    limit: options.equiv.limits.max_steps,
+                }),
+            })
+        }
+        Err(e) => return Err(CompileError::Undecided(e)),
+    }
+    let stats = Stats {
+        insns: program.len(),
+        longest_path: optimize::longest_path(program.original()),
+        reference_insns: reference.len(),
+        reference_longest_path: optimize::longest_path(reference.original()),
+        residuals: partition.residuals.len(),
+        residual_insns,
+        layout,
+    };
+    Ok(Compiled { program, reference, stats })
+}
+
+/// The meaning as `optimize`'s partition: per arch value, the numbers in
+/// ranges of one outcome (a constant, or a syscall's argument checks,
+/// identical ones shared); every other arch value the meaning's constant.
+fn partition(m: &Meaning) -> Result<(Partition, usize), CompileError> {
+    let mut residuals: Vec<Residual> = Vec::new();
+    let mut index: HashMap<Vec<Insn>, usize> = HashMap::new();
+    let mut arches = Vec::new();
+    for a in &m.arches {
+        let mut ranges: Ranges = Vec::new();
+        for (i, part) in a.parts.iter().enumerate() {
+            let last = a.parts.get(i + 1).map_or(u32::MAX, |p| p.first - 1);
+            let view = match part.kind {
+                PartKind::Action(k) => {
+                    push(&mut ranges, part.first, Outcome::Action(k));
+                    continue;
+                }
+                PartKind::View(v) => match a.views.get(v) {
+                    Some(view) => view,
+                    None => {
+                        push(&mut ranges, part.first, Outcome::Action(m.other_arches));
+                        continue;
+                    }
+                },
+            };
+            push(&mut ranges, part.first, Outcome::Action(view.default));
+            for (&nr, s) in view.syscalls.range(part.first..=last) {
+                let outcome = match constant(s) {
+                    Some(k) => Outcome::Action(k),
+                    None => {
+                        let insns = arg_checks(view, s)?;
+                        let next = residuals.len();
+                        let i = *index.entry(insns.clone()).or_insert(next);
+                        if i == next {
+                            let program = cbpf::validate(&insns, Mode::Seccomp).map_err(CompileError::Invalid)?;
+                            residuals.push(Residual { program, reads_a: false, reads_x: false });
+                        }
+                        Outcome::Residual(i)
+                    }
+                };
+                push(&mut ranges, nr, outcome);
+                if nr < last {
+                    push(&mut ranges, nr + 1, Outcome::Action(view.default));
+                }
+            }
+        }
+        arches.push(ArchPartition { arch: a.audit_arch, ranges, cut: Cut::Classes });
+    }
+    let residual_insns = residuals.iter().map(|r| r.program.len()).sum();
+    let partition = Partition { arches, any_arch: None, other_arches: Outcome::Action(m.other_arches), residuals };
+    Ok((partition, residual_insns))
+}
+
+/// Appends `(start, o)`: replaces a range starting there, continues one
+/// with the same outcome.
+fn push(ranges: &mut Ranges, start: u32, o: Outcome) {
+    if ranges.last().is_some_and(|&(s, _)| s == start) {
+        ranges.pop();
+    }
+    if ranges.last().is_none_or(|&(_, last)| last != o) {
+        ranges.push((start, o));
+    }
+}
+
+/// The value of a syscall whose first rule (in evaluation order) always
+/// matches.
+fn constant(s: &Syscall) -> Option<u32> {
+    s.rules.first().filter(|r| r.conds.is_empty()).map(|r| r.action)
+}
+
+/// A syscall's argument checks as a standalone classic program (entered
+/// with nothing assumed in A or X): today the reference's first-match
+/// chain of its rules. This is the one place an argument-check emitter
+/// plugs in (argument trees over the same rules replace it); whatever it
+/// emits is held to the meaning by the proof against the reference.
+fn arg_checks(view: &View, s: &Syscall) -> Result<Vec<Insn>, CompileError> {
+    let mut c = Code::default();
+    reference::rule_chain(&mut c, view.arch, &s.rules, view.default);
+    Ok(c.finish()?)
+}
+
+/// The first (arch value, nr) the meaning always allows and the kernel's
+/// cache would not, for every view with a syscall table (its numbers
+/// `0..NR_syscalls`, the arch as the kernel's native one; x32's numbers
+/// are past every bitmap).
+pub fn cache_lost(m: &Meaning, program: &Program) -> Option<(u32, u32)> {
+    use seccomp::cache::seccomp_is_const_allow;
+    for a in &m.arches {
+        for (v, view) in a.views.iter().enumerate() {
+            let Some(table) = view.arch.syscalls() else { continue };
+            for nr in 0..table.nr_syscalls {
+                if a.part(nr) != PartKind::View(v) {
+                    continue;
+                }
+                let allowed = match view.syscalls.get(&nr) {
+                    Some(s) => constant(s) == Some(SECCOMP_RET_ALLOW),
+                    None => view.default == SECCOMP_RET_ALLOW,
+                };
+                if allowed && !seccomp_is_const_allow(program.original(), nr, a.audit_arch, a.audit_arch) {
+                    return Some((a.audit_arch, nr));
+                }
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing)]
+mod tests {
+    use super::*;
+    use crate::profile::{read, Format, Selection};
+    use seccomp::Arch;
+
+    #[test]
+    fn a_small_profile_compiles_to_a_proved_tree() {
+        let json = r#"{"defaultAction": "SCMP_ACT_ERRNO", "architectures": ["SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+            "syscalls": [{"names": ["read", "write", "close", "exit", "exit_group", "futex"], "action": "SCMP_ACT_ALLOW"},
+                         {"names": ["kill"], "action": "SCMP_ACT_ALLOW", "args": [{"index": 1, "value": 9, "op": "SCMP_CMP_NE"}]},
+                         {"names": ["reboot"], "action": "SCMP_ACT_KILL_PROCESS"}]}"#;
+        let m = read(json, Some(Format::Oci), &Selection::native(Arch::X86_64)).unwrap();
+        let out = compile(&m, &Options::default()).unwrap();
+        assert!(out.stats.insns < out.stats.reference_insns, "{}", out.stats);
+        assert!(out.stats.longest_path < out.stats.reference_longest_path, "{}", out.stats);
+        // kill's checks are one program per ABI width: x86_64 (64-bit), i386 and x32 (32-bit, shared).
+        assert_eq!(out.stats.residuals, 2, "{}", out.stats);
+    }
+}
