@@ -67,7 +67,10 @@ fn check(name: &str, p: &Program) -> Partition {
 fn testdata_filters_partition_at_classes() {
     for name in common::filter_names() {
         let part = check(&name, &common::load(&name));
-        assert!(part.arches.iter().all(|a| a.cut == Cut::Classes), "{name}");
+        // Chromium's compiler tests the x32 bit of nr with `jset`: no
+        // interval classes (cut per table number, exact).
+        let jset_on_nr = name == "chromium_baseline";
+        assert!(jset_on_nr || part.arches.iter().all(|a| a.cut == Cut::Classes), "{name}");
     }
 }
 
