@@ -86,6 +86,14 @@ impl Facts {
         (f.index() as usize).min(FIELDS - 1)
     }
 
+    /// The facts of a path that found the bits of `ones` set in `f` and
+    /// those of `zeros` clear (disjoint), nothing else.
+    pub fn with_bits(f: Field, ones: u32, zeros: u32) -> Facts {
+        let mut facts = Facts::default();
+        facts.set(f, (0, u32::MAX, ones, zeros & !ones));
+        facts
+    }
+
     /// What the facts say about field `f`: `(min, max, ones, zeros)`, that is
     /// `min <= f <= max`, `f & ones == ones` and `f & zeros == 0`.
     pub fn bounds(&self, f: Field) -> (u32, u32, u32, u32) {
