@@ -40,6 +40,7 @@
 //! //! ```
 
 mod layout;
+pub mod passes;
 mod plan;
 
 use cbpf::{Insn, Mode, Program};
@@ -47,6 +48,7 @@ use seccomp::analysis::{AnalysisError, Budget};
 use seccomp::fast::{Partition, PartitionError};
 
 pub use layout::{emit as lay_out, LayoutStats};
+pub use passes::PassStats;
 
 /// How to optimise.
 #[derive(Debug, Clone, Default)]
@@ -93,6 +95,8 @@ pub struct Stats {
     /// residuals laid out whole (trees replace the rest).
     pub output_residual_insns: usize,
     pub layout: LayoutStats,
+    /// What the bytecode passes after the layout did ([`passes`]).
+    pub passes: PassStats,
     /// The longest path through the input and the output, in instructions.
     pub input_longest_path: usize,
     pub output_longest_path: usize,
@@ -104,7 +108,7 @@ impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "instructions {} -> {}, longest path {} -> {}, arches {}, ranges {}, tree depth {}, residuals {} ({} instructions), residual instructions {} -> {}, switches {}, landings {}",
+            "instructions {} -> {}, longest path {} -> {}, arches {}, ranges {}, tree depth {}, residuals {} ({} instructions), residual instructions {} -> {}, switches {}, landings {}, passes: {} threaded, {} redundant loads, {} dead",
             self.input_insns,
             self.output_insns,
             self.input_longest_path,
@@ -118,6 +122,9 @@ impl std::fmt::Display for Stats {
             self.output_residual_insns,
             self.layout.switches,
             self.layout.landings,
+            self.passes.threaded,
+            self.passes.redundant_loads,
+            self.passes.dead,
         )?;
         match self.kept_input {
             Some(why) => write!(f, " (input kept: {why})"),
@@ -212,9 +219,10 @@ pub fn build(input: &Program, budget: &mut Budget) -> Result<Optimized, Optimize
     let (residuals, residual_insns) = range_residuals(&partition);
     stats.residuals = residuals;
     stats.residual_insns = residual_insns;
-    let (insns, layout) = layout::emit(&partition);
+    let (mut insns, layout) = layout::emit(&partition);
     stats.output_residual_insns = layout.residual_insns;
     stats.layout = layout;
+    stats.passes = passes::run(&mut insns);
     if insns.len() > input.len() {
         return kept(stats, KeptInput::Larger { output: insns.len() });
     }

@@ -89,6 +89,9 @@ struct Input {
     ret: u32,
     cbpf_path: u64,
     ebpf_path: u64,
+    /// Classic instructions `bpfconv optimize`'s output runs on it (seccomp
+    /// runs, when the filter was optimised).
+    optimized_path: Option<u64>,
 }
 
 /// A timed figure, or why there is none.
@@ -121,6 +124,8 @@ struct Results {
     /// The kernel's cost of a cached call (ns), when measured.
     cache_hit: Option<Cell>,
     kernel_iterations: u64,
+    /// Instructions of `bpfconv optimize`'s output, when there is one.
+    optimized_insns: Option<usize>,
 }
 
 impl Results {
@@ -145,6 +150,7 @@ impl Results {
             columns,
             cache_hit: None,
             kernel_iterations: 0,
+            optimized_insns: None,
         }
     }
 }
@@ -275,7 +281,37 @@ fn seccomp_input(
     let mut cbpf_path = 0u64;
     let ret = interp.trace_seccomp(&bytes, |_| cbpf_path += 1)?;
     vm.run_seccomp(ebpf, &bytes)?;
-    Ok(Input { name, data, packet: Vec::new(), ret, cbpf_path, ebpf_path: vm.executed() })
+    Ok(Input { name, data, packet: Vec::new(), ret, cbpf_path, ebpf_path: vm.executed(), optimized_path: None })
+}
+
+/// `bpfconv optimize`'s output for the filter (proved equal, as that
+/// command writes it) and, on each input, the classic instructions it
+/// runs: the tree beside the filter as written. `None` (with a note on
+/// stderr) when there is no output to show.
+fn optimized_paths(prepared: &Prepared, inputs: &mut [Input]) -> Option<usize> {
+    let out = match optimize::optimize(prepared.program(), &Default::default()) {
+        Ok(out) if out.stats.kept_input.is_none() => out,
+        Ok(out) => {
+            eprintln!("note: no optimised paths: optimize keeps the input ({})", out.stats.kept_input?);
+            return None;
+        }
+        Err(e) => {
+            eprintln!("note: no optimised paths: {e}");
+            return None;
+        }
+    };
+    let interp = cbpf::Interp::new(&out.program);
+    for input in inputs.iter_mut() {
+        let mut path = 0u64;
+        let ret = interp.trace_seccomp(&input.data.to_bytes(), |_| path += 1).ok()?;
+        // Proved equal; a difference here would be a bug worth hiding nothing.
+        if ret != input.ret {
+            eprintln!("note: the optimised filter returns {ret:#010x} on {}", input.name);
+            return None;
+        }
+        input.optimized_path = Some(path);
+    }
+    Some(out.program.len())
 }
 
 fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) -> Result<Results> {
@@ -302,6 +338,7 @@ fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) ->
         }
     }
     let deepest = deepest(&inputs);
+    let optimized_insns = optimized_paths(prepared, &mut inputs);
 
     // Load and check every in-process engine on every input.
     let mut lanes: Vec<(EngineKind, std::result::Result<SeccompEngine<'_>, String>)> = Vec::new();
@@ -401,6 +438,7 @@ fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) ->
     Ok(Results {
         cache_hit,
         kernel_iterations: iterations,
+        optimized_insns,
         ..Results::new(args, prepared, inputs, deepest, rounds, columns)
     })
 }
@@ -645,6 +683,7 @@ fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) -> 
             ret,
             cbpf_path,
             ebpf_path: vm.executed(),
+            optimized_path: None,
         });
     }
     if inputs.is_empty() {
@@ -745,10 +784,14 @@ fn fmt_ret(mode: cbpf::Mode, ret: u32) -> String {
     }
 }
 
-/// The rows shown: every input, then `deepest` and `mix`; each with its
-/// slot (the column index of its cells) and paths.
-fn rows(r: &Results) -> Vec<(String, usize, String, String, String)> {
-    let mut rows: Vec<(String, usize, String, String, String)> = r
+/// One row shown: name, slot (the column index of its cells), result,
+/// and the classic, eBPF and optimised paths.
+type Row = (String, usize, String, String, String, String);
+
+/// The rows shown: every input, then `deepest` and `mix`.
+fn rows(r: &Results) -> Vec<Row> {
+    let opt = |p: Option<u64>| p.map_or("-".to_string(), |p| p.to_string());
+    let mut rows: Vec<Row> = r
         .inputs
         .iter()
         .enumerate()
@@ -759,6 +802,7 @@ fn rows(r: &Results) -> Vec<(String, usize, String, String, String)> {
                 fmt_ret(r.mode, input.ret),
                 input.cbpf_path.to_string(),
                 input.ebpf_path.to_string(),
+                opt(input.optimized_path),
             )
         })
         .collect();
@@ -769,24 +813,30 @@ fn rows(r: &Results) -> Vec<(String, usize, String, String, String)> {
             fmt_ret(r.mode, d.ret),
             d.cbpf_path.to_string(),
             d.ebpf_path.to_string(),
+            opt(d.optimized_path),
         ));
     }
-    let (c, e) = mean_paths(&r.inputs);
+    let (c, e, o) = mean_paths(&r.inputs);
     rows.push((
         format!("mix ({} inputs)", r.inputs.len()),
         r.inputs.len(),
         "-".to_string(),
         format!("{c:.1}"),
         format!("{e:.1}"),
+        o.map_or("-".to_string(), |o| format!("{o:.1}")),
     ));
     rows
 }
 
-fn mean_paths(inputs: &[Input]) -> (f64, f64) {
+/// Mean classic, eBPF and optimised paths (the last when every input has
+/// one).
+fn mean_paths(inputs: &[Input]) -> (f64, f64, Option<f64>) {
     let n = inputs.len().max(1) as f64;
+    let optimized: Option<Vec<u64>> = inputs.iter().map(|i| i.optimized_path).collect();
     (
         inputs.iter().map(|i| i.cbpf_path as f64).sum::<f64>() / n,
         inputs.iter().map(|i| i.ebpf_path as f64).sum::<f64>() / n,
+        optimized.map(|o| o.iter().map(|&p| p as f64).sum::<f64>() / n),
     )
 }
 
@@ -806,15 +856,15 @@ fn text(r: &Results) -> String {
     let rows = rows(r);
     let name_w = rows.iter().map(|row| row.0.len()).max().unwrap_or(5).max(5);
     let act_w = rows.iter().map(|row| row.2.len()).max().unwrap_or(6).max(6);
-    let _ = write!(out, "{:<name_w$}  {:<act_w$}  {:>6}  {:>6}", "input", "result", "cbpf#", "ebpf#");
+    let _ = write!(out, "{:<name_w$}  {:<act_w$}  {:>6}  {:>6}  {:>6}", "input", "result", "cbpf#", "ebpf#", "opt#");
     let widths: Vec<usize> = r.columns.iter().map(|c| c.name.len().max(7)).collect();
     for (c, w) in r.columns.iter().zip(&widths) {
         let _ = write!(out, "  {:>w$}", c.name);
     }
     out.push('\n');
     let mut notes: Vec<String> = Vec::new();
-    for (name, slot, action, cp, ep) in &rows {
-        let _ = write!(out, "{name:<name_w$}  {action:<act_w$}  {cp:>6}  {ep:>6}");
+    for (name, slot, action, cp, ep, op) in &rows {
+        let _ = write!(out, "{name:<name_w$}  {action:<act_w$}  {cp:>6}  {ep:>6}  {op:>6}");
         for (c, w) in r.columns.iter().zip(&widths) {
             let shown = match c.cells.get(*slot) {
                 Some(Cell::Measured(s)) => {
@@ -838,6 +888,19 @@ fn text(r: &Results) -> String {
         out.push('\n');
     }
     let _ = writeln!(out, "cbpf# / ebpf#: instructions executed by the classic program and by its eBPF conversion.");
+    match r.optimized_insns {
+        Some(n) => {
+            let _ = writeln!(
+                out,
+                "opt#: classic instructions executed by `bpfconv optimize`'s output ({n} instructions, proved equal): \
+                 the dispatch and argument trees beside the filter as written."
+            );
+        }
+        None if r.mode == cbpf::Mode::Seccomp => {
+            let _ = writeln!(out, "opt#: no optimised filter (see the note above).");
+        }
+        None => {}
+    }
     if r.columns.iter().any(|c| c.name == KERNEL_FORCED) {
         let _ = writeln!(
             out,
@@ -861,9 +924,9 @@ fn text(r: &Results) -> String {
 /// The JSON document (FORMATS-EXTENSIONS.md, "bench").
 fn json(r: &Results) -> Value {
     let rows = rows(r);
-    let (mc, me) = mean_paths(&r.inputs);
+    let (mc, me, _) = mean_paths(&r.inputs);
     let mut cells = Vec::new();
-    for (i, (_, slot, _, _, _)) in rows.iter().enumerate() {
+    for (i, (_, slot, _, _, _, _)) in rows.iter().enumerate() {
         let (input, cbpf_path, ebpf_path) = if i < r.inputs.len() {
             let x = r.inputs.get(*slot);
             (
@@ -907,6 +970,9 @@ fn json(r: &Results) -> Value {
         .map(|i| {
             let mut v =
                 object(json!({"input": i.name, "ret": i.ret, "cbpf_path": i.cbpf_path, "ebpf_path": i.ebpf_path}));
+            if let Some(p) = i.optimized_path {
+                v.insert("optimized_path".into(), json!(p));
+            }
             if r.mode == cbpf::Mode::Seccomp {
                 v.insert("arch".into(), json!(i.data.arch));
                 v.insert("nr".into(), json!(i.data.nr));
@@ -927,6 +993,9 @@ fn json(r: &Results) -> Value {
         "deepest": r.inputs.get(r.deepest).map(|i| i.name.clone()),
         "cells": cells,
     }));
+    if let Some(n) = r.optimized_insns {
+        doc.insert("optimized_insns".into(), json!(n));
+    }
     if let Some(hit) = &r.cache_hit {
         doc.insert(
             "kernel".into(),

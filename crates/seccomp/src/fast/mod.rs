@@ -131,8 +131,8 @@ enum Slot {
     Switch(u32),
 }
 
-/// A [`Switch`] of the forest, compiled: the word masked, then a binary
-/// search over the starts of its runs ([`tree`](self) module).
+/// A [`Switch`] of the forest, compiled: the word masked, then a search
+/// over the starts of its runs ([`tree`](self) module).
 #[derive(Debug, Clone)]
 struct SwitchTable {
     /// Byte offset of the word.
@@ -147,11 +147,19 @@ struct SwitchTable {
     residual: u32,
 }
 
+/// Switches with at most this many runs count the starts at or below the
+/// word (no branch per start); longer ones binary-search.
+const SWITCH_SCAN_MAX: usize = 8;
+
 impl SwitchTable {
     #[inline(always)]
     fn slot(&self, word: u32) -> Slot {
         let v = word & self.mask;
-        let i = self.starts.partition_point(|&s| s <= v);
+        let i = if self.starts.len() <= SWITCH_SCAN_MAX {
+            self.starts.iter().map(|&s| usize::from(s <= v)).sum()
+        } else {
+            self.starts.partition_point(|&s| s <= v)
+        };
         self.slots.get(i.wrapping_sub(1)).copied().unwrap_or(Slot::Residual(self.residual))
     }
 }
