@@ -1,6 +1,7 @@
-//! `cargo xtask fuzz-kernel [--time S] [--mode seccomp|socket|both] [--seed N] [--out DIR] [--release]`:
+//! `cargo xtask fuzz-kernel [--time S] [--mode seccomp|socket|both|ebpf] [--seed N] [--out DIR] [--release]`:
 //! the running kernel as the judge of random valid classic programs and
-//! branch-reaching inputs (issue 17). The work is the `fuzz-kernel` binary
+//! branch-reaching inputs (issue 17), and with `--mode ebpf` of our eBPF
+//! interpreter on general programs the verifier accepts (issue 25). The work is the `fuzz-kernel` binary
 //! of `bpfconv-integration` (src/fuzz_kernel.rs there); xtask keeps no
 //! dependencies, so it builds and runs that binary: in the dev profile by
 //! default (CI's `cargo test` has built its dependencies already), in
@@ -25,7 +26,7 @@ fn check_args(args: &[String]) -> Result<(bool, Vec<String>), String> {
         }
         if !FLAGS_WITH_VALUE.contains(&arg.as_str()) {
             return Err(format!(
-                "fuzz-kernel: unexpected argument `{arg}` (usage: fuzz-kernel [--time S] [--mode seccomp|socket|both] [--seed N] [--out DIR] [--release])"
+                "fuzz-kernel: unexpected argument `{arg}` (usage: fuzz-kernel [--time S] [--mode seccomp|socket|both|ebpf] [--seed N] [--out DIR] [--release])"
             ));
         }
         let value = it.next().ok_or_else(|| format!("fuzz-kernel: {arg} needs a value"))?;

@@ -13,7 +13,7 @@
 //!   per evaluation of every interpreter on every testdata filter (see callgrind.rs).
 //! - `fuzz [--time SECONDS] [--runs N] [--sanitizer address|none] [--target NAME]...
 //!   [--build-only]`: the cargo-fuzz targets (see fuzz.rs).
-//! - `fuzz-kernel [--time S] [--mode seccomp|socket|both] [--seed N] [--out DIR] [--release]`:
+//! - `fuzz-kernel [--time S] [--mode seccomp|socket|both|ebpf] [--seed N] [--out DIR] [--release]`:
 //!   the running kernel judges random valid programs and their results (see fuzz_kernel.rs).
 //! - `coverage [-- ARGS]`: line coverage per crate with cargo-llvm-cov (see coverage.rs).
 
@@ -39,8 +39,9 @@ commands:
                       x86 instructions per evaluation, every interpreter x testdata filter (valgrind)
   fuzz [--time SECONDS] [--runs N] [--sanitizer address|none] [--target NAME]... [--build-only]
                       run the cargo-fuzz targets (nightly), print executions and coverage
-  fuzz-kernel [--time S] [--mode seccomp|socket|both] [--seed N] [--out DIR] [--release]
+  fuzz-kernel [--time S] [--mode seccomp|socket|both|ebpf] [--seed N] [--out DIR] [--release]
                       the running kernel judges random programs: attach answers and every result
+                      (ebpf: our eBPF interpreter vs the verifier-accepted programs' kernel runs)
                       (--time per mode, default 60; disagreements saved under --out, default target/fuzz-kernel)
   coverage [-- EXTRA cargo-llvm-cov ARGS]
                       line coverage per crate (cargo-llvm-cov)";

@@ -25,6 +25,7 @@ use fuzz_replay::blowup::{self, Shape};
 
 mod common;
 use common::BIN;
+use test_data::require::{self, Need};
 
 /// Address-space limit for each child.
 const AS_LIMIT: u64 = 512 << 20;
@@ -62,11 +63,6 @@ fn commands(file: &str) -> Vec<Vec<String>> {
             concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/filters/allow306_opt2.bpf"),
         ]),
     ]
-}
-
-fn have_tools() -> bool {
-    let ok = |t: &str| Command::new(t).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok();
-    ok("prlimit") && ok("timeout")
 }
 
 /// Runs `args` on the limited child; returns a description of what broke
@@ -134,8 +130,7 @@ fn cases() -> Vec<Shape> {
 
 #[test]
 fn blow_up_shapes_stay_within_limits() {
-    if !have_tools() {
-        eprintln!("SKIPPED blow_up_shapes_stay_within_limits: prlimit or timeout (util-linux, coreutils) missing");
+    if !require::tool("blow_up_shapes_stay_within_limits", Need::Prlimit) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

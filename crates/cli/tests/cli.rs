@@ -6,6 +6,7 @@ use std::process::Output;
 
 mod common;
 use common::{filter, run, stderr, stdout, FILTERS};
+use test_data::require::{self, Need};
 
 /// Asserts a rejection: exit 1, exactly one stderr line starting `error: ` and containing `needle`.
 fn assert_rejected(o: &Output, needle: &str) {
@@ -177,6 +178,55 @@ fn ebpf_conformance_plugin_speaks_the_protocol() {
     assert_eq!(stdout(&o).lines().count(), 1);
 }
 
+/// `--engine kernel` (FORMATS-EXTENSIONS §4): the running kernel's answer
+/// through the same protocol, the whole 64-bit r0, and a verifier refusal
+/// as one line. Skipped visibly without the privilege to load XDP programs
+/// (a failure under `CI=true`).
+#[test]
+fn ebpf_engine_kernel_runs_in_the_kernel_and_refusals_are_one_line() {
+    let o = run(&["ebpf", "run", "--engine", "kernel", "--budget", "5", "-"], b"exit\n");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let test = "ebpf_engine_kernel_runs_in_the_kernel_and_refusals_are_one_line";
+    let Some(()) = require::have(test, Need::Bpf, kernel::bpf::available()) else { return };
+    // lddw r0, 0x8877665544332211; add r0, r2; exit: more than the test run's 32-bit retval.
+    let prog = b"lddw %r0, 0x8877665544332211\nadd %r0, %r2\nexit\n";
+    for engine in ["ours", "kernel"] {
+        let o = run(&["ebpf", "run", "--engine", engine, "-", "--mem", "00 01 02"], prog);
+        assert_eq!(stdout(&o), "0x8877665544332214\n", "{engine}: {}", stderr(&o));
+    }
+    // ldxw r0, [r1+0] on 11223344 through the plugin protocol.
+    let o = run(&["ebpf", "conformance-plugin", "--engine", "kernel", "11223344"], b"61100000000000009500000000000000");
+    assert_eq!(stdout(&o), "44332211\n", "{}", stderr(&o));
+    // lsh r0, 64: refused at load, the verifier's reason on one line.
+    let o = run(&["ebpf", "run", "--engine", "kernel", "-"], b"mov %r0, 1\nlsh %r0, 64\nexit\n");
+    assert_rejected(&o, "the kernel's verifier refused the program (Invalid argument (os error 22)): invalid shift 64");
+    let o =
+        run(&["ebpf", "conformance-plugin", "--engine", "kernel"], b"b70000000100000067000000400000009500000000000000");
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stdout(&o),
+        "the kernel's verifier refused the program (Invalid argument (os error 22)): invalid shift 64\n"
+    );
+    // --data-end: r3 = the memory's end, for a program's own bounds check
+    // of a register offset (here the first byte: 3 reads bytes 3-4, 13 fails the check).
+    let checked = b"mov %r0, 0\nldxb %r4, [%r1]\nmov %r5, %r1\nadd %r5, %r4\nmov %r4, %r5\nadd %r4, 2\njgt %r4, %r3, +1\nldxh %r0, [%r5]\nexit\n";
+    for engine in ["ours", "kernel"] {
+        for (first, want) in [("03", "0x403\n"), ("0d", "0x0\n")] {
+            let mem = format!("{first} 01 02 03 04 05 06 07 08 09 0a 0b 0c 0d");
+            let o = run(&["ebpf", "run", "--engine", engine, "--data-end", "-", "--mem", &mem], checked);
+            assert_eq!(stdout(&o), want, "{engine} {first}: {}", stderr(&o));
+        }
+        let o = run(&["ebpf", "run", "--engine", engine, "--data-end", "-", "--mem", "00 01"], checked);
+        assert_rejected(&o, "2 bytes of memory is less than the 14");
+    }
+    let o = run(&["ebpf", "run", "--engine", "kernel", "-", "--mem", "00 01"], checked);
+    assert_rejected(&o, "R3 !read_ok");
+    // Memory past an XDP test run's packet.
+    let big = "00 ".repeat(kernel::bpf::memory::MAX_MEMORY + 1);
+    let o = run(&["ebpf", "run", "--engine", "kernel", "-", "--mem", &big], b"mov %r0, 0\nexit\n");
+    assert_rejected(&o, "more than an XDP test run's packet holds (3520)");
+}
+
 /// A little-endian pcap with Ethernet link type.
 fn pcap(packets: &[(&[u8], u32)]) -> Vec<u8> {
     let mut out = Vec::new();
@@ -223,8 +273,13 @@ fn pcap_runs_every_packet_with_wire_or_captured_length() {
 
 #[test]
 fn kernel_engine_checks_vectors_against_the_running_kernel() {
-    if let Err(e) = kernel::seccomp_available() {
-        eprintln!("SKIPPED: kernel engine: seccomp is not available here: {e}");
+    if require::have(
+        "kernel_engine_checks_vectors_against_the_running_kernel",
+        Need::Kernel,
+        kernel::seccomp_available(),
+    )
+    .is_none()
+    {
         return;
     }
     assert_seed_slow_vectors_pass("kernel");
@@ -234,9 +289,14 @@ fn kernel_engine_checks_vectors_against_the_running_kernel() {
 
 #[test]
 fn socket_kernel_engine_runs_packets_and_pcaps_and_compares_refusals() {
-    if !matches!(kernel::socket::attach(&[cbpf::Insn::stmt(0x06, 1)]), Ok(kernel::socket::Attach::Accepted)) {
-        eprintln!("SKIPPED: SO_ATTACH_FILTER is refused here");
-        return;
+    let attach = kernel::socket::attach(&[cbpf::Insn::stmt(0x06, 1)]);
+    if !matches!(attach, Ok(kernel::socket::Attach::Accepted)) {
+        let why = format_args!("SO_ATTACH_FILTER refused even `ret #1` ({attach:?})");
+        return require::missing(
+            "socket_kernel_engine_runs_packets_and_pcaps_and_compares_refusals",
+            Need::Socket,
+            why,
+        );
     }
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &str| {

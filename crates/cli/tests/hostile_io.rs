@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 
 mod common;
 use common::{filter, run, run_into, BIN};
+use test_data::require::{self, Need};
 
 /// Runs with stdout on /dev/full.
 fn into_full(args: &[&str], stdin: &[u8]) -> Output {
@@ -133,18 +134,17 @@ fn dump_of_a_live_process_is_safe_on_hostile_outputs() {
     use cbpf::Insn;
     let allow = vec![Insn::stmt(0x06, 0x7fff_0000)];
     let errno = vec![Insn::stmt(0x20, 0), Insn::jump(0x15, 9999, 0, 1), Insn::stmt(0x06, 0x0005_0001), allow[0]];
-    let child = match kernel::FilteredProcess::spawn(&[allow.clone(), errno.clone()]) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("SKIPPED: cannot make a filtered process here: {e}");
-            return;
-        }
-    };
+    const TEST: &str = "dump_of_a_live_process_is_safe_on_hostile_outputs";
+    let spawned = kernel::FilteredProcess::spawn(&[allow.clone(), errno.clone()]);
+    let Some(child) = require::have(TEST, Need::Kernel, spawned) else { return };
     let pid = child.pid().to_string();
     let probe = Command::new(BIN).args(["dump", "--pid", &pid]).output().unwrap();
     if !probe.status.success() {
-        eprintln!("SKIPPED: dump refused here: {}", String::from_utf8_lossy(&probe.stderr));
-        return;
+        return require::missing(
+            TEST,
+            Need::Ptrace,
+            format_args!("dump refused: {}", String::from_utf8_lossy(&probe.stderr)),
+        );
     }
     assert!(String::from_utf8_lossy(&probe.stdout).contains("# filter 1 of 2"));
 
@@ -180,18 +180,17 @@ fn dump_of_a_live_process_is_safe_on_hostile_outputs() {
 fn dump_decompiles_a_live_process() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/profiles/docker_like.bpf");
     let filter = cbpf::raw::decode(&std::fs::read(path).unwrap()).unwrap();
-    let child = match kernel::FilteredProcess::spawn(std::slice::from_ref(&filter)) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("SKIPPED: cannot make a filtered process here: {e}");
-            return;
-        }
-    };
+    const TEST: &str = "dump_decompiles_a_live_process";
+    let spawned = kernel::FilteredProcess::spawn(std::slice::from_ref(&filter));
+    let Some(child) = require::have(TEST, Need::Kernel, spawned) else { return };
     let pid = child.pid().to_string();
     let o = Command::new(BIN).args(["dump", "--pid", &pid, "--decompile"]).output().unwrap();
     if !o.status.success() && String::from_utf8_lossy(&o.stderr).contains("PTRACE") {
-        eprintln!("SKIPPED: dump refused here: {}", String::from_utf8_lossy(&o.stderr));
-        return;
+        return require::missing(
+            TEST,
+            Need::Ptrace,
+            format_args!("dump refused: {}", String::from_utf8_lossy(&o.stderr)),
+        );
     }
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let dumped: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

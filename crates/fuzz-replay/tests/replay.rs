@@ -69,6 +69,7 @@ fn every_regression_replays() {
         }
     }
     let fixed: Vec<_> = KNOWN_OPEN.iter().filter(|k| !failures.iter().any(|(n, _)| n == *k)).collect();
+    assert!(count > 0, "no regression found under {}/regressions", fuzz_dir().display());
     println!("{count} regressions replayed, {} known open", KNOWN_OPEN.len());
     assert!(unexpected.is_empty(), "{} regressions fail:\n{}", unexpected.len(), unexpected.join("\n"));
     assert!(fixed.is_empty(), "fixed (remove from KNOWN_OPEN): {fixed:?}");

@@ -24,6 +24,8 @@
 
 use std::fmt::Write as _;
 
+pub mod ebpf;
+
 use cbpf::{Insn, Mode, Program, SeccompData};
 use engine::{EngineKind, Prepared, SeccompEngine, SocketEngine, SocketOutcome};
 use kernel::socket::{unix_dgram_skb, Attach, Delivery};
@@ -108,14 +110,16 @@ impl Input {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lower-case hex of `bytes` (reproducers' inputs).
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut s, b| {
         let _ = write!(s, "{b:02x}");
         s
     })
 }
 
-fn unhex(text: &str) -> Result<Vec<u8>, String> {
+/// The inverse of [`hex`].
+pub(crate) fn unhex(text: &str) -> Result<Vec<u8>, String> {
     let text = text.trim();
     if text.len() % 2 != 0 {
         return Err(format!("odd hex length {}", text.len()));

@@ -6,7 +6,8 @@
 //! every kernel-checked vector's action. The full loop profile →
 //! libseccomp → decompile → libseccomp → equiv runs on docker_like.json.
 //! The decompiled rules are compared with libseccomp's own PFC where there
-//! is one. Skipped, visibly, without python3-seccomp.
+//! is one. Without python3-seccomp `test_data::require` skips visibly (fails
+//! under `CI=true`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -17,6 +18,7 @@ use std::process::Command;
 use cbpf::{Mode, Program};
 use equiv::{Options, Side, Verdict};
 use seccomp::analysis::Budget;
+use test_data::require::{self, Need};
 use test_kit::corpus::{self, Filter};
 
 const PYTHON: &str = "/usr/bin/python3";
@@ -25,13 +27,19 @@ fn testdata() -> PathBuf {
     corpus::testdata()
 }
 
-/// Can the distribution's libseccomp be driven from Python here?
-fn libseccomp() -> bool {
-    let ok = Command::new(PYTHON).args(["-c", "import seccomp"]).output().is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("SKIP: {PYTHON} cannot import seccomp (apt-get install python3-seccomp): the libseccomp round trip is not run");
-    }
-    ok
+/// Can the distribution's libseccomp be driven from Python here? Where not,
+/// `test_data::require` says so (a visible skip, a failure under `CI=true`).
+fn libseccomp(test: &str) -> bool {
+    let probe = Command::new(PYTHON).args(["-c", "import seccomp"]).output();
+    let probe = match probe {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => {
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            Err(format!("{PYTHON} cannot import seccomp: {}", stderr.lines().last().unwrap_or("").trim()))
+        }
+        Err(e) => Err(format!("{PYTHON}: {e}")),
+    };
+    require::have(test, Need::Libseccomp, probe).is_some()
 }
 
 /// Compiles the profile at `json` with libseccomp into a validated program.
@@ -86,7 +94,7 @@ fn libseccomp_filters() -> Vec<PathBuf> {
 
 #[test]
 fn every_libseccomp_filter_survives_decompile_and_recompile() {
-    if !libseccomp() {
+    if !libseccomp("every_libseccomp_filter_survives_decompile_and_recompile") {
         return;
     }
     let dir = tempfile_dir();
@@ -124,7 +132,7 @@ fn every_libseccomp_filter_survives_decompile_and_recompile() {
 /// Docker-like profile.
 #[test]
 fn docker_like_profile_full_loop() {
-    if !libseccomp() {
+    if !libseccomp("docker_like_profile_full_loop") {
         return;
     }
     let dir = tempfile_dir();
@@ -221,7 +229,7 @@ fn tempfile_dir() -> PathBuf {
 /// comparison the profile wrote (or the same set, said another way).
 #[test]
 fn every_comparison_survives_the_round_trip() {
-    if !libseccomp() {
+    if !libseccomp("every_comparison_survives_the_round_trip") {
         return;
     }
     let arg = |index: u32, op: &str, value: u64, two: u64| serde_json::json!({"index": index, "op": op, "value": value, "valueTwo": two});

@@ -1,10 +1,12 @@
 //! The running Linux kernel as a seccomp engine and a socket-filter engine,
-//! benchmark primitives, and filter dumps from live processes.
+//! its eBPF door (`bpf(2)`: verifier, JIT, test runs), benchmark
+//! primitives, and filter dumps from live processes.
 //!
 //! ```text
 //! cbpf::Insn[] ─► engine (rewrite rets + ip prologue, fork, seccomp, stub syscalls) ─► Outcome per input
 //!             ─► socket (SO_ATTACH_FILTER on an AF_UNIX socketpair, send, recv MSG_TRUNC) ─► Delivery per packet
 //!             ─► bench  (install unmodified, time the syscall loop / the attach)
+//! ebpf::Insn[] ─► bpf    (BPF_PROG_LOAD through the verifier and JIT, BPF_PROG_TEST_RUN) ─► retval, duration
 //! pid ────────► dump   (PTRACE_SEIZE + PTRACE_SECCOMP_GET_FILTER) ─► filters, oldest first
 //! ```
 //!
@@ -25,6 +27,7 @@
 compile_error!("the kernel crate supports x86_64 Linux only");
 
 pub mod bench;
+pub mod bpf;
 pub mod dump;
 pub mod engine;
 pub mod socket;

@@ -6,7 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
 use cbpf::Insn;
-use kernel::{run_vectors, seccomp_available, Input, Outcome, AUDIT_ARCH_X86_64};
+use kernel::{run_vectors, seccomp_available, Input, KernelError, Outcome, AUDIT_ARCH_X86_64};
+use test_data::require::{self, Need};
 
 /// `ld #0; tax; ld #1; div x; ret a`.
 fn div_by_zero() -> Vec<Insn> {
@@ -37,8 +38,8 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn many_killing_vectors_are_exact_and_reaped() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if let Err(e) = seccomp_available() {
-        eprintln!("skipped: seccomp unavailable here: {e}");
+    const TEST: &str = "many_killing_vectors_are_exact_and_reaped";
+    if require::have(TEST, Need::Kernel, seccomp_available()).is_none() {
         return;
     }
     let filter = div_by_zero();
@@ -48,9 +49,8 @@ fn many_killing_vectors_are_exact_and_reaped() {
     inputs.insert(1000, Input { arch: 0x4000_0028, nr: 1, args: [0; 6], ip: 0 });
     let outcomes = match run_vectors(&filter, &inputs) {
         Ok(o) => o,
-        Err(e @ (kernel::KernelError::Os { .. } | kernel::KernelError::SeccompUnavailable { .. })) => {
-            eprintln!("skipped: the OS refuses fork/seccomp here: {e}");
-            return;
+        Err(e @ (KernelError::Os { .. } | KernelError::SeccompUnavailable { .. })) => {
+            return require::missing(TEST, Need::Kernel, format_args!("the OS refuses fork/seccomp here: {e}"));
         }
         Err(e) => panic!("kernel run failed: {e}"),
     };
@@ -70,8 +70,8 @@ fn many_killing_vectors_are_exact_and_reaped() {
 #[test]
 fn kills_mixed_with_returns_keep_order() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if seccomp_available().is_err() {
-        eprintln!("skipped: seccomp unavailable here");
+    const TEST: &str = "kills_mixed_with_returns_keep_order";
+    if require::have(TEST, Need::Kernel, seccomp_available()).is_none() {
         return;
     }
     // nr == 1 -> ret ERRNO-free constant 0x7fff0000 (ALLOW); else divide by zero.
@@ -89,10 +89,10 @@ fn kills_mixed_with_returns_keep_order() {
         (0..600).map(|i| Input { arch: AUDIT_ARCH_X86_64, nr: i % 3, args: [0; 6], ip: 0 }).collect();
     let outcomes = match run_vectors(&filter, &inputs) {
         Ok(o) => o,
-        Err(e) => {
-            eprintln!("skipped: kernel run refused here: {e}");
-            return;
+        Err(e @ (KernelError::Os { .. } | KernelError::SeccompUnavailable { .. })) => {
+            return require::missing(TEST, Need::Kernel, format_args!("the OS refuses fork/seccomp here: {e}"));
         }
+        Err(e) => panic!("kernel run failed: {e}"),
     };
     for (input, o) in inputs.iter().zip(&outcomes) {
         let want = if input.nr == 1 { Outcome::Action(0x7fff_0000) } else { Outcome::Action(0) };

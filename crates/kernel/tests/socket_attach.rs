@@ -3,10 +3,12 @@
 //! AF_UNIX datagram socket accepts `ja` over 2340 `ld [14]` and refuses 2341
 //! with EINVAL (the attach-time `bpf_convert_filter()` cannot encode the jump
 //! offset), exactly where `convert::check_attach` draws the line. Where
-//! attaching is refused for another reason the test prints `SKIPPED: ...`.
+//! attaching is refused for another reason the test says so through
+//! `test_data::require` (a visible skip, a failure under `CI=true`).
 
 use cbpf::Insn;
 use kernel::socket::{attach, optmem_max, Attach};
+use test_data::require::{self, Need};
 
 const OPTMEM_MAX: &str = "/proc/sys/net/core/optmem_max";
 
@@ -47,8 +49,11 @@ fn kernel_attach_boundary_matches_the_converter() {
     match attach(&ja_over(1, 14)) {
         Ok(Attach::Accepted) => {}
         other => {
-            eprintln!("SKIPPED: SO_ATTACH_FILTER refused even a small filter ({other:?})");
-            return;
+            return require::missing(
+                "kernel_attach_boundary_matches_the_converter",
+                Need::Socket,
+                format_args!("SO_ATTACH_FILTER refused even a small filter ({other:?})"),
+            );
         }
     }
     // sk_attach_filter() runs __get_filter() (bpf_prepare_filter() ->

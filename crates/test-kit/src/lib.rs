@@ -6,6 +6,8 @@
 //!            (feature `corpus`)
 //! gen ─────► random VALID classic programs and their contexts (arbitrary
 //!            bytes, or seeded through rng::SplitMix64)
+//! gen_ebpf ► random general eBPF programs the kernel's verifier accepts, and
+//!            their memory (`cargo xtask fuzz-kernel --mode ebpf`)
 //! branch ──► inputs that reach every branch of a program
 //! oracle ──► trace interpreter (reference) vs every engine, with step counts
 //! pairs ───► programs equal by construction and single-instruction mutations (equiv's suites)
@@ -22,6 +24,7 @@ pub mod capture;
 #[cfg(feature = "corpus")]
 pub mod corpus;
 pub mod gen;
+pub mod gen_ebpf;
 pub mod input;
 pub mod oracle;
 pub mod pairs;

@@ -1,4 +1,4 @@
-//! `fuzz-kernel [--time S] [--mode seccomp|socket|both] [--seed N] [--out DIR]`:
+//! `fuzz-kernel [--time S] [--mode seccomp|socket|both|ebpf] [--seed N] [--out DIR]`:
 //! the running kernel as the judge of random valid programs (run it through
 //! `cargo xtask fuzz-kernel`). See `bpfconv_integration::fuzz_kernel`.
 //!
@@ -11,6 +11,11 @@
 //! stub's. Every disagreement is written to `--out` as a JSON reproducer,
 //! and again minimised (`-min.json`: instructions dropped and the packet cut
 //! while the kernel still disagrees); the exit code is 1 when there was any.
+//!
+//! `--mode ebpf` judges our eBPF interpreter instead: general programs from
+//! `test_kit::gen_ebpf`, run by the kernel behind `kernel::bpf::memory`'s
+//! XDP harness (see `bpfconv_integration::fuzz_kernel::ebpf`); it reports
+//! the verifier's acceptance rate and its reasons for refusing.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -22,9 +27,10 @@ use bpfconv_integration::fuzz_kernel::{self, Input, Tally};
 use cbpf::uapi::audit::{AUDIT_ARCH_I386, AUDIT_ARCH_X86_64};
 use cbpf::{Mode, SeccompData};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use test_data::require::{self, Need};
 use test_kit::{branch, gen, SplitMix64};
 
-const USAGE: &str = "usage: fuzz-kernel [--time SECONDS] [--mode seccomp|socket|both] [--seed N] [--out DIR]";
+const USAGE: &str = "usage: fuzz-kernel [--time SECONDS] [--mode seccomp|socket|both|ebpf] [--seed N] [--out DIR]";
 
 /// Random inputs drawn per program besides the branch-reaching ones.
 const RANDOM_INPUTS: usize = 4;
@@ -36,6 +42,8 @@ const MAX_BRANCH_INPUTS: usize = 64;
 struct Args {
     time: Duration,
     modes: Vec<Mode>,
+    /// `--mode ebpf`: general eBPF programs instead of classic ones.
+    ebpf: bool,
     seed: u64,
     out: PathBuf,
 }
@@ -44,6 +52,7 @@ fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         time: Duration::from_secs(60),
         modes: vec![Mode::Seccomp, Mode::Socket],
+        ebpf: false,
         seed: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs()),
         out: PathBuf::from("target/fuzz-kernel"),
     };
@@ -59,8 +68,10 @@ fn parse_args() -> Result<Args, String> {
                     "seccomp" => vec![Mode::Seccomp],
                     "socket" => vec![Mode::Socket],
                     "both" => vec![Mode::Seccomp, Mode::Socket],
-                    other => return Err(format!("--mode: `{other}` is not seccomp, socket or both")),
-                }
+                    "ebpf" => Vec::new(),
+                    other => return Err(format!("--mode: `{other}` is not seccomp, socket, both or ebpf")),
+                };
+                args.ebpf = args.modes.is_empty();
             }
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument `{other}`")),
@@ -84,8 +95,11 @@ fn main() -> ExitCode {
     let release = fuzz_kernel::kernel_release();
     let mut failed = false;
     for &mode in &args.modes {
-        if let Err(why) = fuzz_kernel::available(mode) {
-            eprintln!("SKIPPED fuzz-kernel --mode {mode}: the kernel refuses to attach here: {why}");
+        // A kernel that refuses to attach is a visible skip, and a failure
+        // under CI=true (or BPFCONV_REQUIRE naming it), as in the tests.
+        let need = if mode == Mode::Seccomp { Need::Kernel } else { Need::Socket };
+        let why = fuzz_kernel::available(mode).map_err(|why| format!("the kernel refuses to attach here: {why}"));
+        if require::have(&format!("fuzz-kernel --mode {mode}"), need, why).is_none() {
             continue;
         }
         eprintln!("fuzz-kernel --mode {mode} --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
@@ -110,6 +124,9 @@ fn main() -> ExitCode {
                 failed = true;
             }
         }
+    }
+    if args.ebpf {
+        failed |= ebpf_mode::main(&args, &release);
     }
     if failed {
         ExitCode::FAILURE
@@ -184,46 +201,154 @@ fn run_mode(mode: Mode, args: &Args) -> Result<Tally, String> {
         let found = fuzz_kernel::judge(program.original(), mode, &inputs, &mut tally)?;
         for mut repro in found {
             repro.found_by = format!("cargo xtask fuzz-kernel --mode {mode} --seed {} (program {index})", args.seed);
-            let path = save(&args.out, &repro, &format!("{}-{}-{}-{index}", repro.mode, repro.kind, args.seed))?;
-            bar.println(format!("disagreement ({}): {} ours {} kernel {}", repro.kind, path, repro.ours, repro.kernel));
+            let line = format!("disagreement ({}): ours {} kernel {}", repro.kind, repro.ours, repro.kernel);
             // The same disagreement on as few instructions and bytes as keep it.
-            match fuzz_kernel::minimise(&repro, MINIMISE_BUDGET) {
-                Ok(small) => {
-                    let name = format!("{}-{}-{}-{index}-min", small.mode, small.kind, args.seed);
-                    let path = save(&args.out, &small, &name)?;
-                    bar.println(format!("  minimised to {} instructions: {path}", small.program.len()));
-                }
-                Err(e) => bar.println(format!("  not minimised: {e}")),
-            }
+            let small = fuzz_kernel::minimise(&repro, MINIMISE_BUDGET).map(|r| {
+                let len = r.program.len();
+                (r, len)
+            });
+            let name = format!("{}-{}-{}-{index}", repro.mode, repro.kind, args.seed);
+            record(&args.out, &bar, &name, &repro, &line, small)?;
         }
         index += 1;
         let secs = start.elapsed().as_secs_f64().max(1e-3);
-        bar.set_position(start.elapsed().as_secs().min(args.time.as_secs()));
-        bar.set_message(format!(
+        let message = format!(
             "{} programs ({:.0}/s), {} inputs ({:.0}/s), {} disagreements",
             tally.programs,
             tally.programs as f64 / secs,
             tally.inputs,
             tally.inputs as f64 / secs,
             tally.disagreements
-        ));
-        if !terminal && last_line.elapsed() >= Duration::from_secs(30) {
-            last_line = Instant::now();
-            eprintln!(
-                "{mode} {:>5.0}s: {} programs, {} inputs, {} disagreements",
-                secs, tally.programs, tally.inputs, tally.disagreements
-            );
-        }
+        );
+        tick(&bar, start, args.time, &mut last_line, terminal, message);
     }
     bar.finish_and_clear();
     Ok(tally)
 }
 
-fn save(out: &std::path::Path, repro: &fuzz_kernel::Reproducer, name: &str) -> Result<String, String> {
+/// Saves a disagreement as `name.json` and its minimised form (with its
+/// length in instructions) as `name-min.json` under `out`, saying so on the bar.
+fn record<R: serde::Serialize>(
+    out: &std::path::Path,
+    bar: &ProgressBar,
+    name: &str,
+    repro: &R,
+    line: &str,
+    minimised: Result<(R, usize), String>,
+) -> Result<(), String> {
+    let path = save(out, repro, name)?;
+    bar.println(format!("{line} {path}"));
+    match minimised {
+        Ok((small, len)) => {
+            let path = save(out, &small, &format!("{name}-min"))?;
+            bar.println(format!("  minimised to {len} instructions: {path}"));
+        }
+        Err(e) => bar.println(format!("  not minimised: {e}")),
+    }
+    Ok(())
+}
+
+/// Moves the bar on and shows `message`; where stderr is no terminal (CI's
+/// log), prints it every 30 s instead.
+fn tick(bar: &ProgressBar, start: Instant, time: Duration, last_line: &mut Instant, terminal: bool, message: String) {
+    bar.set_position(start.elapsed().as_secs().min(time.as_secs()));
+    if !terminal && last_line.elapsed() >= Duration::from_secs(30) {
+        *last_line = Instant::now();
+        eprintln!("{} {:>5.0}s: {message}", bar.prefix(), start.elapsed().as_secs_f64());
+    }
+    bar.set_message(message);
+}
+
+fn save(out: &std::path::Path, repro: &impl serde::Serialize, name: &str) -> Result<String, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let path = out.join(format!("{name}.json"));
     let mut text = serde_json::to_string_pretty(repro).map_err(|e| e.to_string())?;
     text.push('\n');
     std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path.display().to_string())
+}
+
+/// `--mode ebpf` (see the module docs).
+mod ebpf_mode {
+    use super::*;
+    use bpfconv_integration::fuzz_kernel::ebpf::{self, EbpfTally};
+    use test_kit::gen_ebpf;
+
+    /// Memories drawn per program.
+    const INPUTS: usize = 8;
+
+    /// Runs the mode; true when it found a disagreement or failed.
+    pub fn main(args: &Args, release: &str) -> bool {
+        // As for the other modes: a visible skip, a failure under CI=true.
+        let why = ebpf::available().map_err(|why| format!("the kernel refuses to load XDP programs here: {why}"));
+        if require::have("fuzz-kernel --mode ebpf", Need::Bpf, why).is_none() {
+            return false;
+        }
+        eprintln!("fuzz-kernel --mode ebpf --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
+        match run(args) {
+            Ok(t) => {
+                eprintln!(
+                    "fuzz-kernel --mode ebpf: {} programs, {} accepted by the verifier ({:.1}%), {} refused, \
+                     {} inputs compared, {} disagreements",
+                    t.programs,
+                    t.accepted,
+                    t.acceptance_percent(),
+                    t.refused_total(),
+                    t.inputs,
+                    t.disagreements
+                );
+                let mut reasons: Vec<(&String, &u64)> = t.refused.iter().collect();
+                reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+                for (reason, n) in reasons {
+                    eprintln!("  refused {n:>8}: {reason}");
+                }
+                t.disagreements > 0
+            }
+            Err(e) => {
+                eprintln!("error: fuzz-kernel --mode ebpf: {e}");
+                true
+            }
+        }
+    }
+
+    fn run(args: &Args) -> Result<EbpfTally, String> {
+        let mut rng = SplitMix64::new(args.seed ^ 0xeb9f);
+        let bar = progress(args.time);
+        bar.set_prefix("ebpf");
+        let terminal = std::io::stderr().is_terminal();
+        let start = Instant::now();
+        let mut last_line = start;
+        let mut tally = EbpfTally::default();
+        let mut index: u64 = 0;
+        while start.elapsed() < args.time {
+            let bytes = gen_ebpf::seeded_bytes(rng.next_u64());
+            let mut u = Unstructured::new(&bytes);
+            let Ok(gen_ebpf::Generated { insns, mem_len, mut pool }) = gen_ebpf::program(&mut u) else { continue };
+            let inputs: Vec<Vec<u8>> =
+                (0..INPUTS).filter_map(|_| gen_ebpf::memory(&mut u, mem_len, &mut pool).ok()).collect();
+            for mut repro in ebpf::judge(&insns, mem_len, &inputs, &mut tally)? {
+                repro.found_by = format!("cargo xtask fuzz-kernel --mode ebpf --seed {} (program {index})", args.seed);
+                let line =
+                    format!("disagreement ({}):\n  ours   {}\n  kernel {}\n ", repro.kind, repro.ours, repro.kernel);
+                let small = ebpf::minimise(&repro, MINIMISE_BUDGET).map(|r| {
+                    let len = r.program.len();
+                    (r, len)
+                });
+                record(&args.out, &bar, &format!("ebpf-{}-{}-{index}", repro.kind, args.seed), &repro, &line, small)?;
+            }
+            index += 1;
+            let secs = start.elapsed().as_secs_f64().max(1e-3);
+            let message = format!(
+                "{} programs ({:.0}/s), {:.1}% accepted, {} inputs, {} disagreements",
+                tally.programs,
+                tally.programs as f64 / secs,
+                tally.acceptance_percent(),
+                tally.inputs,
+                tally.disagreements
+            );
+            tick(&bar, start, args.time, &mut last_line, terminal, message);
+        }
+        bar.finish_and_clear();
+        Ok(tally)
+    }
 }
