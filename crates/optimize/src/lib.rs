@@ -4,10 +4,14 @@
 //!
 //! [`optimize`] builds the filter's [`Partition`] (the fast engine's
 //! specialisation per arch and per range of syscall numbers: constant
-//! actions and residual argument checks, identical residuals shared), lays
-//! it out as one classic program ([`layout`](self) module: `ld [4]`, one
-//! `jeq` per arch, per arch `ld [0]` and a balanced tree of `jge #k` over the
-//! range boundaries, leaves `ret #K` or a residual), and then:
+//! actions and residual argument checks, identical residuals shared, each
+//! residual grown into a tree over the words it tests,
+//! [`seccomp::fast::tree`]), lays it out as one classic program
+//! ([`layout`](self) module: `ld [4]`, one `jeq` per arch, per arch `ld [0]`
+//! and a compare tree over the range boundaries planned for the fewest
+//! compares within `log2 + 2` levels (`plan` module: `jge` splits, `jeq`
+//! chains), leaves `ret #K`, an argument tree laid out the same way per
+//! word, or a residual), runs the bytecode passes ([`passes`]), and then:
 //!
 //! 1. validates it as seccomp(2) would ([`cbpf::validate()`], seccomp mode;
 //!    at most `BPF_MAXINSNS` instructions);
