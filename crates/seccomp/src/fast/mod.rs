@@ -286,7 +286,7 @@ impl Residuals {
         let whole = Residual { program: program.clone(), interp: Interp::new(program) };
         Residuals {
             whole,
-            forest: Forest::new(BUILD_STEP_BUDGET, BUILD_INSN_BUDGET, true),
+            forest: Forest::new(BUILD_STEP_BUDGET, BUILD_INSN_BUDGET),
             whole_filter_entries: 0,
             budget_fallback_entries: 0,
         }
@@ -379,6 +379,15 @@ fn data_word(data: &SeccompData, offset: u32) -> u32 {
         1 => data.arch,
         2 | 3 => wide(data.instruction_pointer),
         w => wide(data.args.get((w as usize - 4) / 2).copied().unwrap_or(0)),
+    }
+}
+
+/// The word at byte `at` of `struct seccomp_data` in host byte order.
+#[inline(always)]
+fn bytes_word(bytes: &[u8; cbpf::interp::SECCOMP_DATA_SIZE], at: usize) -> u32 {
+    match bytes.get(at..at + 4) {
+        Some(&[b0, b1, b2, b3]) => u32::from_ne_bytes([b0, b1, b2, b3]),
+        _ => 0,
     }
 }
 
@@ -533,7 +542,17 @@ impl FastFilter {
     /// returns for the original filter. Allocates nothing.
     #[inline]
     pub fn eval(&self, data: &SeccompData) -> u32 {
-        match self.resolve(self.slot(data.arch, data.nr as u32), |offset| data_word(data, offset)) {
+        match self.slot(data.arch, data.nr as u32) {
+            Slot::Action(v) => v,
+            // Argument checks out of line, as in `eval_bytes`.
+            slot => self.eval_slot(slot, data),
+        }
+    }
+
+    /// The rest of [`FastFilter::eval`] after the (arch, nr) lookup.
+    #[inline(never)]
+    fn eval_slot(&self, slot: Slot, data: &SeccompData) -> u32 {
+        match self.resolve(slot, |offset| data_word(data, offset)) {
             Slot::Action(v) => v,
             Slot::Residual(i) => self.run(i, &data_bytes(data)),
             // `resolve` never returns a switch.
@@ -558,11 +577,19 @@ impl FastFilter {
     /// in host byte order (what [`cbpf::Interp::run_seccomp`] takes).
     #[inline]
     pub fn eval_bytes(&self, bytes: &[u8; cbpf::interp::SECCOMP_DATA_SIZE]) -> u32 {
-        let word = |at: usize| match bytes.get(at..at + 4) {
-            Some(&[b0, b1, b2, b3]) => u32::from_ne_bytes([b0, b1, b2, b3]),
-            _ => 0,
-        };
-        match self.resolve(self.slot(word(4), word(0)), |offset| word(offset as usize)) {
+        match self.slot(bytes_word(bytes, 4), bytes_word(bytes, 0)) {
+            Slot::Action(v) => v,
+            // Argument checks out of line: the constant path stays as short
+            // as a table lookup.
+            slot => self.eval_bytes_slot(slot, bytes),
+        }
+    }
+
+    /// The rest of [`FastFilter::eval_bytes`] after the (arch, nr) lookup:
+    /// switches, then a constant or a residual.
+    #[inline(never)]
+    fn eval_bytes_slot(&self, slot: Slot, bytes: &[u8; cbpf::interp::SECCOMP_DATA_SIZE]) -> u32 {
+        match self.resolve(slot, |offset| bytes_word(bytes, offset as usize)) {
             Slot::Action(v) => v,
             Slot::Residual(i) => self.run(i, bytes),
             Slot::Switch(_) => SECCOMP_RET_KILL_PROCESS,

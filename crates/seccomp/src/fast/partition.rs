@@ -211,7 +211,7 @@ impl Partition {
             return Err(PartitionError::NotSeccomp { mode: program.mode() });
         }
         let mut spec = Specializer::new(program);
-        let forest = Forest::new(TREE_STEP_BUDGET, TREE_INSN_BUDGET, true);
+        let forest = Forest::new(TREE_STEP_BUDGET, TREE_INSN_BUDGET);
         let mut builder = Builder { program, forest, whole: None, insns: 0, max_insns };
         budget.charge_steps(program.len() as u64)?;
         let (arches, _) = spec.specialize_watching(None, None, OFFSET_ARCH);

@@ -107,9 +107,6 @@ pub(crate) struct Forest {
     steps_left: usize,
     /// Residual instructions left.
     insns_left: usize,
-    /// Grow trees at all (the fast engine and `optimize` do; a caller that
-    /// wants residuals alone does not).
-    grow: bool,
     /// Switches not built, and residuals not kept, for want of budget.
     pub(crate) budget_fallbacks: usize,
 }
@@ -117,14 +114,13 @@ pub(crate) struct Forest {
 impl Forest {
     /// An empty forest that may spend `steps` forward-pass steps and keep
     /// `insns` residual instructions.
-    pub(crate) fn new(steps: usize, insns: usize, grow: bool) -> Forest {
+    pub(crate) fn new(steps: usize, insns: usize) -> Forest {
         Forest {
             residuals: Vec::new(),
             switches: Vec::new(),
             index: HashMap::new(),
             steps_left: steps,
             insns_left: insns,
-            grow,
             budget_fallbacks: 0,
         }
     }
@@ -176,7 +172,7 @@ impl Forest {
         }
         let program = cbpf::validate(&insns, Mode::Seccomp).map_err(|_| Refused::Invalid)?;
         let i = self.keep(insns.clone(), Residual { program, reads_a, reads_x });
-        let o = if self.grow { self.grow(i, depth) } else { Outcome::Residual(i) };
+        let o = self.grow(i, depth);
         self.index.insert(insns, o);
         Ok(o)
     }
