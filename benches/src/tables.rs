@@ -511,6 +511,26 @@ fn native(id: &'static str, syscall: Syscall) -> Row {
     Row { id, label: format!("no filter, {}", syscall.label()), filters: Vec::new(), cached: false, syscall }
 }
 
+/// Table D one level down: chdir allowed by the first (A0 == 99), middle
+/// (50) and last (0) of long_jumps_large's 100 argument rules, as written,
+/// then optimised.
+fn argument_rule_rows() -> Result<Vec<Row>, BenchError> {
+    const POSITIONS: [(&str, &str, &str, u64); 3] = [
+        ("ljl_front", "ljl_front_optimised", "first", 99),
+        ("ljl_middle", "ljl_middle_optimised", "middle", 50),
+        ("ljl_end", "ljl_end_optimised", "last", 0),
+    ];
+    let large = Filter::load("long_jumps_large")?;
+    let mut rows = Vec::with_capacity(2 * POSITIONS.len());
+    for (id, _, place, a0) in POSITIONS {
+        rows.push(single(id, &format!("chdir, {place} argument rule"), "long_jumps_large", Syscall::chdir(a0))?);
+    }
+    for (_, id, place, a0) in POSITIONS {
+        rows.push(optimised(id, &format!("chdir, {place} argument rule, optimised"), &large, Syscall::chdir(a0))?);
+    }
+    Ok(rows)
+}
+
 /// Filter lengths of the sweep behind `length.svg` (4095: the forced
 /// kernel variant adds one instruction and must stay within `BPF_MAXINSNS`).
 pub const SWEEP_LENGTHS: &[usize] = &[8, 32, 128, 512, 2048, 4095];
@@ -532,7 +552,7 @@ pub fn length_sweep() -> Result<Vec<Row>, BenchError> {
 
 /// Builds a table's rows (loads, validates and converts its filters).
 pub fn build(id: TableId) -> Result<Table, BenchError> {
-    let rows = match id {
+    let mut rows = match id {
         TableId::A => vec![
             native("native", Syscall::GETPPID),
             single("fast", "fast", "seed_fast", Syscall::GETPPID)?,
@@ -593,29 +613,11 @@ pub fn build(id: TableId) -> Result<Table, BenchError> {
                 Syscall::GETPPID,
             )?,
             native("native_chdir", Syscall::CHDIR),
-            single("ljl_front", "chdir, first argument rule", "long_jumps_large", Syscall::chdir(99))?,
-            single("ljl_middle", "chdir, middle argument rule", "long_jumps_large", Syscall::chdir(50))?,
-            single("ljl_end", "chdir, last argument rule", "long_jumps_large", Syscall::chdir(0))?,
-            optimised(
-                "ljl_front_optimised",
-                "chdir, first argument rule, optimised",
-                &Filter::load("long_jumps_large")?,
-                Syscall::chdir(99),
-            )?,
-            optimised(
-                "ljl_middle_optimised",
-                "chdir, middle argument rule, optimised",
-                &Filter::load("long_jumps_large")?,
-                Syscall::chdir(50),
-            )?,
-            optimised(
-                "ljl_end_optimised",
-                "chdir, last argument rule, optimised",
-                &Filter::load("long_jumps_large")?,
-                Syscall::chdir(0),
-            )?,
         ],
     };
+    if id == TableId::D {
+        rows.extend(argument_rule_rows()?);
+    }
     let mixes = mix_sources(id)
         .iter()
         .map(|&(row_id, vectors)| match rows.iter().find(|r| r.id == row_id) {

@@ -119,26 +119,18 @@ def sshd_preauth(abi):
         p.stmt(RET_K, RET_ALLOW)
         p.stmt(LD_W_ABS, 0)
 
-    def allow_arg_mask(name, arg, mask):
-        p.jump(JEQ, nr[name], 0, 8, f"{name}: args[{arg}] only bits {mask:#x}")
+    def arg_mask(name, arg, mask, fail):
+        """SC_ALLOW_ARG_MASK (fail None: ALLOW when only bits of `mask` are
+        set) or SC_DENY_UNLESS_ARG_MASK (fail an errno: ERRNO(fail) unless)."""
+        what = "" if fail is None else f"ERRNO({fail}) unless "
+        p.jump(JEQ, nr[name], 0, 8, f"{name}: {what}args[{arg}] only bits {mask:#x}")
         p.stmt(LD_W_ABS, arg_lo(arg))
         p.stmt(ALU_AND_K, ~mask & 0xFFFFFFFF)
-        p.jump(JEQ, 0, 0, 4)
+        p.jump(JEQ, 0, 0, 4 if fail is None else 3)
         p.stmt(LD_W_ABS, arg_hi(arg))
         p.stmt(ALU_AND_K, ~(mask >> 32) & 0xFFFFFFFF)
-        p.jump(JEQ, 0, 0, 1)
-        p.stmt(RET_K, RET_ALLOW)
-        p.stmt(LD_W_ABS, 0)
-
-    def deny_unless_arg_mask(name, arg, mask, errno):
-        p.jump(JEQ, nr[name], 0, 8, f"{name}: ERRNO({errno}) unless args[{arg}] only bits {mask:#x}")
-        p.stmt(LD_W_ABS, arg_lo(arg))
-        p.stmt(ALU_AND_K, ~mask & 0xFFFFFFFF)
-        p.jump(JEQ, 0, 0, 3)
-        p.stmt(LD_W_ABS, arg_hi(arg))
-        p.stmt(ALU_AND_K, ~(mask >> 32) & 0xFFFFFFFF)
-        p.jump(JEQ, 0, 1, 0)
-        p.stmt(RET_K, RET_ERRNO | errno)
+        p.jump(JEQ, 0, *((0, 1) if fail is None else (1, 0)))
+        p.stmt(RET_K, RET_ALLOW if fail is None else RET_ERRNO | fail)
         p.stmt(LD_W_ABS, 0)
 
     futex_flags = 128 | 256  # FUTEX_PRIVATE_FLAG | FUTEX_CLOCK_REALTIME
@@ -179,8 +171,8 @@ def sshd_preauth(abi):
 
     def mmap(name):
         if name in nr:
-            deny_unless_arg_mask(name, 3, mmap_flags, EINVAL)
-            allow_arg_mask(name, 2, prot)
+            arg_mask(name, 3, mmap_flags, EINVAL)
+            arg_mask(name, 2, prot, None)
 
     p.stmt(LD_W_ABS, 4, "arch")
     p.jump(JEQ, arch, 1, 0)
@@ -204,7 +196,7 @@ def sshd_preauth(abi):
     mmap("mmap")
     mmap("mmap2")
     if "mprotect" in nr:
-        allow_arg_mask("mprotect", 2, prot)
+        arg_mask("mprotect", 2, prot, None)
     for name in ("mremap", "munmap", "nanosleep", "clock_nanosleep", "clock_nanosleep_time64",
                  "clock_gettime64", "_newselect", "ppoll", "ppoll_time64", "poll", "pselect6",
                  "pselect6_time64", "read", "riscv_hwprobe", "rt_sigprocmask", "select", "shutdown",
