@@ -155,12 +155,16 @@ impl SwitchTable {
     #[inline(always)]
     fn slot(&self, word: u32) -> Slot {
         let v = word & self.mask;
-        let i = if self.starts.len() <= SWITCH_SCAN_MAX {
-            self.starts.iter().map(|&s| usize::from(s <= v)).sum()
-        } else {
-            self.starts.partition_point(|&s| s <= v)
+        // The run: how many starts past the first (0) are at or below v.
+        let i = match *self.starts {
+            [_, b] => usize::from(v >= b),
+            [_, b, c] => usize::from(v >= b) + usize::from(v >= c),
+            ref starts if starts.len() <= SWITCH_SCAN_MAX => {
+                starts.iter().map(|&s| usize::from(s <= v)).sum::<usize>().wrapping_sub(1)
+            }
+            ref starts => starts.partition_point(|&s| s <= v).wrapping_sub(1),
         };
-        self.slots.get(i.wrapping_sub(1)).copied().unwrap_or(Slot::Residual(self.residual))
+        self.slots.get(i).copied().unwrap_or(Slot::Residual(self.residual))
     }
 }
 
