@@ -452,7 +452,65 @@ fn derived_d(t: &TableResult) -> String {
         t.row("front").and_then(RowResult::kernel_running_ns),
     );
     let _ = writeln!(out, "\nKernel, whole system call end / front (forced): {}", fmt_ratio(per_call));
+    let chdir = ("native_chdir", "native_chdir");
+    out.push('\n');
+    out.push_str(&figure_table(
+        "One level down, chdir at the first, middle and last of long_jumps_large's argument rules (kernel column: \
+         filter cost = run − no-filter chdir):",
+        &[
+            ("as written: last / first rule", "—", per_column(t, "ljl_end", "ljl_front", chdir)),
+            (
+                "as written: max / min over first, middle, last",
+                "—",
+                spread(t, &["ljl_front", "ljl_middle", "ljl_end"], "native_chdir"),
+            ),
+            (
+                "optimised: max / min over first, middle, last",
+                "flat (goal <= 1.2)",
+                spread(t, &["ljl_front_optimised", "ljl_middle_optimised", "ljl_end_optimised"], "native_chdir"),
+            ),
+        ],
+    ));
+    let whole = |ids: [&str; 3]| {
+        let ns: Option<Vec<f64>> = ids.iter().map(|id| t.row(id).and_then(RowResult::kernel_running_ns)).collect();
+        ns.and_then(|ns| {
+            let max = ns.iter().copied().fold(f64::MIN, f64::max);
+            let min = ns.iter().copied().fold(f64::MAX, f64::min);
+            ratio(Some(max), Some(min))
+        })
+    };
+    let _ = writeln!(
+        out,
+        "\nKernel, whole chdir call, max / min over first, middle, last rule: as written {}, optimised {}",
+        fmt_ratio(whole(["ljl_front", "ljl_middle", "ljl_end"])),
+        fmt_ratio(whole(["ljl_front_optimised", "ljl_middle_optimised", "ljl_end_optimised"])),
+    );
     out
+}
+
+/// Per column, the largest over the smallest figure of `ids` (the kernel
+/// column: filter cost, the run less the `native` row's).
+fn spread(table: &TableResult, ids: &[&str], native: &str) -> Vec<Option<f64>> {
+    columns()
+        .into_iter()
+        .map(|c| {
+            let figures: Option<Vec<f64>> = ids
+                .iter()
+                .map(|id| {
+                    let row = table.row(id)?;
+                    if c == KERNEL {
+                        row.kernel_filter_cost(table.row(native).and_then(|r| r.ns(KERNEL)))
+                    } else {
+                        row.ns(c)
+                    }
+                })
+                .collect();
+            let figures = figures?;
+            let max = figures.iter().copied().fold(f64::MIN, f64::max);
+            let min = figures.iter().copied().fold(f64::MAX, f64::min);
+            ratio(Some(max), Some(min))
+        })
+        .collect()
 }
 
 /// `approx()` of seccomp_benchmark.c (Linux 6.18): equal, or within 10 %

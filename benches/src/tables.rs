@@ -7,7 +7,7 @@
 //! | A (2013 ARM JIT) | `getppid` | no filter; `seed_fast` (9 insns); `seed_slow` (94); `seed_slow_opt2` (116) |
 //! | B (2014 eBPF conversion) | `brk(0)` on the short filters, `chdir(NULL, 1, 0)` on the large ones | no filter (each syscall); `long_jumps_short` (9), `_opt2` (10); `long_jumps_large` (1219), `_opt2` (1250) |
 //! | C (2020 `seccomp_benchmark`) | `getpid` | native; 1 and 2 bitmap filters; 3 and 4 filters that run in full |
-//! | D (2018 hash-map proposal) | `getppid` | no filter; `allow306_front`, `_middle`, `_end`, `_opt2` (316..395 insns); `bpfconv optimize`'s output for front, middle and end; the Docker-sized pair of testdata/profiles (`docker_like`, 994 insns, `_opt2`, 1235) and `optimize`'s output for it |
+//! | D (2018 hash-map proposal) | `getppid`; `chdir(a0, 1, 0)` | no filter; `allow306_front`, `_middle`, `_end`, `_opt2` (316..395 insns); `bpfconv optimize`'s output for front, middle and end; the Docker-sized pair of testdata/profiles (`docker_like`, 994 insns, `_opt2`, 1235) and `optimize`'s output for it; one level down, `long_jumps_large` (1219) on chdir allowed by its first, middle and last argument rule (A0 = 99, 50, 0), as written and optimised |
 //!
 //! Table B's published workload, `syscall(199, 100)`, is killed by every
 //! `long_jumps_*` filter here (they have no rule for 199), so each filter is
@@ -126,7 +126,10 @@ impl TableId {
             TableId::D => {
                 "Ours: getppid at comparison #1, #153 and #306 of a 306-syscall allow-list, and the binary-tree \
                  layout; the `fast` column is the lookup-structure engine (the hash map's role). The kernel caches \
-                 getppid for these filters, so `kernel, forced` is the comparable column."
+                 getppid for these filters, so `kernel, forced` is the comparable column. Then the same question one \
+                 level down: chdir allowed by the first (A0 == 99), middle (A0 == 50) and last (A0 == 0) of \
+                 long_jumps_large's 100 argument rules, as written and as `bpfconv optimize` lays them out (a tree \
+                 over the arguments); argument checks are never cached, so the kernel runs the filter on every call."
             }
         }
     }
@@ -154,7 +157,14 @@ impl Syscall {
     /// `chdir(NULL, 1, 0)`: the longest allowed path of `long_jumps_large`
     /// (A0 == 0 is its last `chdir` rule). The kernel fails it with EFAULT
     /// after the filter ran, at the same cost with and without filters.
-    pub const CHDIR: Syscall = Syscall { name: "chdir", nr: 80, args: [0, 1, 0, 0, 0, 0] };
+    pub const CHDIR: Syscall = Syscall::chdir(0);
+
+    /// `chdir(a0, 1, 0)`: long_jumps_large's chdir rule `A0 == a0` allows
+    /// it; its rules are checked from A0 == 99 (first) down to A0 == 0
+    /// (last), each after the ones before.
+    pub const fn chdir(a0: u64) -> Syscall {
+        Syscall { name: "chdir", nr: 80, args: [a0, 1, 0, 0, 0, 0] }
+    }
 
     /// The `struct seccomp_data` bytes our engines evaluate.
     pub fn data(&self) -> [u8; 64] {
@@ -506,6 +516,26 @@ fn native(id: &'static str, syscall: Syscall) -> Row {
     Row { id, label: format!("no filter, {}", syscall.label()), filters: Vec::new(), cached: false, syscall }
 }
 
+/// Table D one level down: chdir allowed by the first (A0 == 99), middle
+/// (50) and last (0) of long_jumps_large's 100 argument rules, as written,
+/// then optimised.
+fn argument_rule_rows() -> Result<Vec<Row>, BenchError> {
+    const POSITIONS: [(&str, &str, &str, u64); 3] = [
+        ("ljl_front", "ljl_front_optimised", "first", 99),
+        ("ljl_middle", "ljl_middle_optimised", "middle", 50),
+        ("ljl_end", "ljl_end_optimised", "last", 0),
+    ];
+    let large = Filter::load("long_jumps_large")?;
+    let mut rows = Vec::with_capacity(2 * POSITIONS.len());
+    for (id, _, place, a0) in POSITIONS {
+        rows.push(single(id, &format!("chdir, {place} argument rule"), "long_jumps_large", Syscall::chdir(a0))?);
+    }
+    for (_, id, place, a0) in POSITIONS {
+        rows.push(optimised(id, &format!("chdir, {place} argument rule, optimised"), &large, Syscall::chdir(a0))?);
+    }
+    Ok(rows)
+}
+
 /// Filter lengths of the sweep behind `length.svg` (4095: the forced
 /// kernel variant adds one instruction and must stay within `BPF_MAXINSNS`).
 pub const SWEEP_LENGTHS: &[usize] = &[8, 32, 128, 512, 2048, 4095];
@@ -527,7 +557,7 @@ pub fn length_sweep() -> Result<Vec<Row>, BenchError> {
 
 /// Builds a table's rows (loads, validates and converts its filters).
 pub fn build(id: TableId) -> Result<Table, BenchError> {
-    let rows = match id {
+    let mut rows = match id {
         TableId::A => vec![
             native("native", Syscall::GETPPID),
             single("fast", "fast", "seed_fast", Syscall::GETPPID)?,
@@ -587,8 +617,12 @@ pub fn build(id: TableId) -> Result<Table, BenchError> {
                 &Filter::new("docker_like", &filters::load_profile("docker_like")?)?,
                 Syscall::GETPPID,
             )?,
+            native("native_chdir", Syscall::CHDIR),
         ],
     };
+    if id == TableId::D {
+        rows.extend(argument_rule_rows()?);
+    }
     let mixes = mix_sources(id)
         .iter()
         .map(|&(row_id, vectors)| match rows.iter().find(|r| r.id == row_id) {
@@ -629,6 +663,16 @@ mod tests {
             assert!(row(opt).insns() <= row(orig).insns(), "{opt}");
         }
         assert!(row("docker_optimised").path_length() <= row("docker_opt2").path_length());
+        // One level down: long_jumps_large's chdir rules as written grow with
+        // the rule's position; optimised, every position runs the same path.
+        let written: Vec<usize> =
+            ["ljl_front", "ljl_middle", "ljl_end"].iter().map(|id| row(id).path_length()).collect();
+        assert!(written[0] < written[1] && written[1] < written[2], "{written:?}");
+        let flat: Vec<usize> = ["ljl_front_optimised", "ljl_middle_optimised", "ljl_end_optimised"]
+            .iter()
+            .map(|id| row(id).path_length())
+            .collect();
+        assert!(flat.iter().all(|&p| p == flat[0] && p <= 32), "{flat:?}");
     }
 
     #[test]
@@ -679,6 +723,11 @@ mod tests {
         let d = build(TableId::D).unwrap();
         let b = build(TableId::B).unwrap();
         for row in a.rows.iter().chain(&d.rows).filter(|r| !r.filters.is_empty()) {
+            // chdir's argument checks are never cached: no forcing needed.
+            if row.syscall.name == "chdir" {
+                assert!(!row.kernel_skips_filters() && row.forced().is_none(), "{}", row.id);
+                continue;
+            }
             assert!(row.kernel_skips_filters(), "{}", row.id);
             let forced = row.forced().unwrap();
             assert!(forced.iter().all(|f| !f.kernel_caches(110)), "{}", row.id);

@@ -32,5 +32,5 @@ fn every_filter_validates_in_seccomp_mode() {
         }
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
-    assert_eq!(count, 13); // testdata/filters: 12 libseccomp-made filters and the hand-written sshd_like
+    assert_eq!(count, 16); // testdata/filters: 12 libseccomp-made filters and 4 hand-written ones (sshd_like, sshd_preauth, sshd_preauth_i386, chromium_baseline)
 }

@@ -1,6 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 //! `optimize` on every testdata filter (testdata/filters and the Docker-like
-//! profile pair): the output is proved equal by `equiv`, is never longer,
+//! profile pair): the output is proved equal by `equiv`, is never longer
+//! (nor longer than libseccomp's binary tree of the same rules; a quarter of
+//! its linear Docker-sized filter), runs no path longer than 32,
 //! keeps the kernel's cached ALLOWs, answers every kernel-checked vector as
 //! expected, and agrees with the input on branch-reaching inputs and on
 //! exhaustive sweeps of `nr` per arch (classic interpreter, independent of
@@ -80,10 +82,17 @@ fn numbers(p: &Program, arch: u32) -> Vec<u32> {
     nrs
 }
 
+/// The `_opt2` twin of `name` (libseccomp's binary tree of the same rules).
+fn opt2_of<'a>(name: &str, all: &'a [(String, Program, Vectors)]) -> Option<&'a (String, Program, Vectors)> {
+    let twin = format!("{name}_opt2");
+    all.iter().find(|(n, _, _)| *n == twin)
+}
+
 #[test]
 fn every_filter_is_optimised_smaller_and_agrees_with_its_input() {
     let mut report: Vec<String> = Vec::new();
-    for (name, input, vectors) in inputs() {
+    let all = inputs();
+    for (name, input, vectors) in all.clone() {
         let out = optimized(&input);
         let s = out.stats;
         let verdict = equiv::check(equiv::Side::single(&input), equiv::Side::single(&out.program), &Default::default());
@@ -91,11 +100,24 @@ fn every_filter_is_optimised_smaller_and_agrees_with_its_input() {
         report.push(format!("{name:24} {s}"));
         eprintln!("{}", report.last().unwrap());
         // A filter already as short as its dispatch can be is kept; the
-        // benchmark filters must not be.
-        let must_shrink = ["allow306", "docker_like", "long_jumps_large"].iter().any(|p| name.starts_with(p));
+        // benchmark filters and the sandboxes must not be.
+        let must_shrink =
+            ["allow306", "docker_like", "long_jumps_large", "sshd_", "chromium_"].iter().any(|p| name.starts_with(p));
         assert!(!must_shrink || s.kept_input.is_none(), "{name}: input kept: {:?}", s.kept_input);
         assert!(out.program.len() <= input.len(), "{name}");
         assert!(s.output_longest_path <= s.input_longest_path, "{name}: {s:?}");
+        // Flat: argument checks are trees, not chains (long_jumps_large's
+        // 100 chdir rules included).
+        assert!(s.output_longest_path <= 32, "{name}: {s:?}");
+        // No longer than libseccomp's binary tree of the same rules.
+        if let Some((_, opt2, _)) = opt2_of(&name, &all) {
+            assert!(out.program.len() <= opt2.len(), "{name}: {} > opt2 {}", out.program.len(), opt2.len());
+        }
+        // The Docker-sized profile: at least 4x smaller than libseccomp's
+        // linear output.
+        if name == "docker_like" {
+            assert!(4 * out.program.len() <= input.len(), "{name}: {} of {}", out.program.len(), input.len());
+        }
         let (a, b) = (Interp::new(&input), Interp::new(&out.program));
         for (data, action) in &vectors {
             assert_eq!(run(&b, data), *action, "{name}: vector {data:?}");

@@ -8,7 +8,7 @@
 //!   arbitrary seeds;
 //! - every testdata/filters program on its `branch_inputs`, with a check
 //!   that those inputs take both outcomes of every conditional jump that is
-//!   reachable at all.
+//!   reachable at all (an outcome they miss must be proved dead by `equiv`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -129,6 +129,26 @@ fn outcomes(prog: &cbpf::Program, inputs: &[cbpf::SeccompData]) -> HashSet<(usiz
     taken
 }
 
+/// Whether the `outcome` edge of the jump at `pc` changes nothing: the
+/// program with that edge sent where the other one goes is proved equal by
+/// `equiv`. Covers outcomes the program rules out through correlations the
+/// generator's joined facts lose (Chromium's compiler re-checks that an
+/// argument's high word is 0, or all ones with the low word's sign bit set,
+/// before each case of a switch: every case after the first finds it
+/// holds).
+fn edge_is_dead(prog: &cbpf::Program, pc: usize, outcome: bool) -> bool {
+    let mut insns = prog.original().to_vec();
+    let Some(insn) = insns.get_mut(pc) else { return false };
+    if outcome {
+        insn.jt = insn.jf;
+    } else {
+        insn.jf = insn.jt;
+    }
+    let Ok(other) = validate(&insns, Mode::Seccomp) else { return false };
+    let verdict = equiv::check(equiv::Side::single(prog), equiv::Side::single(&other), &Default::default());
+    verdict == Ok(equiv::Verdict::Equal)
+}
+
 #[test]
 fn filters_agree_on_branch_inputs_and_take_every_branch() {
     let filters = test_kit::corpus::filters().unwrap();
@@ -169,6 +189,7 @@ fn filters_agree_on_branch_inputs_and_take_every_branch() {
             })
             .flat_map(|pc| [(pc, true), (pc, false)])
             .filter(|o| !taken.contains(o) && !impossible.contains(o))
+            .filter(|&(pc, outcome)| !edge_is_dead(prog, pc, outcome))
             .map(|(pc, outcome)| format!("{pc}:{}", if outcome { "t" } else { "f" }))
             .collect();
         if !missed.is_empty() {

@@ -23,14 +23,23 @@
 //! A residual expects what a filter finds at its start: A = X = 0. The
 //! dispatch never writes X; a residual that reads A before writing it
 //! ([`PartitionResidual::reads_a`]) is entered through `ld #0`.
+//!
+//! A residual grown into a tree ([`Switch`]) is laid out as the tree when
+//! that is no longer than the residual ([`Choice`]): per switch `ld [k]`,
+//! then `jset #bits` for a two-run split of masked bits (`(w & m) >= 2^j`
+//! is `w & (m >> j << j) != 0`), else `and #m` (unless the mask is the
+//! whole word) and the same balanced tree of `jge`/`jeq` as `nr`'s over
+//! the run starts; children after their parent.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use cbpf::opcode::{JMP_JA, JMP_JEQ_K, JMP_JGE_K, LDX_IMM, LD_IMM, LD_W_ABS, RET_K};
+use cbpf::opcode::{ALU_AND_K, JMP_JA, JMP_JEQ_K, JMP_JGE_K, JMP_JSET_K, LDX_IMM, LD_IMM, LD_W_ABS, RET_K};
 use cbpf::Insn;
 use seccomp::action::SECCOMP_RET_KILL_PROCESS;
 use seccomp::data::{OFFSET_ARCH, OFFSET_NR};
-use seccomp::fast::{Outcome, Partition, PartitionResidual, Ranges};
+use seccomp::fast::{Outcome, Partition, PartitionResidual, Ranges, Switch};
+
+use crate::plan::Plan;
 
 /// Where a jump may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -39,6 +48,8 @@ enum Target {
     Ret(u32),
     /// The entry of residual `i`.
     Residual(usize),
+    /// The entry (`ld [k]`) of switch `i`.
+    Switch(usize),
     /// The instruction at this position from the end.
     At(usize),
 }
@@ -51,6 +62,8 @@ struct Emitter {
     near: HashMap<Target, usize>,
     /// Where each residual really starts.
     residual_at: HashMap<usize, usize>,
+    /// Where each switch really starts.
+    switch_at: HashMap<usize, usize>,
     /// Landings made (second and later `ret` copies, and `ja`s).
     pub landings: usize,
 }
@@ -97,6 +110,7 @@ impl Emitter {
                 return;
             }
             Target::Residual(i) => self.residual_at.get(&i).copied(),
+            Target::Switch(i) => self.switch_at.get(&i).copied(),
             Target::At(p) => Some(p),
         };
         // Residuals are emitted before any jump to them; a missing one
@@ -146,26 +160,75 @@ impl Emitter {
         self.near.insert(Target::Residual(i), at);
     }
 
-    /// A balanced tree over `ranges` (non-empty, ascending, neighbours
-    /// differ), the value compared (`nr`, or `arch`) in A.
-    fn tree(&mut self, ranges: &[(u32, Target)], depth: &mut usize, level: usize) -> Target {
-        *depth = (*depth).max(level);
-        if ranges.len() <= PEEL_MAX {
-            if let Some((k, inside, rest)) = peel(ranges) {
-                let rest = self.tree(&rest, depth, level + 1);
-                return self.cond(JMP_JEQ_K, k, inside, rest);
+    /// Switch `i` and everything under it (children first, so each sits
+    /// after its parent), unless already laid out.
+    fn switch(&mut self, i: usize, partition: &Partition, choice: &Choice) {
+        if self.switch_at.contains_key(&i) {
+            return;
+        }
+        let Some(s) = partition.switches.get(i) else { return };
+        for &(_, child) in &s.ranges {
+            self.child(choice.outcome(child, partition), partition, choice);
+        }
+        let targets: TargetRanges =
+            s.ranges.iter().map(|&(start, o)| (start, leaf(choice.outcome(o, partition)))).collect();
+        let mut level = 0;
+        match jset_bits(s) {
+            Some(bits) => {
+                let (low, high) = match targets.as_slice() {
+                    [(_, low), (_, high)] => (*low, *high),
+                    _ => (Target::Ret(SECCOMP_RET_KILL_PROCESS), Target::Ret(SECCOMP_RET_KILL_PROCESS)),
+                };
+                self.cond(JMP_JSET_K, bits, high, low);
+            }
+            None => {
+                self.tree(&targets, &mut level, 0);
+                if s.mask != u32::MAX {
+                    self.push(Insn::stmt(ALU_AND_K, s.mask));
+                }
             }
         }
-        match ranges {
-            [] => Target::Ret(SECCOMP_RET_KILL_PROCESS),
-            [(_, t)] => *t,
-            _ => {
-                let mid = ranges.len() / 2;
-                let (left, right) = ranges.split_at(mid);
-                let bound = right.first().map_or(0, |&(b, _)| b);
-                let r = self.tree(right, depth, level + 1);
-                let l = self.tree(left, depth, level + 1);
-                self.cond(JMP_JGE_K, bound, r, l)
+        let at = self.push(Insn::stmt(LD_W_ABS, s.offset));
+        self.switch_at.insert(i, at);
+        self.near.insert(Target::Switch(i), at);
+    }
+
+    /// Lays out what `o` needs: a residual or a switch (a constant needs
+    /// nothing before its jumps).
+    fn child(&mut self, o: Outcome, partition: &Partition, choice: &Choice) {
+        match o {
+            Outcome::Action(_) => {}
+            Outcome::Residual(i) => {
+                if let Some(r) = partition.residuals.get(i) {
+                    self.residual(i, r);
+                }
+            }
+            Outcome::Switch(i) => self.switch(i, partition, choice),
+        }
+    }
+
+    /// A tree over `ranges` (non-empty, ascending, neighbours differ), the
+    /// value compared (`nr`, `arch`, or a switch's word) in A: the fewest
+    /// compares within a depth bound ([`plan`](crate::plan)).
+    fn tree(&mut self, ranges: &[(u32, Target)], depth: &mut usize, level: usize) -> Target {
+        let plan = crate::plan::plan(ranges, Target::Ret(SECCOMP_RET_KILL_PROCESS));
+        self.lay_out(&plan, depth, level)
+    }
+
+    fn lay_out(&mut self, plan: &Plan<Target>, depth: &mut usize, level: usize) -> Target {
+        match plan {
+            Plan::Leaf(t) => {
+                *depth = (*depth).max(level);
+                *t
+            }
+            Plan::Split { bound, left, right } => {
+                let r = self.lay_out(right, depth, level + 1);
+                let l = self.lay_out(left, depth, level + 1);
+                self.cond(JMP_JGE_K, *bound, r, l)
+            }
+            Plan::Chain { background, exceptions } => {
+                *depth = (*depth).max(level + exceptions.len());
+                exceptions.iter().rev().fold(*background, |rest, &(k, t)| self.cond(JMP_JEQ_K, k, t, rest))
             }
         }
     }
@@ -179,24 +242,6 @@ impl Emitter {
             leaf => leaf,
         }
     }
-}
-
-/// Subtrees of at most this many ranges test a lone number with `jeq`
-/// first ([`peel`]): fewer compares, at most `PEEL_MAX / 2` more levels.
-const PEEL_MAX: usize = 5;
-
-/// A lone number between two ranges with the same outcome: `(k, its
-/// outcome, the ranges with it merged into its neighbours)`.
-fn peel(ranges: &[(u32, Target)]) -> Option<(u32, Target, TargetRanges)> {
-    let i = (1..ranges.len().saturating_sub(1)).find(|&i| {
-        let (Some(before), Some(&(k, _)), Some(after)) = (ranges.get(i - 1), ranges.get(i), ranges.get(i + 1)) else {
-            return false;
-        };
-        before.1 == after.1 && k.checked_add(1) == Some(after.0)
-    })?;
-    let &(k, inside) = ranges.get(i)?;
-    let rest = ranges.iter().enumerate().filter(|&(j, _)| j != i && j != i + 1).map(|(_, &r)| r).collect();
-    Some((k, inside, rest))
 }
 
 /// Arches dispatched by a chain of `jeq` in the filter's order (the first
@@ -219,7 +264,81 @@ fn leaf(o: Outcome) -> Target {
     match o {
         Outcome::Action(k) => Target::Ret(k),
         Outcome::Residual(i) => Target::Residual(i),
+        Outcome::Switch(i) => Target::Switch(i),
     }
+}
+
+/// The bits of a `jset` that makes a switch's two-run split of masked bits:
+/// `(w & m) >= 2^j` for a bit `j` of `m` is `w & (m >> j << j) != 0` (no
+/// `and`).
+fn jset_bits(s: &Switch) -> Option<u32> {
+    match s.ranges.as_slice() {
+        [(0, _), (c, _)] if s.mask != u32::MAX && c.is_power_of_two() && s.mask & c != 0 => Some(s.mask & !(c - 1)),
+        _ => None,
+    }
+}
+
+/// Which switches are laid out as trees: those whose tree (every switch
+/// and residual leaf under it once) is no longer than the residual it
+/// stands for. The others are laid out as that residual.
+#[derive(Debug, Default)]
+struct Choice {
+    trees: HashSet<usize>,
+}
+
+impl Choice {
+    fn of(partition: &Partition) -> Choice {
+        let mut choice = Choice::default();
+        // Children come before parents: sizes are known bottom-up.
+        for (i, s) in partition.switches.iter().enumerate() {
+            let mut seen = HashSet::new();
+            let tree = choice.tree_cost(i, partition, &mut seen);
+            let residual = residual_cost(partition, s.residual);
+            if tree <= residual {
+                choice.trees.insert(i);
+            }
+        }
+        choice
+    }
+
+    /// What is laid out for `o`.
+    fn outcome(&self, o: Outcome, partition: &Partition) -> Outcome {
+        match o {
+            Outcome::Switch(i) if !self.trees.contains(&i) => {
+                partition.switches.get(i).map_or(o, |s| Outcome::Residual(s.residual))
+            }
+            o => o,
+        }
+    }
+
+    /// Instructions switch `i` lays out, counting what `seen` has not.
+    fn tree_cost(&self, i: usize, partition: &Partition, seen: &mut HashSet<Outcome>) -> usize {
+        if !seen.insert(Outcome::Switch(i)) {
+            return 0;
+        }
+        let Some(s) = partition.switches.get(i) else { return 0 };
+        let own = if jset_bits(s).is_some() { 2 } else { 1 + usize::from(s.mask != u32::MAX) + s.ranges.len() - 1 };
+        let mut cost = own;
+        for &(_, child) in &s.ranges {
+            cost += match self.outcome(child, partition) {
+                Outcome::Action(_) => 0,
+                o @ Outcome::Residual(r) => {
+                    if seen.insert(o) {
+                        residual_cost(partition, r)
+                    } else {
+                        0
+                    }
+                }
+                Outcome::Switch(j) => self.tree_cost(j, partition, seen),
+            };
+        }
+        cost
+    }
+}
+
+/// Instructions residual `i` lays out (its entry `ld #0`/`ldx #0` too).
+fn residual_cost(partition: &Partition, i: usize) -> usize {
+    partition.residuals.get(i).map_or(0, |r| r.program.len() + usize::from(r.reads_a) + usize::from(r.reads_x))
 }
 
 /// Figures of one layout.
@@ -234,14 +353,26 @@ pub struct LayoutStats {
     /// `ret` copies (beyond the first of each value) and `ja` landings
     /// added for jumps past 255.
     pub landings: usize,
+    /// Switches laid out as trees.
+    pub switches: usize,
+    /// Instructions of the residual programs laid out (tree leaves and
+    /// residuals no tree replaced).
+    pub residual_insns: usize,
 }
 
 /// Lays `partition` out as a classic program (user form, not validated):
 /// for every input, the program returns what the partition's outcome for
 /// its (arch, nr) gives.
 pub fn emit(partition: &Partition) -> (Vec<Insn>, LayoutStats) {
-    let mut e = Emitter { rev: Vec::new(), near: HashMap::new(), residual_at: HashMap::new(), landings: 0 };
+    let mut e = Emitter {
+        rev: Vec::new(),
+        near: HashMap::new(),
+        residual_at: HashMap::new(),
+        switch_at: HashMap::new(),
+        landings: 0,
+    };
     let mut stats = LayoutStats::default();
+    let choice = Choice::of(partition);
     // Distinct blocks in program order, and each arch's block.
     let mut blocks: Vec<&Ranges> = Vec::new();
     let mut block_of: Vec<usize> = Vec::new();
@@ -258,15 +389,18 @@ pub fn emit(partition: &Partition) -> (Vec<Insn>, LayoutStats) {
     }
     stats.blocks = blocks.len();
     stats.ranges = blocks.iter().map(|b| b.len()).sum();
-    // The last block using each residual (usize::MAX: only the dispatch).
-    let mut last_user: HashMap<usize, usize> = HashMap::new();
-    if let Outcome::Residual(i) = partition.other_arches {
-        last_user.insert(i, usize::MAX);
+    // The last block using each residual or switch (usize::MAX: only the
+    // dispatch).
+    let mut last_user: HashMap<Outcome, usize> = HashMap::new();
+    let other_arches = choice.outcome(partition.other_arches, partition);
+    if !matches!(other_arches, Outcome::Action(_)) {
+        last_user.insert(other_arches, usize::MAX);
     }
     for (b, ranges) in blocks.iter().enumerate() {
         for &(_, o) in ranges.iter() {
-            if let Outcome::Residual(i) = o {
-                let user = last_user.entry(i).or_insert(b);
+            let o = choice.outcome(o, partition);
+            if !matches!(o, Outcome::Action(_)) {
+                let user = last_user.entry(o).or_insert(b);
                 if *user == usize::MAX || *user < b {
                     *user = b;
                 }
@@ -274,18 +408,21 @@ pub fn emit(partition: &Partition) -> (Vec<Insn>, LayoutStats) {
         }
     }
     let emit_residuals_of = |e: &mut Emitter, user: usize| {
-        let mut mine: Vec<usize> = last_user.iter().filter(|&(_, &u)| u == user).map(|(&i, _)| i).collect();
-        mine.sort_unstable();
-        for i in mine {
-            if let Some(r) = partition.residuals.get(i) {
-                e.residual(i, r);
-            }
+        let mut mine: Vec<Outcome> = last_user.iter().filter(|&(_, &u)| u == user).map(|(&o, _)| o).collect();
+        mine.sort_unstable_by_key(|o| match *o {
+            Outcome::Residual(i) => (0, i),
+            Outcome::Switch(i) => (1, i),
+            Outcome::Action(_) => (2, 0),
+        });
+        for o in mine {
+            e.child(o, partition, &choice);
         }
     };
     let mut block_targets = vec![Target::Ret(SECCOMP_RET_KILL_PROCESS); blocks.len()];
     for (b, ranges) in blocks.iter().enumerate().rev() {
         emit_residuals_of(&mut e, b);
-        let target = e.block(ranges, &mut stats.tree_depth);
+        let ranges: Ranges = ranges.iter().map(|&(start, o)| (start, choice.outcome(o, partition))).collect();
+        let target = e.block(&ranges, &mut stats.tree_depth);
         if let Some(slot) = block_targets.get_mut(b) {
             *slot = target;
         }
@@ -294,7 +431,7 @@ pub fn emit(partition: &Partition) -> (Vec<Insn>, LayoutStats) {
         Some(_) => block_targets.first().copied().unwrap_or(Target::Ret(SECCOMP_RET_KILL_PROCESS)),
         None => {
             emit_residuals_of(&mut e, usize::MAX);
-            let other = leaf(partition.other_arches);
+            let other = leaf(other_arches);
             let block = |a: usize| {
                 block_of
                     .get(a)
@@ -334,6 +471,7 @@ pub fn emit(partition: &Partition) -> (Vec<Insn>, LayoutStats) {
     match entry {
         Target::At(p) if Some(p) == first => {}
         Target::Residual(i) if e.residual_at.get(&i).copied() == first => {}
+        Target::Switch(i) if e.switch_at.get(&i).copied() == first => {}
         Target::Ret(k) => {
             e.push(Insn::stmt(RET_K, k));
         }
@@ -342,6 +480,9 @@ pub fn emit(partition: &Partition) -> (Vec<Insn>, LayoutStats) {
         }
     }
     stats.landings = e.landings;
+    stats.switches = e.switch_at.len();
+    stats.residual_insns =
+        e.residual_at.keys().map(|&i| partition.residuals.get(i).map_or(0, |r| r.program.len())).sum();
     e.rev.reverse();
     (e.rev, stats)
 }

@@ -4,10 +4,14 @@
 //!
 //! [`optimize`] builds the filter's [`Partition`] (the fast engine's
 //! specialisation per arch and per range of syscall numbers: constant
-//! actions and residual argument checks, identical residuals shared), lays
-//! it out as one classic program ([`layout`](self) module: `ld [4]`, one
-//! `jeq` per arch, per arch `ld [0]` and a balanced tree of `jge #k` over the
-//! range boundaries, leaves `ret #K` or a residual), and then:
+//! actions and residual argument checks, identical residuals shared, each
+//! residual grown into a tree over the words it tests,
+//! [`seccomp::fast::tree`]), lays it out as one classic program
+//! ([`layout`](self) module: `ld [4]`, one `jeq` per arch, per arch `ld [0]`
+//! and a compare tree over the range boundaries planned for the fewest
+//! compares within `log2 + 2` levels (`plan` module: `jge` splits, `jeq`
+//! chains), leaves `ret #K`, an argument tree laid out the same way per
+//! word, or a residual), runs the bytecode passes ([`passes`]), and then:
 //!
 //! 1. validates it as seccomp(2) would ([`cbpf::validate()`], seccomp mode;
 //!    at most `BPF_MAXINSNS` instructions);
@@ -40,12 +44,15 @@
 //! //! ```
 
 mod layout;
+pub mod passes;
+mod plan;
 
 use cbpf::{Insn, Mode, Program};
 use seccomp::analysis::{AnalysisError, Budget};
 use seccomp::fast::{Partition, PartitionError};
 
 pub use layout::{emit as lay_out, LayoutStats};
+pub use passes::PassStats;
 
 /// How to optimise.
 #[derive(Debug, Clone, Default)]
@@ -83,10 +90,17 @@ pub struct Stats {
     pub output_insns: usize,
     /// Arches with a dispatch of their own (0: the filter never loads arch).
     pub arches: usize,
-    /// Distinct residual programs and their instructions.
+    /// Distinct residual programs of the ranges (before any tree) and
+    /// their instructions: what the argument checks cost as the filter
+    /// wrote them.
     pub residuals: usize,
     pub residual_insns: usize,
+    /// Instructions of residual programs in the output: tree leaves and
+    /// residuals laid out whole (trees replace the rest).
+    pub output_residual_insns: usize,
     pub layout: LayoutStats,
+    /// What the bytecode passes after the layout did ([`passes`]).
+    pub passes: PassStats,
     /// The longest path through the input and the output, in instructions.
     pub input_longest_path: usize,
     pub output_longest_path: usize,
@@ -98,7 +112,7 @@ impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "instructions {} -> {}, longest path {} -> {}, arches {}, ranges {}, tree depth {}, residuals {} ({} instructions), landings {}",
+            "instructions {} -> {}, longest path {} -> {}, arches {}, ranges {}, tree depth {}, residuals {} ({} instructions), residual instructions {} -> {}, switches {}, landings {}, passes: {} threaded, {} redundant loads, {} dead",
             self.input_insns,
             self.output_insns,
             self.input_longest_path,
@@ -108,7 +122,13 @@ impl std::fmt::Display for Stats {
             self.layout.tree_depth,
             self.residuals,
             self.residual_insns,
+            self.residual_insns,
+            self.output_residual_insns,
+            self.layout.switches,
             self.layout.landings,
+            self.passes.threaded,
+            self.passes.redundant_loads,
+            self.passes.dead,
         )?;
         match self.kept_input {
             Some(why) => write!(f, " (input kept: {why})"),
@@ -192,7 +212,7 @@ pub fn build(input: &Program, budget: &mut Budget) -> Result<Optimized, Optimize
         stats.output_longest_path = stats.input_longest_path;
         Ok(Optimized { program: input.clone(), stats })
     };
-    let partition = match Partition::build(input, budget, input.len()) {
+    let partition = match Partition::build(input, budget, input.len().saturating_mul(RESIDUAL_FACTOR)) {
         Ok(p) => p,
         Err(PartitionError::ResidualInsns { .. }) => return kept(stats, KeptInput::Residuals),
         Err(PartitionError::Analysis(e)) => return Err(OptimizeError::Analysis(e)),
@@ -200,10 +220,13 @@ pub fn build(input: &Program, budget: &mut Budget) -> Result<Optimized, Optimize
         Err(e) => return Err(OptimizeError::Analysis(budget_of(&e, budget))),
     };
     stats.arches = partition.arches.len();
-    stats.residuals = partition.residuals.len();
-    stats.residual_insns = partition.residuals.iter().map(|r| r.program.len()).sum();
-    let (insns, layout) = layout::emit(&partition);
+    let (residuals, residual_insns) = range_residuals(&partition);
+    stats.residuals = residuals;
+    stats.residual_insns = residual_insns;
+    let (mut insns, layout) = layout::emit(&partition);
+    stats.output_residual_insns = layout.residual_insns;
     stats.layout = layout;
+    stats.passes = passes::run(&mut insns);
     if insns.len() > input.len() {
         return kept(stats, KeptInput::Larger { output: insns.len() });
     }
@@ -211,6 +234,31 @@ pub fn build(input: &Program, budget: &mut Budget) -> Result<Optimized, Optimize
     stats.output_insns = program.len();
     stats.output_longest_path = longest_path(program.original());
     Ok(Optimized { program, stats })
+}
+
+/// The residual programs of the ranges stand for at most this many times
+/// the input's instructions before the input is kept (their trees may make
+/// a layout smaller than their sum; the layout's own length decides).
+pub const RESIDUAL_FACTOR: usize = 4;
+
+/// The distinct residuals the ranges (and other arches) reach before any
+/// tree, and their instructions: a switch counts as the residual it stands
+/// for.
+fn range_residuals(partition: &Partition) -> (usize, usize) {
+    let stand_in = |o: seccomp::fast::Outcome| match o {
+        seccomp::fast::Outcome::Action(_) => None,
+        seccomp::fast::Outcome::Residual(i) => Some(i),
+        seccomp::fast::Outcome::Switch(j) => partition.switches.get(j).map(|s| s.residual),
+    };
+    let ranges = partition.arches.iter().map(|a| &a.ranges).chain(partition.any_arch.as_ref());
+    let mut seen: Vec<usize> = ranges
+        .flat_map(|r| r.iter().filter_map(|&(_, o)| stand_in(o)))
+        .chain(stand_in(partition.other_arches))
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    let insns = seen.iter().filter_map(|&i| partition.residuals.get(i)).map(|r| r.program.len()).sum();
+    (seen.len(), insns)
 }
 
 /// A budget error standing for a partition error this crate does not know.

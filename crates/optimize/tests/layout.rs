@@ -1,7 +1,10 @@
 //! `optimize::lay_out` on hand-made partitions: residuals that read A or X
 //! at entry see 0 there (not `nr` or `arch`), jumps past 255 reach their
-//! targets through landings, unnamed arches get their outcome, and only
-//! `ld [0]`/`ld [4]`, `jeq`/`jge #k`, `ja` and `ret #k` lead to a constant.
+//! targets through landings, unnamed arches get their outcome, only
+//! `ld [0]`/`ld [4]`, `jeq`/`jge #k`, `ja` and `ret #k` lead to a constant,
+//! and switches (argument trees) send each value of their word, masked,
+//! to its run's child, or are laid out as the residual they stand for
+//! when that is shorter.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -36,6 +39,7 @@ fn residuals_start_from_a_filters_entry_state_and_far_targets_are_reached() {
             residual(&[Insn::stmt(0x20, 16), ret_a], false, false),
             residual(&long, false, false),
         ],
+        switches: Vec::new(),
     };
     let (insns, stats) = optimize::lay_out(&partition);
     let out = validate(&insns, Mode::Seccomp).unwrap();
@@ -82,6 +86,7 @@ fn many_arches_dispatch_through_a_tree() {
         any_arch: None,
         other_arches: Outcome::Action(0x8000_0000),
         residuals: Vec::new(),
+        switches: Vec::new(),
     };
     let (insns, stats) = optimize::lay_out(&partition);
     let out = validate(&insns, Mode::Seccomp).unwrap();
@@ -103,4 +108,87 @@ fn many_arches_dispatch_through_a_tree() {
             }
         }
     }
+}
+
+/// A tree: `args[0].lo & 0xfffffe7f` in runs (an `and` and a tree), one
+/// child a `jset` of masked bits on `args[1].lo`, another a residual that
+/// reads A at entry; and a switch whose tree is longer than the residual
+/// it stands for, laid out as that residual.
+#[test]
+fn switches_send_each_value_to_its_runs_child() {
+    use seccomp::fast::Switch;
+    const ERRNO: u32 = 0x0005_0016;
+    let ret_a = Insn::stmt(0x16, 0);
+    let partition = Partition {
+        arches: vec![ArchPartition {
+            arch: X86_64,
+            ranges: vec![
+                (0, Outcome::Action(ALLOW)),
+                (202, Outcome::Switch(1)),
+                (203, Outcome::Action(ALLOW)),
+                (300, Outcome::Switch(2)),
+                (301, Outcome::Action(0)),
+            ],
+            cut: Cut::Classes,
+        }],
+        any_arch: None,
+        other_arches: Outcome::Action(0),
+        residuals: vec![
+            residual(&[ret_a], true, false),
+            // What switch 1 stands for (never run: the tree is laid out,
+            // as it is shorter).
+            residual(&[vec![Insn::stmt(0x20, 16); 40], vec![Insn::stmt(0x06, 1)]].concat(), false, false),
+            // What switch 2 stands for: one instruction, shorter than it.
+            residual(&[Insn::stmt(0x06, 2)], false, false),
+        ],
+        switches: vec![
+            // args[1].lo: no bit of 0xfffffffc set -> ALLOW, else ERRNO.
+            Switch {
+                offset: 24,
+                mask: 0xffff_fffc,
+                ranges: vec![(0, Outcome::Action(ALLOW)), (4, Outcome::Action(ERRNO))],
+                residual: 1,
+            },
+            // args[0].lo & 0xfffffe7f: 0 -> switch 0, 1 -> residual 0
+            // (returns A: 0), 9 -> ALLOW, else ERRNO.
+            Switch {
+                offset: 16,
+                mask: 0xffff_fe7f,
+                ranges: vec![
+                    (0, Outcome::Switch(0)),
+                    (1, Outcome::Residual(0)),
+                    (2, Outcome::Action(ERRNO)),
+                    (9, Outcome::Action(ALLOW)),
+                    (10, Outcome::Action(ERRNO)),
+                ],
+                residual: 1,
+            },
+            Switch {
+                offset: 16,
+                mask: u32::MAX,
+                ranges: vec![(0, Outcome::Action(3)), (1, Outcome::Action(4)), (5, Outcome::Action(5))],
+                residual: 2,
+            },
+        ],
+    };
+    let (insns, stats) = optimize::lay_out(&partition);
+    assert_eq!(stats.switches, 2, "{stats:?}");
+    let out = validate(&insns, Mode::Seccomp).unwrap();
+    let interp = Interp::new(&out);
+    let run = |nr: i32, args: [u64; 6]| {
+        let d = SeccompData { nr, arch: X86_64, args, ..Default::default() };
+        interp.run_seccomp(&d.to_bytes()).unwrap()
+    };
+    for op in [0u64, 0x80, 0x100, 0x180, 0xffff_ffff_0000_0000] {
+        assert_eq!(run(202, [op, 3, 0, 0, 0, 0]), ALLOW, "op {op:#x}");
+        assert_eq!(run(202, [op, 4, 0, 0, 0, 0]), ERRNO, "op {op:#x}");
+        assert_eq!(run(202, [op | 1, 0, 0, 0, 0, 0]), 0, "op {op:#x}: residual 0 sees A = 0");
+        assert_eq!(run(202, [op | 9, 0, 0, 0, 0, 0]), ALLOW, "op {op:#x}");
+        assert_eq!(run(202, [op | 8, 0, 0, 0, 0, 0]), ERRNO, "op {op:#x}");
+        assert_eq!(run(202, [op | 0x8000_0009, 0, 0, 0, 0, 0]), ERRNO, "op {op:#x}");
+    }
+    assert_eq!(run(300, [0; 6]), 2, "switch 2 is laid out as its residual");
+    assert_eq!(run(201, [0; 6]), ALLOW);
+    // The `jset` of masked bits: no `and` for switch 0.
+    assert!(insns.iter().any(|i| i.code == 0x45 && i.k == 0xffff_fffc), "{}", cbpf::text::print_asm(&insns));
 }

@@ -198,7 +198,13 @@ fn partition(m: &Meaning) -> Result<(Partition, usize), CompileError> {
         arches.push(ArchPartition { arch: a.audit_arch, ranges, cut: Cut::Classes });
     }
     let residual_insns = residuals.iter().map(|r| r.program.len()).sum();
-    let partition = Partition { arches, any_arch: None, other_arches: Outcome::Action(m.other_arches), residuals };
+    let partition = Partition {
+        arches,
+        any_arch: None,
+        other_arches: Outcome::Action(m.other_arches),
+        residuals,
+        switches: Vec::new(),
+    };
     Ok((partition, residual_insns))
 }
 

@@ -136,7 +136,7 @@ fn long_jumps_residuals_keep_only_argument_checks() {
     assert!(shared.len() <= 3, "{} distinct residuals", shared.len());
     let stats = fast.stats();
     eprintln!("long_jumps_large: {stats:?}, chdir residual {} insns", chdir.len());
-    assert!(stats.residual_entries >= 99, "{stats:?}");
+    assert!(stats.residual_entries + stats.switch_entries >= 99, "{stats:?}");
 }
 
 #[test]
@@ -222,14 +222,16 @@ fn with_word(mut data: SeccompData, offset: u32, v: u32) -> SeccompData {
     data
 }
 
-/// Every keyed entry of every filter, on K-1, K, K+1 of each constant of
-/// its key field over a few argument sets: the same as the interpreter.
+/// Every entry whose residual is a tree, on the values around each run
+/// start of its first switch (the masked word at `s - 1`, `s`, `s + 1`,
+/// with the bits outside the mask clear and set) over a few argument sets:
+/// the same as the interpreter.
 #[test]
-fn keyed_dispatch_matches_the_interpreter_around_every_key_constant() {
+fn switch_dispatch_matches_the_interpreter_around_every_run_start() {
     let bases: [[u64; 6]; 4] =
         [[0; 6], [0, 1, 0, 0, 0, 0], [42, 1, 7, 0, 0, 0], [u64::MAX, 0, 0x7fff_ffff_ffff_ffff, 1, 2, 3]];
     let mut failures = Vec::new();
-    let mut keyed_entries = 0usize;
+    let mut switch_entries = 0usize;
     let mut checked = 0usize;
     for name in filter_names() {
         let prog = load(&name);
@@ -238,28 +240,31 @@ fn keyed_dispatch_matches_the_interpreter_around_every_key_constant() {
         let mut seen: Vec<&Program> = Vec::new();
         for arch in fast.arches().collect::<Vec<_>>() {
             for nr in (0..1024).chain(seccomp::analysis::compared_nrs(&prog, arch).unwrap()) {
-                let Some((offset, keys)) = fast.key(arch, nr) else { continue };
-                keyed_entries += 1;
-                // Entries sharing a residual share its key table: check one.
-                let Entry::Residual(residual) = fast.entry(arch, nr) else { panic!("{name}: keyed constant") };
+                let Some((offset, mask, starts)) = fast.switch(arch, nr) else { continue };
+                switch_entries += 1;
+                // Entries sharing a residual share its tree: check one.
+                let Entry::Residual(residual) = fast.entry(arch, nr) else { panic!("{name}: switch of a constant") };
                 if seen.iter().any(|&p| std::ptr::eq(p, residual)) {
                     continue;
                 }
                 seen.push(residual);
-                assert!((8..64).contains(&offset) && offset % 4 == 0, "{name}: key offset {offset}");
-                assert!(keys.windows(2).all(|w| w[0] < w[1]), "{name}: keys not ascending");
+                assert!((8..64).contains(&offset) && offset % 4 == 0, "{name}: switch offset {offset}");
+                assert!(starts.first() == Some(&0), "{name}: runs do not start at 0");
+                assert!(starts.windows(2).all(|w| w[0] < w[1]), "{name}: starts not ascending");
                 for args in bases {
                     let base = SeccompData { nr: nr as i32, arch, instruction_pointer: 0x7f00_0000_1000, args };
-                    for &k in keys {
-                        for v in [k.wrapping_sub(1), k, k.wrapping_add(1)] {
-                            let data = with_word(base, offset, v);
-                            checked += 1;
-                            let want = interp.run_seccomp(&data.to_bytes()).unwrap();
-                            let (got, got_bytes) = (fast.eval(&data), fast.eval_bytes(&data.to_bytes()));
-                            if got != want || got_bytes != want {
-                                failures.push(format!(
-                                    "{name}: {data:x?}: fast {got:#x} (bytes {got_bytes:#x}), interpreter {want:#x}"
-                                ));
+                    for &s in starts {
+                        for v in [s.wrapping_sub(1), s, s.wrapping_add(1)] {
+                            for word in [v & mask, v | !mask] {
+                                let data = with_word(base, offset, word);
+                                checked += 1;
+                                let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+                                let (got, got_bytes) = (fast.eval(&data), fast.eval_bytes(&data.to_bytes()));
+                                if got != want || got_bytes != want {
+                                    failures.push(format!(
+                                        "{name}: {data:x?}: fast {got:#x} (bytes {got_bytes:#x}), interpreter {want:#x}"
+                                    ));
+                                }
                             }
                         }
                     }
@@ -267,33 +272,40 @@ fn keyed_dispatch_matches_the_interpreter_around_every_key_constant() {
             }
         }
     }
-    eprintln!("{keyed_entries} keyed entries, {checked} inputs");
-    // chdir (and its neighbour) of both long_jumps_large filters; numbers
-    // past the syscall table are runs of constants, not keyed residuals.
-    assert!(keyed_entries >= 4, "only {keyed_entries} keyed entries");
-    assert!(checked >= 2 * 4 * 3 * 100, "only {checked} inputs");
+    eprintln!("{switch_entries} entries with trees, {checked} inputs");
+    // chdir and the A0 != 0 rules of both long_jumps_large filters, the
+    // sandboxes' argument rules.
+    assert!(switch_entries >= 100, "only {switch_entries} entries with trees");
+    assert!(checked >= 2_000, "only {checked} inputs");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
-/// long_jumps' chdir rules `chdir(A0 == i, A1 != 0, A2 < SSIZE_MAX)`
-/// dispatch on args[0]'s low word: chdir(0, 1, 0) runs a few instructions,
-/// not the 1100 of the chdir residual.
+/// long_jumps' chdir rules `chdir(A0 == i, A1 != 0, A2 < SSIZE_MAX)` are a
+/// tree: every chdir call ends in a constant, the 100 values of A0 one run
+/// of args[0]'s low word, never the 1100 instructions of the chdir residual.
 #[test]
-fn long_jumps_chdir_dispatches_on_its_first_argument() {
+fn long_jumps_chdir_is_a_tree_of_constants() {
     for name in ["long_jumps_large", "long_jumps_large_opt2"] {
         let prog = load(name);
         let fast = FastFilter::build(&prog).unwrap();
-        let args_lo = if cfg!(target_endian = "little") { 16 } else { 20 };
-        let (offset, keys) = fast.key(X86_64, 80).unwrap_or_else(|| panic!("{name}: chdir is not keyed"));
-        assert_eq!(offset, args_lo, "{name}");
-        assert_eq!(keys, (0..100).collect::<Vec<u32>>(), "{name}");
+        let interp = Interp::new(&prog);
+        assert!(fast.switch(X86_64, 80).is_some(), "{name}: chdir is no tree");
         let Entry::Residual(whole) = fast.entry(X86_64, 80) else { panic!("{name}: chdir is constant") };
-        let data = SeccompData { nr: 80, arch: X86_64, instruction_pointer: 0, args: [0, 1, 0, 0, 0, 0] };
-        match fast.resolved_entry(&data) {
-            Entry::Action(v) => assert_eq!(v, Interp::new(&prog).run_seccomp(&data.to_bytes()).unwrap()),
-            Entry::Residual(p) => assert!(p.len() <= 16, "{name}: chdir(0, 1, 0) runs {} of {}", p.len(), whole.len()),
+        assert!(whole.len() > 1000, "{name}: {}", whole.len());
+        for a0 in [0u64, 1, 42, 99, 100, 1 << 32, u64::MAX] {
+            for a1 in [0u64, 1, 1 << 32] {
+                for a2 in [0u64, 7, 0x7fff_ffff_ffff_fffe, 0x7fff_ffff_ffff_ffff, u64::MAX] {
+                    let args = [a0, a1, a2, 0, 0, 0];
+                    let data = SeccompData { nr: 80, arch: X86_64, instruction_pointer: 0, args };
+                    let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+                    assert_eq!(fast.resolved_entry(&data), Entry::Action(want), "{name}: {args:x?}");
+                }
+            }
         }
-        assert!(fast.stats().keyed_tables >= 1, "{name}: {:?}", fast.stats());
+        let stats = fast.stats();
+        // chdir and the 98 other syscalls with `A0 != 0` run no residual.
+        assert!(stats.switches >= 5 && stats.switch_entries >= 99, "{name}: {stats:?}");
+        assert_eq!(stats.residual_entries, 0, "{name}: {stats:?}");
     }
 }
 
@@ -339,41 +351,42 @@ fn check_against_interp(prog: &Program, fast: &FastFilter, what: &str) {
 }
 
 #[test]
-fn a_field_compared_only_for_equality_is_a_key() {
-    let prog = x86_64_rules(&args0_rules(&[]));
-    let fast = FastFilter::build(&prog).unwrap();
+fn a_word_compared_with_constants_is_a_switch() {
     let lo = if cfg!(target_endian = "little") { 16 } else { 20 };
-    if lo == 16 {
-        assert_eq!(fast.key(X86_64, 80), Some((16, &[1, 2, 3, 4, 5, 6][..])));
-    }
-    check_against_interp(&prog, &fast, "jeq only");
-}
-
-/// A field also compared with `jgt`, or returned with `ret a`, is no key.
-#[test]
-fn a_field_compared_otherwise_or_returned_is_not_a_key() {
-    let cases = [
-        // ... ld [16]; jgt #0x80, 0, 1; ret ERRNO(99)
+    for (what, tail) in [
+        ("jeq only", Vec::new()),
+        // ... ld [16]; jgt #0x80, 0, 1; ret ERRNO(99): runs, not just values
         ("jgt", vec![Insn::stmt(0x20, 16), Insn::jump(0x25, 0x80, 0, 1), Insn::stmt(0x06, 0x0005_0063)]),
-        // ... ld [16]; jeq #0x80, 0, 1; ret ALLOW; ld [16]; ret a — the last
-        // rule ends the program, so the filter's own ALLOW is unreachable.
-        (
-            "ret a",
-            vec![
-                Insn::stmt(0x20, 16),
-                Insn::jump(0x15, 0x80, 0, 1),
-                Insn::stmt(0x06, ALLOW),
-                Insn::stmt(0x20, 16),
-                Insn::stmt(0x16, 0),
-            ],
-        ),
-    ];
-    for (what, tail) in cases {
+    ] {
         let prog = x86_64_rules(&args0_rules(&tail));
         let fast = FastFilter::build(&prog).unwrap();
-        assert_eq!(fast.key(X86_64, 80), None, "{what}");
+        let Some((offset, mask, starts)) = fast.switch(X86_64, 80) else { panic!("{what}: no switch") };
+        assert_eq!((offset, mask), (lo, u32::MAX), "{what}");
+        let mut want: Vec<u32> = (0..=7).collect();
+        if what == "jgt" {
+            want.push(0x81);
+        }
+        assert_eq!(starts, &want[..], "{what}");
         check_against_interp(&prog, &fast, what);
     }
+}
+
+/// A word returned with `ret a` is no switch: the residual runs.
+#[test]
+fn a_word_returned_is_not_a_switch() {
+    // ... ld [16]; jeq #0x80, 0, 1; ret ALLOW; ld [16]; ret a — the last
+    // rule ends the program, so the filter's own ALLOW is unreachable.
+    let tail = vec![
+        Insn::stmt(0x20, 16),
+        Insn::jump(0x15, 0x80, 0, 1),
+        Insn::stmt(0x06, ALLOW),
+        Insn::stmt(0x20, 16),
+        Insn::stmt(0x16, 0),
+    ];
+    let prog = x86_64_rules(&args0_rules(&tail));
+    let fast = FastFilter::build(&prog).unwrap();
+    assert_eq!(fast.switch(X86_64, 80), None);
+    check_against_interp(&prog, &fast, "ret a");
 }
 
 /// A filter that never loads `arch` (seccomp_benchmark's `ld [16]; ret ALLOW`,

@@ -204,9 +204,9 @@ enum RuleEnd {
 }
 
 /// Programs shaped like libseccomp's argument rules for x86_64 syscall 80
-/// (`chdir(A0 == i, A1 != 0, ...)`): mostly `jeq` on args[0]'s low word
-/// (a key field), sometimes another comparison on it, `ret a`, `tax`, to
-/// check both keyed and refused dispatch.
+/// (`chdir(A0 == i, A1 != 0, ...)`): mostly `jeq` on args[0]'s low word,
+/// sometimes another comparison on it, `ret a`, `tax`, to check both trees
+/// and the residuals no tree can say.
 fn gen_arg_rules() -> impl Strategy<Value = Vec<Insn>> {
     // Words 4..=9: args[0..3] halves; 4 is the usual key.
     let word = prop_oneof![6 => Just(4u32), 1 => Just(5u32), 2 => 6u32..10];
@@ -298,25 +298,27 @@ proptest! {
     }
 
     #[test]
-    fn keyed_dispatch_equals_the_interpreter(insns in gen_arg_rules(), random in random_inputs()) {
+    fn tree_dispatch_equals_the_interpreter(insns in gen_arg_rules(), random in random_inputs()) {
         fast_agrees(&insns, |prog| arg_inputs(prog, &random))?;
     }
 }
 
-/// The argument-rule generator does exercise keyed dispatch (and its
-/// refusal): over a fixed sample, many programs are keyed and many not.
+/// The argument-rule generator does exercise trees (and their refusal):
+/// over a fixed sample, many programs are trees and some not.
 #[test]
-fn argument_rule_programs_are_often_keyed() {
+fn argument_rule_programs_are_often_trees() {
     use proptest::strategy::ValueTree;
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     let strategy = gen_arg_rules();
     let (mut keyed, mut plain) = (0, 0);
     for _ in 0..200 {
         let prog = valid(&strategy.new_tree(&mut runner).unwrap().current());
-        match FastFilter::build(&prog).unwrap().key(X86_64, 80) {
+        match FastFilter::build(&prog).unwrap().switch(X86_64, 80) {
             Some(_) => keyed += 1,
             None => plain += 1,
         }
     }
-    assert!(keyed >= 20 && plain >= 20, "{keyed} keyed, {plain} not keyed");
+    // Trees take every word compared with constants: only a `ret a` or
+    // `tax` of the first word tested leaves a residual at the root.
+    assert!(keyed >= 20 && plain >= 5, "{keyed} trees, {plain} not trees");
 }

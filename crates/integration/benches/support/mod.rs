@@ -7,7 +7,8 @@ use cbpf::{Interp, SeccompData};
 use ebpf::Insn;
 use test_kit::corpus::{Filter, Source};
 
-/// Every benchmark filter of testdata/filters.
+/// Every filter of testdata/filters: libseccomp's and the hand-written
+/// sandboxes (OpenSSH's and Chromium's rules).
 pub const NAMES: &[&str] = &[
     "seed_fast",
     "seed_slow",
@@ -21,6 +22,10 @@ pub const NAMES: &[&str] = &[
     "allow306_middle",
     "allow306_end",
     "allow306_opt2",
+    "sshd_like",
+    "sshd_preauth",
+    "sshd_preauth_i386",
+    "chromium_baseline",
 ];
 
 pub struct Case {

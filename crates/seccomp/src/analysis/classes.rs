@@ -57,34 +57,20 @@ impl NrClasses {
         }
     }
 
-    /// Every comparison of `field` with a constant, and the first pc (in
-    /// program order) where `field` reaches anything else.
+    /// Every comparison of `field` itself with a constant, and the first
+    /// pc (in program order) where `field` reaches anything else (a
+    /// comparison of the masked word among them).
     pub(super) fn scan(analyzer: &mut Analyzer, env: &Env, field: Field) -> (Vec<(JmpOp, u32, bool)>, Option<usize>) {
-        let mut tests: Vec<(JmpOp, u32, bool)> = Vec::new();
-        let mut other: Option<usize> = None;
-        analyzer.for_each_step_hiding(env, FieldSet::single(field), |pc, _, step| {
-            let nr_in = |v: Val| v.deps().contains(field);
-            let used = match step {
-                Step::Branch { cmp, .. } => match (cmp.lhs, cmp.rhs) {
-                    (Val::Exact(f), Val::Known(k)) if f == field => {
-                        tests.push((cmp.op, k, true));
-                        false
-                    }
-                    (Val::Known(k), Val::Exact(f)) if f == field => {
-                        tests.push((cmp.op, k, false));
-                        false
-                    }
-                    (l, r) => nr_in(l) || nr_in(r),
-                },
-                Step::DivByX { divisor, .. } => nr_in(divisor),
-                Step::Return(v) => nr_in(v),
-                Step::Goto(_) => false,
-            };
-            if used {
-                other.get_or_insert(pc);
+        let (tests, mut other) = scan_masked(analyzer, env, field);
+        let mut whole = Vec::with_capacity(tests.len());
+        for t in tests {
+            if t.mask == u32::MAX {
+                whole.push((t.op, t.k, t.field_is_lhs));
+            } else {
+                other = Some(other.map_or(t.pc, |o| o.min(t.pc)));
             }
-        });
-        (tests, other)
+        }
+        (whole, other)
     }
 
     /// The class of `nr`: the outcome of every test, one bit each; `None`
@@ -104,21 +90,217 @@ impl NrClasses {
     }
     /// One number of every class when the tests are order comparisons
     /// (`jeq`, `jgt`, `jge`: each class is a union of runs of numbers
-    /// whose ends are a tested constant, its neighbour, 0 or `u32::MAX`):
-    /// those ends, ascending. `None` when unclassified or when a `jset`
-    /// tests `nr` (its classes are not runs).
+    /// whose ends are a tested constant, its neighbour, 0 or `u32::MAX`)
+    /// or `jset`s of high bits (constant on runs of `2^j` numbers, `j` the
+    /// lowest bit tested: Chromium's `jset #0x40000000` of the x32 bit cuts
+    /// four runs): those ends, ascending. `None` when unclassified or when a
+    /// `jset` tests a bit below [`MIN_JSET_RUN_BIT`] (too many runs).
     pub fn representatives(&self) -> Option<Vec<u32>> {
         let NrClasses::Tests(tests) = self else { return None };
         let mut out = vec![0, u32::MAX];
         for &(op, k, _) in tests {
             if op == JmpOp::Jset {
-                return None;
+                out.extend(jset_run_starts(u32::MAX, k)?);
+            } else {
+                out.extend([k.wrapping_sub(1), k, k.wrapping_add(1)]);
             }
-            out.extend([k.wrapping_sub(1), k, k.wrapping_add(1)]);
         }
         out.sort_unstable();
         out.dedup();
         Some(out)
+    }
+}
+
+/// The lowest bit a `jset` may test for its runs to be cut one by one
+/// (`2^(32 - j)` runs: at most 64).
+pub const MIN_JSET_RUN_BIT: u32 = 26;
+
+/// Where the runs of `v & mask` on which `jset #k` comes out the same
+/// start (besides 0): at `2^j` when every bit of the mask from `j` (the
+/// lowest bit of `k & mask`) up is in `k` (the test is then `v & mask >=
+/// 2^j`), else at every multiple of `2^j` when `j >= MIN_JSET_RUN_BIT`;
+/// `None` when there would be more runs. Empty when `k & mask` is 0 (the
+/// test never holds).
+fn jset_run_starts(mask: u32, k: u32) -> Option<Vec<u32>> {
+    let b = k & mask;
+    if b == 0 {
+        return Some(Vec::new());
+    }
+    let j = b.trailing_zeros();
+    let low = 1u32 << j;
+    if mask & !(low - 1) & !b == 0 {
+        return Some(vec![low]);
+    }
+    (j >= MIN_JSET_RUN_BIT).then(|| (1..1u32 << (32 - j)).map(|m| m << j).collect())
+}
+
+/// One comparison of a field, masked (`u32::MAX`: the field itself), with
+/// a constant: `(field & mask) OP k`, or `k OP (field & mask)` when
+/// `field_is_lhs` is false.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct MaskedTest {
+    pub(super) op: JmpOp,
+    pub(super) k: u32,
+    pub(super) field_is_lhs: bool,
+    pub(super) mask: u32,
+    pub(super) pc: usize,
+}
+
+/// Every comparison of `field`, whole or masked (`and #m` of the loaded
+/// word, [`Val::Masked`]), with a constant, and the first pc (in program
+/// order) where `field` reaches anything else: the one data-flow scan
+/// behind [`NrClasses`] and [`WordCuts`]. Branches on `field` stay out of
+/// the control dependences ([`super::dataflow::Dataflow::run_hiding`]),
+/// as the module docs argue.
+fn scan_masked(analyzer: &mut Analyzer, env: &Env, field: Field) -> (Vec<MaskedTest>, Option<usize>) {
+    let mut tests: Vec<MaskedTest> = Vec::new();
+    let mut other: Option<usize> = None;
+    analyzer.for_each_step_hiding(env, FieldSet::single(field), |pc, _, step| {
+        let used_in = |v: Val| v.deps().contains(field);
+        let masked = |v: Val| match v {
+            Val::Exact(f) if f == field => Some(u32::MAX),
+            Val::Masked { field: f, mask } if f == field => Some(mask),
+            _ => None,
+        };
+        let used = match step {
+            Step::Branch { cmp, .. } => match (cmp.lhs, cmp.rhs) {
+                (l, Val::Known(k)) if masked(l).is_some() => {
+                    let mask = masked(l).unwrap_or(u32::MAX);
+                    tests.push(MaskedTest { op: cmp.op, k, field_is_lhs: true, mask, pc });
+                    false
+                }
+                (Val::Known(k), r) if masked(r).is_some() => {
+                    let mask = masked(r).unwrap_or(u32::MAX);
+                    tests.push(MaskedTest { op: cmp.op, k, field_is_lhs: false, mask, pc });
+                    false
+                }
+                (l, r) => used_in(l) || used_in(r),
+            },
+            Step::DivByX { divisor, .. } => used_in(divisor),
+            Step::Return(v) => used_in(v),
+            Step::Goto(_) => false,
+        };
+        if used {
+            other.get_or_insert(pc);
+        }
+    });
+    (tests, other)
+}
+
+/// How a filter tells the values of one word apart when it only compares
+/// `word & mask` with constants, one mask for every test (libseccomp's and
+/// seccompiler's `jeq`/`jgt`/`jge` on each half, OpenSSH's `and` masks
+/// followed by `jeq`, a `jset` of the sign bit): the values of
+/// `word & mask` cut into runs, each run taking the same side of every
+/// test, so the filter gives every value of a run the same behaviour on
+/// every other word (the argument of the module docs, for the masked
+/// word). `fast::tree` switches on these runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WordCuts {
+    /// The bits tested (`u32::MAX`: the whole word).
+    pub mask: u32,
+    /// Where the runs of `word & mask` start, ascending; the first is 0.
+    pub starts: Vec<u32>,
+    /// The first pc that tests the word.
+    pub first_test: usize,
+    /// The word is also tested with other masks: the runs are those of one
+    /// bit tested by a `jset` (`mask` is that bit), which decide only the
+    /// tests of that bit. A value of a run is then no stand-in for the
+    /// run: specialise on the bit, the word stays.
+    pub partial: bool,
+}
+
+impl WordCuts {
+    /// The cuts of `tests`; `None` when two tests use different masks, or
+    /// a `jset` cuts `word & mask` into too many runs
+    /// ([`jset_run_starts`]).
+    fn of(tests: &[MaskedTest]) -> Option<WordCuts> {
+        // `jset #b` is `(word & b) != 0`, a run of `word & b` from 1: when
+        // every test keeps the same bits that way (gVisor's and Chromium's
+        // bit tests, `jset #mask` for "no bit outside the allowed ones"),
+        // those bits are the mask.
+        let own = |t: &MaskedTest| if t.op == JmpOp::Jset { t.mask & t.k } else { t.mask };
+        let same = tests.first().map(own).filter(|&m| m != 0 && tests.iter().all(|t| own(t) == m));
+        if let Some(mask) = same.filter(|&m| tests.iter().any(|t| t.mask != m)) {
+            let as_runs: Vec<MaskedTest> = tests
+                .iter()
+                .map(|t| match t.op {
+                    JmpOp::Jset => MaskedTest { op: JmpOp::Jgt, k: 0, field_is_lhs: true, mask, pc: t.pc },
+                    _ => *t,
+                })
+                .collect();
+            return WordCuts::of(&as_runs);
+        }
+        let first = tests.first()?;
+        let mask = first.mask;
+        let mut starts = vec![0u32];
+        for t in tests {
+            if t.mask != mask {
+                return None;
+            }
+            // The run boundaries of `(word & mask) OP k`, or of `k OP
+            // (word & mask)` (k > v is v < k, k >= v is v < k + 1).
+            let boundaries: [Option<u32>; 2] = match (t.op, t.field_is_lhs) {
+                (JmpOp::Jeq, _) => [Some(t.k), t.k.checked_add(1)],
+                (JmpOp::Jgt, true) | (JmpOp::Jge, false) => [t.k.checked_add(1), None],
+                (JmpOp::Jge, true) | (JmpOp::Jgt, false) => [Some(t.k), None],
+                (JmpOp::Jset, _) => {
+                    starts.extend(jset_run_starts(mask, t.k)?);
+                    continue;
+                }
+            };
+            starts.extend(boundaries.into_iter().flatten().filter(|&c| c != 0));
+        }
+        starts.sort_unstable();
+        starts.dedup();
+        let first_test = tests.iter().map(|t| t.pc).min().unwrap_or(0);
+        Some(WordCuts { mask, starts, first_test, partial: false })
+    }
+
+    /// Where no one mask does: the first `jset` of a single bit (Chromium's
+    /// sign-bit check of an argument's low word before its masked cases),
+    /// as the runs of that bit ([`WordCuts::partial`]).
+    fn split_bit(tests: &[MaskedTest]) -> Option<WordCuts> {
+        let first_test = tests.iter().map(|t| t.pc).min()?;
+        let bit = tests.iter().filter(|t| t.op == JmpOp::Jset).map(|t| t.k & t.mask).find(|b| b.is_power_of_two())?;
+        Some(WordCuts { mask: bit, starts: vec![0, bit], first_test, partial: true })
+    }
+
+    /// A value `v` of the word with `start <= v & mask <= end`: the least
+    /// submask of `mask` at or above `start`, when it is at most `end`.
+    pub fn representative(&self, start: u32, end: u32) -> Option<u32> {
+        least_submask_at_least(self.mask, start).filter(|&v| v <= end)
+    }
+}
+
+/// The least `x` with `x & !mask == 0` and `x >= a`.
+fn least_submask_at_least(mask: u32, a: u32) -> Option<u32> {
+    if a & !mask == 0 {
+        return Some(a);
+    }
+    // Past `a`, the least such x agrees with `a` above some bit q where `a`
+    // has 0 and x has 1, and is 0 below: the smallest q that works wins.
+    (0..32).find_map(|q| {
+        let bit = 1u32 << q;
+        let above = a & !(bit | (bit - 1));
+        (mask & bit != 0 && a & bit == 0 && above & !mask == 0).then_some(above | bit)
+    })
+}
+
+impl super::Analyzer {
+    /// How the filter tells values of `field` apart when every reachable
+    /// use of it is a comparison of `field & mask` with a constant (one
+    /// mask, or else one bit a `jset` tests: [`WordCuts::partial`]), with
+    /// `arch` fixed where given ([`WordCuts`]); `None` when it reaches
+    /// anything else, is never tested, or the tests admit no runs.
+    /// Charges one step per instruction.
+    pub fn word_cuts(&mut self, arch: Option<u32>, field: Field) -> Result<Option<WordCuts>, super::AnalysisError> {
+        self.budget.charge_steps(self.ops().len() as u64)?;
+        let env = Env::new(None, arch, arch.unwrap_or(crate::arch::AUDIT_ARCH_X86_64));
+        Ok(match scan_masked(self, &env, field) {
+            (tests, None) => WordCuts::of(&tests).or_else(|| WordCuts::split_bit(&tests)),
+            (_, Some(_)) => None,
+        })
     }
 }
 
@@ -201,6 +383,64 @@ mod tests {
             assert_eq!(classes.key(nr), classes.key(start), "nr {nr}");
         }
         assert_eq!(NrClasses::Tests(vec![(Jset, 4, true)]).representatives(), None);
+        // The x32 bit: four runs of 2^30 numbers.
+        let x32 = NrClasses::Tests(vec![(Jset, 0x4000_0000, true), (Jge, 300, true)]);
+        let starts = x32.representatives().unwrap();
+        for nr in (0..400).chain([0x3fff_ffff, 0x4000_0000, 0x4000_0100, 0x8000_0000, 0xc000_0001, u32::MAX]) {
+            let start = *starts.iter().rev().find(|&&b| b <= nr).unwrap();
+            assert_eq!(x32.key(nr), x32.key(start), "nr {nr:#x}");
+        }
+    }
+
+    #[test]
+    fn least_submasks() {
+        for mask in [u32::MAX, 0xffff_fe7f, 0xf0, 0x8000_0001, 0] {
+            for a in [0u32, 1, 7, 0x10, 0x7f, 0x80, 0x181, 0xfff0_0000, u32::MAX] {
+                let brute = (a..=a.saturating_add(0x200)).find(|x| x & !mask == 0);
+                let got = least_submask_at_least(mask, a);
+                match brute {
+                    Some(b) => assert_eq!(got, Some(b), "mask {mask:#x} a {a:#x}"),
+                    None => assert!(got.is_none_or(|g| g > a.saturating_add(0x200) && g & !mask == 0)),
+                }
+            }
+        }
+    }
+
+    /// Every value of the word takes, on every test, the side of the
+    /// start of its run.
+    #[test]
+    fn word_cuts_are_runs_of_the_masked_word() {
+        use JmpOp::*;
+        let t = |op, k, field_is_lhs, mask| MaskedTest { op, k, field_is_lhs, mask, pc: 0 };
+        let cases: [Vec<MaskedTest>; 5] = [
+            vec![t(Jeq, 0, true, 0xffff_fe7f), t(Jeq, 9, true, 0xffff_fe7f), t(Jeq, 4, true, 0xffff_fe7f)],
+            vec![t(Jset, 0x8000_0000, true, u32::MAX), t(Jeq, 7, true, u32::MAX), t(Jgt, 300, false, u32::MAX)],
+            vec![t(Jset, 0xffff_fffc, true, 0xffff_fffc)],
+            vec![t(Jset, 0xfffd_97cc, true, u32::MAX), t(Jeq, 0, true, 0xfffd_97cc)],
+            vec![t(Jset, 0x4000_0000, true, u32::MAX), t(Jge, 0x1000, true, u32::MAX)],
+        ];
+        for tests in cases {
+            let cuts = WordCuts::of(&tests).unwrap();
+            let side = |v: u32| -> Vec<bool> {
+                tests
+                    .iter()
+                    .map(|t| if t.field_is_lhs { t.op.eval(v & t.mask, t.k) } else { t.op.eval(t.k, v & t.mask) })
+                    .collect()
+            };
+            for v in (0..0x400).chain([0x7fff_ffff, 0x8000_0000, 0x8000_0189, u32::MAX]) {
+                let m = v & cuts.mask;
+                let i = cuts.starts.partition_point(|&s| s <= m) - 1;
+                let end = cuts.starts.get(i + 1).map_or(u32::MAX, |&e| e - 1);
+                let rep = cuts.representative(cuts.starts[i], end).unwrap();
+                assert_eq!(side(v), side(rep), "{tests:?} v {v:#x} rep {rep:#x}");
+            }
+        }
+        // A single low bit under a wider mask cuts too many runs; two masks
+        // are no runs; a `jset` alone is a run of its own bits.
+        assert_eq!(WordCuts::of(&[t(Jset, 0x100, true, u32::MAX), t(Jeq, 3, true, u32::MAX)]), None);
+        let bits = WordCuts::of(&[t(Jset, 0xfffd_97cc, true, u32::MAX)]).unwrap();
+        assert_eq!((bits.mask, bits.starts), (0xfffd_97cc, vec![0, 1]));
+        assert_eq!(WordCuts::of(&[t(Jeq, 0, true, 0xff), t(Jeq, 0, true, 0xf)]), None);
     }
 
     #[test]

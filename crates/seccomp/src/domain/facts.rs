@@ -86,6 +86,14 @@ impl Facts {
         (f.index() as usize).min(FIELDS - 1)
     }
 
+    /// The facts of a path that found the bits of `ones` set in `f` and
+    /// those of `zeros` clear (disjoint), nothing else.
+    pub fn with_bits(f: Field, ones: u32, zeros: u32) -> Facts {
+        let mut facts = Facts::default();
+        facts.set(f, (0, u32::MAX, ones, zeros & !ones));
+        facts
+    }
+
     /// What the facts say about field `f`: `(min, max, ones, zeros)`, that is
     /// `min <= f <= max`, `f & ones == ones` and `f & zeros == 0`.
     pub fn bounds(&self, f: Field) -> (u32, u32, u32, u32) {
@@ -235,10 +243,59 @@ impl Facts {
         }
     }
 
+    /// The outcome of `(f & mask) OP k` if the facts decide it: from the
+    /// known bits alone (the interval says nothing about a masked value).
+    fn decide_masked(&self, f: Field, mask: u32, op: JmpOp, k: u32) -> Option<bool> {
+        if mask == u32::MAX {
+            return self.decide_field(f, op, k);
+        }
+        let (_, _, ones, zeros) = self.bounds(f);
+        if op == JmpOp::Jset {
+            return self.decide_field(f, JmpOp::Jset, k & mask);
+        }
+        if mask & !(ones | zeros) == 0 {
+            return Some(op.eval(ones & mask, k));
+        }
+        // A bit of `k` the mask or the known zeros rule out, or a known one
+        // `k` lacks: never equal.
+        let never = k & !mask != 0 || k & zeros & mask != 0 || ones & mask & !k != 0;
+        (op == JmpOp::Jeq && never).then_some(false)
+    }
+
+    /// Records that `(f & mask) OP k` came out `holds`; false if that is
+    /// impossible. Exact for a mask of every bit, `jeq` taken (the masked
+    /// bits are known) and `jset`; nothing is learnt otherwise (sound).
+    fn assume_masked(&mut self, f: Field, mask: u32, op: JmpOp, k: u32, holds: bool) -> bool {
+        // `and #0xffffffff` (OpenSSH's high-word masks) keeps the word.
+        if mask == u32::MAX {
+            return self.assume_field(f, op, k, holds);
+        }
+        if op == JmpOp::Jset {
+            return self.assume_field(f, JmpOp::Jset, k & mask, holds);
+        }
+        if let Some(known) = self.decide_masked(f, mask, op, k) {
+            return known == holds;
+        }
+        if let (JmpOp::Jeq, true) = (op, holds) {
+            let (min, max, ones, zeros) = self.bounds(f);
+            let (ones, zeros) = (ones | k, zeros | (mask & !k));
+            if ones & zeros != 0 {
+                return false;
+            }
+            self.set(f, (min, max, ones, zeros));
+            return min != max || self.admits(f, min);
+        }
+        true
+    }
+
     /// The outcome of `cmp` if the facts (or known operands) decide it.
     pub fn decide(&self, cmp: Cmp) -> Option<bool> {
         match (cmp.lhs, cmp.rhs) {
             (Val::Known(a), Val::Known(b)) => Some(cmp.op.eval(a, b)),
+            (Val::Masked { field, mask }, Val::Known(k)) => self.decide_masked(field, mask, cmp.op, k),
+            (Val::Known(k), Val::Masked { field, mask }) if matches!(cmp.op, JmpOp::Jeq | JmpOp::Jset) => {
+                self.decide_masked(field, mask, cmp.op, k)
+            }
             (Val::Exact(f), Val::Known(k)) => self.decide_field(f, cmp.op, k),
             (Val::Known(k), Val::Exact(f)) => match cmp.op {
                 JmpOp::Jeq | JmpOp::Jset => self.decide_field(f, cmp.op, k),
@@ -260,6 +317,10 @@ impl Facts {
     pub fn assume(&mut self, cmp: Cmp, holds: bool) -> bool {
         match (cmp.lhs, cmp.rhs) {
             (Val::Known(a), Val::Known(b)) => cmp.op.eval(a, b) == holds,
+            (Val::Masked { field, mask }, Val::Known(k)) => self.assume_masked(field, mask, cmp.op, k, holds),
+            (Val::Known(k), Val::Masked { field, mask }) if matches!(cmp.op, JmpOp::Jeq | JmpOp::Jset) => {
+                self.assume_masked(field, mask, cmp.op, k, holds)
+            }
             (Val::Exact(f), Val::Known(k)) => self.assume_field(f, cmp.op, k, holds),
             (Val::Known(k), Val::Exact(f)) => match cmp.op {
                 JmpOp::Jeq | JmpOp::Jset => self.assume_field(f, cmp.op, k, holds),
@@ -302,6 +363,36 @@ mod tests {
         assert!(m.assume(cmp, true));
         assert_eq!(m.decide_field(f, JmpOp::Jge, 5), Some(false));
         assert_eq!(m.decide(Cmp { op: JmpOp::Jge, lhs: Val::Known(4), rhs: Val::Exact(f) }), Some(true));
+    }
+
+    #[test]
+    fn masked_equalities_are_known_bits() {
+        let f = Field::ArgLo(1);
+        let masked = |op, k| Cmp { op, lhs: Val::Masked { field: f, mask: 0xffff_fe7f }, rhs: Val::Known(k) };
+        let mut facts = Facts::default();
+        // Unequal under the mask teaches nothing.
+        assert!(facts.assume(masked(JmpOp::Jeq, 0), false));
+        assert_eq!(facts.bounds(f), (0, u32::MAX, 0, 0));
+        // `(f & 0xfffffe7f) == 9`: the masked bits are known.
+        assert!(facts.assume(masked(JmpOp::Jeq, 9), true));
+        assert_eq!(facts.bounds(f), (0, u32::MAX, 9, 0xffff_fe76));
+        assert!(facts.admits(f, 0x189) && !facts.admits(f, 0x8));
+        assert_eq!(facts.decide(masked(JmpOp::Jeq, 9)), Some(true));
+        assert_eq!(facts.decide(masked(JmpOp::Jeq, 1)), Some(false));
+        assert_eq!(facts.decide(masked(JmpOp::Jset, 0x8)), Some(true));
+        assert!(!facts.clone().assume(masked(JmpOp::Jeq, 10), true));
+        // A constant with a bit outside the mask is never equal.
+        assert_eq!(Facts::default().decide(masked(JmpOp::Jeq, 0x80)), Some(false));
+        // A mask of every bit is the word itself: `!=` is recorded.
+        let whole = |op, k| Cmp { op, lhs: Val::Masked { field: f, mask: u32::MAX }, rhs: Val::Known(k) };
+        let mut hi = Facts::default();
+        assert!(hi.assume(whole(JmpOp::Jeq, 0), false));
+        assert!(hi.excluded(f, 0));
+        assert_eq!(hi.witness(f), Some(1));
+        // `jset` of a masked word tests the bits both keep.
+        let mut bits = Facts::default();
+        assert!(bits.assume(masked(JmpOp::Jset, 0x181), false));
+        assert_eq!(bits.bounds(f), (0, u32::MAX, 0, 0x1));
     }
 
     #[test]

@@ -15,8 +15,9 @@
 //!                 ├─ nr < table size ─► dense[nr] ───────────────────────┐
 //!                 ├─ past it, when nr has classes ─► runs (binary search) ┤
 //!                 ├─ nr compared by the filter ─► sparse ─────────────────┼─► Action(v) ─► v
-//!                 ├─ any other nr ─► specialised on arch only ────────────┤   Residual(i) ─► cbpf::Interp
-//!               unknown arch ─► specialised on "none of the named arches" ┘
+//!                 ├─ any other nr ─► specialised on arch only ────────────┤   Switch(i) ─► word & mask,
+//!               unknown arch ─► specialised on "none of the named arches" ┘     runs (binary search) ─┐
+//!                                                                            Residual(i) ─► cbpf::Interp
 //! ```
 //!
 //! Which entries: per arch the filter compares `arch` against (as
@@ -37,13 +38,15 @@
 //! compared ones" (the same specialisation as [`Partition`]'s
 //! `other_arches`), usually a constant (the arch check's KILL).
 //!
-//! A residual that compares one argument word with many constants and
-//! uses it no other way (libseccomp's `chdir(A0 == 0) .. chdir(A0 == 99)`
-//! rules) is specialised once more on that word ([`key`](self) module): a
-//! sorted table of the constants, each with its own (short) residual or
-//! constant, and one residual for every other value. Eval reads the word,
-//! binary-searches it and continues there ([`MAX_KEY_DEPTH`] levels at
-//! most, [`MIN_KEY_COMPARES`] compares at least).
+//! A residual whose argument checks compare words (masked or not) with
+//! constants is a tree ([`tree`](self) module, the same [`Switch`]es
+//! `optimize` lays out): per word, its values cut into runs, each run
+//! specialised once; libseccomp's `chdir(A0 == 0) .. chdir(A0 == 99)`
+//! rules, OpenSSH's `and` masks, Chromium's bit tests all become a few
+//! switches ending in constants. Eval reads the word, masks it,
+//! binary-searches the run starts and continues there ([`MAX_TREE_DEPTH`]
+//! words deep at most); only what no tree can say runs on the classic
+//! interpreter.
 //!
 //! Residual programs are validated with [`cbpf::validate()`] (seccomp mode)
 //! and run on [`cbpf::Interp`]; identical residuals are shared (hash-consed).
@@ -74,27 +77,31 @@
 //! assert_eq!(fast.stats().residual_entries, 0); // every x86_64 number is a constant
 //! ```
 
-mod key;
+mod outcome;
 mod partition;
 mod specialize;
 mod stack;
+pub mod tree;
 
 use std::collections::HashMap;
 
-use cbpf::{Insn, Interp, Mode, Program, SeccompData};
+use cbpf::{Interp, Mode, Program, SeccompData};
 
 use crate::action::SECCOMP_RET_KILL_PROCESS;
 use crate::arch::Arch;
 use crate::data::{OFFSET_ARCH, OFFSET_NR};
-use key::KeyFact;
 use specialize::{Specialized, Specializer};
+use tree::{Forest, Refused};
 
-pub use key::{MAX_KEY_DEPTH, MIN_KEY_COMPARES};
-pub use partition::{ArchPartition, Cut, Outcome, Partition, PartitionError, Ranges, Residual as PartitionResidual};
+pub use partition::{
+    ArchPartition, Cut, Outcome, Partition, PartitionError, Ranges, Residual as PartitionResidual, TREE_INSN_BUDGET,
+    TREE_STEP_BUDGET,
+};
 pub use stack::FastStack;
 /// [`FastStack`]'s former name, kept so code written against it builds.
 #[doc(hidden)]
 pub use stack::FastStack as FastChain;
+pub use tree::{Switch, MAX_TREE_DEPTH};
 
 /// Smallest dense table for an arch without a syscall table of ours.
 pub const MIN_DENSE: u32 = 64;
@@ -103,7 +110,7 @@ pub const MIN_DENSE: u32 = 64;
 pub const DENSE_LIMIT: u32 = 1024;
 
 /// Global build budget: forward-pass steps (instructions visited) over all
-/// specialisations of one build, arches, numbers and key tables together.
+/// specialisations of one build, arches, numbers and trees together.
 pub const BUILD_STEP_BUDGET: usize = 8_000_000;
 /// Global build budget: instructions over all distinct residual programs.
 pub const BUILD_INSN_BUDGET: usize = 1_000_000;
@@ -124,34 +131,44 @@ enum Slot {
     Action(u32),
     /// Run residual program `i` of [`FastFilter::residuals`].
     Residual(u32),
-    /// Dispatch on a key field: table `i` of [`FastFilter::keyed`].
-    Keyed(u32),
+    /// Decide on a word first: switch `i` of [`FastFilter::switches`].
+    Switch(u32),
 }
 
-/// A residual program dispatched on one `struct seccomp_data` word
-/// ([`key`](self) module): the program specialised for each constant the
-/// word is compared with, and for every other value.
+/// A [`Switch`] of the forest, compiled: the word masked, then a search
+/// over the starts of its runs ([`tree`](self) module).
 #[derive(Debug, Clone)]
-struct KeyTable {
+struct SwitchTable {
     /// Byte offset of the word.
     offset: u32,
-    /// The compared constants, ascending.
-    keys: Box<[u32]>,
-    /// `slots[i]` runs when the word is `keys[i]`.
+    mask: u32,
+    /// Where each run of `word & mask` starts, ascending, the first 0.
+    starts: Box<[u32]>,
+    /// `slots[i]` handles the run from `starts[i]`.
     slots: Box<[Slot]>,
-    /// When the word is none of `keys`.
-    other: Slot,
-    /// The residual this table replaces (what [`FastFilter::entry`] shows).
+    /// The residual this switch stands for (what [`FastFilter::entry`]
+    /// shows).
     residual: u32,
 }
 
-impl KeyTable {
+/// Switches with at most this many runs count the starts at or below the
+/// word (no branch per start); longer ones binary-search.
+const SWITCH_SCAN_MAX: usize = 8;
+
+impl SwitchTable {
     #[inline(always)]
     fn slot(&self, word: u32) -> Slot {
-        match self.keys.binary_search(&word) {
-            Ok(i) => self.slots.get(i).copied().unwrap_or(self.other),
-            Err(_) => self.other,
-        }
+        let v = word & self.mask;
+        // The run: how many starts past the first (0) are at or below v.
+        let i = match *self.starts {
+            [_, b] => usize::from(v >= b),
+            [_, b, c] => usize::from(v >= b) + usize::from(v >= c),
+            ref starts if starts.len() <= SWITCH_SCAN_MAX => {
+                starts.iter().map(|&s| usize::from(s <= v)).sum::<usize>().wrapping_sub(1)
+            }
+            ref starts => starts.partition_point(|&s| s <= v).wrapping_sub(1),
+        };
+        self.slots.get(i).copied().unwrap_or(Slot::Residual(self.residual))
     }
 }
 
@@ -220,11 +237,14 @@ pub struct FastStats {
     /// validator refused, or an instruction without seccomp meaning); 0 for
     /// every filter we know of.
     pub whole_filter_entries: usize,
-    /// Residuals dispatched on a key field (nested ones included).
-    pub keyed_tables: usize,
-    /// Constants over all key tables.
-    pub keyed_constants: usize,
-    /// Entries (and arch-only specialisations and key tables) not built
+    /// Entries whose residual is a tree ([`Switch`]): they decide on words
+    /// before any residual leaf runs.
+    pub switch_entries: usize,
+    /// Switches of all trees (nested ones included).
+    pub switches: usize,
+    /// Runs over all switches.
+    pub switch_ranges: usize,
+    /// Entries (and arch-only specialisations and switches) not built
     /// because the global build budget ([`BUILD_STEP_BUDGET`],
     /// [`BUILD_INSN_BUDGET`]) was spent: they run the program specialised
     /// on the arch alone, or the whole filter; exact either way.
@@ -255,21 +275,17 @@ pub struct FastFilter {
     other_arch: Slot,
     /// Index 0 is the whole filter (unknown arches).
     residuals: Box<[Residual]>,
-    /// Key tables; a table's slots only name tables before it.
-    keyed: Box<[KeyTable]>,
+    /// The trees; a switch's slots only name switches before it.
+    switches: Box<[SwitchTable]>,
     stats: FastStats,
 }
 
-/// Builds residual programs, sharing identical ones, and their key tables.
+/// Builds residual programs and their trees ([`Forest`]), sharing identical
+/// ones; index 0 of the compiled residuals is the whole filter.
 struct Residuals {
-    list: Vec<Residual>,
-    keyed: Vec<KeyTable>,
-    index: HashMap<Vec<Insn>, Slot>,
+    whole: Residual,
+    forest: Forest,
     whole_filter_entries: usize,
-    /// Forward-pass steps left in the build budget.
-    steps_left: usize,
-    /// Residual instructions left in the build budget.
-    insns_left: usize,
     budget_fallback_entries: usize,
 }
 
@@ -277,99 +293,83 @@ impl Residuals {
     fn new(program: &Program) -> Self {
         let whole = Residual { program: program.clone(), interp: Interp::new(program) };
         Residuals {
-            list: vec![whole],
-            keyed: Vec::new(),
-            index: HashMap::new(),
+            whole,
+            forest: Forest::new(BUILD_STEP_BUDGET, BUILD_INSN_BUDGET),
             whole_filter_entries: 0,
-            steps_left: BUILD_STEP_BUDGET,
-            insns_left: BUILD_INSN_BUDGET,
             budget_fallback_entries: 0,
         }
-    }
-
-    fn slot(&mut self, specialized: Specialized<'_>) -> Slot {
-        self.slot_at_depth(specialized, 0)
     }
 
     /// Whether the budget still allows a specialisation (at most `work`
     /// steps); a refusal is counted.
     fn affordable(&mut self, work: usize) -> bool {
-        if self.steps_left >= work && self.insns_left >= work {
-            true
-        } else {
+        let ok = self.forest.affordable(work);
+        if !ok {
             self.budget_fallback_entries += 1;
-            false
         }
+        ok
     }
 
     /// Charges `work` forward-pass steps.
     fn charge(&mut self, work: usize) {
-        self.steps_left = self.steps_left.saturating_sub(work);
+        self.forest.charge(work);
     }
 
-    /// `depth`: how many key tables enclose this specialisation.
-    fn slot_at_depth(&mut self, specialized: Specialized<'_>, depth: u32) -> Slot {
+    fn slot(&mut self, specialized: Specialized<'_>, reads: (bool, bool)) -> Slot {
         match specialized {
             Specialized::Action(v) => Slot::Action(v),
             Specialized::Whole => {
                 self.whole_filter_entries += 1;
                 Slot::Residual(0)
             }
-            Specialized::Residual(insns) => {
-                if let Some(&slot) = self.index.get(insns) {
-                    return slot;
+            Specialized::Residual(insns) => match self.forest.outcome(insns, reads) {
+                Ok((o, _)) => slot_of(o),
+                Err(Refused::Invalid) => {
+                    self.whole_filter_entries += 1;
+                    Slot::Residual(0)
                 }
-                if self.insns_left < insns.len() {
-                    // Over the residual budget: the whole filter (exact).
+                // Over the residual budget: the whole filter (exact).
+                Err(Refused::Budget) => {
                     self.budget_fallback_entries += 1;
-                    return Slot::Residual(0);
+                    Slot::Residual(0)
                 }
-                self.insns_left -= insns.len();
-                let program = match cbpf::validate(insns, Mode::Seccomp) {
-                    Ok(program) => program,
-                    Err(_) => {
-                        self.whole_filter_entries += 1;
-                        self.index.insert(insns.to_vec(), Slot::Residual(0));
-                        return Slot::Residual(0);
-                    }
-                };
-                let i = self.list.len() as u32;
-                let insns = insns.to_vec();
-                // Recorded before keying: a specialisation equal to this
-                // program runs it rather than recursing.
-                self.index.insert(insns.clone(), Slot::Residual(i));
-                let keyed = (depth < MAX_KEY_DEPTH).then(|| key::find_key(&program)).flatten();
-                self.list.push(Residual { interp: Interp::new(&program), program });
-                let Some(key) = keyed else { return Slot::Residual(i) };
-                let slot = self.key_table(i, key, depth);
-                self.index.insert(insns, slot);
-                slot
-            }
+            },
         }
     }
 
-    /// Specialises residual `i` on each constant of `key` and on the rest.
-    fn key_table(&mut self, i: u32, key: key::Key, depth: u32) -> Slot {
-        let Some(len) = self.list.get(i as usize).map(|r| r.program.len()) else { return Slot::Residual(i) };
-        // Keying is optional: past the budget the residual runs unkeyed.
-        if !self.affordable(len.saturating_mul(key.constants.len() + 1)) {
-            return Slot::Residual(i);
-        }
-        let Some(residual) = self.list.get(i as usize) else { return Slot::Residual(i) };
-        let mut spec = Specializer::new(&residual.program);
-        let mut slots = Vec::with_capacity(key.constants.len());
-        for &k in &key.constants {
-            let slot = self.slot_at_depth(spec.specialize_key(key.offset, &KeyFact::Equals(k)), depth + 1);
-            self.charge(spec.last_work());
-            slots.push(slot);
-        }
-        let none_of = KeyFact::NoneOf(key.constants);
-        let other = self.slot_at_depth(spec.specialize_key(key.offset, &none_of), depth + 1);
-        self.charge(spec.last_work());
-        let KeyFact::NoneOf(keys) = none_of else { return Slot::Residual(i) };
-        let j = self.keyed.len() as u32;
-        self.keyed.push(KeyTable { offset: key.offset, keys: keys.into(), slots: slots.into(), other, residual: i });
-        Slot::Keyed(j)
+    /// The compiled residuals (the whole filter first) and switches.
+    fn compile(self) -> (Vec<Residual>, Vec<SwitchTable>, usize) {
+        let mut residuals = vec![self.whole];
+        residuals.extend(
+            self.forest.residuals.into_iter().map(|r| Residual { interp: Interp::new(&r.program), program: r.program }),
+        );
+        let switches = self
+            .forest
+            .switches
+            .into_iter()
+            .map(|s| SwitchTable {
+                offset: s.offset,
+                mask: s.mask,
+                starts: s.ranges.iter().map(|&(start, _)| start).collect(),
+                slots: s.ranges.iter().map(|&(_, o)| slot_of(o)).collect(),
+                residual: s.residual as u32 + 1,
+            })
+            .collect();
+        (residuals, switches, self.forest.budget_fallbacks)
+    }
+}
+
+/// What the fast engine says of a residual's entry reads: it runs every
+/// residual from its start on the classic interpreter, with A = X = 0, so
+/// whether the program reads them first does not matter.
+const FROM_START: (bool, bool) = (true, true);
+
+/// The slot of a forest outcome (residual `i` is compiled residual `i + 1`).
+fn slot_of(o: Outcome) -> Slot {
+    match o {
+        Outcome::Action(v) => Slot::Action(v),
+        Outcome::Residual(i) => Slot::Residual(i as u32 + 1),
+        Outcome::Switch(j) => Slot::Switch(j as u32),
     }
 }
 
@@ -387,6 +387,15 @@ fn data_word(data: &SeccompData, offset: u32) -> u32 {
         1 => data.arch,
         2 | 3 => wide(data.instruction_pointer),
         w => wide(data.args.get((w as usize - 4) / 2).copied().unwrap_or(0)),
+    }
+}
+
+/// The word at byte `at` of `struct seccomp_data` in host byte order.
+#[inline(always)]
+fn bytes_word(bytes: &[u8; cbpf::interp::SECCOMP_DATA_SIZE], at: usize) -> u32 {
+    match bytes.get(at..at + 4) {
+        Some(&[b0, b1, b2, b3]) => u32::from_ne_bytes([b0, b1, b2, b3]),
+        _ => 0,
     }
 }
 
@@ -458,7 +467,7 @@ impl FastFilter {
             }
             let (compared, other) = spec.specialize_watching(arch, None, OFFSET_NR);
             residuals.charge(work);
-            let other = residuals.slot(other);
+            let other = residuals.slot(other, FROM_START);
             if other != Slot::Residual(0) {
                 if let Some(t) = shared.get(&other).and_then(|&i| tables.get(i)) {
                     stats.shared_arches += 1;
@@ -473,7 +482,7 @@ impl FastFilter {
                 if !residuals.affordable(work) {
                     return other;
                 }
-                let slot = residuals.slot(spec.specialize(arch, Some(nr)));
+                let slot = residuals.slot(spec.specialize(arch, Some(nr)), FROM_START);
                 residuals.charge(spec.last_work());
                 slot
             };
@@ -494,7 +503,8 @@ impl FastFilter {
                 stats.entries += 1;
                 match slot {
                     Slot::Action(_) => stats.constant_entries += 1,
-                    Slot::Residual(_) | Slot::Keyed(_) => stats.residual_entries += 1,
+                    Slot::Residual(_) => stats.residual_entries += 1,
+                    Slot::Switch(_) => stats.switch_entries += 1,
                 }
             }
             ArchTable { arch: arch.unwrap_or(0), dense, sparse, other, ranges: ranges.into() }
@@ -512,24 +522,26 @@ impl FastFilter {
         // Arches the filter never names all fail its arch tests alike: one
         // specialisation serves them (the whole filter past the budget).
         let other_arch = if reads_arch && residuals.affordable(program.len()) {
-            let slot = residuals.slot(partition::other_arches(&mut spec, arches_named));
+            let slot = residuals.slot(partition::other_arches(&mut spec, arches_named), FROM_START);
             residuals.charge(spec.last_work());
             slot
         } else {
             Slot::Residual(0)
         };
-        stats.residual_programs = residuals.list.len();
-        stats.residual_insns = residuals.list.iter().map(|r| r.program.len()).sum();
         stats.whole_filter_entries = residuals.whole_filter_entries;
-        stats.budget_fallback_entries = residuals.budget_fallback_entries;
-        stats.keyed_tables = residuals.keyed.len();
-        stats.keyed_constants = residuals.keyed.iter().map(|t| t.keys.len()).sum();
+        let residuals_fallbacks = residuals.budget_fallback_entries;
+        let (list, switches, tree_fallbacks) = residuals.compile();
+        stats.budget_fallback_entries = residuals_fallbacks + tree_fallbacks;
+        stats.residual_programs = list.len();
+        stats.residual_insns = list.iter().map(|r| r.program.len()).sum();
+        stats.switches = switches.len();
+        stats.switch_ranges = switches.iter().map(|t| t.starts.len()).sum();
         Ok(FastFilter {
             arches: tables.into(),
             any_arch,
             other_arch,
-            residuals: residuals.list.into(),
-            keyed: residuals.keyed.into(),
+            residuals: list.into(),
+            switches: switches.into(),
             stats,
         })
     }
@@ -538,20 +550,30 @@ impl FastFilter {
     /// returns for the original filter. Allocates nothing.
     #[inline]
     pub fn eval(&self, data: &SeccompData) -> u32 {
-        match self.resolve(self.slot(data.arch, data.nr as u32), |offset| data_word(data, offset)) {
+        match self.slot(data.arch, data.nr as u32) {
             Slot::Action(v) => v,
-            Slot::Residual(i) => self.run(i, &data_bytes(data)),
-            // `resolve` never returns a key table.
-            Slot::Keyed(_) => SECCOMP_RET_KILL_PROCESS,
+            // Argument checks out of line, as in `eval_bytes`.
+            slot => self.eval_slot(slot, data),
         }
     }
 
-    /// Follows key tables from `slot` with `word(offset)` reading the input.
-    /// Terminates: a table's slots only name earlier tables.
+    /// The rest of [`FastFilter::eval`] after the (arch, nr) lookup.
+    #[inline(never)]
+    fn eval_slot(&self, slot: Slot, data: &SeccompData) -> u32 {
+        match self.resolve(slot, |offset| data_word(data, offset)) {
+            Slot::Action(v) => v,
+            Slot::Residual(i) => self.run(i, &data_bytes(data)),
+            // `resolve` never returns a switch.
+            Slot::Switch(_) => SECCOMP_RET_KILL_PROCESS,
+        }
+    }
+
+    /// Follows switches from `slot` with `word(offset)` reading the input.
+    /// Terminates: a switch's slots only name earlier switches.
     #[inline(always)]
     fn resolve(&self, mut slot: Slot, word: impl Fn(u32) -> u32) -> Slot {
-        while let Slot::Keyed(j) = slot {
-            slot = match self.keyed.get(j as usize) {
+        while let Slot::Switch(j) = slot {
+            slot = match self.switches.get(j as usize) {
                 Some(table) => table.slot(word(table.offset)),
                 None => Slot::Residual(0),
             };
@@ -563,14 +585,22 @@ impl FastFilter {
     /// in host byte order (what [`cbpf::Interp::run_seccomp`] takes).
     #[inline]
     pub fn eval_bytes(&self, bytes: &[u8; cbpf::interp::SECCOMP_DATA_SIZE]) -> u32 {
-        let word = |at: usize| match bytes.get(at..at + 4) {
-            Some(&[b0, b1, b2, b3]) => u32::from_ne_bytes([b0, b1, b2, b3]),
-            _ => 0,
-        };
-        match self.resolve(self.slot(word(4), word(0)), |offset| word(offset as usize)) {
+        match self.slot(bytes_word(bytes, 4), bytes_word(bytes, 0)) {
+            Slot::Action(v) => v,
+            // Argument checks out of line: the constant path stays as short
+            // as a table lookup.
+            slot => self.eval_bytes_slot(slot, bytes),
+        }
+    }
+
+    /// The rest of [`FastFilter::eval_bytes`] after the (arch, nr) lookup:
+    /// switches, then a constant or a residual.
+    #[inline(never)]
+    fn eval_bytes_slot(&self, slot: Slot, bytes: &[u8; cbpf::interp::SECCOMP_DATA_SIZE]) -> u32 {
+        match self.resolve(slot, |offset| bytes_word(bytes, offset as usize)) {
             Slot::Action(v) => v,
             Slot::Residual(i) => self.run(i, bytes),
-            Slot::Keyed(_) => SECCOMP_RET_KILL_PROCESS,
+            Slot::Switch(_) => SECCOMP_RET_KILL_PROCESS,
         }
     }
 
@@ -592,29 +622,29 @@ impl FastFilter {
         }
     }
 
-    /// What the filter does for (arch, nr). A residual dispatched on a key
-    /// field is shown as the residual itself (see [`FastFilter::key`]
-    /// and [`FastFilter::resolved_entry`]).
+    /// What the filter does for (arch, nr). A residual grown into a tree is
+    /// shown as the residual itself (see [`FastFilter::switch`] and
+    /// [`FastFilter::resolved_entry`]).
     pub fn entry(&self, arch: u32, nr: u32) -> Entry<'_> {
         let slot = match self.slot(arch, nr) {
-            Slot::Keyed(j) => Slot::Residual(self.keyed.get(j as usize).map_or(0, |t| t.residual)),
+            Slot::Switch(j) => Slot::Residual(self.switches.get(j as usize).map_or(0, |t| t.residual)),
             slot => slot,
         };
         self.entry_of(slot)
     }
 
     /// What actually runs for `data`: after the (arch, nr) lookup and every
-    /// key-field dispatch, a constant or the (short) residual.
+    /// switch of its tree, a constant or the (short) residual leaf.
     pub fn resolved_entry(&self, data: &SeccompData) -> Entry<'_> {
         self.entry_of(self.resolve(self.slot(data.arch, data.nr as u32), |offset| data_word(data, offset)))
     }
 
-    /// The key field the entry for (arch, nr) dispatches on, if its
-    /// residual is keyed: the field's byte offset in `struct seccomp_data`
-    /// and the constants it is compared with (ascending).
-    pub fn key(&self, arch: u32, nr: u32) -> Option<(u32, &[u32])> {
+    /// The word the entry for (arch, nr) switches on first, if its
+    /// residual is a tree: the word's byte offset in `struct seccomp_data`,
+    /// the mask, and where the runs of `word & mask` start (ascending).
+    pub fn switch(&self, arch: u32, nr: u32) -> Option<(u32, u32, &[u32])> {
         match self.slot(arch, nr) {
-            Slot::Keyed(j) => self.keyed.get(j as usize).map(|t| (t.offset, &*t.keys)),
+            Slot::Switch(j) => self.switches.get(j as usize).map(|t| (t.offset, t.mask, &*t.starts)),
             _ => None,
         }
     }
@@ -626,7 +656,7 @@ impl FastFilter {
                 Some(r) => Entry::Residual(&r.program),
                 None => Entry::Action(SECCOMP_RET_KILL_PROCESS),
             },
-            Slot::Keyed(_) => Entry::Action(SECCOMP_RET_KILL_PROCESS),
+            Slot::Switch(_) => Entry::Action(SECCOMP_RET_KILL_PROCESS),
         }
     }
 

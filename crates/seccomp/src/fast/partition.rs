@@ -21,7 +21,11 @@
 //!   number of the arch's syscall table and every number compared is
 //!   specialised on its own and all other numbers run the filter
 //!   specialised on the arch alone (exact, as the fast engine does);
-//! - neighbouring ranges with the same outcome are merged.
+//! - neighbouring ranges with the same outcome are merged;
+//! - a residual whose argument checks compare words with constants is
+//!   grown into a tree ([`super::tree`]): [`Outcome::Switch`] names the
+//!   root, [`Partition::switches`] holds every switch, and each still
+//!   names the residual it stands for.
 //!
 //! A residual is a classic program from the filter's start with `arch`
 //! (and `nr`) known: it reloads what it reads from `struct seccomp_data`,
@@ -30,35 +34,14 @@
 //! on A and X being 0 at its entry, as at a filter's start:
 //! [`Residual::reads_a`] and [`Residual::reads_x`] say so.
 
-use std::collections::HashMap;
+use cbpf::{Mode, Op, Program};
 
-use cbpf::{Insn, Mode, Op, Program};
-
-use super::key::KeyFact;
-use super::specialize::{Specialized, Specializer};
+pub use super::outcome::{Outcome, Residual};
+use super::specialize::{KeyFact, Specialized, Specializer};
+use super::tree::{Forest, Switch};
 use crate::analysis::{AnalysisError, Analyzer, Budget};
 use crate::data::{OFFSET_ARCH, OFFSET_NR};
 use crate::domain::Field;
-
-/// What the filter does for a range of (arch, nr).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Outcome {
-    /// Returns this value whatever the arguments and instruction pointer.
-    Action(u32),
-    /// Runs [`Partition::residuals`]`[i]`.
-    Residual(usize),
-}
-
-/// A residual program of a [`Partition`].
-#[derive(Debug, Clone)]
-pub struct Residual {
-    /// Validated in seccomp mode; [`Program::original`] is what to emit.
-    pub program: Program,
-    /// It reads A before writing it, so it needs A == 0 at entry.
-    pub reads_a: bool,
-    /// It reads X before writing it, so it needs X == 0 at entry.
-    pub reads_x: bool,
-}
 
 /// The ranges of one arch: `(first nr, outcome)`, ascending, the first
 /// starting at 0, each running to the next one's start (the last to
@@ -94,7 +77,8 @@ pub enum PartitionError {
     /// The shared step budget ran out.
     #[error(transparent)]
     Analysis(#[from] AnalysisError),
-    /// The distinct residual programs hold more than this many instructions.
+    /// The distinct residual programs of the ranges hold more than this
+    /// many instructions.
     #[error("residual programs exceed {limit} instructions")]
     ResidualInsns { limit: usize },
 }
@@ -109,17 +93,27 @@ pub struct Partition {
     pub any_arch: Option<Ranges>,
     /// Arches not in [`Partition::arches`].
     pub other_arches: Outcome,
-    /// The residual programs, each once.
+    /// The residual programs, each once: those of the ranges, and the
+    /// leaves and stand-ins of the switches.
     pub residuals: Vec<Residual>,
+    /// The residuals' argument checks as trees ([`super::tree`]), each
+    /// switch after its children.
+    pub switches: Vec<Switch>,
 }
 
-/// Builds residuals, sharing identical ones.
+/// Forward-pass steps the trees of one partition may take (specialisations
+/// and the data-flow scans that choose their words).
+pub const TREE_STEP_BUDGET: usize = 4_000_000;
+/// Instructions the residuals under the trees of one partition may hold.
+pub const TREE_INSN_BUDGET: usize = 200_000;
+
+/// Builds residuals and their trees, sharing identical ones.
 struct Builder<'p> {
     program: &'p Program,
-    residuals: Vec<Residual>,
-    index: HashMap<Vec<Insn>, usize>,
+    forest: Forest,
     /// The whole filter as a residual, once needed.
     whole: Option<usize>,
+    /// Instructions of the residuals the ranges themselves need.
     insns: usize,
     max_insns: usize,
 }
@@ -131,11 +125,9 @@ impl Builder<'_> {
             Specialized::Whole => return self.whole(),
             Specialized::Residual(insns) => insns,
         };
-        if let Some(&i) = self.index.get(insns) {
-            return Ok(Outcome::Residual(i));
-        }
-        let Ok(program) = cbpf::validate(insns, Mode::Seccomp) else { return self.whole() };
-        self.push(insns.to_vec(), Residual { program, reads_a: reads.0, reads_x: reads.1 })
+        let Ok((outcome, added)) = self.forest.outcome(insns, reads) else { return self.whole() };
+        self.count(added)?;
+        Ok(outcome)
     }
 
     /// The whole filter, which may read A and X at entry.
@@ -143,23 +135,20 @@ impl Builder<'_> {
         if let Some(i) = self.whole {
             return Ok(Outcome::Residual(i));
         }
+        self.count(self.program.len())?;
         let residual = Residual { program: self.program.clone(), reads_a: true, reads_x: true };
-        let outcome = self.push(self.program.original().to_vec(), residual)?;
-        if let Outcome::Residual(i) = outcome {
-            self.whole = Some(i);
-        }
-        Ok(outcome)
+        let i = self.forest.keep(self.program.original().to_vec(), residual);
+        self.whole = Some(i);
+        Ok(Outcome::Residual(i))
     }
 
-    fn push(&mut self, insns: Vec<Insn>, residual: Residual) -> Result<Outcome, PartitionError> {
-        self.insns += insns.len();
+    /// Counts `n` more instructions of residuals the ranges need.
+    fn count(&mut self, n: usize) -> Result<(), PartitionError> {
+        self.insns += n;
         if self.insns > self.max_insns {
             return Err(PartitionError::ResidualInsns { limit: self.max_insns });
         }
-        let i = self.residuals.len();
-        self.index.insert(insns, i);
-        self.residuals.push(residual);
-        Ok(Outcome::Residual(i))
+        Ok(())
     }
 }
 
@@ -191,14 +180,16 @@ fn push_range(ranges: &mut Ranges, start: u32, outcome: Outcome) {
 impl Partition {
     /// Partitions `program` (validated in seccomp mode), charging every
     /// data-flow pass and specialisation to `budget` and stopping when the
-    /// distinct residuals exceed `max_insns` instructions.
+    /// distinct residuals of the ranges exceed `max_insns` instructions;
+    /// their trees have budgets of their own ([`TREE_STEP_BUDGET`],
+    /// [`TREE_INSN_BUDGET`]), past which a residual stays a leaf.
     pub fn build(program: &Program, budget: &mut Budget, max_insns: usize) -> Result<Partition, PartitionError> {
         if program.mode() != Mode::Seccomp {
             return Err(PartitionError::NotSeccomp { mode: program.mode() });
         }
         let mut spec = Specializer::new(program);
-        let mut builder =
-            Builder { program, residuals: Vec::new(), index: HashMap::new(), whole: None, insns: 0, max_insns };
+        let forest = Forest::new(TREE_STEP_BUDGET, TREE_INSN_BUDGET);
+        let mut builder = Builder { program, forest, whole: None, insns: 0, max_insns };
         budget.charge_steps(program.len() as u64)?;
         let (arches, _) = spec.specialize_watching(None, None, OFFSET_ARCH);
         let arches = in_program_order(program, arches);
@@ -211,7 +202,8 @@ impl Partition {
                 arches: Vec::new(),
                 any_arch: Some(ranges),
                 other_arches,
-                residuals: builder.residuals,
+                residuals: builder.forest.residuals,
+                switches: builder.forest.switches,
             });
         }
         let mut parts = Vec::with_capacity(arches.len());
@@ -221,7 +213,13 @@ impl Partition {
         }
         other_arches(&mut spec, arches);
         let other_arches = settle(&spec, &mut builder, budget)?;
-        Ok(Partition { arches: parts, any_arch: None, other_arches, residuals: builder.residuals })
+        Ok(Partition {
+            arches: parts,
+            any_arch: None,
+            other_arches,
+            residuals: builder.forest.residuals,
+            switches: builder.forest.switches,
+        })
     }
 }
 

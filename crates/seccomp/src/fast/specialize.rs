@@ -41,8 +41,10 @@
 //!    jump's reach falls back to the whole filter, which is counted.
 //!
 //! The same passes specialise a residual on a key field
-//! ([`Specializer::specialize_key`]): its loads fold to a known value, or
-//! its `jeq` with constants it is known to differ from are false.
+//! ([`Specializer::specialize_key`], the trees of [`super::tree`]): its
+//! loads fold to a known value, its `jeq` with constants it is known to
+//! differ from are false, or the comparisons its known bits decide
+//! ([`crate::domain::Facts::decide`]) are folded.
 //!
 //! The result is a classic program in user form (seccomp loads as
 //! `ld [k]`, 0x20) that the caller validates with [`cbpf::validate`].
@@ -122,6 +124,22 @@ pub(crate) enum KeyFact {
     /// The word is none of these (ascending): `jeq #k` on it, `k` among
     /// them, is false.
     NoneOf(Vec<u32>),
+    /// The bits of `ones` are set in the word, those of `zeros` clear (the
+    /// rest unknown): a comparison these bits decide
+    /// ([`domain::Facts::decide`]) is folded, the word itself is not.
+    Bits { ones: u32, zeros: u32 },
+}
+
+impl KeyFact {
+    /// The path facts `Bits` stands for, on the word at `offset`.
+    fn known_bits(&self, offset: u32) -> Option<domain::Facts> {
+        match *self {
+            KeyFact::Bits { ones, zeros } => {
+                Field::from_offset(offset, LAYOUT_ARCH).map(|f| domain::Facts::with_bits(f, ones, zeros))
+            }
+            KeyFact::Equals(_) | KeyFact::NoneOf(_) => None,
+        }
+    }
 }
 
 /// Everything known about the input of one specialisation.
@@ -131,10 +149,17 @@ struct Facts<'a> {
     env: Env,
     /// The key field, when it is none of these constants (ascending).
     none_of: Option<(Field, &'a [u32])>,
+    /// Known bits of the key field ([`KeyFact::Bits`]).
+    bits: Option<&'a domain::Facts>,
 }
 
 impl<'a> Facts<'a> {
-    fn new(arch: Option<u32>, nr: Option<u32>, key: Option<(u32, &'a KeyFact)>) -> Facts<'a> {
+    fn new(
+        arch: Option<u32>,
+        nr: Option<u32>,
+        key: Option<(u32, &'a KeyFact)>,
+        bits: Option<&'a domain::Facts>,
+    ) -> Facts<'a> {
         let mut env = Env::new(nr, arch, LAYOUT_ARCH);
         let mut none_of = None;
         if let Some((offset, fact)) = key {
@@ -142,10 +167,11 @@ impl<'a> Facts<'a> {
                 match fact {
                     KeyFact::Equals(v) => env.word = Some((field, *v)),
                     KeyFact::NoneOf(ks) => none_of = Some((field, ks.as_slice())),
+                    KeyFact::Bits { .. } => {}
                 }
             }
         }
-        Facts { env, none_of }
+        Facts { env, none_of, bits }
     }
 }
 
@@ -449,7 +475,8 @@ impl Specializer {
         self.visited.clear();
         let mut results = Results::default();
         let mut state = State::entry();
-        let facts = Facts::new(arch, nr, key);
+        let bits = key.and_then(|(offset, fact)| fact.known_bits(offset));
+        let facts = Facts::new(arch, nr, key, bits.as_ref());
         let mut pc = 0usize;
         let n = self.ops.len();
         loop {
@@ -775,7 +802,10 @@ fn step(
                 found.extend(c.constant_against(field));
             }
             let (t, f) = (next + u16::from(jt), next + u16::from(jf));
-            let decided = c.decided().or_else(|| excluded(c, facts.none_of));
+            let decided = c
+                .decided()
+                .or_else(|| excluded(c, facts.none_of))
+                .or_else(|| facts.bits.and_then(|known| known.decide(c)));
             if let Some(taken) = decided.or((t == f).then_some(true)) {
                 let to = if taken { t } else { f };
                 return Some((Plan::Goto(to), Next::One(to)));

@@ -76,7 +76,7 @@ impl ChainTable {
             for slot in slots {
                 match slot {
                     Slot::Action(v) => values.push(v),
-                    Slot::Residual(_) | Slot::Keyed(_) => return None,
+                    Slot::Residual(_) | Slot::Switch(_) => return None,
                 }
             }
             Some(combine(values))

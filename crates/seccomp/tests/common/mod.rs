@@ -38,6 +38,18 @@ pub fn load(name: &str) -> Program {
     validate(&insns, Mode::Seccomp).unwrap()
 }
 
+/// The testdata filters whose rules test arguments (the long_jumps
+/// filters and the hand-written sandboxes); every other one decides on
+/// arch and nr alone.
+pub fn has_argument_rules(name: &str) -> bool {
+    name.starts_with("long_jumps") || name.starts_with("sshd_") || name == "chromium_baseline"
+}
+
+/// The hand-written filters (not libseccomp's): testdata/filters/README.md.
+pub fn hand_written(name: &str) -> bool {
+    name.starts_with("sshd_") || name == "chromium_baseline"
+}
+
 /// Every filter's stem, sorted (at least the 12 benchmark filters).
 pub fn filter_names() -> Vec<String> {
     let names = test_data::filters::names().unwrap();

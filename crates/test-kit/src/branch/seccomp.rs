@@ -23,19 +23,31 @@ struct Path {
     /// What EVERY path to the pc has tested (joined with
     /// [`Facts::join`]): sound, so an edge it rules out is never taken.
     known: Facts,
-    /// What SOME paths to the pc have tested, one [`Facts`] per path (the
-    /// first few to arrive): inputs built from one of them follow that path.
-    witnesses: Vec<Facts>,
+    /// Some paths to the pc (the first few to arrive), each with what it
+    /// tested and its own state: inputs built from one of them follow that
+    /// path, and a comparison of a word that only some paths hold in A
+    /// (a filter that shares one `jeq #k` between loads of different
+    /// words, as Chromium's compiler does) is still seen on each.
+    witnesses: Vec<Witness>,
+}
+
+/// One path to a pc.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Witness {
+    facts: Facts,
+    state: State,
 }
 
 impl Path {
     fn entry() -> Path {
-        Path { state: State::entry(), known: Facts::default(), witnesses: vec![Facts::default()] }
+        let state = State::entry();
+        Path { state, known: Facts::default(), witnesses: vec![Witness { facts: Facts::default(), state }] }
     }
 
-    /// This path after the edge of `cmp` that comes out `taken`; `None` when
-    /// what every path tested rules the edge out.
-    fn after(&self, cmp: Cmp, taken: bool) -> Option<Path> {
+    /// This path after the edge of the joined comparison `cmp` that comes
+    /// out `taken` (each witness with its own comparison, `cmps[i]`);
+    /// `None` when what every path tested rules the edge out.
+    fn after(&self, cmp: Cmp, cmps: &[Option<Cmp>], taken: bool) -> Option<Path> {
         let mut known = self.known.clone();
         if !known.assume(cmp, taken) {
             return None;
@@ -44,16 +56,17 @@ impl Path {
         // (the facts hold the equality), so that where this path joins
         // others the comparisons there still name the word.
         let state = self.state;
-        let mut witnesses: Vec<Facts> = self
+        let mut witnesses: Vec<Witness> = self
             .witnesses
             .iter()
-            .filter_map(|w| {
+            .zip(cmps)
+            .filter_map(|(w, c)| {
                 let mut w = w.clone();
-                w.assume(cmp, taken).then_some(w)
+                w.facts.assume(c.unwrap_or(cmp), taken).then_some(w)
             })
             .collect();
         if witnesses.is_empty() {
-            witnesses.push(known.clone());
+            witnesses.push(Witness { facts: known.clone(), state });
         }
         Some(Path { state, known, witnesses })
     }
@@ -118,14 +131,45 @@ pub(super) fn analyse(program: &Program) -> Analysis {
             }
             return;
         };
+        // Each witness steps its own state: the comparison it makes.
+        let cmps: Vec<Option<Cmp>> = path
+            .witnesses
+            .iter_mut()
+            .map(|w| match step(pc, op, &mut w.state, &env) {
+                Step::Branch { cmp, .. } => Some(cmp),
+                _ => None,
+            })
+            .collect();
         match step(pc, op, &mut path.state, &env) {
             Step::Goto(next) | Step::DivByX { next, .. } => flow(next, path),
             Step::Branch { cmp, taken, not_taken } => {
-                if let Some((field, mask, k)) = compared(cmp) {
-                    analysis.compares.push(Compare { field, mask, k, witnesses: path.witnesses.clone() });
+                // One comparison per (word, mask, constant) the witnesses
+                // make, with the witnesses that make it.
+                let keys: Vec<Option<(Field, u32, u32)>> = cmps.iter().map(|c| compared(c.unwrap_or(cmp))).collect();
+                let mut seen: Vec<(Field, u32, u32)> = Vec::new();
+                for key in keys.iter().flatten() {
+                    if seen.contains(key) {
+                        continue;
+                    }
+                    seen.push(*key);
+                    let (field, mask, k) = *key;
+                    let witnesses: Vec<Facts> = path
+                        .witnesses
+                        .iter()
+                        .zip(&keys)
+                        .filter(|(_, other)| other.as_ref() == Some(key))
+                        .map(|(w, _)| w.facts.clone())
+                        .collect();
+                    analysis.compares.push(Compare { field, mask, k, witnesses });
+                }
+                if seen.is_empty() {
+                    if let Some((field, mask, k)) = compared(cmp) {
+                        let witnesses = path.witnesses.iter().map(|w| w.facts.clone()).collect();
+                        analysis.compares.push(Compare { field, mask, k, witnesses });
+                    }
                 }
                 for (target, outcome) in [(taken, true), (not_taken, false)] {
-                    match path.after(cmp, outcome) {
+                    match path.after(cmp, &cmps, outcome) {
                         Some(next) => flow(target, next),
                         None => analysis.impossible.push((pc, outcome)),
                     }

@@ -93,7 +93,7 @@ pub(super) fn seccomp_input(
     let mut cbpf_path = 0u64;
     let ret = interp.trace_seccomp(&bytes, |_| cbpf_path += 1)?;
     vm.run_seccomp(ebpf, &bytes)?;
-    Ok(Input { name, data, packet: Vec::new(), ret, cbpf_path, ebpf_path: vm.executed() })
+    Ok(Input { name, data, packet: Vec::new(), ret, cbpf_path, ebpf_path: vm.executed(), optimized_path: None })
 }
 
 /// The default inputs give every argument 0, which may stop a syscall's
@@ -113,4 +113,34 @@ pub(super) fn deepest_arguments(prog: &cbpf::Program, inputs: &[Input]) -> Optio
             None
         }
     }
+}
+
+/// `bpfconv optimize`'s output for the filter (proved equal, as that
+/// command writes it) and, on each input, the classic instructions it
+/// runs: the tree beside the filter as written. `None` (with a note on
+/// stderr) when there is no output to show.
+pub(super) fn optimized_paths(prepared: &Prepared, inputs: &mut [Input]) -> Option<usize> {
+    let out = match optimize::optimize(prepared.program(), &Default::default()) {
+        Ok(out) if out.stats.kept_input.is_none() => out,
+        Ok(out) => {
+            eprintln!("note: no optimised paths: optimize keeps the input ({})", out.stats.kept_input?);
+            return None;
+        }
+        Err(e) => {
+            eprintln!("note: no optimised paths: {e}");
+            return None;
+        }
+    };
+    let interp = cbpf::Interp::new(&out.program);
+    for input in inputs.iter_mut() {
+        let mut path = 0u64;
+        let ret = interp.trace_seccomp(&input.data.to_bytes(), |_| path += 1).ok()?;
+        // Proved equal; a difference here would be a bug worth hiding nothing.
+        if ret != input.ret {
+            eprintln!("note: the optimised filter returns {ret:#010x} on {}", input.name);
+            return None;
+        }
+        input.optimized_path = Some(path);
+    }
+    Some(out.program.len())
 }

@@ -102,6 +102,9 @@ struct Input {
     ret: u32,
     cbpf_path: u64,
     ebpf_path: u64,
+    /// Classic instructions `bpfconv optimize`'s output runs on it (seccomp
+    /// runs, when the filter was optimised).
+    optimized_path: Option<u64>,
 }
 
 /// A timed figure, or why there is none.
@@ -136,6 +139,8 @@ struct Results {
     kernel_iterations: u64,
     /// `kernel-jit`'s rounds and the harness's own cost, when measured.
     jit: Option<(usize, Cell)>,
+    /// Instructions of `bpfconv optimize`'s output, when there is one.
+    optimized_insns: Option<usize>,
 }
 
 impl Results {
@@ -161,6 +166,7 @@ impl Results {
             cache_hit: None,
             kernel_iterations: 0,
             jit: None,
+            optimized_insns: None,
         }
     }
 }

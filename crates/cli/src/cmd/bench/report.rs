@@ -25,10 +25,14 @@ pub(super) fn fmt_ret(mode: cbpf::Mode, ret: u32) -> String {
     }
 }
 
-/// The rows shown: every input, then `deepest` and `mix`; each with its
-/// slot (the column index of its cells) and paths.
-pub(super) fn rows(r: &Results) -> Vec<(String, usize, String, String, String)> {
-    let mut rows: Vec<(String, usize, String, String, String)> = r
+/// One row shown: name, slot (the column index of its cells), result,
+/// and the classic, eBPF and optimised paths.
+pub(super) type Row = (String, usize, String, String, String, String);
+
+/// The rows shown: every input, then `deepest` and `mix`.
+pub(super) fn rows(r: &Results) -> Vec<Row> {
+    let opt = |p: Option<u64>| p.map_or("-".to_string(), |p| p.to_string());
+    let mut rows: Vec<Row> = r
         .inputs
         .iter()
         .enumerate()
@@ -39,6 +43,7 @@ pub(super) fn rows(r: &Results) -> Vec<(String, usize, String, String, String)> 
                 fmt_ret(r.mode, input.ret),
                 input.cbpf_path.to_string(),
                 input.ebpf_path.to_string(),
+                opt(input.optimized_path),
             )
         })
         .collect();
@@ -49,24 +54,30 @@ pub(super) fn rows(r: &Results) -> Vec<(String, usize, String, String, String)> 
             fmt_ret(r.mode, d.ret),
             d.cbpf_path.to_string(),
             d.ebpf_path.to_string(),
+            opt(d.optimized_path),
         ));
     }
-    let (c, e) = mean_paths(&r.inputs);
+    let (c, e, o) = mean_paths(&r.inputs);
     rows.push((
         format!("mix ({} inputs)", r.inputs.len()),
         r.inputs.len(),
         "-".to_string(),
         format!("{c:.1}"),
         format!("{e:.1}"),
+        o.map_or("-".to_string(), |o| format!("{o:.1}")),
     ));
     rows
 }
 
-pub(super) fn mean_paths(inputs: &[Input]) -> (f64, f64) {
+/// Mean classic, eBPF and optimised paths (the last when every input has
+/// one).
+pub(super) fn mean_paths(inputs: &[Input]) -> (f64, f64, Option<f64>) {
     let n = inputs.len().max(1) as f64;
+    let optimized: Option<Vec<u64>> = inputs.iter().map(|i| i.optimized_path).collect();
     (
         inputs.iter().map(|i| i.cbpf_path as f64).sum::<f64>() / n,
         inputs.iter().map(|i| i.ebpf_path as f64).sum::<f64>() / n,
+        optimized.map(|o| o.iter().map(|&p| p as f64).sum::<f64>() / n),
     )
 }
 
@@ -86,15 +97,15 @@ pub(super) fn text(r: &Results) -> String {
     let rows = rows(r);
     let name_w = rows.iter().map(|row| row.0.len()).max().unwrap_or(5).max(5);
     let act_w = rows.iter().map(|row| row.2.len()).max().unwrap_or(6).max(6);
-    let _ = write!(out, "{:<name_w$}  {:<act_w$}  {:>6}  {:>6}", "input", "result", "cbpf#", "ebpf#");
+    let _ = write!(out, "{:<name_w$}  {:<act_w$}  {:>6}  {:>6}  {:>6}", "input", "result", "cbpf#", "ebpf#", "opt#");
     let widths: Vec<usize> = r.columns.iter().map(|c| c.name.len().max(7)).collect();
     for (c, w) in r.columns.iter().zip(&widths) {
         let _ = write!(out, "  {:>w$}", c.name);
     }
     out.push('\n');
     let mut notes: Vec<String> = Vec::new();
-    for (name, slot, action, cp, ep) in &rows {
-        let _ = write!(out, "{name:<name_w$}  {action:<act_w$}  {cp:>6}  {ep:>6}");
+    for (name, slot, action, cp, ep, op) in &rows {
+        let _ = write!(out, "{name:<name_w$}  {action:<act_w$}  {cp:>6}  {ep:>6}  {op:>6}");
         for (c, w) in r.columns.iter().zip(&widths) {
             let shown = match c.cells.get(*slot) {
                 Some(Cell::Measured(s)) => {
@@ -118,6 +129,19 @@ pub(super) fn text(r: &Results) -> String {
         out.push('\n');
     }
     let _ = writeln!(out, "cbpf# / ebpf#: instructions executed by the classic program and by its eBPF conversion.");
+    match r.optimized_insns {
+        Some(n) => {
+            let _ = writeln!(
+                out,
+                "opt#: classic instructions executed by `bpfconv optimize`'s output ({n} instructions, proved equal): \
+                 the dispatch and argument trees beside the filter as written."
+            );
+        }
+        None if r.mode == cbpf::Mode::Seccomp => {
+            let _ = writeln!(out, "opt#: no optimised filter (see the note above).");
+        }
+        None => {}
+    }
     if r.columns.iter().any(|c| c.name == KERNEL_FORCED) {
         let _ = writeln!(
             out,
@@ -154,9 +178,9 @@ pub(super) fn text(r: &Results) -> String {
 /// The JSON document (FORMATS-EXTENSIONS.md, "bench").
 pub(super) fn json(r: &Results) -> Value {
     let rows = rows(r);
-    let (mc, me) = mean_paths(&r.inputs);
+    let (mc, me, _) = mean_paths(&r.inputs);
     let mut cells = Vec::new();
-    for (i, (_, slot, _, _, _)) in rows.iter().enumerate() {
+    for (i, (_, slot, _, _, _, _)) in rows.iter().enumerate() {
         let (input, cbpf_path, ebpf_path) = if i < r.inputs.len() {
             let x = r.inputs.get(*slot);
             (
@@ -200,6 +224,9 @@ pub(super) fn json(r: &Results) -> Value {
         .map(|i| {
             let mut v =
                 object(json!({"input": i.name, "ret": i.ret, "cbpf_path": i.cbpf_path, "ebpf_path": i.ebpf_path}));
+            if let Some(p) = i.optimized_path {
+                v.insert("optimized_path".into(), json!(p));
+            }
             if r.mode == cbpf::Mode::Seccomp {
                 v.insert("arch".into(), json!(i.data.arch));
                 v.insert("nr".into(), json!(i.data.nr));
@@ -220,6 +247,9 @@ pub(super) fn json(r: &Results) -> Value {
         "deepest": r.inputs.get(r.deepest).map(|i| i.name.clone()),
         "cells": cells,
     }));
+    if let Some(n) = r.optimized_insns {
+        doc.insert("optimized_insns".into(), json!(n));
+    }
     if let Some((rounds, baseline)) = &r.jit {
         let baseline = match baseline {
             Cell::Measured(s) => json!(s.median),

@@ -7,7 +7,7 @@ use engine::{EngineKind, Prepared, SeccompEngine};
 use timing::rounds::{interleaved, Grid};
 use timing::stats::Stats;
 
-use super::inputs::{deepest_arguments, input_name, named_inputs, seccomp_input, vector_inputs};
+use super::inputs::{deepest_arguments, input_name, named_inputs, optimized_paths, seccomp_input, vector_inputs};
 use super::kernel::{kernel_check, kernel_columns, kernel_iterations};
 use super::{deepest, plan, progress, slot_range, BenchArgs, Cell, Column, Input, Results};
 use crate::fail::{Failure, Result};
@@ -72,6 +72,7 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
         }
     }
     let deepest = deepest(&inputs);
+    let optimized_insns = optimized_paths(prepared, &mut inputs);
 
     // Load and check every in-process engine on every input.
     let mut lanes: Vec<Lane<'_>> = Vec::new();
@@ -143,6 +144,7 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
         cache_hit,
         kernel_iterations: iterations,
         jit,
+        optimized_insns,
         ..Results::new(args, prepared, inputs, deepest, rounds, columns)
     })
 }

@@ -73,6 +73,7 @@ pub(super) fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Pr
             ret,
             cbpf_path,
             ebpf_path: vm.executed(),
+            optimized_path: None,
         });
     }
     if inputs.is_empty() {

@@ -1,0 +1,247 @@
+//! Planning a compare tree over ranges of a value (`nr`, `arch`, or a
+//! switch's masked word): the fewest conditional jumps with no path longer
+//! than a depth bound.
+//!
+//! Two kinds of node: `jge #b` splits the ranges at a boundary (a balanced
+//! search), and a chain of `jeq #k` picks lone values off a background
+//! (what libseccomp's linear filters are, and what a lone denied syscall
+//! in an allow-list needs: one compare where a split needs two). A
+//! dynamic program over the contiguous runs of ranges finds, for each run
+//! and depth left, the cheapest mix; runs with a single outcome cost
+//! nothing. It is cubic in the ranges, so past [`DP_MAX`] ranges the tree
+//! splits in the middle until the parts are small enough.
+
+/// Most ranges planned by the dynamic program at once.
+pub const DP_MAX: usize = 192;
+
+/// Levels a plan may add to the balanced tree's `ceil(log2 ranges)`.
+pub const DEPTH_SLACK: usize = 2;
+
+/// A planned tree over `(start, target)` ranges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Plan<T> {
+    /// Every value goes here.
+    Leaf(T),
+    /// `jge #bound, right, left`.
+    Split { bound: u32, left: Box<Plan<T>>, right: Box<Plan<T>> },
+    /// `jeq #k` for each exception, in order; the rest go to `background`.
+    Chain { background: T, exceptions: Vec<(u32, T)> },
+}
+
+/// The plan for `ranges` (ascending starts, neighbours differ, the first
+/// at the lowest value): the fewest compares with every path at most
+/// `ceil(log2 n) +` [`DEPTH_SLACK`] deep. No ranges: `Leaf(empty)`.
+pub fn plan<T: Copy + Eq>(ranges: &[(u32, T)], empty: T) -> Plan<T> {
+    let n = ranges.len().max(1);
+    let depth = (usize::BITS - (n - 1).leading_zeros()) as usize + DEPTH_SLACK;
+    plan_within(ranges, depth, empty)
+}
+
+fn plan_within<T: Copy + Eq>(ranges: &[(u32, T)], depth: usize, empty: T) -> Plan<T> {
+    match ranges {
+        [] => Plan::Leaf(empty),
+        [(_, t)] => Plan::Leaf(*t),
+        _ if ranges.len() > DP_MAX || depth == 0 => {
+            let mid = ranges.len() / 2;
+            let (left, right) = ranges.split_at(mid);
+            let bound = right.first().map_or(0, |&(b, _)| b);
+            Plan::Split {
+                bound,
+                left: Box::new(plan_within(left, depth.saturating_sub(1), empty)),
+                right: Box::new(plan_within(right, depth.saturating_sub(1), empty)),
+            }
+        }
+        _ => Dp::new(ranges, depth, empty).plan(0, ranges.len(), depth),
+    }
+}
+
+/// `(compares, depth)` of the cheapest plan of a run, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Choice {
+    Chain,
+    Split(usize),
+    Impossible,
+}
+
+struct Dp<'r, T> {
+    ranges: &'r [(u32, T)],
+    empty: T,
+    /// `memo[(i * (n + 1) + j) * (depth + 1) + d]`: cost, depth used, how.
+    memo: Vec<Option<(u32, u32, Choice)>>,
+    n: usize,
+    depth: usize,
+}
+
+impl<'r, T: Copy + Eq> Dp<'r, T> {
+    fn new(ranges: &'r [(u32, T)], depth: usize, empty: T) -> Self {
+        let n = ranges.len();
+        Dp { ranges, empty, memo: vec![None; (n + 1) * (n + 1) * (depth + 1)], n, depth }
+    }
+
+    /// Values in range `r`.
+    fn width(&self, r: usize) -> u64 {
+        let start = self.ranges.get(r).map_or(0, |&(s, _)| u64::from(s));
+        let end = self.ranges.get(r + 1).map_or(1u64 << 32, |&(s, _)| u64::from(s));
+        end - start
+    }
+
+    fn target(&self, r: usize) -> Option<T> {
+        self.ranges.get(r).map(|&(_, t)| t)
+    }
+
+    /// The background of a chain over ranges `i..j` and its exceptions'
+    /// count: every range of more than one value must be the background.
+    fn chain(&self, i: usize, j: usize) -> Option<(T, u32)> {
+        let wide: Option<T> = (i..j).filter(|&r| self.width(r) > 1).find_map(|r| self.target(r));
+        let background = match wide {
+            Some(b) => {
+                if (i..j).any(|r| self.width(r) > 1 && self.target(r) != Some(b)) {
+                    return None;
+                }
+                b
+            }
+            // All lone values: the most common target is the background.
+            None => {
+                let count = |t: T| (i..j).filter(|&r| self.target(r) == Some(t)).count();
+                (i..j).filter_map(|r| self.target(r)).max_by_key(|&t| count(t))?
+            }
+        };
+        let exceptions = (i..j).filter(|&r| self.target(r) != Some(background)).count() as u32;
+        Some((background, exceptions))
+    }
+
+    fn slot(&self, i: usize, j: usize, d: usize) -> usize {
+        (i * (self.n + 1) + j) * (self.depth + 1) + d
+    }
+
+    /// `(compares, depth used, how)` of the cheapest plan of `i..j` within
+    /// `d` levels.
+    fn best(&mut self, i: usize, j: usize, d: usize) -> (u32, u32, Choice) {
+        let slot = self.slot(i, j, d);
+        if let Some(Some(known)) = self.memo.get(slot) {
+            return *known;
+        }
+        let mut best = (u32::MAX, u32::MAX, Choice::Impossible);
+        if j - i == 1 {
+            best = (0, 0, Choice::Chain);
+        } else {
+            if let Some((_, k)) = self.chain(i, j) {
+                if k as usize <= d {
+                    best = (k, k, Choice::Chain);
+                }
+            }
+            if d > 0 {
+                for m in i + 1..j {
+                    let (lc, ld, l) = self.best(i, m, d - 1);
+                    if l == Choice::Impossible || lc >= best.0 {
+                        continue;
+                    }
+                    let (rc, rd, r) = self.best(m, j, d - 1);
+                    if r == Choice::Impossible {
+                        continue;
+                    }
+                    let cand = (1 + lc + rc, 1 + ld.max(rd), Choice::Split(m));
+                    if (cand.0, cand.1) < (best.0, best.1) {
+                        best = cand;
+                    }
+                }
+            }
+        }
+        if let Some(s) = self.memo.get_mut(slot) {
+            *s = Some(best);
+        }
+        best
+    }
+
+    fn plan(&mut self, i: usize, j: usize, d: usize) -> Plan<T> {
+        match self.best(i, j, d).2 {
+            Choice::Split(m) => Plan::Split {
+                bound: self.ranges.get(m).map_or(0, |&(b, _)| b),
+                left: Box::new(self.plan(i, m, d.saturating_sub(1))),
+                right: Box::new(self.plan(m, j, d.saturating_sub(1))),
+            },
+            Choice::Chain => match self.chain(i, j) {
+                Some((background, 0)) => Plan::Leaf(background),
+                Some((background, _)) => Plan::Chain {
+                    background,
+                    exceptions: (i..j)
+                        .filter_map(|r| self.ranges.get(r).copied())
+                        .filter(|&(_, t)| t != background)
+                        .collect(),
+                },
+                None => plan_within(self.ranges.get(i..j).unwrap_or_default(), 0, self.empty),
+            },
+            // Never chosen for a run the balanced split fits in `d`.
+            Choice::Impossible => plan_within(self.ranges.get(i..j).unwrap_or_default(), 0, self.empty),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+
+    /// The target of `v` under a plan.
+    fn walk<T: Copy>(plan: &Plan<T>, v: u32) -> T {
+        match plan {
+            Plan::Leaf(t) => *t,
+            Plan::Split { bound, left, right } => walk(if v >= *bound { right } else { left }, v),
+            Plan::Chain { background, exceptions } => {
+                exceptions.iter().find(|&&(k, _)| k == v).map_or(*background, |&(_, t)| t)
+            }
+        }
+    }
+
+    fn cost<T>(plan: &Plan<T>) -> (usize, usize) {
+        match plan {
+            Plan::Leaf(_) => (0, 0),
+            Plan::Split { left, right, .. } => {
+                let (l, r) = (cost(left), cost(right));
+                (1 + l.0 + r.0, 1 + l.1.max(r.1))
+            }
+            Plan::Chain { exceptions, .. } => (exceptions.len(), exceptions.len()),
+        }
+    }
+
+    fn target_of(ranges: &[(u32, u32)], v: u32) -> u32 {
+        ranges.iter().rev().find(|&&(s, _)| s <= v).unwrap().1
+    }
+
+    #[test]
+    fn plans_keep_every_value_and_the_depth_bound() {
+        // An allow-list (ALLOW = 1) of scattered numbers on KILL (0), a lone
+        // denied one inside a run, and a few wide ranges.
+        let allowed =
+            |v: u32| (v < 60 && v != 40) || [63u32, 65, 70, 71, 90, 100, 101, 102, 200, 250, 299].contains(&v);
+        let mut ranges: Vec<(u32, u32)> = Vec::new();
+        for v in 0..400u32 {
+            let t = u32::from(allowed(v));
+            if ranges.last().is_none_or(|&(_, last)| last != t) {
+                ranges.push((v, t));
+            }
+        }
+        ranges.push((0x4000_0000, 2));
+        let plan = plan(&ranges, 9);
+        let (compares, depth) = cost(&plan);
+        let n = ranges.len();
+        let bound = (usize::BITS - (n - 1).leading_zeros()) as usize + DEPTH_SLACK;
+        assert!(depth <= bound, "{depth} > {bound}");
+        // Fewer compares than the balanced tree's n - 1.
+        assert!(compares < n - 1, "{compares} of {}", n - 1);
+        for &(s, _) in &ranges {
+            for v in [s.wrapping_sub(1), s, s.wrapping_add(1)] {
+                assert_eq!(walk(&plan, v), target_of(&ranges, v), "value {v}");
+            }
+        }
+    }
+
+    #[test]
+    fn large_inputs_split_in_the_middle_then_plan() {
+        let ranges: Vec<(u32, u32)> = (0..1000u32).map(|i| (i * 3, i % 3)).collect();
+        let plan = plan(&ranges, 9);
+        for v in 0..3100 {
+            assert_eq!(walk(&plan, v), target_of(&ranges, v), "value {v}");
+        }
+    }
+}
