@@ -262,7 +262,7 @@ pub fn convert(program: &cbpf::Program, options: &Options) -> Result<Hooked, Hoo
 }
 
 /// A seccomp filter for `--target xdp`: its kernel-exact conversion made
-/// loadable ([`convert::loadable`]) behind the seccomp XDP harness
+/// loadable ([`mod@convert::loadable`]) behind the seccomp XDP harness
 /// ([`convert::loadable::xdp`], the same program the `kernel-jit` engine
 /// runs), whose packet is the 64-byte `struct seccomp_data` as the
 /// filter's arch lays it out ([`convert::loadable::xdp::packet`]); it

@@ -1,4 +1,4 @@
-//! Bytecode passes over the laid-out program, after [`crate::layout`].
+//! Bytecode passes over the laid-out program, after `layout`.
 //!
 //! gVisor's `pkg/bpf` optimiser (`optimizer.go`) rewrites a finished
 //! program with eight passes until none changes it. Most of what they
@@ -15,7 +15,7 @@
 //! | `ja 0` removed (`removeZeroInstructionJumps`) | [`remove`] drops them after every deletion |
 //! | unreachable code removed (`removeDeadCode`) | [`dead_code`]: the layout emits only what some range reaches; threading can orphan a landing |
 //! | a load of what A already holds removed (`removeRedundantLoads`, on a single-predecessor chain) | [`redundant_loads`]: on every path into the load (a forward data flow), so also where a tree's child switch or residual reloads the word its parent tested |
-//! | returns merged to the fewest copies in reach (`optimizeJumpsToSmallestSetOfReturns`) | not run: the layout shares one `ret` per value while it is in reach and copies it only past 255 ([`crate::layout`]'s landings) |
+//! | returns merged to the fewest copies in reach (`optimizeJumpsToSmallestSetOfReturns`) | not run: the layout shares one `ret` per value while it is in reach and copies it only past 255 (`layout`'s landings) |
 //!
 //! gVisor's rule optimiser (`pkg/seccomp`'s `seccomp_optimizer.go`)
 //! works on rules before code: flattening `Or`/`And`, dropping

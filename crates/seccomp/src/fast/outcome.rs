@@ -5,7 +5,7 @@
 use cbpf::Program;
 
 /// What the filter does for a range of (arch, nr), or for a run of a
-/// word's values in a [`Switch`].
+/// word's values in a [`Switch`](super::Switch).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Outcome {
     /// Returns this value whatever the arguments and instruction pointer.
