@@ -25,7 +25,8 @@ const ALLOWED: &[(&str, &str)] = &[
         "mirror of sk_run_filter() (Linux 3.14): one switch on the raw code per instruction",
     ),
     ("crates/ebpf/src/exec/plain.rs", "mirror of ___bpf_prog_run()'s jumptable[] indexed by the raw opcode"),
-    ("crates/ebpf/src/isa/op.rs", "the eBPF ISA table: one decode, one encode"),
+    ("crates/ebpf/src/isa/op/mod.rs", "the eBPF ISA: one decode, one encode"),
+    ("crates/ebpf/src/isa/op/tables.rs", "the eBPF ISA's per-family tables (their bits)"),
     ("crates/ebpf/src/isa/opcode.rs", "the eBPF opcode constants"),
     ("crates/ebpf/src/isa/insn.rs", "`struct bpf_insn` and its field accessors (`class()`)"),
     (
