@@ -3,9 +3,17 @@
 //!
 //! ```text
 //! Meaning ─► Partition (per arch value, nr ranges: ret #K or a syscall's argument checks)
-//!         ─► optimize::lay_out (arch jeq, jge tree over the ranges, landings past 255)
+//!         ─► Partition::grow_trees (argument checks as trees over the words they test)
+//!         ─► optimize::lay_out (arch jeq, jge tree over the ranges, the trees, landings past 255)
+//!         ─► optimize::passes (jumps threaded, redundant loads and dead code dropped)
 //!         ─► validate (seccomp mode, ≤ 4096) ─► kernel cache check ─► equiv against the reference program
 //! ```
+//!
+//! A syscall's argument checks start as the reference's first-match chain
+//! of its rules; [`seccomp::fast::Partition::grow_trees`] turns each into
+//! a tree over the words it tests (one level per word, a run of values per
+//! child, the same trees `bpfconv optimize` grows from a filter), and the
+//! layout keeps the tree wherever it is no longer than the chain.
 //!
 //! The reference program ([`crate::profile::reference`]) transcribes the
 //! meaning rule by rule and is tested against [`Meaning::eval`]; the
@@ -42,17 +50,20 @@ pub struct Stats {
     pub longest_path: usize,
     pub reference_insns: usize,
     pub reference_longest_path: usize,
-    /// Distinct argument-check programs and their instructions.
+    /// Distinct argument-check programs and their instructions, before
+    /// any tree.
     pub residuals: usize,
     pub residual_insns: usize,
     pub layout: optimize::LayoutStats,
+    /// What the bytecode passes after the layout did.
+    pub passes: optimize::PassStats,
 }
 
 impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "instructions {} (reference {}), longest path {} (reference {}), ranges {}, tree depth {}, argument checks {} ({} instructions), landings {}",
+            "instructions {} (reference {}), longest path {} (reference {}), ranges {}, tree depth {}, argument checks {} ({} instructions), argument trees {}, residual instructions laid out {}, landings {}",
             self.insns,
             self.reference_insns,
             self.longest_path,
@@ -61,6 +72,8 @@ impl std::fmt::Display for Stats {
             self.layout.tree_depth,
             self.residuals,
             self.residual_insns,
+            self.layout.switches,
+            self.layout.residual_insns,
             self.layout.landings
         )
     }
@@ -116,8 +129,11 @@ pub fn reference_program(m: &Meaning) -> Result<Program, CompileError> {
 /// `m` as a filter, proved equal to it (see the module docs).
 pub fn compile(m: &Meaning, options: &Options) -> Result<Compiled, CompileError> {
     let reference = reference_program(m)?;
-    let (partition, residual_insns) = partition(m)?;
-    let (insns, layout) = optimize::lay_out(&partition);
+    let (mut partition, residual_insns) = partition(m)?;
+    let residuals = partition.residuals.len();
+    partition.grow_trees();
+    let (mut insns, layout) = optimize::lay_out(&partition);
+    let passes = optimize::passes::run(&mut insns);
     if insns.len() > BPF_MAXINSNS {
         return Err(CompileError::TooLong { insns: insns.len(), max: BPF_MAXINSNS });
     }
@@ -143,9 +159,10 @@ pub fn compile(m: &Meaning, options: &Options) -> Result<Compiled, CompileError>
         longest_path: optimize::longest_path(program.original()),
         reference_insns: reference.len(),
         reference_longest_path: optimize::longest_path(reference.original()),
-        residuals: partition.residuals.len(),
+        residuals,
         residual_insns,
         layout,
+        passes,
     };
     Ok(Compiled { program, reference, stats })
 }
@@ -226,10 +243,10 @@ fn constant(s: &Syscall) -> Option<u32> {
 }
 
 /// A syscall's argument checks as a standalone classic program (entered
-/// with nothing assumed in A or X): today the reference's first-match
-/// chain of its rules. This is the one place an argument-check emitter
-/// plugs in (argument trees over the same rules replace it); whatever it
-/// emits is held to the meaning by the proof against the reference.
+/// with nothing assumed in A or X): the reference's first-match chain of
+/// its rules, which [`Partition::grow_trees`] then grows into a tree;
+/// whatever the layout emits is held to the meaning by the proof against
+/// the reference.
 fn arg_checks(view: &View, s: &Syscall) -> Result<Vec<Insn>, CompileError> {
     let mut c = Code::default();
     reference::rule_chain(&mut c, view.arch, &s.rules, view.default);

@@ -461,10 +461,18 @@ pub fn box_rules(b: &ArgBox) -> Result<Vec<Vec<ArgCond>>, Inexpressible> {
             ArgSet::MaskedIn { mask, values } => {
                 values.iter().map(|&v| ArgCond { index, op: CmpOp::MaskedEq, value: *mask, value_two: v }).collect()
             }
-            ArgSet::MaskedNotIn { mask, values } => {
-                let set = format!("(args[{index}] & {}) not in {}", Num(*mask), list(values));
-                return Err(Inexpressible::Set { pc, index, set });
-            }
+            ArgSet::MaskedNotIn { mask, values } => match masked_values(*mask) {
+                // `!=` does not exist masked; when `args & mask` takes few
+                // values (`& 0x1`: two), the others are said one each.
+                Some(all) => all
+                    .filter(|v| values.binary_search(v).is_err())
+                    .map(|v| ArgCond { index, op: CmpOp::MaskedEq, value: *mask, value_two: v })
+                    .collect(),
+                None => {
+                    let set = format!("(args[{index}] & {}) not in {}", Num(*mask), list(values));
+                    return Err(Inexpressible::Set { pc, index, set });
+                }
+            },
             ArgSet::In(set) => set_conds(index, set, pc)?,
         };
         if rules.len().saturating_mul(alternatives.len()) > MAX_RULES_PER_BOX {
@@ -483,6 +491,20 @@ pub fn box_rules(b: &ArgBox) -> Result<Vec<Vec<ArgCond>>, Inexpressible> {
     }
     Ok(rules)
 }
+
+/// Every value of `args & mask`, when there are at most
+/// [`MAX_MASKED_VALUES`] (each a subset of the mask's bits).
+fn masked_values(mask: u64) -> Option<impl Iterator<Item = u64>> {
+    (1u64 << mask.count_ones().min(63) <= MAX_MASKED_VALUES).then(|| {
+        // Walks the subsets of `mask` upward: `(v - mask) & mask` is the
+        // next subset after `v`, wrapping to 0 after `mask` itself.
+        std::iter::successors(Some(0u64), move |&v| (v != mask).then(|| v.wrapping_sub(mask) & mask))
+    })
+}
+
+/// `(args & mask) != ...` is said value by value when `args & mask` takes
+/// at most this many values.
+const MAX_MASKED_VALUES: u64 = 64;
 
 /// The box as one readable condition (`args[0] in {0x26, 0x28} &&
 /// args[1] < 0x10`); `None` when it holds always.
@@ -854,6 +876,25 @@ mod tests {
         );
         assert!(set_conds(0, &Set::from_runs(m, [(0x12345, 0x9876543)]), 7).is_err());
         assert_eq!(aligned_blocks(0, m), [(0, 1 << 63), (1 << 63, 1 << 63)]);
+    }
+
+    #[test]
+    fn masked_complements_are_said_value_by_value_when_few() {
+        let rules = |mask: u64, values: &[u64]| -> Result<Vec<String>, Inexpressible> {
+            let mut args: [ArgSet; ARGS] = std::array::from_fn(|_| ArgSet::Any);
+            args[1] = ArgSet::MaskedNotIn { mask, values: values.to_vec() };
+            let b = ArgBox { args, pcs: [0; ARGS] };
+            Ok(box_rules(&b)?
+                .iter()
+                .map(|r| r.iter().map(ToString::to_string).collect::<Vec<_>>().join(" && "))
+                .collect())
+        };
+        assert_eq!(rules(1, &[0]).unwrap(), ["(args[1] & 0x1) == 0x1"]);
+        assert_eq!(rules(0x5, &[0, 4]).unwrap(), ["(args[1] & 0x5) == 0x1", "(args[1] & 0x5) == 0x5"]);
+        assert_eq!(rules(1 << 40 | 1, &[0]).unwrap().len(), 3);
+        assert_eq!(masked_values(0x3f).unwrap().count(), 64);
+        assert!(rules(0x7f, &[0]).is_err());
+        assert!(rules(u64::MAX, &[0]).is_err());
     }
 
     #[test]

@@ -26,6 +26,12 @@ fn outcome(ranges: &Ranges, nr: u32) -> Outcome {
 /// Checks `p`'s partition on a sweep; returns it.
 fn check(name: &str, p: &Program) -> Partition {
     let part = Partition::build(p, &mut Default::default(), 1 << 20).unwrap();
+    agrees(name, p, &part);
+    part
+}
+
+/// Checks that `part` gives what `p` gives on a sweep.
+fn agrees(name: &str, p: &Program, part: &Partition) {
     let whole = Interp::new(p);
     let residuals: Vec<Interp> = part.residuals.iter().map(|r| Interp::new(&r.program)).collect();
     let all: Vec<(Option<u32>, &Ranges)> = match &part.any_arch {
@@ -73,7 +79,43 @@ fn check(name: &str, p: &Program) -> Partition {
             }
         }
     }
-    part
+}
+
+/// `part` as a code generator without trees would make it: every switch
+/// replaced by the residual it stands for, no switches.
+fn without_trees(part: &Partition) -> Partition {
+    let stand_in = |o: Outcome| match o {
+        Outcome::Switch(j) => Outcome::Residual(part.switches[j].residual),
+        o => o,
+    };
+    let mut bare = part.clone();
+    for a in &mut bare.arches {
+        a.ranges.iter_mut().for_each(|(_, o)| *o = stand_in(*o));
+    }
+    if let Some(r) = bare.any_arch.as_mut() {
+        r.iter_mut().for_each(|(_, o)| *o = stand_in(*o));
+    }
+    bare.other_arches = stand_in(bare.other_arches);
+    bare.switches.clear();
+    bare
+}
+
+#[test]
+fn grow_trees_grows_a_bare_partition_back_into_trees() {
+    let mut grown_switches = 0;
+    for name in common::filter_names() {
+        let p = common::load(&name);
+        let part = Partition::build(&p, &mut Default::default(), 1 << 20).unwrap();
+        let mut bare = without_trees(&part);
+        bare.grow_trees();
+        agrees(&name, &p, &bare);
+        let reached = bare.arches.iter().flat_map(|a| &a.ranges).filter(|(_, o)| matches!(o, Outcome::Switch(_)));
+        // Every root the build made is grown again (perhaps more: the
+        // bare partition's leaves are grown too).
+        assert!(bare.switches.len() >= part.switches.len(), "{name}");
+        grown_switches += reached.count();
+    }
+    assert!(grown_switches > 0);
 }
 
 #[test]

@@ -25,7 +25,9 @@
 //! - a residual whose argument checks compare words with constants is
 //!   grown into a tree ([`super::tree`]): [`Outcome::Switch`] names the
 //!   root, [`Partition::switches`] holds every switch, and each still
-//!   names the residual it stands for.
+//!   names the residual it stands for. A partition made elsewhere (`policy`'s
+//!   compiler writes one from a profile) grows the same trees with
+//!   [`Partition::grow_trees`].
 //!
 //! A residual is a classic program from the filter's start with `arch`
 //! (and `nr`) known: it reloads what it reads from `struct seccomp_data`,
@@ -220,6 +222,45 @@ impl Partition {
             residuals: builder.forest.residuals,
             switches: builder.forest.switches,
         })
+    }
+}
+
+impl Partition {
+    /// Grows the residuals of a partition made without trees (a code
+    /// generator's own, [`Partition::switches`] empty) into trees, as
+    /// [`Partition::build`] grows its own: each residual kept once (the
+    /// whole list rebuilt, identical programs shared), the ranges and
+    /// [`Partition::other_arches`] pointed at the trees, neighbouring ranges
+    /// that now agree merged. Within [`TREE_STEP_BUDGET`] and
+    /// [`TREE_INSN_BUDGET`]; past them a residual stays a leaf (exact
+    /// either way). A partition that has switches already is left as it is.
+    pub fn grow_trees(&mut self) {
+        if !self.switches.is_empty() {
+            return;
+        }
+        let mut forest = Forest::new(TREE_STEP_BUDGET, TREE_INSN_BUDGET);
+        let grown: Vec<Outcome> = std::mem::take(&mut self.residuals)
+            .into_iter()
+            .map(|r| match forest.outcome(r.program.original(), (r.reads_a, r.reads_x)) {
+                Ok((o, _)) => o,
+                Err(_) => Outcome::Residual(forest.keep(r.program.original().to_vec(), r)),
+            })
+            .collect();
+        let moved = |o: Outcome| match o {
+            Outcome::Residual(i) => grown.get(i).copied().unwrap_or(o),
+            o => o,
+        };
+        let ranges = self.arches.iter_mut().map(|a| &mut a.ranges).chain(self.any_arch.as_mut());
+        for r in ranges {
+            let mut merged = Ranges::with_capacity(r.len());
+            for &(start, o) in r.iter() {
+                push_range(&mut merged, start, moved(o));
+            }
+            *r = merged;
+        }
+        self.other_arches = moved(self.other_arches);
+        self.residuals = forest.residuals;
+        self.switches = forest.switches;
     }
 }
 
