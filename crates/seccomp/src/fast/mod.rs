@@ -109,6 +109,27 @@ pub const MIN_DENSE: u32 = 64;
 /// numbers, `-1`) get sparse entries.
 pub const DENSE_LIMIT: u32 = 1024;
 
+/// Where the second dense window of an arch's numbers starts: x32's
+/// `__X32_SYSCALL_BIT` (x32 system calls reach an x86_64 filter as
+/// `nr | 0x4000_0000`, arch x86_64), [`DENSE_LIMIT`] numbers long.
+const HIGH_BASE: u32 = crate::arch::X32_SYSCALL_BIT;
+
+/// The window `HIGH_BASE..HIGH_BASE + DENSE_LIMIT` of `table` as a dense
+/// array of what its searches answer there, when the filter compares a
+/// number inside it or cuts a run there (libseccomp's x32 checks, a binary
+/// tree over x32 numbers); otherwise empty (every number of it gets the same
+/// answer from the searches, no faster in a table). Costs no
+/// specialisation: each slot is one the table already has.
+fn high_window(table: &ArchTable) -> Box<[Slot]> {
+    let window = HIGH_BASE..HIGH_BASE + DENSE_LIMIT;
+    let compared = table.sparse.iter().any(|(nr, _)| window.contains(nr));
+    let cut = table.ranges.iter().any(|(start, _)| window.contains(start));
+    if !(compared || cut) {
+        return Box::new([]);
+    }
+    window.map(|nr| table.searched(nr)).collect()
+}
+
 /// Global build budget: forward-pass steps (instructions visited) over all
 /// specialisations of one build, arches, numbers and trees together.
 pub const BUILD_STEP_BUDGET: usize = 8_000_000;
@@ -178,6 +199,12 @@ struct ArchTable {
     arch: u32,
     /// Numbers `0..dense.len()`.
     dense: Box<[Slot]>,
+    /// Numbers `HIGH_BASE..HIGH_BASE + high.len()` (x32's, `nr | 0x4000_0000`
+    /// on x86_64), copied from what `sparse`, `ranges` and `other` say for
+    /// them, when the filter tells some of them apart (see [`high_window`]):
+    /// a lookup where two binary searches would cost more than the classic
+    /// interpreter's walk of a binary tree.
+    high: Box<[Slot]>,
     /// Compared numbers past the dense part, ascending.
     sparse: Box<[(u32, Slot)]>,
     /// Every other number: specialised on the arch alone.
@@ -198,6 +225,15 @@ impl ArchTable {
         if let Some(&s) = self.dense.get(nr as usize) {
             return s;
         }
+        if let Some(&s) = self.high.get(nr.wrapping_sub(HIGH_BASE) as usize) {
+            return s;
+        }
+        self.searched(nr)
+    }
+
+    /// [`ArchTable::slot`] past the dense parts: `sparse`, `ranges`, `other`.
+    #[inline(always)]
+    fn searched(&self, nr: u32) -> Slot {
         match self.sparse.binary_search_by_key(&nr, |&(n, _)| n) {
             Ok(i) => self.sparse.get(i).map_or(self.other, |&(_, s)| s),
             Err(_) if self.ranges.is_empty() => self.other,
@@ -460,6 +496,7 @@ impl FastFilter {
                 return ArchTable {
                     arch: arch.unwrap_or(0),
                     dense: Box::new([]),
+                    high: Box::new([]),
                     sparse: Box::new([]),
                     other: Slot::Residual(0),
                     ranges: Box::new([]),
@@ -507,7 +544,10 @@ impl FastFilter {
                     Slot::Switch(_) => stats.switch_entries += 1,
                 }
             }
-            ArchTable { arch: arch.unwrap_or(0), dense, sparse, other, ranges: ranges.into() }
+            let mut table =
+                ArchTable { arch: arch.unwrap_or(0), dense, high: Box::new([]), sparse, other, ranges: ranges.into() };
+            table.high = high_window(&table);
+            table
         };
         let arches_named = arches.clone();
         for arch in arches {
@@ -745,5 +785,39 @@ mod tests {
             args: [1, u64::MAX, 0x8000_0000_0000_0001, 4, 5, 0xaabb_ccdd_0000_0006],
         };
         assert_eq!(data_bytes(&data), data.to_bytes());
+    }
+
+    /// x86_64 filters that tell x32 numbers apart get the window of them
+    /// as a table, with the searches' answers at every number of it.
+    #[test]
+    fn x32_numbers_compared_get_a_window() {
+        const ALLOW: u32 = 0x7fff_0000;
+        let filter = |x32: u32| {
+            cbpf::validate(
+                &[
+                    cbpf::Insn::stmt(0x20, 4),
+                    cbpf::Insn::jump(0x15, 0xc000_003e, 0, 4),
+                    cbpf::Insn::stmt(0x20, 0),
+                    cbpf::Insn::jump(0x15, 12, 1, 0),
+                    cbpf::Insn::jump(0x15, x32, 0, 1),
+                    cbpf::Insn::stmt(0x06, ALLOW),
+                    cbpf::Insn::stmt(0x06, 0),
+                ],
+                Mode::Seccomp,
+            )
+            .unwrap()
+        };
+        for (x32, window) in [(HIGH_BASE | 1, DENSE_LIMIT as usize), (HIGH_BASE + DENSE_LIMIT, 0), (1000, 0)] {
+            let prog = filter(x32);
+            let fast = FastFilter::build(&prog).unwrap();
+            assert_eq!(fast.arches[0].high.len(), window, "{x32:#x}");
+            let interp = Interp::new(&prog);
+            for nr in (HIGH_BASE - 2..HIGH_BASE + DENSE_LIMIT + 2).chain([1000, 12, u32::MAX]) {
+                let data = SeccompData { nr: nr as i32, arch: 0xc000_003e, ..Default::default() };
+                assert_eq!(fast.eval(&data), interp.run_seccomp(&data.to_bytes()).unwrap(), "{x32:#x} nr {nr:#x}");
+            }
+            let data = SeccompData { nr: x32 as i32, arch: 0xc000_003e, ..Default::default() };
+            assert_eq!(fast.eval(&data), ALLOW);
+        }
     }
 }
