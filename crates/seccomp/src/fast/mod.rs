@@ -163,6 +163,15 @@ struct SwitchTable {
     /// Byte offset of the word.
     offset: u32,
     mask: u32,
+    /// Whether the switch has at most [`NEAR_RUNS`] runs, held in `near`
+    /// and `near_slots`: a walk down a tree of such switches reads each
+    /// node's own bytes, not two more arrays behind pointers per node.
+    is_near: bool,
+    /// With `is_near`: `starts[1..]`, padded with `u32::MAX`.
+    near: [u32; NEAR_RUNS - 1],
+    /// With `is_near`: `slots`, padded with copies of the last (a word of
+    /// `u32::MAX` counts the padding and lands on one: it is in the last run).
+    near_slots: [Slot; NEAR_RUNS],
     /// Where each run of `word & mask` starts, ascending, the first 0.
     starts: Box<[u32]>,
     /// `slots[i]` handles the run from `starts[i]`.
@@ -171,6 +180,10 @@ struct SwitchTable {
     /// shows).
     residual: u32,
 }
+
+/// Switches with at most this many runs keep them in the switch itself
+/// ([`SwitchTable::near`]).
+const NEAR_RUNS: usize = 4;
 
 /// Switches with at most this many runs count the starts at or below the
 /// word (no branch per start); longer ones binary-search.
@@ -181,6 +194,23 @@ impl SwitchTable {
     fn slot(&self, word: u32) -> Slot {
         let v = word & self.mask;
         // The run: how many starts past the first (0) are at or below v.
+        if self.is_near {
+            // Compares and selects, not a computed index: the compiler's
+            // conditional moves from memory become branches in the walk's
+            // loop, which the CPU predicts and runs ahead of (an index
+            // makes every level wait for the word and its comparison).
+            let [s1, s2, s3] = self.near;
+            let [r0, r1, r2, r3] = self.near_slots;
+            return if v < s1 {
+                r0
+            } else if v < s2 {
+                r1
+            } else if v < s3 {
+                r2
+            } else {
+                r3
+            };
+        }
         let i = match *self.starts {
             [_, b] => usize::from(v >= b),
             [_, b, c] => usize::from(v >= b) + usize::from(v >= c),
@@ -383,12 +413,15 @@ impl Residuals {
             .forest
             .switches
             .into_iter()
-            .map(|s| SwitchTable {
-                offset: s.offset,
-                mask: s.mask,
-                starts: s.ranges.iter().map(|&(start, _)| start).collect(),
-                slots: s.ranges.iter().map(|&(_, o)| slot_of(o)).collect(),
-                residual: s.residual as u32 + 1,
+            .map(|s| {
+                let starts: Box<[u32]> = s.ranges.iter().map(|&(start, _)| start).collect();
+                let slots: Box<[Slot]> = s.ranges.iter().map(|&(_, o)| slot_of(o)).collect();
+                let residual = s.residual as u32 + 1;
+                let last = slots.last().copied().unwrap_or(Slot::Residual(residual));
+                let near = std::array::from_fn(|i| starts.get(i + 1).copied().unwrap_or(u32::MAX));
+                let near_slots = std::array::from_fn(|i| slots.get(i).copied().unwrap_or(last));
+                let is_near = (1..=NEAR_RUNS).contains(&starts.len());
+                SwitchTable { offset: s.offset, mask: s.mask, is_near, near, near_slots, starts, slots, residual }
             })
             .collect();
         (residuals, switches, self.forest.budget_fallbacks)
@@ -785,6 +818,34 @@ mod tests {
             args: [1, u64::MAX, 0x8000_0000_0000_0001, 4, 5, 0xaabb_ccdd_0000_0006],
         };
         assert_eq!(data_bytes(&data), data.to_bytes());
+    }
+
+    /// A switch of at most [`NEAR_RUNS`] runs answers from its own fields
+    /// what its run arrays answer, at every start, next to it and at the
+    /// ends of the word (the padding).
+    #[test]
+    fn near_switches_answer_as_their_runs() {
+        for starts in [&[0u32][..], &[0, 1], &[0, 5, 0x8000_0000], &[0, 1, 2, u32::MAX], &[0, 7, 9, 100, 200]] {
+            let slots: Box<[Slot]> = (0..starts.len() as u32).map(Slot::Action).collect();
+            let last = slots.last().copied().unwrap();
+            let near = SwitchTable {
+                offset: 16,
+                mask: u32::MAX,
+                is_near: starts.len() <= NEAR_RUNS,
+                near: std::array::from_fn(|i| starts.get(i + 1).copied().unwrap_or(u32::MAX)),
+                near_slots: std::array::from_fn(|i| slots.get(i).copied().unwrap_or(last)),
+                starts: starts.into(),
+                slots: slots.clone(),
+                residual: 9,
+            };
+            let far = SwitchTable { is_near: false, ..near.clone() };
+            let words = starts.iter().flat_map(|&s| [s.wrapping_sub(1), s, s.wrapping_add(1)]).chain([0, u32::MAX]);
+            for v in words {
+                let want = Slot::Action(starts.iter().filter(|&&s| s <= v).count() as u32 - 1);
+                assert_eq!(near.slot(v), want, "{starts:?} {v:#x}");
+                assert_eq!(far.slot(v), want, "{starts:?} {v:#x}");
+            }
+        }
     }
 
     /// x86_64 filters that tell x32 numbers apart get the window of them
