@@ -115,19 +115,16 @@ pub const DENSE_LIMIT: u32 = 1024;
 const HIGH_BASE: u32 = crate::arch::X32_SYSCALL_BIT;
 
 /// The window `HIGH_BASE..HIGH_BASE + DENSE_LIMIT` of `table` as a dense
-/// array of what its searches answer there, when the filter compares a
-/// number inside it or cuts a run there (libseccomp's x32 checks, a binary
-/// tree over x32 numbers); otherwise empty (every number of it gets the same
-/// answer from the searches, no faster in a table). Costs no
-/// specialisation: each slot is one the table already has.
+/// array of the runs its numbers are in, when the filter cuts runs there (a
+/// binary tree over x32 numbers: libseccomp's optimised filters); otherwise
+/// empty (numbers the filter compares are found in `sparse` first). Costs
+/// no specialisation: each slot is one the table already has.
 fn high_window(table: &ArchTable) -> Box<[Slot]> {
     let window = HIGH_BASE..HIGH_BASE + DENSE_LIMIT;
-    let compared = table.sparse.iter().any(|(nr, _)| window.contains(nr));
-    let cut = table.ranges.iter().any(|(start, _)| window.contains(start));
-    if !(compared || cut) {
+    if !table.ranges.iter().any(|(start, _)| window.contains(start)) {
         return Box::new([]);
     }
-    window.map(|nr| table.searched(nr)).collect()
+    window.map(|nr| table.run_of(nr)).collect()
 }
 
 /// Global build budget: forward-pass steps (instructions visited) over all
@@ -230,10 +227,10 @@ struct ArchTable {
     /// Numbers `0..dense.len()`.
     dense: Box<[Slot]>,
     /// Numbers `HIGH_BASE..HIGH_BASE + high.len()` (x32's, `nr | 0x4000_0000`
-    /// on x86_64), copied from what `sparse`, `ranges` and `other` say for
-    /// them, when the filter tells some of them apart (see [`high_window`]):
-    /// a lookup where two binary searches would cost more than the classic
-    /// interpreter's walk of a binary tree.
+    /// on x86_64) the filter does not compare, their runs copied from
+    /// `ranges` when the filter cuts runs there (see [`high_window`]): a
+    /// lookup where the binary search of the runs cost more than the
+    /// classic interpreter's walk of a binary tree.
     high: Box<[Slot]>,
     /// Compared numbers past the dense part, ascending.
     sparse: Box<[(u32, Slot)]>,
@@ -255,24 +252,23 @@ impl ArchTable {
         if let Some(&s) = self.dense.get(nr as usize) {
             return s;
         }
-        if let Some(&s) = self.high.get(nr.wrapping_sub(HIGH_BASE) as usize) {
-            return s;
-        }
-        self.searched(nr)
-    }
-
-    /// [`ArchTable::slot`] past the dense parts: `sparse`, `ranges`, `other`.
-    #[inline(always)]
-    fn searched(&self, nr: u32) -> Slot {
         match self.sparse.binary_search_by_key(&nr, |&(n, _)| n) {
             Ok(i) => self.sparse.get(i).map_or(self.other, |&(_, s)| s),
             Err(_) if self.ranges.is_empty() => self.other,
-            // A number the filter never compares: its run.
-            Err(_) => {
-                let i = self.ranges.partition_point(|&(start, _)| start <= nr);
-                self.ranges.get(i.wrapping_sub(1)).map_or(self.other, |&(_, s)| s)
-            }
+            // Past the searches' common cases (dense, compared, no runs),
+            // so that only filters with runs pay for the window's check.
+            Err(_) => match self.high.get(nr.wrapping_sub(HIGH_BASE) as usize) {
+                Some(&s) => s,
+                None => self.run_of(nr),
+            },
         }
+    }
+
+    /// The run of `ranges` holding `nr`, a number the filter never compares.
+    #[inline(always)]
+    fn run_of(&self, nr: u32) -> Slot {
+        let i = self.ranges.partition_point(|&(start, _)| start <= nr);
+        self.ranges.get(i.wrapping_sub(1)).map_or(self.other, |&(_, s)| s)
     }
 }
 
@@ -848,19 +844,21 @@ mod tests {
         }
     }
 
-    /// x86_64 filters that tell x32 numbers apart get the window of them
-    /// as a table, with the searches' answers at every number of it.
+    /// x86_64 filters that cut runs of x32 numbers (order comparisons only,
+    /// as libseccomp's trees) get the window of them as a table, with the
+    /// runs' answers at every number of it.
     #[test]
-    fn x32_numbers_compared_get_a_window() {
+    fn x32_runs_get_a_window() {
         const ALLOW: u32 = 0x7fff_0000;
+        // ALLOW exactly `nr == x32`, said with two `jge`s.
         let filter = |x32: u32| {
             cbpf::validate(
                 &[
                     cbpf::Insn::stmt(0x20, 4),
                     cbpf::Insn::jump(0x15, 0xc000_003e, 0, 4),
                     cbpf::Insn::stmt(0x20, 0),
-                    cbpf::Insn::jump(0x15, 12, 1, 0),
-                    cbpf::Insn::jump(0x15, x32, 0, 1),
+                    cbpf::Insn::jump(0x35, x32, 0, 2),
+                    cbpf::Insn::jump(0x35, x32 + 1, 1, 0),
                     cbpf::Insn::stmt(0x06, ALLOW),
                     cbpf::Insn::stmt(0x06, 0),
                 ],

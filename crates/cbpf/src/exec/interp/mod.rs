@@ -60,6 +60,7 @@
 //! fast path, so tests use each as a check on the other.
 
 mod compile;
+mod eq_set;
 
 use crate::exec::context::{Context, SeccompCtx, SocketCtx};
 use crate::exec::trace;
@@ -95,6 +96,8 @@ pub struct Interp {
     /// The instructions as validated (`Program::insns()`), for tracing.
     insns: Box<[Insn]>,
     mode: Mode,
+    /// Lookup tables of the long `jeq` chains ([`Step::EqSet`]).
+    eq_sets: eq_set::EqSets,
     /// Whether the program has a `st`/`stx` (without one it cannot have an
     /// `ld`/`ldx M[k]` either: `check_load_and_stores()` rejects reading a
     /// word never written), so that runs of other programs skip `M[]`.
@@ -109,8 +112,9 @@ impl Interp {
         let (mut ops, mut chains) = compile::compile(insns);
         let rets = compile::route_returns(&mut ops, &mut chains);
         compile::link_chains(&mut ops, &mut chains);
+        let eq_sets = eq_set::build(&mut ops, &chains);
         let uses_mem = ops.iter().any(|op| matches!(op, Step::St(_) | Step::Stx(_)));
-        Interp { ops, chains, rets, insns: insns.into(), mode: program.mode(), uses_mem }
+        Interp { ops, chains, rets, insns: insns.into(), mode: program.mode(), eq_sets, uses_mem }
     }
 
     /// The mode the program was validated for.
@@ -152,6 +156,8 @@ impl Interp {
                 Step::LdChain { k, from } => format!("ld [{k}]; chain @{from}"),
                 Step::LdRangeChain { k, from } => format!("ld [{k}]; range chain @{from}"),
                 Step::LdLongChain { k, from, to } => format!("ld [{k}]; long chain @{from}..{to}"),
+                Step::EqSet { set, from, to } => format!("eq set #{set} @{from}..{to}"),
+                Step::LdEqSet { k, set, from, to } => format!("ld [{k}]; eq set #{set} @{from}..{to}"),
                 Step::Test { index, then } => format!("test @{index} else {}", pc(then)),
                 Step::LdTest { k, index, then } => format!("ld [{k}]; test @{index} else {}", pc(then)),
                 Step::Range { from, lo, span, target, then } => {
@@ -362,6 +368,15 @@ impl Interp {
                 Step::LdLongChain { k, from, to } => {
                     a = ctx.seccomp_word(u32::from(k));
                     let exit = chains.first_exit(a, usize::from(from), usize::from(to));
+                    pc = follow_links(chains, ctx, &mut a, exit);
+                }
+                Step::EqSet { set, from, to } => {
+                    let exit = self.eq_sets.exit(chains, set, a, from, to);
+                    pc = follow_links(chains, ctx, &mut a, exit);
+                }
+                Step::LdEqSet { k, set, from, to } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    let exit = self.eq_sets.exit(chains, set, a, from, to);
                     pc = follow_links(chains, ctx, &mut a, exit);
                 }
                 Step::Test { index, then } => {
