@@ -12,8 +12,15 @@
 //! Every op of a chain (each pc of it is an entry) shares the chain's one
 //! table: a hit on a test before the op's own first test is a miss for
 //! that op (the constant occurs once in the chain, so not in the op's part).
+//! The table covers the chain's longest run of equalities up to its end; an
+//! op that starts at most [`MAX_PREFIX`] tests before that run (libseccomp's
+//! `jge #0x40000000` and `jeq #-1` checks before its list) scans those
+//! first, one test at a time, in order.
 
 use super::compile::{Chains, Exit, Step};
+
+/// Tests before the equalities that an op may scan one by one.
+const MAX_PREFIX: u16 = 4;
 
 /// Chains with fewer tests keep the blocked scan (which costs little for
 /// them and needs no table).
@@ -46,21 +53,28 @@ struct Span {
     base: u32,
     start: u32,
     len: u32,
+    /// The first test of the chain's run of equalities.
+    first: u16,
 }
 
 impl EqSets {
     /// Where the op of table `set` that starts at test `from` of a chain
     /// ending (sentinel) at test `to` leaves for `a`: the test that `a`
-    /// equals, if it is at or after `from`, else the sentinel.
+    /// equals, if it is at or after `from`, else the sentinel. (Called out
+    /// of line, through `Interp::eq_set_exit`.)
     #[inline(always)]
     pub(super) fn exit<'c>(&self, chains: &'c Chains, set: u16, a: u32, from: u16, to: u16) -> &'c Exit {
-        let test = self.test(set, a).filter(|&t| t >= from).unwrap_or(to);
+        let Some(span) = self.tables.get(usize::from(set)) else { return &DEAD_EXIT };
+        let prefix = chains.exits.get(usize::from(from)..usize::from(span.first)).unwrap_or_default();
+        if let Some(hit) = prefix.iter().find(|e| e.test.hits(a)) {
+            return hit;
+        }
+        let test = self.test(span, a).filter(|&t| t >= from).unwrap_or(to);
         chains.exits.get(usize::from(test)).unwrap_or(&DEAD_EXIT)
     }
 
     #[inline(always)]
-    fn test(&self, set: u16, a: u32) -> Option<u16> {
-        let span = self.tables.get(usize::from(set))?;
+    fn test(&self, span: &Span, a: u32) -> Option<u16> {
         let at = a.wrapping_sub(span.base);
         if at >= span.len {
             return None;
@@ -70,6 +84,7 @@ impl EqSets {
     }
 
     /// Number of tables.
+    #[cfg(test)]
     pub(super) fn len(&self) -> usize {
         self.tables.len()
     }
@@ -85,22 +100,20 @@ static DEAD_EXIT: Exit = Exit { test: chain::ExitTest::ALWAYS, target: u16::MAX,
 /// `to` are parts of one chain: the table covers the longest). Runs last:
 /// the exits it reads are final (routed, linked).
 pub(super) fn build(ops: &mut [Step], chains: &Chains) -> EqSets {
-    // The earliest entry of each chain end.
-    let mut longest: Vec<(u16, u16)> = Vec::new();
+    let mut ends: Vec<u16> = Vec::new();
     for op in ops.iter() {
-        if let Step::LongChain { from, to } | Step::LdLongChain { from, to, .. } = *op {
-            match longest.iter_mut().find(|(_, t)| *t == to) {
-                Some(entry) => entry.0 = entry.0.min(from),
-                None => longest.push((from, to)),
+        if let Step::LongChain { to, .. } | Step::LdLongChain { to, .. } = *op {
+            if !ends.contains(&to) {
+                ends.push(to);
             }
         }
     }
     let mut tables = Vec::new();
     let mut slots: Vec<u16> = Vec::new();
-    // (to, set) for each chain that became a table.
-    let mut made: Vec<(u16, u16)> = Vec::new();
-    for (from, to) in longest {
-        let Some(keys) = keys(chains, from, to) else { continue };
+    // (to, set, first equality) for each chain that got a table.
+    let mut made: Vec<(u16, u16, u16)> = Vec::new();
+    for to in ends {
+        let Some((first, keys)) = equalities(chains, to) else { continue };
         let (Some(&min), Some(&max)) = (keys.iter().min(), keys.iter().max()) else { continue };
         let len = (max - min) as usize + 1;
         if len > SPREAD * keys.len() + SLACK || slots.len() + len > TOTAL_ENTRIES {
@@ -111,20 +124,22 @@ pub(super) fn build(ops: &mut [Step], chains: &Chains) -> EqSets {
         slots.resize(start + len, NONE);
         for (offset, &key) in keys.iter().enumerate() {
             if let Some(slot) = slots.get_mut(start + (key - min) as usize) {
-                *slot = from + offset as u16;
+                *slot = first + offset as u16;
             }
         }
-        tables.push(Span { base: min, start: start as u32, len: len as u32 });
-        made.push((to, set));
+        tables.push(Span { base: min, start: start as u32, len: len as u32, first });
+        made.push((to, set, first));
     }
-    let set_of = |to: u16| made.iter().find(|(t, _)| *t == to).map(|&(_, set)| set);
+    let set_of = |from: u16, to: u16| {
+        made.iter().find(|&&(t, _, first)| t == to && from + MAX_PREFIX >= first).map(|&(_, set, _)| set)
+    };
     for op in ops.iter_mut() {
         *op = match *op {
-            Step::LongChain { from, to } => match set_of(to) {
+            Step::LongChain { from, to } => match set_of(from, to) {
                 Some(set) => Step::EqSet { set, from, to },
                 None => continue,
             },
-            Step::LdLongChain { k, from, to } => match set_of(to) {
+            Step::LdLongChain { k, from, to } => match set_of(from, to) {
                 Some(set) => Step::LdEqSet { k, set, from, to },
                 None => continue,
             },
@@ -134,27 +149,24 @@ pub(super) fn build(ops: &mut [Step], chains: &Chains) -> EqSets {
     EqSets { tables: tables.into(), slots: slots.into() }
 }
 
-/// The constants of tests `from..to` when each is an equality and no two
-/// are equal (else `None`), in test order.
-fn keys(chains: &Chains, from: u16, to: u16) -> Option<Vec<u32>> {
-    let tests = chains.exits.get(usize::from(from)..usize::from(to))?;
-    if tests.len() < MIN_TESTS {
+/// The run of equality tests that ends a chain at its sentinel `to`: its
+/// first test and the constants in test order, when there are at least
+/// [`MIN_TESTS`] and no two are equal.
+fn equalities(chains: &Chains, to: u16) -> Option<(u16, Vec<u32>)> {
+    let tests = chains.exits.get(..usize::from(to))?;
+    let is_eq = |e: &Exit| e.test.mask == u32::MAX && e.test.span == 0;
+    let run = tests.iter().rev().take_while(|e| is_eq(e)).count();
+    if run < MIN_TESTS {
         return None;
     }
-    let mut keys = Vec::with_capacity(tests.len());
-    for exit in tests {
-        let t = exit.test;
-        if t.mask != u32::MAX || t.span != 0 {
-            return None;
-        }
-        keys.push(t.lo);
-    }
+    let first = usize::from(to) - run;
+    let keys: Vec<u32> = tests.get(first..)?.iter().map(|e| e.test.lo).collect();
     let mut sorted = keys.clone();
     sorted.sort_unstable();
     if sorted.windows(2).any(|w| w.first() == w.get(1)) {
         return None;
     }
-    Some(keys)
+    Some((u16::try_from(first).ok()?, keys))
 }
 
 #[cfg(test)]
@@ -192,6 +204,26 @@ mod tests {
             let mut data = [0u8; 64];
             data[..4].copy_from_slice(&a.to_ne_bytes());
             let want = keys.iter().position(|&k| k == a).map_or(999, |i| i as u32);
+            assert_eq!(interp.run_seccomp(&data), Ok(want), "a={a}");
+            assert_eq!(interp.trace_seccomp(&data, |_| {}), Ok(want), "a={a}");
+        }
+    }
+
+    #[test]
+    fn a_few_other_tests_before_the_equalities_are_scanned_first() {
+        // `ld [0]; jgt #1000, ret 998` (an exit test that is no equality;
+        // its false side falls into the list), then the list.
+        let keys: Vec<u32> = (0..40).map(|i| 2 * i).collect();
+        let mut insns = list(&keys);
+        insns.insert(1, Insn::jump(JMP_JGT_K, 1000, 40 + 1 + 40, 0));
+        insns.push(Insn::stmt(RET_K, 998));
+        let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+        let listing = interp.chain_listing();
+        assert!(listing.contains("   0: ld [0]; eq set #"), "{listing}");
+        for a in (0..90u32).chain([1000, 1001, u32::MAX]) {
+            let mut data = [0u8; 64];
+            data[..4].copy_from_slice(&a.to_ne_bytes());
+            let want = if a > 1000 { 998 } else { keys.iter().position(|&k| k == a).map_or(999, |i| i as u32) };
             assert_eq!(interp.run_seccomp(&data), Ok(want), "a={a}");
             assert_eq!(interp.trace_seccomp(&data, |_| {}), Ok(want), "a={a}");
         }
