@@ -114,17 +114,21 @@ pub const DENSE_LIMIT: u32 = 1024;
 /// `nr | 0x4000_0000`, arch x86_64), [`DENSE_LIMIT`] numbers long.
 const HIGH_BASE: u32 = crate::arch::X32_SYSCALL_BIT;
 
-/// The window `HIGH_BASE..HIGH_BASE + DENSE_LIMIT` of `table` as a dense
-/// array of the runs its numbers are in, when the filter cuts runs there (a
-/// binary tree over x32 numbers: libseccomp's optimised filters); otherwise
-/// empty (numbers the filter compares are found in `sparse` first). Costs
-/// no specialisation: each slot is one the table already has.
-fn high_window(table: &ArchTable) -> Box<[Slot]> {
+/// Gives `table` the window `HIGH_BASE..HIGH_BASE + DENSE_LIMIT` as a
+/// dense array of what its searches answer there, when the filter compares
+/// numbers inside it or cuts runs there (libseccomp's x32 checks, a binary
+/// tree over x32 numbers), and drops the window's numbers from `sparse`,
+/// so that the search before the window is short. Costs no
+/// specialisation: each slot is one the table already has.
+fn add_high_window(table: &mut ArchTable) {
     let window = HIGH_BASE..HIGH_BASE + DENSE_LIMIT;
-    if !table.ranges.iter().any(|(start, _)| window.contains(start)) {
-        return Box::new([]);
+    let compared = table.sparse.iter().any(|(nr, _)| window.contains(nr));
+    let cut = table.ranges.iter().any(|(start, _)| window.contains(start));
+    if !(compared || cut) {
+        return;
     }
-    window.map(|nr| table.run_of(nr)).collect()
+    table.high = window.clone().map(|nr| table.slot(nr)).collect();
+    table.sparse = table.sparse.iter().filter(|(nr, _)| !window.contains(nr)).copied().collect();
 }
 
 /// Global build budget: forward-pass steps (instructions visited) over all
@@ -208,9 +212,8 @@ impl SwitchTable {
                 r3
             };
         }
+        // Wider than NEAR_RUNS (narrower ones took the path above).
         let i = match *self.starts {
-            [_, b] => usize::from(v >= b),
-            [_, b, c] => usize::from(v >= b) + usize::from(v >= c),
             ref starts if starts.len() <= SWITCH_SCAN_MAX => {
                 starts.iter().map(|&s| usize::from(s <= v)).sum::<usize>().wrapping_sub(1)
             }
@@ -227,10 +230,10 @@ struct ArchTable {
     /// Numbers `0..dense.len()`.
     dense: Box<[Slot]>,
     /// Numbers `HIGH_BASE..HIGH_BASE + high.len()` (x32's, `nr | 0x4000_0000`
-    /// on x86_64) the filter does not compare, their runs copied from
-    /// `ranges` when the filter cuts runs there (see [`high_window`]): a
-    /// lookup where the binary search of the runs cost more than the
-    /// classic interpreter's walk of a binary tree.
+    /// on x86_64), what `sparse`, `ranges` and `other` said for them, when
+    /// the filter tells some apart (see [`add_high_window`]; `sparse` then
+    /// has none of them): a lookup where a binary search cost more than
+    /// the classic interpreter's walk of a binary tree.
     high: Box<[Slot]>,
     /// Compared numbers past the dense part, ascending.
     sparse: Box<[(u32, Slot)]>,
@@ -254,9 +257,8 @@ impl ArchTable {
         }
         match self.sparse.binary_search_by_key(&nr, |&(n, _)| n) {
             Ok(i) => self.sparse.get(i).map_or(self.other, |&(_, s)| s),
-            Err(_) if self.ranges.is_empty() => self.other,
-            // Past the searches' common cases (dense, compared, no runs),
-            // so that only filters with runs pay for the window's check.
+            // Past the common cases (dense, compared numbers outside the
+            // window), so that filters without a window pay little for it.
             Err(_) => match self.high.get(nr.wrapping_sub(HIGH_BASE) as usize) {
                 Some(&s) => s,
                 None => self.run_of(nr),
@@ -267,6 +269,9 @@ impl ArchTable {
     /// The run of `ranges` holding `nr`, a number the filter never compares.
     #[inline(always)]
     fn run_of(&self, nr: u32) -> Slot {
+        if self.ranges.is_empty() {
+            return self.other;
+        }
         let i = self.ranges.partition_point(|&(start, _)| start <= nr);
         self.ranges.get(i.wrapping_sub(1)).map_or(self.other, |&(_, s)| s)
     }
@@ -575,7 +580,7 @@ impl FastFilter {
             }
             let mut table =
                 ArchTable { arch: arch.unwrap_or(0), dense, high: Box::new([]), sparse, other, ranges: ranges.into() };
-            table.high = high_window(&table);
+            add_high_window(&mut table);
             table
         };
         let arches_named = arches.clone();
@@ -739,10 +744,14 @@ impl FastFilter {
         self.stats
     }
 
-    /// The numbers with an entry of their own on `arch` (dense, then sparse).
+    /// The numbers with an entry of their own on `arch` (dense, sparse, the
+    /// x32 window).
     fn numbers(&self, arch: u32) -> Vec<u32> {
         match self.arches.iter().find(|t| t.arch == arch).or(self.any_arch.as_ref()) {
-            Some(t) => (0..t.dense.len() as u32).chain(t.sparse.iter().map(|&(nr, _)| nr)).collect(),
+            Some(t) => {
+                let high = (0..t.high.len() as u32).map(|i| HIGH_BASE + i);
+                (0..t.dense.len() as u32).chain(t.sparse.iter().map(|&(nr, _)| nr)).chain(high).collect()
+            }
             None => Vec::new(),
         }
     }
@@ -844,36 +853,36 @@ mod tests {
         }
     }
 
-    /// x86_64 filters that cut runs of x32 numbers (order comparisons only,
-    /// as libseccomp's trees) get the window of them as a table, with the
-    /// runs' answers at every number of it.
+    /// x86_64 filters that compare x32 numbers or cut runs of them (order
+    /// comparisons only, as libseccomp's trees) get the window of them as a
+    /// table, with the searches' answers at every number of it.
     #[test]
-    fn x32_runs_get_a_window() {
+    fn x32_numbers_told_apart_get_a_window() {
         const ALLOW: u32 = 0x7fff_0000;
-        // ALLOW exactly `nr == x32`, said with two `jge`s.
-        let filter = |x32: u32| {
-            cbpf::validate(
-                &[
-                    cbpf::Insn::stmt(0x20, 4),
-                    cbpf::Insn::jump(0x15, 0xc000_003e, 0, 4),
-                    cbpf::Insn::stmt(0x20, 0),
-                    cbpf::Insn::jump(0x35, x32, 0, 2),
-                    cbpf::Insn::jump(0x35, x32 + 1, 1, 0),
-                    cbpf::Insn::stmt(0x06, ALLOW),
-                    cbpf::Insn::stmt(0x06, 0),
-                ],
-                Mode::Seccomp,
-            )
-            .unwrap()
+        // ALLOW exactly `nr == x32`: with two `jge`s (runs) or a `jeq`.
+        let filter = |x32: u32, runs: bool| {
+            let test = if runs {
+                [cbpf::Insn::jump(0x35, x32, 0, 2), cbpf::Insn::jump(0x35, x32 + 1, 1, 0)]
+            } else {
+                [cbpf::Insn::jump(0x15, 12, 2, 0), cbpf::Insn::jump(0x15, x32, 0, 1)]
+            };
+            let mut insns = vec![cbpf::Insn::stmt(0x20, 4), cbpf::Insn::jump(0x15, 0xc000_003e, 0, 4)];
+            insns.push(cbpf::Insn::stmt(0x20, 0));
+            insns.extend(test);
+            insns.extend([cbpf::Insn::stmt(0x06, ALLOW), cbpf::Insn::stmt(0x06, 0)]);
+            cbpf::validate(&insns, Mode::Seccomp).unwrap()
         };
-        for (x32, window) in [(HIGH_BASE | 1, DENSE_LIMIT as usize), (HIGH_BASE + DENSE_LIMIT, 0), (1000, 0)] {
-            let prog = filter(x32);
+        let cases = [(HIGH_BASE | 1, DENSE_LIMIT as usize), (HIGH_BASE + DENSE_LIMIT, 0), (1000, 0)];
+        for ((x32, window), runs) in cases.into_iter().flat_map(|c| [(c, true), (c, false)]) {
+            let prog = filter(x32, runs);
             let fast = FastFilter::build(&prog).unwrap();
-            assert_eq!(fast.arches[0].high.len(), window, "{x32:#x}");
+            assert_eq!(fast.arches[0].high.len(), window, "{x32:#x} {runs}");
+            assert!(window == 0 || fast.numbers(0xc000_003e).contains(&x32));
             let interp = Interp::new(&prog);
             for nr in (HIGH_BASE - 2..HIGH_BASE + DENSE_LIMIT + 2).chain([1000, 12, u32::MAX]) {
                 let data = SeccompData { nr: nr as i32, arch: 0xc000_003e, ..Default::default() };
-                assert_eq!(fast.eval(&data), interp.run_seccomp(&data.to_bytes()).unwrap(), "{x32:#x} nr {nr:#x}");
+                let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+                assert_eq!(fast.eval(&data), want, "{x32:#x} {runs} nr {nr:#x}");
             }
             let data = SeccompData { nr: x32 as i32, arch: 0xc000_003e, ..Default::default() };
             assert_eq!(fast.eval(&data), ALLOW);
