@@ -161,19 +161,12 @@ fn run_mode(mode: Mode, args: &Args) -> Result<Tally, String> {
     let salt = if mode == Mode::Seccomp { 0x5ecc } else { 0x50c4 };
     let mut rng = SplitMix64::new(args.seed ^ salt);
     let ips = kernel::stub_ips().map_err(|e| e.to_string())?;
-    let bar = progress(args.time);
-    bar.set_prefix(mode.to_string());
-    let terminal = std::io::stderr().is_terminal();
-    let start = Instant::now();
-    let mut last_line = start;
-    let mut tally = Tally::default();
-    let mut index: u64 = 0;
-    while start.elapsed() < args.time {
+    let step = |tally: &mut Tally, index: u64, bar: &ProgressBar| {
         let program_seed = rng.next_u64();
         let bytes = gen::seeded_bytes(program_seed, &gen::Reach::KERNEL);
         let mut u = Unstructured::new(&bytes);
         let Ok(gen::Generated { program, mut pool }) = gen::program_with(&mut u, mode, &gen::Reach::KERNEL) else {
-            continue;
+            return Ok(false);
         };
         let mut inputs = Vec::new();
         match mode {
@@ -211,29 +204,51 @@ fn run_mode(mode: Mode, args: &Args) -> Result<Tally, String> {
                 inputs.extend(packets.into_iter().map(Input::Packet));
             }
         }
-        let found = fuzz_kernel::judge(program.original(), mode, &inputs, &mut tally)?;
+        let found = fuzz_kernel::judge(program.original(), mode, &inputs, tally)?;
         for mut repro in found {
             repro.found_by = format!("cargo xtask fuzz-kernel --mode {mode} --seed {} (program {index})", args.seed);
             let line = format!("disagreement ({}): ours {} kernel {}", repro.kind, repro.ours, repro.kernel);
             // The same disagreement on as few instructions and bytes as keep it.
-            let small = fuzz_kernel::minimise(&repro, MINIMISE_BUDGET).map(|r| {
-                let len = r.program.len();
-                (r, len)
-            });
+            let small = fuzz_kernel::minimise(&repro, MINIMISE_BUDGET);
             let name = format!("{}-{}-{}-{index}", repro.mode, repro.kind, args.seed);
-            record(&args.out, &bar, &name, &repro, &line, small)?;
+            record(&args.out, bar, &name, &repro, &line, small, |r| r.program.len())?;
+        }
+        Ok(true)
+    };
+    let status = |tally: &Tally, secs: f64| rates(tally.programs, tally.inputs, "inputs", tally.disagreements, secs);
+    run_for(args, mode.to_string(), Tally::default(), step, status)
+}
+
+/// `N programs (N/s), N inputs (N/s), N disagreements` after `secs` seconds.
+fn rates(programs: u64, inputs: u64, inputs_are: &str, disagreements: u64, secs: f64) -> String {
+    let (p, i) = (programs as f64 / secs, inputs as f64 / secs);
+    format!("{programs} programs ({p:.0}/s), {inputs} {inputs_are} ({i:.0}/s), {disagreements} disagreements")
+}
+
+/// One mode's loop: `step` (one program: the tally, the program's index,
+/// the bar to print findings on; false for a program it skipped, which is
+/// not counted) until `args.time` is up, the bar showing `status` (the
+/// tally, the seconds so far) after each program.
+fn run_for<T>(
+    args: &Args,
+    prefix: String,
+    mut tally: T,
+    mut step: impl FnMut(&mut T, u64, &ProgressBar) -> Result<bool, String>,
+    status: impl Fn(&T, f64) -> String,
+) -> Result<T, String> {
+    let bar = progress(args.time);
+    bar.set_prefix(prefix);
+    let terminal = std::io::stderr().is_terminal();
+    let start = Instant::now();
+    let mut last_line = start;
+    let mut index: u64 = 0;
+    while start.elapsed() < args.time {
+        if !step(&mut tally, index, &bar)? {
+            continue;
         }
         index += 1;
         let secs = start.elapsed().as_secs_f64().max(1e-3);
-        let message = format!(
-            "{} programs ({:.0}/s), {} inputs ({:.0}/s), {} disagreements",
-            tally.programs,
-            tally.programs as f64 / secs,
-            tally.inputs,
-            tally.inputs as f64 / secs,
-            tally.disagreements
-        );
-        tick(&bar, start, args.time, &mut last_line, terminal, message);
+        tick(&bar, start, args.time, &mut last_line, terminal, status(&tally, secs));
     }
     bar.finish_and_clear();
     Ok(tally)
@@ -247,12 +262,14 @@ fn record<R: serde::Serialize>(
     name: &str,
     repro: &R,
     line: &str,
-    minimised: Result<(R, usize), String>,
+    minimised: Result<R, String>,
+    len: impl Fn(&R) -> usize,
 ) -> Result<(), String> {
     let path = save(out, repro, name)?;
     bar.println(format!("{line} {path}"));
     match minimised {
-        Ok((small, len)) => {
+        Ok(small) => {
+            let len = len(&small);
             let path = save(out, &small, &format!("{name}-min"))?;
             bar.println(format!("  minimised to {len} instructions: {path}"));
         }
@@ -326,43 +343,35 @@ mod ebpf_mode {
 
     fn run(args: &Args) -> Result<EbpfTally, String> {
         let mut rng = SplitMix64::new(args.seed ^ 0xeb9f);
-        let bar = progress(args.time);
-        bar.set_prefix("ebpf");
-        let terminal = std::io::stderr().is_terminal();
-        let start = Instant::now();
-        let mut last_line = start;
-        let mut tally = EbpfTally::default();
-        let mut index: u64 = 0;
-        while start.elapsed() < args.time {
+        let step = |tally: &mut EbpfTally, index: u64, bar: &ProgressBar| {
             let bytes = gen_ebpf::seeded_bytes(rng.next_u64());
             let mut u = Unstructured::new(&bytes);
-            let Ok(gen_ebpf::Generated { insns, mem_len, mut pool }) = gen_ebpf::program(&mut u) else { continue };
+            let Ok(gen_ebpf::Generated { insns, mem_len, mut pool }) = gen_ebpf::program(&mut u) else {
+                return Ok(false);
+            };
             let inputs: Vec<Vec<u8>> =
                 (0..INPUTS).filter_map(|_| gen_ebpf::memory(&mut u, mem_len, &mut pool).ok()).collect();
-            for mut repro in ebpf::judge(&insns, mem_len, &inputs, &mut tally)? {
+            for mut repro in ebpf::judge(&insns, mem_len, &inputs, tally)? {
                 repro.found_by = format!("cargo xtask fuzz-kernel --mode ebpf --seed {} (program {index})", args.seed);
                 let line =
                     format!("disagreement ({}):\n  ours   {}\n  kernel {}\n ", repro.kind, repro.ours, repro.kernel);
-                let small = ebpf::minimise(&repro, MINIMISE_BUDGET).map(|r| {
-                    let len = r.program.len();
-                    (r, len)
-                });
-                record(&args.out, &bar, &format!("ebpf-{}-{}-{index}", repro.kind, args.seed), &repro, &line, small)?;
+                let small = ebpf::minimise(&repro, MINIMISE_BUDGET);
+                let name = format!("ebpf-{}-{}-{index}", repro.kind, args.seed);
+                record(&args.out, bar, &name, &repro, &line, small, |r| r.program.len())?;
             }
-            index += 1;
-            let secs = start.elapsed().as_secs_f64().max(1e-3);
-            let message = format!(
+            Ok(true)
+        };
+        let status = |tally: &EbpfTally, secs: f64| {
+            format!(
                 "{} programs ({:.0}/s), {:.1}% accepted, {} inputs, {} disagreements",
                 tally.programs,
                 tally.programs as f64 / secs,
                 tally.acceptance_percent(),
                 tally.inputs,
                 tally.disagreements
-            );
-            tick(&bar, start, args.time, &mut last_line, terminal, message);
-        }
-        bar.finish_and_clear();
-        Ok(tally)
+            )
+        };
+        run_for(args, "ebpf".into(), EbpfTally::default(), step, status)
     }
 }
 
@@ -399,19 +408,12 @@ mod hook_mode {
     /// goes into the test run's context), judged for every target.
     fn run(args: &Args) -> Result<HookTally, String> {
         let mut rng = SplitMix64::new(args.seed ^ 0x600c);
-        let bar = progress(args.time);
-        bar.set_prefix("hook");
-        let terminal = std::io::stderr().is_terminal();
-        let start = Instant::now();
-        let mut last_line = start;
-        let mut tally = HookTally::default();
-        let mut index: u64 = 0;
-        while start.elapsed() < args.time {
+        let step = |tally: &mut HookTally, index: u64, bar: &ProgressBar| {
             let bytes = gen::seeded_bytes(rng.next_u64(), &gen::Reach::KERNEL);
             let mut u = Unstructured::new(&bytes);
             let Ok(gen::Generated { program, mut pool }) = gen::program_with(&mut u, Mode::Socket, &gen::Reach::KERNEL)
             else {
-                continue;
+                return Ok(false);
             };
             let mut inputs: Vec<test_kit::SocketInput> =
                 branch::branch_packets(&program).into_iter().take(MAX_BRANCH_PACKETS).collect();
@@ -424,32 +426,20 @@ mod hook_mode {
                 inputs.into_iter().map(|i| Packet { mark: i.meta.mark, data: i.data }).collect();
             packets.sort_by(|a, b| (&a.data, a.mark).cmp(&(&b.data, b.mark)));
             packets.dedup();
-            for mut repro in fuzz_hook::judge(&program, &packets, &mut tally)? {
+            for mut repro in fuzz_hook::judge(&program, &packets, tally)? {
                 repro.found_by = format!("cargo xtask fuzz-kernel --mode hook --seed {} (program {index})", args.seed);
                 let line = format!(
                     "disagreement ({} {}): ours {} kernel {}",
                     repro.target, repro.kind, repro.ours, repro.kernel
                 );
-                let small = fuzz_hook::minimise(&repro, MINIMISE_BUDGET).map(|r| {
-                    let len = r.program.len();
-                    (r, len)
-                });
+                let small = fuzz_hook::minimise(&repro, MINIMISE_BUDGET);
                 let name = format!("hook-{}-{}-{}-{index}", repro.target, repro.kind, args.seed);
-                record(&args.out, &bar, &name, &repro, &line, small)?;
+                record(&args.out, bar, &name, &repro, &line, small, |r| r.program.len())?;
             }
-            index += 1;
-            let secs = start.elapsed().as_secs_f64().max(1e-3);
-            let message = format!(
-                "{} programs ({:.0}/s), {} results ({:.0}/s), {} disagreements",
-                tally.programs,
-                tally.programs as f64 / secs,
-                tally.inputs,
-                tally.inputs as f64 / secs,
-                tally.disagreements
-            );
-            tick(&bar, start, args.time, &mut last_line, terminal, message);
-        }
-        bar.finish_and_clear();
-        Ok(tally)
+            Ok(true)
+        };
+        let status =
+            |tally: &HookTally, secs: f64| rates(tally.programs, tally.inputs, "results", tally.disagreements, secs);
+        run_for(args, "hook".into(), HookTally::default(), step, status)
     }
 }
