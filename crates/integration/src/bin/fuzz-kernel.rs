@@ -105,35 +105,24 @@ fn main() -> ExitCode {
     let release = fuzz_kernel::kernel_release();
     let mut failed = false;
     for &mode in &args.modes {
-        // A kernel that refuses to attach is a visible skip, and a failure
-        // under CI=true (or BPFCONV_REQUIRE naming it), as in the tests.
         let need = if mode == Mode::Seccomp { Need::Kernel } else { Need::Socket };
         let why = fuzz_kernel::available(mode).map_err(|why| format!("the kernel refuses to attach here: {why}"));
-        if require::have(&format!("fuzz-kernel --mode {mode}"), need, why).is_none() {
-            continue;
-        }
-        eprintln!("fuzz-kernel --mode {mode} --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
-        match run_mode(mode, &args) {
-            Ok(t) => {
-                eprintln!(
-                    "fuzz-kernel --mode {mode}: {} programs ({} accepted by both, {} refused by both, {} over optmem_max, \
-                     {} too long for the kernel engine), {} inputs compared, {} not observable, {} disagreements",
-                    t.programs,
-                    t.accepted,
-                    t.refused,
-                    t.over_optmem,
-                    t.not_run,
-                    t.inputs,
-                    t.not_observable,
-                    t.disagreements
-                );
-                failed |= t.disagreements > 0;
-            }
-            Err(e) => {
-                eprintln!("error: fuzz-kernel --mode {mode}: {e}");
-                failed = true;
-            }
-        }
+        let summary = |t: &Tally| {
+            let text = format!(
+                "{} programs ({} accepted by both, {} refused by both, {} over optmem_max, \
+                 {} too long for the kernel engine), {} inputs compared, {} not observable, {} disagreements",
+                t.programs,
+                t.accepted,
+                t.refused,
+                t.over_optmem,
+                t.not_run,
+                t.inputs,
+                t.not_observable,
+                t.disagreements
+            );
+            (text, t.disagreements > 0)
+        };
+        failed |= session(&mode.to_string(), &args, &release, (need, why), || run_mode(mode, &args), summary);
     }
     if args.ebpf {
         failed |= ebpf_mode::main(&args, &release);
@@ -155,6 +144,36 @@ fn progress(time: Duration) -> ProgressBar {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar
+}
+
+/// One mode from start to summary; true when it found a disagreement or
+/// failed. A kernel that cannot take part (`probe`, naming the [`Need`])
+/// is a visible skip, and a failure under CI=true (or BPFCONV_REQUIRE
+/// naming it), as in the tests. `summary` says the tally in a line and
+/// whether it holds a disagreement.
+fn session<T, P>(
+    mode: &str,
+    args: &Args,
+    release: &str,
+    probe: (Need, Result<P, String>),
+    run: impl FnOnce() -> Result<T, String>,
+    summary: impl FnOnce(&T) -> (String, bool),
+) -> bool {
+    if require::have(&format!("fuzz-kernel --mode {mode}"), probe.0, probe.1).is_none() {
+        return false;
+    }
+    eprintln!("fuzz-kernel --mode {mode} --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
+    match run() {
+        Ok(t) => {
+            let (text, disagreed) = summary(&t);
+            eprintln!("fuzz-kernel --mode {mode}: {text}");
+            disagreed
+        }
+        Err(e) => {
+            eprintln!("error: fuzz-kernel --mode {mode}: {e}");
+            true
+        }
+    }
 }
 
 fn run_mode(mode: Mode, args: &Args) -> Result<Tally, String> {
@@ -309,36 +328,25 @@ mod ebpf_mode {
 
     /// Runs the mode; true when it found a disagreement or failed.
     pub fn main(args: &Args, release: &str) -> bool {
-        // As for the other modes: a visible skip, a failure under CI=true.
         let why = ebpf::available().map_err(|why| format!("the kernel refuses to load XDP programs here: {why}"));
-        if require::have("fuzz-kernel --mode ebpf", Need::Bpf, why).is_none() {
-            return false;
-        }
-        eprintln!("fuzz-kernel --mode ebpf --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
-        match run(args) {
-            Ok(t) => {
-                eprintln!(
-                    "fuzz-kernel --mode ebpf: {} programs, {} accepted by the verifier ({:.1}%), {} refused, \
-                     {} inputs compared, {} disagreements",
-                    t.programs,
-                    t.accepted,
-                    t.acceptance_percent(),
-                    t.refused_total(),
-                    t.inputs,
-                    t.disagreements
-                );
-                let mut reasons: Vec<(&String, &u64)> = t.refused.iter().collect();
-                reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-                for (reason, n) in reasons {
-                    eprintln!("  refused {n:>8}: {reason}");
-                }
-                t.disagreements > 0
+        let summary = |t: &EbpfTally| {
+            let mut text = format!(
+                "{} programs, {} accepted by the verifier ({:.1}%), {} refused, {} inputs compared, {} disagreements",
+                t.programs,
+                t.accepted,
+                t.acceptance_percent(),
+                t.refused_total(),
+                t.inputs,
+                t.disagreements
+            );
+            let mut reasons: Vec<(&String, &u64)> = t.refused.iter().collect();
+            reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            for (reason, n) in reasons {
+                text.push_str(&format!("\n  refused {n:>8}: {reason}"));
             }
-            Err(e) => {
-                eprintln!("error: fuzz-kernel --mode ebpf: {e}");
-                true
-            }
-        }
+            (text, t.disagreements > 0)
+        };
+        session("ebpf", args, release, (Need::Bpf, why), || run(args), summary)
     }
 
     fn run(args: &Args) -> Result<EbpfTally, String> {
@@ -385,22 +393,8 @@ mod hook_mode {
 
     /// Runs the mode; true when it found a disagreement or failed.
     pub fn main(args: &Args, release: &str) -> bool {
-        // As for the other modes: a visible skip, a failure under CI=true.
         let why = kernel::bpf::available().map_err(|why| format!("the kernel refuses to load programs here: {why}"));
-        if require::have("fuzz-kernel --mode hook", Need::Bpf, why).is_none() {
-            return false;
-        }
-        eprintln!("fuzz-kernel --mode hook --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
-        match run(args) {
-            Ok(t) => {
-                eprintln!("fuzz-kernel --mode hook: {t}");
-                t.disagreements > 0
-            }
-            Err(e) => {
-                eprintln!("error: fuzz-kernel --mode hook: {e}");
-                true
-            }
-        }
+        session("hook", args, release, (Need::Bpf, why), || run(args), |t| (t.to_string(), t.disagreements > 0))
     }
 
     /// Programs from `test_kit::gen` (`Reach::KERNEL`), packets from their
