@@ -194,6 +194,15 @@ pub struct Reproducer {
     /// The kernel's answer (`accepted` / `rejected: errno …`; a seccomp
     /// return value, or `0` / `N` / `>=N` for a datagram).
     pub kernel: String,
+    /// Where it came from; its fields stand at this level in the JSON.
+    #[serde(flatten)]
+    pub origin: Origin,
+}
+
+/// Where a reproducer (classic or eBPF) came from, and whether the kernel
+/// is at fault.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
     /// `uname -r` of the kernel that answered.
     pub kernel_release: String,
     /// How to find it again (`--seed` and program index).
@@ -203,6 +212,13 @@ pub struct Reproducer {
     /// stay as recorded.
     #[serde(default)]
     pub kernel_bug: Option<String>,
+}
+
+impl Origin {
+    /// Found now on the running kernel (`found_by` for the caller to say).
+    pub fn here() -> Origin {
+        Origin { kernel_release: kernel_release(), found_by: String::new(), kernel_bug: None }
+    }
 }
 
 impl Reproducer {
@@ -340,9 +356,7 @@ fn reproducer(
         input: input.map(Input::hex),
         ours,
         kernel,
-        kernel_release: kernel_release(),
-        found_by: String::new(),
-        kernel_bug: None,
+        origin: Origin::here(),
     }
 }
 
@@ -536,6 +550,6 @@ pub fn minimise(repro: &Reproducer, budget: usize) -> Result<Reproducer, String>
     let inputs: Vec<Input> = input.into_iter().collect();
     let found = judge(&insns, mode, &inputs, &mut tally)?;
     let mut small = found.into_iter().find(|r| r.kind == kind).ok_or("the disagreement went away while minimising")?;
-    small.found_by = repro.found_by.clone();
+    small.origin.found_by = repro.origin.found_by.clone();
     Ok(small)
 }

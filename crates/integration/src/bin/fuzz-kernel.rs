@@ -225,7 +225,8 @@ fn run_mode(mode: Mode, args: &Args) -> Result<Tally, String> {
         }
         let found = fuzz_kernel::judge(program.original(), mode, &inputs, tally)?;
         for mut repro in found {
-            repro.found_by = format!("cargo xtask fuzz-kernel --mode {mode} --seed {} (program {index})", args.seed);
+            repro.origin.found_by =
+                format!("cargo xtask fuzz-kernel --mode {mode} --seed {} (program {index})", args.seed);
             let line = format!("disagreement ({}): ours {} kernel {}", repro.kind, repro.ours, repro.kernel);
             // The same disagreement on as few instructions and bytes as keep it.
             let small = fuzz_kernel::minimise(&repro, MINIMISE_BUDGET);
@@ -360,7 +361,8 @@ mod ebpf_mode {
             let inputs: Vec<Vec<u8>> =
                 (0..INPUTS).filter_map(|_| gen_ebpf::memory(&mut u, mem_len, &mut pool).ok()).collect();
             for mut repro in ebpf::judge(&insns, mem_len, &inputs, tally)? {
-                repro.found_by = format!("cargo xtask fuzz-kernel --mode ebpf --seed {} (program {index})", args.seed);
+                repro.origin.found_by =
+                    format!("cargo xtask fuzz-kernel --mode ebpf --seed {} (program {index})", args.seed);
                 let line =
                     format!("disagreement ({}):\n  ours   {}\n  kernel {}\n ", repro.kind, repro.ours, repro.kernel);
                 let small = ebpf::minimise(&repro, MINIMISE_BUDGET);
