@@ -506,18 +506,7 @@ pub fn minimise_with(
     let mut calls = 0;
     let mut progress = true;
     while progress && calls < budget {
-        progress = false;
-        for at in (0..best.len()).rev() {
-            if calls >= budget {
-                break;
-            }
-            let Some(candidate) = without(&best, at) else { continue };
-            calls += 1;
-            if still(&candidate, input.as_ref()) {
-                best = candidate;
-                progress = true;
-            }
-        }
+        progress = drop_pass(&mut best, (&mut calls, budget), without, |c| still(c, input.as_ref()));
         if let Some(Input::Packet(p)) = input.clone() {
             let mut len = p.len() / 2;
             while len < p.len() && calls < budget {
@@ -533,6 +522,31 @@ pub fn minimise_with(
         }
     }
     (best, input)
+}
+
+/// One pass of a minimiser over `best`, last item first: each item that
+/// `without(best, at)` can remove (`None`: it cannot) stays out when
+/// `still` holds for the rest. `calls` counts `still`'s calls up to its
+/// budget. True when anything went.
+pub(crate) fn drop_pass<T>(
+    best: &mut Vec<T>,
+    (calls, budget): (&mut usize, usize),
+    without: impl Fn(&[T], usize) -> Option<Vec<T>>,
+    mut still: impl FnMut(&[T]) -> bool,
+) -> bool {
+    let mut progress = false;
+    for at in (0..best.len()).rev() {
+        if *calls >= budget {
+            break;
+        }
+        let Some(candidate) = without(best, at) else { continue };
+        *calls += 1;
+        if still(&candidate) {
+            *best = candidate;
+            progress = true;
+        }
+    }
+    progress
 }
 
 /// [`minimise_with`] against the running kernel: the disagreement of

@@ -325,21 +325,7 @@ pub fn without(insns: &[Insn], at: usize) -> Option<Vec<Insn>> {
 pub fn minimise_with(insns: &[Insn], budget: usize, mut still: impl FnMut(&[Insn]) -> bool) -> Vec<Insn> {
     let mut best = insns.to_vec();
     let mut calls = 0;
-    let mut progress = true;
-    while progress && calls < budget {
-        progress = false;
-        for at in (0..best.len()).rev() {
-            if calls >= budget {
-                break;
-            }
-            let Some(candidate) = without(&best, at) else { continue };
-            calls += 1;
-            if still(&candidate) {
-                best = candidate;
-                progress = true;
-            }
-        }
-    }
+    while calls < budget && super::drop_pass(&mut best, (&mut calls, budget), without, &mut still) {}
     best
 }
 
