@@ -18,12 +18,7 @@ use test_data::require::{self, Need};
 const TCPDUMP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/tcpdump");
 
 fn tcpdump_programs() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(TCPDUMP)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "dd"))
-        .collect();
-    v.sort();
+    let v = test_data::paths::files_ending(Path::new(TCPDUMP), ".dd").unwrap();
     assert!(v.len() >= 30);
     v
 }
@@ -319,12 +314,7 @@ fn seccomp_filters_through_target_xdp_answer_every_vector() {
     let dir = Path::new(common::FILTERS);
     let tmp = tempfile::tempdir().unwrap();
     let (mut filters, mut runs) = (0, 0);
-    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "bpf"))
-        .collect();
-    names.sort();
+    let names = test_data::paths::files_ending(dir, ".bpf").unwrap();
     for path in names {
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
         let out = tmp.path().join(format!("{stem}.xdp"));
