@@ -109,6 +109,28 @@ pub const MIN_DENSE: u32 = 64;
 /// numbers, `-1`) get sparse entries.
 pub const DENSE_LIMIT: u32 = 1024;
 
+/// Where the second dense window of an arch's numbers starts: x32's
+/// `__X32_SYSCALL_BIT` (x32 system calls reach an x86_64 filter as
+/// `nr | 0x4000_0000`, arch x86_64), [`DENSE_LIMIT`] numbers long.
+const HIGH_BASE: u32 = crate::arch::X32_SYSCALL_BIT;
+
+/// Gives `table` the window `HIGH_BASE..HIGH_BASE + DENSE_LIMIT` as a
+/// dense array of what its searches answer there, when the filter compares
+/// numbers inside it or cuts runs there (libseccomp's x32 checks, a binary
+/// tree over x32 numbers), and drops the window's numbers from `sparse`,
+/// so that the search before the window is short. Costs no
+/// specialisation: each slot is one the table already has.
+fn add_high_window(table: &mut ArchTable) {
+    let window = HIGH_BASE..HIGH_BASE + DENSE_LIMIT;
+    let compared = table.sparse.iter().any(|(nr, _)| window.contains(nr));
+    let cut = table.ranges.iter().any(|(start, _)| window.contains(start));
+    if !(compared || cut) {
+        return;
+    }
+    table.high = window.clone().map(|nr| table.slot(nr)).collect();
+    table.sparse = table.sparse.iter().filter(|(nr, _)| !window.contains(nr)).copied().collect();
+}
+
 /// Global build budget: forward-pass steps (instructions visited) over all
 /// specialisations of one build, arches, numbers and trees together.
 pub const BUILD_STEP_BUDGET: usize = 8_000_000;
@@ -142,6 +164,15 @@ struct SwitchTable {
     /// Byte offset of the word.
     offset: u32,
     mask: u32,
+    /// Whether the switch has at most [`NEAR_RUNS`] runs, held in `near`
+    /// and `near_slots`: a walk down a tree of such switches reads each
+    /// node's own bytes, not two more arrays behind pointers per node.
+    is_near: bool,
+    /// With `is_near`: `starts[1..]`, padded with `u32::MAX`.
+    near: [u32; NEAR_RUNS - 1],
+    /// With `is_near`: `slots`, padded with copies of the last (a word of
+    /// `u32::MAX` counts the padding and lands on one: it is in the last run).
+    near_slots: [Slot; NEAR_RUNS],
     /// Where each run of `word & mask` starts, ascending, the first 0.
     starts: Box<[u32]>,
     /// `slots[i]` handles the run from `starts[i]`.
@@ -150,6 +181,10 @@ struct SwitchTable {
     /// shows).
     residual: u32,
 }
+
+/// Switches with at most this many runs keep them in the switch itself
+/// ([`SwitchTable::near`]).
+const NEAR_RUNS: usize = 4;
 
 /// Switches with at most this many runs count the starts at or below the
 /// word (no branch per start); longer ones binary-search.
@@ -160,9 +195,25 @@ impl SwitchTable {
     fn slot(&self, word: u32) -> Slot {
         let v = word & self.mask;
         // The run: how many starts past the first (0) are at or below v.
+        if self.is_near {
+            // Compares and selects, not a computed index: the compiler's
+            // conditional moves from memory become branches in the walk's
+            // loop, which the CPU predicts and runs ahead of (an index
+            // makes every level wait for the word and its comparison).
+            let [s1, s2, s3] = self.near;
+            let [r0, r1, r2, r3] = self.near_slots;
+            return if v < s1 {
+                r0
+            } else if v < s2 {
+                r1
+            } else if v < s3 {
+                r2
+            } else {
+                r3
+            };
+        }
+        // Wider than NEAR_RUNS (narrower ones took the path above).
         let i = match *self.starts {
-            [_, b] => usize::from(v >= b),
-            [_, b, c] => usize::from(v >= b) + usize::from(v >= c),
             ref starts if starts.len() <= SWITCH_SCAN_MAX => {
                 starts.iter().map(|&s| usize::from(s <= v)).sum::<usize>().wrapping_sub(1)
             }
@@ -178,6 +229,12 @@ struct ArchTable {
     arch: u32,
     /// Numbers `0..dense.len()`.
     dense: Box<[Slot]>,
+    /// Numbers `HIGH_BASE..HIGH_BASE + high.len()` (x32's, `nr | 0x4000_0000`
+    /// on x86_64), what `sparse`, `ranges` and `other` said for them, when
+    /// the filter tells some apart (see [`add_high_window`]; `sparse` then
+    /// has none of them): a lookup where a binary search cost more than
+    /// the classic interpreter's walk of a binary tree.
+    high: Box<[Slot]>,
     /// Compared numbers past the dense part, ascending.
     sparse: Box<[(u32, Slot)]>,
     /// Every other number: specialised on the arch alone.
@@ -200,13 +257,23 @@ impl ArchTable {
         }
         match self.sparse.binary_search_by_key(&nr, |&(n, _)| n) {
             Ok(i) => self.sparse.get(i).map_or(self.other, |&(_, s)| s),
-            Err(_) if self.ranges.is_empty() => self.other,
-            // A number the filter never compares: its run.
-            Err(_) => {
-                let i = self.ranges.partition_point(|&(start, _)| start <= nr);
-                self.ranges.get(i.wrapping_sub(1)).map_or(self.other, |&(_, s)| s)
-            }
+            // Past the common cases (dense, compared numbers outside the
+            // window), so that filters without a window pay little for it.
+            Err(_) => match self.high.get(nr.wrapping_sub(HIGH_BASE) as usize) {
+                Some(&s) => s,
+                None => self.run_of(nr),
+            },
         }
+    }
+
+    /// The run of `ranges` holding `nr`, a number the filter never compares.
+    #[inline(always)]
+    fn run_of(&self, nr: u32) -> Slot {
+        if self.ranges.is_empty() {
+            return self.other;
+        }
+        let i = self.ranges.partition_point(|&(start, _)| start <= nr);
+        self.ranges.get(i.wrapping_sub(1)).map_or(self.other, |&(_, s)| s)
     }
 }
 
@@ -347,12 +414,15 @@ impl Residuals {
             .forest
             .switches
             .into_iter()
-            .map(|s| SwitchTable {
-                offset: s.offset,
-                mask: s.mask,
-                starts: s.ranges.iter().map(|&(start, _)| start).collect(),
-                slots: s.ranges.iter().map(|&(_, o)| slot_of(o)).collect(),
-                residual: s.residual as u32 + 1,
+            .map(|s| {
+                let starts: Box<[u32]> = s.ranges.iter().map(|&(start, _)| start).collect();
+                let slots: Box<[Slot]> = s.ranges.iter().map(|&(_, o)| slot_of(o)).collect();
+                let residual = s.residual as u32 + 1;
+                let last = slots.last().copied().unwrap_or(Slot::Residual(residual));
+                let near = std::array::from_fn(|i| starts.get(i + 1).copied().unwrap_or(u32::MAX));
+                let near_slots = std::array::from_fn(|i| slots.get(i).copied().unwrap_or(last));
+                let is_near = (1..=NEAR_RUNS).contains(&starts.len());
+                SwitchTable { offset: s.offset, mask: s.mask, is_near, near, near_slots, starts, slots, residual }
             })
             .collect();
         (residuals, switches, self.forest.budget_fallbacks)
@@ -460,6 +530,7 @@ impl FastFilter {
                 return ArchTable {
                     arch: arch.unwrap_or(0),
                     dense: Box::new([]),
+                    high: Box::new([]),
                     sparse: Box::new([]),
                     other: Slot::Residual(0),
                     ranges: Box::new([]),
@@ -507,7 +578,10 @@ impl FastFilter {
                     Slot::Switch(_) => stats.switch_entries += 1,
                 }
             }
-            ArchTable { arch: arch.unwrap_or(0), dense, sparse, other, ranges: ranges.into() }
+            let mut table =
+                ArchTable { arch: arch.unwrap_or(0), dense, high: Box::new([]), sparse, other, ranges: ranges.into() };
+            add_high_window(&mut table);
+            table
         };
         let arches_named = arches.clone();
         for arch in arches {
@@ -670,10 +744,14 @@ impl FastFilter {
         self.stats
     }
 
-    /// The numbers with an entry of their own on `arch` (dense, then sparse).
+    /// The numbers with an entry of their own on `arch` (dense, sparse, the
+    /// x32 window).
     fn numbers(&self, arch: u32) -> Vec<u32> {
         match self.arches.iter().find(|t| t.arch == arch).or(self.any_arch.as_ref()) {
-            Some(t) => (0..t.dense.len() as u32).chain(t.sparse.iter().map(|&(nr, _)| nr)).collect(),
+            Some(t) => {
+                let high = (0..t.high.len() as u32).map(|i| HIGH_BASE + i);
+                (0..t.dense.len() as u32).chain(t.sparse.iter().map(|&(nr, _)| nr)).chain(high).collect()
+            }
             None => Vec::new(),
         }
     }
@@ -745,5 +823,69 @@ mod tests {
             args: [1, u64::MAX, 0x8000_0000_0000_0001, 4, 5, 0xaabb_ccdd_0000_0006],
         };
         assert_eq!(data_bytes(&data), data.to_bytes());
+    }
+
+    /// A switch of at most [`NEAR_RUNS`] runs answers from its own fields
+    /// what its run arrays answer, at every start, next to it and at the
+    /// ends of the word (the padding).
+    #[test]
+    fn near_switches_answer_as_their_runs() {
+        for starts in [&[0u32][..], &[0, 1], &[0, 5, 0x8000_0000], &[0, 1, 2, u32::MAX], &[0, 7, 9, 100, 200]] {
+            let slots: Box<[Slot]> = (0..starts.len() as u32).map(Slot::Action).collect();
+            let last = slots.last().copied().unwrap();
+            let near = SwitchTable {
+                offset: 16,
+                mask: u32::MAX,
+                is_near: starts.len() <= NEAR_RUNS,
+                near: std::array::from_fn(|i| starts.get(i + 1).copied().unwrap_or(u32::MAX)),
+                near_slots: std::array::from_fn(|i| slots.get(i).copied().unwrap_or(last)),
+                starts: starts.into(),
+                slots: slots.clone(),
+                residual: 9,
+            };
+            let far = SwitchTable { is_near: false, ..near.clone() };
+            let words = starts.iter().flat_map(|&s| [s.wrapping_sub(1), s, s.wrapping_add(1)]).chain([0, u32::MAX]);
+            for v in words {
+                let want = Slot::Action(starts.iter().filter(|&&s| s <= v).count() as u32 - 1);
+                assert_eq!(near.slot(v), want, "{starts:?} {v:#x}");
+                assert_eq!(far.slot(v), want, "{starts:?} {v:#x}");
+            }
+        }
+    }
+
+    /// x86_64 filters that compare x32 numbers or cut runs of them (order
+    /// comparisons only, as libseccomp's trees) get the window of them as a
+    /// table, with the searches' answers at every number of it.
+    #[test]
+    fn x32_numbers_told_apart_get_a_window() {
+        const ALLOW: u32 = 0x7fff_0000;
+        // ALLOW exactly `nr == x32`: with two `jge`s (runs) or a `jeq`.
+        let filter = |x32: u32, runs: bool| {
+            let test = if runs {
+                [cbpf::Insn::jump(0x35, x32, 0, 2), cbpf::Insn::jump(0x35, x32 + 1, 1, 0)]
+            } else {
+                [cbpf::Insn::jump(0x15, 12, 2, 0), cbpf::Insn::jump(0x15, x32, 0, 1)]
+            };
+            let mut insns = vec![cbpf::Insn::stmt(0x20, 4), cbpf::Insn::jump(0x15, 0xc000_003e, 0, 4)];
+            insns.push(cbpf::Insn::stmt(0x20, 0));
+            insns.extend(test);
+            insns.extend([cbpf::Insn::stmt(0x06, ALLOW), cbpf::Insn::stmt(0x06, 0)]);
+            cbpf::validate(&insns, Mode::Seccomp).unwrap()
+        };
+        let cases = [(HIGH_BASE | 1, DENSE_LIMIT as usize), (HIGH_BASE + DENSE_LIMIT, 0), (1000, 0)];
+        for ((x32, window), runs) in cases.into_iter().flat_map(|c| [(c, true), (c, false)]) {
+            let prog = filter(x32, runs);
+            let fast = FastFilter::build(&prog).unwrap();
+            assert_eq!(fast.arches[0].high.len(), window, "{x32:#x} {runs}");
+            assert!(window == 0 || fast.numbers(0xc000_003e).contains(&x32));
+            let interp = Interp::new(&prog);
+            for nr in (HIGH_BASE - 2..HIGH_BASE + DENSE_LIMIT + 2).chain([1000, 12, u32::MAX]) {
+                let data = SeccompData { nr: nr as i32, arch: 0xc000_003e, ..Default::default() };
+                let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+                assert_eq!(fast.eval(&data), want, "{x32:#x} {runs} nr {nr:#x}");
+            }
+            let data = SeccompData { nr: x32 as i32, arch: 0xc000_003e, ..Default::default() };
+            assert_eq!(fast.eval(&data), ALLOW);
+        }
     }
 }

@@ -268,6 +268,20 @@ pub(super) enum Step {
         from: u16,
         to: u16,
     },
+    /// A [`Step::LongChain`] of distinct `jeq #k` exits, run as the lookup
+    /// table `set` ([`super::eq_set`]).
+    EqSet {
+        set: u16,
+        from: u16,
+        to: u16,
+    },
+    /// Seccomp `ld [k]` fused with an [`Step::EqSet`].
+    LdEqSet {
+        k: u8,
+        set: u16,
+        from: u16,
+        to: u16,
+    },
     /// A compare chain with a single exit test: go to its target if `A`
     /// hits test `index`, else to `then`.
     Test {
