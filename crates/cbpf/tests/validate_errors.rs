@@ -313,9 +313,11 @@ fn seccomp_rewrites_len_and_loads() {
     let prog = validate(&insns, Mode::Seccomp).unwrap();
     assert_eq!(prog.insns(), &[s(LD_IMM, 64), s(LDX_IMM, 64), s(LDX_W_ABS, 4), RET_ACC]);
     assert_eq!(prog.original(), &insns);
+    assert_eq!((prog.mode(), prog.len(), prog.is_empty()), (Mode::Seccomp, 4, false));
     // Socket mode leaves everything alone.
     let prog = validate(&insns, Mode::Socket).unwrap();
     assert_eq!(prog.insns(), &insns);
+    assert_eq!((prog.mode(), prog.len(), prog.is_empty()), (Mode::Socket, 4, false));
 }
 
 #[test]
