@@ -67,6 +67,10 @@ fn exit_tests_are_exactly_the_compares() {
                     let want = cond.eval(u64::from(x), v) == outcome;
                     let got = wide.is_some_and(|t| t.hits(x));
                     let by_range = wide.and_then(ExitTest::range).map(|(lo, span)| x.wrapping_sub(lo) <= span);
+                    // Every test on the whole value is a range.
+                    if wide.is_some_and(|t| t.mask == u32::MAX) && by_range.is_none() {
+                        failures.push(format!("{cond:?} v {v:#x} {outcome}: full mask but no range"));
+                    }
                     let scanned = scans(&t, x, 0).map(|s| s == Some(1));
                     if got != want || scanned.iter().any(|&s| s != want) || by_range.is_some_and(|r| r != want) {
                         failures.push(format!("{cond:?} v {v:#x} {outcome} x {x:#x}: {got} {scanned:?} {by_range:?}"));
@@ -90,6 +94,9 @@ fn tests_that_never_hit_are_none() {
     assert_eq!(ExitTest::ALWAYS.range(), Some((0, u32::MAX)));
     assert_eq!(ExitTest::of(Cond::Set, 0, false).and_then(ExitTest::range), Some((0, u32::MAX)));
     assert_eq!(ExitTest::of(Cond::Set, 4, false).and_then(ExitTest::range), None);
+    // `x & 0` is 0: a mask-0 test that misses 0 misses every value, and no
+    // range `x - lo <= span` misses every value.
+    assert_eq!(ExitTest { mask: 0, lo: 1, span: 0 }.range(), None);
 }
 
 /// 40 tests `x == i % 13` leaving to `100 + i`, then the end: whatever the
@@ -131,6 +138,13 @@ fn tests_print_as_their_condition() {
     assert_eq!(show(Cond::Set, 6, false).as_deref(), Some("& 0x6 == 0"));
     assert_eq!(ExitTest::ALWAYS.to_string(), "always");
     assert_eq!(ExitTest { mask: u32::MAX, lo: 5, span: 3 }.to_string(), "in 0x5..=0x8");
+    // Shapes no compare makes print as the test itself: a range that wraps
+    // past 0xffffffff, a masked test that is neither `!= 0` nor `== 0`.
+    assert_eq!(
+        ExitTest { mask: u32::MAX, lo: 0xffff_fff0, span: 0x20 }.to_string(),
+        "(x & 0xffffffff) - 0xfffffff0 <= 0x20"
+    );
+    assert_eq!(ExitTest { mask: 6, lo: 1, span: 2 }.to_string(), "(x & 0x6) - 0x1 <= 0x2");
     let t = table(&[(ExitTest::of(Cond::Eq, 2, true), 7), (Some(ExitTest::ALWAYS), 9)], 3);
     assert_eq!(t.to_string(), "   0: == 0x2                   -> pc 7\n   1: always                   -> pc 9\n");
 }
