@@ -92,18 +92,21 @@ pub fn table(rows: &[(&str, Counts)]) -> String {
 struct Args {
     names: Vec<String>,
     jobs: String,
-    timeout: String,
+    /// Per-mutant test timeout; by default cargo-mutants sets it from the
+    /// unmutated tree's test time (at least 20 s), which ends a mutant that
+    /// loops forever quickly.
+    timeout: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Args, String> {
-    let mut out = Args { names: Vec::new(), jobs: "2".into(), timeout: "300".into() };
+    let mut out = Args { names: Vec::new(), jobs: "2".into(), timeout: None };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         let mut value = || it.next().cloned().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
         match arg.as_str() {
             "--file" => out.names.push(value()?),
             "--jobs" => out.jobs = value()?,
-            "--timeout" => out.timeout = value()?,
+            "--timeout" => out.timeout = Some(value()?),
             _ => return Err(USAGE.to_string()),
         }
     }
@@ -143,10 +146,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
         eprintln!("== {} ({} tests: {})", t.file, t.package, t.tests.join(" "));
         // Exit codes: 0 all caught, 2 some missed, 3 some timed out; anything
         // else (1 usage, 4 the unmutated tree fails its tests) is an error.
-        let status = Command::new("cargo")
-            .current_dir(&root)
-            .args(["mutants", "--file", t.file, "--test-package", t.package, "--jobs", &args.jobs])
-            .args(["--timeout", &args.timeout, "--output"])
+        let mut cmd = Command::new("cargo");
+        cmd.current_dir(&root).args(["mutants", "--file", t.file, "--test-package", t.package, "--jobs", &args.jobs]);
+        if let Some(timeout) = &args.timeout {
+            cmd.args(["--timeout", timeout]);
+        }
+        let status = cmd
+            .arg("--output")
             .arg(&out)
             .arg("--")
             .args(t.tests)
