@@ -947,6 +947,8 @@ mod tests {
         };
         let err = convert(&msh(2000), &Options::default()).unwrap_err();
         assert!(matches!(err, ConvertError::JumpOffset { pc: Pc(2000), pass: Pass::Pass0, .. }), "{err}");
+        assert_eq!(err.pc(), Some(Pc(2000)));
+        assert!(err.to_string().starts_with("insn 2000: ") && err.to_string().ends_with("(pass 0)"), "{err}");
         let ok = convert(&msh(1800), &Options::default()).unwrap();
         assert!(ok.seen_ld_abs);
         // 7 prologue + 18 per ldxb + jeq + 2 (ret #1) + 2 (ret #0).
@@ -1062,5 +1064,8 @@ mod tests {
         assert_eq!(out.pc_map.range(Pc(1)), Some(4..6));
         assert_eq!(out.pc_map.range(Pc(3)), Some(8..10));
         assert_eq!(out.pc_map.prologue_len(), 3);
+        assert_eq!(out.pc_map.addrs(), [3, 4, 6, 8]);
+        assert_eq!((out.pc_map.len(), out.pc_map.is_empty()), (4, false));
+        assert!(PcMap::default().is_empty());
     }
 }
