@@ -46,7 +46,7 @@ pub const TARGETS: [Target; 5] = [
         name: "cache",
         file: "crates/seccomp/src/cache.rs",
         package: "bpfconv-seccomp",
-        tests: &["--lib", "--test", "cache_kernel"],
+        tests: &["--lib", "--test", "cache_kernel", "--test", "arch_syscalls"],
     },
     Target {
         name: "op-tables",
