@@ -127,6 +127,12 @@ fn tables_follow_bpf_insn_map() {
     assert_eq!(bits, [0x00, 0x10, 0x50, 0x40, 0x60, 0x70, 0xa0, 0x20, 0xb0, 0xc0, 0x30, 0x30, 0x90, 0x90]);
     let bits: Vec<u8> = JmpCond::ALL.iter().map(|c| c.bits()).collect();
     assert_eq!(bits, [0x10, 0x50, 0x20, 0xa0, 0x30, 0xb0, 0x60, 0xc0, 0x70, 0xd0, 0x40]);
+    // Each width's classes (BPF_ALU 0x04 / BPF_ALU64 0x07, BPF_JMP32 0x06 /
+    // BPF_JMP 0x05), print_bpf_insn()'s register prefix and the
+    // conformance suite's `32` suffix.
+    let widths: Vec<(u8, u8, char, &str)> =
+        Width::ALL.iter().map(|w| (w.alu_class(), w.jmp_class(), w.kernel_reg_prefix(), w.mnemonic_suffix())).collect();
+    assert_eq!(widths, [(0x04, 0x06, 'w', "32"), (0x07, 0x05, 'r', "")]);
 }
 
 #[test]
