@@ -133,6 +133,11 @@ fn tables_follow_bpf_insn_map() {
     let widths: Vec<(u8, u8, char, &str)> =
         Width::ALL.iter().map(|w| (w.alu_class(), w.jmp_class(), w.kernel_reg_prefix(), w.mnemonic_suffix())).collect();
     assert_eq!(widths, [(0x04, 0x06, 'w', "32"), (0x07, 0x05, 'r', "")]);
+    // The shifts (whose K the loader masks to the width) and the signed compares.
+    let shifts: Vec<&str> = AluOp::ALL.iter().filter(|o| o.is_shift()).map(|o| o.mnemonic()).collect();
+    assert_eq!(shifts, ["lsh", "rsh", "arsh"]);
+    let signed: Vec<&str> = JmpCond::ALL.iter().filter(|c| c.is_signed()).map(|c| c.mnemonic()).collect();
+    assert_eq!(signed, ["jsgt", "jslt", "jsge", "jsle"]);
 }
 
 #[test]
