@@ -138,6 +138,17 @@ fn tables_follow_bpf_insn_map() {
     assert_eq!(shifts, ["lsh", "rsh", "arsh"]);
     let signed: Vec<&str> = JmpCond::ALL.iter().filter(|c| c.is_signed()).map(|c| c.mnemonic()).collect();
     assert_eq!(signed, ["jsgt", "jslt", "jsge", "jsle"]);
+    // Sizes by their byte count, and nothing else.
+    let by_bytes: Vec<Option<Size>> = [1, 2, 4, 8, 0, 3, 16].into_iter().map(Size::from_bytes).collect();
+    assert_eq!(by_bytes, [Some(Size::B), Some(Size::H), Some(Size::W), Some(Size::DW), None, None, None]);
+    // The verifier's atomics: read-modify-write (and XCHG, CMPXCHG) on W and DW
+    // only; load-acquire and store-release on every size.
+    for op in AtomicOp::ALL {
+        let allowed: Vec<Size> = Size::ALL.into_iter().filter(|&s| op.allows(s)).collect();
+        let want: &[Size] =
+            if op.mnemonic().is_none() { &[Size::B, Size::H, Size::W, Size::DW] } else { &[Size::W, Size::DW] };
+        assert_eq!(allowed, want, "{op:?}");
+    }
 }
 
 #[test]
