@@ -35,10 +35,10 @@ const RET0: Insn = Insn::stmt(RET_K, 0);
 /// The independent model: every state `(pc, written)` reachable from
 /// `(0, none)` along the kernel's edges; the answer is the lowest pc whose load
 /// some reaching state has not written.
-fn model(insns: &[Insn]) -> Option<(usize, u32)> {
+fn model(insns: &[Insn]) -> Refused {
     let mut seen = BTreeSet::new();
     let mut todo = vec![(0usize, 0u16)];
-    let mut bad: Option<(usize, u32)> = None;
+    let mut bad: Refused = None;
     while let Some((pc, written)) = todo.pop() {
         let Some(insn) = insns.get(pc) else { continue };
         if !seen.insert((pc, written)) {
@@ -68,8 +68,11 @@ fn model(insns: &[Insn]) -> Option<(usize, u32)> {
     bad
 }
 
-/// `(name, program, first refused load as (pc, k))`: one case per clause.
-fn cases() -> Vec<(&'static str, Vec<Insn>, Option<(usize, u32)>)> {
+/// The first refused load, as `(pc, k)`.
+type Refused = Option<(usize, u32)>;
+
+/// `(name, program, first refused load)`: one case per clause.
+fn cases() -> Vec<(&'static str, Vec<Insn>, Refused)> {
     vec![
         ("nothing written at pc 0", vec![s(LD_MEM, 0), RET0], Some((0, 0))),
         ("st writes", vec![s(ST, 5), s(LD_MEM, 5), RET0], None),
