@@ -50,7 +50,7 @@ commands:
   coverage [-- EXTRA cargo-llvm-cov ARGS]
                       line coverage per crate (cargo-llvm-cov)
   mutants [--file validate|convert|cache|op-tables|chain]... [--jobs N] [--timeout SECONDS]
-                      cargo-mutants on the kernel mirrors with their crates' tests (about an hour;
+                      cargo-mutants on the kernel mirrors with their crates' tests (about 1.5 hours;
                       fails if a mutant survives; results in target/mutants/)";
 
 fn main() -> ExitCode {
