@@ -46,22 +46,19 @@ def action(name, errno):
     """The action runc's getAction() gives libseccomp, and its value (to
     compare with the default as runc does)."""
     code = (EPERM if errno is None else errno) & 0xffff
-    if name == "SCMP_ACT_ALLOW":
-        return s.ALLOW, 0x7fff0000
-    if name == "SCMP_ACT_ERRNO":
-        return s.ERRNO(code), 0x00050000 | code
-    if name == "SCMP_ACT_KILL_PROCESS":
-        return s.KILL_PROCESS, 0x80000000
-    if name in ("SCMP_ACT_KILL", "SCMP_ACT_KILL_THREAD"):
-        return s.KILL, 0
-    if name == "SCMP_ACT_TRAP":
-        return s.TRAP, 0x00030000
-    if name == "SCMP_ACT_LOG":
-        return s.LOG, 0x7ffc0000
-    if name == "SCMP_ACT_TRACE":
-        return s.TRACE(code), 0x7ff00000 | code
-    if name == "SCMP_ACT_NOTIFY":
-        return s.NOTIFY, 0x7fc00000
+    actions = {
+        "SCMP_ACT_ALLOW": (s.ALLOW, 0x7fff0000),
+        "SCMP_ACT_ERRNO": (s.ERRNO(code), 0x00050000 | code),
+        "SCMP_ACT_KILL_PROCESS": (s.KILL_PROCESS, 0x80000000),
+        "SCMP_ACT_KILL": (s.KILL, 0),
+        "SCMP_ACT_KILL_THREAD": (s.KILL, 0),
+        "SCMP_ACT_TRAP": (s.TRAP, 0x00030000),
+        "SCMP_ACT_LOG": (s.LOG, 0x7ffc0000),
+        "SCMP_ACT_TRACE": (s.TRACE(code), 0x7ff00000 | code),
+        "SCMP_ACT_NOTIFY": (s.NOTIFY, 0x7fc00000),
+    }
+    if name in actions:
+        return actions[name]
     raise SystemExit(f"compile.py: unknown action {name}")
 
 

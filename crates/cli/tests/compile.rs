@@ -15,9 +15,7 @@ fn profile(name: &str) -> String {
 }
 
 fn tmp(name: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("bpfconv-compile-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name).to_string_lossy().into_owned()
+    test_data::paths::scratch_dir("compile").unwrap().join(name).to_string_lossy().into_owned()
 }
 
 #[test]

@@ -20,11 +20,9 @@ const TESTDATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata");
 fn filters() -> Vec<(PathBuf, Vec<&'static str>)> {
     let mut out = Vec::new();
     for dir in ["filters", "profiles"] {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(format!("{TESTDATA}/{dir}"))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "bpf" || e == "asm"))
-            .collect();
+        let dir = PathBuf::from(format!("{TESTDATA}/{dir}"));
+        let mut files = test_data::paths::files_ending(&dir, ".bpf").unwrap();
+        files.extend(test_data::paths::files_ending(&dir, ".asm").unwrap());
         files.sort();
         for f in files {
             let big = f.file_name().is_some_and(|n| n == "s390x.bpf");

@@ -18,12 +18,7 @@ use test_data::require::{self, Need};
 const TCPDUMP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/tcpdump");
 
 fn tcpdump_programs() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(TCPDUMP)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "dd"))
-        .collect();
-    v.sort();
+    let v = test_data::paths::files_ending(Path::new(TCPDUMP), ".dd").unwrap();
     assert!(v.len() >= 30);
     v
 }
@@ -57,10 +52,16 @@ fn bpffs() -> Option<PathBuf> {
     mounted().then_some(dir)
 }
 
+/// Can programs be loaded here? Where not, `require` says so (a visible
+/// skip, a failure under `CI=true`).
+fn bpf_here(test: &str) -> bool {
+    require::have(test, Need::Bpf, kernel::bpf::available()).is_some()
+}
+
 #[test]
 fn bpftool_loads_every_target_from_our_elf() {
     let test = "bpftool_loads_every_target_from_our_elf";
-    if !require::tool(test, Need::Bpftool) || require::have(test, Need::Bpf, kernel::bpf::available()).is_none() {
+    if !require::tool(test, Need::Bpftool) || !bpf_here(test) {
         return;
     }
     let Some(fs) = bpffs() else {
@@ -246,8 +247,7 @@ const CAPTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/pcap/
 /// reproduce gives the classic interpreter's value.
 #[test]
 fn run_kernel_jit_per_target() {
-    let test = "run_kernel_jit_per_target";
-    if require::have(test, Need::Bpf, kernel::bpf::available()).is_none() {
+    if !bpf_here("run_kernel_jit_per_target") {
         return;
     }
     let dd = format!("{TCPDUMP}/tcp_port_80.dd");
@@ -280,8 +280,7 @@ fn run_kernel_jit_per_target() {
 /// `bench --mode socket` prints a kernel-jit column per target.
 #[test]
 fn bench_kernel_jit_columns() {
-    let test = "bench_kernel_jit_columns";
-    if require::have(test, Need::Bpf, kernel::bpf::available()).is_none() {
+    if !bpf_here("bench_kernel_jit_columns") {
         return;
     }
     let dd = format!("{TCPDUMP}/udp.dd");
@@ -309,19 +308,13 @@ fn bench_kernel_jit_columns() {
 /// `struct seccomp_data`) as the vectors say.
 #[test]
 fn seccomp_filters_through_target_xdp_answer_every_vector() {
-    let test = "seccomp_filters_through_target_xdp_answer_every_vector";
-    if require::have(test, Need::Bpf, kernel::bpf::available()).is_none() {
+    if !bpf_here("seccomp_filters_through_target_xdp_answer_every_vector") {
         return;
     }
     let dir = Path::new(common::FILTERS);
     let tmp = tempfile::tempdir().unwrap();
     let (mut filters, mut runs) = (0, 0);
-    let mut names: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "bpf"))
-        .collect();
-    names.sort();
+    let names = test_data::paths::files_ending(dir, ".bpf").unwrap();
     for path in names {
         let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
         let out = tmp.path().join(format!("{stem}.xdp"));

@@ -2,6 +2,7 @@
 //! Per-group semantics of the interpreter (SPEC §3.3, RFC 9669).
 
 use ebpf::abi::region::MEM_BASE;
+use ebpf::op::OpError;
 use ebpf::{ExecError, Input, Vm};
 use ebpf::{Helpers, Insn, LoadError, LoadOptions, Program, SkbContext, SkbMeta};
 
@@ -116,7 +117,7 @@ fn end_and_bswap() {
     assert_eq!(with(0xd7, 32), 0x0807_0605);
     assert_eq!(with(0xd7, 64), 0x0807_0605_0403_0201);
     let err = Program::load(&[i(0xd4, 0, 0, 0, 8), EXIT], &LoadOptions::default(), &Helpers::new()).unwrap_err();
-    assert!(matches!(err, LoadError::BadImmediate { .. }), "{err}");
+    assert!(matches!(err, LoadError::Decode { op: OpError::BadImmediate { .. }, .. }), "{err}");
 }
 
 #[test]
@@ -279,16 +280,25 @@ fn structural_checks_at_load() {
     assert_eq!(load(&[]), LoadError::Empty);
     assert!(matches!(load(&[i(0x05, 0, 0, 5, 0), EXIT]), LoadError::JumpOutOfRange { .. }));
     assert!(matches!(load(&[i(0x05, 0, 0, -2, 0), EXIT]), LoadError::JumpOutOfRange { .. }));
-    assert!(matches!(load(&[i(0x18, 0, 0, 0, 0)]), LoadError::IncompleteLdImm64 { .. }));
+    assert!(matches!(load(&[i(0x18, 0, 0, 0, 0)]), LoadError::Decode { op: OpError::IncompleteLdImm64, .. }));
     assert!(matches!(
         load(&[i(0x05, 0, 0, 1, 0), i(0x18, 0, 0, 0, 0), i(0, 0, 0, 0, 0), EXIT]),
         LoadError::JumpIntoLdImm64 { .. }
     ));
     assert!(matches!(load(&[i(0xb7, 10, 0, 0, 0), EXIT]), LoadError::WritesFramePointer { .. }));
     assert!(matches!(load(&[i(0xbf, 0, 11, 0, 0), EXIT]), LoadError::BadRegister { reg: 11, .. }));
-    assert!(matches!(load(&[i(0xff, 0, 0, 0, 0), EXIT]), LoadError::UnknownOpcode { code: 0xff, .. }));
-    assert!(matches!(load(&[i(0xe5, 0, 0, 0, 0), EXIT]), LoadError::UnknownOpcode { .. }), "may_goto");
-    assert!(matches!(load(&[i(0x3f, 0, 1, 2, 0), EXIT]), LoadError::BadOffset { off: 2, .. }));
+    assert!(matches!(
+        load(&[i(0xff, 0, 0, 0, 0), EXIT]),
+        LoadError::Decode { op: OpError::UnknownOpcode { code: 0xff, .. }, .. }
+    ));
+    assert!(
+        matches!(load(&[i(0xe5, 0, 0, 0, 0), EXIT]), LoadError::Decode { op: OpError::UnknownOpcode { .. }, .. }),
+        "may_goto"
+    );
+    assert!(matches!(
+        load(&[i(0x3f, 0, 1, 2, 0), EXIT]),
+        LoadError::Decode { op: OpError::BadOffset { off: 2, .. }, .. }
+    ));
 }
 
 #[test]

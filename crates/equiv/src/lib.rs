@@ -218,6 +218,32 @@ pub fn check(left: Side<'_>, right: Side<'_>, options: &Options) -> Result<Verdi
     check_with_stats(left, right, options).map(|(v, _)| v)
 }
 
+/// Why [`prove`] did not show two sides equal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotProved {
+    /// The first input [`check`] found that tells the sides apart.
+    Differ(Counterexample),
+    /// No verdict: [`check`]'s error.
+    Undecided(EquivError),
+}
+
+/// [`check`] for a caller that must have equality (a filter it wrote
+/// against the one it was written from): `Ok` only when proved, else the
+/// first counterexample or why there was no verdict.
+pub fn prove(left: Side<'_>, right: Side<'_>, options: &Options) -> Result<(), NotProved> {
+    match check(left, right, options) {
+        Ok(Verdict::Equal) => Ok(()),
+        Ok(Verdict::Differ(found)) => Err(match found.first() {
+            Some(&c) => NotProved::Differ(c),
+            // `Differ` is never empty; were it, that is no verdict.
+            None => {
+                NotProved::Undecided(EquivError::Budget { kind: BudgetKind::Steps, limit: options.limits.max_steps })
+            }
+        }),
+        Err(e) => Err(NotProved::Undecided(e)),
+    }
+}
+
 /// The bits [`Compare`] looks at.
 fn mask(compare: Compare) -> u32 {
     match compare {

@@ -107,3 +107,21 @@ fn stacks_combine_with_the_kernels_precedence() {
     assert!(matches!(verdict(&[errno], &[errno2], Compare::Value), Verdict::Differ(_)));
     assert_eq!(verdict(&[errno], &[errno2], Compare::Action), Verdict::Equal);
 }
+
+#[test]
+fn prove_answers_equal_the_first_counterexample_or_why_not() {
+    let errno = prog("ld [0]\njeq #1, la, lb\nla: ret #0x50001\nlb: ret #0x7fff0000\n");
+    let trap = prog("ld [0]\njeq #1, la, lb\nla: ret #0x30000\nlb: ret #0x7fff0000\n");
+    let options = Options::default();
+    assert_eq!(equiv::prove(Side::single(&errno), Side::single(&errno), &options), Ok(()));
+    match equiv::prove(Side::single(&errno), Side::single(&trap), &options) {
+        Err(equiv::NotProved::Differ(c)) => assert_eq!((c.data.nr, c.left, c.right), (1, 0x50001, 0x30000)),
+        other => panic!("{other:?}"),
+    }
+    // A budget of one step gives no verdict, said as such.
+    let tight = Options { limits: equiv::Limits { max_steps: 1, ..Default::default() }, ..Options::default() };
+    match equiv::prove(Side::single(&errno), Side::single(&trap), &tight) {
+        Err(equiv::NotProved::Undecided(equiv::EquivError::Budget { .. })) => {}
+        other => panic!("{other:?}"),
+    }
+}

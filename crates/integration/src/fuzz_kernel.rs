@@ -194,6 +194,15 @@ pub struct Reproducer {
     /// The kernel's answer (`accepted` / `rejected: errno …`; a seccomp
     /// return value, or `0` / `N` / `>=N` for a datagram).
     pub kernel: String,
+    /// Where it came from; its fields stand at this level in the JSON.
+    #[serde(flatten)]
+    pub origin: Origin,
+}
+
+/// Where a reproducer (classic or eBPF) came from, and whether the kernel
+/// is at fault.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
     /// `uname -r` of the kernel that answered.
     pub kernel_release: String,
     /// How to find it again (`--seed` and program index).
@@ -203,6 +212,13 @@ pub struct Reproducer {
     /// stay as recorded.
     #[serde(default)]
     pub kernel_bug: Option<String>,
+}
+
+impl Origin {
+    /// Found now on the running kernel (`found_by` for the caller to say).
+    pub fn here() -> Origin {
+        Origin { kernel_release: kernel_release(), found_by: String::new(), kernel_bug: None }
+    }
 }
 
 impl Reproducer {
@@ -340,9 +356,7 @@ fn reproducer(
         input: input.map(Input::hex),
         ours,
         kernel,
-        kernel_release: kernel_release(),
-        found_by: String::new(),
-        kernel_bug: None,
+        origin: Origin::here(),
     }
 }
 
@@ -492,18 +506,7 @@ pub fn minimise_with(
     let mut calls = 0;
     let mut progress = true;
     while progress && calls < budget {
-        progress = false;
-        for at in (0..best.len()).rev() {
-            if calls >= budget {
-                break;
-            }
-            let Some(candidate) = without(&best, at) else { continue };
-            calls += 1;
-            if still(&candidate, input.as_ref()) {
-                best = candidate;
-                progress = true;
-            }
-        }
+        progress = drop_pass(&mut best, (&mut calls, budget), without, |c| still(c, input.as_ref()));
         if let Some(Input::Packet(p)) = input.clone() {
             let mut len = p.len() / 2;
             while len < p.len() && calls < budget {
@@ -521,6 +524,31 @@ pub fn minimise_with(
     (best, input)
 }
 
+/// One pass of a minimiser over `best`, last item first: each item that
+/// `without(best, at)` can remove (`None`: it cannot) stays out when
+/// `still` holds for the rest. `calls` counts `still`'s calls up to its
+/// budget. True when anything went.
+pub(crate) fn drop_pass<T>(
+    best: &mut Vec<T>,
+    (calls, budget): (&mut usize, usize),
+    without: impl Fn(&[T], usize) -> Option<Vec<T>>,
+    mut still: impl FnMut(&[T]) -> bool,
+) -> bool {
+    let mut progress = false;
+    for at in (0..best.len()).rev() {
+        if *calls >= budget {
+            break;
+        }
+        let Some(candidate) = without(best, at) else { continue };
+        *calls += 1;
+        if still(&candidate) {
+            *best = candidate;
+            progress = true;
+        }
+    }
+    progress
+}
+
 /// [`minimise_with`] against the running kernel: the disagreement of
 /// `repro`'s kind persists when [`judge`] still reports one of that kind.
 pub fn minimise(repro: &Reproducer, budget: usize) -> Result<Reproducer, String> {
@@ -536,6 +564,6 @@ pub fn minimise(repro: &Reproducer, budget: usize) -> Result<Reproducer, String>
     let inputs: Vec<Input> = input.into_iter().collect();
     let found = judge(&insns, mode, &inputs, &mut tally)?;
     let mut small = found.into_iter().find(|r| r.kind == kind).ok_or("the disagreement went away while minimising")?;
-    small.found_by = repro.found_by.clone();
+    small.origin.found_by = repro.origin.found_by.clone();
     Ok(small)
 }

@@ -36,12 +36,7 @@ fn tests() -> Vec<(String, PathBuf)> {
 
 /// The `.data` files of `sub`, sorted, named `prefix` + stem.
 fn data_files(sub: &str, prefix: &str) -> Vec<(String, PathBuf)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir().join(sub))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "data"))
-        .collect();
-    files.sort();
+    let files = test_data::paths::files_ending(&dir().join(sub), ".data").unwrap();
     files.into_iter().map(|p| (format!("{prefix}{}", p.file_stem().unwrap().to_string_lossy()), p)).collect()
 }
 

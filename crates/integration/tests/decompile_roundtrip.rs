@@ -89,7 +89,7 @@ fn every_libseccomp_filter_survives_decompile_and_recompile() {
     if !libseccomp("every_libseccomp_filter_survives_decompile_and_recompile") {
         return;
     }
-    let dir = tempfile_dir();
+    let dir = test_data::paths::scratch_dir("decompile").unwrap();
     let (mut proved, mut by_vectors, mut failures) = (0, 0, Vec::new());
     for path in libseccomp_filters() {
         let name = path.file_stem().unwrap().to_str().unwrap().to_string();
@@ -127,7 +127,7 @@ fn docker_like_profile_full_loop() {
     if !libseccomp("docker_like_profile_full_loop") {
         return;
     }
-    let dir = tempfile_dir();
+    let dir = test_data::paths::scratch_dir("decompile").unwrap();
     let first = compile(&testdata().join("profiles/docker_like.json"), &dir, "first");
     let profile = decompile(&first);
     let json = dir.join("decompiled.json");
@@ -209,12 +209,6 @@ fn pfc_rules(pfc: &str) -> BTreeSet<(String, String, bool)> {
     out
 }
 
-fn tempfile_dir() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bpfconv-decompile-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 /// Every comparison libseccomp knows, on values with both words set on
 /// x86_64 and on 32-bit values for x86/x32, through libseccomp, decompile
 /// and libseccomp again: equal by `equiv`, and each decompiled entry is the
@@ -256,7 +250,7 @@ fn every_comparison_survives_the_round_trip() {
             {"names": ["exit_group", "getppid"], "action": "SCMP_ACT_ALLOW"}
         ]
     });
-    let dir = tempfile_dir().join("ops");
+    let dir = test_data::paths::scratch_dir("decompile").unwrap().join("ops");
     std::fs::create_dir_all(&dir).unwrap();
     for (stem, profile) in [("wide", wide), ("narrow", narrow)] {
         let json = dir.join(format!("{stem}.json"));

@@ -10,7 +10,7 @@
 
 use std::path::PathBuf;
 
-use bpfconv_integration::fuzz_kernel::{self, Input, Reproducer, Tally};
+use bpfconv_integration::fuzz_kernel::{self, Input, Origin, Reproducer, Tally};
 use cbpf::{Insn, Mode};
 use test_data::require::{self, Need};
 
@@ -27,14 +27,14 @@ fn every_saved_reproducer_replays() {
         let text = std::fs::read_to_string(path).unwrap();
         let repro: Reproducer =
             serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not a reproducer: {e}", path.display()));
-        assert!(!repro.kernel_release.is_empty(), "{}: no kernel release", path.display());
+        assert!(!repro.origin.kernel_release.is_empty(), "{}: no kernel release", path.display());
         judge_replay(
             path,
             repro.replay(),
-            repro.kernel_bug.as_deref(),
+            repro.origin.kernel_bug.as_deref(),
             &repro.ours,
             &repro.kernel,
-            &repro.kernel_release,
+            &repro.origin.kernel_release,
         );
     }
     // An empty folder replays nothing: that is right only while the README
@@ -93,13 +93,26 @@ fn reproducer(mode: &str, kind: &str, insns: &[Insn], input: Option<String>, our
         input,
         ours: ours.into(),
         kernel: kernel.into(),
-        kernel_release: "test".into(),
-        found_by: "hand-made".into(),
-        kernel_bug: None,
+        origin: Origin { kernel_release: "test".into(), found_by: "hand-made".into(), kernel_bug: None },
     }
 }
 
 /// The replay tells agreement from disagreement in each kind and mode.
+/// The origin's fields stand beside the others in the JSON (flattened),
+/// as reproducers saved before it was a struct of its own have them.
+#[test]
+fn a_reproducer_keeps_its_json_shape() {
+    let mut repro = reproducer("seccomp", "run", &[Insn { code: 0x06, jt: 0, jf: 0, k: 0 }], None, "0x0", "0x1");
+    repro.origin.kernel_bug = Some("none".into());
+    let json: serde_json::Value = serde_json::to_value(&repro).unwrap();
+    let keys: Vec<&str> = json.as_object().unwrap().keys().map(String::as_str).collect();
+    for key in ["kernel_release", "found_by", "kernel_bug", "ours", "kernel"] {
+        assert!(keys.contains(&key), "{key} missing from {keys:?}");
+    }
+    assert!(!keys.contains(&"origin"), "{keys:?}");
+    assert_eq!(serde_json::from_value::<Reproducer>(json).unwrap(), repro);
+}
+
 #[test]
 fn replay_judges_hand_made_reproducers() {
     let ret_a = [Insn::stmt(0x80, 0), Insn::stmt(0x16, 0)]; // ld len; ret a
@@ -203,9 +216,9 @@ mod ebpf_mode {
             let repro: EbpfReproducer =
                 serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: not a reproducer: {e}", path.display()));
             assert_eq!(repro.mode, "ebpf", "{}", path.display());
-            assert!(!repro.kernel_release.is_empty(), "{}: no kernel release", path.display());
-            let bug = repro.kernel_bug.as_deref();
-            judge_replay(path, repro.replay(), bug, &repro.ours, &repro.kernel, &repro.kernel_release);
+            assert!(!repro.origin.kernel_release.is_empty(), "{}: no kernel release", path.display());
+            let bug = repro.origin.kernel_bug.as_deref();
+            judge_replay(path, repro.replay(), bug, &repro.ours, &repro.kernel, &repro.origin.kernel_release);
         }
         eprintln!("{} ebpf reproducers replayed", names.len());
     }
@@ -230,9 +243,7 @@ mod ebpf_mode {
             input: Some("0a0b".into()),
             ours: String::new(),
             kernel: kernel.into(),
-            kernel_release: "test".into(),
-            found_by: "hand-made".into(),
-            kernel_bug: None,
+            origin: Origin { kernel_release: "test".into(), found_by: "hand-made".into(), kernel_bug: None },
         };
         assert_eq!(repro("").insns().unwrap(), insns);
         assert_eq!(repro("r0 = 0xb; memory = 0b0b").replay(), Ok("r0 = 0xb; memory = 0b0b".into()));

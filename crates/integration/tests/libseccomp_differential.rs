@@ -293,9 +293,7 @@ fn compile_all(jobs: &[(Value, Option<u32>)], dir: &Path) -> Vec<Result<Program,
 }
 
 fn tempdir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bpfconv-diff-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    test_data::paths::scratch_dir(&format!("diff-{tag}")).unwrap()
 }
 
 /// What one run found.

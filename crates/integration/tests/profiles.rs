@@ -21,7 +21,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use cbpf::opcode::{ALU_AND_K, JMP_JA, JMP_JEQ_K, JMP_JGE_K, JMP_JGT_K, LD_W_ABS, RET_K};
@@ -220,18 +220,12 @@ fn oci_profile(c: &Case) -> policy::oci::Profile {
     }
 }
 
-fn tempdir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("bpfconv-profiles-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn libseccomp_builds_the_same_filter_but_for_the_syscalls_it_does_not_know() {
     if !libseccomp("libseccomp_builds_the_same_filter_but_for_the_syscalls_it_does_not_know") {
         return;
     }
-    let dir = tempdir("libseccomp");
+    let dir = test_data::paths::scratch_dir("profiles-libseccomp").unwrap();
     let mut report = Vec::new();
     // The native arch is this host's for compile.py: x86_64 cases only.
     for c in

@@ -185,17 +185,13 @@ pub fn optimize(input: &Program, options: &Options) -> Result<Optimized, Optimiz
     if let Some((arch, nr)) = cache_lost(input, &built.program) {
         return Err(OptimizeError::CacheLost { arch, nr });
     }
-    match equiv::check(equiv::Side::single(input), equiv::Side::single(&built.program), &options.equiv) {
-        Ok(equiv::Verdict::Equal) => Ok(built),
-        Ok(equiv::Verdict::Differ(found)) => match found.first() {
-            Some(&c) => Err(OptimizeError::Differ(c)),
-            None => Err(OptimizeError::Undecided(equiv::EquivError::Budget {
-                kind: equiv::BudgetKind::Steps,
-                limit: options.equiv.limits.max_steps,
-            })),
+    equiv::prove(equiv::Side::single(input), equiv::Side::single(&built.program), &options.equiv).map_err(
+        |e| match e {
+            equiv::NotProved::Differ(c) => OptimizeError::Differ(c),
+            equiv::NotProved::Undecided(e) => OptimizeError::Undecided(e),
         },
-        Err(e) => Err(OptimizeError::Undecided(e)),
-    }
+    )?;
+    Ok(built)
 }
 
 /// The optimised layout of `input`, validated but not proved (the first

@@ -141,19 +141,12 @@ pub fn compile(m: &Meaning, options: &Options) -> Result<Compiled, CompileError>
     if let Some((arch, nr)) = cache_lost(m, &program) {
         return Err(CompileError::CacheLost { arch, nr });
     }
-    match equiv::check(equiv::Side::single(&reference), equiv::Side::single(&program), &options.equiv) {
-        Ok(equiv::Verdict::Equal) => {}
-        Ok(equiv::Verdict::Differ(found)) => {
-            return Err(match found.first() {
-                Some(&c) => CompileError::Differ(c),
-                None => CompileError::Undecided(equiv::EquivError::Budget {
-                    kind: equiv::BudgetKind::Steps,
-                    limit: options.equiv.limits.max_steps,
-                }),
-            })
-        }
-        Err(e) => return Err(CompileError::Undecided(e)),
-    }
+    equiv::prove(equiv::Side::single(&reference), equiv::Side::single(&program), &options.equiv).map_err(
+        |e| match e {
+            equiv::NotProved::Differ(c) => CompileError::Differ(c),
+            equiv::NotProved::Undecided(e) => CompileError::Undecided(e),
+        },
+    )?;
     let stats = Stats {
         insns: program.len(),
         longest_path: optimize::longest_path(program.original()),

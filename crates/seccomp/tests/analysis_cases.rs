@@ -222,63 +222,28 @@ fn audit_low_word_only_checks_on_a_64_bit_arch() {
             })
             .collect()
     };
+    // One syscall on one arch, `check` (ending in a jump to `allow` or
+    // `deny`) deciding it.
+    let guarded = |arch: u32, nr: u32, check: &str| {
+        asm(&format!(
+            "ld [4]\njeq #{arch:#x}, ok\nret #0\nok: ld [0]\njeq #{nr}, check, deny\ncheck: {check}\n\
+             allow: ret #0x7fff0000\ndeny: ret #0x50001\n"
+        ))
+    };
     // seccompiler's dword eq: ld [24]; jeq #2.
-    let dword = asm(r"
-                ld [4]
-                jeq #0xc000003e, ok
-                ret #0x80000000
-        ok:     ld [0]
-                jeq #72, fcntl, deny
-        fcntl:  ld [24]                     ; args[1].lo
-                jeq #2, allow, deny
-        allow:  ret #0x7fff0000
-        deny:   ret #0x80000000
-        ");
+    let dword = guarded(X86_64, 72, "ld [24]\njeq #2, allow, deny");
     assert_eq!(low_words(&dword), [(Some(Pc(6)), 1, vec!["x86_64:fcntl".to_string()])]);
     assert!(audit(&dword)
         .unwrap()
         .iter()
         .any(|f| f.to_string().contains("args[1] is compared in its low 32 bits only")));
     // libseccomp's 64-bit EQ: the high word, then the low one.
-    let pair = asm(r"
-                ld [4]
-                jeq #0xc000003e, ok
-                ret #0
-        ok:     ld [0]
-                jeq #72, fcntl, deny
-        fcntl:  ld [28]                     ; args[1].hi
-                jeq #0, lo, deny
-        lo:     ld [24]
-                jeq #2, allow, deny
-        allow:  ret #0x7fff0000
-        deny:   ret #0x50001
-        ");
+    let pair = guarded(X86_64, 72, "ld [28]\njeq #0, lo, deny\nlo: ld [24]\njeq #2, allow, deny");
     assert!(low_words(&pair).is_empty());
     // A masked test says which bits it means.
-    let masked = asm(r"
-                ld [4]
-                jeq #0xc000003e, ok
-                ret #0
-        ok:     ld [0]
-                jeq #56, clone, deny
-        clone:  ld [16]
-                and #0x7e020000
-                jeq #0, allow, deny
-        allow:  ret #0x7fff0000
-        deny:   ret #0x50001
-        ");
+    let masked = guarded(X86_64, 56, "ld [16]\nand #0x7e020000\njeq #0, allow, deny");
     assert!(low_words(&masked).is_empty());
     // i386 passes 32-bit arguments.
-    let i386 = asm(r"
-                ld [4]
-                jeq #0x40000003, ok
-                ret #0
-        ok:     ld [0]
-                jeq #55, fcntl, deny
-        fcntl:  ld [24]
-                jeq #2, allow, deny
-        allow:  ret #0x7fff0000
-        deny:   ret #0x50001
-        ");
+    let i386 = guarded(0x4000_0003, 55, "ld [24]\njeq #2, allow, deny");
     assert!(low_words(&i386).is_empty());
 }

@@ -13,6 +13,14 @@ pub fn filters_dir() -> PathBuf {
     testdata().join("filters")
 }
 
+/// A folder for one test's files, `bpfconv-TAG-PID` under the system's
+/// temporary folder, created (the process id keeps concurrent runs apart).
+pub fn scratch_dir(tag: &str) -> Result<PathBuf, String> {
+    let dir = std::env::temp_dir().join(format!("bpfconv-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok(dir)
+}
+
 /// The files of `dir` whose name ends with `suffix`, sorted by path.
 pub fn files_ending(dir: &Path, suffix: &str) -> Result<Vec<PathBuf>, String> {
     let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;

@@ -69,33 +69,17 @@ const EDGES: [u32; 28] = [
 ];
 
 /// The constants of one program, reused by its contexts.
-#[derive(Debug, Clone, Default)]
-pub struct Pool {
-    values: Vec<u32>,
-}
+pub type Pool = crate::pool::Pool<u32>;
 
 impl Pool {
-    const CAP: usize = 32;
-
-    /// Constants seen so far.
-    pub fn values(&self) -> &[u32] {
-        &self.values
-    }
-
-    fn remember(&mut self, v: u32) {
-        if self.values.len() < Self::CAP && !self.values.contains(&v) {
-            self.values.push(v);
-        }
-    }
-
     /// An interesting 32-bit value: an edge, a pooled constant (or its
     /// neighbour), or anything.
     pub fn value(&mut self, u: &mut Unstructured<'_>) -> Result<u32> {
         let v = match u.int_in_range(0..=5u8)? {
             0 | 1 => *u.choose(&EDGES)?,
-            2 if !self.values.is_empty() => *u.choose(&self.values)?,
-            3 if !self.values.is_empty() => {
-                u.choose(&self.values)?.wrapping_add(u.int_in_range(0..=2u32)?).wrapping_sub(1)
+            2 if !self.values().is_empty() => *u.choose(self.values())?,
+            3 if !self.values().is_empty() => {
+                u.choose(self.values())?.wrapping_add(u.int_in_range(0..=2u32)?).wrapping_sub(1)
             }
             4 => u.int_in_range(0..=64u32)?,
             _ => u.arbitrary::<u32>()?,

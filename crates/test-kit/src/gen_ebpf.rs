@@ -109,35 +109,19 @@ const EDGES: [u64; 30] = [
 ];
 
 /// The constants of one program, reused by its memory.
-#[derive(Debug, Clone, Default)]
-pub struct Pool {
-    values: Vec<u64>,
-}
+pub type Pool = crate::pool::Pool<u64>;
 
 impl Pool {
-    const CAP: usize = 32;
-
-    /// Constants seen so far.
-    pub fn values(&self) -> &[u64] {
-        &self.values
-    }
-
-    fn remember(&mut self, v: u64) {
-        if self.values.len() < Self::CAP && !self.values.contains(&v) {
-            self.values.push(v);
-        }
-    }
-
     /// An interesting 64-bit value: an edge, a pooled constant (or its
     /// neighbour, or its negation), a small number, or anything.
     pub fn value(&mut self, u: &mut Unstructured<'_>) -> Result<u64> {
         let v = match u.int_in_range(0..=6u8)? {
             0 | 1 => *u.choose(&EDGES)?,
-            2 if !self.values.is_empty() => *u.choose(&self.values)?,
-            3 if !self.values.is_empty() => {
-                u.choose(&self.values)?.wrapping_add(u.int_in_range(0..=2u64)?).wrapping_sub(1)
+            2 if !self.values().is_empty() => *u.choose(self.values())?,
+            3 if !self.values().is_empty() => {
+                u.choose(self.values())?.wrapping_add(u.int_in_range(0..=2u64)?).wrapping_sub(1)
             }
-            4 if !self.values.is_empty() => u.choose(&self.values)?.wrapping_neg(),
+            4 if !self.values().is_empty() => u.choose(self.values())?.wrapping_neg(),
             5 => u.int_in_range(0..=70u64)?,
             _ => u.arbitrary::<u64>()?,
         };

@@ -27,6 +27,7 @@ pub mod gen_ebpf;
 pub mod input;
 pub mod oracle;
 pub mod pairs;
+pub mod pool;
 pub mod regions;
 pub mod rng;
 pub mod socket;

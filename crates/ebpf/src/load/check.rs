@@ -67,7 +67,9 @@ impl Decoder<'_> {
     /// own fields in encoding order.
     pub(crate) fn decode(&self, pc: usize, insn: Insn) -> Result<Step, LoadError> {
         let at = Pc(pc);
-        let unknown = LoadError::UnknownOpcode { pc: at, code: insn.code };
+        // What strict mode refuses among decodable forms (callx) and the
+        // cBPF carry-over lacks (64-bit packet loads) reads as unknown.
+        let unknown = |family| LoadError::Decode { pc: at, op: OpError::UnknownOpcode { code: insn.code, family } };
         let class = isa::Class::of(insn);
         // Class-wide register checks: every ALU-class instruction writes
         // `dst`, every STX-class one names two registers.
@@ -86,14 +88,9 @@ impl Decoder<'_> {
             Ok(op) => op,
             Err(e) => {
                 self.before_variant(pc, insn, class, e)?;
-                return Err(match e {
-                    OpError::UnknownOpcode { code, .. } => LoadError::UnknownOpcode { pc: at, code },
-                    OpError::BadOffset { off, .. } => LoadError::BadOffset { pc: at, off },
-                    OpError::BadImmediate { imm, .. } => LoadError::BadImmediate { pc: at, imm },
-                    OpError::UnsupportedCall { src } => LoadError::UnsupportedCall { pc: at, src },
-                    OpError::IncompleteLdImm64 => LoadError::IncompleteLdImm64 { pc: at },
-                    OpError::BadLdImm64SecondSlot => LoadError::BadLdImm64SecondSlot { pc: Pc(pc + 1) },
-                });
+                // A bad second slot is that slot's error.
+                let slot = if e == OpError::BadLdImm64SecondSlot { pc + 1 } else { pc };
+                return Err(LoadError::Decode { pc: Pc(slot), op: e });
             }
         };
         let res = |field: &'static str| {
@@ -207,7 +204,9 @@ impl Decoder<'_> {
                         op(StepKind::Call, 0, ZERO_REG, slot as u32, imm as u32 as u64)
                     }
                     CallKind::Local => op(StepKind::CallLocal, 0, ZERO_REG, self.target(pc, i64::from(imm))?, 0),
-                    CallKind::Kfunc => return Err(LoadError::UnsupportedCall { pc: at, src: kind.src() }),
+                    CallKind::Kfunc => {
+                        return Err(LoadError::Decode { pc: at, op: OpError::UnsupportedCall { src: kind.src() } });
+                    }
                 }
             }
             // callx (not in RFC 9669; the conformance suite's `call %rN`):
@@ -215,7 +214,7 @@ impl Decoder<'_> {
             isa::Op::Callx { dst } => {
                 res("off")?;
                 if self.opts.strict {
-                    return Err(unknown);
+                    return Err(unknown(isa::Family::Call));
                 }
                 op(StepKind::Callx, self.reg(pc, dst)?, ZERO_REG, 0, 0)
             }
@@ -233,7 +232,9 @@ impl Decoder<'_> {
                 op(StepKind::LdImm64, dst, ZERO_REG, 0, imm)
             }
             // The kernel's cBPF carry-over has no 64-bit packet load.
-            isa::Op::LdAbs { size: Size::DW, .. } | isa::Op::LdInd { size: Size::DW, .. } => return Err(unknown),
+            isa::Op::LdAbs { size: Size::DW, .. } | isa::Op::LdInd { size: Size::DW, .. } => {
+                return Err(unknown(isa::Family::Load));
+            }
             isa::Op::LdAbs { size, imm } => {
                 for field in ["dst", "off", "src"] {
                     res(field)?;

@@ -11,7 +11,7 @@
 //! Every one is reported as a [`LoadError`] naming the offending `pc`:
 //! - the program is not empty and has at most [`MAX_INSNS`] slots;
 //! - every opcode is one the kernel's interpreter (or RFC 9669) defines: see
-//!   [`LoadError::UnknownOpcode`]; the verifier-internal `JCOND` (may_goto),
+//!   [`OpError::UnknownOpcode`]; the verifier-internal `JCOND` (may_goto),
 //!   `BPF_TAIL_CALL`, `BPF_CALL_ARGS` and `BPF_PROBE_*` encodings are refused;
 //! - every register a used field names is `r0`..=`r10`, and no instruction
 //!   writes `r10` (the frame pointer), including atomic fetches into `src`;
@@ -68,28 +68,21 @@ pub enum LoadError {
     Empty,
     #[error("program has {len} instructions, more than the limit of {max}")]
     TooLong { len: usize, max: usize },
-    #[error("pc {pc}: unknown opcode {code:#04x}")]
-    UnknownOpcode { pc: Pc, code: u8 },
+    /// The instruction does not decode ([`OpError`]: the opcode, offset,
+    /// immediate or call kind it carries, or a broken `ld_imm64` pair; for
+    /// a bad second slot, `pc` is that slot's).
+    #[error("pc {pc}: {op}")]
+    Decode { pc: Pc, op: OpError },
     #[error("pc {pc}: invalid register r{reg}")]
     BadRegister { pc: Pc, reg: u8 },
     #[error("pc {pc}: instruction writes the read-only frame pointer r10")]
     WritesFramePointer { pc: Pc },
-    #[error("pc {pc}: ld_imm64 is missing its second slot")]
-    IncompleteLdImm64 { pc: Pc },
-    #[error("pc {pc}: second slot of ld_imm64 has non-zero code, registers or offset")]
-    BadLdImm64SecondSlot { pc: Pc },
     #[error("pc {pc}: jump target {target} is outside the program")]
     JumpOutOfRange { pc: Pc, target: i64 },
     #[error("pc {pc}: jump target {target} is the second slot of an ld_imm64")]
     JumpIntoLdImm64 { pc: Pc, target: usize },
     #[error("pc {pc}: call to unknown helper {id}")]
     UnknownHelper { pc: Pc, id: i32 },
-    #[error("pc {pc}: unsupported call kind (src {src})")]
-    UnsupportedCall { pc: Pc, src: u8 },
-    #[error("pc {pc}: invalid offset {off} for this opcode")]
-    BadOffset { pc: Pc, off: i16 },
-    #[error("pc {pc}: invalid immediate {imm} for this opcode")]
-    BadImmediate { pc: Pc, imm: i32 },
     #[error("pc {pc}: reserved field {field} is not zero")]
     ReservedField { pc: Pc, field: &'static str },
 }
@@ -124,8 +117,8 @@ pub(crate) fn decode(insns: &[Insn], opts: &LoadOptions, helpers: &Helpers) -> R
     while i < len {
         if insns.get(i).is_some_and(|x| isa::Op::is_wide(*x)) {
             match isa::Op::decode_at(insns, i) {
-                Err(OpError::IncompleteLdImm64) => return Err(LoadError::IncompleteLdImm64 { pc: Pc(i) }),
-                Err(OpError::BadLdImm64SecondSlot) => return Err(LoadError::BadLdImm64SecondSlot { pc: Pc(i + 1) }),
+                Err(op @ OpError::IncompleteLdImm64) => return Err(LoadError::Decode { pc: Pc(i), op }),
+                Err(op @ OpError::BadLdImm64SecondSlot) => return Err(LoadError::Decode { pc: Pc(i + 1), op }),
                 _ => {}
             }
             if let Some(s) = second.get_mut(i + 1) {

@@ -7,13 +7,7 @@ pub const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/bpf_c
 
 /// The `.data` files of testdata/bpf_conformance/`sub`, sorted by path.
 pub fn data_files(sub: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(Path::new(DIR).join(sub))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "data"))
-        .collect();
-    files.sort();
-    files
+    test_data::paths::files_ending(&Path::new(DIR).join(sub), ".data").unwrap()
 }
 
 /// The test's name: its file name without `.data`.

@@ -105,35 +105,24 @@ fn main() -> ExitCode {
     let release = fuzz_kernel::kernel_release();
     let mut failed = false;
     for &mode in &args.modes {
-        // A kernel that refuses to attach is a visible skip, and a failure
-        // under CI=true (or BPFCONV_REQUIRE naming it), as in the tests.
         let need = if mode == Mode::Seccomp { Need::Kernel } else { Need::Socket };
         let why = fuzz_kernel::available(mode).map_err(|why| format!("the kernel refuses to attach here: {why}"));
-        if require::have(&format!("fuzz-kernel --mode {mode}"), need, why).is_none() {
-            continue;
-        }
-        eprintln!("fuzz-kernel --mode {mode} --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
-        match run_mode(mode, &args) {
-            Ok(t) => {
-                eprintln!(
-                    "fuzz-kernel --mode {mode}: {} programs ({} accepted by both, {} refused by both, {} over optmem_max, \
-                     {} too long for the kernel engine), {} inputs compared, {} not observable, {} disagreements",
-                    t.programs,
-                    t.accepted,
-                    t.refused,
-                    t.over_optmem,
-                    t.not_run,
-                    t.inputs,
-                    t.not_observable,
-                    t.disagreements
-                );
-                failed |= t.disagreements > 0;
-            }
-            Err(e) => {
-                eprintln!("error: fuzz-kernel --mode {mode}: {e}");
-                failed = true;
-            }
-        }
+        let summary = |t: &Tally| {
+            let text = format!(
+                "{} programs ({} accepted by both, {} refused by both, {} over optmem_max, \
+                 {} too long for the kernel engine), {} inputs compared, {} not observable, {} disagreements",
+                t.programs,
+                t.accepted,
+                t.refused,
+                t.over_optmem,
+                t.not_run,
+                t.inputs,
+                t.not_observable,
+                t.disagreements
+            );
+            (text, t.disagreements > 0)
+        };
+        failed |= session(&mode.to_string(), &args, &release, (need, why), || run_mode(mode, &args), summary);
     }
     if args.ebpf {
         failed |= ebpf_mode::main(&args, &release);
@@ -157,23 +146,46 @@ fn progress(time: Duration) -> ProgressBar {
     bar
 }
 
+/// One mode from start to summary; true when it found a disagreement or
+/// failed. A kernel that cannot take part (`probe`, naming the [`Need`])
+/// is a visible skip, and a failure under CI=true (or BPFCONV_REQUIRE
+/// naming it), as in the tests. `summary` says the tally in a line and
+/// whether it holds a disagreement.
+fn session<T, P>(
+    mode: &str,
+    args: &Args,
+    release: &str,
+    probe: (Need, Result<P, String>),
+    run: impl FnOnce() -> Result<T, String>,
+    summary: impl FnOnce(&T) -> (String, bool),
+) -> bool {
+    if require::have(&format!("fuzz-kernel --mode {mode}"), probe.0, probe.1).is_none() {
+        return false;
+    }
+    eprintln!("fuzz-kernel --mode {mode} --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
+    match run() {
+        Ok(t) => {
+            let (text, disagreed) = summary(&t);
+            eprintln!("fuzz-kernel --mode {mode}: {text}");
+            disagreed
+        }
+        Err(e) => {
+            eprintln!("error: fuzz-kernel --mode {mode}: {e}");
+            true
+        }
+    }
+}
+
 fn run_mode(mode: Mode, args: &Args) -> Result<Tally, String> {
     let salt = if mode == Mode::Seccomp { 0x5ecc } else { 0x50c4 };
     let mut rng = SplitMix64::new(args.seed ^ salt);
     let ips = kernel::stub_ips().map_err(|e| e.to_string())?;
-    let bar = progress(args.time);
-    bar.set_prefix(mode.to_string());
-    let terminal = std::io::stderr().is_terminal();
-    let start = Instant::now();
-    let mut last_line = start;
-    let mut tally = Tally::default();
-    let mut index: u64 = 0;
-    while start.elapsed() < args.time {
+    let step = |tally: &mut Tally, index: u64, bar: &ProgressBar| {
         let program_seed = rng.next_u64();
         let bytes = gen::seeded_bytes(program_seed, &gen::Reach::KERNEL);
         let mut u = Unstructured::new(&bytes);
         let Ok(gen::Generated { program, mut pool }) = gen::program_with(&mut u, mode, &gen::Reach::KERNEL) else {
-            continue;
+            return Ok(false);
         };
         let mut inputs = Vec::new();
         match mode {
@@ -211,29 +223,52 @@ fn run_mode(mode: Mode, args: &Args) -> Result<Tally, String> {
                 inputs.extend(packets.into_iter().map(Input::Packet));
             }
         }
-        let found = fuzz_kernel::judge(program.original(), mode, &inputs, &mut tally)?;
+        let found = fuzz_kernel::judge(program.original(), mode, &inputs, tally)?;
         for mut repro in found {
-            repro.found_by = format!("cargo xtask fuzz-kernel --mode {mode} --seed {} (program {index})", args.seed);
+            repro.origin.found_by =
+                format!("cargo xtask fuzz-kernel --mode {mode} --seed {} (program {index})", args.seed);
             let line = format!("disagreement ({}): ours {} kernel {}", repro.kind, repro.ours, repro.kernel);
             // The same disagreement on as few instructions and bytes as keep it.
-            let small = fuzz_kernel::minimise(&repro, MINIMISE_BUDGET).map(|r| {
-                let len = r.program.len();
-                (r, len)
-            });
+            let small = fuzz_kernel::minimise(&repro, MINIMISE_BUDGET);
             let name = format!("{}-{}-{}-{index}", repro.mode, repro.kind, args.seed);
-            record(&args.out, &bar, &name, &repro, &line, small)?;
+            record(&args.out, bar, &name, &repro, &line, small, |r| r.program.len())?;
+        }
+        Ok(true)
+    };
+    let status = |tally: &Tally, secs: f64| rates(tally.programs, tally.inputs, "inputs", tally.disagreements, secs);
+    run_for(args, mode.to_string(), Tally::default(), step, status)
+}
+
+/// `N programs (N/s), N inputs (N/s), N disagreements` after `secs` seconds.
+fn rates(programs: u64, inputs: u64, inputs_are: &str, disagreements: u64, secs: f64) -> String {
+    let (p, i) = (programs as f64 / secs, inputs as f64 / secs);
+    format!("{programs} programs ({p:.0}/s), {inputs} {inputs_are} ({i:.0}/s), {disagreements} disagreements")
+}
+
+/// One mode's loop: `step` (one program: the tally, the program's index,
+/// the bar to print findings on; false for a program it skipped, which is
+/// not counted) until `args.time` is up, the bar showing `status` (the
+/// tally, the seconds so far) after each program.
+fn run_for<T>(
+    args: &Args,
+    prefix: String,
+    mut tally: T,
+    mut step: impl FnMut(&mut T, u64, &ProgressBar) -> Result<bool, String>,
+    status: impl Fn(&T, f64) -> String,
+) -> Result<T, String> {
+    let bar = progress(args.time);
+    bar.set_prefix(prefix);
+    let terminal = std::io::stderr().is_terminal();
+    let start = Instant::now();
+    let mut last_line = start;
+    let mut index: u64 = 0;
+    while start.elapsed() < args.time {
+        if !step(&mut tally, index, &bar)? {
+            continue;
         }
         index += 1;
         let secs = start.elapsed().as_secs_f64().max(1e-3);
-        let message = format!(
-            "{} programs ({:.0}/s), {} inputs ({:.0}/s), {} disagreements",
-            tally.programs,
-            tally.programs as f64 / secs,
-            tally.inputs,
-            tally.inputs as f64 / secs,
-            tally.disagreements
-        );
-        tick(&bar, start, args.time, &mut last_line, terminal, message);
+        tick(&bar, start, args.time, &mut last_line, terminal, status(&tally, secs));
     }
     bar.finish_and_clear();
     Ok(tally)
@@ -247,12 +282,14 @@ fn record<R: serde::Serialize>(
     name: &str,
     repro: &R,
     line: &str,
-    minimised: Result<(R, usize), String>,
+    minimised: Result<R, String>,
+    len: impl Fn(&R) -> usize,
 ) -> Result<(), String> {
     let path = save(out, repro, name)?;
     bar.println(format!("{line} {path}"));
     match minimised {
-        Ok((small, len)) => {
+        Ok(small) => {
+            let len = len(&small);
             let path = save(out, &small, &format!("{name}-min"))?;
             bar.println(format!("  minimised to {len} instructions: {path}"));
         }
@@ -292,77 +329,59 @@ mod ebpf_mode {
 
     /// Runs the mode; true when it found a disagreement or failed.
     pub fn main(args: &Args, release: &str) -> bool {
-        // As for the other modes: a visible skip, a failure under CI=true.
         let why = ebpf::available().map_err(|why| format!("the kernel refuses to load XDP programs here: {why}"));
-        if require::have("fuzz-kernel --mode ebpf", Need::Bpf, why).is_none() {
-            return false;
-        }
-        eprintln!("fuzz-kernel --mode ebpf --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
-        match run(args) {
-            Ok(t) => {
-                eprintln!(
-                    "fuzz-kernel --mode ebpf: {} programs, {} accepted by the verifier ({:.1}%), {} refused, \
-                     {} inputs compared, {} disagreements",
-                    t.programs,
-                    t.accepted,
-                    t.acceptance_percent(),
-                    t.refused_total(),
-                    t.inputs,
-                    t.disagreements
-                );
-                let mut reasons: Vec<(&String, &u64)> = t.refused.iter().collect();
-                reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-                for (reason, n) in reasons {
-                    eprintln!("  refused {n:>8}: {reason}");
-                }
-                t.disagreements > 0
+        let summary = |t: &EbpfTally| {
+            let mut text = format!(
+                "{} programs, {} accepted by the verifier ({:.1}%), {} refused, {} inputs compared, {} disagreements",
+                t.programs,
+                t.accepted,
+                t.acceptance_percent(),
+                t.refused_total(),
+                t.inputs,
+                t.disagreements
+            );
+            let mut reasons: Vec<(&String, &u64)> = t.refused.iter().collect();
+            reasons.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+            for (reason, n) in reasons {
+                text.push_str(&format!("\n  refused {n:>8}: {reason}"));
             }
-            Err(e) => {
-                eprintln!("error: fuzz-kernel --mode ebpf: {e}");
-                true
-            }
-        }
+            (text, t.disagreements > 0)
+        };
+        session("ebpf", args, release, (Need::Bpf, why), || run(args), summary)
     }
 
     fn run(args: &Args) -> Result<EbpfTally, String> {
         let mut rng = SplitMix64::new(args.seed ^ 0xeb9f);
-        let bar = progress(args.time);
-        bar.set_prefix("ebpf");
-        let terminal = std::io::stderr().is_terminal();
-        let start = Instant::now();
-        let mut last_line = start;
-        let mut tally = EbpfTally::default();
-        let mut index: u64 = 0;
-        while start.elapsed() < args.time {
+        let step = |tally: &mut EbpfTally, index: u64, bar: &ProgressBar| {
             let bytes = gen_ebpf::seeded_bytes(rng.next_u64());
             let mut u = Unstructured::new(&bytes);
-            let Ok(gen_ebpf::Generated { insns, mem_len, mut pool }) = gen_ebpf::program(&mut u) else { continue };
+            let Ok(gen_ebpf::Generated { insns, mem_len, mut pool }) = gen_ebpf::program(&mut u) else {
+                return Ok(false);
+            };
             let inputs: Vec<Vec<u8>> =
                 (0..INPUTS).filter_map(|_| gen_ebpf::memory(&mut u, mem_len, &mut pool).ok()).collect();
-            for mut repro in ebpf::judge(&insns, mem_len, &inputs, &mut tally)? {
-                repro.found_by = format!("cargo xtask fuzz-kernel --mode ebpf --seed {} (program {index})", args.seed);
+            for mut repro in ebpf::judge(&insns, mem_len, &inputs, tally)? {
+                repro.origin.found_by =
+                    format!("cargo xtask fuzz-kernel --mode ebpf --seed {} (program {index})", args.seed);
                 let line =
                     format!("disagreement ({}):\n  ours   {}\n  kernel {}\n ", repro.kind, repro.ours, repro.kernel);
-                let small = ebpf::minimise(&repro, MINIMISE_BUDGET).map(|r| {
-                    let len = r.program.len();
-                    (r, len)
-                });
-                record(&args.out, &bar, &format!("ebpf-{}-{}-{index}", repro.kind, args.seed), &repro, &line, small)?;
+                let small = ebpf::minimise(&repro, MINIMISE_BUDGET);
+                let name = format!("ebpf-{}-{}-{index}", repro.kind, args.seed);
+                record(&args.out, bar, &name, &repro, &line, small, |r| r.program.len())?;
             }
-            index += 1;
-            let secs = start.elapsed().as_secs_f64().max(1e-3);
-            let message = format!(
+            Ok(true)
+        };
+        let status = |tally: &EbpfTally, secs: f64| {
+            format!(
                 "{} programs ({:.0}/s), {:.1}% accepted, {} inputs, {} disagreements",
                 tally.programs,
                 tally.programs as f64 / secs,
                 tally.acceptance_percent(),
                 tally.inputs,
                 tally.disagreements
-            );
-            tick(&bar, start, args.time, &mut last_line, terminal, message);
-        }
-        bar.finish_and_clear();
-        Ok(tally)
+            )
+        };
+        run_for(args, "ebpf".into(), EbpfTally::default(), step, status)
     }
 }
 
@@ -376,22 +395,8 @@ mod hook_mode {
 
     /// Runs the mode; true when it found a disagreement or failed.
     pub fn main(args: &Args, release: &str) -> bool {
-        // As for the other modes: a visible skip, a failure under CI=true.
         let why = kernel::bpf::available().map_err(|why| format!("the kernel refuses to load programs here: {why}"));
-        if require::have("fuzz-kernel --mode hook", Need::Bpf, why).is_none() {
-            return false;
-        }
-        eprintln!("fuzz-kernel --mode hook --seed {} --time {} (kernel {release})", args.seed, args.time.as_secs());
-        match run(args) {
-            Ok(t) => {
-                eprintln!("fuzz-kernel --mode hook: {t}");
-                t.disagreements > 0
-            }
-            Err(e) => {
-                eprintln!("error: fuzz-kernel --mode hook: {e}");
-                true
-            }
-        }
+        session("hook", args, release, (Need::Bpf, why), || run(args), |t| (t.to_string(), t.disagreements > 0))
     }
 
     /// Programs from `test_kit::gen` (`Reach::KERNEL`), packets from their
@@ -399,19 +404,12 @@ mod hook_mode {
     /// goes into the test run's context), judged for every target.
     fn run(args: &Args) -> Result<HookTally, String> {
         let mut rng = SplitMix64::new(args.seed ^ 0x600c);
-        let bar = progress(args.time);
-        bar.set_prefix("hook");
-        let terminal = std::io::stderr().is_terminal();
-        let start = Instant::now();
-        let mut last_line = start;
-        let mut tally = HookTally::default();
-        let mut index: u64 = 0;
-        while start.elapsed() < args.time {
+        let step = |tally: &mut HookTally, index: u64, bar: &ProgressBar| {
             let bytes = gen::seeded_bytes(rng.next_u64(), &gen::Reach::KERNEL);
             let mut u = Unstructured::new(&bytes);
             let Ok(gen::Generated { program, mut pool }) = gen::program_with(&mut u, Mode::Socket, &gen::Reach::KERNEL)
             else {
-                continue;
+                return Ok(false);
             };
             let mut inputs: Vec<test_kit::SocketInput> =
                 branch::branch_packets(&program).into_iter().take(MAX_BRANCH_PACKETS).collect();
@@ -424,32 +422,20 @@ mod hook_mode {
                 inputs.into_iter().map(|i| Packet { mark: i.meta.mark, data: i.data }).collect();
             packets.sort_by(|a, b| (&a.data, a.mark).cmp(&(&b.data, b.mark)));
             packets.dedup();
-            for mut repro in fuzz_hook::judge(&program, &packets, &mut tally)? {
+            for mut repro in fuzz_hook::judge(&program, &packets, tally)? {
                 repro.found_by = format!("cargo xtask fuzz-kernel --mode hook --seed {} (program {index})", args.seed);
                 let line = format!(
                     "disagreement ({} {}): ours {} kernel {}",
                     repro.target, repro.kind, repro.ours, repro.kernel
                 );
-                let small = fuzz_hook::minimise(&repro, MINIMISE_BUDGET).map(|r| {
-                    let len = r.program.len();
-                    (r, len)
-                });
+                let small = fuzz_hook::minimise(&repro, MINIMISE_BUDGET);
                 let name = format!("hook-{}-{}-{}-{index}", repro.target, repro.kind, args.seed);
-                record(&args.out, &bar, &name, &repro, &line, small)?;
+                record(&args.out, bar, &name, &repro, &line, small, |r| r.program.len())?;
             }
-            index += 1;
-            let secs = start.elapsed().as_secs_f64().max(1e-3);
-            let message = format!(
-                "{} programs ({:.0}/s), {} results ({:.0}/s), {} disagreements",
-                tally.programs,
-                tally.programs as f64 / secs,
-                tally.inputs,
-                tally.inputs as f64 / secs,
-                tally.disagreements
-            );
-            tick(&bar, start, args.time, &mut last_line, terminal, message);
-        }
-        bar.finish_and_clear();
-        Ok(tally)
+            Ok(true)
+        };
+        let status =
+            |tally: &HookTally, secs: f64| rates(tally.programs, tally.inputs, "results", tally.disagreements, secs);
+        run_for(args, "hook".into(), HookTally::default(), step, status)
     }
 }

@@ -24,7 +24,7 @@ use kernel::bpf::memory::{Args, MemoryProg, END_PRELUDE};
 use kernel::bpf::BpfError;
 use serde::{Deserialize, Serialize};
 
-use super::{hex, kernel_release, unhex};
+use super::{hex, unhex, Origin};
 
 /// What judging programs found.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -102,14 +102,9 @@ pub struct EbpfReproducer {
     pub ours: String,
     /// The kernel's answer, in the same form (`accepted` for `load`).
     pub kernel: String,
-    /// `uname -r` of the kernel that answered.
-    pub kernel_release: String,
-    /// How to find it again (`--seed` and program index).
-    pub found_by: String,
-    /// When the kernel is at fault: the finding, naming the kernel function;
-    /// the replay then expects our answer to stay as recorded.
-    #[serde(default)]
-    pub kernel_bug: Option<String>,
+    /// Where it came from; its fields stand at this level in the JSON.
+    #[serde(flatten)]
+    pub origin: Origin,
 }
 
 impl EbpfReproducer {
@@ -231,9 +226,7 @@ fn reproducer(
         input: input.map(hex),
         ours,
         kernel,
-        kernel_release: kernel_release(),
-        found_by: String::new(),
-        kernel_bug: None,
+        origin: Origin::here(),
     }
 }
 
@@ -332,21 +325,7 @@ pub fn without(insns: &[Insn], at: usize) -> Option<Vec<Insn>> {
 pub fn minimise_with(insns: &[Insn], budget: usize, mut still: impl FnMut(&[Insn]) -> bool) -> Vec<Insn> {
     let mut best = insns.to_vec();
     let mut calls = 0;
-    let mut progress = true;
-    while progress && calls < budget {
-        progress = false;
-        for at in (0..best.len()).rev() {
-            if calls >= budget {
-                break;
-            }
-            let Some(candidate) = without(&best, at) else { continue };
-            calls += 1;
-            if still(&candidate) {
-                best = candidate;
-                progress = true;
-            }
-        }
-    }
+    while calls < budget && super::drop_pass(&mut best, (&mut calls, budget), without, &mut still) {}
     best
 }
 
@@ -361,7 +340,7 @@ pub fn minimise(repro: &EbpfReproducer, budget: usize) -> Result<EbpfReproducer,
     };
     let small = minimise_with(&repro.insns()?, budget, |insns| judge_kind(insns).is_some());
     let mut small = judge_kind(&small).ok_or("the disagreement went away while minimising")?;
-    small.found_by = repro.found_by.clone();
+    small.origin.found_by = repro.origin.found_by.clone();
     Ok(small)
 }
 

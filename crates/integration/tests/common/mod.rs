@@ -33,13 +33,7 @@ pub fn libseccomp(test: &str) -> bool {
 
 /// The files of `dir` whose extension is `ext`, sorted by path.
 pub fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == ext))
-        .collect();
-    v.sort();
-    v
+    test_data::paths::files_ending(dir, &format!(".{ext}")).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// `struct seccomp_data` (64 bytes, little-endian): nr, arch, ip, args[6].
