@@ -16,6 +16,8 @@
 //! - `fuzz-kernel [--time S] [--mode seccomp|socket|both|ebpf|hook] [--seed N] [--out DIR] [--release]`:
 //!   the running kernel judges random valid programs and their results (see fuzz_kernel.rs).
 //! - `coverage [-- ARGS]`: line coverage per crate with cargo-llvm-cov (see coverage.rs).
+//! - `mutants [--file NAME]... [--jobs N] [--timeout S]`: cargo-mutants on the kernel
+//!   mirrors, each with its owning crate's tests; fails if a mutant survives (see mutants.rs).
 
 use std::process::ExitCode;
 
@@ -26,6 +28,7 @@ mod coverage;
 mod demo;
 mod fuzz;
 mod fuzz_kernel;
+mod mutants;
 
 const USAGE: &str = "\
 usage: cargo xtask <command>
@@ -45,7 +48,10 @@ commands:
                        hook: socket filters converted for xdp, tc and socket vs the classic interpreter)
                       (--time per mode, default 60; disagreements saved under --out, default target/fuzz-kernel)
   coverage [-- EXTRA cargo-llvm-cov ARGS]
-                      line coverage per crate (cargo-llvm-cov)";
+                      line coverage per crate (cargo-llvm-cov)
+  mutants [--file validate|convert|cache|op-tables|chain]... [--jobs N] [--timeout SECONDS]
+                      cargo-mutants on the kernel mirrors with their crates' tests (about 1.5 hours;
+                      fails if a mutant survives; results in target/mutants/)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -61,6 +67,7 @@ fn main() -> ExitCode {
         "demo" => demo::run(rest),
         "fuzz" => fuzz::run(rest),
         "fuzz-kernel" => fuzz_kernel::run(rest),
+        "mutants" => mutants::run(rest),
         "-h" | "--help" | "help" => {
             println!("{USAGE}");
             return ExitCode::SUCCESS;

@@ -242,6 +242,28 @@ fn each_kernel_check_rejects_with_the_exact_error() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// Every error about an instruction names it twice, in its message
+/// ("insn N: ...") and in `pc()`, and the two agree; the length errors name none.
+#[test]
+fn error_pc_is_the_instruction_the_message_names() {
+    let mut failures = Vec::new();
+    for case in cases() {
+        let Some(want) = case.want else { continue };
+        let message = want.to_string();
+        let named = message.strip_prefix("insn ").and_then(|rest| rest.split(':').next()?.parse().ok()).map(Pc);
+        if want.pc() != named || named.is_none() != matches!(want, E::Empty | E::TooLong { .. }) {
+            failures.push(format!("{}: pc() {:?}, message {message:?}", case.name, want.pc()));
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+#[test]
+fn modes_print_as_the_cli_spells_them() {
+    assert_eq!(Mode::Seccomp.to_string(), "seccomp");
+    assert_eq!(Mode::Socket.to_string(), "socket");
+}
+
 #[test]
 fn every_error_variant_is_covered() {
     let mut seen = std::collections::BTreeSet::new();
@@ -291,9 +313,11 @@ fn seccomp_rewrites_len_and_loads() {
     let prog = validate(&insns, Mode::Seccomp).unwrap();
     assert_eq!(prog.insns(), &[s(LD_IMM, 64), s(LDX_IMM, 64), s(LDX_W_ABS, 4), RET_ACC]);
     assert_eq!(prog.original(), &insns);
+    assert_eq!((prog.mode(), prog.len(), prog.is_empty()), (Mode::Seccomp, 4, false));
     // Socket mode leaves everything alone.
     let prog = validate(&insns, Mode::Socket).unwrap();
     assert_eq!(prog.insns(), &insns);
+    assert_eq!((prog.mode(), prog.len(), prog.is_empty()), (Mode::Socket, 4, false));
 }
 
 #[test]

@@ -67,6 +67,10 @@ fn exit_tests_are_exactly_the_compares() {
                     let want = cond.eval(u64::from(x), v) == outcome;
                     let got = wide.is_some_and(|t| t.hits(x));
                     let by_range = wide.and_then(ExitTest::range).map(|(lo, span)| x.wrapping_sub(lo) <= span);
+                    // Every test on the whole value is a range.
+                    if wide.is_some_and(|t| t.mask == u32::MAX) && by_range.is_none() {
+                        failures.push(format!("{cond:?} v {v:#x} {outcome}: full mask but no range"));
+                    }
                     let scanned = scans(&t, x, 0).map(|s| s == Some(1));
                     if got != want || scanned.iter().any(|&s| s != want) || by_range.is_some_and(|r| r != want) {
                         failures.push(format!("{cond:?} v {v:#x} {outcome} x {x:#x}: {got} {scanned:?} {by_range:?}"));
@@ -90,6 +94,9 @@ fn tests_that_never_hit_are_none() {
     assert_eq!(ExitTest::ALWAYS.range(), Some((0, u32::MAX)));
     assert_eq!(ExitTest::of(Cond::Set, 0, false).and_then(ExitTest::range), Some((0, u32::MAX)));
     assert_eq!(ExitTest::of(Cond::Set, 4, false).and_then(ExitTest::range), None);
+    // `x & 0` is 0: a mask-0 test that misses 0 misses every value, and no
+    // range `x - lo <= span` misses every value.
+    assert_eq!(ExitTest { mask: 0, lo: 1, span: 0 }.range(), None);
 }
 
 /// 40 tests `x == i % 13` leaving to `100 + i`, then the end: whatever the
@@ -131,6 +138,13 @@ fn tests_print_as_their_condition() {
     assert_eq!(show(Cond::Set, 6, false).as_deref(), Some("& 0x6 == 0"));
     assert_eq!(ExitTest::ALWAYS.to_string(), "always");
     assert_eq!(ExitTest { mask: u32::MAX, lo: 5, span: 3 }.to_string(), "in 0x5..=0x8");
+    // Shapes no compare makes print as the test itself: a range that wraps
+    // past 0xffffffff, a masked test that is neither `!= 0` nor `== 0`.
+    assert_eq!(
+        ExitTest { mask: u32::MAX, lo: 0xffff_fff0, span: 0x20 }.to_string(),
+        "(x & 0xffffffff) - 0xfffffff0 <= 0x20"
+    );
+    assert_eq!(ExitTest { mask: 6, lo: 1, span: 2 }.to_string(), "(x & 0x6) - 0x1 <= 0x2");
     let t = table(&[(ExitTest::of(Cond::Eq, 2, true), 7), (Some(ExitTest::ALWAYS), 9)], 3);
     assert_eq!(t.to_string(), "   0: == 0x2                   -> pc 7\n   1: always                   -> pc 9\n");
 }
@@ -225,4 +239,115 @@ fn walks_stop_at_covered_pcs_and_count_skips() {
     assert_eq!(tests[0], ("== 0x1".to_string(), 5, 4));
     assert_eq!(tests[1], (">= 0xa".to_string(), 4, 1));
     assert_eq!(tests[2], ("always".to_string(), 3, 1));
+}
+
+/// The builder's bookkeeping and the single-test lookup the interpreters
+/// use between scans.
+#[test]
+fn builder_counts_truncates_and_single_finds_one_test() {
+    let mut b = Builder::default();
+    assert!(b.is_empty());
+    b.push(None, 1, 0);
+    assert!(b.is_empty(), "a test that never hits is not kept");
+    b.push(ExitTest::of(Cond::Eq, 2, true), 7, 0);
+    b.push(ExitTest::of(Cond::Gt, 9, true), 8, 0);
+    assert_eq!((b.len(), b.is_empty()), (2, false));
+    b.truncate(1);
+    assert_eq!(b.tests().iter().map(|p| p.target).collect::<Vec<_>>(), [7]);
+    let t = b.finish(0, |p| Plain { test: p.test, target: p.target });
+    assert_eq!(t.single(2, 0).map(|e| e.target), Some(7));
+    assert_eq!(t.single(3, 0).map(|e| e.target), None);
+    assert_eq!(t.single(2, 1).map(|e| e.target), None);
+}
+
+/// `next_compare` goes through a reload only of the chain's word and only
+/// onto a compare; `rejoins` looks at both sides, through `ja`.
+#[test]
+fn next_compare_and_rejoins() {
+    let code = FakeCode(vec![
+        Fake::Reload,                 // 0
+        Fake::Cmp(Cond::Eq, 3, 4, 2), // 1: taken 4, false 2
+        Fake::Reload,                 // 2
+        Fake::Ret,                    // 3
+        Fake::Cmp(Cond::Eq, 3, 5, 6), // 4
+        Fake::Ja(7),                  // 5
+        Fake::Ret,                    // 6
+        Fake::Ret,                    // 7
+    ]);
+    assert_eq!(code.next_compare(0, Some(0)), Some(1));
+    assert_eq!(code.next_compare(0, None), None);
+    assert_eq!(code.next_compare(1, None), Some(1));
+    assert_eq!(code.next_compare(2, Some(0)), None, "a reload onto a return");
+    assert_eq!(code.next_compare(3, Some(0)), None, "not a reload, though a compare follows");
+    assert!(code.rejoins(1, 4), "taken side");
+    assert!(code.rejoins(1, 2), "false side");
+    assert!(!code.rejoins(1, 3));
+    assert!(code.rejoins(4, 7), "through the ja");
+    assert!(!code.rejoins(4, 5), "ja resolved, not its pc");
+    assert!(!code.rejoins(0, 1), "not a compare");
+}
+
+/// With `rejoin_detours`, a compare whose false side is a compare that
+/// rejoins the taken side is walked along the taken side; without it, or
+/// when the false side does not rejoin, along the false side. A compare
+/// that goes on to compares on both sides (not a detour) is a tree node:
+/// its entry and its test say so.
+#[test]
+fn walks_follow_the_taken_side_past_detours() {
+    type Walked = (Vec<String>, Vec<(usize, bool)>);
+    let walked = |fall_rejoins: bool, rejoin_detours: bool| -> Walked {
+        let back = if fall_rejoins { 2 } else { 5 };
+        let code = FakeCode(vec![
+            Fake::Cmp(Cond::Gt, 5, 2, 1),    // 0
+            Fake::Cmp(Cond::Eq, 3, back, 4), // 1: the false side, a detour if it goes to 2
+            Fake::Cmp(Cond::Eq, 7, 4, 5),    // 2
+            Fake::Ret,                       // 3
+            Fake::Ret,                       // 4
+            Fake::Ret,                       // 5
+        ]);
+        let mut built = Builder::default();
+        let rules = Rules { rejoin_detours, ..Rules::default() };
+        let entries = walk(&code, &mut built, &mut [false; 6], 0, 0, rules);
+        let tests =
+            built.tests().iter().map(|t| format!("{} -> {}{}", t.test, t.target, ["", " tree"][usize::from(t.tree)]));
+        (tests.collect(), entries.iter().map(|e| (e.pc, e.tree)).collect())
+    };
+    let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        walked(true, true),
+        (strings(&["<= 0x5 -> 1", "== 0x7 -> 4", "always -> 5"]), vec![(0, false), (2, false)])
+    );
+    assert_eq!(
+        walked(true, false),
+        (
+            strings(&[">= 0x6 -> 2 tree", "!= 0x3 -> 4", "== 0x7 -> 4", "always -> 5"]),
+            vec![(0, true), (1, false), (2, false)]
+        )
+    );
+    assert_eq!(
+        walked(false, true),
+        (strings(&[">= 0x6 -> 2 tree", "== 0x3 -> 5", "always -> 4"]), vec![(0, true), (1, false)])
+    );
+}
+
+/// With a word and `stop_at_covered`, a rung whose reload or compare
+/// another walk covered ends the chain at the reload.
+#[test]
+fn ladders_stop_where_the_reload_or_the_compare_is_covered() {
+    let mut p = Vec::new();
+    for i in 0..3u32 {
+        let at = p.len();
+        p.extend([Fake::Reload, Fake::Cmp(Cond::Eq, i, at + 2, at + 3), Fake::Ret]);
+    }
+    p.push(Fake::Ret);
+    let code = FakeCode(p);
+    let rules = Rules { word: Some(0), stop_at_covered: true, ..Rules::default() };
+    for covered_pc in [3, 4] {
+        let mut covered = vec![false; 10];
+        covered[covered_pc] = true;
+        let mut built = Builder::default();
+        walk(&code, &mut built, &mut covered, 0, 1, rules);
+        let tests: Vec<(String, usize)> = built.tests().iter().map(|t| (t.test.to_string(), t.target)).collect();
+        assert_eq!(tests, [("== 0x0".to_string(), 2), ("always".to_string(), 3)], "pc {covered_pc} covered");
+    }
 }

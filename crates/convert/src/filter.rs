@@ -872,6 +872,25 @@ mod tests {
         convert(&prog, &Options::default()).unwrap()
     }
 
+    /// The converter's own checks, which a validated program never reaches
+    /// (`bpf_check_classic()` checked the same first): `bpf_convert_filter()`
+    /// refuses a length outside `1..=BPF_MAXINSNS`, `BPF_EMIT_JMP` a target
+    /// outside `0..len`.
+    #[test]
+    fn own_checks_refuse_lengths_and_targets_outside_the_program() {
+        let ret = C::stmt(6, 0);
+        for len in [0, 4097] {
+            let err = bpf_convert_filter(&vec![ret; len], &Options::default(), &mut Work::default()).unwrap_err();
+            assert_eq!((err.pc(), &err), (None, &ConvertError::BadLength { len }));
+        }
+        assert!(bpf_convert_filter(&vec![ret; 4096], &Options::default(), &mut Work::default()).is_ok());
+        assert_eq!(jump_target(1, 2, 3, Pass::Pass1), Ok(2));
+        for target in [3, -1, i64::MAX] {
+            let want = ConvertError::JumpTarget { pc: Pc(1), target, pass: Pass::Pass1 };
+            assert_eq!(jump_target(1, target, 3, Pass::Pass1), Err(want));
+        }
+    }
+
     /// SPEC §4.8 variant: `jeq #k, 0, 1` becomes JNE X.
     #[test]
     fn worked_example_a_inverted() {
@@ -947,6 +966,13 @@ mod tests {
         };
         let err = convert(&msh(2000), &Options::default()).unwrap_err();
         assert!(matches!(err, ConvertError::JumpOffset { pc: Pc(2000), pass: Pass::Pass0, .. }), "{err}");
+        assert_eq!(err.pc(), Some(Pc(2000)));
+        assert!(err.to_string().starts_with("insn 2000: ") && err.to_string().ends_with("(pass 0)"), "{err}");
+        // Pass 0's offset for a jump at eBPF index p is -(p + 1): index 32767
+        // (7 + 18 * 1820) still fits in s16, 32785 does not.
+        assert!(convert(&msh(1820), &Options::default()).is_ok());
+        let err = convert(&msh(1821), &Options::default()).unwrap_err();
+        assert!(matches!(err, ConvertError::JumpOffset { pc: Pc(1821), off: -32786, pass: Pass::Pass0, .. }), "{err}");
         let ok = convert(&msh(1800), &Options::default()).unwrap();
         assert!(ok.seen_ld_abs);
         // 7 prologue + 18 per ldxb + jeq + 2 (ret #1) + 2 (ret #0).
@@ -1062,5 +1088,8 @@ mod tests {
         assert_eq!(out.pc_map.range(Pc(1)), Some(4..6));
         assert_eq!(out.pc_map.range(Pc(3)), Some(8..10));
         assert_eq!(out.pc_map.prologue_len(), 3);
+        assert_eq!(out.pc_map.addrs(), [3, 4, 6, 8]);
+        assert_eq!((out.pc_map.len(), out.pc_map.is_empty()), (4, false));
+        assert!(PcMap::default().is_empty());
     }
 }

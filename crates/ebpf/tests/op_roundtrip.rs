@@ -127,6 +127,28 @@ fn tables_follow_bpf_insn_map() {
     assert_eq!(bits, [0x00, 0x10, 0x50, 0x40, 0x60, 0x70, 0xa0, 0x20, 0xb0, 0xc0, 0x30, 0x30, 0x90, 0x90]);
     let bits: Vec<u8> = JmpCond::ALL.iter().map(|c| c.bits()).collect();
     assert_eq!(bits, [0x10, 0x50, 0x20, 0xa0, 0x30, 0xb0, 0x60, 0xc0, 0x70, 0xd0, 0x40]);
+    // Each width's classes (BPF_ALU 0x04 / BPF_ALU64 0x07, BPF_JMP32 0x06 /
+    // BPF_JMP 0x05), print_bpf_insn()'s register prefix and the
+    // conformance suite's `32` suffix.
+    let widths: Vec<(u8, u8, char, &str)> =
+        Width::ALL.iter().map(|w| (w.alu_class(), w.jmp_class(), w.kernel_reg_prefix(), w.mnemonic_suffix())).collect();
+    assert_eq!(widths, [(0x04, 0x06, 'w', "32"), (0x07, 0x05, 'r', "")]);
+    // The shifts (whose K the loader masks to the width) and the signed compares.
+    let shifts: Vec<&str> = AluOp::ALL.iter().filter(|o| o.is_shift()).map(|o| o.mnemonic()).collect();
+    assert_eq!(shifts, ["lsh", "rsh", "arsh"]);
+    let signed: Vec<&str> = JmpCond::ALL.iter().filter(|c| c.is_signed()).map(|c| c.mnemonic()).collect();
+    assert_eq!(signed, ["jsgt", "jslt", "jsge", "jsle"]);
+    // Sizes by their byte count, and nothing else.
+    let by_bytes: Vec<Option<Size>> = [1, 2, 4, 8, 0, 3, 16].into_iter().map(Size::from_bytes).collect();
+    assert_eq!(by_bytes, [Some(Size::B), Some(Size::H), Some(Size::W), Some(Size::DW), None, None, None]);
+    // The verifier's atomics: read-modify-write (and XCHG, CMPXCHG) on W and DW
+    // only; load-acquire and store-release on every size.
+    for op in AtomicOp::ALL {
+        let allowed: Vec<Size> = Size::ALL.into_iter().filter(|&s| op.allows(s)).collect();
+        let want: &[Size] =
+            if op.mnemonic().is_none() { &[Size::B, Size::H, Size::W, Size::DW] } else { &[Size::W, Size::DW] };
+        assert_eq!(allowed, want, "{op:?}");
+    }
 }
 
 #[test]

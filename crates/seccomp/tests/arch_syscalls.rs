@@ -227,3 +227,33 @@ fn cache_pairs() {
     assert_eq!(cache_arches(Arch::Mips64), None);
     assert_eq!(cache_arches(Arch::Other(0x1234)), None);
 }
+
+/// Every arch against the `SECCOMP_ARCH_NATIVE` / `SECCOMP_ARCH_COMPAT`
+/// pairs of each kernel's asm/seccomp.h (Linux 6.18), as listed on
+/// `cache_arches`: which kernels have a cache, with which compat arch, and
+/// whose compat bitmap is sized by the native `NR_syscalls`.
+#[test]
+fn every_kernel_arch_has_its_cache_pair() {
+    use Arch::*;
+    for kernel in Arch::ALL {
+        let want: Option<(Arch, Option<Arch>)> = match kernel {
+            X86_64 | X32 => Some((X86_64, Some(I386))),
+            Aarch64 => Some((Aarch64, Some(Arm))),
+            S390x => Some((S390x, Some(S390))),
+            Ppc64le => Some((Ppc64le, Some(Ppcle))),
+            Ppc64 => Some((Ppc64, Some(Ppc))),
+            Parisc64 => Some((Parisc64, Some(Parisc))),
+            I386 | Arm | Riscv64 | Riscv32 | Ppc | Loongarch64 | M68k | Parisc | Sh | Sheb => Some((kernel, None)),
+            // Mips (sparse numbers), big-endian arm, the 32-bit compat ABIs, any other.
+            _ => None,
+        };
+        let got = cache_arches(kernel);
+        assert_eq!(got.map(|c| (c.native.arch, c.compat.map(|a| a.arch))), want, "{kernel:?}");
+        let Some(got) = got else { continue };
+        let nr = |arch: Arch| syscalls::table(arch).map(|t| t.nr_syscalls);
+        assert_eq!(got.native.nr, nr(got.native.arch), "{kernel:?}");
+        if matches!(kernel, S390x | Ppc64le | Ppc64 | Parisc64) {
+            assert_eq!(got.compat.unwrap().nr, got.native.nr, "{kernel:?}: compat NR is the native NR_syscalls");
+        }
+    }
+}

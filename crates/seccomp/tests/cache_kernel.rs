@@ -161,6 +161,19 @@ fn chains_and_lookup() {
     assert!(full.allowed().is_empty());
 }
 
+/// `bitmap_fill(bitmap, NR)`: exactly the numbers `0..NR`, whatever `NR` is
+/// modulo the word size (x86_64's NR_syscalls is a multiple of 64 on some
+/// kernels, i386's is not).
+#[test]
+fn a_full_bitmap_is_every_number_below_its_size() {
+    for n in [1, 2, 63, 64, 65, 127, 128, 129, 191, 192, 470, 512] {
+        let full = CacheBitmap::full(n);
+        assert_eq!(full.nr_count(), n);
+        assert_eq!(full.allowed(), (0..n).collect::<Vec<u32>>(), "NR {n}");
+        assert!(full.check_allow(n as i32 - 1) && !full.check_allow(n as i32), "NR {n}");
+    }
+}
+
 const FILTERS: [&str; 12] = [
     "allow306_default",
     "allow306_end",

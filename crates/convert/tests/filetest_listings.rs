@@ -1,0 +1,62 @@
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+//! The converter's own check of the kernel's layout: every
+//! `testdata/convert/*.txt` converted here must print exactly its expected
+//! block (the `new_len`/`stack_depth`/`seen_ld_abs` summary and the
+//! side-by-side listing), so a change to any rule of `bpf_convert_filter()`'s
+//! mirror fails in this crate's tests, not only in the integration suite.
+//!
+//! The `; run:` lines, the oracle and `UPDATE_EXPECT=1` stay with the full
+//! runner (crates/integration/tests/filetests.rs); this file only compares.
+
+use cbpf::{validate, Insn, Mode};
+use convert::{convert, side_by_side, Options};
+use test_data::filetest;
+use test_data::paths::{files_ending, read_text, testdata};
+
+/// What the converter prints for one filetest, in the runner's format.
+fn listing(t: &filetest::FileTest) -> Result<String, String> {
+    let mode = match t.value("mode") {
+        Some("seccomp") => Mode::Seccomp,
+        Some("socket") => Mode::Socket,
+        other => return Err(format!("mode {other:?}")),
+    };
+    let legacy = t.value("options").is_some_and(|o| o.split_whitespace().any(|w| w == "legacy"));
+    let options = if legacy { Options::legacy() } else { Options::kernel() };
+    let insns: Vec<Insn> = t.insns.iter().map(|r| Insn { code: r.code, jt: r.jt, jf: r.jf, k: r.k }).collect();
+    let prog = match validate(&insns, mode) {
+        Ok(p) => p,
+        Err(e) => return Ok(format!("error: validate: {e}\n")),
+    };
+    Ok(match convert(&prog, &options) {
+        Err(e) => format!("error: convert: {e}\n"),
+        Ok(out) => {
+            let mut s = format!(
+                "new_len={} stack_depth={} seen_ld_abs={}\n",
+                out.insns.len(),
+                out.stack_depth,
+                out.seen_ld_abs
+            );
+            if t.marker.as_deref() == Some("expect") {
+                s.push_str(&side_by_side(&prog, &out));
+            }
+            s
+        }
+    })
+}
+
+#[test]
+fn every_filetest_converts_to_its_expected_listing() {
+    let files = files_ending(&testdata().join("convert"), ".txt").unwrap();
+    assert!(files.len() >= 80, "only {} filetests", files.len());
+    let mut failures = Vec::new();
+    for path in &files {
+        let name = path.file_name().unwrap().to_string_lossy();
+        let t = filetest::parse(&read_text(path).unwrap()).unwrap();
+        match listing(&t) {
+            Ok(got) if got == t.expected => {}
+            Ok(got) => failures.push(format!("{name}: got\n{got}")),
+            Err(e) => failures.push(format!("{name}: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "{} of {} differ:\n{}", failures.len(), files.len(), failures.join("\n"));
+}

@@ -1,0 +1,205 @@
+//! `cargo xtask mutants [--file NAME]... [--jobs N] [--timeout S]`: cargo-mutants
+//! over the kernel mirrors, each with the narrowest honest test set (the
+//! owning crate's tests that are about that file), then one row per file:
+//! caught / missed / unviable / timeout. Fails if any mutant is missed.
+//!
+//! Not part of `.ci/run`: each mutant is a rebuild, so a full run takes about
+//! 1.5 hours on two cores. docs/mutants.md has the last results, the reason
+//! each test set is what it is, and every excluded mutant (`.cargo/mutants.toml`).
+//!
+//! Installs cargo-mutants if it is missing (`cargo install --locked
+//! cargo-mutants`). Results go to `target/mutants/<name>/mutants.out/`
+//! (`missed.txt` lists the survivors, `diff/` shows each mutation).
+
+use std::path::Path;
+use std::process::Command;
+
+const USAGE: &str = "usage: cargo xtask mutants [--file NAME]... [--jobs N] [--timeout SECONDS]";
+
+/// One kernel mirror and the tests that must kill its mutants.
+pub struct Target {
+    /// Short name for `--file` and the output directory.
+    pub name: &'static str,
+    /// The file mutated, relative to the workspace root.
+    pub file: &'static str,
+    /// The package whose tests run.
+    pub package: &'static str,
+    /// `cargo test` target selection (no doctests: they never test these rules).
+    pub tests: &'static [&'static str],
+}
+
+/// The kernel mirrors and their test sets (see docs/mutants.md for why each).
+pub const TARGETS: [Target; 5] = [
+    Target {
+        name: "validate",
+        file: "crates/cbpf/src/validate.rs",
+        package: "bpfconv-cbpf",
+        tests: &["--lib", "--test", "validate_*"],
+    },
+    Target {
+        name: "convert",
+        file: "crates/convert/src/filter.rs",
+        package: "bpfconv-convert",
+        tests: &["--lib", "--test", "filetest_listings", "--test", "socket_limits"],
+    },
+    Target {
+        name: "cache",
+        file: "crates/seccomp/src/cache.rs",
+        package: "bpfconv-seccomp",
+        tests: &["--lib", "--test", "cache_kernel", "--test", "arch_syscalls"],
+    },
+    Target {
+        name: "op-tables",
+        file: "crates/ebpf/src/isa/op/tables.rs",
+        package: "bpfconv-ebpf",
+        tests: &["--lib", "--test", "conformance", "--test", "interp_unit", "--test", "op_roundtrip"],
+    },
+    Target { name: "chain", file: "crates/chain/src/lib.rs", package: "bpfconv-chain", tests: &["--lib"] },
+];
+
+/// The outcome counts of one run, read from `mutants.out/`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Counts {
+    pub caught: usize,
+    pub missed: usize,
+    pub unviable: usize,
+    pub timeout: usize,
+}
+
+/// Counts the non-empty lines of `caught.txt`, `missed.txt`, `unviable.txt`
+/// and `timeout.txt` (one mutant per line); a missing file counts 0.
+pub fn counts(out_dir: &Path) -> Counts {
+    let lines = |name: &str| {
+        std::fs::read_to_string(out_dir.join(name)).map_or(0, |t| t.lines().filter(|l| !l.trim().is_empty()).count())
+    };
+    Counts {
+        caught: lines("caught.txt"),
+        missed: lines("missed.txt"),
+        unviable: lines("unviable.txt"),
+        timeout: lines("timeout.txt"),
+    }
+}
+
+/// The table `cargo xtask mutants` prints.
+pub fn table(rows: &[(&str, Counts)]) -> String {
+    let mut out = format!("{:<34} {:>7} {:>7} {:>9} {:>8}\n", "file", "caught", "missed", "unviable", "timeout");
+    for (file, c) in rows {
+        out.push_str(&format!("{file:<34} {:>7} {:>7} {:>9} {:>8}\n", c.caught, c.missed, c.unviable, c.timeout));
+    }
+    out
+}
+
+struct Args {
+    names: Vec<String>,
+    jobs: String,
+    /// Per-mutant test timeout; by default cargo-mutants sets it from the
+    /// unmutated tree's test time (at least 20 s), which ends a mutant that
+    /// loops forever quickly.
+    timeout: Option<String>,
+}
+
+fn parse(args: &[String]) -> Result<Args, String> {
+    let mut out = Args { names: Vec::new(), jobs: "2".into(), timeout: None };
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().cloned().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"));
+        match arg.as_str() {
+            "--file" => out.names.push(value()?),
+            "--jobs" => out.jobs = value()?,
+            "--timeout" => out.timeout = Some(value()?),
+            _ => return Err(USAGE.to_string()),
+        }
+    }
+    for name in &out.names {
+        if !TARGETS.iter().any(|t| t.name == name) {
+            let known: Vec<&str> = TARGETS.iter().map(|t| t.name).collect();
+            return Err(format!("unknown --file {name}: one of {}", known.join(", ")));
+        }
+    }
+    Ok(out)
+}
+
+fn ensure_cargo_mutants() -> Result<(), String> {
+    if Command::new("cargo").args(["mutants", "--version"]).output().is_ok_and(|o| o.status.success()) {
+        return Ok(());
+    }
+    eprintln!("cargo-mutants not found: cargo install --locked cargo-mutants");
+    let status = Command::new("cargo")
+        .args(["install", "--locked", "cargo-mutants"])
+        .status()
+        .map_err(|e| format!("cannot run cargo install: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err("cargo install cargo-mutants failed".into())
+    }
+}
+
+/// Runs the command.
+pub fn run(args: &[String]) -> Result<(), String> {
+    let args = parse(args)?;
+    ensure_cargo_mutants()?;
+    let root = crate::workspace_root();
+    let mut rows = Vec::new();
+    for t in TARGETS.iter().filter(|t| args.names.is_empty() || args.names.iter().any(|n| n == t.name)) {
+        let out = root.join("target/mutants").join(t.name);
+        // cargo-mutants creates `mutants.out` but not the directories above it.
+        std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+        eprintln!("== {} ({} tests: {})", t.file, t.package, t.tests.join(" "));
+        // Exit codes: 0 all caught, 2 some missed, 3 some timed out; anything
+        // else (1 usage, 4 the unmutated tree fails its tests) is an error.
+        let mut cmd = Command::new("cargo");
+        cmd.current_dir(&root).args(["mutants", "--file", t.file, "--test-package", t.package, "--jobs", &args.jobs]);
+        if let Some(timeout) = &args.timeout {
+            cmd.args(["--timeout", timeout]);
+        }
+        let status = cmd
+            .arg("--output")
+            .arg(&out)
+            .arg("--")
+            .args(t.tests)
+            .status()
+            .map_err(|e| format!("cannot run cargo mutants: {e}"))?;
+        if !matches!(status.code(), Some(0 | 2 | 3)) {
+            return Err(format!("cargo mutants on {} failed ({status})", t.file));
+        }
+        rows.push((t.file, counts(&out.join("mutants.out"))));
+    }
+    println!("{}", table(&rows));
+    let missed: Vec<&str> = rows.iter().filter(|(_, c)| c.missed > 0).map(|(f, _)| *f).collect();
+    if missed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("mutants survived in {} (see target/mutants/*/mutants.out/missed.txt)", missed.join(", ")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_one_mutant_per_line() {
+        let dir = std::env::temp_dir().join(format!("xtask-mutants-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("caught.txt"), "a.rs:1:1: x\na.rs:2:1: y\n").unwrap();
+        std::fs::write(dir.join("missed.txt"), "a.rs:3:1: z\n\n").unwrap();
+        std::fs::write(dir.join("timeout.txt"), "").unwrap();
+        let c = counts(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(c, Counts { caught: 2, missed: 1, unviable: 0, timeout: 0 });
+        let t = table(&[("a.rs", c)]);
+        assert!(t.lines().nth(1).unwrap().split_whitespace().eq(["a.rs", "2", "1", "0", "0"]), "{t}");
+    }
+
+    #[test]
+    fn every_target_file_exists_and_names_are_unique() {
+        let root = crate::workspace_root();
+        for (i, t) in TARGETS.iter().enumerate() {
+            assert!(root.join(t.file).is_file(), "{}", t.file);
+            assert!(TARGETS.iter().skip(i + 1).all(|u| u.name != t.name), "{}", t.name);
+        }
+        assert!(parse(&["--file".into(), "nope".into()]).is_err());
+        assert_eq!(parse(&["--file".into(), "chain".into()]).unwrap().names, ["chain"]);
+    }
+}
