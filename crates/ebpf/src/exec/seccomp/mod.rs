@@ -111,6 +111,8 @@ pub(crate) struct SeccompProg {
     /// Chain entries ([`Kind::Chain`], [`Kind::LdChain`]), by `SOp::target`.
     entries: Box<[EntryBlock]>,
     chains: Chains,
+    /// Lookup tables of the long equality chains ([`Kind::EqSet`]).
+    eq_sets: chain::EqSets,
     /// `run_with` for this program's stack use, chosen at load: counting
     /// executed instructions, and not.
     runner: fn(&SeccompProg, &[u8; 64]) -> (u64, u64),
@@ -136,6 +138,10 @@ impl SeccompProg {
                 Kind::LdChain => format!("w0 = word {}; entry @{} skip {}", o.aux, entry().0, entry().1),
                 Kind::Linked => format!("linked @{} skip {}", o.target, o.imm),
                 Kind::LdLinked => format!("w0 = word {}; linked @{} skip {}", o.aux, o.target, o.imm),
+                Kind::EqSet => format!("eq set #{} @{} skip {}", o.imm >> 32, o.target, o.imm as u32),
+                Kind::LdEqSet => {
+                    format!("w0 = word {}; eq set #{} @{} skip {}", o.aux, o.imm >> 32, o.target, o.imm as u32)
+                }
                 _ => continue,
             };
             out.push_str(&format!("{pc:4}: {line}\n"));

@@ -6,7 +6,7 @@ use crate::abi::error::ExecError;
 use crate::isa::insn::Pc;
 use crate::isa::op::AluOp;
 
-use super::chains::{ChainExit, Scans, NOT_RET, SAME};
+use super::chains::{ChainExit, Scans, NOT_RET, NOWHERE, SAME};
 use super::ops::{cond_of, Kind, RA, RK, RT};
 use super::SeccompProg;
 
@@ -157,6 +157,21 @@ impl SeccompProg {
                 }
                 let exit = chains.linked_exit(a as u32, $from as usize);
                 linked_follow!(exit)
+            }};
+        }
+        // The chain of eq-set op `$op` ([`Kind::EqSet`]): one lookup, then
+        // on where its exit leaves to.
+        macro_rules! eq_set {
+            ($op:expr) => {{
+                let op = $op;
+                if COUNT {
+                    skipped = skipped.wrapping_sub(op.imm as u32 as usize);
+                }
+                let exit = self.eq_set_exit((op.imm >> 32) as u16, a as u32, op.target);
+                if LINKS {
+                    linked_follow!(exit)
+                }
+                leave!(exit)
             }};
         }
         // Goes where chain exit `$exit` (a value) leaves to, following its
@@ -314,6 +329,11 @@ impl SeccompProg {
                     a = word(data, op.aux);
                     linked!(op.target, op.imm)
                 }
+                Kind::EqSet => eq_set!(op),
+                Kind::LdEqSet => {
+                    a = word(data, op.aux);
+                    eq_set!(op)
+                }
                 Kind::LdJeq => {
                     a = word(data, op.aux);
                     pc += 1;
@@ -387,5 +407,16 @@ impl SeccompProg {
             }
             pc += 1;
         }
+    }
+}
+
+impl SeccompProg {
+    /// Where eq-set op ([`Kind::EqSet`]) of table `set` from test `from`
+    /// leaves for `x` ([`chain::EqSets::exit`]). Out of line, from `&self`
+    /// (which the run loop holds anyway), as `cbpf::interp`'s: inlined, the
+    /// loop would keep the tables' address live on every run.
+    #[inline(never)]
+    fn eq_set_exit(&self, set: u16, x: u32, from: u32) -> &ChainExit {
+        self.eq_sets.exit(&self.chains, set, x, from as usize).map_or(&NOWHERE, |t| &t.exit)
     }
 }
