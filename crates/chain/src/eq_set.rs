@@ -53,6 +53,9 @@ pub struct EqSets {
     tables: Box<[Span]>,
     /// Test index (into the [`Table`]) per value, or [`NONE`].
     slots: Box<[u16]>,
+    /// Per table: its chain's sentinel (for [`EqSets::set_of`]; apart, so
+    /// that a [`Span`] stays 16 bytes).
+    ends: Box<[u16]>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -62,8 +65,6 @@ struct Span {
     len: u32,
     /// The first test of the chain's run of equalities.
     first: u16,
-    /// The chain's sentinel.
-    to: u16,
     /// The test a value of no equality leaves through: the sentinel, or
     /// the `!=` test before it.
     miss: u16,
@@ -79,6 +80,7 @@ impl EqSets {
         let mut seen: Vec<usize> = Vec::new();
         let mut tables = Vec::new();
         let mut slots: Vec<u16> = Vec::new();
+        let mut sentinels: Vec<u16> = Vec::new();
         for to in ends {
             if seen.contains(&to) {
                 continue;
@@ -104,36 +106,42 @@ impl EqSets {
                 }
             }
             let miss = to16 - u16::from(last_ne);
-            tables.push(Span { base: min, start: start as u32, len: len as u32, first, to: to16, miss });
+            tables.push(Span { base: min, start: start as u32, len: len as u32, first, miss });
+            sentinels.push(to16);
         }
-        EqSets { tables: tables.into(), slots: slots.into() }
+        EqSets { tables: tables.into(), slots: slots.into(), ends: sentinels.into() }
     }
 
     /// The table for an op that scans the chain from test `from` to its
     /// sentinel `to`, if that chain has one and `from` is at most
     /// [`MAX_PREFIX`] tests before its equalities.
     pub fn set_of(&self, from: usize, to: usize) -> Option<u16> {
-        let at = self
-            .tables
-            .iter()
-            .position(|s| usize::from(s.to) == to && from <= to && from + MAX_PREFIX >= usize::from(s.first))?;
+        let at =
+            self.tables.iter().zip(self.ends.iter()).position(|(s, &end)| {
+                usize::from(end) == to && from <= to && from + MAX_PREFIX >= usize::from(s.first)
+            })?;
         u16::try_from(at).ok()
     }
 
     /// Where the op of table `set` that starts at test `from` leaves for
     /// `x`: the first of its prefix tests that `x` hits, else the test of
     /// the equalities that `x` equals if it is at or after `from`, else
-    /// the sentinel. `None` only for a set or test out of range (never for
-    /// a set from [`EqSets::set_of`] on this table).
+    /// the sentinel. `dead` only for a set or test out of range (never for
+    /// a set from [`EqSets::set_of`] on this table). (A fallback, not an
+    /// `Option`: measured, the `Option` costs a few instructions a call.)
     #[inline(always)]
-    pub fn exit<'t, E: Record>(&self, table: &'t Table<E>, set: u16, x: u32, from: usize) -> Option<&'t E> {
-        let span = self.tables.get(usize::from(set))?;
-        let prefix = table.exits.get(from..usize::from(span.first)).unwrap_or_default();
-        if let Some(hit) = prefix.iter().find(|e| e.test().hits(x)) {
-            return Some(hit);
+    pub fn exit<'t, E: Record>(&self, table: &'t Table<E>, set: u16, x: u32, from: usize, dead: &'t E) -> &'t E {
+        let Some(span) = self.tables.get(usize::from(set)) else { return dead };
+        // A branch, not an empty slice: most ops have no prefix.
+        let first = usize::from(span.first);
+        if from < first {
+            let prefix = table.exits.get(from..first).unwrap_or_default();
+            if let Some(hit) = prefix.iter().find(|e| e.test().hits(x)) {
+                return hit;
+            }
         }
         let test = self.test(span, x).filter(|&t| usize::from(t) >= from).unwrap_or(span.miss);
-        table.exits.get(usize::from(test))
+        table.exits.get(usize::from(test)).unwrap_or(dead)
     }
 
     #[inline(always)]

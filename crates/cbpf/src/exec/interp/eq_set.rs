@@ -17,7 +17,7 @@ static DEAD_EXIT: Exit = Exit { test: chain::ExitTest::ALWAYS, target: u16::MAX,
 /// ([`EqSets::exit`]; called out of line, through `Interp::eq_set_exit`).
 #[inline(always)]
 pub(super) fn exit<'c>(sets: &EqSets, chains: &'c Chains, set: u16, a: u32, from: u16) -> &'c Exit {
-    sets.exit(chains, set, a, usize::from(from)).unwrap_or(&DEAD_EXIT)
+    sets.exit(chains, set, a, usize::from(from), &DEAD_EXIT)
 }
 
 /// Replaces every [`Step::LongChain`] and [`Step::LdLongChain`] whose chain
@@ -76,7 +76,7 @@ mod tests {
         let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
         // The load's ladder (compile::build_ladders) is a chain of its own.
         let listing = interp.chain_listing();
-        assert!(interp.eq_sets.len() >= 1, "{listing}");
+        assert!(!interp.eq_sets.is_empty(), "{listing}");
         assert!(listing.contains("ld [0]; eq set #"), "{listing}");
         for a in 0..60u32 {
             let mut data = [0u8; 64];
@@ -127,7 +127,7 @@ mod tests {
         let mut insns = list(&keys);
         insns.insert(1, Insn::stmt(JMP_JA, 9));
         let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
-        assert!(interp.eq_sets.len() >= 1, "{}", interp.chain_listing());
+        assert!(!interp.eq_sets.is_empty(), "{}", interp.chain_listing());
         for a in 0..45u32 {
             let mut data = [0u8; 64];
             data[..4].copy_from_slice(&a.to_ne_bytes());

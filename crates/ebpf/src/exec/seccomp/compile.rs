@@ -260,8 +260,7 @@ impl Subset {
         Some(SeccompProg {
             ops: ops.into_boxed_slice(),
             entries: entries.into_boxed_slice(),
-            chains,
-            eq_sets,
+            chains: super::ChainTables { table: chains, eq_sets },
             start,
             runner,
             runner_uncounted,

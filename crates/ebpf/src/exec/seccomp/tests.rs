@@ -411,8 +411,8 @@ fn linked_tree_chains_match_the_general_interpreter_from_every_node() {
                 let p = head(entry, &body);
                 let prog = compile(&p).unwrap();
                 let linked_ops = count(&p, Kind::Linked) + count(&p, Kind::LdLinked);
-                let links = prog.chains.exits.iter().filter(|t| t.exit.links()).count();
-                let reloads = prog.chains.exits.iter().filter(|t| t.exit.links() && t.exit.ret != SAME).count();
+                let links = prog.chains.table.exits.iter().filter(|t| t.exit.links()).count();
+                let reloads = prog.chains.table.exits.iter().filter(|t| t.exit.links() && t.exit.ret != SAME).count();
                 if jset_leaf && (linked_ops != 0 || links != 0) {
                     failures.push(format!("n {n} jset: {linked_ops} linked ops, {links} links"));
                 }
