@@ -98,6 +98,12 @@ pub struct RowResult {
     pub cells: Vec<(String, Cell)>,
     /// The kernel with the filters forced to run, where the cache skips them.
     pub forced: Option<Forced>,
+    /// The kernel filter cost measured side by side: per round of the
+    /// kernel column (every kernel cell timed once a round), the forced run
+    /// less the cached run, or the run less the no-filter run of the same
+    /// system call; median and range over the rounds. `None` where either
+    /// side is missing.
+    pub kernel_cost: Option<Stats>,
 }
 
 impl RowResult {
@@ -107,10 +113,15 @@ impl RowResult {
     }
 
     /// What running the filters adds to the system call in the kernel:
-    /// where the cache skips them, the forced run minus the cached run (same
-    /// call, same clock); otherwise the run minus `native_ns`, the no-filter
+    /// [`RowResult::kernel_cost`]'s median where it was measured (drift
+    /// between rounds cancels there); else, from the cells' medians, where
+    /// the cache skips the filters the forced run minus the cached run (same
+    /// call, same clock), otherwise the run minus `native_ns`, the no-filter
     /// run of the same call.
     pub fn kernel_filter_cost(&self, native_ns: Option<f64>) -> Option<f64> {
+        if let Some(cost) = &self.kernel_cost {
+            return Some(cost.median);
+        }
         match &self.forced {
             Some(f) => Some(f.cell.ns()? - self.ns(KERNEL)?),
             None => Some(self.ns(KERNEL)? - native_ns?),
@@ -380,7 +391,8 @@ fn per_column(table: &TableResult, num: &str, den: &str, kernel_native: (&str, &
 }
 
 const KERNEL_COST_NOTE: &str = "Derived (kernel column: filter cost = forced run − cached run of the same call, \
-     both on one clock; where the cache does not apply, run − no-filter run):";
+     both on one clock; where the cache does not apply, run − no-filter run; each the median over rounds of the \
+     difference within one round):";
 
 fn derived_a(t: &TableResult) -> String {
     let n = ("native", "native");
@@ -456,7 +468,7 @@ fn derived_d(t: &TableResult) -> String {
     out.push('\n');
     out.push_str(&figure_table(
         "One level down, chdir at the first, middle and last of long_jumps_large's argument rules (kernel column: \
-         filter cost = run − no-filter chdir):",
+         filter cost = run − no-filter chdir of the same round, median over rounds):",
         &[
             ("as written: last / first rule", "—", per_column(t, "ljl_end", "ljl_front", chdir)),
             (
@@ -484,6 +496,17 @@ fn derived_d(t: &TableResult) -> String {
         "\nKernel, whole chdir call, max / min over first, middle, last rule: as written {}, optimised {}",
         fmt_ratio(whole(["ljl_front", "ljl_middle", "ljl_end"])),
         fmt_ratio(whole(["ljl_front_optimised", "ljl_middle_optimised", "ljl_end_optimised"])),
+    );
+    let costs = |ids: [&str; 3]| {
+        let native = t.row("native_chdir").and_then(|r| r.ns(KERNEL));
+        let ns = ids.map(|id| t.row(id).and_then(|r| r.kernel_filter_cost(native)).map_or("?".to_string(), fmt_ns));
+        ns.join(" / ")
+    };
+    let _ = writeln!(
+        out,
+        "Kernel filter cost, ns, first / middle / last rule: as written {}, optimised {}",
+        costs(["ljl_front", "ljl_middle", "ljl_end"]),
+        costs(["ljl_front_optimised", "ljl_middle_optimised", "ljl_end_optimised"]),
     );
     out
 }
@@ -838,6 +861,7 @@ mod tests {
                         ("fast".into(), Cell::Unavailable("later".into())),
                     ],
                     forced: None,
+                    kernel_cost: None,
                 }],
             }],
             conversions: vec![],

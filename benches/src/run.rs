@@ -9,7 +9,7 @@ use std::hint::black_box;
 use crate::engines::{ENGINES, KERNEL, KERNEL_JIT};
 use crate::filters::Filter;
 use crate::measure::{measure, Budget, Stats};
-use crate::report::{Cell, Conversion, Forced, RowResult, TableResult};
+use crate::report::{Cell, Clock, Conversion, Forced, RowResult, TableResult};
 use crate::tables::{MixRow, Row, Syscall, Table};
 use crate::BenchError;
 
@@ -216,40 +216,162 @@ pub fn measure_mixes(mixes: &[MixRow], slug: &str, opts: Options, progress: &mut
             kernel_cached: false,
             cells,
             forced: None,
+            kernel_cost: None,
         });
     }
     results
 }
 
-/// Times `syscall` under `filters` (oldest first) in the kernel:
-/// [`Budget::kernel_runs`] calls of `kernel::time_syscalls`, samples pooled.
+/// Rounds of the kernel column per [`Budget::kernel_runs`]: the budget's
+/// loops of [`Budget::syscalls`] calls are split into this many times more
+/// rounds of this many times fewer calls, so the per-round differences that
+/// make [`RowResult::kernel_cost`] are many enough for a median.
+const KERNEL_ROUNDS_PER_RUN: usize = 5;
+
+/// The kernel column's rounds and the calls per timed loop in each.
+pub fn kernel_rounds(budget: Budget) -> (usize, u64) {
+    (budget.kernel_runs.max(1) * KERNEL_ROUNDS_PER_RUN, (budget.syscalls / KERNEL_ROUNDS_PER_RUN as u64).max(1))
+}
+
+/// What one forked child measured: ns per call of each timed loop, and
+/// whether the child-CPU-difference clock was needed; or why it could not.
+type ChildTiming = Result<(Vec<f64>, bool), String>;
+
+/// One forked child's timing of `syscall` under `filters` (oldest first):
+/// `kernel::time_syscalls`'s five loops of `iterations` calls, ns per call,
+/// and whether the child-CPU-difference clock was needed.
 #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
-fn kernel_cell(filters: &[Filter], syscall: Syscall, budget: Budget) -> Cell {
-    use crate::report::Clock;
-    let insns: Vec<Vec<cbpf::Insn>> = filters.iter().map(|f| f.original().to_vec()).collect();
+fn kernel_loops(filters: &[Vec<cbpf::Insn>], syscall: Syscall, iterations: u64) -> ChildTiming {
     let args = syscall.args.map(kernel::SyscallArg::Value);
-    let mut samples = Vec::new();
-    let mut clock = Clock::ThreadCpu;
-    for _ in 0..budget.kernel_runs.max(1) {
-        match kernel::time_syscalls(&insns, i64::from(syscall.nr), args, budget.syscalls) {
-            Ok(t) => {
-                samples.extend(t.samples.iter().map(|d| d.as_nanos() as f64));
-                if t.clock == kernel::TimingClock::ChildCpuDifference {
-                    clock = Clock::ChildCpuDifference;
-                }
-            }
-            Err(e) => return Cell::Unavailable(e.to_string()),
-        }
-    }
-    match Stats::from_samples(&samples) {
-        Some(stats) => Cell::Measured { stats, clock: Some(clock) },
-        None => Cell::Unavailable("no samples".to_string()),
-    }
+    kernel::time_syscalls(filters, i64::from(syscall.nr), args, iterations)
+        .map(|t| (t.samples_ns, t.clock == kernel::TimingClock::ChildCpuDifference))
+        .map_err(|e| e.to_string())
 }
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
-fn kernel_cell(_filters: &[Filter], _syscall: Syscall, _budget: Budget) -> Cell {
-    Cell::Unavailable("needs x86_64 Linux".to_string())
+fn kernel_loops(_filters: &[Vec<cbpf::Insn>], _syscall: Syscall, _iterations: u64) -> ChildTiming {
+    Err("needs x86_64 Linux".to_string())
+}
+
+/// One stack the kernel column times: a row's filters as written or forced
+/// past the cache.
+struct KernelStack {
+    /// Index of the row in the slice measured.
+    row: usize,
+    forced: bool,
+    filters: Vec<Vec<cbpf::Insn>>,
+}
+
+/// A kernel stack's rounds: per round the median of its loops (ns per
+/// call), and the cell of all loops pooled.
+struct KernelRounds {
+    medians: Vec<f64>,
+    cell: Cell,
+}
+
+impl KernelRounds {
+    fn of(runs: Vec<Option<ChildTiming>>) -> KernelRounds {
+        let mut pooled = Vec::new();
+        let mut medians = Vec::with_capacity(runs.len());
+        let mut child_cpu = false;
+        for run in runs.into_iter().flatten() {
+            match run {
+                Ok((loops, difference)) => {
+                    medians.extend(Stats::from_samples(&loops).map(|s| s.median));
+                    pooled.extend(loops);
+                    child_cpu |= difference;
+                }
+                Err(why) => return KernelRounds { medians: Vec::new(), cell: Cell::Unavailable(why) },
+            }
+        }
+        let clock = if child_cpu { Clock::ChildCpuDifference } else { Clock::ThreadCpu };
+        let cell = match Stats::from_samples(&pooled) {
+            Some(stats) => Cell::Measured { stats, clock: Some(clock) },
+            None => Cell::Unavailable("no samples".to_string()),
+        };
+        KernelRounds { medians, cell }
+    }
+}
+
+/// Median and range over rounds of `run − base` (the two timed in the same
+/// rounds).
+fn per_round_difference(run: &KernelRounds, base: &KernelRounds) -> Option<Stats> {
+    if run.medians.len() != base.medians.len() {
+        return None;
+    }
+    let differences: Vec<f64> = run.medians.iter().zip(&base.medians).map(|(r, b)| r - b).collect();
+    Stats::from_samples(&differences)
+}
+
+/// The kernel column of `rows` (their results, in order, get the kernel
+/// cell, the forced variant and [`RowResult::kernel_cost`]): every stack
+/// (each row's filters, and forced past the cache where
+/// [`Row::wants_forced`]) timed once a round in one
+/// [`timing::rounds::round_robin`], so drift during the run hits a row and
+/// its baseline (the forced run's cached run, else the no-filter row of the
+/// same system call) alike and cancels in their per-round difference.
+fn measure_kernel(rows: &[Row], results: &mut [RowResult], slug: &str, budget: Budget, progress: &mut dyn FnMut(&str)) {
+    let mut stacks = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        let filters = |fs: &[Filter]| fs.iter().map(|f| f.original().to_vec()).collect();
+        stacks.push(KernelStack { row: i, forced: false, filters: filters(&row.filters) });
+        match row.forced() {
+            Some(forced) => stacks.push(KernelStack { row: i, forced: true, filters: filters(&forced) }),
+            // Nothing to time; its progress unit is done.
+            None if row.wants_forced() => progress(&format!("{slug}/{}-forced/kernel", row.id)),
+            None => {}
+        }
+    }
+    let (rounds, iterations) = kernel_rounds(budget);
+    let mut failed = vec![false; stacks.len()];
+    let mut started = vec![false; stacks.len()];
+    let timed = timing::rounds::round_robin(stacks.len(), rounds, |i| {
+        let (Some(stack), Some(row)) = (stacks.get(i), stacks.get(i).and_then(|s| rows.get(s.row))) else {
+            return None;
+        };
+        if failed.get(i).copied().unwrap_or(true) {
+            return None;
+        }
+        if let Some(s @ false) = started.get_mut(i) {
+            *s = true;
+            progress(&format!("{slug}/{}{}/kernel", row.id, if stack.forced { "-forced" } else { "" }));
+        }
+        let run = kernel_loops(&stack.filters, row.syscall, iterations);
+        if let (Err(_), Some(f)) = (&run, failed.get_mut(i)) {
+            *f = true;
+        }
+        Some(run)
+    });
+    let timed: Vec<KernelRounds> = timed.into_iter().map(KernelRounds::of).collect();
+    let find = |row: usize, forced: bool| {
+        stacks.iter().zip(&timed).find(|(s, _)| s.row == row && s.forced == forced).map(|(_, t)| t)
+    };
+    for (i, (row, result)) in rows.iter().zip(results.iter_mut()).enumerate() {
+        let Some(written) = find(i, false) else { continue };
+        result.cells.push((KERNEL.to_string(), written.cell.clone()));
+        let forced = find(i, true);
+        if row.wants_forced() {
+            result.forced = Some(match (row.forced(), forced) {
+                (Some(filters), Some(timed)) => Forced {
+                    filter: filters.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(","),
+                    cell: timed.cell.clone(),
+                },
+                _ => Forced {
+                    filter: format!("{}+ld16", row.filter_name()),
+                    cell: Cell::Unavailable("cannot prepend to a filter of BPF_MAXINSNS".to_string()),
+                },
+            });
+        }
+        let baseline = || {
+            let native = rows.iter().position(|r| r.filters.is_empty() && r.syscall.nr == row.syscall.nr)?;
+            find(native, false)
+        };
+        result.kernel_cost = match forced {
+            Some(forced) => per_round_difference(forced, written),
+            None if row.filters.is_empty() => None,
+            None => baseline().and_then(|base| per_round_difference(written, base)),
+        };
+    }
 }
 
 /// Median wall time of attaching `filter` in the kernel, repeated.
@@ -294,24 +416,7 @@ pub fn measure_rows(rows: &[Row], slug: &str, opts: Options, progress: &mut dyn 
             progress(&format!("{slug}/{}/{KERNEL_JIT}", row.id));
         }
         cells.push((KERNEL_JIT.to_string(), kernel_jit_row_cell(row, opts)));
-        let mut forced = None;
-        if opts.kernel {
-            progress(&format!("{slug}/{}/kernel", row.id));
-            cells.push((KERNEL.to_string(), kernel_cell(&row.filters, row.syscall, opts.budget)));
-            if row.wants_forced() {
-                progress(&format!("{slug}/{}-forced/kernel", row.id));
-                forced = Some(match row.forced() {
-                    Some(filters) => Forced {
-                        filter: filters.iter().map(|f| f.name.as_str()).collect::<Vec<_>>().join(","),
-                        cell: kernel_cell(&filters, row.syscall, opts.budget),
-                    },
-                    None => Forced {
-                        filter: format!("{}+ld16", row.filter_name()),
-                        cell: Cell::Unavailable("cannot prepend to a filter of BPF_MAXINSNS".to_string()),
-                    },
-                });
-            }
-        } else {
+        if !opts.kernel {
             cells.push((KERNEL.to_string(), Cell::Unavailable("kernel column disabled".to_string())));
         }
         results.push(RowResult {
@@ -323,8 +428,12 @@ pub fn measure_rows(rows: &[Row], slug: &str, opts: Options, progress: &mut dyn 
             path: row.path_length(),
             kernel_cached: row.kernel_skips_filters(),
             cells,
-            forced,
+            forced: None,
+            kernel_cost: None,
         });
+    }
+    if opts.kernel {
+        measure_kernel(rows, &mut results, slug, opts.budget, progress);
     }
     results
 }
@@ -368,6 +477,32 @@ mod tests {
     use super::*;
     use crate::report::{columns, json, Machine, Report};
     use crate::tables::{build, TableId};
+
+    /// The kernel filter cost is taken round by round: a drift common to a
+    /// run and its baseline (here +10 ns a round) cancels, where the
+    /// difference of the pooled medians would keep round-to-round noise.
+    #[test]
+    fn kernel_cost_is_the_median_of_per_round_differences() {
+        let rounds = |medians: &[f64]| {
+            KernelRounds::of(medians.iter().map(|&m| Some(Ok((vec![m - 1.0, m, m + 1.0], false)))).collect())
+        };
+        let run = rounds(&[120.0, 130.0, 140.0, 151.0]);
+        let base = rounds(&[100.0, 110.0, 120.0, 130.0]);
+        assert_eq!(run.medians, [120.0, 130.0, 140.0, 151.0]);
+        let cost = per_round_difference(&run, &base).unwrap();
+        assert_eq!((cost.median, cost.min, cost.max, cost.samples), (20.0, 20.0, 21.0, 4));
+        match &run.cell {
+            Cell::Measured { stats, clock } => {
+                assert_eq!((stats.samples, stats.min, stats.max), (12, 119.0, 152.0));
+                assert_eq!(*clock, Some(Clock::ThreadCpu));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A failed round makes the cell unavailable and leaves no cost.
+        let broken = KernelRounds::of(vec![Some(Ok((vec![1.0], true))), Some(Err("killed".to_string()))]);
+        assert_eq!(broken.cell, Cell::Unavailable("killed".to_string()));
+        assert!(per_round_difference(&broken, &base).is_none());
+    }
 
     /// Mix rows come out with one cell per column, in column order: every
     /// in-process engine measured (rbpf's JIT may refuse a filter past its

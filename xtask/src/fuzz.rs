@@ -160,31 +160,15 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
     Ok(out)
 }
 
-/// Installs cargo-fuzz if `cargo +nightly fuzz --version` does not run.
-fn ensure_cargo_fuzz() -> Result<(), String> {
-    let ok = Command::new("cargo").args(["+nightly", "fuzz", "--version"]).output().is_ok_and(|o| o.status.success());
-    if ok {
-        return Ok(());
-    }
-    eprintln!("cargo-fuzz not found: cargo install cargo-fuzz --locked");
-    let status = Command::new("cargo")
-        .args(["install", "cargo-fuzz", "--locked"])
-        .status()
-        .map_err(|e| format!("cannot run cargo install: {e}"))?;
-    if !status.success() {
-        return Err(
-            "cargo install cargo-fuzz failed (is a nightly toolchain installed? `rustup toolchain install nightly`)"
-                .into(),
-        );
-    }
-    Ok(())
-}
-
 /// Runs the command.
 pub fn run(args: &[String]) -> Result<(), String> {
     let args = parse_args(args)?;
     let root = crate::workspace_root();
-    ensure_cargo_fuzz()?;
+    crate::ensure_cargo_tool(
+        &["+nightly", "fuzz", "--version"],
+        "cargo-fuzz",
+        " (is a nightly toolchain installed? `rustup toolchain install nightly`)",
+    )?;
     let status = Command::new("cargo")
         .current_dir(&root)
         .args(["+nightly", "fuzz", "build", "--fuzz-dir", "fuzz", "--sanitizer", &args.sanitizer])

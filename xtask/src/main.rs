@@ -19,7 +19,7 @@
 //! - `mutants [--file NAME]... [--jobs N] [--timeout S]`: cargo-mutants on the kernel
 //!   mirrors, each with its owning crate's tests; fails if a mutant survives (see mutants.rs).
 
-use std::process::ExitCode;
+use std::process::{Command, ExitCode};
 
 mod bench;
 mod callgrind;
@@ -117,6 +117,25 @@ pub fn run_to_success(command: &str, mut cmd: std::process::Command, failed: &st
         Ok(())
     } else {
         Err(format!("{command}: {failed} ({status})"))
+    }
+}
+
+/// Installs the cargo subcommand `package` (`cargo install --locked`) where
+/// `cargo <probe>` does not run; `hint` is added to a failed install's error.
+pub fn ensure_cargo_tool(probe: &[&str], package: &str, hint: &str) -> Result<(), String> {
+    let runs = |args: &[&str]| Command::new("cargo").args(args).output().is_ok_and(|o| o.status.success());
+    if runs(probe) {
+        return Ok(());
+    }
+    eprintln!("{package} not found: cargo install --locked {package}");
+    let status = Command::new("cargo")
+        .args(["install", "--locked", package])
+        .status()
+        .map_err(|e| format!("cannot run cargo install: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("cargo install {package} failed{hint}"))
     }
 }
 

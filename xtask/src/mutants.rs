@@ -119,26 +119,10 @@ fn parse(args: &[String]) -> Result<Args, String> {
     Ok(out)
 }
 
-fn ensure_cargo_mutants() -> Result<(), String> {
-    if Command::new("cargo").args(["mutants", "--version"]).output().is_ok_and(|o| o.status.success()) {
-        return Ok(());
-    }
-    eprintln!("cargo-mutants not found: cargo install --locked cargo-mutants");
-    let status = Command::new("cargo")
-        .args(["install", "--locked", "cargo-mutants"])
-        .status()
-        .map_err(|e| format!("cannot run cargo install: {e}"))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err("cargo install cargo-mutants failed".into())
-    }
-}
-
 /// Runs the command.
 pub fn run(args: &[String]) -> Result<(), String> {
     let args = parse(args)?;
-    ensure_cargo_mutants()?;
+    crate::ensure_cargo_tool(&["mutants", "--version"], "cargo-mutants", "")?;
     let root = crate::workspace_root();
     let mut rows = Vec::new();
     for t in TARGETS.iter().filter(|t| args.names.is_empty() || args.names.iter().any(|n| n == t.name)) {

@@ -109,13 +109,16 @@ fn run(args: &Args) -> Result<(), String> {
         one => vec![TableId::parse(one).ok_or_else(|| format!("unknown table `{one}` (A, B, C, D or all)"))?],
     };
     let budget = if args.quick { Budget::QUICK } else { Budget::FULL };
+    let (kernel_rounds, kernel_calls) = run::kernel_rounds(budget);
     let mut notes = vec![format!(
-        "mode: {} ({} samples of ~{} µs per in-process cell; kernel: {} loops of {} calls per cell, each in a fresh child)",
+        "mode: {} ({} samples of ~{} µs per in-process cell; kernel: {} rounds, every kernel cell once a round in a \
+         fresh child of {} loops of {} calls)",
         if args.quick { "--quick" } else { "full" },
         budget.samples,
         budget.sample_time.as_micros(),
-        budget.kernel_runs * kernel_samples_per_run(),
-        budget.syscalls
+        kernel_rounds,
+        kernel_samples_per_run(),
+        kernel_calls
     )];
     let kernel = if args.no_kernel {
         notes.push("kernel column: disabled (--no-kernel)".to_string());

@@ -184,17 +184,22 @@ impl Code for FakeCode {
     }
 }
 
-/// A rule ladder `ld; jne #1, next; ret; ld; jne #2, next; ret; ...`: one
-/// chain, entered at each load, its misses going on through the reloads.
-#[test]
-fn ladders_walk_through_reloads() {
+/// `rungs` rungs of `ld; jeq #i, ret, next; ret`, then a final `ret`.
+fn ladder(rungs: u32) -> FakeCode {
     let mut p = Vec::new();
-    for i in 0..3u32 {
+    for i in 0..rungs {
         let at = p.len();
         p.extend([Fake::Reload, Fake::Cmp(Cond::Eq, i, at + 2, at + 3), Fake::Ret]);
     }
     p.push(Fake::Ret);
-    let code = FakeCode(p);
+    FakeCode(p)
+}
+
+/// A rule ladder `ld; jne #1, next; ret; ld; jne #2, next; ret; ...`: one
+/// chain, entered at each load, its misses going on through the reloads.
+#[test]
+fn ladders_walk_through_reloads() {
+    let code = ladder(3);
     let mut built = Builder::default();
     let mut covered = vec![false; 10];
     let rules = Rules { word: Some(0), ..Rules::default() };
@@ -334,13 +339,7 @@ fn walks_follow_the_taken_side_past_detours() {
 /// another walk covered ends the chain at the reload.
 #[test]
 fn ladders_stop_where_the_reload_or_the_compare_is_covered() {
-    let mut p = Vec::new();
-    for i in 0..3u32 {
-        let at = p.len();
-        p.extend([Fake::Reload, Fake::Cmp(Cond::Eq, i, at + 2, at + 3), Fake::Ret]);
-    }
-    p.push(Fake::Ret);
-    let code = FakeCode(p);
+    let code = ladder(3);
     let rules = Rules { word: Some(0), stop_at_covered: true, ..Rules::default() };
     for covered_pc in [3, 4] {
         let mut covered = vec![false; 10];

@@ -26,7 +26,7 @@ pub mod loadable;
 pub mod socket_ctx;
 
 pub use filter::{convert, ConvertError, Converted, Options, Pass, PcMap};
-pub use listing::side_by_side;
+pub use listing::{filetest_text, side_by_side};
 pub use loadable::{loadable, Loadable, LoadableError};
 
 /// Checks that the kernel's attach path would accept a validated program:

@@ -23,7 +23,7 @@
 
 use std::fmt::Write as _;
 
-use crate::filter::Converted;
+use crate::filter::{ConvertError, Converted};
 
 /// The side-by-side listing of `prog` and its conversion `conv`.
 ///
@@ -56,4 +56,27 @@ pub fn side_by_side(prog: &cbpf::Program, conv: &Converted) -> String {
         }
     }
     out
+}
+
+/// What testdata/convert's filetests expect from a conversion:
+/// `error: convert: ...`, or the summary line (`new_len= stack_depth=
+/// seen_ld_abs=`) followed, with `listing`, by [`side_by_side`]. The one
+/// writer of that format, for the converter's own test and the
+/// integration runner.
+pub fn filetest_text(prog: &cbpf::Program, converted: &Result<Converted, ConvertError>, listing: bool) -> String {
+    match converted {
+        Err(e) => format!("error: convert: {e}\n"),
+        Ok(out) => {
+            let mut s = format!(
+                "new_len={} stack_depth={} seen_ld_abs={}\n",
+                out.insns.len(),
+                out.stack_depth,
+                out.seen_ld_abs
+            );
+            if listing {
+                s.push_str(&side_by_side(prog, out));
+            }
+            s
+        }
+    }
 }

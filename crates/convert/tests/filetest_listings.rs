@@ -9,7 +9,7 @@
 //! runner (crates/integration/tests/filetests.rs); this file only compares.
 
 use cbpf::{validate, Insn, Mode};
-use convert::{convert, side_by_side, Options};
+use convert::{convert, filetest_text, Options};
 use test_data::filetest;
 use test_data::paths::{files_ending, read_text, testdata};
 
@@ -27,21 +27,7 @@ fn listing(t: &filetest::FileTest) -> Result<String, String> {
         Ok(p) => p,
         Err(e) => return Ok(format!("error: validate: {e}\n")),
     };
-    Ok(match convert(&prog, &options) {
-        Err(e) => format!("error: convert: {e}\n"),
-        Ok(out) => {
-            let mut s = format!(
-                "new_len={} stack_depth={} seen_ld_abs={}\n",
-                out.insns.len(),
-                out.stack_depth,
-                out.seen_ld_abs
-            );
-            if t.marker.as_deref() == Some("expect") {
-                s.push_str(&side_by_side(&prog, &out));
-            }
-            s
-        }
-    })
+    Ok(filetest_text(&prog, &convert(&prog, &options), t.marker.as_deref() == Some("expect")))
 }
 
 #[test]

@@ -31,7 +31,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use cbpf::{validate, Insn, Mode, Program};
-use convert::{convert, side_by_side, Options};
+use convert::{convert, filetest_text, Options};
 use test_kit::{Oracle, SocketInput};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/convert");
@@ -136,21 +136,9 @@ fn actual(t: &FileTest) -> (String, Option<(Program, Vec<ebpf::Insn>)>) {
         Ok(p) => p,
         Err(e) => return (format!("error: validate: {e}\n"), None),
     };
-    match convert(&prog, &t.options) {
-        Err(e) => (format!("error: convert: {e}\n"), None),
-        Ok(out) => {
-            let mut s = format!(
-                "new_len={} stack_depth={} seen_ld_abs={}\n",
-                out.insns.len(),
-                out.stack_depth,
-                out.seen_ld_abs
-            );
-            if !t.summary_only {
-                s.push_str(&side_by_side(&prog, &out));
-            }
-            (s, Some((prog, out.insns)))
-        }
-    }
+    let converted = convert(&prog, &t.options);
+    let text = filetest_text(&prog, &converted, !t.summary_only);
+    (text, converted.ok().map(|out| (prog, out.insns)))
 }
 
 fn check_file(path: &Path, update: bool, stats: &mut Stats) -> Result<(), String> {

@@ -3,7 +3,9 @@
 //! calibrated once, then timed once per round, the lanes of a slot one
 //! after the other within every round, so drift (frequency, other load)
 //! hits every lane alike. Medians over rounds come from
-//! [`crate::stats::Stats::from_samples`].
+//! [`crate::stats::Stats::from_samples`]. [`round_robin`] is that order
+//! alone, for cells timed by other clocks (the benchmark tables' kernel
+//! column: a forked child per cell and round).
 
 use std::time::{Duration, Instant};
 
@@ -47,25 +49,41 @@ pub fn interleaved(
         }
     }
     let mut samples = vec![vec![Vec::with_capacity(rounds); slots]; lanes];
-    for _ in 0..rounds {
-        for slot in 0..slots {
-            for lane in 0..lanes {
-                if !grid.live(lane) {
-                    continue;
-                }
-                let batch = batches.get(lane).and_then(|b| b.get(slot)).copied().unwrap_or(1);
-                let evals = grid.evals(slot) as f64;
-                let start = Instant::now();
-                grid.run(lane, slot, batch);
-                let ns = start.elapsed().as_secs_f64() * 1e9 / (batch as f64 * evals.max(1.0));
-                if let Some(s) = samples.get_mut(lane).and_then(|l| l.get_mut(slot)) {
-                    s.push(ns);
-                }
-                tick();
-            }
+    let timed = round_robin(slots * lanes, rounds, |cell| {
+        let (slot, lane) = (cell / lanes.max(1), cell % lanes.max(1));
+        if !grid.live(lane) {
+            return None;
+        }
+        let batch = batches.get(lane).and_then(|b| b.get(slot)).copied().unwrap_or(1);
+        let evals = grid.evals(slot) as f64;
+        let start = Instant::now();
+        grid.run(lane, slot, batch);
+        let ns = start.elapsed().as_secs_f64() * 1e9 / (batch as f64 * evals.max(1.0));
+        tick();
+        Some(ns)
+    });
+    for (cell, runs) in timed.into_iter().enumerate() {
+        let (slot, lane) = (cell / lanes.max(1), cell % lanes.max(1));
+        if let Some(s) = samples.get_mut(lane).and_then(|l| l.get_mut(slot)) {
+            s.extend(runs.into_iter().flatten());
         }
     }
     samples
+}
+
+/// The order of every rounds loop: `rounds` times, `cell(0)` to
+/// `cell(cells - 1)` in turn, so whatever drifts during the run (clock
+/// frequency, other load) drifts alike for every cell and cancels in
+/// differences between cells of one round. Returns each cell's results in
+/// round order (`result[cell][round]`).
+pub fn round_robin<T>(cells: usize, rounds: usize, mut cell: impl FnMut(usize) -> T) -> Vec<Vec<T>> {
+    let mut out: Vec<Vec<T>> = (0..cells).map(|_| Vec::with_capacity(rounds)).collect();
+    for _ in 0..rounds {
+        for (i, results) in out.iter_mut().enumerate() {
+            results.push(cell(i));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -106,5 +124,17 @@ mod tests {
         assert!(samples[0].iter().all(|s| s.len() == 4 && s.iter().all(|ns| *ns >= 0.0)));
         assert!(samples[1].iter().all(Vec::is_empty));
         assert!(grid.runs.iter().all(|&(lane, _, _)| lane == 0));
+    }
+
+    /// Every round visits every cell once, in cell order.
+    #[test]
+    fn round_robin_visits_each_cell_once_a_round() {
+        let mut order = Vec::new();
+        let results = round_robin(3, 2, |cell| {
+            order.push(cell);
+            cell * 10 + order.len()
+        });
+        assert_eq!(order, [0, 1, 2, 0, 1, 2]);
+        assert_eq!(results, [vec![1, 4], vec![12, 15], vec![23, 26]]);
     }
 }

@@ -56,7 +56,7 @@
 //!
 //! A long chain of distinct `jeq #k` exits (an allow-list, up to a few other
 //! tests before it) runs as a lookup table indexed by `A` instead
-//! ([`Step::EqSet`], module `eq_set`): one load where the blocked scan
+//! (`Step::EqSet`, module `eq_set`): one load where the blocked scan
 //! reads every block before the hit.
 //!
 //! A separate, slower entry point ([`Interp::trace_seccomp`],
