@@ -33,12 +33,18 @@
 //!   following compares along the side that reaches another one, through
 //!   reloads of the same word (libseccomp's rule ladders);
 //! - [`Link`]: what an exit does besides going to a pc: go on scanning
-//!   another (range) chain, with `x` unchanged or after a reload.
+//!   another (range) chain, with `x` unchanged or after a reload;
+//! - [`EqSets`]: long chains of distinct `jeq #k` exits (allow-lists) as
+//!   lookup tables indexed by `x`.
 //!
 //! Compiled tables print ([`Table`]'s `Display`), so that chain formation
 //! can be pinned by tests.
 
 use std::fmt;
+
+mod eq_set;
+
+pub use eq_set::EqSets;
 
 /// A condition of a conditional jump on unsigned values: classic BPF has
 /// `jeq`, `jgt`, `jge`, `jset`; eBPF adds the negations `jne`, `jle`,

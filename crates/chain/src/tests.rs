@@ -350,3 +350,80 @@ fn ladders_stop_where_the_reload_or_the_compare_is_covered() {
         assert_eq!(tests, [("== 0x0".to_string(), 2), ("always".to_string(), 3)], "pc {covered_pc} covered");
     }
 }
+
+/// `n` equalities on `keys` (exit i leaves to pc i), after `prefix` other
+/// tests (`x > 1000 + j`, leaving to pc 1000 + j), then the sentinel
+/// (pc 999).
+fn eq_chain(prefix: usize, keys: &[u32]) -> Table<Plain> {
+    let mut tests: Vec<(Option<ExitTest>, usize)> =
+        (0..prefix).map(|j| (ExitTest::of(Cond::Gt, 1000 + j as u32, true), 1000 + j)).collect();
+    tests.extend(keys.iter().enumerate().map(|(i, &k)| (ExitTest::of(Cond::Eq, k, true), i)));
+    tests.push((Some(ExitTest::ALWAYS), 999));
+    table(&tests, BLOCK - 1)
+}
+
+#[test]
+fn eq_sets_answer_as_the_scan_from_every_entry() {
+    let keys: Vec<u32> = (0..40).map(|i| (i * 7) % 41 + 3).collect();
+    for prefix in [0, 2, 4] {
+        let t = eq_chain(prefix, &keys);
+        let to = prefix + keys.len();
+        let sets = EqSets::build(&t, [to, to]);
+        assert_eq!(sets.len(), 1);
+        for from in 0..=to {
+            let Some(set) = sets.set_of(from, to) else {
+                panic!("prefix {prefix}: no set from {from}");
+            };
+            for x in (0..60u32).chain([1000, 1001, 1003, 1004, u32::MAX]) {
+                let want = t.exits[from..].iter().find(|e| e.test.hits(x)).map(|e| e.target);
+                assert_eq!(
+                    Some(sets.exit(&t, set, x, from, &Plain { test: ExitTest::ALWAYS, target: usize::MAX }).target),
+                    want,
+                    "prefix {prefix} from {from} x {x}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn eq_sets_take_a_last_inequality_before_the_sentinel() {
+    // `== k_i -> i` for all keys but the last, `!= k_last -> 999`, then
+    // the sentinel leaving to the last key's exit.
+    let keys: Vec<u32> = (0..40).map(|i| (i * 7) % 41 + 3).collect();
+    let (last, rest) = keys.split_last().unwrap();
+    let mut tests: Vec<(Option<ExitTest>, usize)> =
+        rest.iter().enumerate().map(|(i, &k)| (ExitTest::of(Cond::Eq, k, true), i)).collect();
+    tests.push((ExitTest::of(Cond::Ne, *last, true), 999));
+    tests.push((Some(ExitTest::ALWAYS), keys.len() - 1));
+    let t = table(&tests, BLOCK - 1);
+    let to = keys.len();
+    let sets = EqSets::build(&t, [to]);
+    for from in 0..to {
+        let set = sets.set_of(from, to).unwrap();
+        for x in 0..60u32 {
+            let want = t.exits[from..].iter().find(|e| e.test.hits(x)).map(|e| e.target);
+            assert_eq!(
+                Some(sets.exit(&t, set, x, from, &Plain { test: ExitTest::ALWAYS, target: usize::MAX }).target),
+                want,
+                "from {from} x {x}"
+            );
+        }
+    }
+}
+
+#[test]
+fn eq_sets_refuse_repeats_short_runs_spread_keys_and_long_prefixes() {
+    let mut repeated: Vec<u32> = (0..40).collect();
+    repeated[39] = 5;
+    let spread: Vec<u32> = (0..40).map(|i| i * 1000).collect();
+    let short: Vec<u32> = (0..31).collect();
+    for keys in [repeated, spread, short] {
+        let t = eq_chain(0, &keys);
+        assert!(EqSets::build(&t, [keys.len()]).is_empty(), "{keys:?}");
+    }
+    let keys: Vec<u32> = (0..32).collect();
+    let t = eq_chain(5, &keys);
+    let sets = EqSets::build(&t, [5 + 32]);
+    assert_eq!((sets.set_of(0, 37), sets.set_of(1, 37), sets.set_of(1, 36)), (None, Some(0), None));
+}

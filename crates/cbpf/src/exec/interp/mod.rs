@@ -102,7 +102,7 @@ pub struct Interp {
     insns: Box<[Insn]>,
     mode: Mode,
     /// Lookup tables of the long `jeq` chains ([`Step::EqSet`]).
-    eq_sets: eq_set::EqSets,
+    eq_sets: chain::EqSets,
     /// Whether the program has a `st`/`stx` (without one it cannot have an
     /// `ld`/`ldx M[k]` either: `check_load_and_stores()` rejects reading a
     /// word never written), so that runs of other programs skip `M[]`.
@@ -375,13 +375,13 @@ impl Interp {
                     let exit = chains.first_exit(a, usize::from(from), usize::from(to));
                     pc = follow_links(chains, ctx, &mut a, exit);
                 }
-                Step::EqSet { set, from, to } => {
-                    let exit = self.eq_set_exit(set, a, from, to);
+                Step::EqSet { set, from, .. } => {
+                    let exit = self.eq_set_exit(set, a, from);
                     pc = follow_links(chains, ctx, &mut a, exit);
                 }
-                Step::LdEqSet { k, set, from, to } => {
+                Step::LdEqSet { k, set, from, .. } => {
                     a = ctx.seccomp_word(u32::from(k));
-                    let exit = self.eq_set_exit(set, a, from, to);
+                    let exit = self.eq_set_exit(set, a, from);
                     pc = follow_links(chains, ctx, &mut a, exit);
                 }
                 Step::Test { index, then } => {
@@ -412,13 +412,13 @@ impl Interp {
 }
 
 impl Interp {
-    /// [`eq_set::EqSets::exit`] out of line, from `&self` (which the run
+    /// [`eq_set::exit`] out of line, from `&self` (which the run
     /// loop holds anyway): inlined, or given `&self.eq_sets`, the loop would
     /// load or keep the tables' address up front on every run (measured:
     /// 3 to 8 more instructions a run on every filter).
     #[inline(never)]
-    fn eq_set_exit(&self, set: u16, a: u32, from: u16, to: u16) -> &Exit {
-        self.eq_sets.exit(&self.chains, set, a, from, to)
+    fn eq_set_exit(&self, set: u16, a: u32, from: u16) -> &Exit {
+        eq_set::exit(&self.eq_sets, &self.chains, set, a, from)
     }
 }
 

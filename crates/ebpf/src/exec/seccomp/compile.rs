@@ -219,6 +219,33 @@ impl Subset {
                 }
             }
         }
+        // Chains that end in a long run of distinct equalities (allow-lists)
+        // become lookups in a table of their own (`chain::EqSets`), whatever
+        // op scanned them; the table's exits are final here (returns and
+        // links set).
+        let chain_op = |k: Kind| matches!(k, Kind::Chain | Kind::LdChain | Kind::Linked | Kind::LdLinked);
+        // The op's first test and its chain's sentinel (the last test of a
+        // walk always hits).
+        let span = |pc: usize, o: &SOp| {
+            let e = entry_at.get(pc).copied().flatten().filter(|e| e.from == o.target as usize && e.len > 0)?;
+            Some((e.from, e.from + e.len - 1))
+        };
+        let ends: Vec<usize> = ops
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| chain_op(o.kind))
+            .filter_map(|(pc, o)| span(pc, o).map(|(_, to)| to))
+            .collect();
+        let eq_sets = chain::EqSets::build(&chains, ends);
+        for (pc, o) in ops.iter_mut().enumerate() {
+            if !chain_op(o.kind) {
+                continue;
+            }
+            let Some(set) = span(pc, o).and_then(|(from, to)| eq_sets.set_of(from, to)) else { continue };
+            let kind = if matches!(o.kind, Kind::LdChain | Kind::LdLinked) { Kind::LdEqSet } else { Kind::EqSet };
+            let skip_base = u32::try_from(o.imm).ok()?;
+            *o = SOp { kind, imm: u64::from(skip_base) | u64::from(set) << 32, ..*o };
+        }
         let (runner, runner_uncounted): (Runner, Runner) = match (has_stack, has_links) {
             (true, true) => (SeccompProg::run_with::<16, true, true>, SeccompProg::run_with::<16, false, true>),
             (true, false) => (SeccompProg::run_with::<16, true, false>, SeccompProg::run_with::<16, false, false>),
@@ -233,7 +260,7 @@ impl Subset {
         Some(SeccompProg {
             ops: ops.into_boxed_slice(),
             entries: entries.into_boxed_slice(),
-            chains,
+            chains: super::ChainTables { table: chains, eq_sets },
             start,
             runner,
             runner_uncounted,

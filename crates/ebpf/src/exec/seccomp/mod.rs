@@ -67,6 +67,12 @@
 //! and tree nodes without links keep their plain ops, which cost less
 //! than a scan when the chain is left at its first test.
 //!
+//! A chain that ends in a long run of distinct equalities (an allow-list,
+//! up to four other tests before it) runs as a lookup table indexed by r0
+//! instead, whatever op scanned it ([`Kind::EqSet`]; the tables are
+//! `chain::EqSets`, shared with the classic interpreter): one load where
+//! the scan reads every block before the hit.
+//!
 //! Besides chains: a context load fused
 //! with the compare after it (`w2 = K; if r0 <op> r2` or `if r0 <op> K`),
 //! `w2 = K; if r0 <op> r2`, `w0 = K; exit` and the converter's prologue. A
@@ -110,7 +116,7 @@ pub(crate) struct SeccompProg {
     ops: Box<[SOp]>,
     /// Chain entries ([`Kind::Chain`], [`Kind::LdChain`]), by `SOp::target`.
     entries: Box<[EntryBlock]>,
-    chains: Chains,
+    chains: ChainTables,
     /// `run_with` for this program's stack use, chosen at load: counting
     /// executed instructions, and not.
     runner: fn(&SeccompProg, &[u8; 64]) -> (u64, u64),
@@ -119,6 +125,16 @@ pub(crate) struct SeccompProg {
     /// prologue (`w0 ^= w0; w7 ^= w7; r6 = r1`), whose effects are the
     /// executor's initial state (A = X = 0, r6 resolved at load), else 0.
     start: u32,
+}
+
+/// The chain table and the lookup tables of its long equality chains
+/// ([`Kind::EqSet`]), together: the run loop keeps one pointer for both
+/// (`table` first, at the same address).
+#[derive(Debug, Clone)]
+#[repr(C)]
+struct ChainTables {
+    table: Chains,
+    eq_sets: chain::EqSets,
 }
 
 impl SeccompProg {
@@ -136,12 +152,16 @@ impl SeccompProg {
                 Kind::LdChain => format!("w0 = word {}; entry @{} skip {}", o.aux, entry().0, entry().1),
                 Kind::Linked => format!("linked @{} skip {}", o.target, o.imm),
                 Kind::LdLinked => format!("w0 = word {}; linked @{} skip {}", o.aux, o.target, o.imm),
+                Kind::EqSet => format!("eq set #{} @{} skip {}", o.imm >> 32, o.target, o.imm as u32),
+                Kind::LdEqSet => {
+                    format!("w0 = word {}; eq set #{} @{} skip {}", o.aux, o.imm >> 32, o.target, o.imm as u32)
+                }
                 _ => continue,
             };
             out.push_str(&format!("{pc:4}: {line}\n"));
         }
         out.push_str("tests:\n");
-        out.push_str(&self.chains.to_string());
+        out.push_str(&self.chains.table.to_string());
         out
     }
 }

@@ -73,6 +73,14 @@ pub(super) enum Kind {
     Linked,
     /// `w0 = ctx word aux`, then [`Kind::Linked`].
     LdLinked,
+    /// A compare chain on r0 from test `target` whose tests end in a long
+    /// run of distinct equalities (an allow-list), run as lookup table
+    /// `imm >> 32` of [`chain::EqSets`] (a few other tests before the run
+    /// scanned first); skip count `imm as u32` at the op. Replaces any of
+    /// the four chain ops above, links followed as theirs are.
+    EqSet,
+    /// `w0 = ctx word aux`, then [`Kind::EqSet`].
+    LdEqSet,
     /// `w0 = ctx word aux; w2 = imm; if r0 <cond> r2 goto target`.
     LdMovJeq,
     LdMovJne,
