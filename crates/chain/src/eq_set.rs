@@ -72,7 +72,7 @@ struct Span {
 
 impl EqSets {
     /// The tables of the chains that end (sentinel) at the tests `ends` of
-    /// `table` whose last [`MIN_TESTS`] or more tests before the sentinel
+    /// `table` whose last `MIN_TESTS` or more tests before the sentinel
     /// are equalities with distinct, dense enough constants. Run it on the
     /// final table (exits routed and linked): the lookups return its
     /// records.
@@ -114,7 +114,7 @@ impl EqSets {
 
     /// The table for an op that scans the chain from test `from` to its
     /// sentinel `to`, if that chain has one and `from` is at most
-    /// [`MAX_PREFIX`] tests before its equalities.
+    /// `MAX_PREFIX` tests before its equalities.
     pub fn set_of(&self, from: usize, to: usize) -> Option<u16> {
         let at =
             self.tables.iter().zip(self.ends.iter()).position(|(s, &end)| {
