@@ -30,9 +30,12 @@
 use crate::{Code, Cond};
 
 /// Regions with fewer compares than this on their longest path keep the
-/// interpreters' chain ops: measured (callgrind, `benches/engine_table.py`),
-/// a walk of three compares or fewer costs no more than the search.
-pub const MIN_DEPTH: usize = 4;
+/// interpreters' chain ops: measured (`benches/engine_table.py`), the
+/// classic interpreter ran long_jumps_short's tree of 4 compares deep (5
+/// intervals) 1.5x slower as a search than as its linked chains (the
+/// search's loads form one dependency chain; the chains' branches are
+/// predicted).
+pub const MIN_DEPTH: usize = 5;
 
 /// Compares a region may have.
 pub const MAX_NODES: usize = 1024;

@@ -153,19 +153,20 @@ fn a_libseccomp_tree_is_one_table_that_answers_as_the_walk() {
 
 #[test]
 fn listing_shows_each_interval() {
-    // x >= 10 -> 2; x > 3 -> 4; x == 0 -> 5; x >= 1 -> 6.
+    // x == 1000 -> 7; x >= 10 -> 3; x > 3 -> 5; x == 0 -> 6; x >= 1 -> 7.
     let prog = Prog(vec![
-        Insn::Cmp(Cond::Ge, 10, 2, 1),
-        Insn::Cmp(Cond::Gt, 3, 4, 2),
-        Insn::Cmp(Cond::Eq, 0, 5, 3),
-        Insn::Cmp(Cond::Ge, 1, 6, 4),
+        Insn::Cmp(Cond::Eq, 1000, 7, 1),
+        Insn::Cmp(Cond::Ge, 10, 3, 2),
+        Insn::Cmp(Cond::Gt, 3, 5, 3),
+        Insn::Cmp(Cond::Eq, 0, 6, 4),
+        Insn::Cmp(Cond::Ge, 1, 7, 5),
         Insn::Other,
         Insn::Other,
         Insn::Other,
     ]);
     let trees = prog.trees();
     let want =
-        "tree #0 @0: 4 intervals\n  0x0..=0x0 -> 5\n  0x1..=0x3 -> 6\n  0x4..=0x9 -> 4\n  0xa..=0xffffffff -> 6\n";
+        "tree #0 @0: 4 intervals\n  0x0..=0x0 -> 6\n  0x1..=0x3 -> 7\n  0x4..=0x9 -> 5\n  0xa..=0xffffffff -> 7\n";
     assert_eq!(trees.listing(|t| t.to_string()), want);
     check(&prog, &trees, &[]);
 }
@@ -342,15 +343,15 @@ fn the_work_budget_bounds_every_program() {
 
 #[test]
 fn outcomes_can_be_rewritten() {
-    let keys: Vec<u32> = (0..8).collect();
+    let keys: Vec<u32> = (0..16).collect();
     let mut insns = Vec::new();
-    bst(&keys, 0, 15, 16, &mut insns);
+    bst(&keys, 0, 31, 32, &mut insns);
     insns.extend([Insn::Other, Insn::Other]);
     let prog = Prog(insns);
     let mut trees = prog.trees();
     for t in trees.outcomes_mut() {
         *t += 100;
     }
-    assert_eq!(trees.outcome(0, 3), Some(115));
-    assert_eq!(trees.outcome(0, 9), Some(116));
+    assert_eq!(trees.outcome(0, 3), Some(131));
+    assert_eq!(trees.outcome(0, 20), Some(132));
 }
