@@ -112,8 +112,9 @@ pub struct Interp {
     mode: Mode,
     /// Lookup tables of the long `jeq` chains ([`Step::EqSet`]).
     eq_sets: chain::EqSets,
-    /// Breakpoint tables of the compare trees ([`Step::Tree`]).
-    trees: chain::RangeTrees<u16>,
+    /// Breakpoint tables of the compare trees ([`Step::Tree`]), boxed so
+    /// that an `Interp` stays small (engines hold one inline).
+    trees: Box<chain::RangeTrees<u16>>,
     /// Whether the program has a `st`/`stx` (without one it cannot have an
     /// `ld`/`ldx M[k]` either: `check_load_and_stores()` rejects reading a
     /// word never written), so that runs of other programs skip `M[]`.
@@ -131,6 +132,7 @@ impl Interp {
         compile::link_chains(&mut ops, &mut chains);
         let eq_sets = eq_set::build(&mut ops, &chains);
         let uses_mem = ops.iter().any(|op| matches!(op, Step::St(_) | Step::Stx(_)));
+        let trees = Box::new(trees);
         Interp { ops, chains, rets, insns: insns.into(), mode: program.mode(), eq_sets, trees, uses_mem }
     }
 
