@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::Compare;
+use test_data::rng::Rng;
 
 /// A toy program: compares with absolute targets, `ja`, and anything else
 /// (which ends a region).
@@ -109,21 +110,6 @@ fn ladder(n: usize, base: usize) -> Vec<Insn> {
     (0..n).map(|i| Insn::Cmp(Cond::Eq, 2 * i as u64, over(i), base + i + 1)).chain([Insn::Other]).collect()
 }
 
-/// Xorshift: deterministic random programs without a dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 #[test]
 fn a_libseccomp_tree_is_one_table_that_answers_as_the_walk() {
     let keys: Vec<u32> = (0..40).map(|i| i * 3 + 1).collect();
@@ -178,7 +164,7 @@ fn random_regions_answer_as_plain_interpretation() {
     let mut tables = 0;
     for case in 0..3000 {
         let n = 2 + rng.below(40);
-        let mut small: Vec<u64> = (0..4).map(|_| rng.next() % 64).collect();
+        let mut small: Vec<u64> = (0..4).map(|_| rng.next_u64() % 64).collect();
         small.extend([0, 1, 0xffff_ffff, 0xffff_fffe, 0x8000_0000, 0x7fff_ffff, 1 << 32, u64::MAX]);
         let mut insns = Vec::with_capacity(n);
         for pc in 0..n {
@@ -194,7 +180,7 @@ fn random_regions_answer_as_plain_interpretation() {
         let prog = Prog(insns);
         let trees = prog.trees();
         tables += trees.len();
-        let more: Vec<u32> = (0..16).map(|_| rng.next() as u32).collect();
+        let more: Vec<u32> = (0..16).map(|_| rng.next_u64() as u32).collect();
         check(&prog, &trees, &more);
         // Roots are exactly the deep enough region compares no region
         // compare goes to.

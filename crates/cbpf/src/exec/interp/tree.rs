@@ -53,6 +53,7 @@ mod tests {
 
     use super::super::Interp;
     use super::Step;
+    use test_data::rng::Rng;
 
     /// `struct seccomp_data` with `nr` and `arch`.
     fn data(nr: u32, arch: u32) -> [u8; 64] {
@@ -163,28 +164,13 @@ mod tests {
         agree(&interp, &insns, &(0..60).collect::<Vec<_>>());
     }
 
-    /// Xorshift: deterministic random programs without a dependency.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
-
     #[test]
     fn random_compare_regions_answer_as_the_trace() {
         let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let mut with_trees = 0;
         for _ in 0..1500 {
             let n = 6 + rng.below(40);
-            let mut ks: Vec<u32> = (0..4).map(|_| rng.next() as u32 % 48).collect();
+            let mut ks: Vec<u32> = (0..4).map(|_| rng.next_u64() as u32 % 48).collect();
             ks.extend([0, 1, u32::MAX, u32::MAX - 1, 1 << 31]);
             let mut insns = vec![Insn::stmt(LD_W_ABS, 0)];
             for pc in 1..n {
@@ -205,7 +191,7 @@ mod tests {
             insns.push(Insn::stmt(RET_A, 0));
             let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
             with_trees += usize::from(!interp.trees.is_empty());
-            let more: Vec<u32> = (0..8).map(|_| rng.next() as u32).collect();
+            let more: Vec<u32> = (0..8).map(|_| rng.next_u64() as u32).collect();
             agree(&interp, &insns, &more);
         }
         assert!(with_trees > 100, "only {with_trees} programs with trees");
