@@ -225,8 +225,13 @@ pub fn measure_mixes(mixes: &[MixRow], slug: &str, opts: Options, progress: &mut
 /// Rounds of the kernel column per [`Budget::kernel_runs`]: the budget's
 /// loops of [`Budget::syscalls`] calls are split into this many times more
 /// rounds of this many times fewer calls, so the per-round differences that
-/// make [`RowResult::kernel_cost`] are many enough for a median.
-const KERNEL_ROUNDS_PER_RUN: usize = 5;
+/// make [`RowResult::kernel_cost`] are many enough for a median. The same
+/// calls in more, shorter rounds: what is left of the noise of a ~20 ns
+/// filter cost on a ~900 ns call is child-to-child (each round forks fresh
+/// children), so it shrinks with the rounds, not with the calls per loop
+/// (at 5 the optimised chdir rows' max/min over positions read 1.11, 1.22
+/// and 1.18 in three quick runs).
+const KERNEL_ROUNDS_PER_RUN: usize = 20;
 
 /// The kernel column's rounds and the calls per timed loop in each.
 pub fn kernel_rounds(budget: Budget) -> (usize, u64) {

@@ -327,6 +327,7 @@ def chromium_baseline():
         return masked_eq(argno, width, (1 << (8 * width)) - 1, value & ((1 << (8 * width)) - 1))
 
     def any_of(*conds):
+        """The first condition that passes passes; each failure tries the next."""
         def compile_(passed, failed):
             node = failed
             for c in reversed(conds):
@@ -334,13 +335,12 @@ def chromium_baseline():
             return node
         return compile_
 
+    def not_(cond):
+        return lambda passed, failed: cond(failed, passed)
+
     def all_of(*conds):
-        def compile_(passed, failed):
-            node = passed
-            for c in reversed(conds):
-                node = c(node, failed)
-            return node
-        return compile_
+        """De Morgan: none of the negations passes (the same nodes, built in the same order)."""
+        return not_(any_of(*map(not_, conds)))
 
     def if_(cond, then, else_):
         return lambda: cond(then(), else_())

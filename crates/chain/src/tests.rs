@@ -362,6 +362,23 @@ fn eq_chain(prefix: usize, keys: &[u32]) -> Table<Plain> {
     table(&tests, BLOCK - 1)
 }
 
+/// Table `set`'s exit for every `x` entering at test `from` is the first
+/// exit a plain scan of `t` from `from` hits.
+fn assert_lookup_is_scan(
+    t: &Table<Plain>,
+    sets: &EqSets,
+    set: u16,
+    from: usize,
+    xs: impl IntoIterator<Item = u32>,
+    context: &str,
+) {
+    for x in xs {
+        let want = t.exits[from..].iter().find(|e| e.test.hits(x)).map(|e| e.target);
+        let dead = Plain { test: ExitTest::ALWAYS, target: usize::MAX };
+        assert_eq!(Some(sets.exit(t, set, x, from, &dead).target), want, "{context} from {from} x {x}");
+    }
+}
+
 #[test]
 fn eq_sets_answer_as_the_scan_from_every_entry() {
     let keys: Vec<u32> = (0..40).map(|i| (i * 7) % 41 + 3).collect();
@@ -374,14 +391,8 @@ fn eq_sets_answer_as_the_scan_from_every_entry() {
             let Some(set) = sets.set_of(from, to) else {
                 panic!("prefix {prefix}: no set from {from}");
             };
-            for x in (0..60u32).chain([1000, 1001, 1003, 1004, u32::MAX]) {
-                let want = t.exits[from..].iter().find(|e| e.test.hits(x)).map(|e| e.target);
-                assert_eq!(
-                    Some(sets.exit(&t, set, x, from, &Plain { test: ExitTest::ALWAYS, target: usize::MAX }).target),
-                    want,
-                    "prefix {prefix} from {from} x {x}"
-                );
-            }
+            let xs = (0..60u32).chain([1000, 1001, 1003, 1004, u32::MAX]);
+            assert_lookup_is_scan(&t, &sets, set, from, xs, &format!("prefix {prefix}"));
         }
     }
 }
@@ -401,26 +412,15 @@ fn eq_sets_take_a_last_inequality_before_the_sentinel() {
     let sets = EqSets::build(&t, [to]);
     for from in 0..to {
         let set = sets.set_of(from, to).unwrap();
-        for x in 0..60u32 {
-            let want = t.exits[from..].iter().find(|e| e.test.hits(x)).map(|e| e.target);
-            assert_eq!(
-                Some(sets.exit(&t, set, x, from, &Plain { test: ExitTest::ALWAYS, target: usize::MAX }).target),
-                want,
-                "from {from} x {x}"
-            );
-        }
+        assert_lookup_is_scan(&t, &sets, set, from, 0..60u32, "");
     }
 }
 
 #[test]
 fn eq_sets_refuse_repeats_short_runs_spread_keys_and_long_prefixes() {
-    let mut repeated: Vec<u32> = (0..40).collect();
-    repeated[39] = 5;
-    let spread: Vec<u32> = (0..40).map(|i| i * 1000).collect();
-    let short: Vec<u32> = (0..31).collect();
-    for keys in [repeated, spread, short] {
+    for (name, keys) in test_data::eq_keys::refused(eq_set::MIN_TESTS as u32 - 1) {
         let t = eq_chain(0, &keys);
-        assert!(EqSets::build(&t, [keys.len()]).is_empty(), "{keys:?}");
+        assert!(EqSets::build(&t, [keys.len()]).is_empty(), "{name}: {keys:?}");
     }
     let keys: Vec<u32> = (0..32).collect();
     let t = eq_chain(5, &keys);

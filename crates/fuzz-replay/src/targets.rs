@@ -599,7 +599,7 @@ const OPTIMIZE_REGION_CAP: usize = 1 << 8;
 /// refuse; any other refusal is a bug (`optimize` reporting its own bug is
 /// still one).
 pub fn optimize(data: &[u8]) {
-    use ::optimize::OptimizeError;
+    use ::optimize::{CheckError, OptimizeError};
     let mut u = Unstructured::new(data);
     let Ok(gen::Generated { program, mut pool }) = gen::program(&mut u, Mode::Seccomp) else { return };
     let options = ::optimize::Options {
@@ -608,7 +608,7 @@ pub fn optimize(data: &[u8]) {
     };
     let out = match ::optimize::optimize(&program, &options) {
         Ok(out) => out.program,
-        Err(OptimizeError::Analysis(_) | OptimizeError::Undecided(_)) => return,
+        Err(OptimizeError::Analysis(_) | OptimizeError::Check(CheckError::Undecided(_))) => return,
         Err(e) => fail(format_args!("optimize refused: {e}\n{}", listing(&program))),
     };
     let fail_on = |what: fmt::Arguments<'_>| -> ! {

@@ -506,6 +506,13 @@ fn thousands_of_profiles_against_libseccomp() {
     assert!(t.differ.is_empty(), "{}", t.differ.join("\n"));
 }
 
+/// One comparison of argument `index` inside another: the narrower
+/// entry's args (`narrow`: value and op), then the wider one's.
+fn inside(index: u32, narrow: (u64, &str), wide: (u64, &str)) -> (Vec<Value>, Vec<Value>) {
+    let args = |(value, op): (u64, &str)| vec![json!({"index": index, "value": value, "op": op})];
+    (args(narrow), args(wide))
+}
+
 /// The nested shapes: two entries of one syscall with different actions,
 /// one inside the other, each shape with seeded constants, actions and
 /// either entry order; per shape, how often libseccomp's filter gives the
@@ -521,52 +528,31 @@ fn nested_overlaps_against_libseccomp() {
     let shapes: Vec<Shape> = vec![
         ("EQ inside NE", |r| {
             let (x, y) = (r.next() % 16, 16 + r.next() % 16);
-            (
-                vec![json!({"index": 0, "value": x, "op": "SCMP_CMP_EQ"})],
-                vec![json!({"index": 0, "value": y, "op": "SCMP_CMP_NE"})],
-            )
+            inside(0, (x, "SCMP_CMP_EQ"), (y, "SCMP_CMP_NE"))
         }),
         ("GT inside GT (32-bit)", |r| {
             let x = r.next() % 100;
-            (
-                vec![json!({"index": 0, "value": x + 50, "op": "SCMP_CMP_GT"})],
-                vec![json!({"index": 0, "value": x, "op": "SCMP_CMP_GT"})],
-            )
+            inside(0, (x + 50, "SCMP_CMP_GT"), (x, "SCMP_CMP_GT"))
         }),
         ("GT inside GT (one high word)", |r| {
             let x = 0x1_0000_0000 + r.next() % 100;
-            (
-                vec![json!({"index": 0, "value": x + 50, "op": "SCMP_CMP_GT"})],
-                vec![json!({"index": 0, "value": x, "op": "SCMP_CMP_GT"})],
-            )
+            inside(0, (x + 50, "SCMP_CMP_GT"), (x, "SCMP_CMP_GT"))
         }),
         ("LT inside LT (32-bit)", |r| {
             let x = 100 + r.next() % 100;
-            (
-                vec![json!({"index": 0, "value": x - 50, "op": "SCMP_CMP_LT"})],
-                vec![json!({"index": 0, "value": x, "op": "SCMP_CMP_LT"})],
-            )
+            inside(0, (x - 50, "SCMP_CMP_LT"), (x, "SCMP_CMP_LT"))
         }),
         ("LT inside LT (one high word)", |r| {
             let x = 0x1_0000_0100 + r.next() % 100;
-            (
-                vec![json!({"index": 0, "value": x - 50, "op": "SCMP_CMP_LT"})],
-                vec![json!({"index": 0, "value": x, "op": "SCMP_CMP_LT"})],
-            )
+            inside(0, (x - 50, "SCMP_CMP_LT"), (x, "SCMP_CMP_LT"))
         }),
         ("LT inside LE (one constant)", |r| {
             let x = 10 + r.next() % 100;
-            (
-                vec![json!({"index": 0, "value": x, "op": "SCMP_CMP_LT"})],
-                vec![json!({"index": 0, "value": x, "op": "SCMP_CMP_LE"})],
-            )
+            inside(0, (x, "SCMP_CMP_LT"), (x, "SCMP_CMP_LE"))
         }),
         ("EQ inside LT", |r| {
             let x = 100 + r.next() % 100;
-            (
-                vec![json!({"index": 1, "value": x - 60, "op": "SCMP_CMP_EQ"})],
-                vec![json!({"index": 1, "value": x, "op": "SCMP_CMP_LT"})],
-            )
+            inside(1, (x - 60, "SCMP_CMP_EQ"), (x, "SCMP_CMP_LT"))
         }),
         ("conditional inside unconditional", |r| {
             (vec![json!({"index": 2, "value": r.next() % 64, "op": "SCMP_CMP_EQ"})], Vec::new())

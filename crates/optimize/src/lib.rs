@@ -18,10 +18,10 @@
 //! 2. checks that every (arch, nr) the kernel's constant-action cache marks
 //!    ALLOW for the input ([`seccomp::cache::seccomp_is_const_allow`]) is
 //!    still marked, for every arch the filter names that has a syscall
-//!    table ([`OptimizeError::CacheLost`] otherwise);
+//!    table ([`CheckError::CacheLost`] otherwise);
 //! 3. proves it equal to the input with [`equiv::check`] (every bit of every
-//!    `struct seccomp_data` word): [`OptimizeError::Differ`] with the input
-//!    that tells them apart, or [`OptimizeError::Undecided`] within the
+//!    `struct seccomp_data` word): [`CheckError::Differ`] with the input
+//!    that tells them apart, or [`CheckError::Undecided`] within the
 //!    budget; never an unproved output.
 //!
 //! When the layout is longer than the input (or its residuals alone are),
@@ -43,6 +43,7 @@
 //! assert_eq!(out.stats.layout.tree_depth, 1);
 //! //! ```
 
+pub mod check;
 mod layout;
 pub mod passes;
 mod plan;
@@ -51,6 +52,7 @@ use cbpf::{Insn, Mode, Program};
 use seccomp::analysis::{AnalysisError, Budget};
 use seccomp::fast::{Partition, PartitionError};
 
+pub use check::{CheckError, Maker};
 pub use layout::{emit as lay_out, LayoutStats};
 pub use passes::PassStats;
 
@@ -155,24 +157,10 @@ pub enum OptimizeError {
     /// The partition's budget ran out.
     #[error(transparent)]
     Analysis(#[from] AnalysisError),
-    /// The layout did not validate (a bug of this crate: reported, never
-    /// written).
-    #[error("the optimised filter does not validate: {0}")]
-    Invalid(cbpf::ValidateError),
-    /// The kernel's cache would no longer allow `nr` on `arch` without
-    /// running the filter (a bug of this crate).
-    #[error("the optimised filter loses the kernel's cached ALLOW of nr {nr} on arch {arch:#x}")]
-    CacheLost { arch: u32, nr: u32 },
-    /// The proof found an input the two filters answer differently (a bug
-    /// of this crate: reported, never written).
-    #[error(
-        "the optimised filter differs from the input: nr {nr} arch {arch:#x}: input returns {left:#x}, output {right:#x}",
-        nr = .0.data.nr, arch = .0.data.arch, left = .0.left, right = .0.right
-    )]
-    Differ(equiv::Counterexample),
-    /// The proof was not reached within its budget.
-    #[error("not proved equal: {0}")]
-    Undecided(equiv::EquivError),
+    /// The output failed a check before it was handed out (a bug of this
+    /// crate: reported, never written).
+    #[error(transparent)]
+    Check(#[from] CheckError),
 }
 
 /// The optimised filter, proved equal to `input` (see the crate docs).
@@ -182,15 +170,8 @@ pub fn optimize(input: &Program, options: &Options) -> Result<Optimized, Optimiz
     if built.stats.kept_input.is_some() {
         return Ok(built);
     }
-    if let Some((arch, nr)) = cache_lost(input, &built.program) {
-        return Err(OptimizeError::CacheLost { arch, nr });
-    }
-    equiv::prove(equiv::Side::single(input), equiv::Side::single(&built.program), &options.equiv).map_err(
-        |e| match e {
-            equiv::NotProved::Differ(c) => OptimizeError::Differ(c),
-            equiv::NotProved::Undecided(e) => OptimizeError::Undecided(e),
-        },
-    )?;
+    let lost = cache_lost(input, &built.program);
+    check::prove(Maker::Optimize, input, &built.program, lost, &options.equiv)?;
     Ok(built)
 }
 
@@ -226,7 +207,7 @@ pub fn build(input: &Program, budget: &mut Budget) -> Result<Optimized, Optimize
     if insns.len() > input.len() {
         return kept(stats, KeptInput::Larger { output: insns.len() });
     }
-    let program = cbpf::validate(&insns, Mode::Seccomp).map_err(OptimizeError::Invalid)?;
+    let program = check::validate(Maker::Optimize, &insns)?;
     stats.output_insns = program.len();
     stats.output_longest_path = longest_path(program.original());
     Ok(Optimized { program, stats })

@@ -200,15 +200,7 @@ pub fn redundant_loads(insns: &mut Vec<Insn>) -> usize {
             }
             Some(Op::LdxAbsSeccomp { k }) => AHolds::Word(k),
             // Jumps, X loads, `tax` and stores leave A as it is.
-            Some(
-                Op::Ja { .. }
-                | Op::Jmp { .. }
-                | Op::LdxImm { .. }
-                | Op::LdxMem { .. }
-                | Op::Tax
-                | Op::St { .. }
-                | Op::Stx { .. },
-            ) => here,
+            Some(op) if !op.writes_a() => here,
             _ => AHolds::Other,
         };
         for to in successors(insns, pc).into_iter().flatten() {
@@ -302,6 +294,32 @@ mod tests {
         for a0 in [0u64, 1, 0x81, 1 << 32, (1 << 32) | 1] {
             let d = cbpf::SeccompData { args: [a0, 0, 0, 0, 0, 0], ..Default::default() };
             assert_eq!(run_all(&after, &d), run_all(&before, &d), "{a0:#x}");
+        }
+    }
+
+    /// Every instruction that leaves A (`Op::writes_a` false: X loads,
+    /// `ldx len` included, `tax`, stores, jumps) keeps A's word known; one
+    /// that writes A (`txa`, ALU) forgets it.
+    #[test]
+    fn a_word_survives_exactly_the_instructions_that_leave_a() {
+        let keep = asm(r"
+                ld [16]
+                ldx len
+                ldx #7
+                st M[0]
+                stx M[1]
+                ldx M[0]
+                tax
+                ld [16]
+                ret a
+        ");
+        let mut after = keep.clone();
+        assert_eq!(redundant_loads(&mut after), 1);
+        assert_eq!(after.len(), keep.len() - 1);
+        for (writer, text) in [("txa", "txa"), ("alu", "add #0"), ("neg", "neg")] {
+            let src = format!("ld [16]\n{text}\nld [16]\nret a\n");
+            let mut insns = asm(&src);
+            assert_eq!(redundant_loads(&mut insns), 0, "{writer}");
         }
     }
 

@@ -28,6 +28,7 @@ use std::collections::HashMap;
 
 use cbpf::opcode::BPF_MAXINSNS;
 use cbpf::{Insn, Mode, Program};
+use optimize::check::{self, CheckError, Maker};
 use seccomp::action::SECCOMP_RET_ALLOW;
 use seccomp::fast::{ArchPartition, Cut, Outcome, Partition, PartitionResidual as Residual, Ranges};
 
@@ -103,21 +104,12 @@ pub enum CompileError {
     /// The filter needs more instructions than the kernel takes.
     #[error("the filter needs {insns} instructions, more than BPF_MAXINSNS ({max}); split the profile or drop rules")]
     TooLong { insns: usize, max: usize },
-    /// The layout does not validate (a bug: reported, never written).
-    #[error("the compiled filter does not validate: {0}")]
-    Invalid(cbpf::ValidateError),
-    /// A number the profile always allows is not in the kernel's cache.
-    #[error("the compiled filter loses the kernel's cached ALLOW of nr {nr} on arch {arch:#x}")]
-    CacheLost { arch: u32, nr: u32 },
-    /// The proof found an input the filter answers otherwise (a bug).
-    #[error(
-        "the compiled filter differs from the profile: nr {nr} arch {arch:#x}: the profile returns {left:#x}, the filter {right:#x}",
-        nr = .0.data.nr, arch = .0.data.arch, left = .0.left, right = .0.right
-    )]
-    Differ(equiv::Counterexample),
-    /// The proof was not reached within its budget.
-    #[error("not proved equal: {0}")]
-    Undecided(equiv::EquivError),
+    /// The filter failed a check before it was handed out: it does not
+    /// validate, a number the profile always allows is not in the kernel's
+    /// cache, or it was not proved equal to the profile (a bug: reported,
+    /// never written).
+    #[error(transparent)]
+    Check(#[from] CheckError),
 }
 
 /// The meaning's reference program, validated.
@@ -137,16 +129,8 @@ pub fn compile(m: &Meaning, options: &Options) -> Result<Compiled, CompileError>
     if insns.len() > BPF_MAXINSNS {
         return Err(CompileError::TooLong { insns: insns.len(), max: BPF_MAXINSNS });
     }
-    let program = cbpf::validate(&insns, Mode::Seccomp).map_err(CompileError::Invalid)?;
-    if let Some((arch, nr)) = cache_lost(m, &program) {
-        return Err(CompileError::CacheLost { arch, nr });
-    }
-    equiv::prove(equiv::Side::single(&reference), equiv::Side::single(&program), &options.equiv).map_err(
-        |e| match e {
-            equiv::NotProved::Differ(c) => CompileError::Differ(c),
-            equiv::NotProved::Undecided(e) => CompileError::Undecided(e),
-        },
-    )?;
+    let program = check::validate(Maker::Compile, &insns)?;
+    check::prove(Maker::Compile, &reference, &program, cache_lost(m, &program), &options.equiv)?;
     let stats = Stats {
         insns: program.len(),
         longest_path: optimize::longest_path(program.original()),
@@ -193,7 +177,7 @@ fn partition(m: &Meaning) -> Result<(Partition, usize), CompileError> {
                         let next = residuals.len();
                         let i = *index.entry(insns.clone()).or_insert(next);
                         if i == next {
-                            let program = cbpf::validate(&insns, Mode::Seccomp).map_err(CompileError::Invalid)?;
+                            let program = check::validate(Maker::Compile, &insns)?;
                             residuals.push(Residual { program, reads_a: false, reads_x: false });
                         }
                         Outcome::Residual(i)

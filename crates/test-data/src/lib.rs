@@ -13,7 +13,10 @@
 //!   [`filetest`] (the converter, chain and socket filetests), [`pcap`]
 //!   (savefiles, written and read), [`test_bpf`] (lib/test_bpf.c's classic
 //!   suite); [`paths`] finds the folder.
+//! - [`eq_keys`]: the `jeq #k` key lists every builder of an equality-set
+//!   lookup refuses.
 
+pub mod eq_keys;
 pub mod filetest;
 pub mod filters;
 pub mod paths;

@@ -73,19 +73,9 @@ pub type Pool = crate::pool::Pool<u32>;
 
 impl Pool {
     /// An interesting 32-bit value: an edge, a pooled constant (or its
-    /// neighbour), or anything.
+    /// neighbour), a number up to 64, or anything.
     pub fn value(&mut self, u: &mut Unstructured<'_>) -> Result<u32> {
-        let v = match u.int_in_range(0..=5u8)? {
-            0 | 1 => *u.choose(&EDGES)?,
-            2 if !self.values().is_empty() => *u.choose(self.values())?,
-            3 if !self.values().is_empty() => {
-                u.choose(self.values())?.wrapping_add(u.int_in_range(0..=2u32)?).wrapping_sub(1)
-            }
-            4 => u.int_in_range(0..=64u32)?,
-            _ => u.arbitrary::<u32>()?,
-        };
-        self.remember(v);
-        Ok(v)
+        self.draw(u, &crate::pool::Draws { edges: &EDGES, small: 64, negations: false })
     }
 }
 

@@ -113,20 +113,9 @@ pub type Pool = crate::pool::Pool<u64>;
 
 impl Pool {
     /// An interesting 64-bit value: an edge, a pooled constant (or its
-    /// neighbour, or its negation), a small number, or anything.
+    /// neighbour, or its negation), a number up to 70, or anything.
     pub fn value(&mut self, u: &mut Unstructured<'_>) -> Result<u64> {
-        let v = match u.int_in_range(0..=6u8)? {
-            0 | 1 => *u.choose(&EDGES)?,
-            2 if !self.values().is_empty() => *u.choose(self.values())?,
-            3 if !self.values().is_empty() => {
-                u.choose(self.values())?.wrapping_add(u.int_in_range(0..=2u64)?).wrapping_sub(1)
-            }
-            4 if !self.values().is_empty() => u.choose(self.values())?.wrapping_neg(),
-            5 => u.int_in_range(0..=70u64)?,
-            _ => u.arbitrary::<u64>()?,
-        };
-        self.remember(v);
-        Ok(v)
+        self.draw(u, &crate::pool::Draws { edges: &EDGES, small: 70, negations: true })
     }
 
     /// [`Pool::value`] as an instruction's 32-bit immediate.

@@ -33,6 +33,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use engine::{EngineKind, Prepared};
+use timing::rounds::Grid;
 use timing::stats::Stats;
 
 use crate::cmd::run::SingleInputArgs;
@@ -221,6 +222,71 @@ fn slot_range(slot: usize, n: usize) -> std::ops::Range<usize> {
         slot..slot + 1
     } else {
         0..n
+    }
+}
+
+/// An engine the rounds time batch by batch over inputs `I` made ready
+/// once (seccomp: the `seccomp_data` bytes; socket: a `SocketBatch`).
+trait Batched<I: ?Sized> {
+    /// How many inputs `inputs` holds.
+    fn count(inputs: &I) -> usize;
+    /// `rounds` runs over the inputs in `range` (results are checked
+    /// before timing, not here).
+    fn run_range(&mut self, inputs: &mut I, range: std::ops::Range<usize>, rounds: u64);
+}
+
+impl Batched<[[u8; 64]]> for engine::SeccompEngine<'_> {
+    fn count(datas: &[[u8; 64]]) -> usize {
+        datas.len()
+    }
+    fn run_range(&mut self, datas: &mut [[u8; 64]], range: std::ops::Range<usize>, rounds: u64) {
+        if let Some(view) = datas.get_mut(range) {
+            let _ = self.run_batch(view, rounds);
+        }
+    }
+}
+
+impl<'b> Batched<engine::SocketBatch<'b>> for engine::SocketEngine {
+    fn count(batch: &engine::SocketBatch<'b>) -> usize {
+        batch.len()
+    }
+    fn run_range(&mut self, batch: &mut engine::SocketBatch<'b>, range: std::ops::Range<usize>, rounds: u64) {
+        let _ = self.run_batch(batch, range, rounds);
+    }
+}
+
+/// An engine, or why it could not be loaded.
+type Lane<E> = (EngineKind, std::result::Result<E, String>);
+
+/// The cells of a run: an engine per lane, an input per slot and the mix
+/// of them all last.
+struct Lanes<'l, E, I: ?Sized> {
+    lanes: &'l mut [Lane<E>],
+    inputs: &'l mut I,
+}
+
+impl<E: Batched<I>, I: ?Sized> Grid for Lanes<'_, E, I> {
+    fn lanes(&self) -> usize {
+        self.lanes.len()
+    }
+
+    fn slots(&self) -> usize {
+        E::count(self.inputs) + 1
+    }
+
+    fn live(&self, lane: usize) -> bool {
+        self.lanes.get(lane).is_some_and(|(_, engine)| engine.is_ok())
+    }
+
+    fn evals(&self, slot: usize) -> usize {
+        slot_range(slot, E::count(self.inputs)).len()
+    }
+
+    fn run(&mut self, lane: usize, slot: usize, batch: u64) {
+        let range = slot_range(slot, E::count(self.inputs));
+        if let Some((_, Ok(engine))) = self.lanes.get_mut(lane) {
+            engine.run_range(self.inputs, range, batch);
+        }
     }
 }
 

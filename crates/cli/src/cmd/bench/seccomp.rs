@@ -4,48 +4,13 @@
 //! kernel's JIT (`jit`) and the running kernel's figures (`kernel`).
 
 use engine::{EngineKind, Prepared, SeccompEngine};
-use timing::rounds::{interleaved, Grid};
+use timing::rounds::interleaved;
 use timing::stats::Stats;
 
 use super::inputs::{deepest_arguments, input_name, named_inputs, optimized_paths, seccomp_input, vector_inputs};
 use super::kernel::{kernel_check, kernel_columns, kernel_iterations};
-use super::{deepest, plan, progress, slot_range, BenchArgs, Cell, Column, Input, Results};
+use super::{deepest, plan, progress, BenchArgs, Cell, Column, Input, Lane, Lanes, Results};
 use crate::fail::{Failure, Result};
-
-/// An engine, or why it could not be loaded.
-type Lane<'p> = (EngineKind, std::result::Result<SeccompEngine<'p>, String>);
-
-/// The cells of a seccomp run: an engine per lane, an input per slot and
-/// the mix of them all last.
-struct Lanes<'l, 'p> {
-    lanes: &'l mut [Lane<'p>],
-    datas: &'l mut [[u8; 64]],
-}
-
-impl Grid for Lanes<'_, '_> {
-    fn lanes(&self) -> usize {
-        self.lanes.len()
-    }
-
-    fn slots(&self) -> usize {
-        self.datas.len() + 1
-    }
-
-    fn live(&self, lane: usize) -> bool {
-        self.lanes.get(lane).is_some_and(|(_, engine)| engine.is_ok())
-    }
-
-    fn evals(&self, slot: usize) -> usize {
-        slot_range(slot, self.datas.len()).len()
-    }
-
-    fn run(&mut self, lane: usize, slot: usize, batch: u64) {
-        let range = slot_range(slot, self.datas.len());
-        if let (Some((_, Ok(engine))), Some(view)) = (self.lanes.get_mut(lane), self.datas.get_mut(range)) {
-            let _ = engine.run_batch(view, batch);
-        }
-    }
-}
 
 /// `bench --mode seccomp`.
 pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) -> Result<Results> {
@@ -75,7 +40,7 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
     let optimized_insns = optimized_paths(prepared, &mut inputs);
 
     // Load and check every in-process engine on every input.
-    let mut lanes: Vec<Lane<'_>> = Vec::new();
+    let mut lanes: Vec<Lane<SeccompEngine<'_>>> = Vec::new();
     for &kind in kinds.iter().filter(|&&k| !matches!(k, EngineKind::Kernel | EngineKind::KernelJit)) {
         let lane = match SeccompEngine::new(kind, prepared) {
             Ok(mut engine) => {
@@ -107,7 +72,8 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
         (rounds * cells_per_round) as u64 + kernel_tasks,
         args.time + if want_kernel { args.time } else { 0.0 },
     );
-    let samples = interleaved(&mut Lanes { lanes: &mut lanes, datas: &mut datas }, rounds, sample, || bar.inc(1));
+    let samples =
+        interleaved(&mut Lanes { lanes: &mut lanes, inputs: datas.as_mut_slice() }, rounds, sample, || bar.inc(1));
     let mut columns: Vec<Column> = lanes
         .iter()
         .zip(&samples)

@@ -5,45 +5,13 @@
 //! (`timing::rounds`); `kernel-jit` for each hook target (`jit`).
 
 use engine::{EngineKind, Prepared, SocketBatch, SocketEngine};
-use timing::rounds::{interleaved, Grid};
+use timing::rounds::interleaved;
 use timing::stats::Stats;
 
-use super::{deepest, plan, progress, slot_range, BenchArgs, Cell, Column, Input, Results, MAX_PACKETS};
+use super::{deepest, plan, progress, BenchArgs, Cell, Column, Input, Lanes, Results, MAX_PACKETS};
 use crate::fail::{Failure, Result};
 use crate::io::read_input;
 use crate::pcap;
-
-/// The cells of a socket run: an engine per lane, a packet per slot and
-/// the mix of them all last.
-struct Lanes<'l, 'b> {
-    lanes: &'l mut [(EngineKind, SocketEngine)],
-    batch: &'l SocketBatch<'b>,
-}
-
-impl Grid for Lanes<'_, '_> {
-    fn lanes(&self) -> usize {
-        self.lanes.len()
-    }
-
-    fn slots(&self) -> usize {
-        self.batch.len() + 1
-    }
-
-    fn live(&self, _: usize) -> bool {
-        true
-    }
-
-    fn evals(&self, slot: usize) -> usize {
-        slot_range(slot, self.batch.len()).len()
-    }
-
-    fn run(&mut self, lane: usize, slot: usize, batch: u64) {
-        let range = slot_range(slot, self.batch.len());
-        if let Some((_, engine)) = self.lanes.get_mut(lane) {
-            let _ = engine.run_batch(self.batch, range, batch);
-        }
-    }
-}
 
 /// `bench --mode socket`.
 pub(super) fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Prepared) -> Result<Results> {
@@ -80,7 +48,7 @@ pub(super) fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Pr
         return Err(Failure::rejected(format!("{path}: no packets")));
     }
     let deepest = deepest(&inputs);
-    let batch = SocketBatch::new(inputs.iter().map(|i| cbpf::Skb::test_bpf(&i.packet)).collect());
+    let mut batch = SocketBatch::new(inputs.iter().map(|i| cbpf::Skb::test_bpf(&i.packet)).collect());
     // Load and check each timed engine on every packet.
     let mut lanes = Vec::new();
     for &kind in kinds.iter().filter(|k| matches!(k, EngineKind::Cbpf | EngineKind::Ebpf)) {
@@ -94,12 +62,12 @@ pub(super) fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Pr
                 )));
             }
         }
-        lanes.push((kind, engine));
+        lanes.push((kind, Ok(engine)));
     }
     let slots = inputs.len() + 1;
     let (rounds, sample) = plan(args.time, lanes.len() * slots);
     let bar = progress((rounds * lanes.len() * slots) as u64, args.time);
-    let samples = interleaved(&mut Lanes { lanes: &mut lanes, batch: &batch }, rounds, sample, || bar.inc(1));
+    let samples = interleaved(&mut Lanes { lanes: &mut lanes, inputs: &mut batch }, rounds, sample, || bar.inc(1));
     bar.finish_and_clear();
     let mut columns: Vec<Column> = Vec::new();
     for kind in kinds {
