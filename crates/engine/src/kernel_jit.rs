@@ -93,9 +93,9 @@ impl KernelJit {
 #[derive(Debug)]
 pub struct Clock {
     /// The single harness: the answers.
-    answers: KernelJit,
+    single: KernelJit,
     /// `copies` runs of the filter per test run.
-    filter: KernelJit,
+    timed: KernelJit,
     /// The same structure around `w0 = 0`.
     baseline: KernelJit,
     copies: usize,
@@ -115,24 +115,24 @@ impl Clock {
         let load = |insns: &[ebpf::Insn]| -> Result<KernelJit, EngineError> {
             Ok(KernelJit { prog: Prog::load(ProgType::Xdp, insns)? })
         };
-        let answers = load(&xdp::seccomp(&loadable))?;
-        let filter = load(&xdp::seccomp_copies(&loadable, copies)?)?;
+        let single = load(&xdp::seccomp(&loadable))?;
+        let timed = load(&xdp::seccomp_copies(&loadable, copies)?)?;
         let baseline = load(&xdp::baseline_copies(copies))?;
         let (_, mean) = baseline.duration(&[0; xdp::PACKET_LEN], PROBE_REPEAT)?;
         // The kernel rounds the mean down: the estimate errs long.
         let repeat = MIN_MEASUREMENT.as_nanos().div_ceil(u128::from(mean.max(1)));
         let repeat = u32::try_from(repeat).unwrap_or(MAX_REPEAT).clamp(1, MAX_REPEAT);
-        Ok(Clock { answers, filter, baseline, copies, repeat })
+        Ok(Clock { single, timed, baseline, copies, repeat })
     }
 
     /// The filter's single harness (for its answers).
     pub fn filter(&self) -> &KernelJit {
-        &self.answers
+        &self.single
     }
 
     /// The timing harness: `copies` runs of the filter, the last one's value.
     pub fn timed(&self) -> &KernelJit {
-        &self.filter
+        &self.timed
     }
 
     /// Runs of the filter per test run of the timing harness.
@@ -157,7 +157,7 @@ impl Clock {
         let copies = self.copies as f64;
         let runs = packets
             .iter()
-            .map(|p| self.filter.duration(p, self.repeat).map(|(ret, ns)| (ret, (f64::from(ns) - base) / copies)))
+            .map(|p| self.timed.duration(p, self.repeat).map(|(ret, ns)| (ret, (f64::from(ns) - base) / copies)))
             .collect::<Result<_, _>>()?;
         Ok((base, runs))
     }
