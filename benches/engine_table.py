@@ -13,10 +13,14 @@ their branches see a new input each time; kernel-jit's mix is the mean of
 its per-input figures, each input repeated by BPF_PROG_TEST_RUN) and
 `mean`, the mean of every engine's per-input figures, kernel-jit's
 definition applied to all, the like-for-like comparison. kernel-jit
-figures are whole nanoseconds less the harness's `r0 = 0` run; ours
-include each engine's call (a `ret` filter: cbpf about 4 ns, ebpf 5, fast
-1.5 on the machine of issue 28), so a filter the JIT runs in 1 ns cannot
-be within 2x on any interpreter. Every figure of one filter comes from one run, so
+figures are per filter run: the kernel's whole-nanosecond mean of a test
+run holding N copies of the filter back to back (the `jit N` column,
+`kernel_jit.copies`: 32 for short filters, fewer for longer ones, 1 from
+508 eBPF instructions on) less the same harness around `r0 = 0`, divided
+by N, so their resolution is 1/N ns;
+ours include each engine's call (a `ret` filter: cbpf about 4 ns, ebpf 5,
+fast 1.5 on the machine of issue 28), so a filter the JIT runs in 1 ns
+cannot be within 2x on any interpreter. Every figure of one filter comes from one run, so
 the ratios are side by side; runs of different filters are not.
 
 usage: benches/engine_table.py [--bpfconv PATH] [--time S] [--json DIR] [FILTER...]
@@ -70,7 +74,7 @@ def ratio(ns, jit):
     if ns is None or jit is None:
         return "-"
     if jit <= 0:
-        # Below the test run's whole-nanosecond resolution.
+        # Below the harness's resolution (1/N ns), or noise around 0.
         return "inf"
     return f"{ns / jit:.2f}"
 
@@ -83,7 +87,7 @@ def main():
     ap.add_argument("filters", nargs="*")
     args = ap.parse_args()
     filters = [pathlib.Path(f) for f in args.filters] or default_filters()
-    head = "| filter | input | " + " | ".join(ENGINES) + " | cbpf/jit | ebpf/jit | fast/jit |"
+    head = "| filter | input | " + " | ".join(ENGINES) + " | jit N | cbpf/jit | ebpf/jit | fast/jit |"
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     slow_fast = []
@@ -101,7 +105,9 @@ def main():
             ns = [got.get((row, e)) for e in ENGINES]
             jit = ns[3]
             rs = [ratio(ns[i], jit) for i in range(3)]
-            print(f"| {path.name} | {row} | " + " | ".join(map(fmt, ns)) + " | " + " | ".join(rs) + " |")
+            copies = (doc.get("kernel_jit") or {}).get("copies")
+            cols = list(map(fmt, ns)) + ["-" if copies is None else str(copies)] + rs
+            print(f"| {path.name} | {row} | " + " | ".join(cols) + " |")
             for engine, r, limit in zip(ENGINES, rs, (2.0, 2.0, 1.0)):
                 if r != "-" and float(r) > limit:
                     over.append(f"{path.name} {row} {engine} {r}x")

@@ -93,8 +93,9 @@ fn check_schema(doc: &Value, file: &str, all: &[&str]) -> (bool, bool) {
         let (ns, min, max) = (c["ns"].as_f64().unwrap(), c["min_ns"].as_f64().unwrap(), c["max_ns"].as_f64().unwrap());
         assert!(min <= ns && ns <= max, "{file}: {c}");
         if c["engine"] == "kernel-jit" {
-            // A difference of the kernel's whole-ns means: 0 (or a little
-            // below within noise) for the cheapest inputs.
+            // A difference of the kernel's whole-ns means divided by the
+            // copies per test run: near 0 (or a little below within
+            // noise) for the cheapest inputs.
             jit_measured = true;
             assert!(c["samples"].as_u64().unwrap() >= 3, "{file}: {c}");
         } else if c["engine"].as_str().unwrap().starts_with("kernel") {
@@ -107,6 +108,11 @@ fn check_schema(doc: &Value, file: &str, all: &[&str]) -> (bool, bool) {
     if jit_measured {
         assert!(doc["kernel_jit"]["rounds"].as_u64().unwrap() >= 3, "{file}");
         assert!(number(&doc["kernel_jit"]["baseline_ns"]), "{file}");
+        // Loadable lengths 17, 102 and 43: 32, 8 and 16 copies fit in
+        // 1024 instructions (convert::loadable::xdp::copies_for).
+        let stem = std::path::Path::new(file).file_stem().unwrap().to_str().unwrap();
+        let copies = [("seed_fast", 32), ("seed_slow", 8), ("s390x", 16)].iter().find(|c| c.0 == stem).unwrap().1;
+        assert_eq!(doc["kernel_jit"]["copies"], copies, "{file}");
     }
     (kernel_measured, jit_measured)
 }
@@ -268,6 +274,30 @@ fn text_layout_matches_the_golden_file() {
     }
     let want = std::fs::read_to_string(golden).unwrap();
     assert_eq!(masked, want, "UPDATE_EXPECT=1 cargo test -p bpfconv-cli --test bench blesses");
+}
+
+/// The text output says how many copies of the filter one kernel-jit test
+/// run held: 32 for seed_fast (17 loadable instructions), 8 for sshd_like
+/// (64: eight copies fit in 1024 instructions, sixteen do not), 1 for
+/// long_jumps_large (1332).
+#[test]
+fn kernel_jit_text_names_the_copies() {
+    let need = test_data::require::Need::Bpf;
+    let Some(()) = test_data::require::have("kernel_jit_text_names_the_copies", need, kernel::bpf::available()) else {
+        return;
+    };
+    for (filter, copies) in [("seed_fast.bpf", 32), ("sshd_like.bpf", 8), ("long_jumps_large.bpf", 1)] {
+        let o = Command::new(BIN)
+            .current_dir(FILTERS)
+            .args(["bench", filter, "--engines", "kernel-jit", "--nr", "0", "--time", "0.05"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        let text = stdout(&o);
+        let line = text.lines().find(|l| l.starts_with("kernel-jit: ")).unwrap_or_else(|| panic!("{text}"));
+        assert!(line.contains(&format!("harness run {copies}x back to back")), "{filter}: {line}");
+        assert!(line.contains(&format!("divided by {copies};")), "{filter}: {line}");
+    }
 }
 
 #[test]

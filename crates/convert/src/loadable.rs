@@ -120,6 +120,8 @@ pub enum LoadableError {
     FallsOffEnd { pc: ebpf::Pc },
     #[error("insn {pc}: re-targeted jump offset {off} does not fit in 16 bits")]
     Offset { pc: ebpf::Pc, off: i64 },
+    #[error("insn {pc}: writes r{reg}, the register the timing harness keeps the packet pointer in")]
+    KeptRegister { pc: ebpf::Pc, reg: u8 },
 }
 
 /// A converted program in the form the verifier accepts (see the module docs).

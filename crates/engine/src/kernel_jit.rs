@@ -16,8 +16,16 @@
 //! Timing ([`Clock`]): the kernel's own mean per run
 //! (`bpf_test_timer_leave()` in net/bpf/test_run.c divides the time of
 //! `repeat` back-to-back runs, preemption off, by `repeat`, in whole
-//! nanoseconds) of the filter's harness, minus that of the same harness
-//! around `r0 = 0; exit` ([`xdp::baseline`]) measured in the same round.
+//! nanoseconds) of the filter's timing harness, `copies` runs of the
+//! filter back to back in one program ([`xdp::seccomp_copies`], `copies`
+//! from [`xdp::copies_for`]: 32 for every loadable program up to 30
+//! instructions, fewer for longer ones, one from 508), minus that of the same harness around
+//! `w0 = 0` ([`xdp::baseline_copies`]) measured in the same round, divided
+//! by `copies`: one filter run to 1/`copies` ns, where a single run in
+//! whole nanoseconds read 0 or 1 for the cheapest filters. Answers
+//! ([`KernelJit::eval`]) come from the single harness ([`xdp::seccomp`]);
+//! the timing harness returns the last copy's value, which every round
+//! reports so the caller checks it too.
 //! An XDP test run with `repeat > 1` registers the program with the XDP
 //! dispatcher for the timed loop (direct calls, as a driver's) and
 //! unregisters it after (`bpf_prog_change_xdp()` in
@@ -80,48 +88,76 @@ impl KernelJit {
     }
 }
 
-/// The kernel's clock on a filter's harness (module docs): ns per run of
-/// the filter above the harness alone.
+/// The kernel's clock on a filter's timing harness (module docs): ns per
+/// run of the filter above the harness alone.
 #[derive(Debug)]
 pub struct Clock {
-    filter: KernelJit,
+    /// The single harness: the answers.
+    single: KernelJit,
+    /// `copies` runs of the filter per test run.
+    timed: KernelJit,
+    /// The same structure around `w0 = 0`.
     baseline: KernelJit,
+    copies: usize,
     repeat: u32,
 }
 
 impl Clock {
-    /// Loads `prepared`'s harness and the baseline, and sizes the `repeat`
-    /// of every measurement from one probe of the baseline.
+    /// Loads `prepared`'s single harness, its timing harness and the
+    /// timing baseline, and sizes the `repeat` of every measurement from
+    /// one probe of the baseline.
+    ///
+    /// # Errors
+    /// As [`KernelJit::new`].
     pub fn new(prepared: &Prepared) -> Result<Clock, EngineError> {
-        let filter = KernelJit::new(prepared)?;
-        let baseline = KernelJit::baseline()?;
+        let loadable = convert::loadable(prepared.converted(), prepared.program().mode())?;
+        let copies = xdp::copies_for(&loadable);
+        let load = |insns: &[ebpf::Insn]| -> Result<KernelJit, EngineError> {
+            Ok(KernelJit { prog: Prog::load(ProgType::Xdp, insns)? })
+        };
+        let single = load(&xdp::seccomp(&loadable))?;
+        let timed = load(&xdp::seccomp_copies(&loadable, copies)?)?;
+        let baseline = load(&xdp::baseline_copies(copies))?;
         let (_, mean) = baseline.duration(&[0; xdp::PACKET_LEN], PROBE_REPEAT)?;
         // The kernel rounds the mean down: the estimate errs long.
         let repeat = MIN_MEASUREMENT.as_nanos().div_ceil(u128::from(mean.max(1)));
-        Ok(Clock { filter, baseline, repeat: u32::try_from(repeat).unwrap_or(MAX_REPEAT).clamp(1, MAX_REPEAT) })
+        let repeat = u32::try_from(repeat).unwrap_or(MAX_REPEAT).clamp(1, MAX_REPEAT);
+        Ok(Clock { single, timed, baseline, copies, repeat })
     }
 
-    /// The filter's harness (for its answers).
+    /// The filter's single harness (for its answers).
     pub fn filter(&self) -> &KernelJit {
-        &self.filter
+        &self.single
     }
 
-    /// Runs per measurement.
+    /// The timing harness: `copies` runs of the filter, the last one's value.
+    pub fn timed(&self) -> &KernelJit {
+        &self.timed
+    }
+
+    /// Runs of the filter per test run of the timing harness.
+    pub fn copies(&self) -> usize {
+        self.copies
+    }
+
+    /// Test runs per measurement.
     pub fn repeat(&self) -> u32 {
         self.repeat
     }
 
-    /// One round: the baseline's mean ns per run (on the first packet),
-    /// then for each packet the value the filter returned and its mean ns
-    /// per run minus the baseline's (0 or a little below within noise for
-    /// the cheapest filters: the means are whole nanoseconds).
+    /// One round: the timing baseline's mean ns per test run (on the first
+    /// packet), then for each packet the value the timing harness returned
+    /// and ns per filter run: its mean per test run minus the baseline's,
+    /// divided by [`Clock::copies`] (0 or a little below within noise for
+    /// the cheapest filters).
     pub fn round(&self, packets: &[[u8; xdp::PACKET_LEN]]) -> Result<(f64, Vec<(u32, f64)>), EngineError> {
         let first = packets.first().copied().unwrap_or([0; xdp::PACKET_LEN]);
         let (_, base) = self.baseline.duration(&first, self.repeat)?;
         let base = f64::from(base);
+        let copies = self.copies as f64;
         let runs = packets
             .iter()
-            .map(|p| self.filter.duration(p, self.repeat).map(|(ret, ns)| (ret, f64::from(ns) - base)))
+            .map(|p| self.timed.duration(p, self.repeat).map(|(ret, ns)| (ret, (f64::from(ns) - base) / copies)))
             .collect::<Result<_, _>>()?;
         Ok((base, runs))
     }

@@ -395,3 +395,50 @@ fn the_filter_value_comes_back_whole() {
         assert_eq!(jit.eval(&data).unwrap(), value);
     }
 }
+
+/// The timing harness (`xdp::seccomp_copies`, as `kernel_jit::Clock` loads
+/// it with `xdp::copies_for`'s count) is accepted by the verifier on every
+/// filter and answers every vector with the filter's value, as the single
+/// harness does; its load time is printed (the verifier walks every copy).
+#[test]
+fn the_timing_harness_answers_every_vector() {
+    let Some(()) = bpf_here("the_timing_harness_answers_every_vector") else { return };
+    let mut failures = Vec::new();
+    let mut runs = 0usize;
+    let mut copies_seen = std::collections::BTreeSet::new();
+    for case in cases() {
+        let prepared = engine::Prepared::new(case.program.clone()).unwrap();
+        let start = std::time::Instant::now();
+        let clock = match engine::kernel_jit::Clock::new(&prepared) {
+            Ok(c) => c,
+            Err(e) => {
+                failures.push(format!("{}: {e}", case.name));
+                continue;
+            }
+        };
+        let (_, l) = conversion(&case.program);
+        assert_eq!(clock.copies(), xdp::copies_for(&l), "{}", case.name);
+        copies_seen.insert(clock.copies());
+        println!(
+            "{}: {} loadable insns, {} copies, clock loaded in {:?}",
+            case.name,
+            l.insns.len(),
+            clock.copies(),
+            start.elapsed()
+        );
+        for (data, want) in &case.vectors {
+            runs += 1;
+            match clock.timed().eval(data) {
+                Ok(got) if got == *want => {}
+                other => failures.push(format!("{}: {data:?}: got {other:?}, expected {want:#x}", case.name)),
+            }
+            if failures.len() > 20 {
+                break;
+            }
+        }
+    }
+    assert!(runs > 25_000, "only {runs} runs");
+    // Short filters get 32 copies, the longest fewer.
+    assert!(copies_seen.contains(&32) && copies_seen.iter().any(|&n| n < 8), "{copies_seen:?}");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}

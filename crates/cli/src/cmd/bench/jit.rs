@@ -13,29 +13,44 @@ use timing::stats::Stats;
 use super::{BenchArgs, Cell, Column, Input, ROUNDS};
 use crate::fail::{Failure, Result};
 
+/// What the seccomp `kernel-jit` column measured besides its cells.
+#[derive(Debug, Clone)]
+pub(super) struct JitSummary {
+    /// Rounds made (0 when the engine is unavailable).
+    pub(super) rounds: usize,
+    /// The timing harness's own mean ns per test run.
+    pub(super) baseline: Cell,
+    /// Runs of the filter per test run ([`convert::loadable::xdp::copies_for`]);
+    /// `None` when the engine is unavailable.
+    pub(super) copies: Option<usize>,
+}
+
 /// The seccomp `kernel-jit` column ([`engine::kernel_jit::Clock`]): each
-/// round times the harness alone, then every input, each a
-/// `BPF_PROG_TEST_RUN` lasting at least 1 ms of the kernel's time; an
-/// input's sample is its mean ns per run above the harness's, the mix's the
+/// round times the timing harness alone, then every input, each a
+/// `BPF_PROG_TEST_RUN` lasting at least 1 ms of the kernel's time, each
+/// test run `copies` runs of the filter; an input's sample is its mean ns
+/// per test run above the harness's divided by `copies`, the mix's the
 /// mean of the round's input samples. Rounds: `rounds`, fewer (at least 3)
 /// once they have taken `--time` seconds (each call costs the XDP
 /// dispatcher's update, and a busy machine's waits, in wall time only).
-/// Returns the column, its rounds and the harness's cost; a disagreement
-/// with the classic interpreter is an error, as for every engine.
+/// Returns the column and its summary; a disagreement with the classic
+/// interpreter (of the single harness, and of the timing harness every
+/// round) is an error, as for every engine.
 pub(super) fn seccomp_column(
     prepared: &Prepared,
     inputs: &[Input],
     args: &BenchArgs,
     rounds: usize,
     bar: &indicatif::ProgressBar,
-) -> Result<(Column, usize, Cell)> {
+) -> Result<(Column, JitSummary)> {
     let name = EngineKind::KernelJit.name().to_string();
     let clock = match engine::kernel_jit::Clock::new(prepared) {
         Ok(clock) => clock,
         Err(e) => {
             let why = e.to_string();
             let cells = vec![Cell::Unavailable(why.clone()); inputs.len() + 1];
-            return Ok((Column { name, cells, cached: Vec::new() }, 0, Cell::Unavailable(why)));
+            let summary = JitSummary { rounds: 0, baseline: Cell::Unavailable(why), copies: None };
+            return Ok((Column { name, cells, cached: Vec::new() }, summary));
         }
     };
     let packets: Vec<[u8; 64]> = inputs.iter().map(|i| i.data.to_bytes()).collect();
@@ -72,7 +87,7 @@ pub(super) fn seccomp_column(
         bar.inc(1);
     }
     let column = Column { name, cells: samples.iter().map(|s| cell(s)).collect(), cached: Vec::new() };
-    Ok((column, harness.len(), cell(&harness)))
+    Ok((column, JitSummary { rounds: harness.len(), baseline: cell(&harness), copies: Some(clock.copies()) }))
 }
 
 fn cell(samples: &[f64]) -> Cell {

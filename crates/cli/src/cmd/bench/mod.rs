@@ -8,7 +8,8 @@
 //!        ─► rounds: each round times every (input, engine) cell once, so
 //!           drift hits all engines alike; median, min, max over rounds
 //!        ─► kernel-jit: the kernel's own ns per run of the filter in its JIT
-//!           (BPF_PROG_TEST_RUN), above the harness alone
+//!           (BPF_PROG_TEST_RUN, N copies of the filter per test run),
+//!           above the harness alone, divided by N
 //!        ─► kernel: ns per syscall with the filter installed (forced past
 //!           the constant-action cache, and as installed)
 //!        ─► text table / JSON, SVG (timing::plot)
@@ -138,8 +139,9 @@ struct Results {
     /// The kernel's cost of a cached call (ns), when measured.
     cache_hit: Option<Cell>,
     kernel_iterations: u64,
-    /// `kernel-jit`'s rounds and the harness's own cost, when measured.
-    jit: Option<(usize, Cell)>,
+    /// `kernel-jit`'s rounds, the harness's own cost and the copies per
+    /// test run, when measured.
+    jit: Option<jit::JitSummary>,
     /// Instructions of `bpfconv optimize`'s output, when there is one.
     optimized_insns: Option<usize>,
 }

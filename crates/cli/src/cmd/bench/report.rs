@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use engine::EngineKind;
 use serde_json::{json, Value};
 
-use super::{Cell, Input, Results, KERNEL_FORCED};
+use super::{jit, Cell, Input, Results, KERNEL_FORCED};
 
 /// ns with a decimal point always (the golden test masks `digits.digits`).
 pub(super) fn fmt_ns(ns: f64) -> String {
@@ -156,13 +156,14 @@ pub(super) fn text(r: &Results) -> String {
             }
         );
     }
-    if let Some((rounds @ 1.., baseline)) = &r.jit {
+    if let Some(jit::JitSummary { rounds: rounds @ 1.., baseline, copies }) = &r.jit {
+        let copies = copies.unwrap_or(1);
         let _ = writeln!(
             out,
             "kernel-jit: ns per run of the filter in the running kernel's JIT (its loadable conversion behind an XDP \
-             harness, BPF_PROG_TEST_RUN; the kernel's own mean over runs lasting at least 1 ms, in whole ns), minus \
-             the same harness around `r0 = 0` measured in the same round{}; median of {rounds} rounds; mix: the mean \
-             of the inputs' figures.",
+             harness run {copies}x back to back per BPF_PROG_TEST_RUN run; the kernel's own mean over runs \
+             lasting at least 1 ms, in whole ns), minus the same harness around `r0 = 0` measured in the same \
+             round{}, divided by {copies}; median of {rounds} rounds; mix: the mean of the inputs' figures.",
             match baseline {
                 Cell::Measured(s) => format!(" ({} ns)", fmt_ns(s.median)),
                 Cell::Unavailable(_) => String::new(),
@@ -250,12 +251,12 @@ pub(super) fn json(r: &Results) -> Value {
     if let Some(n) = r.optimized_insns {
         doc.insert("optimized_insns".into(), json!(n));
     }
-    if let Some((rounds, baseline)) = &r.jit {
+    if let Some(jit::JitSummary { rounds, baseline, copies }) = &r.jit {
         let baseline = match baseline {
             Cell::Measured(s) => json!(s.median),
             Cell::Unavailable(_) => Value::Null,
         };
-        doc.insert("kernel_jit".into(), json!({"rounds": rounds, "baseline_ns": baseline}));
+        doc.insert("kernel_jit".into(), json!({"rounds": rounds, "baseline_ns": baseline, "copies": copies}));
     }
     if let Some(hit) = &r.cache_hit {
         doc.insert(

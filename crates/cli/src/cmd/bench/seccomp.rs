@@ -92,9 +92,9 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
         .collect();
     let mut jit = None;
     if kinds.contains(&EngineKind::KernelJit) {
-        let (column, rounds, baseline) = super::jit::seccomp_column(prepared, &inputs, args, rounds, &bar)?;
+        let (column, summary) = super::jit::seccomp_column(prepared, &inputs, args, rounds, &bar)?;
         columns.push(column);
-        jit = Some((rounds, baseline));
+        jit = Some(summary);
     }
     let mut cache_hit = None;
     let mut iterations = 0;
