@@ -22,7 +22,6 @@ pub mod filters;
 pub mod paths;
 pub mod pcap;
 pub mod require;
-pub mod rng;
 pub mod test_bpf;
 pub mod vectors;
 
