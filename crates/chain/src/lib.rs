@@ -35,7 +35,10 @@
 //! - [`Link`]: what an exit does besides going to a pc: go on scanning
 //!   another (range) chain, with `x` unchanged or after a reload;
 //! - [`EqSets`]: long chains of distinct `jeq #k` exits (allow-lists) as
-//!   lookup tables indexed by `x`.
+//!   lookup tables indexed by `x`;
+//! - [`RangeTrees`]: regions that only compare `x` with constants (binary
+//!   trees over the syscall number) as sorted breakpoint tables, one
+//!   binary search for the whole walk.
 //!
 //! Compiled tables print ([`Table`]'s `Display`), so that chain formation
 //! can be pinned by tests.
@@ -43,8 +46,10 @@
 use std::fmt;
 
 mod eq_set;
+mod range_tree;
 
 pub use eq_set::EqSets;
+pub use range_tree::{RangeTrees, MAX_ENTRIES, MAX_NODES, MAX_WORK, MIN_DEPTH};
 
 /// A condition of a conditional jump on unsigned values: classic BPF has
 /// `jeq`, `jgt`, `jge`, `jset`; eBPF adds the negations `jne`, `jle`,

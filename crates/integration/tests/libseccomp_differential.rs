@@ -29,30 +29,10 @@ use policy::profile::{Format, Meaning, Selection};
 use seccomp::Arch;
 use serde_json::{json, Value};
 use test_data::require::{self, Need};
+use test_data::rng::Rng;
 
 mod common;
 use common::{libseccomp, profiles_dir, PYTHON};
-
-/// A seeded xorshift generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
-        &v[self.below(v.len())]
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
 
 /// The arches a profile may list (x86_64 is native: compile.py's filter
 /// starts with it, as runc's does).
@@ -199,8 +179,8 @@ fn action(rng: &mut Rng, default: bool) -> (String, Option<u32>) {
 
 fn arg(rng: &mut Rng, index: usize) -> Value {
     let op = rng.pick(&OPS);
-    let value = if rng.chance(15) { rng.next() } else { *rng.pick(&VALUES) };
-    let two = if rng.chance(50) { value & rng.next() } else { *rng.pick(&VALUES) };
+    let value = if rng.chance(15) { rng.next_u64() } else { *rng.pick(&VALUES) };
+    let two = if rng.chance(50) { value & rng.next_u64() } else { *rng.pick(&VALUES) };
     json!({"index": index, "value": value, "valueTwo": two, "op": op})
 }
 
@@ -527,38 +507,38 @@ fn nested_overlaps_against_libseccomp() {
     type Shape = (&'static str, fn(&mut Rng) -> (Vec<Value>, Vec<Value>));
     let shapes: Vec<Shape> = vec![
         ("EQ inside NE", |r| {
-            let (x, y) = (r.next() % 16, 16 + r.next() % 16);
+            let (x, y) = (r.next_u64() % 16, 16 + r.next_u64() % 16);
             inside(0, (x, "SCMP_CMP_EQ"), (y, "SCMP_CMP_NE"))
         }),
         ("GT inside GT (32-bit)", |r| {
-            let x = r.next() % 100;
+            let x = r.next_u64() % 100;
             inside(0, (x + 50, "SCMP_CMP_GT"), (x, "SCMP_CMP_GT"))
         }),
         ("GT inside GT (one high word)", |r| {
-            let x = 0x1_0000_0000 + r.next() % 100;
+            let x = 0x1_0000_0000 + r.next_u64() % 100;
             inside(0, (x + 50, "SCMP_CMP_GT"), (x, "SCMP_CMP_GT"))
         }),
         ("LT inside LT (32-bit)", |r| {
-            let x = 100 + r.next() % 100;
+            let x = 100 + r.next_u64() % 100;
             inside(0, (x - 50, "SCMP_CMP_LT"), (x, "SCMP_CMP_LT"))
         }),
         ("LT inside LT (one high word)", |r| {
-            let x = 0x1_0000_0100 + r.next() % 100;
+            let x = 0x1_0000_0100 + r.next_u64() % 100;
             inside(0, (x - 50, "SCMP_CMP_LT"), (x, "SCMP_CMP_LT"))
         }),
         ("LT inside LE (one constant)", |r| {
-            let x = 10 + r.next() % 100;
+            let x = 10 + r.next_u64() % 100;
             inside(0, (x, "SCMP_CMP_LT"), (x, "SCMP_CMP_LE"))
         }),
         ("EQ inside LT", |r| {
-            let x = 100 + r.next() % 100;
+            let x = 100 + r.next_u64() % 100;
             inside(1, (x - 60, "SCMP_CMP_EQ"), (x, "SCMP_CMP_LT"))
         }),
         ("conditional inside unconditional", |r| {
-            (vec![json!({"index": 2, "value": r.next() % 64, "op": "SCMP_CMP_EQ"})], Vec::new())
+            (vec![json!({"index": 2, "value": r.next_u64() % 64, "op": "SCMP_CMP_EQ"})], Vec::new())
         }),
         ("two conditions inside one", |r| {
-            let x = r.next() % 64;
+            let x = r.next_u64() % 64;
             (
                 vec![
                     json!({"index": 0, "value": x, "op": "SCMP_CMP_EQ"}),
@@ -568,7 +548,7 @@ fn nested_overlaps_against_libseccomp() {
             )
         }),
         ("EQ inside MASKED_EQ", |r| {
-            let v = (r.next() % 16) << 4;
+            let v = (r.next_u64() % 16) << 4;
             (
                 vec![json!({"index": 0, "value": v | 3, "op": "SCMP_CMP_EQ"})],
                 vec![json!({"index": 0, "value": 0xf0, "valueTwo": v, "op": "SCMP_CMP_MASKED_EQ"})],

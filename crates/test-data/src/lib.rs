@@ -22,6 +22,7 @@ pub mod filters;
 pub mod paths;
 pub mod pcap;
 pub mod require;
+pub mod rng;
 pub mod test_bpf;
 pub mod vectors;
 

@@ -139,10 +139,10 @@ impl Scans for Chains {
 const LONG_CHAIN: usize = 2 * BLOCK;
 
 /// The classic program as the chain walk ([`chain::walk`]) sees it.
-struct Classic<'a> {
-    insns: &'a [Insn],
+pub(super) struct Classic<'a> {
+    pub(super) insns: &'a [Insn],
     /// [`thread_jumps`] of `insns`.
-    through_ja: &'a [u16],
+    pub(super) through_ja: &'a [u16],
 }
 
 impl chain::Code for Classic<'_> {
@@ -281,6 +281,17 @@ pub(super) enum Step {
         set: u16,
         from: u16,
         to: u16,
+    },
+    /// The root of a compare tree (a region of `jeq/jgt/jge #k` that
+    /// branches, [`chain::RangeTrees`]): go where walking the region with
+    /// `A` leaves to, found in table `tree` ([`super::tree`]).
+    Tree {
+        tree: u16,
+    },
+    /// Seccomp `ld [k]` fused with the [`Step::Tree`] after it.
+    LdTree {
+        k: u8,
+        tree: u16,
     },
     /// A compare chain with a single exit test: go to its target if `A`
     /// hits test `index`, else to `then`.
@@ -426,8 +437,10 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Step]>, Chains) {
 /// leaves the ops (see `Interp::exec`). Falling through into a `ret` still
 /// runs its op. Returns `rets`.
 ///
+/// `more` are other targets to route (the outcomes of the compare trees).
+///
 /// Targets stay below [`DEAD`]: at most 4096 ops and 4096 returns.
-pub(super) fn route_returns(ops: &mut [Step], chains: &mut Chains) -> Box<[u32]> {
+pub(super) fn route_returns(ops: &mut [Step], chains: &mut Chains, more: &mut [u16]) -> Box<[u32]> {
     let mut rets = Vec::new();
     // For each pc, its routed target (itself unless it is a `ret #k`).
     let routed: Vec<u16> = (0..ops.len())
@@ -462,6 +475,9 @@ pub(super) fn route_returns(ops: &mut [Step], chains: &mut Chains) -> Box<[u32]>
     }
     for exit in chains.exits.iter_mut() {
         route(&mut exit.target);
+    }
+    for target in more.iter_mut() {
+        route(target);
     }
     rets.into_boxed_slice()
 }
@@ -509,7 +525,7 @@ pub(super) fn link_chains(ops: &mut [Step], chains: &mut Chains) {
 /// For each pc, where execution really goes from there: the end of the
 /// `ja` chain starting at it, or the pc itself. Jumps only go forward, so
 /// one backward pass resolves every chain.
-fn thread_jumps(insns: &[Insn]) -> Vec<u16> {
+pub(super) fn thread_jumps(insns: &[Insn]) -> Vec<u16> {
     let mut out: Vec<u16> = (0..insns.len()).map(|pc| u16::try_from(pc).unwrap_or(DEAD)).collect();
     for pc in (0..insns.len()).rev() {
         let Some(View::Ja { k }) = insns.get(pc).and_then(|insn| insn.op()) else { continue };
@@ -523,7 +539,7 @@ fn thread_jumps(insns: &[Insn]) -> Vec<u16> {
 
 /// The seccomp load offset of `insns[pc]`, if it is one (0x21 after
 /// `seccomp_check_filter()`'s rewrite).
-fn seccomp_load(insns: &[Insn], pc: usize) -> Option<u32> {
+pub(super) fn seccomp_load(insns: &[Insn], pc: usize) -> Option<u32> {
     match insns.get(pc)?.op()? {
         View::LdxAbsSeccomp { k } => Some(k),
         _ => None,

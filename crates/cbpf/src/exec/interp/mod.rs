@@ -59,6 +59,14 @@
 //! (`Step::EqSet`, module `eq_set`): one load where the blocked scan
 //! reads every block before the hit.
 //!
+//! A region of `jeq/jgt/jge #k` (through `ja`) that branches, at least
+//! `chain::MIN_DEPTH` compares deep (libseccomp's `--opt 2` trees,
+//! `optimize`'s output), runs from its root as one search of a sorted
+//! breakpoint table (`Step::Tree`, module `tree`, `chain::RangeTrees`):
+//! its outcome depends on `A` only through comparisons with its constants,
+//! so it is constant between them. Exact by construction: each interval's
+//! outcome is the walk of the region on one value of it.
+//!
 //! A separate, slower entry point ([`Interp::trace_seccomp`],
 //! [`Interp::trace_socket`]) steps the raw instructions and reports each one
 //! with `A`, `X` and `M[]` to a callback; it shares no dispatch code with the
@@ -66,6 +74,7 @@
 
 mod compile;
 mod eq_set;
+mod tree;
 
 use crate::exec::context::{Context, SeccompCtx, SocketCtx};
 use crate::exec::trace;
@@ -103,6 +112,9 @@ pub struct Interp {
     mode: Mode,
     /// Lookup tables of the long `jeq` chains ([`Step::EqSet`]).
     eq_sets: chain::EqSets,
+    /// Breakpoint tables of the compare trees ([`Step::Tree`]), boxed so
+    /// that an `Interp` stays small (engines hold one inline).
+    trees: Box<chain::RangeTrees<u16>>,
     /// Whether the program has a `st`/`stx` (without one it cannot have an
     /// `ld`/`ldx M[k]` either: `check_load_and_stores()` rejects reading a
     /// word never written), so that runs of other programs skip `M[]`.
@@ -115,11 +127,13 @@ impl Interp {
     pub fn new(program: &Program) -> Self {
         let insns = program.insns();
         let (mut ops, mut chains) = compile::compile(insns);
-        let rets = compile::route_returns(&mut ops, &mut chains);
+        let mut trees = tree::build(insns, &mut ops);
+        let rets = compile::route_returns(&mut ops, &mut chains, trees.outcomes_mut());
         compile::link_chains(&mut ops, &mut chains);
         let eq_sets = eq_set::build(&mut ops, &chains);
         let uses_mem = ops.iter().any(|op| matches!(op, Step::St(_) | Step::Stx(_)));
-        Interp { ops, chains, rets, insns: insns.into(), mode: program.mode(), eq_sets, uses_mem }
+        let trees = Box::new(trees);
+        Interp { ops, chains, rets, insns: insns.into(), mode: program.mode(), eq_sets, trees, uses_mem }
     }
 
     /// The mode the program was validated for.
@@ -163,6 +177,8 @@ impl Interp {
                 Step::LdLongChain { k, from, to } => format!("ld [{k}]; long chain @{from}..{to}"),
                 Step::EqSet { set, from, to } => format!("eq set #{set} @{from}..{to}"),
                 Step::LdEqSet { k, set, from, to } => format!("ld [{k}]; eq set #{set} @{from}..{to}"),
+                Step::Tree { tree } => format!("tree #{tree}"),
+                Step::LdTree { k, tree } => format!("ld [{k}]; tree #{tree}"),
                 Step::Test { index, then } => format!("test @{index} else {}", pc(then)),
                 Step::LdTest { k, index, then } => format!("ld [{k}]; test @{index} else {}", pc(then)),
                 Step::Range { from, lo, span, target, then } => {
@@ -182,6 +198,10 @@ impl Interp {
             (chain::Link::Leave, Some(r)) => r,
             _ => l.to_string(),
         }));
+        if !self.trees.is_empty() {
+            out.push_str("trees:\n");
+            out.push_str(&self.trees.listing(pc));
+        }
         out
     }
 
@@ -384,6 +404,11 @@ impl Interp {
                     let exit = self.eq_set_exit(set, a, from);
                     pc = follow_links(chains, ctx, &mut a, exit);
                 }
+                Step::Tree { tree } => pc = self.tree_exit(tree, a),
+                Step::LdTree { k, tree } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    pc = self.tree_exit(tree, a);
+                }
                 Step::Test { index, then } => {
                     pc = match chains.single(a, usize::from(index)) {
                         Some(exit) => follow_links(chains, ctx, &mut a, exit),
@@ -419,6 +444,14 @@ impl Interp {
     #[inline(never)]
     fn eq_set_exit(&self, set: u16, a: u32, from: u16) -> &Exit {
         eq_set::exit(&self.eq_sets, &self.chains, set, a, from)
+    }
+}
+
+impl Interp {
+    /// [`tree::exit`] out of line, from `&self`, as [`Interp::eq_set_exit`].
+    #[inline(never)]
+    fn tree_exit(&self, tree: u16, a: u32) -> usize {
+        tree::exit(&self.trees, tree, a)
     }
 }
 

@@ -1,0 +1,199 @@
+//! Compare trees as breakpoint tables ([`chain::RangeTrees`], shared with
+//! the eBPF executor): which ops use one. The root of every region of
+//! `jeq/jgt/jge #k` (through `ja`) that branches, deep enough to pay,
+//! becomes a [`Step::Tree`], and a seccomp `ld [k]` right before it a
+//! [`Step::LdTree`]: libseccomp's `--opt 2` trees and `optimize`'s output,
+//! walked node by node before, are one search. The region's other compares
+//! keep their ops, for jumps that land on them from elsewhere.
+
+use chain::RangeTrees;
+
+use super::compile::{seccomp_load, thread_jumps, Classic, Step};
+use crate::insn::Insn;
+
+/// Where the run goes for a table that does not exist (never, for a tree
+/// of [`build`]): past any program, which ends the run with 0.
+const DEAD: usize = u16::MAX as usize;
+
+/// The tables of the compare trees of `insns` (outcomes: raw pcs, for
+/// `compile::route_returns` to route) with each root's op, and the op of
+/// a seccomp load right before it, replaced. Runs before the routing and
+/// `compile::link_chains`, so that no chain links into a tree's root.
+pub(super) fn build(insns: &[Insn], ops: &mut [Step]) -> RangeTrees<u16> {
+    let through_ja = thread_jumps(insns);
+    let code = Classic { insns, through_ja: &through_ja };
+    let trees = RangeTrees::build(&code, 0..insns.len(), |pc| u16::try_from(pc).ok().filter(|&t| t != u16::MAX));
+    for (tree, &root) in trees.roots().iter().enumerate() {
+        let Ok(tree) = u16::try_from(tree) else { break };
+        if let Some(op) = ops.get_mut(root) {
+            *op = Step::Tree { tree };
+        }
+        // k < 64 by seccomp_check_filter().
+        let load = root.checked_sub(1).and_then(|pc| Some((pc, u8::try_from(seccomp_load(insns, pc)?).ok()?)));
+        if let Some((pc, k)) = load {
+            if let Some(op) = ops.get_mut(pc) {
+                *op = Step::LdTree { k, tree };
+            }
+        }
+    }
+    trees
+}
+
+/// Where tree `tree` leaves to for `a` (a routed pc).
+#[inline(always)]
+pub(super) fn exit(trees: &RangeTrees<u16>, tree: u16, a: u32) -> usize {
+    trees.outcome(usize::from(tree), a).map_or(DEAD, usize::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::insn::Insn;
+    use crate::opcode::*;
+    use crate::validate::{validate, Mode};
+
+    use super::super::Interp;
+    use super::Step;
+    use test_data::rng::Rng;
+
+    /// `struct seccomp_data` with `nr` and `arch`.
+    fn data(nr: u32, arch: u32) -> [u8; 64] {
+        let mut d = [0u8; 64];
+        d[..4].copy_from_slice(&nr.to_ne_bytes());
+        d[4..8].copy_from_slice(&arch.to_ne_bytes());
+        d
+    }
+
+    /// The fast path and the instruction-by-instruction trace agree on
+    /// every value around every constant the program compares with.
+    fn agree(interp: &Interp, insns: &[Insn], more: &[u32]) {
+        let mut xs: Vec<u32> = vec![0, 1, u32::MAX, u32::MAX - 1, 1 << 31];
+        xs.extend(more);
+        for insn in insns {
+            if insn.code & 0x07 == BPF_JMP {
+                xs.extend([insn.k.wrapping_sub(1), insn.k, insn.k.wrapping_add(1)]);
+            }
+        }
+        for &x in &xs {
+            for arch in [0xc000_003e, 0] {
+                let d = data(x, arch);
+                let want = interp.trace_seccomp(&d, |_| {}).unwrap();
+                assert_eq!(interp.run_seccomp(&d), Ok(want), "nr={x:#x} arch={arch:#x}\n{}", interp.chain_listing());
+            }
+        }
+    }
+
+    /// A libseccomp `--opt 2` style filter: architecture check, then a
+    /// tree of `jge` splits with `ja` trampolines down to `jeq` leaves.
+    fn tree_filter(keys: &[u32]) -> Vec<Insn> {
+        let mut insns = vec![
+            Insn::stmt(LD_W_ABS, 4),
+            Insn::jump(JMP_JEQ_K, 0xc000_003e, 1, 0),
+            Insn::stmt(RET_K, 0),
+            Insn::stmt(LD_W_ABS, 0),
+        ];
+        // Leaves: `jeq #k, allow, deny` at the end; fixed up below.
+        fn node(keys: &[u32], out: &mut Vec<(u16, u32, usize, usize)>) -> usize {
+            let at = out.len();
+            if keys.len() == 1 {
+                out.push((JMP_JEQ_K, keys[0], usize::MAX, usize::MAX - 1));
+                return at;
+            }
+            out.push((JMP_JGE_K, 0, 0, 0));
+            let mid = keys.len() / 2;
+            // A trampoline before the left subtree.
+            out.push((JMP_JA, 0, 0, 0));
+            let left = node(&keys[..mid], out);
+            let right = node(&keys[mid..], out);
+            out[at] = (JMP_JGE_K, keys[mid], right, at + 1);
+            out[at + 1] = (JMP_JA, 0, left, 0);
+            at
+        }
+        let mut body = Vec::new();
+        node(keys, &mut body);
+        let base = insns.len();
+        let (allow, deny) = (base + body.len(), base + body.len() + 1);
+        let fix = |t: usize| match t {
+            usize::MAX => allow,
+            t if t == usize::MAX - 1 => deny,
+            t => base + t,
+        };
+        for (i, &(code, k, jt, jf)) in body.iter().enumerate() {
+            let pc = base + i;
+            if code == JMP_JA {
+                insns.push(Insn::stmt(JMP_JA, (fix(jt) - pc - 1) as u32));
+            } else {
+                insns.push(Insn::jump(code, k, (fix(jt) - pc - 1) as u8, (fix(jf) - pc - 1) as u8));
+            }
+        }
+        insns.push(Insn::stmt(RET_K, 0x7fff_0000));
+        insns.push(Insn::stmt(RET_K, 0x0005_0001));
+        insns
+    }
+
+    #[test]
+    fn a_syscall_tree_is_one_op_that_answers_as_the_trace() {
+        let keys: Vec<u32> = (0..24).map(|i| i * 5 + 2).chain([u32::MAX - 1, u32::MAX]).collect();
+        let insns = tree_filter(&keys);
+        let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+        let listing = interp.chain_listing();
+        assert_eq!(interp.ops[3], Step::LdTree { k: 0, tree: 0 }, "{listing}");
+        assert_eq!(interp.ops[4], Step::Tree { tree: 0 }, "{listing}");
+        assert_eq!(interp.trees.len(), 1);
+        assert!(listing.contains("trees:\ntree #0 @4: "), "{listing}");
+        agree(&interp, &insns, &[]);
+        for nr in 0..200 {
+            let want = if keys.contains(&nr) { 0x7fff_0000 } else { 0x0005_0001 };
+            assert_eq!(interp.run_seccomp(&data(nr, 0xc000_003e)), Ok(want), "nr={nr}");
+        }
+    }
+
+    #[test]
+    fn jumps_into_the_middle_of_a_tree_keep_the_nodes_ops() {
+        // `ld [8]; jeq #1, <a leaf's parent>` then the filter: the region
+        // is reached from two entries; the second lands on a node whose op
+        // is its own chain op.
+        let keys: Vec<u32> = (0..16).map(|i| i * 3).collect();
+        let tree = tree_filter(&keys);
+        let inner = tree.len() - 6; // a `jeq` leaf or split near the end
+        let mut insns = vec![Insn::stmt(LD_W_ABS, 8), Insn::stmt(LD_W_ABS, 0), Insn::jump(JMP_JGT_K, 30, 0, 1)];
+        insns.push(Insn::stmt(JMP_JA, (inner + 4 - 3 - 1) as u32));
+        insns.extend(tree.iter().copied());
+        let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+        assert!(!matches!(interp.ops[inner + 4], Step::Tree { .. }), "{}", interp.chain_listing());
+        assert!(!interp.trees.is_empty(), "{}", interp.chain_listing());
+        agree(&interp, &insns, &(0..60).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn random_compare_regions_answer_as_the_trace() {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut with_trees = 0;
+        for _ in 0..1500 {
+            let n = 6 + rng.below(40);
+            let mut ks: Vec<u32> = (0..4).map(|_| rng.next_u64() as u32 % 48).collect();
+            ks.extend([0, 1, u32::MAX, u32::MAX - 1, 1 << 31]);
+            let mut insns = vec![Insn::stmt(LD_W_ABS, 0)];
+            for pc in 1..n {
+                let room = (n - pc).min(255);
+                let (jt, jf) = (rng.below(room) as u8, rng.below(room) as u8);
+                let k = ks[rng.below(ks.len())];
+                insns.push(match rng.below(16) {
+                    0 => Insn::stmt(JMP_JA, u32::from(jt)),
+                    1 => Insn::stmt(ALU_ADD_K, 1),
+                    2 => Insn::stmt(LD_W_ABS, 16),
+                    3 => Insn::jump(JMP_JSET_K, k, jt, jf),
+                    4 => Insn::stmt(RET_K, pc as u32),
+                    5..=8 => Insn::jump(JMP_JEQ_K, k, jt, jf),
+                    9..=11 => Insn::jump(JMP_JGT_K, k, jt, jf),
+                    _ => Insn::jump(JMP_JGE_K, k, jt, jf),
+                });
+            }
+            insns.push(Insn::stmt(RET_A, 0));
+            let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+            with_trees += usize::from(!interp.trees.is_empty());
+            let more: Vec<u32> = (0..8).map(|_| rng.next_u64() as u32).collect();
+            agree(&interp, &insns, &more);
+        }
+        assert!(with_trees > 100, "only {with_trees} programs with trees");
+    }
+}

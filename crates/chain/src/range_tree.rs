@@ -1,0 +1,367 @@
+//! Compare trees as breakpoint tables, for both interpreters (each puts
+//! its own op at a tree's root).
+//!
+//! A compare tree is a region of a program that only compares the chain's
+//! value `x` with constants (`==`, `>`, `>=` and their negations, no `&`),
+//! each outcome going to another compare of the region or leaving it:
+//! libseccomp's binary trees over the syscall number (`--opt 2`) and what
+//! our `optimize` emits, including `ja` trampolines between nodes
+//! ([`Code::resolve`]) and shared nodes (a DAG). Entered at its root, the
+//! region is left at a pc (its *outcome*) that depends on `x` alone, and
+//! only through the comparisons `x <cond> v`: it is constant between
+//! consecutive *cuts* `v` and `v + 1` of the region's constants (for each
+//! `v` below 2^32; a wider constant compares the same with every `x`).
+//! (Only regions that branch: chains keep their scans and lookup tables.)
+//! So the region is a sorted table of the cuts, each with the outcome of
+//! the interval it starts, found by walking the region on the interval's
+//! first value; a run finds its interval with a binary search (branchless
+//! over a power-of-two table: `log2(len)` steps, no mispredicted branch)
+//! instead of interpreting each node.
+//!
+//! Budgets, so that building is cheap on any program: a region has at
+//! most [`MAX_NODES`] compares (so at most `2 * MAX_NODES + 1` intervals,
+//! each walked in at most `MAX_NODES` steps); all regions of a program
+//! together cost at most [`MAX_WORK`] steps (region discovery and walks),
+//! and their tables at most [`MAX_ENTRIES`] entries. A region past a
+//! budget gets no table: its root keeps the ops it had. Worst case for a
+//! 4096-instruction program: `MAX_WORK` (2^22) node visits, tens of
+//! milliseconds, and 2^16 entries (384 KiB with `u16` targets).
+
+use crate::{Code, Cond};
+
+/// Regions with fewer compares than this on their longest path keep the
+/// interpreters' chain ops: measured (`benches/engine_table.py`), the
+/// classic interpreter ran long_jumps_short's tree of 4 compares deep (5
+/// intervals) 1.5x slower as a search than as its linked chains (the
+/// search's loads form one dependency chain; the chains' branches are
+/// predicted).
+pub const MIN_DEPTH: usize = 5;
+
+/// Compares a region may have.
+pub const MAX_NODES: usize = 1024;
+
+/// Node visits all regions of a program may cost to build (discovery and
+/// walks together).
+pub const MAX_WORK: usize = 1 << 22;
+
+/// Table entries all regions of a program may have.
+pub const MAX_ENTRIES: usize = 1 << 16;
+
+/// The breakpoint tables of a program's compare trees; `T` is what an
+/// interpreter keeps per outcome (a pc, in its own form).
+#[derive(Debug, Clone)]
+pub struct RangeTrees<T> {
+    /// Per tree: where its entries start, and how many there are (a power
+    /// of two).
+    spans: Box<[Span]>,
+    /// The first value of each interval, ascending per tree; the last
+    /// interval repeated up to the power of two.
+    starts: Box<[u32]>,
+    /// The outcome of each interval, parallel to `starts`.
+    outcomes: Box<[T]>,
+    /// The root pc of each tree.
+    roots: Box<[usize]>,
+    /// Intervals per tree before the padding, for the listing.
+    intervals: Box<[u32]>,
+}
+
+impl<T> Default for RangeTrees<T> {
+    fn default() -> Self {
+        RangeTrees {
+            spans: Box::new([]),
+            starts: Box::new([]),
+            outcomes: Box::new([]),
+            roots: Box::new([]),
+            intervals: Box::new([]),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: u32,
+    len: u32,
+}
+
+/// A compare of a region: its condition and constant, and where each
+/// outcome goes (resolved past `ja`).
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    cond: Cond,
+    value: u64,
+    taken: usize,
+    fall: usize,
+}
+
+/// The region compare at `pc`: a compare of `x` with a constant that is
+/// not a `&` test.
+fn node(code: &impl Code, pc: usize) -> Option<Node> {
+    let c = code.compare(pc).filter(|c| c.cond != Cond::Set)?;
+    Some(Node { cond: c.cond, value: c.value, taken: code.resolve(c.taken).0, fall: code.resolve(c.fall).0 })
+}
+
+/// Why a region has no table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Skip {
+    /// Too small to pay ([`MIN_DEPTH`]).
+    Shallow,
+    /// Past a budget, or not a forward DAG: no table, the ops stay.
+    Budget,
+}
+
+impl<T: Copy> RangeTrees<T> {
+    /// The tables of the compare trees among `pcs` (the pcs of a program;
+    /// a pc with no compare is skipped): one per *root*, a region compare
+    /// that no region compare goes to, whose region branches (a compare
+    /// goes on to the region on both sides: plain chains keep their
+    /// scans), has at least [`MIN_DEPTH`] compares on its longest path and
+    /// fits the budgets.
+    /// `outcome` is an interpreter's form of a pc a region leaves to
+    /// (`None`: no table for that region).
+    ///
+    /// Edges must go forward (to a higher pc), as classic and converted
+    /// seccomp jumps do; a region with another edge gets no table.
+    pub fn build(code: &impl Code, pcs: impl IntoIterator<Item = usize>, outcome: impl Fn(usize) -> Option<T>) -> Self {
+        let nodes: Vec<(usize, Node)> = pcs.into_iter().filter_map(|pc| Some((pc, node(code, pc)?))).collect();
+        let mut inner: Vec<usize> =
+            nodes.iter().flat_map(|(_, n)| [n.taken, n.fall]).filter(|&to| node(code, to).is_some()).collect();
+        inner.sort_unstable();
+        let mut work = Work { left: MAX_WORK };
+        let mut built = Built::default();
+        for &(root, _) in &nodes {
+            if inner.binary_search(&root).is_ok() {
+                continue;
+            }
+            // A region past a budget or too small keeps its ops.
+            let _ = built.add(code, root, &outcome, &mut work);
+        }
+        built.finish()
+    }
+
+    /// The root pc of every tree, in tree order (tree `i` is the `i`-th).
+    pub fn roots(&self) -> &[usize] {
+        &self.roots
+    }
+
+    /// Number of trees.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// Every outcome of every tree, for rewriting (e.g. routing pcs).
+    pub fn outcomes_mut(&mut self) -> &mut [T] {
+        &mut self.outcomes
+    }
+
+    /// The outcome of tree `tree` for `x`: exactly where walking its region
+    /// from the root leaves to. `None` only for a tree out of range.
+    #[inline(always)]
+    pub fn outcome(&self, tree: usize, x: u32) -> Option<T> {
+        let span = self.spans.get(tree)?;
+        let (start, len) = (span.start as usize, span.len as usize);
+        let starts = self.starts.get(start..start + len)?;
+        // The last entry whose start is at most x (the first starts at 0):
+        // halving steps over a power-of-two length, each a conditional
+        // move, not a branch.
+        let mut at = 0;
+        let mut step = len / 2;
+        while step > 0 {
+            let probe = at + step;
+            at = if starts.get(probe).is_some_and(|&s| s <= x) { probe } else { at };
+            step /= 2;
+        }
+        self.outcomes.get(start + at).copied()
+    }
+
+    /// Tree `tree`'s intervals, each with its first value and outcome.
+    pub fn intervals(&self, tree: usize) -> impl Iterator<Item = (u32, T)> + '_ {
+        let span = self.spans.get(tree).copied().unwrap_or(Span { start: 0, len: 0 });
+        let n = self.intervals.get(tree).copied().unwrap_or(0) as usize;
+        let range = span.start as usize..span.start as usize + n;
+        let starts = self.starts.get(range.clone()).unwrap_or_default();
+        let outcomes = self.outcomes.get(range).unwrap_or_default();
+        starts.iter().copied().zip(outcomes.iter().copied())
+    }
+
+    /// One line per tree (`tree #i @pc: n intervals`), then one per
+    /// interval (`lo..=hi -> name(outcome)`).
+    pub fn listing(&self, name: impl Fn(T) -> String) -> String {
+        let mut out = String::new();
+        for (tree, root) in self.roots.iter().enumerate() {
+            let all: Vec<(u32, T)> = self.intervals(tree).collect();
+            out.push_str(&format!("tree #{tree} @{root}: {} intervals\n", all.len()));
+            for (i, &(lo, t)) in all.iter().enumerate() {
+                let hi = all.get(i + 1).map_or(u32::MAX, |&(next, _)| next - 1);
+                out.push_str(&format!("  {lo:#x}..={hi:#x} -> {}\n", name(t)));
+            }
+        }
+        out
+    }
+}
+
+/// What is left of [`MAX_WORK`].
+struct Work {
+    left: usize,
+}
+
+impl Work {
+    /// Takes `n` steps; `Err` once the budget is spent.
+    fn take(&mut self, n: usize) -> Result<(), Skip> {
+        self.left = self.left.checked_sub(n).ok_or(Skip::Budget)?;
+        Ok(())
+    }
+}
+
+/// Tables as they are built.
+struct Built<T> {
+    spans: Vec<Span>,
+    starts: Vec<u32>,
+    outcomes: Vec<T>,
+    roots: Vec<usize>,
+    intervals: Vec<u32>,
+}
+
+impl<T> Default for Built<T> {
+    fn default() -> Self {
+        Built { spans: Vec::new(), starts: Vec::new(), outcomes: Vec::new(), roots: Vec::new(), intervals: Vec::new() }
+    }
+}
+
+impl<T: Copy> Built<T> {
+    /// Adds the table of the region rooted at `root`, if it pays and fits.
+    fn add(
+        &mut self,
+        code: &impl Code,
+        root: usize,
+        outcome: &impl Fn(usize) -> Option<T>,
+        work: &mut Work,
+    ) -> Result<(), Skip> {
+        let region = region(code, root, work)?;
+        if longest_path(&region) < MIN_DEPTH || !branches(&region) {
+            return Err(Skip::Shallow);
+        }
+        // Cuts: 0, and each constant v below 2^32 and v + 1 (where the
+        // outcome of `==`, `>`, `>=` and their negations may change).
+        let mut cuts: Vec<u32> = vec![0];
+        for (_, n) in &region {
+            if let Ok(v) = u32::try_from(n.value) {
+                cuts.push(v);
+                cuts.extend(v.checked_add(1));
+            }
+        }
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut intervals: Vec<(u32, usize)> = Vec::with_capacity(cuts.len());
+        for &lo in &cuts {
+            let to = walk(&region, root, lo, work)?;
+            if intervals.last().is_none_or(|&(_, last)| last != to) {
+                intervals.push((lo, to));
+            }
+        }
+        let len = intervals.len().next_power_of_two();
+        if self.starts.len() + len > MAX_ENTRIES {
+            return Err(Skip::Budget);
+        }
+        let mut outcomes = Vec::with_capacity(len);
+        for &(_, to) in &intervals {
+            outcomes.push(outcome(to).ok_or(Skip::Budget)?);
+        }
+        let (Some(&(last_lo, _)), Some(&last)) = (intervals.last(), outcomes.last()) else { return Err(Skip::Budget) };
+        let start = self.starts.len();
+        self.spans.push(Span { start: start as u32, len: len as u32 });
+        self.intervals.push(intervals.len() as u32);
+        self.roots.push(root);
+        self.starts.extend(intervals.iter().map(|&(lo, _)| lo));
+        self.outcomes.extend(outcomes);
+        // Padding: the last interval again, so that the search over the
+        // power of two finds it for every x at or past its start.
+        self.starts.resize(start + len, last_lo);
+        self.outcomes.resize(start + len, last);
+        Ok(())
+    }
+
+    fn finish(self) -> RangeTrees<T> {
+        RangeTrees {
+            spans: self.spans.into(),
+            starts: self.starts.into(),
+            outcomes: self.outcomes.into(),
+            roots: self.roots.into(),
+            intervals: self.intervals.into(),
+        }
+    }
+}
+
+/// The region of `root`: every compare reachable from it through region
+/// compares, sorted by pc; `Err` past [`MAX_NODES`] or the work budget, or
+/// for an edge that does not go forward.
+fn region(code: &impl Code, root: usize, work: &mut Work) -> Result<Vec<(usize, Node)>, Skip> {
+    let mut seen = std::collections::HashSet::new();
+    let mut found: Vec<(usize, Node)> = Vec::new();
+    let mut todo = vec![root];
+    while let Some(pc) = todo.pop() {
+        work.take(1)?;
+        if !seen.insert(pc) {
+            continue;
+        }
+        let Some(n) = node(code, pc) else { continue };
+        if n.taken <= pc || n.fall <= pc {
+            return Err(Skip::Budget);
+        }
+        found.push((pc, n));
+        if found.len() > MAX_NODES {
+            return Err(Skip::Budget);
+        }
+        todo.extend([n.taken, n.fall]);
+    }
+    found.sort_unstable_by_key(|&(pc, _)| pc);
+    Ok(found)
+}
+
+/// The region's compare at `pc`, if `pc` is in it.
+fn find(region: &[(usize, Node)], pc: usize) -> Option<&Node> {
+    let at = region.binary_search_by_key(&pc, |&(p, _)| p).ok()?;
+    region.get(at).map(|(_, n)| n)
+}
+
+/// Compares on the longest path of the region (edges go forward, so one
+/// pass from the highest pc down).
+fn longest_path(region: &[(usize, Node)]) -> usize {
+    let mut depth = vec![0usize; region.len()];
+    for i in (0..region.len()).rev() {
+        let Some(&(_, n)) = region.get(i) else { continue };
+        let below = |to: usize| {
+            region.binary_search_by_key(&to, |&(p, _)| p).ok().and_then(|j| depth.get(j).copied()).unwrap_or(0)
+        };
+        let d = 1 + below(n.taken).max(below(n.fall));
+        if let Some(slot) = depth.get_mut(i) {
+            *slot = d;
+        }
+    }
+    depth.first().copied().unwrap_or(0)
+}
+
+/// Whether some compare of the region goes on to the region on both
+/// sides: a tree, not a chain (chains keep their scans and lookup tables,
+/// [`crate::EqSets`], which beat a search on lists of `==`).
+fn branches(region: &[(usize, Node)]) -> bool {
+    region.iter().any(|(_, n)| find(region, n.taken).is_some() && find(region, n.fall).is_some())
+}
+
+/// Where the region is left when entered at `root` with `x`: the first pc
+/// outside it. Costs one step of `work` per compare.
+fn walk(region: &[(usize, Node)], root: usize, x: u32, work: &mut Work) -> Result<usize, Skip> {
+    let mut pc = root;
+    while let Some(n) = find(region, pc) {
+        work.take(1)?;
+        pc = if n.cond.eval(u64::from(x), n.value) { n.taken } else { n.fall };
+    }
+    Ok(pc)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,343 @@
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use super::*;
+use crate::Compare;
+use test_data::rng::Rng;
+
+/// A toy program: compares with absolute targets, `ja`, and anything else
+/// (which ends a region).
+#[derive(Debug, Clone, Copy)]
+enum Insn {
+    Cmp(Cond, u64, usize, usize),
+    Ja(usize),
+    Other,
+}
+
+struct Prog(Vec<Insn>);
+
+impl Code for Prog {
+    fn compare(&self, pc: usize) -> Option<Compare> {
+        match *self.0.get(pc)? {
+            Insn::Cmp(cond, value, taken, fall) => Some(Compare { cond, value, jump_pc: pc, taken, fall }),
+            _ => None,
+        }
+    }
+    fn resolve(&self, mut pc: usize) -> (usize, u32) {
+        let mut through = 0;
+        while let Some(&Insn::Ja(to)) = self.0.get(pc) {
+            pc = to;
+            through += 1;
+        }
+        (pc, through)
+    }
+    fn reloads(&self, _: usize, _: u8) -> bool {
+        false
+    }
+    fn ret_k(&self, _: usize) -> Option<u64> {
+        None
+    }
+}
+
+impl Prog {
+    /// Plain interpretation from `pc` until an instruction that is neither
+    /// a range compare nor a `ja` (or past the program).
+    fn run(&self, mut pc: usize, x: u32) -> usize {
+        loop {
+            match self.0.get(pc) {
+                Some(&Insn::Cmp(cond, v, t, f)) if cond != Cond::Set => {
+                    pc = if cond.eval(u64::from(x), v) { t } else { f };
+                }
+                Some(&Insn::Ja(to)) => pc = to,
+                _ => return pc,
+            }
+        }
+    }
+
+    fn trees(&self) -> RangeTrees<usize> {
+        RangeTrees::build(self, 0..self.0.len(), Some)
+    }
+}
+
+/// Every tree answers as plain interpretation on `x` and on every cut of
+/// the program ±1 (and a few fixed values).
+fn check(prog: &Prog, trees: &RangeTrees<usize>, more: &[u32]) {
+    let mut xs: Vec<u32> = vec![0, 1, 2, u32::MAX, u32::MAX - 1, 1 << 31, (1 << 31) - 1];
+    xs.extend(more);
+    for insn in &prog.0 {
+        if let Insn::Cmp(_, v, _, _) = *insn {
+            let v = v as u32;
+            xs.extend([v.wrapping_sub(1), v, v.wrapping_add(1), v.wrapping_add(2)]);
+        }
+    }
+    for (tree, &root) in trees.roots().iter().enumerate() {
+        for &x in &xs {
+            assert_eq!(trees.outcome(tree, x), Some(prog.run(root, x)), "tree {tree} @{root} x={x:#x}\n{prog:?}");
+        }
+    }
+}
+
+impl std::fmt::Debug for Prog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (pc, insn) in self.0.iter().enumerate() {
+            writeln!(f, "{pc:3}: {insn:?}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A balanced binary tree over `keys` (sorted) in the shape of libseccomp's
+/// `--opt 2` output: `jge` splits down to `jeq` leaves that go to `hit`
+/// (past the tree) or `miss`; returns the instructions from `base`.
+fn bst(keys: &[u32], base: usize, hit: usize, miss: usize, out: &mut Vec<Insn>) {
+    if keys.len() == 1 {
+        out.push(Insn::Cmp(Cond::Eq, u64::from(keys[0]), hit, miss));
+        return;
+    }
+    let mid = keys.len() / 2;
+    let at = out.len();
+    out.push(Insn::Other); // patched below
+    bst(&keys[..mid], base, hit, miss, out);
+    let right = base + out.len();
+    bst(&keys[mid..], base, hit, miss, out);
+    out[at] = Insn::Cmp(Cond::Ge, u64::from(keys[mid]), right, base + at + 1);
+}
+
+/// `n` compares `== 2i` from `base`, each going on to the next on a miss
+/// and over it on a hit (a DAG that branches), the last ones to `base + n`,
+/// then an outside pc there.
+fn ladder(n: usize, base: usize) -> Vec<Insn> {
+    let over = |i: usize| if i + 2 < n { base + i + 2 } else { base + n };
+    (0..n).map(|i| Insn::Cmp(Cond::Eq, 2 * i as u64, over(i), base + i + 1)).chain([Insn::Other]).collect()
+}
+
+#[test]
+fn a_libseccomp_tree_is_one_table_that_answers_as_the_walk() {
+    let keys: Vec<u32> = (0..40).map(|i| i * 3 + 1).collect();
+    let mut insns = Vec::new();
+    let n = 2 * keys.len() - 1;
+    bst(&keys, 0, n, n + 1, &mut insns);
+    insns.extend([Insn::Other, Insn::Other]);
+    let prog = Prog(insns);
+    let trees = prog.trees();
+    assert_eq!(trees.roots(), [0]);
+    assert_eq!(trees.len(), 1);
+    assert!(!trees.is_empty());
+    // Each key alone hits, the values between miss: 81 intervals.
+    let intervals: Vec<(u32, usize)> = trees.intervals(0).collect();
+    assert_eq!(intervals.len(), 2 * keys.len() + 1);
+    assert_eq!(intervals[0], (0, n + 1));
+    assert_eq!(intervals[1], (1, n));
+    assert_eq!(intervals[2], (2, n + 1));
+    assert_eq!(intervals.last(), Some(&(keys[39] + 1, n + 1)));
+    check(&prog, &trees, &[]);
+    for x in 0..200 {
+        let want = if keys.contains(&x) { n } else { n + 1 };
+        assert_eq!(trees.outcome(0, x), Some(want), "x={x}");
+    }
+    assert_eq!(trees.outcome(1, 0), None);
+}
+
+#[test]
+fn listing_shows_each_interval() {
+    // x == 1000 -> 7; x >= 10 -> 3; x > 3 -> 5; x == 0 -> 6; x >= 1 -> 7.
+    let prog = Prog(vec![
+        Insn::Cmp(Cond::Eq, 1000, 7, 1),
+        Insn::Cmp(Cond::Ge, 10, 3, 2),
+        Insn::Cmp(Cond::Gt, 3, 5, 3),
+        Insn::Cmp(Cond::Eq, 0, 6, 4),
+        Insn::Cmp(Cond::Ge, 1, 7, 5),
+        Insn::Other,
+        Insn::Other,
+        Insn::Other,
+    ]);
+    let trees = prog.trees();
+    let want =
+        "tree #0 @0: 4 intervals\n  0x0..=0x0 -> 6\n  0x1..=0x3 -> 7\n  0x4..=0x9 -> 5\n  0xa..=0xffffffff -> 7\n";
+    assert_eq!(trees.listing(|t| t.to_string()), want);
+    check(&prog, &trees, &[]);
+}
+
+#[test]
+fn random_regions_answer_as_plain_interpretation() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let conds = [Cond::Eq, Cond::Gt, Cond::Ge, Cond::Eq, Cond::Gt, Cond::Ge, Cond::Ne, Cond::Lt, Cond::Le, Cond::Set];
+    let mut tables = 0;
+    for case in 0..3000 {
+        let n = 2 + rng.below(40);
+        let mut small: Vec<u64> = (0..4).map(|_| rng.next_u64() % 64).collect();
+        small.extend([0, 1, 0xffff_ffff, 0xffff_fffe, 0x8000_0000, 0x7fff_ffff, 1 << 32, u64::MAX]);
+        let mut insns = Vec::with_capacity(n);
+        for pc in 0..n {
+            // Forward targets, some past the program (outside pcs).
+            let mut to = || pc + 1 + rng.below(n + 2 - pc);
+            let (t, f) = (to(), to());
+            insns.push(match rng.below(12) {
+                0 => Insn::Ja(t),
+                1 => Insn::Other,
+                _ => Insn::Cmp(conds[rng.below(conds.len())], small[rng.below(small.len())], t, f),
+            });
+        }
+        let prog = Prog(insns);
+        let trees = prog.trees();
+        tables += trees.len();
+        let more: Vec<u32> = (0..16).map(|_| rng.next_u64() as u32).collect();
+        check(&prog, &trees, &more);
+        // Roots are exactly the deep enough region compares no region
+        // compare goes to.
+        let inner: Vec<usize> = (0..n)
+            .filter_map(|pc| node(&prog, pc))
+            .flat_map(|c| [c.taken, c.fall])
+            .filter(|&to| node(&prog, to).is_some())
+            .collect();
+        for pc in 0..n {
+            let deep = node(&prog, pc).is_some()
+                && !inner.contains(&pc)
+                && region(&prog, pc, &mut Work { left: MAX_WORK })
+                    .is_ok_and(|r| longest_path(&r) >= MIN_DEPTH && branches(&r));
+            assert_eq!(trees.roots().contains(&pc), deep, "case {case} pc {pc}\n{prog:?}");
+        }
+    }
+    assert!(tables > 300, "only {tables} tables");
+}
+
+#[test]
+fn shared_nodes_and_ja_trampolines_walk_the_same() {
+    // Two subtrees share node 6 (through `ja`s at 4 and 5).
+    let prog = Prog(vec![
+        Insn::Cmp(Cond::Gt, 100, 2, 1),          // 0
+        Insn::Cmp(Cond::Eq, 7, 9, 4),            // 1
+        Insn::Cmp(Cond::Ge, 200, 5, 3),          // 2
+        Insn::Cmp(Cond::Eq, 150, 10, 5),         // 3
+        Insn::Ja(6),                             // 4
+        Insn::Ja(4),                             // 5
+        Insn::Cmp(Cond::Gt, 0xffff_ffff, 9, 7),  // 6: never true
+        Insn::Cmp(Cond::Ge, 0, 8, 9),            // 7: always true
+        Insn::Cmp(Cond::Eq, 0xffff_ffff, 9, 10), // 8
+        Insn::Other,                             // 9
+        Insn::Other,                             // 10
+    ]);
+    let trees = prog.trees();
+    assert_eq!(trees.roots(), [0]);
+    check(&prog, &trees, &[]);
+    assert_eq!(trees.outcome(0, 7), Some(9));
+    assert_eq!(trees.outcome(0, 8), Some(10));
+    assert_eq!(trees.outcome(0, 150), Some(10));
+    assert_eq!(trees.outcome(0, u32::MAX), Some(9));
+    assert_eq!(trees.outcome(0, u32::MAX - 1), Some(10));
+}
+
+#[test]
+fn shallow_regions_and_set_tests_get_no_table() {
+    // Three compares deep: kept as chains.
+    let three = Prog(vec![
+        Insn::Cmp(Cond::Ge, 10, 2, 1),
+        Insn::Cmp(Cond::Eq, 1, 3, 3),
+        Insn::Cmp(Cond::Eq, 11, 3, 3),
+        Insn::Cmp(Cond::Eq, 12, 4, 4),
+        Insn::Other,
+    ]);
+    // pc 0 reaches depth 3, pc 3 is not a root (pc 1 goes to it).
+    assert!(three.trees().is_empty());
+    // A `&` test ends the region: 4 compares, but one is a `jset`.
+    let set = Prog(vec![
+        Insn::Cmp(Cond::Ge, 10, 1, 1),
+        Insn::Cmp(Cond::Ge, 11, 2, 2),
+        Insn::Cmp(Cond::Set, 12, 3, 3),
+        Insn::Cmp(Cond::Ge, 13, 4, 4),
+        Insn::Other,
+    ]);
+    let trees = set.trees();
+    // pc 3 is a root of depth 1; pc 0 reaches depth 2.
+    assert!(trees.is_empty(), "{}", trees.listing(|t| t.to_string()));
+    // Exactly MIN_DEPTH compares: a table.
+    let four = Prog(
+        (0..MIN_DEPTH)
+            .map(|i| Insn::Cmp(Cond::Gt, i as u64, i + 1, if i == 0 { 2 } else { MIN_DEPTH + 1 }))
+            .chain([Insn::Other, Insn::Other])
+            .collect(),
+    );
+    assert_eq!(four.trees().roots(), [0]);
+    check(&four, &four.trees(), &[]);
+}
+
+#[test]
+fn regions_past_the_budgets_keep_their_ops() {
+    // MAX_NODES + 1 compares: too big for one region.
+    let n = MAX_NODES + 1;
+    let big = Prog(ladder(n, 0));
+    assert!(big.trees().is_empty());
+    // MAX_NODES compares fit.
+    let n = MAX_NODES;
+    let fits = Prog(ladder(n, 0));
+    let trees = fits.trees();
+    assert_eq!(trees.roots(), [0]);
+    check(&fits, &trees, &[]);
+    // No outcome form for a pc: no table.
+    let none: RangeTrees<usize> = RangeTrees::build(&fits, 0..n + 1, |pc| (pc != n).then_some(pc));
+    assert!(none.is_empty());
+    // A backward edge: no table (classic and converted jumps go forward).
+    let mut back = ladder(8, 0);
+    assert_eq!(Prog(back.clone()).trees().roots(), [0]);
+    back[7] = Insn::Cmp(Cond::Eq, 7, 8, 6);
+    assert!(Prog(back).trees().is_empty());
+    // Nor a chain that never branches.
+    let chain: Vec<Insn> = (0..8).map(|i| Insn::Cmp(Cond::Eq, i, 8, i as usize + 1)).chain([Insn::Other]).collect();
+    assert!(Prog(chain).trees().is_empty());
+}
+
+#[test]
+fn tables_share_the_entry_budget() {
+    // Disjoint balanced trees of 512 keys (1023 compares, 1025 intervals,
+    // padded to 2048 entries): only MAX_ENTRIES / 2048 of them get a table.
+    let keys: Vec<u32> = (0..512).map(|i| 2 * i + 1).collect();
+    let count = MAX_ENTRIES / 2048 + 2;
+    let mut insns = Vec::new();
+    for _ in 0..count {
+        let base = insns.len();
+        let mut tree = Vec::new();
+        bst(&keys, base, base + 1023, base + 1024, &mut tree);
+        insns.extend(tree);
+        insns.extend([Insn::Other, Insn::Other]);
+    }
+    let prog = Prog(insns);
+    let trees = prog.trees();
+    assert_eq!(trees.len(), MAX_ENTRIES / 2048);
+    assert_eq!(trees.roots()[1], 1025);
+    check(&prog, &trees, &[]);
+}
+
+#[test]
+fn the_work_budget_bounds_every_program() {
+    // Disjoint ladders of MAX_NODES distinct `==`: each costs about
+    // MAX_NODES^2 node visits to build (2 * MAX_NODES intervals, walked
+    // MAX_NODES / 2 deep on average), so MAX_WORK covers only a few.
+    let n = MAX_NODES;
+    let mut insns = Vec::new();
+    for _ in 0..8 {
+        let base = insns.len();
+        insns.extend(ladder(n, base));
+    }
+    let prog = Prog(insns);
+    let trees = prog.trees();
+    assert!((1..8).contains(&trees.len()), "{} trees", trees.len());
+    check(&prog, &trees, &[]);
+    let mut work = Work { left: 3 };
+    assert_eq!(work.take(3), Ok(()));
+    assert_eq!(work.take(1), Err(Skip::Budget));
+    assert_eq!(work.left, 0);
+}
+
+#[test]
+fn outcomes_can_be_rewritten() {
+    let keys: Vec<u32> = (0..16).collect();
+    let mut insns = Vec::new();
+    bst(&keys, 0, 31, 32, &mut insns);
+    insns.extend([Insn::Other, Insn::Other]);
+    let prog = Prog(insns);
+    let mut trees = prog.trees();
+    for t in trees.outcomes_mut() {
+        *t += 100;
+    }
+    assert_eq!(trees.outcome(0, 3), Some(131));
+    assert_eq!(trees.outcome(0, 20), Some(132));
+}
