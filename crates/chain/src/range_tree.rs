@@ -37,6 +37,24 @@ use crate::{Code, Cond};
 /// predicted).
 pub const MIN_DEPTH: usize = 5;
 
+/// Compares that go on to the region on both sides a region needs to be a
+/// tree. One is a chain split once (libseccomp's x32 test in front of an
+/// allow-list): measured, its chains' eq-set lookups beat the search on
+/// the mix (allow306_default 6.2 against 6.75 ns, seed_slow 6.3 against
+/// 7.2).
+pub const MIN_BRANCHES: usize = 2;
+
+/// A walk of the region costs about one dispatch per compare; the search
+/// over a table of `2^s` entries costs `s` dependent steps and an entry.
+/// A region gets its table only where the mean walk over its intervals is
+/// at least `s + SEARCH_MARGIN` compares. Measured (`benches/engine_table.py`,
+/// the classic interpreter, mix of the inputs): Chromium's syscall tree
+/// (mean walk 7.1 compares, 256 entries) ran 11.1 ns walked and 14.5 as a
+/// search; libseccomp's opt2 trees, walked through `ja` trampolines, gain
+/// (docker_like_opt2: mean 10.4 over 256 entries, 38 → 16.5 ns;
+/// allow306_opt2: 9.2 over 4, 19 → 7.3 ns).
+pub const SEARCH_MARGIN: usize = 2;
+
 /// Compares a region may have.
 pub const MAX_NODES: usize = 1024;
 
@@ -242,26 +260,12 @@ impl<T: Copy> Built<T> {
         work: &mut Work,
     ) -> Result<(), Skip> {
         let region = region(code, root, work)?;
-        if longest_path(&region) < MIN_DEPTH || !branches(&region) {
+        if longest_path(&region) < MIN_DEPTH || branches(&region) < MIN_BRANCHES {
             return Err(Skip::Shallow);
         }
-        // Cuts: 0, and each constant v below 2^32 and v + 1 (where the
-        // outcome of `==`, `>`, `>=` and their negations may change).
-        let mut cuts: Vec<u32> = vec![0];
-        for (_, n) in &region {
-            if let Ok(v) = u32::try_from(n.value) {
-                cuts.push(v);
-                cuts.extend(v.checked_add(1));
-            }
-        }
-        cuts.sort_unstable();
-        cuts.dedup();
-        let mut intervals: Vec<(u32, usize)> = Vec::with_capacity(cuts.len());
-        for &lo in &cuts {
-            let to = walk(&region, root, lo, work)?;
-            if intervals.last().is_none_or(|&(_, last)| last != to) {
-                intervals.push((lo, to));
-            }
+        let (intervals, steps, cuts) = intervals_of(&region, root, work)?;
+        if !pays(steps, cuts, intervals.len()) {
+            return Err(Skip::Shallow);
         }
         let len = intervals.len().next_power_of_two();
         if self.starts.len() + len > MAX_ENTRIES {
@@ -294,6 +298,45 @@ impl<T: Copy> Built<T> {
             intervals: self.intervals.into(),
         }
     }
+}
+
+/// The intervals of the region rooted at `root` (first value, the pc the
+/// walk leaves to; neighbours with the same pc merged), with the compares
+/// walked over all cuts and the number of cuts.
+fn intervals_of(
+    region: &[(usize, Node)],
+    root: usize,
+    work: &mut Work,
+) -> Result<(Vec<(u32, usize)>, usize, usize), Skip> {
+    // Cuts: 0, and each constant v below 2^32 and v + 1 (where the
+    // outcome of `==`, `>`, `>=` and their negations may change).
+    let mut cuts: Vec<u32> = vec![0];
+    for (_, n) in region {
+        if let Ok(v) = u32::try_from(n.value) {
+            cuts.push(v);
+            cuts.extend(v.checked_add(1));
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut intervals: Vec<(u32, usize)> = Vec::with_capacity(cuts.len());
+    let mut steps = 0usize;
+    for &lo in &cuts {
+        let (to, walked) = walk(region, root, lo, work)?;
+        steps += walked;
+        if intervals.last().is_none_or(|&(_, last)| last != to) {
+            intervals.push((lo, to));
+        }
+    }
+    Ok((intervals, steps, cuts.len()))
+}
+
+/// Whether the search pays ([`SEARCH_MARGIN`]): the mean walk over the
+/// cuts, `steps / cuts`, is at least the search's steps over a table of
+/// `intervals` entries plus the margin.
+fn pays(steps: usize, cuts: usize, intervals: usize) -> bool {
+    let search = intervals.next_power_of_two().trailing_zeros() as usize;
+    steps >= cuts.saturating_mul(search + SEARCH_MARGIN)
 }
 
 /// The region of `root`: every compare reachable from it through region
@@ -345,22 +388,25 @@ fn longest_path(region: &[(usize, Node)]) -> usize {
     depth.first().copied().unwrap_or(0)
 }
 
-/// Whether some compare of the region goes on to the region on both
-/// sides: a tree, not a chain (chains keep their scans and lookup tables,
-/// [`crate::EqSets`], which beat a search on lists of `==`).
-fn branches(region: &[(usize, Node)]) -> bool {
-    region.iter().any(|(_, n)| find(region, n.taken).is_some() && find(region, n.fall).is_some())
+/// How many compares of the region go on to the region on both sides:
+/// at least [`MIN_BRANCHES`] make a tree, fewer a chain (chains keep their
+/// scans and lookup tables, [`crate::EqSets`], which beat a search on lists
+/// of `==`).
+fn branches(region: &[(usize, Node)]) -> usize {
+    region.iter().filter(|(_, n)| find(region, n.taken).is_some() && find(region, n.fall).is_some()).count()
 }
 
 /// Where the region is left when entered at `root` with `x`: the first pc
 /// outside it. Costs one step of `work` per compare.
-fn walk(region: &[(usize, Node)], root: usize, x: u32, work: &mut Work) -> Result<usize, Skip> {
+fn walk(region: &[(usize, Node)], root: usize, x: u32, work: &mut Work) -> Result<(usize, usize), Skip> {
     let mut pc = root;
+    let mut steps = 0;
     while let Some(n) = find(region, pc) {
         work.take(1)?;
+        steps += 1;
         pc = if n.cond.eval(u64::from(x), n.value) { n.taken } else { n.fall };
     }
-    Ok(pc)
+    Ok((pc, steps))
 }
 
 #[cfg(test)]

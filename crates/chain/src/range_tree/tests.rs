@@ -193,7 +193,12 @@ fn random_regions_answer_as_plain_interpretation() {
             let deep = node(&prog, pc).is_some()
                 && !inner.contains(&pc)
                 && region(&prog, pc, &mut Work { left: MAX_WORK })
-                    .is_ok_and(|r| longest_path(&r) >= MIN_DEPTH && branches(&r));
+                    .is_ok_and(|r| {
+                        longest_path(&r) >= MIN_DEPTH
+                            && branches(&r) >= MIN_BRANCHES
+                            && intervals_of(&r, pc, &mut Work { left: MAX_WORK })
+                                .is_ok_and(|(iv, steps, cuts)| pays(steps, cuts, iv.len()))
+                    });
             assert_eq!(trees.roots().contains(&pc), deep, "case {case} pc {pc}\n{prog:?}");
         }
     }
