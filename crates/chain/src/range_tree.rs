@@ -37,6 +37,79 @@ use crate::{Code, Cond};
 /// predicted).
 pub const MIN_DEPTH: usize = 5;
 
+/// Compares that go on to the region on both sides a region needs to be a
+/// tree. One is a chain split once (libseccomp's x32 test in front of an
+/// allow-list): measured, its chains' eq-set lookups beat the search on
+/// the mix (allow306_default 6.2 against 6.75 ns, seed_slow 6.3 against
+/// 7.2).
+pub const MIN_BRANCHES: usize = 2;
+
+/// A walk of the region costs about one dispatch per compare; the search
+/// over a table of `2^s` entries costs `s` dependent steps and an entry.
+/// A region gets its table only where the mean walk over its cuts is at
+/// least `s + SEARCH_MARGIN` compares. Measured (`benches/engine_table.py`,
+/// the classic interpreter, mix of the inputs): Chromium's syscall tree
+/// (mean walk 7.1 compares, 256 entries) ran 11.1 ns walked and 14.5 as a
+/// search; libseccomp's opt2 trees gain (docker_like_opt2: mean 10.4 over
+/// 256 entries, 38 → 16.5 ns; allow306_opt2: 9.2 over 4, 19 → 7.3 ns).
+pub const SEARCH_MARGIN: usize = 2;
+
+/// Which regions get a table: the cost model, apart from the mechanism
+/// (every region a policy admits answers exactly as its walk).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// Compares the longest path of a region needs ([`MIN_DEPTH`]).
+    pub min_depth: usize,
+    /// Compares going on to the region on both sides it needs
+    /// ([`MIN_BRANCHES`]; at least 1 in any policy: a chain that never
+    /// branches keeps its scans).
+    pub min_branches: usize,
+    /// How many compares the mean walk must exceed the search's steps by
+    /// ([`SEARCH_MARGIN`]); `None`: no cost check.
+    pub search_margin: Option<usize>,
+}
+
+impl Default for Policy {
+    /// The measured policy: [`MIN_DEPTH`], [`MIN_BRANCHES`],
+    /// [`SEARCH_MARGIN`].
+    fn default() -> Self {
+        Policy { min_depth: MIN_DEPTH, min_branches: MIN_BRANCHES, search_margin: Some(SEARCH_MARGIN) }
+    }
+}
+
+impl Policy {
+    /// Every region that branches gets a table (within the budgets): for
+    /// testing the mechanism.
+    pub const EVERY_TREE: Policy = Policy { min_depth: 1, min_branches: 1, search_margin: None };
+
+    /// Whether a region with these counts gets its table: deep enough,
+    /// branching enough, and (with a margin) a mean walk over the cuts,
+    /// `steps / cuts`, of at least the search's steps over a table of
+    /// `intervals` entries plus the margin.
+    fn admits(self, shape: Shape) -> bool {
+        let walk_pays = self.search_margin.is_none_or(|margin| {
+            let search = shape.intervals.next_power_of_two().trailing_zeros() as usize;
+            shape.steps >= shape.cuts.saturating_mul(search.saturating_add(margin))
+        });
+        shape.depth >= self.min_depth && shape.branches >= self.min_branches.max(1) && walk_pays
+    }
+}
+
+/// What a [`Policy`] looks at in a region.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    /// Compares on the longest path.
+    depth: usize,
+    /// Compares going on to the region on both sides.
+    branches: usize,
+    /// Compares walked over all cuts.
+    steps: usize,
+    /// Cuts walked.
+    cuts: usize,
+    /// Intervals (the table before padding).
+    intervals: usize,
+}
+
 /// Compares a region may have.
 pub const MAX_NODES: usize = 1024;
 
@@ -103,25 +176,35 @@ fn node(code: &impl Code, pc: usize) -> Option<Node> {
 /// Why a region has no table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Skip {
-    /// Too small to pay ([`MIN_DEPTH`]).
+    /// Too small to pay (the [`Policy`]).
     Shallow,
     /// Past a budget, or not a forward DAG: no table, the ops stay.
     Budget,
 }
 
 impl<T: Copy> RangeTrees<T> {
+    /// The tables of the compare trees among `pcs` that pay under the
+    /// measured [`Policy::default`] ([`RangeTrees::build_with`]).
+    pub fn build(code: &impl Code, pcs: impl IntoIterator<Item = usize>, outcome: impl Fn(usize) -> Option<T>) -> Self {
+        Self::build_with(Policy::default(), code, pcs, outcome)
+    }
+
     /// The tables of the compare trees among `pcs` (the pcs of a program;
     /// a pc with no compare is skipped): one per *root*, a region compare
-    /// that no region compare goes to, whose region branches (a compare
-    /// goes on to the region on both sides: plain chains keep their
-    /// scans), has at least [`MIN_DEPTH`] compares on its longest path and
-    /// fits the budgets.
+    /// that no region compare goes to, whose region `policy` admits (it
+    /// branches: plain chains keep their scans; deep enough; its walk
+    /// costs more than the search) and that fits the budgets.
     /// `outcome` is an interpreter's form of a pc a region leaves to
     /// (`None`: no table for that region).
     ///
     /// Edges must go forward (to a higher pc), as classic and converted
     /// seccomp jumps do; a region with another edge gets no table.
-    pub fn build(code: &impl Code, pcs: impl IntoIterator<Item = usize>, outcome: impl Fn(usize) -> Option<T>) -> Self {
+    pub fn build_with(
+        policy: Policy,
+        code: &impl Code,
+        pcs: impl IntoIterator<Item = usize>,
+        outcome: impl Fn(usize) -> Option<T>,
+    ) -> Self {
         let nodes: Vec<(usize, Node)> = pcs.into_iter().filter_map(|pc| Some((pc, node(code, pc)?))).collect();
         let mut inner: Vec<usize> =
             nodes.iter().flat_map(|(_, n)| [n.taken, n.fall]).filter(|&to| node(code, to).is_some()).collect();
@@ -133,7 +216,7 @@ impl<T: Copy> RangeTrees<T> {
                 continue;
             }
             // A region past a budget or too small keeps its ops.
-            let _ = built.add(code, root, &outcome, &mut work);
+            let _ = built.add(policy, code, root, &outcome, &mut work);
         }
         built.finish()
     }
@@ -236,32 +319,21 @@ impl<T: Copy> Built<T> {
     /// Adds the table of the region rooted at `root`, if it pays and fits.
     fn add(
         &mut self,
+        policy: Policy,
         code: &impl Code,
         root: usize,
         outcome: &impl Fn(usize) -> Option<T>,
         work: &mut Work,
     ) -> Result<(), Skip> {
         let region = region(code, root, work)?;
-        if longest_path(&region) < MIN_DEPTH || !branches(&region) {
+        let (depth, branches) = (longest_path(&region), branches(&region));
+        // Cheap checks first: the walks cost work.
+        if depth < policy.min_depth || branches < policy.min_branches.max(1) {
             return Err(Skip::Shallow);
         }
-        // Cuts: 0, and each constant v below 2^32 and v + 1 (where the
-        // outcome of `==`, `>`, `>=` and their negations may change).
-        let mut cuts: Vec<u32> = vec![0];
-        for (_, n) in &region {
-            if let Ok(v) = u32::try_from(n.value) {
-                cuts.push(v);
-                cuts.extend(v.checked_add(1));
-            }
-        }
-        cuts.sort_unstable();
-        cuts.dedup();
-        let mut intervals: Vec<(u32, usize)> = Vec::with_capacity(cuts.len());
-        for &lo in &cuts {
-            let to = walk(&region, root, lo, work)?;
-            if intervals.last().is_none_or(|&(_, last)| last != to) {
-                intervals.push((lo, to));
-            }
+        let (intervals, steps, cuts) = intervals_of(&region, root, work)?;
+        if !policy.admits(Shape { depth, branches, steps, cuts, intervals: intervals.len() }) {
+            return Err(Skip::Shallow);
         }
         let len = intervals.len().next_power_of_two();
         if self.starts.len() + len > MAX_ENTRIES {
@@ -294,6 +366,37 @@ impl<T: Copy> Built<T> {
             intervals: self.intervals.into(),
         }
     }
+}
+
+/// Intervals (first value, the pc the walk leaves to), compares walked
+/// over all cuts, cuts.
+type Walked = (Vec<(u32, usize)>, usize, usize);
+
+/// The intervals of the region rooted at `root` (first value, the pc the
+/// walk leaves to; neighbours with the same pc merged), with the compares
+/// walked over all cuts and the number of cuts.
+fn intervals_of(region: &[(usize, Node)], root: usize, work: &mut Work) -> Result<Walked, Skip> {
+    // Cuts: 0, and each constant v below 2^32 and v + 1 (where the
+    // outcome of `==`, `>`, `>=` and their negations may change).
+    let mut cuts: Vec<u32> = vec![0];
+    for (_, n) in region {
+        if let Ok(v) = u32::try_from(n.value) {
+            cuts.push(v);
+            cuts.extend(v.checked_add(1));
+        }
+    }
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut intervals: Vec<(u32, usize)> = Vec::with_capacity(cuts.len());
+    let mut steps = 0usize;
+    for &lo in &cuts {
+        let (to, walked) = walk(region, root, lo, work)?;
+        steps += walked;
+        if intervals.last().is_none_or(|&(_, last)| last != to) {
+            intervals.push((lo, to));
+        }
+    }
+    Ok((intervals, steps, cuts.len()))
 }
 
 /// The region of `root`: every compare reachable from it through region
@@ -345,22 +448,25 @@ fn longest_path(region: &[(usize, Node)]) -> usize {
     depth.first().copied().unwrap_or(0)
 }
 
-/// Whether some compare of the region goes on to the region on both
-/// sides: a tree, not a chain (chains keep their scans and lookup tables,
-/// [`crate::EqSets`], which beat a search on lists of `==`).
-fn branches(region: &[(usize, Node)]) -> bool {
-    region.iter().any(|(_, n)| find(region, n.taken).is_some() && find(region, n.fall).is_some())
+/// How many compares of the region go on to the region on both sides:
+/// a [`Policy`] wants at least one, [`MIN_BRANCHES`] by default. None is a
+/// chain, one a chain split once (chains keep their scans and lookup
+/// tables, [`crate::EqSets`], which beat a search on lists of `==`).
+fn branches(region: &[(usize, Node)]) -> usize {
+    region.iter().filter(|(_, n)| find(region, n.taken).is_some() && find(region, n.fall).is_some()).count()
 }
 
 /// Where the region is left when entered at `root` with `x`: the first pc
 /// outside it. Costs one step of `work` per compare.
-fn walk(region: &[(usize, Node)], root: usize, x: u32, work: &mut Work) -> Result<usize, Skip> {
+fn walk(region: &[(usize, Node)], root: usize, x: u32, work: &mut Work) -> Result<(usize, usize), Skip> {
     let mut pc = root;
+    let mut steps = 0;
     while let Some(n) = find(region, pc) {
         work.take(1)?;
+        steps += 1;
         pc = if n.cond.eval(u64::from(x), n.value) { n.taken } else { n.fall };
     }
-    Ok(pc)
+    Ok((pc, steps))
 }
 
 #[cfg(test)]

@@ -53,8 +53,13 @@ impl Prog {
         }
     }
 
+    /// The tables of every tree (the mechanism, [`Policy::EVERY_TREE`]).
     fn trees(&self) -> RangeTrees<usize> {
-        RangeTrees::build(self, 0..self.0.len(), Some)
+        self.trees_with(Policy::EVERY_TREE)
+    }
+
+    fn trees_with(&self, policy: Policy) -> RangeTrees<usize> {
+        RangeTrees::build_with(policy, self, 0..self.0.len(), Some)
     }
 }
 
@@ -178,23 +183,30 @@ fn random_regions_answer_as_plain_interpretation() {
             });
         }
         let prog = Prog(insns);
-        let trees = prog.trees();
+        // The mechanism on most cases, the measured policy on every fourth.
+        let policy = if case % 4 == 3 { Policy::default() } else { Policy::EVERY_TREE };
+        let trees = prog.trees_with(policy);
         tables += trees.len();
         let more: Vec<u32> = (0..16).map(|_| rng.next_u64() as u32).collect();
         check(&prog, &trees, &more);
-        // Roots are exactly the deep enough region compares no region
-        // compare goes to.
+        // Roots are exactly the region compares no region compare goes to
+        // whose region the policy admits.
         let inner: Vec<usize> = (0..n)
             .filter_map(|pc| node(&prog, pc))
             .flat_map(|c| [c.taken, c.fall])
             .filter(|&to| node(&prog, to).is_some())
             .collect();
         for pc in 0..n {
-            let deep = node(&prog, pc).is_some()
+            let admitted = node(&prog, pc).is_some()
                 && !inner.contains(&pc)
-                && region(&prog, pc, &mut Work { left: MAX_WORK })
-                    .is_ok_and(|r| longest_path(&r) >= MIN_DEPTH && branches(&r));
-            assert_eq!(trees.roots().contains(&pc), deep, "case {case} pc {pc}\n{prog:?}");
+                && region(&prog, pc, &mut Work { left: MAX_WORK }).is_ok_and(|r| {
+                    intervals_of(&r, pc, &mut Work { left: MAX_WORK }).is_ok_and(|(iv, steps, cuts)| {
+                        let shape =
+                            Shape { depth: longest_path(&r), branches: branches(&r), steps, cuts, intervals: iv.len() };
+                        policy.admits(shape)
+                    })
+                });
+            assert_eq!(trees.roots().contains(&pc), admitted, "case {case} pc {pc} {policy:?}\n{prog:?}");
         }
     }
     assert!(tables > 300, "only {tables} tables");
@@ -228,6 +240,8 @@ fn shared_nodes_and_ja_trampolines_walk_the_same() {
 
 #[test]
 fn shallow_regions_and_set_tests_get_no_table() {
+    // The depth rule alone.
+    let depth = Policy { min_depth: MIN_DEPTH, min_branches: 1, search_margin: None };
     // Three compares deep: kept as chains.
     let three = Prog(vec![
         Insn::Cmp(Cond::Ge, 10, 2, 1),
@@ -237,7 +251,8 @@ fn shallow_regions_and_set_tests_get_no_table() {
         Insn::Other,
     ]);
     // pc 0 reaches depth 3, pc 3 is not a root (pc 1 goes to it).
-    assert!(three.trees().is_empty());
+    assert!(three.trees_with(depth).is_empty());
+    assert_eq!(three.trees().roots(), [0]);
     // A `&` test ends the region: 4 compares, but one is a `jset`.
     let set = Prog(vec![
         Insn::Cmp(Cond::Ge, 10, 1, 1),
@@ -246,8 +261,8 @@ fn shallow_regions_and_set_tests_get_no_table() {
         Insn::Cmp(Cond::Ge, 13, 4, 4),
         Insn::Other,
     ]);
-    let trees = set.trees();
     // pc 3 is a root of depth 1; pc 0 reaches depth 2.
+    let trees = set.trees_with(depth);
     assert!(trees.is_empty(), "{}", trees.listing(|t| t.to_string()));
     // Exactly MIN_DEPTH compares: a table.
     let four = Prog(
@@ -256,8 +271,66 @@ fn shallow_regions_and_set_tests_get_no_table() {
             .chain([Insn::Other, Insn::Other])
             .collect(),
     );
-    assert_eq!(four.trees().roots(), [0]);
-    check(&four, &four.trees(), &[]);
+    assert_eq!(four.trees_with(depth).roots(), [0]);
+    check(&four, &four.trees_with(depth), &[]);
+}
+
+/// A balanced tree over `keys` (as [`bst`]) from pc 0, then its two
+/// outcomes.
+fn bst_prog(keys: &[u32]) -> Prog {
+    let n = 2 * keys.len() - 1;
+    let mut insns = Vec::new();
+    bst(keys, 0, n, n + 1, &mut insns);
+    insns.extend([Insn::Other, Insn::Other]);
+    Prog(insns)
+}
+
+#[test]
+fn the_measured_policy_drops_a_sparse_balanced_tree() {
+    // 64 sparse keys: 129 intervals (256 entries, 8 search steps), a walk
+    // of 7 compares to every one: the walk is cheaper than 8 + margin.
+    let keys: Vec<u32> = (0..64).map(|i| 3 * i + 1).collect();
+    let prog = bst_prog(&keys);
+    assert!(prog.trees_with(Policy::default()).is_empty());
+    // The margin decides: without it, a table.
+    let no_margin = Policy { search_margin: None, ..Policy::default() };
+    assert_eq!(prog.trees_with(no_margin).roots(), [0]);
+    assert_eq!(prog.trees().intervals(0).count(), 129);
+}
+
+#[test]
+fn the_measured_policy_keeps_a_deep_walk_to_few_intervals() {
+    // The same shape over 64 consecutive keys: 2 intervals (2 entries, 1
+    // search step) behind a walk of 7 compares (libseccomp's opt2 trees of
+    // allow-lists: allow306_opt2, mean walk 9.2 to 3 intervals).
+    let keys: Vec<u32> = (100..164).collect();
+    let prog = bst_prog(&keys);
+    let trees = prog.trees_with(Policy::default());
+    assert_eq!(trees.roots(), [0]);
+    assert_eq!(trees.intervals(0).count(), 3);
+    check(&prog, &trees, &[]);
+}
+
+#[test]
+fn the_measured_policy_drops_a_chain_split_once() {
+    // libseccomp's x32 split in front of allow-lists: `x >= 0x40000000`,
+    // then one `==` chain per side, each hit to 81, each miss on to the
+    // next, the last to 82.
+    let mut insns = vec![Insn::Cmp(Cond::Ge, 0x4000_0000, 41, 1)];
+    for side in [0u64, 0x4000_0000] {
+        for i in 0..40u64 {
+            let next = insns.len() + 1;
+            insns.push(Insn::Cmp(Cond::Eq, side + 2 * i + 1, 81, if i == 39 { 82 } else { next }));
+        }
+    }
+    insns.extend([Insn::Other, Insn::Other]);
+    let prog = Prog(insns);
+    assert!(prog.trees_with(Policy::default()).is_empty());
+    // Only MIN_BRANCHES drops it: its walk is long enough to pay.
+    let one_branch = Policy { min_branches: 1, ..Policy::default() };
+    let trees = prog.trees_with(one_branch);
+    assert_eq!(trees.roots(), [0]);
+    check(&prog, &trees, &[]);
 }
 
 #[test]
