@@ -28,12 +28,13 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
     };
     let ebpf_prog = engine::load_ebpf(prepared.converted())?;
     let mut vm = ebpf::Vm::new();
+    let interp = cbpf::Interp::new(prepared.program());
     let mut inputs: Vec<Input> =
-        named.into_iter().map(|(n, d)| seccomp_input(prepared, &mut vm, &ebpf_prog, n, d)).collect::<Result<_>>()?;
+        named.into_iter().map(|(n, d)| seccomp_input(&interp, &mut vm, &ebpf_prog, n, d)).collect::<Result<_>>()?;
     if !chosen {
         if let Some(d) = deepest_arguments(prepared.program(), &inputs) {
             let name = format!("{} deepest", input_name(d.arch, d.nr as u32));
-            inputs.push(seccomp_input(prepared, &mut vm, &ebpf_prog, name, d)?);
+            inputs.push(seccomp_input(&interp, &mut vm, &ebpf_prog, name, d)?);
         }
     }
     let deepest = deepest(&inputs);
