@@ -26,16 +26,34 @@
 //! ([`KernelJit::eval`]) come from the single harness ([`xdp::seccomp`]);
 //! the timing harness returns the last copy's value, which every round
 //! reports so the caller checks it too.
-//! An XDP test run with `repeat > 1` registers the program with the XDP
-//! dispatcher for the timed loop (direct calls, as a driver's) and
-//! unregisters it after (`bpf_prog_change_xdp()` in
-//! `bpf_prog_test_run_xdp()`): measured here, about 20 ms of wall time per
-//! call whatever `repeat` (1–2 µs with `repeat = 1`, which [`KernelJit::eval`]
-//! uses), none of it on the kernel's clock. So a clock makes as few calls as it can: one probe of the
-//! baseline fixes one `repeat` for every measurement, long enough that
-//! each lasts at least [`MIN_MEASUREMENT`] (every run costs at least the
-//! harness alone), and a round is one call per input plus one for the
-//! baseline.
+//!
+//! The timing harness and its baseline are loaded as tc programs
+//! (`BPF_PROG_TYPE_SCHED_CLS`, [`xdp::Context::Tc`]: the same instructions
+//! behind a prologue that reads `struct __sk_buff`), the single harness as
+//! XDP. Two reasons:
+//! - Wall time. An XDP test run with `repeat > 1` registers the program
+//!   with the XDP dispatcher for the timed loop and unregisters it after
+//!   (`bpf_prog_change_xdp()` in `bpf_prog_test_run_xdp()`, net/bpf/test_run.c):
+//!   measured here, about 20 ms of wall time per call whatever `repeat`,
+//!   none of it on the kernel's clock. `bench` on Docker's default profile
+//!   (931 inputs, at least 3 rounds of one call each) spent 95 s in that
+//!   column; a tc test run (`bpf_prog_test_run_skb()`) has no such step:
+//!   8.5 s, nearly all of it the 1 ms measurements.
+//! - The call the filter gets. The XDP dispatcher calls the program
+//!   directly; `bpf_test_run()` of a tc program calls it through
+//!   `bpf_prog_run()`, an indirect call (a retpoline where Spectre v2 is
+//!   mitigated that way, as on the machine of issue 28), as seccomp does
+//!   (`bpf_prog_run_pin_on_cpu()` in `seccomp_run_filters()`,
+//!   kernel/seccomp.c). Measured side by side (one copy, whole ns),
+//!   long_jumps_large's inputs read about half as much behind the direct
+//!   call (path of 54 instructions: 3 ns against 7; mix 5.5–6.6 against
+//!   9.6): the direct call lets a run overlap the loop around it, which
+//!   the baseline then subtracts.
+//!
+//! A clock makes as few calls as it can: one probe of the baseline fixes
+//! one `repeat` for every measurement, long enough that each lasts at least
+//! [`MIN_MEASUREMENT`] (every run costs at least the harness alone), and a
+//! round is one call per input plus one for the baseline.
 
 use std::time::Duration;
 
@@ -88,8 +106,8 @@ impl KernelJit {
     }
 }
 
-/// The kernel's clock on a filter's timing harness (module docs): ns per
-/// run of the filter above the harness alone.
+/// The kernel's clock on a filter's timing harness (module docs: loaded as
+/// tc programs): ns per run of the filter above the harness alone.
 #[derive(Debug)]
 pub struct Clock {
     /// The single harness: the answers.
@@ -112,12 +130,13 @@ impl Clock {
     pub fn new(prepared: &Prepared) -> Result<Clock, EngineError> {
         let loadable = convert::loadable(prepared.converted(), prepared.program().mode())?;
         let copies = xdp::copies_for(&loadable);
-        let load = |insns: &[ebpf::Insn]| -> Result<KernelJit, EngineError> {
-            Ok(KernelJit { prog: Prog::load(ProgType::Xdp, insns)? })
+        let load = |prog_type: ProgType, insns: &[ebpf::Insn]| -> Result<KernelJit, EngineError> {
+            Ok(KernelJit { prog: Prog::load(prog_type, insns)? })
         };
-        let single = load(&xdp::seccomp(&loadable))?;
-        let timed = load(&xdp::seccomp_copies(&loadable, copies)?)?;
-        let baseline = load(&xdp::baseline_copies(copies))?;
+        let single = load(ProgType::Xdp, &xdp::seccomp(&loadable))?;
+        let tc = xdp::Context::Tc;
+        let timed = load(ProgType::SchedCls, &xdp::seccomp_copies(&loadable, copies, tc)?)?;
+        let baseline = load(ProgType::SchedCls, &xdp::baseline_copies(copies, tc))?;
         let (_, mean) = baseline.duration(&[0; xdp::PACKET_LEN], PROBE_REPEAT)?;
         // The kernel rounds the mean down: the estimate errs long.
         let repeat = MIN_MEASUREMENT.as_nanos().div_ceil(u128::from(mean.max(1)));

@@ -1,8 +1,8 @@
 //! `bench`'s `kernel-jit` figures: the filter run by the running kernel's
 //! JIT through `BPF_PROG_TEST_RUN`, the kernel's own mean ns per run less
 //! the same harness around `r0 = 0` measured in the same round. Seccomp
-//! filters run as their loadable conversion behind the XDP harness
-//! ([`engine::kernel_jit`]); socket filters once per hook target
+//! filters run as their loadable conversion behind the seccomp harness,
+//! timed as a tc program ([`engine::kernel_jit`]); socket filters once per hook target
 //! ([`engine::hook_jit`]).
 
 use std::time::Instant;
