@@ -50,10 +50,15 @@
 //!   9.6): the direct call lets a run overlap the loop around it, which
 //!   the baseline then subtracts.
 //!
-//! A clock makes as few calls as it can: one probe of the baseline fixes
-//! one `repeat` for every measurement, long enough that each lasts at least
-//! [`MIN_MEASUREMENT`] (every run costs at least the harness alone), and a
-//! round is one call per input plus one for the baseline.
+//! A round is one call per input plus one for the baseline. One probe of
+//! the baseline fixes the `repeat` of [`Clock::round`], long enough that
+//! each measurement lasts at least [`MIN_MEASUREMENT`] (every run costs at
+//! least the harness alone). That `repeat` makes a costly input's
+//! measurement last as many times longer as the input costs more than the
+//! harness: a 4096-instruction ladder's deepest input, a hundred times.
+//! [`Clock::repeats`] sizes one `repeat` per input instead, from a short
+//! probe of each, for [`Clock::round_with`]: what `bench` uses, so that its
+//! `--time` bounds the column.
 
 use std::time::Duration;
 
@@ -118,6 +123,8 @@ pub struct Clock {
     baseline: KernelJit,
     copies: usize,
     repeat: u32,
+    /// The baseline's mean ns per test run in [`Clock::new`]'s probe.
+    baseline_ns: u32,
 }
 
 impl Clock {
@@ -138,10 +145,7 @@ impl Clock {
         let timed = load(ProgType::SchedCls, &xdp::seccomp_copies(&loadable, copies, tc)?)?;
         let baseline = load(ProgType::SchedCls, &xdp::baseline_copies(copies, tc))?;
         let (_, mean) = baseline.duration(&[0; xdp::PACKET_LEN], PROBE_REPEAT)?;
-        // The kernel rounds the mean down: the estimate errs long.
-        let repeat = MIN_MEASUREMENT.as_nanos().div_ceil(u128::from(mean.max(1)));
-        let repeat = u32::try_from(repeat).unwrap_or(MAX_REPEAT).clamp(1, MAX_REPEAT);
-        Ok(Clock { single, timed, baseline, copies, repeat })
+        Ok(Clock { single, timed, baseline, copies, repeat: repeat_for(MIN_MEASUREMENT, mean), baseline_ns: mean })
     }
 
     /// The filter's single harness (for its answers).
@@ -168,23 +172,91 @@ impl Clock {
     /// packet), then for each packet the value the timing harness returned
     /// and ns per filter run: its mean per test run minus the baseline's,
     /// divided by [`Clock::copies`] (0 or a little below within noise for
-    /// the cheapest filters).
+    /// the cheapest filters). Every measurement makes [`Clock::repeat`] runs.
     pub fn round(&self, packets: &[[u8; xdp::PACKET_LEN]]) -> Result<(f64, Vec<(u32, f64)>), EngineError> {
+        self.round_with(packets, &Repeats { baseline: self.repeat, packets: vec![self.repeat; packets.len()] })
+    }
+
+    /// `repeat`s for measurements of about `measurement` each: the
+    /// baseline's from [`Clock::new`]'s probe, each packet's from a probe of
+    /// [`PACKET_PROBE_REPEAT`] runs of the timing harness on it.
+    ///
+    /// # Errors
+    /// [`EngineError::Bpf`] when a test run fails.
+    pub fn repeats(&self, packets: &[[u8; xdp::PACKET_LEN]], measurement: Duration) -> Result<Repeats, EngineError> {
+        let packets = packets
+            .iter()
+            .map(|p| Ok(repeat_for(measurement, self.timed.duration(p, PACKET_PROBE_REPEAT)?.1)))
+            .collect::<Result<_, EngineError>>()?;
+        Ok(Repeats { baseline: repeat_for(measurement, self.baseline_ns), packets })
+    }
+
+    /// [`Clock::round`] with the `repeat` of each measurement from
+    /// `repeats` (one per packet, from [`Clock::repeats`]).
+    pub fn round_with(
+        &self,
+        packets: &[[u8; xdp::PACKET_LEN]],
+        repeats: &Repeats,
+    ) -> Result<(f64, Vec<(u32, f64)>), EngineError> {
         let first = packets.first().copied().unwrap_or([0; xdp::PACKET_LEN]);
-        let (_, base) = self.baseline.duration(&first, self.repeat)?;
+        let (_, base) = self.baseline.duration(&first, repeats.baseline)?;
         let base = f64::from(base);
         let copies = self.copies as f64;
         let runs = packets
             .iter()
-            .map(|p| self.timed.duration(p, self.repeat).map(|(ret, ns)| (ret, (f64::from(ns) - base) / copies)))
+            .enumerate()
+            .map(|(i, p)| {
+                let repeat = repeats.packets.get(i).copied().unwrap_or(self.repeat);
+                self.timed.duration(p, repeat).map(|(ret, ns)| (ret, (f64::from(ns) - base) / copies))
+            })
             .collect::<Result<_, _>>()?;
         Ok((base, runs))
     }
 }
 
+/// The `repeat` of each measurement of a round ([`Clock::repeats`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repeats {
+    /// The baseline's.
+    pub baseline: u32,
+    /// Each packet's, in order.
+    pub packets: Vec<u32>,
+}
+
+/// Runs for a measurement of at least `measurement` of runs of `mean` ns
+/// (the kernel rounds its mean down: the estimate errs long).
+fn repeat_for(measurement: Duration, mean: u32) -> u32 {
+    let repeat = measurement.as_nanos().div_ceil(u128::from(mean.max(1)));
+    u32::try_from(repeat).unwrap_or(MAX_REPEAT).clamp(1, MAX_REPEAT)
+}
+
 /// Runs of [`Clock::new`]'s probe of the baseline.
 pub const PROBE_REPEAT: u32 = 10_000;
+/// Runs of [`Clock::repeats`]'s probe of each packet: about a microsecond
+/// for a cheap filter, a few hundred for a 4096-instruction one.
+pub const PACKET_PROBE_REPEAT: u32 = 64;
+/// The shortest measurement [`Clock::repeats`] is asked for by `bench`
+/// when `--time` is short for its inputs: still hundreds of runs of a
+/// cheap filter, each mean in whole ns.
+pub const SHORTEST_MEASUREMENT: Duration = Duration::from_micros(50);
 /// The most runs one measurement makes.
 pub const MAX_REPEAT: u32 = 100_000_000;
 /// How long one timed measurement lasts at least (the kernel's time).
 pub const MIN_MEASUREMENT: Duration = Duration::from_millis(1);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A measurement's runs cover its length at the probe's mean, rounded
+    /// up; a mean of 0 (below the kernel's whole ns) counts as 1 ns; the
+    /// count stays within 1..=MAX_REPEAT.
+    #[test]
+    fn repeat_covers_the_measurement() {
+        assert_eq!(repeat_for(Duration::from_millis(1), 15), 66_667);
+        assert_eq!(repeat_for(Duration::from_micros(50), 2_000), 25);
+        assert_eq!(repeat_for(Duration::from_micros(50), 0), 50_000);
+        assert_eq!(repeat_for(Duration::from_micros(1), 5_000), 1);
+        assert_eq!(repeat_for(Duration::from_secs(10), 1), MAX_REPEAT);
+    }
+}
