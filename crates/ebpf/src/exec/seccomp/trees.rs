@@ -3,11 +3,13 @@
 //! every region of compares of r0 with constants (`if r0 <op> K`, or
 //! `w2 = K; if r0 <op> r2` with r2 dead after it, as chains take them;
 //! through `ja`) that branches and that the measured `chain::Policy` says
-//! pays becomes a [`Kind::Tree`](super::ops::Kind::Tree), and a load of a context word into r0
-//! right before it a [`Kind::LdTree`](super::ops::Kind::LdTree): libseccomp's `--opt 2` trees, walked
-//! node by node (or chain by linked chain) before, are one search. The
-//! region's other compares keep their ops, for jumps that land on them from
-//! elsewhere.
+//! pays becomes a [`Kind::Tree`](super::ops::Kind::Tree), and a load of a
+//! context word into r0 right before it a
+//! [`Kind::LdTree`](super::ops::Kind::LdTree): libseccomp's `--opt 2`
+//! trees, walked node by node (or chain by linked chain) before, are one
+//! search. The region's other compares keep their ops, for jumps that land
+//! on them from elsewhere. Chain exits that land on a root (or its load)
+//! leave to it rather than link to the root's chain.
 //!
 //! Executed counts stay exact: every tree has two tables over the same
 //! intervals' cuts, one whose neighbouring intervals merge when they leave
