@@ -331,12 +331,11 @@ impl SeccompProg {
                     linked!(op.target, op.imm)
                 }
                 Kind::EqSet => eq_set!(op),
-                Kind::Tree => {
-                    let exit = tree_exit::<COUNT>(tables, op.target, a as u32);
-                    follow!(exit)
-                }
-                Kind::LdTree => {
-                    a = word(data, op.aux);
+                // One arm for both (one copy of `follow!`'s code in the loop).
+                Kind::Tree | Kind::LdTree => {
+                    if op.kind == Kind::LdTree {
+                        a = word(data, op.aux);
+                    }
                     let exit = tree_exit::<COUNT>(tables, op.target, a as u32);
                     follow!(exit)
                 }
