@@ -84,7 +84,7 @@ pub(super) enum Kind {
     /// The root of a compare tree (a region of compares of r0 with
     /// constants, through `ja`, that branches: `chain::RangeTrees`): go
     /// where walking the region leaves to, found in table `target` of
-    /// [`super::Trees`] with the instructions the walk jumped over.
+    /// [`super::trees::Trees`] with the instructions the walk jumped over.
     Tree,
     /// `w0 = ctx word aux`, then [`Kind::Tree`].
     LdTree,
