@@ -270,8 +270,8 @@ pub fn markdown(report: &Report) -> String {
         out,
         "\nCells: median nanoseconds per filter evaluation (kernel: per system call, filter installed), \
          with the fastest and slowest sample in parentheses. `—`: not applicable; `n/a [k]`: see note k.\n\
-         Engines: {}; `kernel-jit`: the filter alone in the running kernel's JIT (its loadable conversion behind an \
-         XDP harness, `BPF_PROG_TEST_RUN`, N copies of the filter per test run: 32 for short filters, fewer for \
+         Engines: {}; `kernel-jit`: the filter alone in the running kernel's JIT (its loadable conversion behind a \
+         tc harness, `BPF_PROG_TEST_RUN`, N copies of the filter per test run: 32 for short filters, fewer for \
          long ones): the kernel's own mean ns per test run (whole ns) over measurements of at least 1 ms, minus \
          the same harness around `r0 = 0` copies in the same round, divided by N (stacks and the cache are not its \
          subject: n/a in Table C; a mix row's figure is the mean over at most {} of its vectors, every k-th); \

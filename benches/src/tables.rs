@@ -404,8 +404,7 @@ impl Runner for ChainRunner<'_> {
 pub const MIX_MAX: usize = 1024;
 
 /// Most vectors of a mix row the kernel-jit column times (every k-th): each
-/// is a test run of at least 1 ms, and each XDP test run with `repeat > 1`
-/// also waits for the XDP dispatcher's update (engine::kernel_jit).
+/// is a test run of at least 1 ms a round.
 pub const KERNEL_JIT_MIX_MAX: usize = 32;
 
 /// A mix row: one filter evaluated on every vector of a testdata

@@ -44,8 +44,8 @@ const ALL: [&str; 11] = [
 ];
 
 /// The filters whose schema run includes `kernel-jit`: each of its test
-/// runs waits for the XDP dispatcher (tens of ms here), so the filters
-/// with hundreds of inputs run every other engine only. s390x: every input
+/// runs lasts at least 1 ms a round, so the filters with hundreds of
+/// inputs run every other engine only. s390x: every input
 /// is of a foreign arch, which only kernel-jit times in the kernel.
 const JIT_FILTERS: [&str; 3] = ["seed_fast", "seed_slow", "s390x"];
 

@@ -26,16 +26,39 @@
 //! ([`KernelJit::eval`]) come from the single harness ([`xdp::seccomp`]);
 //! the timing harness returns the last copy's value, which every round
 //! reports so the caller checks it too.
-//! An XDP test run with `repeat > 1` registers the program with the XDP
-//! dispatcher for the timed loop (direct calls, as a driver's) and
-//! unregisters it after (`bpf_prog_change_xdp()` in
-//! `bpf_prog_test_run_xdp()`): measured here, about 20 ms of wall time per
-//! call whatever `repeat` (1–2 µs with `repeat = 1`, which [`KernelJit::eval`]
-//! uses), none of it on the kernel's clock. So a clock makes as few calls as it can: one probe of the
-//! baseline fixes one `repeat` for every measurement, long enough that
-//! each lasts at least [`MIN_MEASUREMENT`] (every run costs at least the
-//! harness alone), and a round is one call per input plus one for the
-//! baseline.
+//!
+//! The timing harness and its baseline are loaded as tc programs
+//! (`BPF_PROG_TYPE_SCHED_CLS`, [`xdp::Context::Tc`]: the same instructions
+//! behind a prologue that reads `struct __sk_buff`), the single harness as
+//! XDP. Two reasons:
+//! - Wall time. An XDP test run with `repeat > 1` registers the program
+//!   with the XDP dispatcher for the timed loop and unregisters it after
+//!   (`bpf_prog_change_xdp()` in `bpf_prog_test_run_xdp()`, net/bpf/test_run.c):
+//!   measured here, about 20 ms of wall time per call whatever `repeat`,
+//!   none of it on the kernel's clock. `bench` on Docker's default profile
+//!   (931 inputs, at least 3 rounds of one call each) spent 95 s in that
+//!   column; a tc test run (`bpf_prog_test_run_skb()`) has no such step:
+//!   8.5 s, nearly all of it the 1 ms measurements.
+//! - The call the filter gets. The XDP dispatcher calls the program
+//!   directly; `bpf_test_run()` of a tc program calls it through
+//!   `bpf_prog_run()`, an indirect call (a retpoline where Spectre v2 is
+//!   mitigated that way, as on the machine of issue 28), as seccomp does
+//!   (`bpf_prog_run_pin_on_cpu()` in `seccomp_run_filters()`,
+//!   kernel/seccomp.c). Measured side by side (one copy, whole ns),
+//!   long_jumps_large's inputs read about half as much behind the direct
+//!   call (path of 54 instructions: 3 ns against 7; mix 5.5–6.6 against
+//!   9.6): the direct call lets a run overlap the loop around it, which
+//!   the baseline then subtracts.
+//!
+//! A round is one call per input plus one for the baseline. One probe of
+//! the baseline fixes the `repeat` of [`Clock::round`], long enough that
+//! each measurement lasts at least [`MIN_MEASUREMENT`] (every run costs at
+//! least the harness alone). That `repeat` makes a costly input's
+//! measurement last as many times longer as the input costs more than the
+//! harness: a 4096-instruction ladder's deepest input, a hundred times.
+//! [`Clock::repeats`] sizes one `repeat` per input instead, from a short
+//! probe of each, for [`Clock::round_with`]: what `bench` uses, so that its
+//! `--time` bounds the column.
 
 use std::time::Duration;
 
@@ -88,8 +111,8 @@ impl KernelJit {
     }
 }
 
-/// The kernel's clock on a filter's timing harness (module docs): ns per
-/// run of the filter above the harness alone.
+/// The kernel's clock on a filter's timing harness (module docs: loaded as
+/// tc programs): ns per run of the filter above the harness alone.
 #[derive(Debug)]
 pub struct Clock {
     /// The single harness: the answers.
@@ -100,6 +123,8 @@ pub struct Clock {
     baseline: KernelJit,
     copies: usize,
     repeat: u32,
+    /// The baseline's mean ns per test run in [`Clock::new`]'s probe.
+    baseline_ns: u32,
 }
 
 impl Clock {
@@ -112,17 +137,15 @@ impl Clock {
     pub fn new(prepared: &Prepared) -> Result<Clock, EngineError> {
         let loadable = convert::loadable(prepared.converted(), prepared.program().mode())?;
         let copies = xdp::copies_for(&loadable);
-        let load = |insns: &[ebpf::Insn]| -> Result<KernelJit, EngineError> {
-            Ok(KernelJit { prog: Prog::load(ProgType::Xdp, insns)? })
+        let load = |prog_type: ProgType, insns: &[ebpf::Insn]| -> Result<KernelJit, EngineError> {
+            Ok(KernelJit { prog: Prog::load(prog_type, insns)? })
         };
-        let single = load(&xdp::seccomp(&loadable))?;
-        let timed = load(&xdp::seccomp_copies(&loadable, copies)?)?;
-        let baseline = load(&xdp::baseline_copies(copies))?;
+        let single = load(ProgType::Xdp, &xdp::seccomp(&loadable))?;
+        let tc = xdp::Context::Tc;
+        let timed = load(ProgType::SchedCls, &xdp::seccomp_copies(&loadable, copies, tc)?)?;
+        let baseline = load(ProgType::SchedCls, &xdp::baseline_copies(copies, tc))?;
         let (_, mean) = baseline.duration(&[0; xdp::PACKET_LEN], PROBE_REPEAT)?;
-        // The kernel rounds the mean down: the estimate errs long.
-        let repeat = MIN_MEASUREMENT.as_nanos().div_ceil(u128::from(mean.max(1)));
-        let repeat = u32::try_from(repeat).unwrap_or(MAX_REPEAT).clamp(1, MAX_REPEAT);
-        Ok(Clock { single, timed, baseline, copies, repeat })
+        Ok(Clock { single, timed, baseline, copies, repeat: repeat_for(MIN_MEASUREMENT, mean), baseline_ns: mean })
     }
 
     /// The filter's single harness (for its answers).
@@ -149,23 +172,91 @@ impl Clock {
     /// packet), then for each packet the value the timing harness returned
     /// and ns per filter run: its mean per test run minus the baseline's,
     /// divided by [`Clock::copies`] (0 or a little below within noise for
-    /// the cheapest filters).
+    /// the cheapest filters). Every measurement makes [`Clock::repeat`] runs.
     pub fn round(&self, packets: &[[u8; xdp::PACKET_LEN]]) -> Result<(f64, Vec<(u32, f64)>), EngineError> {
+        self.round_with(packets, &Repeats { baseline: self.repeat, packets: vec![self.repeat; packets.len()] })
+    }
+
+    /// `repeat`s for measurements of about `measurement` each: the
+    /// baseline's from [`Clock::new`]'s probe, each packet's from a probe of
+    /// [`PACKET_PROBE_REPEAT`] runs of the timing harness on it.
+    ///
+    /// # Errors
+    /// [`EngineError::Bpf`] when a test run fails.
+    pub fn repeats(&self, packets: &[[u8; xdp::PACKET_LEN]], measurement: Duration) -> Result<Repeats, EngineError> {
+        let packets = packets
+            .iter()
+            .map(|p| Ok(repeat_for(measurement, self.timed.duration(p, PACKET_PROBE_REPEAT)?.1)))
+            .collect::<Result<_, EngineError>>()?;
+        Ok(Repeats { baseline: repeat_for(measurement, self.baseline_ns), packets })
+    }
+
+    /// [`Clock::round`] with the `repeat` of each measurement from
+    /// `repeats` (one per packet, from [`Clock::repeats`]).
+    pub fn round_with(
+        &self,
+        packets: &[[u8; xdp::PACKET_LEN]],
+        repeats: &Repeats,
+    ) -> Result<(f64, Vec<(u32, f64)>), EngineError> {
         let first = packets.first().copied().unwrap_or([0; xdp::PACKET_LEN]);
-        let (_, base) = self.baseline.duration(&first, self.repeat)?;
+        let (_, base) = self.baseline.duration(&first, repeats.baseline)?;
         let base = f64::from(base);
         let copies = self.copies as f64;
         let runs = packets
             .iter()
-            .map(|p| self.timed.duration(p, self.repeat).map(|(ret, ns)| (ret, (f64::from(ns) - base) / copies)))
+            .enumerate()
+            .map(|(i, p)| {
+                let repeat = repeats.packets.get(i).copied().unwrap_or(self.repeat);
+                self.timed.duration(p, repeat).map(|(ret, ns)| (ret, (f64::from(ns) - base) / copies))
+            })
             .collect::<Result<_, _>>()?;
         Ok((base, runs))
     }
 }
 
+/// The `repeat` of each measurement of a round ([`Clock::repeats`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Repeats {
+    /// The baseline's.
+    pub baseline: u32,
+    /// Each packet's, in order.
+    pub packets: Vec<u32>,
+}
+
+/// Runs for a measurement of at least `measurement` of runs of `mean` ns
+/// (the kernel rounds its mean down: the estimate errs long).
+fn repeat_for(measurement: Duration, mean: u32) -> u32 {
+    let repeat = measurement.as_nanos().div_ceil(u128::from(mean.max(1)));
+    u32::try_from(repeat).unwrap_or(MAX_REPEAT).clamp(1, MAX_REPEAT)
+}
+
 /// Runs of [`Clock::new`]'s probe of the baseline.
 pub const PROBE_REPEAT: u32 = 10_000;
+/// Runs of [`Clock::repeats`]'s probe of each packet: about a microsecond
+/// for a cheap filter, a few hundred for a 4096-instruction one.
+pub const PACKET_PROBE_REPEAT: u32 = 64;
+/// The shortest measurement [`Clock::repeats`] is asked for by `bench`
+/// when `--time` is short for its inputs: still hundreds of runs of a
+/// cheap filter, each mean in whole ns.
+pub const SHORTEST_MEASUREMENT: Duration = Duration::from_micros(50);
 /// The most runs one measurement makes.
 pub const MAX_REPEAT: u32 = 100_000_000;
 /// How long one timed measurement lasts at least (the kernel's time).
 pub const MIN_MEASUREMENT: Duration = Duration::from_millis(1);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A measurement's runs cover its length at the probe's mean, rounded
+    /// up; a mean of 0 (below the kernel's whole ns) counts as 1 ns; the
+    /// count stays within 1..=MAX_REPEAT.
+    #[test]
+    fn repeat_covers_the_measurement() {
+        assert_eq!(repeat_for(Duration::from_millis(1), 15), 66_667);
+        assert_eq!(repeat_for(Duration::from_micros(50), 2_000), 25);
+        assert_eq!(repeat_for(Duration::from_micros(50), 0), 50_000);
+        assert_eq!(repeat_for(Duration::from_micros(1), 5_000), 1);
+        assert_eq!(repeat_for(Duration::from_secs(10), 1), MAX_REPEAT);
+    }
+}

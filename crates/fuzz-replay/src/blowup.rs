@@ -10,6 +10,8 @@
 //! | [`Shape::NrPrefixUnsettled`] | a long `jeq` prefix on nr, then tests data flow cannot settle: per-nr analysis work |
 //! | [`Shape::Diamonds`] | nested diamonds through scratch stores and ALU: path explosion through `M[]` |
 //! | [`Shape::DoublingAlu`] | `tax; add x` repeated, each result compared: expressions of 2^n nodes for `explain` |
+//! | [`Shape::JeqLadder`] | `jeq` on nr, each skipping the next or not: one compare DAG as deep as the program, for the interpreters' compare trees |
+//! | [`Shape::JgtLadder`] | `jgt` on nr at falling bounds, each skipping the next or not: thousands of lone values for `optimize`'s dispatch plan |
 //!
 //! Every shape builds a program [`cbpf::validate()`] accepts in seccomp mode
 //! for any size up to [`cbpf::opcode::BPF_MAXINSNS`]; [`shape`] draws one
@@ -19,8 +21,8 @@
 
 use arbitrary::{Result, Unstructured};
 use cbpf::opcode::{
-    BPF_ABS, BPF_ADD, BPF_ALU, BPF_JEQ, BPF_JGE, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_MAXINSNS, BPF_MEM, BPF_MISC,
-    BPF_RET, BPF_ST, BPF_TAX, BPF_W, BPF_X,
+    BPF_ABS, BPF_ADD, BPF_ALU, BPF_JEQ, BPF_JGE, BPF_JGT, BPF_JMP, BPF_JSET, BPF_K, BPF_LD, BPF_MAXINSNS, BPF_MEM,
+    BPF_MISC, BPF_RET, BPF_ST, BPF_TAX, BPF_W, BPF_X,
 };
 use cbpf::Insn;
 
@@ -28,6 +30,7 @@ const LD_ABS_W: u16 = BPF_LD | BPF_W | BPF_ABS;
 const LD_MEM: u16 = BPF_LD | BPF_MEM;
 const JEQ_K: u16 = BPF_JMP | BPF_JEQ | BPF_K;
 const JGE_K: u16 = BPF_JMP | BPF_JGE | BPF_K;
+const JGT_K: u16 = BPF_JMP | BPF_JGT | BPF_K;
 const JSET_K: u16 = BPF_JMP | BPF_JSET | BPF_K;
 const ADD_K: u16 = BPF_ALU | BPF_ADD | BPF_K;
 const RET_K: u16 = BPF_RET | BPF_K;
@@ -58,11 +61,21 @@ pub enum Shape {
     /// with a constant (ERRNO when equal): the `i`-th compare's expression
     /// is a tree of 2^(i+1) - 1 nodes, shared in a DAG of `i + 1`.
     DoublingAlu(usize),
+    /// `n` tests `jeq #2i` on nr, each going to the next test or skipping
+    /// it (`jt 1, jf 0`): the whole program is one compare DAG whose cuts
+    /// each walk up to `n` nodes (the classic interpreter's compare-tree
+    /// build, `chain::RangeTrees`, must stay cheap on it).
+    JeqLadder(usize),
+    /// `n` tests `jgt #(n - i)` on nr, each going to the next test or
+    /// skipping it: every nr up to `n` a lone range whose action flips
+    /// (before the one-pass chain table of `optimize::plan`, `optimize`
+    /// took 6 s on 4096 instructions).
+    JgtLadder(usize),
 }
 
 impl Shape {
     /// Every shape at size `n`.
-    pub fn all(n: usize) -> [Shape; 6] {
+    pub fn all(n: usize) -> [Shape; 8] {
         [
             Shape::UndecidedChain(n),
             Shape::ManyArches(n),
@@ -70,6 +83,8 @@ impl Shape {
             Shape::NrPrefixUnsettled(n),
             Shape::Diamonds(n),
             Shape::DoublingAlu(n),
+            Shape::JeqLadder(n),
+            Shape::JgtLadder(n),
         ]
     }
 
@@ -83,6 +98,8 @@ impl Shape {
             Shape::NrPrefixUnsettled(n) => nr_prefix_unsettled(n.min(BPF_MAXINSNS - 80)),
             Shape::Diamonds(n) => diamonds(n.min((BPF_MAXINSNS - 4) / 6)),
             Shape::DoublingAlu(n) => doubling_alu(n.min((BPF_MAXINSNS - 5) / 4)),
+            Shape::JeqLadder(n) => ladder(JEQ_K, n.min(BPF_MAXINSNS - 3)),
+            Shape::JgtLadder(n) => ladder(JGT_K, n.min(BPF_MAXINSNS - 3)),
         };
         p.truncate(BPF_MAXINSNS);
         p
@@ -97,6 +114,8 @@ impl Shape {
             Shape::NrPrefixUnsettled(n) => format!("nr_prefix_unsettled_{n}"),
             Shape::Diamonds(n) => format!("diamonds_{n}"),
             Shape::DoublingAlu(n) => format!("doubling_alu_{n}"),
+            Shape::JeqLadder(n) => format!("jeq_ladder_{n}"),
+            Shape::JgtLadder(n) => format!("jgt_ladder_{n}"),
         }
     }
 }
@@ -284,6 +303,22 @@ fn doubling_alu(n: usize) -> Vec<Insn> {
     p
 }
 
+/// `ld nr`; `n` tests of `code` (`jeq #2i` or `jgt #(n - i)`), each `jt 1,
+/// jf 0`: true skips the next test, false goes to it; the last one's
+/// outcomes are `ret ERRNO` and `ret ALLOW`, so the action depends on the
+/// parity of the tests skipped.
+fn ladder(code: u16, n: usize) -> Vec<Insn> {
+    let mut p = Vec::with_capacity(n + 3);
+    p.push(ld(NR));
+    for i in 0..n {
+        let k = if code == JEQ_K { 2 * i as u32 } else { (n - i) as u32 };
+        p.push(Insn::jump(code, k, 1, 0));
+    }
+    p.push(ret(ALLOW));
+    p.push(ret(ERRNO_1));
+    p
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
@@ -311,5 +346,7 @@ mod tests {
         assert!(Shape::NrPrefixUnsettled(3900).build().len() > 3900);
         assert!(Shape::KeyedTables(1900).build().len() > 3800);
         assert!(Shape::DoublingAlu(4096).build().len() > 4000);
+        assert_eq!(Shape::JeqLadder(4096).build().len(), 4096);
+        assert_eq!(Shape::JgtLadder(4096).build().len(), 4096);
     }
 }

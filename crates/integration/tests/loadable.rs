@@ -436,6 +436,19 @@ fn the_timing_harness_answers_every_vector() {
                 break;
             }
         }
+        // A round with a repeat per input (what `bench` runs): the same
+        // answers, and no input's repeat above the harness alone's (every
+        // input costs at least the harness; 2x for the kernel's rounding).
+        let some: Vec<_> = case.vectors.iter().take(8).collect();
+        let packets: Vec<_> = some.iter().map(|(d, _)| xdp::packet(d)).collect();
+        let repeats = clock.repeats(&packets, std::time::Duration::from_micros(50)).unwrap();
+        assert!(repeats.packets.iter().all(|&r| r >= 1 && r <= 2 * repeats.baseline), "{}: {repeats:?}", case.name);
+        let (_, round) = clock.round_with(&packets, &repeats).unwrap();
+        for ((data, want), (got, _)) in some.iter().zip(&round) {
+            if got != want {
+                failures.push(format!("{}: {data:?}: round got {got:#x}, expected {want:#x}", case.name));
+            }
+        }
     }
     assert!(runs > 25_000, "only {runs} runs");
     // Short filters get 32 copies, the longest fewer.

@@ -28,16 +28,32 @@ pub trait Grid {
     fn run(&mut self, lane: usize, slot: usize, batch: u64);
 }
 
+/// Rounds [`interleaved_within`] makes whatever its budget: a median and
+/// a spread need three samples.
+pub const MIN_ROUNDS: usize = 3;
+
 /// Calibrates every live cell to `sample`, then times `rounds` rounds;
 /// `tick` is called after each timed cell (a progress bar). Returns the
 /// ns per evaluation of each round, by lane, then slot (empty for lanes
 /// that are not live).
-pub fn interleaved(
+pub fn interleaved(grid: &mut impl Grid, rounds: usize, sample: Duration, tick: impl FnMut()) -> Vec<Vec<Vec<f64>>> {
+    interleaved_within(grid, rounds, sample, Duration::MAX, tick)
+}
+
+/// [`interleaved`], but no round starts once calibration and the rounds
+/// have taken `budget`, past the first [`MIN_ROUNDS`]: a cell's sample
+/// cannot be shorter than one run of it, so on costly cells (thousands of
+/// inputs of thousands of instructions) the planned rounds can take many
+/// times the time they were planned for. Every cell gets the same number
+/// of samples.
+pub fn interleaved_within(
     grid: &mut impl Grid,
     rounds: usize,
     sample: Duration,
+    budget: Duration,
     mut tick: impl FnMut(),
 ) -> Vec<Vec<Vec<f64>>> {
+    let start = Instant::now();
     let (lanes, slots) = (grid.lanes(), grid.slots());
     let mut batches = vec![vec![1u64; slots]; lanes];
     for (lane, per) in batches.iter_mut().enumerate() {
@@ -49,7 +65,8 @@ pub fn interleaved(
         }
     }
     let mut samples = vec![vec![Vec::with_capacity(rounds); slots]; lanes];
-    let timed = round_robin(slots * lanes, rounds, |cell| {
+    let more = |done: usize| done < MIN_ROUNDS || start.elapsed() < budget;
+    let timed = round_robin_while(slots * lanes, rounds, more, |cell| {
         let (slot, lane) = (cell / lanes.max(1), cell % lanes.max(1));
         if !grid.live(lane) {
             return None;
@@ -76,9 +93,23 @@ pub fn interleaved(
 /// frequency, other load) drifts alike for every cell and cancels in
 /// differences between cells of one round. Returns each cell's results in
 /// round order (`result[cell][round]`).
-pub fn round_robin<T>(cells: usize, rounds: usize, mut cell: impl FnMut(usize) -> T) -> Vec<Vec<T>> {
+pub fn round_robin<T>(cells: usize, rounds: usize, cell: impl FnMut(usize) -> T) -> Vec<Vec<T>> {
+    round_robin_while(cells, rounds, |_| true, cell)
+}
+
+/// [`round_robin`], asking `more(rounds done)` before each round after the
+/// first.
+fn round_robin_while<T>(
+    cells: usize,
+    rounds: usize,
+    mut more: impl FnMut(usize) -> bool,
+    mut cell: impl FnMut(usize) -> T,
+) -> Vec<Vec<T>> {
     let mut out: Vec<Vec<T>> = (0..cells).map(|_| Vec::with_capacity(rounds)).collect();
-    for _ in 0..rounds {
+    for done in 0..rounds {
+        if done > 0 && !more(done) {
+            break;
+        }
         for (i, results) in out.iter_mut().enumerate() {
             results.push(cell(i));
         }
@@ -124,6 +155,18 @@ mod tests {
         assert!(samples[0].iter().all(|s| s.len() == 4 && s.iter().all(|ns| *ns >= 0.0)));
         assert!(samples[1].iter().all(Vec::is_empty));
         assert!(grid.runs.iter().all(|&(lane, _, _)| lane == 0));
+    }
+
+    /// Past its budget, the loop stops after [`MIN_ROUNDS`] rounds, every
+    /// live cell with as many samples; a budget it never reaches keeps
+    /// every round.
+    #[test]
+    fn a_spent_budget_stops_after_the_minimum_rounds() {
+        let mut grid = Counting { runs: Vec::new() };
+        let samples = interleaved_within(&mut grid, 9, Duration::from_micros(20), Duration::ZERO, || {});
+        assert!(samples[0].iter().all(|s| s.len() == MIN_ROUNDS), "{samples:?}");
+        let samples = interleaved_within(&mut grid, 9, Duration::from_micros(20), Duration::from_secs(60), || {});
+        assert!(samples[0].iter().all(|s| s.len() == 9));
     }
 
     /// Every round visits every cell once, in cell order.

@@ -42,7 +42,10 @@
 //! nanosecond above the harness reads 0 or 1. [`seccomp_copies`] runs the
 //! filter `copies` times in one run, back to back, and [`baseline_copies`]
 //! is the same structure around `w0 = 0`: their difference divided by
-//! `copies` is one filter run, to 1/`copies` ns.
+//! `copies` is one filter run, to 1/`copies` ns. Both take the [`Context`]
+//! they are loaded as: the `kernel-jit` engine times them as tc programs
+//! (why: `engine::kernel_jit`), whose prologue reads the packet's bounds
+//! from `struct __sk_buff` instead of `struct xdp_md`.
 //!
 //! ```text
 //! 0..=6: the prologue above           the packet holds the 64 bytes
@@ -86,6 +89,34 @@ use super::{Loadable, LoadableError};
 const XDP_MD_DATA: i16 = 0;
 /// `offsetof(struct xdp_md, data_end)`.
 const XDP_MD_DATA_END: i16 = 4;
+/// `offsetof(struct __sk_buff, data)` (include/uapi/linux/bpf.h).
+const SKB_DATA: i16 = 76;
+/// `offsetof(struct __sk_buff, data_end)`.
+const SKB_DATA_END: i16 = 80;
+
+/// The program type a harness is loaded as, which fixes where its prologue
+/// finds the packet's bounds. The answers come from XDP ([`seccomp`]); the
+/// timing harness runs as tc (module docs: an XDP test run of more than
+/// one run costs about 20 ms of wall time a call, a tc one microseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    /// `BPF_PROG_TYPE_XDP`: `struct xdp_md`.
+    Xdp,
+    /// `BPF_PROG_TYPE_SCHED_CLS`: `struct __sk_buff`, whose `data` is the
+    /// frame's first byte (`bpf_prog_test_run_skb()` pushes the link-layer
+    /// header back for tc programs, net/bpf/test_run.c).
+    Tc,
+}
+
+impl Context {
+    /// The context offsets of the packet's `data` and `data_end`.
+    fn bounds(self) -> (i16, i16) {
+        match self {
+            Context::Xdp => (XDP_MD_DATA, XDP_MD_DATA_END),
+            Context::Tc => (SKB_DATA, SKB_DATA_END),
+        }
+    }
+}
 /// `XDP_ABORTED` (enum xdp_action): what a too-short packet returns.
 const XDP_ABORTED: i32 = 0;
 /// `sizeof(struct seccomp_data)`: the packet's length.
@@ -95,13 +126,14 @@ pub const PACKET_LEN: usize = cbpf::uapi::seccomp::SECCOMP_DATA_SIZE as usize;
 /// pc `PROLOGUE_LEN + p`.
 pub const PROLOGUE_LEN: usize = 8;
 
-/// The prologue (module docs), its last instruction copying the packet
-/// pointer into `keep` (r1 for the single harness, [`PACKET_REG`] for the
-/// timing one).
-fn prologue(keep: u8) -> [Insn; PROLOGUE_LEN] {
+/// The prologue (module docs) for `context`, its last instruction copying
+/// the packet pointer into `keep` (r1 for the single harness,
+/// [`PACKET_REG`] for the timing one).
+fn prologue(keep: u8, context: Context) -> [Insn; PROLOGUE_LEN] {
+    let (data, data_end) = context.bounds();
     [
-        ldx_mem(Size::W, R2, R1, XDP_MD_DATA),
-        ldx_mem(Size::W, R3, R1, XDP_MD_DATA_END),
+        ldx_mem(Size::W, R2, R1, data),
+        ldx_mem(Size::W, R3, R1, data_end),
         mov64_reg(R1, R2),
         alu64_imm(AluOp::Add, R1, PACKET_LEN as i32),
         jmp_reg(JmpCond::Le, R1, R3, 2),
@@ -115,7 +147,7 @@ fn prologue(keep: u8) -> [Insn; PROLOGUE_LEN] {
 /// is the filter's value for the packet [`packet`] makes.
 pub fn seccomp(program: &Loadable) -> Vec<Insn> {
     let mut out = Vec::with_capacity(PROLOGUE_LEN + program.insns.len());
-    out.extend(prologue(R1));
+    out.extend(prologue(R1, Context::Xdp));
     out.extend_from_slice(&program.insns);
     out
 }
@@ -124,7 +156,7 @@ pub fn seccomp(program: &Loadable) -> Vec<Insn> {
 /// a filter, the baseline a timing subtracts.
 pub fn baseline() -> Vec<Insn> {
     let mut out = Vec::with_capacity(PROLOGUE_LEN + 2);
-    out.extend(prologue(R1));
+    out.extend(prologue(R1, Context::Xdp));
     out.push(mov32_imm(R0, 0));
     out.push(exit_insn());
     out
@@ -184,7 +216,7 @@ pub fn copies_for(program: &Loadable) -> usize {
 /// [`LoadableError::KeptRegister`] (an instruction writing [`PACKET_REG`])
 /// for a program [`super::loadable`] never makes; [`LoadableError::Offset`] when an exit's jump to the next
 /// copy does not fit in 16 bits.
-pub fn seccomp_copies(program: &Loadable, copies: usize) -> Result<Vec<Insn>, LoadableError> {
+pub fn seccomp_copies(program: &Loadable, copies: usize, context: Context) -> Result<Vec<Insn>, LoadableError> {
     let ops = super::decode(&program.insns)?;
     if let Some(pc) = ops.iter().position(|op| op.written_regs().contains(&Some(PACKET_REG))) {
         return Err(LoadableError::KeptRegister { pc: ebpf::Pc(pc), reg: PACKET_REG });
@@ -200,24 +232,24 @@ pub fn seccomp_copies(program: &Loadable, copies: usize) -> Result<Vec<Insn>, Lo
             *slot = Op::Ja { off }.encode().first();
         }
     }
-    Ok(repeated(copies, &joined, &program.insns))
+    Ok(repeated(copies, &joined, &program.insns, context))
 }
 
 /// The timing harness around `w0 = 0; exit` ([`seccomp_copies`]'s
 /// structure, the same per-copy `r1 = r9` and join): what it costs without
 /// a filter, the baseline a timing subtracts.
-pub fn baseline_copies(copies: usize) -> Vec<Insn> {
+pub fn baseline_copies(copies: usize, context: Context) -> Vec<Insn> {
     let body = [mov32_imm(R0, 0), exit_insn()];
     let joined = [mov32_imm(R0, 0), Op::Ja { off: 0 }.encode().first()];
-    repeated(copies, &joined, &body)
+    repeated(copies, &joined, &body, context)
 }
 
 /// The timing prologue, then `copies - 1` copies of `joined` and one of
 /// `last`, each behind `r1 = r9`.
-fn repeated(copies: usize, joined: &[Insn], last: &[Insn]) -> Vec<Insn> {
+fn repeated(copies: usize, joined: &[Insn], last: &[Insn], context: Context) -> Vec<Insn> {
     let copies = copies.max(1);
     let mut out = Vec::with_capacity(PROLOGUE_LEN + copies * (last.len() + 1));
-    out.extend(prologue(PACKET_REG));
+    out.extend(prologue(PACKET_REG, context));
     for _ in 1..copies {
         out.push(mov64_reg(R1, PACKET_REG));
         out.extend_from_slice(joined);
@@ -239,7 +271,8 @@ mod tests {
     /// The prologue as the module docs print it, in the kernel's listing.
     #[test]
     fn prologue_listing() {
-        let text: Vec<String> = prologue(R1).iter().map(|i| ebpf::listing::format_insn(i, None)).collect();
+        let text: Vec<String> =
+            prologue(R1, Context::Xdp).iter().map(|i| ebpf::listing::format_insn(i, None)).collect();
         assert_eq!(
             text,
             [
@@ -254,6 +287,11 @@ mod tests {
             ]
         );
         assert_eq!(baseline().len(), PROLOGUE_LEN + 2);
+        // The tc prologue reads `__sk_buff.data` and `data_end`; the rest is
+        // the same.
+        let tc: Vec<String> = prologue(R1, Context::Tc).iter().map(|i| ebpf::listing::format_insn(i, None)).collect();
+        assert_eq!(tc[..2], ["(61) r2 = *(u32 *)(r1 +76)", "(61) r3 = *(u32 *)(r1 +80)"]);
+        assert_eq!(tc[2..], text[2..]);
     }
 
     /// The timing harness of a filter with two exits: the timing prologue
@@ -284,8 +322,8 @@ mod tests {
         ];
         assert_eq!(list(&l.insns), body);
         let joined: Vec<&str> = body.iter().map(|&t| if t == "(95) exit" { "" } else { t }).collect();
-        let got = list(&seccomp_copies(&l, 3).unwrap());
-        let mut want: Vec<String> = list(&prologue(R1)[..PROLOGUE_LEN - 1]);
+        let got = list(&seccomp_copies(&l, 3, Context::Xdp).unwrap());
+        let mut want: Vec<String> = list(&prologue(R1, Context::Xdp)[..PROLOGUE_LEN - 1]);
         want.push("(bf) r9 = r2".into());
         for copy in 0..3 {
             want.push("(bf) r1 = r9".into());
@@ -302,10 +340,10 @@ mod tests {
         assert_eq!(got, want);
         assert_eq!(got.len(), PROLOGUE_LEN + 3 * (l.insns.len() + 1));
         // One copy: the single harness with the packet through r9.
-        assert_eq!(seccomp_copies(&l, 1).unwrap().len(), seccomp(&l).len() + 1);
-        assert_eq!(seccomp_copies(&l, 0).unwrap(), seccomp_copies(&l, 1).unwrap());
+        assert_eq!(seccomp_copies(&l, 1, Context::Xdp).unwrap().len(), seccomp(&l).len() + 1);
+        assert_eq!(seccomp_copies(&l, 0, Context::Tc).unwrap(), seccomp_copies(&l, 1, Context::Tc).unwrap());
 
-        let base = list(&baseline_copies(2));
+        let base = list(&baseline_copies(2, Context::Xdp));
         assert_eq!(
             base[PROLOGUE_LEN - 1..],
             [
@@ -322,7 +360,7 @@ mod tests {
         // A program writing r9 is refused, not timed with a clobbered packet.
         let mut bad = l.clone();
         bad.insns[3] = mov64_reg(PACKET_REG, R2);
-        assert_eq!(seccomp_copies(&bad, 2), Err(LoadableError::KeptRegister { pc: ebpf::Pc(3), reg: 9 }));
+        assert_eq!(seccomp_copies(&bad, 2, Context::Tc), Err(LoadableError::KeptRegister { pc: ebpf::Pc(3), reg: 9 }));
     }
 
     /// 32 copies for short filters, fewer as they grow, always within

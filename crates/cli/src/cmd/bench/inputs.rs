@@ -81,14 +81,16 @@ pub(super) fn vector_inputs(path: &str, filter_from_stdin: bool) -> Result<Vec<(
 }
 
 /// Path lengths and the classic interpreter's answer for a seccomp input.
+/// `interp` is built once for all inputs: building one costs work that
+/// grows with the program (its compare chains and trees), so one per input
+/// would make a filter naming thousands of syscalls quadratic.
 pub(super) fn seccomp_input(
-    prepared: &Prepared,
+    interp: &cbpf::Interp,
     vm: &mut ebpf::Vm,
     ebpf: &ebpf::Program,
     name: String,
     data: cbpf::SeccompData,
 ) -> Result<Input> {
-    let interp = cbpf::Interp::new(prepared.program());
     let bytes = data.to_bytes();
     let mut cbpf_path = 0u64;
     let ret = interp.trace_seccomp(&bytes, |_| cbpf_path += 1)?;

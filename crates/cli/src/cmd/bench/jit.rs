@@ -1,8 +1,8 @@
 //! `bench`'s `kernel-jit` figures: the filter run by the running kernel's
 //! JIT through `BPF_PROG_TEST_RUN`, the kernel's own mean ns per run less
 //! the same harness around `r0 = 0` measured in the same round. Seccomp
-//! filters run as their loadable conversion behind the XDP harness
-//! ([`engine::kernel_jit`]); socket filters once per hook target
+//! filters run as their loadable conversion behind the seccomp harness,
+//! timed as a tc program ([`engine::kernel_jit`]); socket filters once per hook target
 //! ([`engine::hook_jit`]).
 
 use std::time::Instant;
@@ -27,7 +27,8 @@ pub(super) struct JitSummary {
 
 /// The seccomp `kernel-jit` column ([`engine::kernel_jit::Clock`]): each
 /// round times the timing harness alone, then every input, each a
-/// `BPF_PROG_TEST_RUN` lasting at least 1 ms of the kernel's time, each
+/// `BPF_PROG_TEST_RUN` lasting about 1 ms of the kernel's time (down to
+/// 50 µs when `--time` is short for 3 rounds of the inputs), each
 /// test run `copies` runs of the filter; an input's sample is its mean ns
 /// per test run above the harness's divided by `copies`, the mix's the
 /// mean of the round's input samples. Rounds: `rounds`, fewer (at least 3)
@@ -68,12 +69,23 @@ pub(super) fn seccomp_column(
         }
     }
     let rounds = rounds.max(3);
+    // Each measurement as long as `--time` allows for 3 rounds of every
+    // input, from 50 µs to 1 ms, each input's `repeat` sized for it (a
+    // costly input's runs last longer than the harness's).
+    let measurement = (args.time / (3 * (packets.len() + 1)) as f64).clamp(
+        engine::kernel_jit::SHORTEST_MEASUREMENT.as_secs_f64(),
+        engine::kernel_jit::MIN_MEASUREMENT.as_secs_f64(),
+    );
+    let repeats = clock
+        .repeats(&packets, std::time::Duration::from_secs_f64(measurement))
+        .map_err(|e| Failure::rejected(format!("engine {name}: {e}")))?;
     bar.inc_length(rounds as u64);
     let mut samples = vec![Vec::with_capacity(rounds); inputs.len() + 1];
     let mut harness = Vec::with_capacity(rounds);
     let start = Instant::now();
     while harness.len() < rounds && (harness.len() < 3 || start.elapsed().as_secs_f64() < args.time) {
-        let (base, runs) = clock.round(&packets).map_err(|e| Failure::rejected(format!("engine {name}: {e}")))?;
+        let (base, runs) =
+            clock.round_with(&packets, &repeats).map_err(|e| Failure::rejected(format!("engine {name}: {e}")))?;
         harness.push(base);
         for ((input, (got, ns)), s) in inputs.iter().zip(&runs).zip(&mut samples) {
             if *got != input.ret {

@@ -301,6 +301,13 @@ fn deepest(inputs: &[Input]) -> usize {
     best
 }
 
+/// The rounds the timing loop made (it stops early past `--time`,
+/// `timing::rounds::interleaved_within`): the samples of a live cell, or
+/// `planned` when no lane was live.
+fn rounds_made(samples: &[Vec<Vec<f64>>], planned: usize) -> usize {
+    samples.iter().flatten().map(Vec::len).find(|&n| n > 0).unwrap_or(planned)
+}
+
 /// Rounds and sample length for `time` seconds over `cells` cells per round
 /// (calibration costs about a fifth of a sample per cell more).
 fn plan(time: f64, cells: usize) -> (usize, Duration) {

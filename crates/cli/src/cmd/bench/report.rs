@@ -160,9 +160,9 @@ pub(super) fn text(r: &Results) -> String {
         let copies = copies.unwrap_or(1);
         let _ = writeln!(
             out,
-            "kernel-jit: ns per run of the filter in the running kernel's JIT (its loadable conversion behind an XDP \
+            "kernel-jit: ns per run of the filter in the running kernel's JIT (its loadable conversion behind a tc \
              harness run {copies}x back to back per BPF_PROG_TEST_RUN run; the kernel's own mean over runs \
-             lasting at least 1 ms, in whole ns), minus the same harness around `r0 = 0` measured in the same \
+             lasting about 1 ms each, in whole ns), minus the same harness around `r0 = 0` measured in the same \
              round{}, divided by {copies}; median of {rounds} rounds; mix: the mean of the inputs' figures.",
             match baseline {
                 Cell::Measured(s) => format!(" ({} ns)", fmt_ns(s.median)),

@@ -3,13 +3,15 @@
 //! through `SeccompEngine::run_batch` (`timing::rounds`), then the running
 //! kernel's JIT (`jit`) and the running kernel's figures (`kernel`).
 
+use std::time::Duration;
+
 use engine::{EngineKind, Prepared, SeccompEngine};
-use timing::rounds::interleaved;
+use timing::rounds::interleaved_within;
 use timing::stats::Stats;
 
 use super::inputs::{deepest_arguments, input_name, named_inputs, optimized_paths, seccomp_input, vector_inputs};
 use super::kernel::{kernel_check, kernel_columns, kernel_iterations};
-use super::{deepest, plan, progress, BenchArgs, Cell, Column, Input, Lane, Lanes, Results};
+use super::{deepest, plan, progress, rounds_made, BenchArgs, Cell, Column, Input, Lane, Lanes, Results};
 use crate::fail::{Failure, Result};
 
 /// `bench --mode seccomp`.
@@ -28,12 +30,13 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
     };
     let ebpf_prog = engine::load_ebpf(prepared.converted())?;
     let mut vm = ebpf::Vm::new();
+    let interp = cbpf::Interp::new(prepared.program());
     let mut inputs: Vec<Input> =
-        named.into_iter().map(|(n, d)| seccomp_input(prepared, &mut vm, &ebpf_prog, n, d)).collect::<Result<_>>()?;
+        named.into_iter().map(|(n, d)| seccomp_input(&interp, &mut vm, &ebpf_prog, n, d)).collect::<Result<_>>()?;
     if !chosen {
         if let Some(d) = deepest_arguments(prepared.program(), &inputs) {
             let name = format!("{} deepest", input_name(d.arch, d.nr as u32));
-            inputs.push(seccomp_input(prepared, &mut vm, &ebpf_prog, name, d)?);
+            inputs.push(seccomp_input(&interp, &mut vm, &ebpf_prog, name, d)?);
         }
     }
     let deepest = deepest(&inputs);
@@ -72,8 +75,9 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
         (rounds * cells_per_round) as u64 + kernel_tasks,
         args.time + if want_kernel { args.time } else { 0.0 },
     );
-    let samples =
-        interleaved(&mut Lanes { lanes: &mut lanes, inputs: datas.as_mut_slice() }, rounds, sample, || bar.inc(1));
+    let grid = &mut Lanes { lanes: &mut lanes, inputs: datas.as_mut_slice() };
+    let samples = interleaved_within(grid, rounds, sample, Duration::from_secs_f64(args.time), || bar.inc(1));
+    let rounds = rounds_made(&samples, rounds);
     let mut columns: Vec<Column> = lanes
         .iter()
         .zip(&samples)

@@ -4,11 +4,13 @@
 //! timed round by round through `SocketEngine::run_batch`
 //! (`timing::rounds`); `kernel-jit` for each hook target (`jit`).
 
+use std::time::Duration;
+
 use engine::{EngineKind, Prepared, SocketBatch, SocketEngine};
-use timing::rounds::interleaved;
+use timing::rounds::interleaved_within;
 use timing::stats::Stats;
 
-use super::{deepest, plan, progress, BenchArgs, Cell, Column, Input, Lanes, Results, MAX_PACKETS};
+use super::{deepest, plan, progress, rounds_made, BenchArgs, Cell, Column, Input, Lanes, Results, MAX_PACKETS};
 use crate::fail::{Failure, Result};
 use crate::io::read_input;
 use crate::pcap;
@@ -67,7 +69,9 @@ pub(super) fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Pr
     let slots = inputs.len() + 1;
     let (rounds, sample) = plan(args.time, lanes.len() * slots);
     let bar = progress((rounds * lanes.len() * slots) as u64, args.time);
-    let samples = interleaved(&mut Lanes { lanes: &mut lanes, inputs: &mut batch }, rounds, sample, || bar.inc(1));
+    let grid = &mut Lanes { lanes: &mut lanes, inputs: &mut batch };
+    let samples = interleaved_within(grid, rounds, sample, Duration::from_secs_f64(args.time), || bar.inc(1));
+    let rounds = rounds_made(&samples, rounds);
     bar.finish_and_clear();
     let mut columns: Vec<Column> = Vec::new();
     for kind in kinds {
