@@ -98,8 +98,8 @@ impl Shape {
             Shape::NrPrefixUnsettled(n) => nr_prefix_unsettled(n.min(BPF_MAXINSNS - 80)),
             Shape::Diamonds(n) => diamonds(n.min((BPF_MAXINSNS - 4) / 6)),
             Shape::DoublingAlu(n) => doubling_alu(n.min((BPF_MAXINSNS - 5) / 4)),
-            Shape::JeqLadder(n) => ladder(JEQ_K, n.min(BPF_MAXINSNS - 3)),
-            Shape::JgtLadder(n) => ladder(JGT_K, n.min(BPF_MAXINSNS - 3)),
+            Shape::JeqLadder(n) => ladder(JEQ_K, n.min(BPF_MAXINSNS - 3), |i, _| 2 * i as u32),
+            Shape::JgtLadder(n) => ladder(JGT_K, n.min(BPF_MAXINSNS - 3), |i, n| (n - i) as u32),
         };
         p.truncate(BPF_MAXINSNS);
         p
@@ -303,16 +303,15 @@ fn doubling_alu(n: usize) -> Vec<Insn> {
     p
 }
 
-/// `ld nr`; `n` tests of `code` (`jeq #2i` or `jgt #(n - i)`), each `jt 1,
-/// jf 0`: true skips the next test, false goes to it; the last one's
-/// outcomes are `ret ERRNO` and `ret ALLOW`, so the action depends on the
-/// parity of the tests skipped.
-fn ladder(code: u16, n: usize) -> Vec<Insn> {
+/// `ld nr`; `n` tests of `code` against `k(i, n)`, each `jt 1, jf 0`: true
+/// skips the next test, false goes to it; the last one's outcomes are
+/// `ret ERRNO` and `ret ALLOW`, so the action depends on the parity of the
+/// tests skipped.
+fn ladder(code: u16, n: usize, k: impl Fn(usize, usize) -> u32) -> Vec<Insn> {
     let mut p = Vec::with_capacity(n + 3);
     p.push(ld(NR));
     for i in 0..n {
-        let k = if code == JEQ_K { 2 * i as u32 } else { (n - i) as u32 };
-        p.push(Insn::jump(code, k, 1, 0));
+        p.push(Insn::jump(code, k(i, n), 1, 0));
     }
     p.push(ret(ALLOW));
     p.push(ret(ERRNO_1));
