@@ -49,7 +49,9 @@ mod eq_set;
 mod range_tree;
 
 pub use eq_set::EqSets;
-pub use range_tree::{Policy, RangeTrees, MAX_ENTRIES, MAX_NODES, MAX_WORK, MIN_BRANCHES, MIN_DEPTH, SEARCH_MARGIN};
+pub use range_tree::{
+    Leave, Policy, RangeTrees, MAX_ENTRIES, MAX_NODES, MAX_WORK, MIN_BRANCHES, MIN_DEPTH, SEARCH_MARGIN,
+};
 
 /// A condition of a conditional jump on unsigned values: classic BPF has
 /// `jeq`, `jgt`, `jge`, `jset`; eBPF adds the negations `jne`, `jle`,

@@ -81,6 +81,48 @@ fn check(prog: &Prog, trees: &RangeTrees<usize>, more: &[u32]) {
     }
 }
 
+/// [`Prog::run`] with the instructions jumped over: a compare's outcome
+/// skips from past the compare to its target, each `ja` (resolved past by
+/// the toy [`Code::resolve`]) counts one.
+fn run_counted(prog: &Prog, mut pc: usize, x: u32) -> Leave {
+    let mut skip = 0u32;
+    loop {
+        match prog.0.get(pc) {
+            Some(&Insn::Cmp(cond, v, t, f)) if cond != Cond::Set => {
+                let to = if cond.eval(u64::from(x), v) { t } else { f };
+                skip += (to - pc - 1) as u32;
+                pc = to;
+            }
+            Some(&Insn::Ja(to)) => {
+                skip += 1;
+                pc = to;
+            }
+            _ => return Leave { pc, skip },
+        }
+    }
+}
+
+/// Every counted tree answers as [`run_counted`] on the values of [`check`].
+fn check_counted(prog: &Prog, trees: &RangeTrees<Leave>, more: &[u32]) {
+    let mut xs: Vec<u32> = vec![0, 1, 2, u32::MAX, u32::MAX - 1, 1 << 31, (1 << 31) - 1];
+    xs.extend(more);
+    for insn in &prog.0 {
+        if let Insn::Cmp(_, v, _, _) = *insn {
+            let v = v as u32;
+            xs.extend([v.wrapping_sub(1), v, v.wrapping_add(1), v.wrapping_add(2)]);
+        }
+    }
+    for (tree, &root) in trees.roots().iter().enumerate() {
+        for &x in &xs {
+            assert_eq!(
+                trees.outcome(tree, x),
+                Some(run_counted(prog, root, x)),
+                "tree {tree} @{root} x={x:#x}\n{prog:?}"
+            );
+        }
+    }
+}
+
 impl std::fmt::Debug for Prog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for (pc, insn) in self.0.iter().enumerate() {
@@ -189,6 +231,11 @@ fn random_regions_answer_as_plain_interpretation() {
         tables += trees.len();
         let more: Vec<u32> = (0..16).map(|_| rng.next_u64() as u32).collect();
         check(&prog, &trees, &more);
+        // Counted tables over the same roots: each interval's jumped-over
+        // count is the walk's, for every x.
+        let counted = RangeTrees::build_counted_with(Policy::EVERY_TREE, &prog, trees.roots().to_vec(), Some);
+        assert_eq!(counted.roots(), trees.roots(), "case {case}\n{prog:?}");
+        check_counted(&prog, &counted, &more);
         // Roots are exactly the region compares no region compare goes to
         // whose region the policy admits.
         let inner: Vec<usize> = (0..n)
@@ -200,7 +247,7 @@ fn random_regions_answer_as_plain_interpretation() {
             let admitted = node(&prog, pc).is_some()
                 && !inner.contains(&pc)
                 && region(&prog, pc, &mut Work { left: MAX_WORK }).is_ok_and(|r| {
-                    intervals_of(&r, pc, &mut Work { left: MAX_WORK }).is_ok_and(|(iv, steps, cuts)| {
+                    intervals_of(&r, pc, Merge::ByPc, &mut Work { left: MAX_WORK }).is_ok_and(|(iv, steps, cuts)| {
                         let shape =
                             Shape { depth: longest_path(&r), branches: branches(&r), steps, cuts, intervals: iv.len() };
                         policy.admits(shape)
