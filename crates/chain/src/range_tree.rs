@@ -70,6 +70,16 @@ pub const SEARCH_MARGIN: usize = 2;
 
 /// Which regions get a table: the cost model, apart from the mechanism
 /// (every region a policy admits answers exactly as its walk).
+///
+/// Both interpreters use [`Policy::default`]. The eBPF seccomp executor
+/// walks a tree as linked chains (one dispatch for a whole path), cheaper
+/// per compare than the classic interpreter's ops, but measured with the
+/// same binary, trees off and on (`benches/engine_table.py`, ns): the
+/// search still pays on the trees the policy admits (allow306_opt2 deepest
+/// 15.1 → 11.8, seed_slow_opt2 deepest 14.3 → 11.2), and the tree of
+/// fewest compares per search step it admits, long_jumps_large_opt2's
+/// (mean walk 7.4 over 8 intervals: 3 steps), is even on the mix (15.5 →
+/// 15.9, within the runs' spread).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {
     /// Compares the longest path of a region needs ([`MIN_DEPTH`]).
@@ -185,21 +195,53 @@ struct Span {
     len: u32,
 }
 
+/// Where walking a region from its root leaves it: the first pc outside
+/// it, and the instructions the walk jumped over on the way (taken jumps
+/// and `ja`s), for an interpreter that counts executed instructions (with
+/// forward jumps, a walk from `root` to `pc` executes `pc - root - skip`
+/// instructions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Leave {
+    /// The pc the walk leaves to.
+    pub pc: usize,
+    /// Instructions jumped over from the root to `pc`.
+    pub skip: u32,
+}
+
 /// A compare of a region: its condition and constant, and where each
-/// outcome goes (resolved past `ja`).
+/// outcome goes (resolved past `ja`) with the instructions it jumps over.
 #[derive(Debug, Clone, Copy)]
 struct Node {
     cond: Cond,
     value: u64,
     taken: usize,
     fall: usize,
+    taken_skip: u32,
+    fall_skip: u32,
 }
 
 /// The region compare at `pc`: a compare of `x` with a constant that is
 /// not a `&` test.
 fn node(code: &impl Code, pc: usize) -> Option<Node> {
     let c = code.compare(pc).filter(|c| c.cond != Cond::Set)?;
-    Some(Node { cond: c.cond, value: c.value, taken: code.resolve(c.taken).0, fall: code.resolve(c.fall).0 })
+    // From the jump (after the load of its constant, if the compare has
+    // one) to where the outcome resolves, past `ja`s.
+    let land = |to: usize| {
+        let (at, through) = code.resolve(to);
+        (at, through.wrapping_add(to.wrapping_sub(c.jump_pc + 1) as u32))
+    };
+    let ((taken, taken_skip), (fall, fall_skip)) = (land(c.taken), land(c.fall));
+    Some(Node { cond: c.cond, value: c.value, taken, fall, taken_skip, fall_skip })
+}
+
+/// Which neighbouring intervals share a table entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Merge {
+    /// Those that leave to the same pc.
+    ByPc,
+    /// Those that leave to the same pc having jumped over as many
+    /// instructions: each entry's [`Leave::skip`] is exact.
+    Counted,
 }
 
 /// Why a region has no table.
@@ -234,15 +276,42 @@ impl<T: Copy> RangeTrees<T> {
         pcs: impl IntoIterator<Item = usize>,
         outcome: impl Fn(usize) -> Option<T>,
     ) -> Self {
-        Self::build_counted(policy, code, pcs, outcome).0
+        Self::build_merged(policy, Merge::ByPc, code, pcs, |leave: Leave| outcome(leave.pc))
     }
 
-    /// [`RangeTrees::build_with`], and the work it cost (node visits).
-    fn build_counted(
+    /// [`RangeTrees::build_with`] for an interpreter that counts executed
+    /// instructions: `outcome` gets each interval's [`Leave`], exact for
+    /// every `x` of the interval (intervals that leave to the same pc
+    /// through walks that jump over different counts are entries of their
+    /// own, so a table may have more entries than
+    /// [`RangeTrees::build_with`]'s, and a region may fit the budgets in
+    /// one and not the other: compare [`RangeTrees::roots`]).
+    pub fn build_counted_with(
         policy: Policy,
         code: &impl Code,
         pcs: impl IntoIterator<Item = usize>,
-        outcome: impl Fn(usize) -> Option<T>,
+        outcome: impl Fn(Leave) -> Option<T>,
+    ) -> Self {
+        Self::build_merged(policy, Merge::Counted, code, pcs, outcome)
+    }
+
+    fn build_merged(
+        policy: Policy,
+        merge: Merge,
+        code: &impl Code,
+        pcs: impl IntoIterator<Item = usize>,
+        outcome: impl Fn(Leave) -> Option<T>,
+    ) -> Self {
+        Self::build_merged_work(policy, merge, code, pcs, outcome).0
+    }
+
+    /// [`RangeTrees::build_merged`], and the work it cost (node visits).
+    fn build_merged_work(
+        policy: Policy,
+        merge: Merge,
+        code: &impl Code,
+        pcs: impl IntoIterator<Item = usize>,
+        outcome: impl Fn(Leave) -> Option<T>,
     ) -> (Self, usize) {
         let mut nodes: Vec<(usize, Node)> = pcs.into_iter().filter_map(|pc| Some((pc, node(code, pc)?))).collect();
         if !nodes.is_sorted_by_key(|&(pc, _)| pc) {
@@ -272,7 +341,7 @@ impl<T: Copy> RangeTrees<T> {
                 continue;
             }
             // A region past a budget or too small keeps its ops.
-            let _ = built.add(policy, code, root, &outcome, &mut work);
+            let _ = built.add(policy, merge, code, root, &outcome, &mut work);
         }
         (built.finish(), MAX_WORK - work.left)
     }
@@ -376,9 +445,10 @@ impl<T: Copy> Built<T> {
     fn add(
         &mut self,
         policy: Policy,
+        merge: Merge,
         code: &impl Code,
         root: usize,
-        outcome: &impl Fn(usize) -> Option<T>,
+        outcome: &impl Fn(Leave) -> Option<T>,
         work: &mut Work,
     ) -> Result<(), Skip> {
         let region = region(code, root, work)?;
@@ -391,7 +461,7 @@ impl<T: Copy> Built<T> {
         if cuts.len().saturating_mul(depth) > MAX_REGION_WALK {
             return Err(Skip::Budget);
         }
-        let (intervals, steps) = intervals_of(&region, root, &cuts, work)?;
+        let (intervals, steps) = intervals_of(&region, root, &cuts, merge, work)?;
         let cuts = cuts.len();
         if !policy.admits(Shape { depth, branches, steps, cuts, intervals: intervals.len() }) {
             return Err(Skip::Shallow);
@@ -429,9 +499,9 @@ impl<T: Copy> Built<T> {
     }
 }
 
-/// Intervals (first value, the pc the walk leaves to), compares walked
+/// Intervals (first value, where the walk leaves to), compares walked
 /// over all cuts.
-type Walked = (Vec<(u32, usize)>, usize);
+type Walked = (Vec<(u32, Leave)>, usize);
 
 /// The region's cuts, ascending: 0, and each constant v below 2^32 and
 /// v + 1 (where the outcome of `==`, `>`, `>=` and their negations may
@@ -449,16 +519,23 @@ fn cuts_of(region: &[(usize, Node)]) -> Vec<u32> {
     cuts
 }
 
-/// The intervals of the region rooted at `root` (first value, the pc the
-/// walk leaves to; neighbours with the same pc merged), walked from each
-/// of `cuts`, with the compares walked over all cuts.
-fn intervals_of(region: &[(usize, Node)], root: usize, cuts: &[u32], work: &mut Work) -> Result<Walked, Skip> {
-    let mut intervals: Vec<(u32, usize)> = Vec::with_capacity(cuts.len());
+/// The intervals of the region rooted at `root` (first value, where the
+/// walk leaves to; neighbours merged as `merge` says), walked from each of
+/// `cuts`, with the compares walked over all cuts.
+fn intervals_of(
+    region: &[(usize, Node)],
+    root: usize,
+    cuts: &[u32],
+    merge: Merge,
+    work: &mut Work,
+) -> Result<Walked, Skip> {
+    let mut intervals: Vec<(u32, Leave)> = Vec::with_capacity(cuts.len());
     let mut steps = 0usize;
     for &lo in cuts {
         let (to, walked) = walk(region, root, lo, work)?;
         steps += walked;
-        if intervals.last().is_none_or(|&(_, last)| last != to) {
+        let same = |last: Leave| last.pc == to.pc && (merge == Merge::ByPc || last.skip == to.skip);
+        if intervals.last().is_none_or(|&(_, last)| !same(last)) {
             intervals.push((lo, to));
         }
     }
@@ -540,17 +617,21 @@ fn branches(region: &[(usize, Node)]) -> usize {
     region.iter().filter(|(_, n)| find(region, n.taken).is_some() && find(region, n.fall).is_some()).count()
 }
 
-/// Where the region is left when entered at `root` with `x`: the first pc
-/// outside it. Costs one step of `work` per compare.
-fn walk(region: &[(usize, Node)], root: usize, x: u32, work: &mut Work) -> Result<(usize, usize), Skip> {
-    let mut pc = root;
+/// Where the region is left when entered at `root` with `x` (the first pc
+/// outside it, and the instructions jumped over on the way), and the
+/// compares walked. Costs one step of `work` per compare.
+fn walk(region: &[(usize, Node)], root: usize, x: u32, work: &mut Work) -> Result<(Leave, usize), Skip> {
+    let (mut pc, mut skip) = (root, 0u32);
     let mut steps = 0;
     while let Some(n) = find(region, pc) {
         work.take(1)?;
         steps += 1;
-        pc = if n.cond.eval(u64::from(x), n.value) { n.taken } else { n.fall };
+        let (to, jumped) =
+            if n.cond.eval(u64::from(x), n.value) { (n.taken, n.taken_skip) } else { (n.fall, n.fall_skip) };
+        pc = to;
+        skip = skip.wrapping_add(jumped);
     }
-    Ok((pc, steps))
+    Ok((Leave { pc, skip }, steps))
 }
 
 #[cfg(test)]

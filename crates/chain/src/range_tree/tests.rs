@@ -81,6 +81,48 @@ fn check(prog: &Prog, trees: &RangeTrees<usize>, more: &[u32]) {
     }
 }
 
+/// [`Prog::run`] with the instructions jumped over: a compare's outcome
+/// skips from past the compare to its target, each `ja` (resolved past by
+/// the toy [`Code::resolve`]) counts one.
+fn run_counted(prog: &Prog, mut pc: usize, x: u32) -> Leave {
+    let mut skip = 0u32;
+    loop {
+        match prog.0.get(pc) {
+            Some(&Insn::Cmp(cond, v, t, f)) if cond != Cond::Set => {
+                let to = if cond.eval(u64::from(x), v) { t } else { f };
+                skip += (to - pc - 1) as u32;
+                pc = to;
+            }
+            Some(&Insn::Ja(to)) => {
+                skip += 1;
+                pc = to;
+            }
+            _ => return Leave { pc, skip },
+        }
+    }
+}
+
+/// Every counted tree answers as [`run_counted`] on the values of [`check`].
+fn check_counted(prog: &Prog, trees: &RangeTrees<Leave>, more: &[u32]) {
+    let mut xs: Vec<u32> = vec![0, 1, 2, u32::MAX, u32::MAX - 1, 1 << 31, (1 << 31) - 1];
+    xs.extend(more);
+    for insn in &prog.0 {
+        if let Insn::Cmp(_, v, _, _) = *insn {
+            let v = v as u32;
+            xs.extend([v.wrapping_sub(1), v, v.wrapping_add(1), v.wrapping_add(2)]);
+        }
+    }
+    for (tree, &root) in trees.roots().iter().enumerate() {
+        for &x in &xs {
+            assert_eq!(
+                trees.outcome(tree, x),
+                Some(run_counted(prog, root, x)),
+                "tree {tree} @{root} x={x:#x}\n{prog:?}"
+            );
+        }
+    }
+}
+
 impl std::fmt::Debug for Prog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         for (pc, insn) in self.0.iter().enumerate() {
@@ -189,6 +231,11 @@ fn random_regions_answer_as_plain_interpretation() {
         tables += trees.len();
         let more: Vec<u32> = (0..16).map(|_| rng.next_u64() as u32).collect();
         check(&prog, &trees, &more);
+        // Counted tables over the same roots: each interval's jumped-over
+        // count is the walk's, for every x.
+        let counted = RangeTrees::build_counted_with(Policy::EVERY_TREE, &prog, trees.roots().to_vec(), Some);
+        assert_eq!(counted.roots(), trees.roots(), "case {case}\n{prog:?}");
+        check_counted(&prog, &counted, &more);
         // Roots are exactly the region compares no region compare goes to
         // whose region the policy admits.
         let inner: Vec<usize> = (0..n)
@@ -201,7 +248,7 @@ fn random_regions_answer_as_plain_interpretation() {
                 && !inner.contains(&pc)
                 && region(&prog, pc, &mut Work { left: MAX_WORK }).is_ok_and(|r| {
                     let cuts = cuts_of(&r);
-                    intervals_of(&r, pc, &cuts, &mut Work { left: MAX_WORK }).is_ok_and(|(iv, steps)| {
+                    intervals_of(&r, pc, &cuts, Merge::ByPc, &mut Work { left: MAX_WORK }).is_ok_and(|(iv, steps)| {
                         let cuts = cuts.len();
                         let shape =
                             Shape { depth: longest_path(&r), branches: branches(&r), steps, cuts, intervals: iv.len() };
@@ -335,6 +382,11 @@ fn the_measured_policy_drops_a_chain_split_once() {
     check(&prog, &trees, &[]);
 }
 
+/// The tables of `prog` under `policy`, and the work they cost.
+fn built_with_work(policy: Policy, prog: &Prog, pcs: std::ops::Range<usize>) -> (RangeTrees<usize>, usize) {
+    RangeTrees::build_merged_work(policy, Merge::ByPc, prog, pcs, |l: Leave| Some(l.pc))
+}
+
 /// The largest `n` whose ladder (`2n` cuts, `n` deep) fits
 /// [`MAX_REGION_WALK`].
 fn largest_walked_ladder() -> usize {
@@ -361,7 +413,7 @@ fn regions_past_the_budgets_keep_their_ops() {
     let trees = walked.trees();
     assert_eq!(trees.roots(), [0]);
     check(&walked, &trees, &[]);
-    let (trees, work) = RangeTrees::build_counted(Policy::EVERY_TREE, &Prog(ladder(n + 1, 0)), 0..n + 2, Some);
+    let (trees, work) = built_with_work(Policy::EVERY_TREE, &Prog(ladder(n + 1, 0)), 0..n + 2);
     assert!(trees.is_empty());
     assert!(work <= 2 * n + 3, "{work} visits: discovery only");
     // No outcome form for a pc: no table.
@@ -393,7 +445,7 @@ fn tables_share_the_entry_budget() {
         insns.extend([Insn::Other, Insn::Other]);
     }
     let prog = Prog(insns);
-    let (trees, work) = RangeTrees::build_counted(Policy::EVERY_TREE, &prog, 0..prog.0.len(), Some);
+    let (trees, work) = built_with_work(Policy::EVERY_TREE, &prog, 0..prog.0.len());
     assert_eq!(trees.len(), MAX_ENTRIES / 16);
     assert!(work < MAX_WORK, "{work}");
     assert_eq!(trees.roots()[1], 9);
@@ -418,7 +470,7 @@ fn the_work_budget_bounds_every_program() {
     // a few; the rest keep their ops.
     let n = largest_walked_ladder();
     let prog = ladders(22, n);
-    let (trees, work) = RangeTrees::build_counted(Policy::EVERY_TREE, &prog, 0..prog.0.len(), Some);
+    let (trees, work) = built_with_work(Policy::EVERY_TREE, &prog, 0..prog.0.len());
     assert!((2..8).contains(&trees.len()), "{} trees", trees.len());
     assert!(work <= MAX_WORK, "{work}");
     check(&prog, &trees, &[]);
@@ -483,11 +535,11 @@ fn hostile() -> Vec<(&'static str, Prog, usize)> {
 fn hostile_programs_cost_bounded_work() {
     for (name, prog, most) in hostile() {
         assert!(prog.0.len() <= 4096, "{name}: {} instructions", prog.0.len());
-        let (trees, work) = RangeTrees::build_counted(Policy::EVERY_TREE, &prog, 0..prog.0.len(), Some);
+        let (trees, work) = built_with_work(Policy::EVERY_TREE, &prog, 0..prog.0.len());
         assert!(work <= most, "{name}: {work} visits, more than {most}");
         check(&prog, &trees, &[]);
         // The measured policy costs no more.
-        let (_, measured) = RangeTrees::build_counted(Policy::default(), &prog, 0..prog.0.len(), Some);
+        let (_, measured) = built_with_work(Policy::default(), &prog, 0..prog.0.len());
         assert!(measured <= most, "{name}: {measured} visits under the measured policy");
     }
 }

@@ -8,6 +8,7 @@ use crate::isa::op::AluOp;
 use super::chains::{ChainBuilder, ChainExit, EntryBlock, Shapes, MIN_CHAIN, NOT_RET, RELOAD, SAME, WINDOW};
 use super::ops::{alu_code, Kind, SOp, EQ, GE, GT, LE, LT, NE, RA, RK, RT, RX, SET};
 use super::subset::Subset;
+use super::trees::Trees;
 use super::SeccompProg;
 
 /// A chain entry (a pc where the rest of a chain is what execution does),
@@ -27,8 +28,15 @@ pub(super) struct EntryAt {
 
 impl Subset {
     /// Compiles the recognised program for the executor (module docs of
-    /// [`super`]); `None` only if a table outgrows its `u32` indices.
+    /// [`super`]), compare trees where the measured [`chain::Policy`] says
+    /// they pay; `None` only if a table outgrows its `u32` indices.
     pub(crate) fn compile(self) -> Option<SeccompProg> {
+        self.compile_with(Some(chain::Policy::default()))
+    }
+
+    /// [`Subset::compile`] with compare trees where `trees` admits them
+    /// (`None`: none).
+    pub(crate) fn compile_with(self, trees: Option<chain::Policy>) -> Option<SeccompProg> {
         let plains = self.plains;
         let n = plains.len();
         let mut live_in = vec![0u8; n + 1];
@@ -96,6 +104,22 @@ impl Subset {
                         };
                     }
                 }
+            }
+        }
+        // Compare trees: the root's op, and a load of r0 right before it,
+        // search the tree's table. Nothing links to them (a link would
+        // scan the root's chain instead of searching).
+        let mut trees = Trees::build(&shapes, n, trees);
+        for (tree, &root) in trees.roots().iter().enumerate() {
+            let tree = u32::try_from(tree).ok()?;
+            let op = SOp { kind: Kind::Tree, dst: RA, src: RK, aux: 0, target: tree, imm: 0 };
+            if let (Some(o), Some(e)) = (ops.get_mut(root), entry_at.get_mut(root)) {
+                (*o, *e) = (op, None);
+            }
+            let Some(load) = root.checked_sub(1) else { continue };
+            let Some(&l) = base.get(load).filter(|l| l.kind == Kind::LdCtx && l.dst == RA) else { continue };
+            if let (Some(o), Some(e)) = (ops.get_mut(load), entry_at.get_mut(load)) {
+                (*o, *e) = (SOp { kind: Kind::LdTree, aux: l.aux, ..op }, None);
             }
         }
         for pc in 0..n {
@@ -203,6 +227,9 @@ impl Subset {
                     *l = true;
                 }
             }
+            // So do a tree's outcomes: a tree that leaves to a chain (a
+            // leaf's, or an argument check's) goes on scanning it.
+            trees.link(|e| link_of(e));
             // Chain ops, and entries kept as plain ops whose chain links on,
             // become linked-chain ops: one dispatch for a whole path down a
             // tree.
@@ -260,7 +287,7 @@ impl Subset {
         Some(SeccompProg {
             ops: ops.into_boxed_slice(),
             entries: entries.into_boxed_slice(),
-            chains: super::ChainTables { table: chains, eq_sets },
+            chains: super::ChainTables { table: chains, eq_sets, trees },
             start,
             runner,
             runner_uncounted,

@@ -73,6 +73,16 @@
 //! `chain::EqSets`, shared with the classic interpreter): one load where
 //! the scan reads every block before the hit.
 //!
+//! A compare tree (a region of compares of r0 with constants, through
+//! `ja`, that branches: libseccomp's `--opt 2` trees), where the measured
+//! `chain::Policy` of the classic interpreter says it pays, is one op at
+//! its root instead ([`Kind::Tree`], module `trees`, `chain::RangeTrees`):
+//! a branchless binary search in a sorted table of the region's cuts finds
+//! where the walk leaves to, and the walk's jumped-over count (stored per
+//! interval; runs that do not count search a table with the intervals that
+//! leave to the same pc merged). Chain exits that land on a tree's root
+//! leave to it rather than link to its chain.
+//!
 //! Besides chains: a context load fused
 //! with the compare after it (`w2 = K; if r0 <op> r2` or `if r0 <op> K`),
 //! `w2 = K; if r0 <op> r2`, `w0 = K; exit` and the converter's prologue. A
@@ -104,6 +114,7 @@ mod run;
 mod subset;
 #[cfg(test)]
 mod tests;
+mod trees;
 
 pub(crate) use subset::Subset;
 
@@ -127,14 +138,17 @@ pub(crate) struct SeccompProg {
     start: u32,
 }
 
-/// The chain table and the lookup tables of its long equality chains
-/// ([`Kind::EqSet`]), together: the run loop keeps one pointer for both
-/// (`table` first, at the same address).
+/// The chain table, the lookup tables of its long equality chains
+/// ([`Kind::EqSet`]) and the compare trees' tables ([`Kind::Tree`]),
+/// together: the run loop keeps one pointer for all (`table` first, at the
+/// same address).
 #[derive(Debug, Clone)]
 #[repr(C)]
 struct ChainTables {
     table: Chains,
     eq_sets: chain::EqSets,
+    /// Breakpoint tables of the compare trees ([`Kind::Tree`]).
+    trees: trees::Trees,
 }
 
 impl SeccompProg {
@@ -156,12 +170,18 @@ impl SeccompProg {
                 Kind::LdEqSet => {
                     format!("w0 = word {}; eq set #{} @{} skip {}", o.aux, o.imm >> 32, o.target, o.imm as u32)
                 }
+                Kind::Tree => format!("tree #{}", o.target),
+                Kind::LdTree => format!("w0 = word {}; tree #{}", o.aux, o.target),
                 _ => continue,
             };
             out.push_str(&format!("{pc:4}: {line}\n"));
         }
         out.push_str("tests:\n");
         out.push_str(&self.chains.table.to_string());
+        if !self.chains.trees.is_empty() {
+            out.push_str("trees:\n");
+            out.push_str(&self.chains.trees.listing());
+        }
         out
     }
 }

@@ -81,6 +81,13 @@ pub(super) enum Kind {
     EqSet,
     /// `w0 = ctx word aux`, then [`Kind::EqSet`].
     LdEqSet,
+    /// The root of a compare tree (a region of compares of r0 with
+    /// constants, through `ja`, that branches: `chain::RangeTrees`): go
+    /// where walking the region leaves to, found in table `target` of
+    /// [`super::trees::Trees`] with the instructions the walk jumped over.
+    Tree,
+    /// `w0 = ctx word aux`, then [`Kind::Tree`].
+    LdTree,
     /// `w0 = ctx word aux; w2 = imm; if r0 <cond> r2 goto target`.
     LdMovJeq,
     LdMovJne,

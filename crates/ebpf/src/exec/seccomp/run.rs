@@ -331,6 +331,14 @@ impl SeccompProg {
                     linked!(op.target, op.imm)
                 }
                 Kind::EqSet => eq_set!(op),
+                // One arm for both (one copy of `follow!`'s code in the loop).
+                Kind::Tree | Kind::LdTree => {
+                    if op.kind == Kind::LdTree {
+                        a = word(data, op.aux);
+                    }
+                    let exit = tree_exit::<COUNT>(tables, op.target, a as u32);
+                    follow!(exit)
+                }
                 Kind::LdEqSet => {
                     a = word(data, op.aux);
                     eq_set!(op)
@@ -424,4 +432,13 @@ static NOWHERE_TEST: LinkedTest = LinkedTest { exit: ChainExit::NOWHERE, lo: 0, 
 fn eq_set_exit<'t>(tables: &'t ChainTables, op: &SOp, x: u32) -> &'t ChainExit {
     let (set, from) = ((op.imm >> 32) as u16, op.target as usize);
     &tables.eq_sets.exit(&tables.table, set, x, from, &NOWHERE_TEST).exit
+}
+
+/// Where tree `tree` ([`Kind::Tree`]) leaves for `x`, its count from the
+/// tree's root exact when `COUNT` ([`super::trees::Trees::exit`]). Out of
+/// line and from the chain tables, as [`eq_set_exit`], so that programs
+/// without trees keep their run loop.
+#[inline(never)]
+fn tree_exit<const COUNT: bool>(tables: &ChainTables, tree: u32, x: u32) -> ChainExit {
+    tables.trees.exit::<COUNT>(tree, x)
 }

@@ -430,3 +430,93 @@ fn linked_tree_chains_match_the_general_interpreter_from_every_node() {
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// Random compare regions in converted form (after [`head`]: entered at
+/// the top and, through `if X != 0`, at a random unit): units of
+/// `if r0 <cond> K` (every condition, `K` small, at the edges, or with the
+/// top bit set: a sign-extended `imm`), `w2 = K; if r0 <cond> r2` (the
+/// converter's form for a `K` with the top bit set), `ja`, and what ends a
+/// region (`w0 += 1`, a reload of word 0 or 2, `w0 = K; exit`), every jump
+/// forward to a unit: DAGs through `ja`. Compiled with a tree wherever one
+/// branches ([`chain::Policy::EVERY_TREE`]; every fourth program with the
+/// measured policy), the executor, counting and not, against the general
+/// interpreter on every cut ±1 of the constants and random words:
+/// results and executed counts (trees whose outcomes link on to chains
+/// included).
+#[test]
+fn random_compare_trees_match_the_general_interpreter() {
+    let mut rng = test_data::rng::Rng(0x5851_f42d_4c95_7f2d);
+    let plain = LoadOptions { no_superinstructions: true, ..LoadOptions::default() };
+    let (mut with_trees, mut with_links, mut failures) = (0, 0, Vec::new());
+    for case in 0..1500 {
+        let units = 4 + rng.below(36);
+        let mut ks: Vec<u32> = (0..4).map(|_| rng.next_u64() as u32 % 48).collect();
+        ks.extend([0, 1, u32::MAX, u32::MAX - 1, 1 << 31, (1 << 31) - 1, 0x8000_0030]);
+        // Per unit: its instructions, with the unit a jump goes to (or
+        // `units`: the final `exit`).
+        let mut shapes: Vec<Vec<(Insn, Option<usize>)>> = Vec::with_capacity(units);
+        for u in 0..units {
+            let to = Some(u + 1 + rng.below(units - u));
+            let k = ks[rng.below(ks.len())];
+            let cond = [0x10u8, 0x20, 0x30, 0x40, 0x50, 0xa0, 0xb0][rng.below(7)];
+            let word = [0, 8][rng.below(2)];
+            shapes.push(match rng.below(16) {
+                0 | 1 => vec![(i(0x05, 0, 0, 0, 0), to)],
+                2 => vec![(i(0x04, 0, 0, 0, 1), None)],
+                3 => vec![(i(0x61, 0, 6, word, 0), None)],
+                4 => vec![(i(0xb4, 0, 0, 0, u as i32), None), (i(0x95, 0, 0, 0, 0), None)],
+                5..=8 => vec![(i(0xb4, 2, 0, 0, k as i32), None), (i(0x05 | cond | 0x08, 0, 2, 0, 0), to)],
+                _ => vec![(i(0x05 | cond, 0, 0, 0, k as i32), to)],
+            });
+        }
+        let mut starts = Vec::with_capacity(units + 1);
+        let mut at = 0;
+        for s in &shapes {
+            starts.push(at);
+            at += s.len();
+        }
+        starts.push(at);
+        let body: Vec<Insn> = shapes
+            .iter()
+            .flatten()
+            .enumerate()
+            .map(|(pc, &(insn, to))| match to {
+                Some(u) => Insn { off: (starts[u] - pc - 1) as i16, ..insn },
+                None => insn,
+            })
+            .chain([i(0x95, 0, 0, 0, 0)])
+            .collect();
+        let p = head(starts[rng.below(units)], &body);
+        let policy = if case % 4 == 3 { chain::Policy::default() } else { chain::Policy::EVERY_TREE };
+        let fast = Subset::recognise(&p).unwrap().compile_with(Some(policy)).unwrap();
+        let trees = fast.ops.iter().filter(|o| o.kind == Kind::Tree).count();
+        with_trees += usize::from(trees > 0);
+        with_links += usize::from(fast.chains.trees.links() > 0);
+        let slow = Program::load(&p, &plain, &Helpers::new()).unwrap();
+        let mut vm = Vm::new();
+        let mut values: Vec<u32> = ks.iter().flat_map(|&k| [k.wrapping_sub(1), k, k.wrapping_add(1)]).collect();
+        values.extend((0..8).map(|_| rng.next_u64() as u32));
+        for &w0 in &values {
+            for w1 in [0, 1] {
+                let mut d = data(w0, w1);
+                d[8..12].copy_from_slice(&rng.next_u64().to_le_bytes()[..4]);
+                let want = vm.run_seccomp(&slow, &d).map(|r| (u64::from(r), vm.executed()));
+                let got = fast.run(&d).map(|(r, n)| (r as u32 as u64, n));
+                let uncounted = fast.run_uncounted(&d).map(|r| (r as u32 as u64, vm.executed()));
+                let want_uncounted = want.as_ref().map(|&(r, _)| (r, vm.executed())).map_err(|e| e.clone());
+                if got != want || uncounted != want_uncounted {
+                    failures.push(format!(
+                        "case {case} word0 {w0:#x} word1 {w1}: executor {got:?} / {uncounted:?}, general {want:?}\n{}",
+                        fast.chain_listing()
+                    ));
+                }
+            }
+        }
+        if failures.len() > 3 {
+            break;
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(with_trees > 300, "only {with_trees} programs with trees");
+    assert!(with_links > 20, "only {with_links} programs whose trees link on");
+}
