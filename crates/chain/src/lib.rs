@@ -50,7 +50,8 @@ mod range_tree;
 
 pub use eq_set::EqSets;
 pub use range_tree::{
-    Leave, Policy, RangeTrees, MAX_ENTRIES, MAX_NODES, MAX_WORK, MIN_BRANCHES, MIN_DEPTH, SEARCH_MARGIN,
+    Leave, Policy, RangeTrees, MAX_ENTRIES, MAX_NODES, MAX_REGION_WALK, MAX_WORK, MIN_BRANCHES, MIN_DEPTH,
+    SEARCH_MARGIN,
 };
 
 /// A condition of a conditional jump on unsigned values: classic BPF has

@@ -18,14 +18,28 @@
 //! over a power-of-two table: `log2(len)` steps, no mispredicted branch)
 //! instead of interpreting each node.
 //!
-//! Budgets, so that building is cheap on any program: a region has at
-//! most [`MAX_NODES`] compares (so at most `2 * MAX_NODES + 1` intervals,
-//! each walked in at most `MAX_NODES` steps); all regions of a program
-//! together cost at most [`MAX_WORK`] steps (region discovery and walks),
-//! and their tables at most [`MAX_ENTRIES`] entries. A region past a
-//! budget gets no table: its root keeps the ops it had. Worst case for a
-//! 4096-instruction program: `MAX_WORK` (2^22) node visits, tens of
-//! milliseconds, and 2^16 entries (384 KiB with `u16` targets).
+//! Budgets, so that building costs what can pay off and is cheap on any
+//! program (interpreters are built often: `bench` builds one per residual
+//! program of the fast engine, thousands for a 4096-instruction filter).
+//! Checked from cheap facts first, before the costly walks:
+//! - only roots are discovered (a compare no compare goes to), never the
+//!   pcs inside a region, though every pc is a candidate;
+//! - a root whose longest path (one pass over the program) has more than
+//!   [`MAX_NODES`] compares is not even discovered: its region is too big
+//!   (a ladder DAG of 4093 compares costs no visit, 1025 before);
+//! - discovering a region stops past [`MAX_NODES`] compares (at most
+//!   `2 * MAX_NODES + 1` node visits);
+//! - the [`Policy`]'s shape checks (depth, branches) come before the walks;
+//! - the walks cost at most `cuts * depth` steps (each of the at most
+//!   `2 * compares + 1` cuts walks at most the longest path): a region
+//!   where that bound passes [`MAX_REGION_WALK`] is not walked;
+//! - all regions of a program together cost at most [`MAX_WORK`] steps
+//!   (discovery and walks), their tables at most [`MAX_ENTRIES`] entries.
+//!
+//! A region past a budget gets no table: its root keeps the ops it had.
+//! Worst case for a 4096-instruction program: `MAX_WORK` (2^18) node
+//! visits, about a millisecond, and 2^16 entries (384 KiB with `u16`
+//! targets).
 
 use crate::{Code, Cond};
 
@@ -120,12 +134,27 @@ struct Shape {
     intervals: usize,
 }
 
-/// Compares a region may have.
+/// Compares a region may have. The largest real tree, libseccomp's opt2
+/// tree of testdata/profiles/docker_like_opt2.bpf, has 737.
 pub const MAX_NODES: usize = 1024;
 
+/// Walk steps a region may cost, bounded before walking as `cuts * depth`
+/// (cuts walked, compares on the longest path). Real trees are balanced:
+/// docker_like_opt2's bound is 660 cuts * 12 = 7920 (6849 walked), and a
+/// balanced tree of [`MAX_NODES`] compares (2049 cuts, about 11 deep)
+/// stays below this cap too. What it stops is a deep region that branches
+/// at every node, whose walks cost its compares squared: a ladder of 1023
+/// `==` (2046 cuts, 1023 deep) cost 2^21 steps per build before the cap,
+/// for one table; now a ladder of up to 181 compares is walked.
+pub const MAX_REGION_WALK: usize = 1 << 16;
+
 /// Node visits all regions of a program may cost to build (discovery and
-/// walks together).
-pub const MAX_WORK: usize = 1 << 22;
+/// walks together): 20x the busiest real program (docker_like_opt2: 12902
+/// visits), about 4 regions at [`MAX_REGION_WALK`]. Reached only by
+/// hostile programs, e.g. a 4096-instruction filter of 22 ladders of 181
+/// compares (each a region just under [`MAX_REGION_WALK`]): the first
+/// few get a table, the rest keep their ops.
+pub const MAX_WORK: usize = 1 << 18;
 
 /// Table entries all regions of a program may have.
 pub const MAX_ENTRIES: usize = 1 << 16;
@@ -273,20 +302,48 @@ impl<T: Copy> RangeTrees<T> {
         pcs: impl IntoIterator<Item = usize>,
         outcome: impl Fn(Leave) -> Option<T>,
     ) -> Self {
-        let nodes: Vec<(usize, Node)> = pcs.into_iter().filter_map(|pc| Some((pc, node(code, pc)?))).collect();
-        let mut inner: Vec<usize> =
-            nodes.iter().flat_map(|(_, n)| [n.taken, n.fall]).filter(|&to| node(code, to).is_some()).collect();
-        inner.sort_unstable();
+        Self::build_merged_work(policy, merge, code, pcs, outcome).0
+    }
+
+    /// [`RangeTrees::build_merged`], and the work it cost (node visits).
+    fn build_merged_work(
+        policy: Policy,
+        merge: Merge,
+        code: &impl Code,
+        pcs: impl IntoIterator<Item = usize>,
+        outcome: impl Fn(Leave) -> Option<T>,
+    ) -> (Self, usize) {
+        let mut nodes: Vec<(usize, Node)> = pcs.into_iter().filter_map(|pc| Some((pc, node(code, pc)?))).collect();
+        if !nodes.is_sorted_by_key(|&(pc, _)| pc) {
+            nodes.sort_unstable_by_key(|&(pc, _)| pc);
+        }
+        nodes.dedup_by_key(|&mut (pc, _)| pc);
+        // Per pc up to the last compare (the pcs of a program): whether a
+        // compare goes to it, and the longest path from it.
+        let end = nodes.last().map_or(0, |&(pc, _)| pc + 1);
+        let mut inner = vec![false; end];
+        for (_, n) in &nodes {
+            for to in [n.taken, n.fall] {
+                if let Some(slot) = inner.get_mut(to) {
+                    *slot = true;
+                }
+            }
+        }
+        let depths = longest_paths(&nodes, end);
         let mut work = Work { left: MAX_WORK };
         let mut built = Built::default();
         for &(root, _) in &nodes {
-            if inner.binary_search(&root).is_ok() {
+            // Past MAX_NODES deep: a region too big, known without
+            // discovering it (a ladder of 4093 compares would cost
+            // 2 * MAX_NODES visits from its root).
+            let deep = depths.get(root).is_some_and(|&d| d > MAX_NODES);
+            if inner.get(root).copied().unwrap_or(false) || deep {
                 continue;
             }
             // A region past a budget or too small keeps its ops.
             let _ = built.add(policy, merge, code, root, &outcome, &mut work);
         }
-        built.finish()
+        (built.finish(), MAX_WORK - work.left)
     }
 
     /// The root pc of every tree, in tree order (tree `i` is the `i`-th).
@@ -400,7 +457,12 @@ impl<T: Copy> Built<T> {
         if depth < policy.min_depth || branches < policy.min_branches.max(1) {
             return Err(Skip::Shallow);
         }
-        let (intervals, steps, cuts) = intervals_of(&region, root, merge, work)?;
+        let cuts = cuts_of(&region);
+        if cuts.len().saturating_mul(depth) > MAX_REGION_WALK {
+            return Err(Skip::Budget);
+        }
+        let (intervals, steps) = intervals_of(&region, root, &cuts, merge, work)?;
+        let cuts = cuts.len();
         if !policy.admits(Shape { depth, branches, steps, cuts, intervals: intervals.len() }) {
             return Err(Skip::Shallow);
         }
@@ -438,15 +500,13 @@ impl<T: Copy> Built<T> {
 }
 
 /// Intervals (first value, where the walk leaves to), compares walked
-/// over all cuts, cuts.
-type Walked = (Vec<(u32, Leave)>, usize, usize);
+/// over all cuts.
+type Walked = (Vec<(u32, Leave)>, usize);
 
-/// The intervals of the region rooted at `root` (first value, where the
-/// walk leaves to; neighbours merged as `merge` says), with the compares
-/// walked over all cuts and the number of cuts.
-fn intervals_of(region: &[(usize, Node)], root: usize, merge: Merge, work: &mut Work) -> Result<Walked, Skip> {
-    // Cuts: 0, and each constant v below 2^32 and v + 1 (where the
-    // outcome of `==`, `>`, `>=` and their negations may change).
+/// The region's cuts, ascending: 0, and each constant v below 2^32 and
+/// v + 1 (where the outcome of `==`, `>`, `>=` and their negations may
+/// change). At most `2 * compares + 1`.
+fn cuts_of(region: &[(usize, Node)]) -> Vec<u32> {
     let mut cuts: Vec<u32> = vec![0];
     for (_, n) in region {
         if let Ok(v) = u32::try_from(n.value) {
@@ -456,9 +516,22 @@ fn intervals_of(region: &[(usize, Node)], root: usize, merge: Merge, work: &mut 
     }
     cuts.sort_unstable();
     cuts.dedup();
+    cuts
+}
+
+/// The intervals of the region rooted at `root` (first value, where the
+/// walk leaves to; neighbours merged as `merge` says), walked from each of
+/// `cuts`, with the compares walked over all cuts.
+fn intervals_of(
+    region: &[(usize, Node)],
+    root: usize,
+    cuts: &[u32],
+    merge: Merge,
+    work: &mut Work,
+) -> Result<Walked, Skip> {
     let mut intervals: Vec<(u32, Leave)> = Vec::with_capacity(cuts.len());
     let mut steps = 0usize;
-    for &lo in &cuts {
+    for &lo in cuts {
         let (to, walked) = walk(region, root, lo, work)?;
         steps += walked;
         let same = |last: Leave| last.pc == to.pc && (merge == Merge::ByPc || last.skip == to.skip);
@@ -466,7 +539,7 @@ fn intervals_of(region: &[(usize, Node)], root: usize, merge: Merge, work: &mut 
             intervals.push((lo, to));
         }
     }
-    Ok((intervals, steps, cuts.len()))
+    Ok((intervals, steps))
 }
 
 /// The region of `root`: every compare reachable from it through region
@@ -516,6 +589,24 @@ fn longest_path(region: &[(usize, Node)]) -> usize {
         }
     }
     depth.first().copied().unwrap_or(0)
+}
+
+/// Per pc below `end`: compares on the longest path from it through
+/// `nodes` (sorted by pc), following forward edges only, in one pass from
+/// the highest pc down (0 where no compare is). At most the longest path
+/// of a region rooted there (which may also go through compares outside
+/// `nodes`, and which gets no table if an edge goes backward), so more
+/// than [`MAX_NODES`] means a region too big.
+fn longest_paths(nodes: &[(usize, Node)], end: usize) -> Vec<usize> {
+    let mut depth = vec![0usize; end];
+    for &(pc, n) in nodes.iter().rev() {
+        let below = |to: usize| if to > pc { depth.get(to).copied().unwrap_or(0) } else { 0 };
+        let d = 1 + below(n.taken).max(below(n.fall));
+        if let Some(slot) = depth.get_mut(pc) {
+            *slot = d;
+        }
+    }
+    depth
 }
 
 /// How many compares of the region go on to the region on both sides:

@@ -247,7 +247,9 @@ fn random_regions_answer_as_plain_interpretation() {
             let admitted = node(&prog, pc).is_some()
                 && !inner.contains(&pc)
                 && region(&prog, pc, &mut Work { left: MAX_WORK }).is_ok_and(|r| {
-                    intervals_of(&r, pc, Merge::ByPc, &mut Work { left: MAX_WORK }).is_ok_and(|(iv, steps, cuts)| {
+                    let cuts = cuts_of(&r);
+                    intervals_of(&r, pc, &cuts, Merge::ByPc, &mut Work { left: MAX_WORK }).is_ok_and(|(iv, steps)| {
+                        let cuts = cuts.len();
                         let shape =
                             Shape { depth: longest_path(&r), branches: branches(&r), steps, cuts, intervals: iv.len() };
                         policy.admits(shape)
@@ -380,20 +382,42 @@ fn the_measured_policy_drops_a_chain_split_once() {
     check(&prog, &trees, &[]);
 }
 
+/// The tables of `prog` under `policy`, and the work they cost.
+fn built_with_work(policy: Policy, prog: &Prog, pcs: std::ops::Range<usize>) -> (RangeTrees<usize>, usize) {
+    RangeTrees::build_merged_work(policy, Merge::ByPc, prog, pcs, |l: Leave| Some(l.pc))
+}
+
+/// The largest `n` whose ladder (`2n` cuts, `n` deep) fits
+/// [`MAX_REGION_WALK`].
+fn largest_walked_ladder() -> usize {
+    (1..).take_while(|&n| 2 * n * n <= MAX_REGION_WALK).last().unwrap()
+}
+
 #[test]
 fn regions_past_the_budgets_keep_their_ops() {
-    // MAX_NODES + 1 compares: too big for one region.
-    let n = MAX_NODES + 1;
-    let big = Prog(ladder(n, 0));
-    assert!(big.trees().is_empty());
-    // MAX_NODES compares fit.
-    let n = MAX_NODES;
-    let fits = Prog(ladder(n, 0));
+    // MAX_NODES + 1 compares (a balanced tree of 513 keys: shallow, cheap
+    // to walk): too big for one region. 1023 compares fit.
+    let keys: Vec<u32> = (0..513).map(|i| 2 * i + 1).collect();
+    assert_eq!(2 * keys.len() - 1, MAX_NODES + 1);
+    assert!(bst_prog(&keys).trees().is_empty());
+    let fits = bst_prog(&keys[..512]);
     let trees = fits.trees();
     assert_eq!(trees.roots(), [0]);
     check(&fits, &trees, &[]);
+    // A region whose walks may cost more than MAX_REGION_WALK steps (cuts
+    // times depth) is not walked: a ladder of n compares has 2n cuts and
+    // is n deep.
+    let n = largest_walked_ladder();
+    assert_eq!(n, 181);
+    let walked = Prog(ladder(n, 0));
+    let trees = walked.trees();
+    assert_eq!(trees.roots(), [0]);
+    check(&walked, &trees, &[]);
+    let (trees, work) = built_with_work(Policy::EVERY_TREE, &Prog(ladder(n + 1, 0)), 0..n + 2);
+    assert!(trees.is_empty());
+    assert!(work <= 2 * n + 3, "{work} visits: discovery only");
     // No outcome form for a pc: no table.
-    let none: RangeTrees<usize> = RangeTrees::build(&fits, 0..n + 1, |pc| (pc != n).then_some(pc));
+    let none: RangeTrees<usize> = RangeTrees::build(&walked, 0..n + 1, |pc| (pc != n).then_some(pc));
     assert!(none.is_empty());
     // A backward edge: no table (classic and converted jumps go forward).
     let mut back = ladder(8, 0);
@@ -407,44 +431,117 @@ fn regions_past_the_budgets_keep_their_ops() {
 
 #[test]
 fn tables_share_the_entry_budget() {
-    // Disjoint balanced trees of 512 keys (1023 compares, 1025 intervals,
-    // padded to 2048 entries): only MAX_ENTRIES / 2048 of them get a table.
-    let keys: Vec<u32> = (0..512).map(|i| 2 * i + 1).collect();
-    let count = MAX_ENTRIES / 2048 + 2;
+    // Disjoint balanced trees of 4 keys (7 compares, 9 intervals padded to
+    // 16 entries; about 40 visits each, so MAX_WORK is not what stops
+    // them): only MAX_ENTRIES / 16 of them get a table.
+    let keys = [1, 3, 5, 7];
+    let count = MAX_ENTRIES / 16 + 2;
     let mut insns = Vec::new();
     for _ in 0..count {
         let base = insns.len();
         let mut tree = Vec::new();
-        bst(&keys, base, base + 1023, base + 1024, &mut tree);
+        bst(&keys, base, base + 7, base + 8, &mut tree);
         insns.extend(tree);
         insns.extend([Insn::Other, Insn::Other]);
     }
     let prog = Prog(insns);
-    let trees = prog.trees();
-    assert_eq!(trees.len(), MAX_ENTRIES / 2048);
-    assert_eq!(trees.roots()[1], 1025);
-    check(&prog, &trees, &[]);
+    let (trees, work) = built_with_work(Policy::EVERY_TREE, &prog, 0..prog.0.len());
+    assert_eq!(trees.len(), MAX_ENTRIES / 16);
+    assert!(work < MAX_WORK, "{work}");
+    assert_eq!(trees.roots()[1], 9);
+    assert_eq!(trees.intervals(0).count(), 9);
+    assert_eq!(trees.outcome(MAX_ENTRIES / 16 - 1, 3), Some((MAX_ENTRIES / 16 - 1) * 9 + 7));
+}
+
+/// `count` disjoint ladders of `n` compares.
+fn ladders(count: usize, n: usize) -> Prog {
+    let mut insns = Vec::new();
+    for _ in 0..count {
+        let base = insns.len();
+        insns.extend(ladder(n, base));
+    }
+    Prog(insns)
 }
 
 #[test]
 fn the_work_budget_bounds_every_program() {
-    // Disjoint ladders of MAX_NODES distinct `==`: each costs about
-    // MAX_NODES^2 node visits to build (2 * MAX_NODES intervals, walked
-    // MAX_NODES / 2 deep on average), so MAX_WORK covers only a few.
-    let n = MAX_NODES;
-    let mut insns = Vec::new();
-    for _ in 0..8 {
-        let base = insns.len();
-        insns.extend(ladder(n, base));
-    }
-    let prog = Prog(insns);
-    let trees = prog.trees();
-    assert!((1..8).contains(&trees.len()), "{} trees", trees.len());
+    // 22 disjoint ladders just under MAX_REGION_WALK (4004 instructions):
+    // each costs about n^2 = 2^15 visits to walk, so MAX_WORK covers only
+    // a few; the rest keep their ops.
+    let n = largest_walked_ladder();
+    let prog = ladders(22, n);
+    let (trees, work) = built_with_work(Policy::EVERY_TREE, &prog, 0..prog.0.len());
+    assert!((2..8).contains(&trees.len()), "{} trees", trees.len());
+    assert!(work <= MAX_WORK, "{work}");
     check(&prog, &trees, &[]);
     let mut work = Work { left: 3 };
     assert_eq!(work.take(3), Ok(()));
     assert_eq!(work.take(1), Err(Skip::Budget));
     assert_eq!(work.left, 0);
+}
+
+/// Hostile programs of 4096 instructions, each with the most visits its
+/// build may cost under the budgets.
+fn hostile() -> Vec<(&'static str, Prog, usize)> {
+    let discovery = |n: usize| 2 * n + 1;
+    // One ladder DAG of 4095 compares: deeper than MAX_NODES, never
+    // discovered.
+    let one_ladder = Prog(ladder(4095, 0));
+    // An unbalanced `>` chain that branches at every node: spine node i
+    // goes to a leaf `==` (leaving to one of two outside pcs) or on.
+    let mut chain = Vec::new();
+    for i in 0..1023usize {
+        let at = chain.len();
+        let k = 10 * (1023 - i) as u64;
+        chain.push(Insn::Cmp(Cond::Gt, k, at + 1, at + 4));
+        chain.push(Insn::Cmp(Cond::Eq, k + 5, at + 2, at + 3));
+        chain.extend([Insn::Other, Insn::Other]);
+    }
+    chain.extend([Insn::Other; 4]);
+    // The same 4094 deep, the leaf shared: deeper than MAX_NODES.
+    let mut deep: Vec<Insn> = (0..4094usize).map(|i| Insn::Cmp(Cond::Gt, 4094 - i as u64, 4094, i + 1)).collect();
+    deep.extend([Insn::Cmp(Cond::Eq, 7, 4095, 4096), Insn::Other]);
+    // Maximal sharing: every compare goes to the next two, constants all
+    // distinct.
+    let shared: Vec<Insn> = (0..4094usize)
+        .map(|i| {
+            let cond = if i % 2 == 0 { Cond::Ge } else { Cond::Gt };
+            Insn::Cmp(cond, (i as u64 * 2_654_435_761) & 0xffff, i + 2, i + 1)
+        })
+        .chain([Insn::Other, Insn::Other])
+        .collect();
+    // Many roots into one big shared tail: 1024 roots (each `== r`, on to
+    // the tail either way), then a ladder of 1024: each root's region is
+    // too big, found after discovering MAX_NODES + 1 compares.
+    let tail = 1024 * 2;
+    let mut roots = Vec::new();
+    for r in 0..1024u64 {
+        roots.extend([Insn::Cmp(Cond::Eq, r, tail, tail + 1), Insn::Other]);
+    }
+    roots.extend(ladder(1024, tail));
+    vec![
+        ("one ladder of 4095", one_ladder, 0),
+        ("unbalanced > chain, a leaf per node", Prog(chain), discovery(MAX_NODES + 1)),
+        ("unbalanced > chain, 4094 deep", Prog(deep), 0),
+        ("maximal sharing", Prog(shared), 0),
+        ("ladders of 1023", ladders(4, 1023), 4 * discovery(1023)),
+        ("ladders of 255", ladders(16, 255), 16 * discovery(255)),
+        ("roots into a shared tail", Prog(roots), MAX_WORK),
+        ("ladders just under the walk cap", ladders(22, largest_walked_ladder()), MAX_WORK),
+    ]
+}
+
+#[test]
+fn hostile_programs_cost_bounded_work() {
+    for (name, prog, most) in hostile() {
+        assert!(prog.0.len() <= 4096, "{name}: {} instructions", prog.0.len());
+        let (trees, work) = built_with_work(Policy::EVERY_TREE, &prog, 0..prog.0.len());
+        assert!(work <= most, "{name}: {work} visits, more than {most}");
+        check(&prog, &trees, &[]);
+        // The measured policy costs no more.
+        let (_, measured) = built_with_work(Policy::default(), &prog, 0..prog.0.len());
+        assert!(measured <= most, "{name}: {measured} visits under the measured policy");
+    }
 }
 
 #[test]
