@@ -63,9 +63,9 @@ impl Prog {
     }
 }
 
-/// Every tree answers as plain interpretation on `x` and on every cut of
-/// the program ±1 (and a few fixed values).
-fn check(prog: &Prog, trees: &RangeTrees<usize>, more: &[u32]) {
+/// The values the checks try: every cut of the program ±1, a few fixed
+/// values and `more`.
+fn values(prog: &Prog, more: &[u32]) -> Vec<u32> {
     let mut xs: Vec<u32> = vec![0, 1, 2, u32::MAX, u32::MAX - 1, 1 << 31, (1 << 31) - 1];
     xs.extend(more);
     for insn in &prog.0 {
@@ -74,6 +74,12 @@ fn check(prog: &Prog, trees: &RangeTrees<usize>, more: &[u32]) {
             xs.extend([v.wrapping_sub(1), v, v.wrapping_add(1), v.wrapping_add(2)]);
         }
     }
+    xs
+}
+
+/// Every tree answers as plain interpretation on [`values`].
+fn check(prog: &Prog, trees: &RangeTrees<usize>, more: &[u32]) {
+    let xs = values(prog, more);
     for (tree, &root) in trees.roots().iter().enumerate() {
         for &x in &xs {
             assert_eq!(trees.outcome(tree, x), Some(prog.run(root, x)), "tree {tree} @{root} x={x:#x}\n{prog:?}");
@@ -102,16 +108,9 @@ fn run_counted(prog: &Prog, mut pc: usize, x: u32) -> Leave {
     }
 }
 
-/// Every counted tree answers as [`run_counted`] on the values of [`check`].
+/// Every counted tree answers as [`run_counted`] on [`values`].
 fn check_counted(prog: &Prog, trees: &RangeTrees<Leave>, more: &[u32]) {
-    let mut xs: Vec<u32> = vec![0, 1, 2, u32::MAX, u32::MAX - 1, 1 << 31, (1 << 31) - 1];
-    xs.extend(more);
-    for insn in &prog.0 {
-        if let Insn::Cmp(_, v, _, _) = *insn {
-            let v = v as u32;
-            xs.extend([v.wrapping_sub(1), v, v.wrapping_add(1), v.wrapping_add(2)]);
-        }
-    }
+    let xs = values(prog, more);
     for (tree, &root) in trees.roots().iter().enumerate() {
         for &x in &xs {
             assert_eq!(
