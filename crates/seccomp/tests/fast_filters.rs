@@ -371,6 +371,64 @@ fn a_word_compared_with_constants_is_a_switch() {
     }
 }
 
+/// A word tested with several masks (OpenSSH's `mmap` rule: no bit outside
+/// PROT_READ|WRITE|EXEC, and not WRITE and EXEC together; a masked order
+/// comparison beside a masked `jeq`) is one switch on the union of the
+/// masks, found by fixing its bits: every value ends in a constant, the
+/// interpreter's.
+#[test]
+fn a_word_tested_with_several_masks_is_a_switch_on_their_bits() {
+    let lo = if cfg!(target_endian = "little") { 16 } else { 20 };
+    // `ld [16]; and #mask; <jump>; ret ERRNO(errno)` per test: the jump
+    // skips the ret when the test passes.
+    let masked_test = |mask: u32, jump: Insn, errno: u32| {
+        [Insn::stmt(0x20, 16), Insn::stmt(0x54, mask), jump, Insn::stmt(0x06, 0x0005_0000 | errno)]
+    };
+    let cases = [
+        // prot & ~7 == 0, then prot & (WRITE|EXEC) != WRITE|EXEC.
+        (
+            "mmap prot",
+            [masked_test(0xffff_fff8, Insn::jump(0x15, 0, 1, 0), 1), masked_test(6, Insn::jump(0x15, 6, 0, 1), 2)],
+            0xffff_fffe,
+        ),
+        // A high byte of 0x12, then a low byte above 0x40.
+        (
+            "jgt beside jeq",
+            [
+                masked_test(0xff00, Insn::jump(0x15, 0x1200, 1, 0), 3),
+                masked_test(0xff, Insn::jump(0x25, 0x40, 1, 0), 4),
+            ],
+            0xffff,
+        ),
+    ];
+    for (what, tests, union) in cases {
+        let prog = x86_64_rules(&tests.concat());
+        let interp = Interp::new(&prog);
+        let fast = FastFilter::build(&prog).unwrap();
+        let Some((offset, mask, starts)) = fast.switch(X86_64, 80) else { panic!("{what}: no switch") };
+        assert_eq!((offset, mask), (lo, union), "{what}");
+        assert!(starts.len() >= 2, "{what}: {starts:x?}");
+        let mut seed = 0x1234_5678_u32;
+        let mut random = || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            seed
+        };
+        let bits = (0..32).flat_map(|i| [1u32 << i, !(1u32 << i)]);
+        let values: Vec<u32> = (0..=0x40)
+            .chain([0x1000, 0x1001, 0x1005, 0x1100, 0x1105, u32::MAX])
+            .chain(bits)
+            .chain((0..2000).map(|_| random()))
+            .collect();
+        for v in values {
+            let data =
+                SeccompData { nr: 80, arch: X86_64, instruction_pointer: 0, args: [u64::from(v), 0, 0, 0, 0, 0] };
+            let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+            assert_eq!(fast.resolved_entry(&data), Entry::Action(want), "{what}: {v:#x}");
+            assert_eq!(fast.eval_bytes(&data.to_bytes()), want, "{what}: {v:#x}");
+        }
+    }
+}
+
 /// A word returned with `ret a` is no switch: the residual runs.
 #[test]
 fn a_word_returned_is_not_a_switch() {

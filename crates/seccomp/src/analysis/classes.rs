@@ -208,6 +208,15 @@ pub struct WordCuts {
     /// tests of that bit. A value of a run is then no stand-in for the
     /// run: specialise on the bit, the word stays.
     pub partial: bool,
+    /// The word is tested with several masks (OpenSSH's `mmap` rule:
+    /// `word & ~7 == 0`, then `word & 6 != 6`) and no single bit splits
+    /// it: `mask` is the union of their bits and `starts` is only `[0]`.
+    /// The runs of `word & mask` are found by fixing its bits one at a
+    /// time from the top, until the residual no longer reads the word
+    /// (`fast::tree`): the tests with fewer bits then decide alike on
+    /// every value left. Every test reads only bits of `mask`, so a value
+    /// of a run stands for the run as with one mask.
+    pub by_bits: bool,
 }
 
 impl WordCuts {
@@ -254,7 +263,7 @@ impl WordCuts {
         starts.sort_unstable();
         starts.dedup();
         let first_test = tests.iter().map(|t| t.pc).min().unwrap_or(0);
-        Some(WordCuts { mask, starts, first_test, partial: false })
+        Some(WordCuts { mask, starts, first_test, partial: false, by_bits: false })
     }
 
     /// Where no one mask does: the first `jset` of a single bit (Chromium's
@@ -263,7 +272,17 @@ impl WordCuts {
     fn split_bit(tests: &[MaskedTest]) -> Option<WordCuts> {
         let first_test = tests.iter().map(|t| t.pc).min()?;
         let bit = tests.iter().filter(|t| t.op == JmpOp::Jset).map(|t| t.k & t.mask).find(|b| b.is_power_of_two())?;
-        Some(WordCuts { mask: bit, starts: vec![0, bit], first_test, partial: true })
+        Some(WordCuts { mask: bit, starts: vec![0, bit], first_test, partial: true, by_bits: false })
+    }
+
+    /// Where tests use several masks and no one bit splits them: the
+    /// union of the bits they read, its runs left to be found by fixing
+    /// bits ([`WordCuts::by_bits`]).
+    fn by_bits(tests: &[MaskedTest]) -> Option<WordCuts> {
+        let first_test = tests.iter().map(|t| t.pc).min()?;
+        let own = |t: &MaskedTest| if t.op == JmpOp::Jset { t.mask & t.k } else { t.mask };
+        let mask = tests.iter().map(own).fold(0, |all, m| all | m);
+        (mask != 0).then(|| WordCuts { mask, starts: vec![0], first_test, partial: false, by_bits: true })
     }
 
     /// A value `v` of the word with `start <= v & mask <= end`: the least
@@ -298,7 +317,9 @@ impl super::Analyzer {
         self.budget.charge_steps(self.ops().len() as u64)?;
         let env = Env::new(None, arch, arch.unwrap_or(crate::arch::AUDIT_ARCH_X86_64));
         Ok(match scan_masked(self, &env, field) {
-            (tests, None) => WordCuts::of(&tests).or_else(|| WordCuts::split_bit(&tests)),
+            (tests, None) => {
+                WordCuts::of(&tests).or_else(|| WordCuts::split_bit(&tests)).or_else(|| WordCuts::by_bits(&tests))
+            }
             (_, Some(_)) => None,
         })
     }

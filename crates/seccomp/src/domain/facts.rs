@@ -157,6 +157,10 @@ impl Facts {
     /// The outcome of `f OP k` if the facts decide it.
     pub fn decide_field(&self, f: Field, op: JmpOp, k: u32) -> Option<bool> {
         let (min, max, ones, zeros) = self.bounds(f);
+        // Known bits bound the word too: it holds its ones and lacks its
+        // zeros (a tree fixing an argument's bits from the top decides
+        // order comparisons with them).
+        let (min, max) = (min.max(ones), max.min(!zeros));
         if min == max {
             return Some(op.eval(min, k));
         }
@@ -255,6 +259,16 @@ impl Facts {
         }
         if mask & !(ones | zeros) == 0 {
             return Some(op.eval(ones & mask, k));
+        }
+        // `f & mask` holds the known ones of the mask and at most its bits
+        // not known to be zero.
+        let (low, high) = (ones & mask, mask & !zeros);
+        match op {
+            JmpOp::Jgt if low > k => return Some(true),
+            JmpOp::Jgt if high <= k => return Some(false),
+            JmpOp::Jge if low >= k => return Some(true),
+            JmpOp::Jge if high < k => return Some(false),
+            _ => {}
         }
         // A bit of `k` the mask or the known zeros rule out, or a known one
         // `k` lacks: never equal.
@@ -393,6 +407,43 @@ mod tests {
         let mut bits = Facts::default();
         assert!(bits.assume(masked(JmpOp::Jset, 0x181), false));
         assert_eq!(bits.bounds(f), (0, u32::MAX, 0, 0x1));
+    }
+
+    /// Known bits bound a word and its masked values, so a tree fixing an
+    /// argument's bits from the top decides order comparisons with them;
+    /// each answer checked against every value the bits admit.
+    #[test]
+    fn known_bits_decide_order_comparisons() {
+        let f = Field::ArgLo(2);
+        // Bits 15..12 known: 0b0100 (0x4000 <= f <= 0xffff_4fff, masked
+        // 0xff00: 0x4000 ..= 0x4f00).
+        let facts = Facts::with_bits(f, 0x4000, 0xb000);
+        let admitted = |w: u32| w & 0xf000 == 0x4000;
+        let samples: Vec<u32> =
+            (0..=0xffff_u32).step_by(0x80).chain([u32::MAX, 0xffff_4fff]).filter(|&w| admitted(w)).collect();
+        for (mask, k) in [
+            (u32::MAX, 0x3fff),
+            (u32::MAX, 0x4000),
+            (0xff00, 0x3fff),
+            (0xff00, 0x4f00),
+            (0xff00, 0x4eff),
+            (0xff00, 0x5000),
+        ] {
+            for op in [JmpOp::Jgt, JmpOp::Jge] {
+                let cmp = Cmp { op, lhs: Val::Masked { field: f, mask }, rhs: Val::Known(k) };
+                let truths: Vec<bool> = samples.iter().map(|&w| op.eval(w & mask, k)).collect();
+                let constant = truths.iter().all(|&t| t == truths[0]).then_some(truths[0]);
+                let decided = facts.decide(cmp);
+                assert!(decided.is_none() || decided == constant, "{op:?} {mask:#x} {k:#x}: {decided:?}");
+                // Every comparison here except `f > 0x3fff`-style ones on the
+                // whole word (whose high bits are free) is decided.
+                if mask != u32::MAX || k < 0x4000 {
+                    assert_eq!(decided, constant, "{op:?} {mask:#x} {k:#x}");
+                }
+            }
+        }
+        assert_eq!(facts.decide_field(f, JmpOp::Jge, 0x4000), Some(true));
+        assert_eq!(facts.decide_field(f, JmpOp::Jgt, 0x3fff), Some(true));
     }
 
     #[test]

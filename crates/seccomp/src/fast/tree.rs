@@ -23,10 +23,13 @@
 //! The 100 `jeq`s of `args[0].lo` become one run: the residuals of
 //! `A0 == 5` and `A0 == 7` are the same program (rule 5's checks and rule
 //! 7's are the same instructions), and identical residuals are one node
-//! (hash-consed), so a condition several rules share is one test. What
-//! no tree can say (a word used in arithmetic, two masks on one word, a
-//! `jset` of scattered bits, a comparison of two words) stays a residual
-//! leaf. `nr` and `arch` are never switched on here: the partition already
+//! (hash-consed), so a condition several rules share is one test. A word
+//! tested with several masks (OpenSSH's `mmap` rule: `prot & ~7 == 0`,
+//! then `prot & 6 != 6`) is switched on the union of their bits, its runs
+//! found by fixing those bits one at a time from the top until the
+//! residual no longer reads the word ([`Forest::bit_runs`], a bounded
+//! search). What no tree can say (a word used in arithmetic, masks whose
+//! runs are too many, a comparison of two words) stays a residual leaf. `nr` and `arch` are never switched on here: the partition already
 //! cut them.
 //!
 //! [`Switch`] is the one representation both consumers read: `optimize`
@@ -53,6 +56,16 @@ use crate::domain::Field;
 /// Most words one path through a tree fixes (a `struct seccomp_data` has
 /// 14 besides `nr` and `arch`).
 pub const MAX_TREE_DEPTH: u32 = 14;
+
+/// Most specialisations [`Forest::bit_runs`] makes for one switch.
+const MAX_BIT_SEARCH: usize = 256;
+/// Most runs a switch found by fixing bits may have.
+const MAX_BIT_RUNS: usize = 32;
+
+/// Whether user-form `insns` load the word at byte `offset`.
+fn reads_word(insns: &[Insn], offset: u32) -> bool {
+    insns.iter().any(|&insn| Op::from_insn(insn) == Some(Op::LdAbs { size: cbpf::Size::W, k: offset }))
+}
 
 /// The byte order the forest names words in: the specialiser's
 /// ([`Field::from_offset`] on any fixed arch maps offsets one to one).
@@ -189,6 +202,12 @@ impl Forest {
             return leaf;
         }
         let offset = field.offset(LAYOUT_ARCH);
+        if cuts.by_bits {
+            return match self.bit_runs(&program, offset, cuts.mask, depth) {
+                Some(ranges) => self.switch_of(offset, cuts.mask, ranges, i),
+                None => leaf,
+            };
+        }
         let mut spec = Specializer::new(&program);
         let mut ranges: Vec<(u32, Outcome)> = Vec::with_capacity(cuts.starts.len());
         for (c, &start) in cuts.starts.iter().enumerate() {
@@ -222,13 +241,70 @@ impl Forest {
                 ranges.push((start, child));
             }
         }
+        self.switch_of(offset, cuts.mask, ranges, i)
+    }
+
+    /// The switch of residual `i` on the word at `offset` with these runs
+    /// (or their one child).
+    fn switch_of(&mut self, offset: u32, mask: u32, ranges: Vec<(u32, Outcome)>, i: usize) -> Outcome {
         match ranges.as_slice() {
             [(_, only)] => *only,
             _ => {
-                self.switches.push(Switch { offset, mask: cuts.mask, ranges, residual: i });
+                self.switches.push(Switch { offset, mask, ranges, residual: i });
                 Outcome::Switch(self.switches.len() - 1)
             }
         }
+    }
+
+    /// The runs of `word & mask` for a word tested with several masks
+    /// ([`WordCuts::by_bits`]): the bits of `mask` fixed one at a time from
+    /// the top, 0 before 1, until the residual specialised on the bits
+    /// fixed so far no longer reads the word; each such set of values is a
+    /// run from its least value (the fixed ones), and they come in
+    /// ascending order. `None` past [`MAX_BIT_SEARCH`] specialisations or
+    /// [`MAX_BIT_RUNS`] runs, or when the budget is spent: the residual
+    /// stays a leaf.
+    fn bit_runs(&mut self, program: &Program, offset: u32, mask: u32, depth: u32) -> Option<Vec<(u32, Outcome)>> {
+        let mut spec = Specializer::new(program);
+        let mut ranges: Vec<(u32, Outcome)> = Vec::new();
+        // (known ones, known zeros, bits of the mask not yet fixed); the
+        // zero side is pushed last, so it is taken first.
+        let mut pending = vec![(0u32, 0u32, mask)];
+        for _ in 0..MAX_BIT_SEARCH {
+            let Some((ones, zeros, free)) = pending.pop() else { return Some(ranges) };
+            if !self.affordable(program.len()) {
+                return None;
+            }
+            let found = match spec.specialize_key(offset, &KeyFact::Bits { ones, zeros }) {
+                Specialized::Action(a) => Some(Ok(Outcome::Action(a))),
+                Specialized::Whole => return None,
+                Specialized::Residual(insns) if !reads_word(insns, offset) => Some(Err(insns.to_vec())),
+                Specialized::Residual(_) => None,
+            };
+            self.charge(spec.last_work());
+            let child = match found {
+                Some(Ok(o)) => o,
+                Some(Err(insns)) => match self.index.get(&insns).copied() {
+                    Some(o) => o,
+                    None => self.fresh(insns, spec.entry_reads(), depth + 1).ok()?,
+                },
+                None => {
+                    // Still read: fix the highest free bit (none left means a
+                    // use of the word the analysis did not see; give up).
+                    let bit = 1u32.checked_shl(31u32.checked_sub(free.leading_zeros())?)?;
+                    pending.push((ones | bit, zeros, free & !bit));
+                    pending.push((ones, zeros | bit, free & !bit));
+                    continue;
+                }
+            };
+            if ranges.last().is_none_or(|&(_, last)| last != child) {
+                if ranges.len() == MAX_BIT_RUNS {
+                    return None;
+                }
+                ranges.push((ones, child));
+            }
+        }
+        None
     }
 
     /// The word to switch on first: of the words the program loads (not
@@ -254,7 +330,7 @@ impl Forest {
         loaded
             .into_iter()
             .filter_map(|f| Some((f, analyzer.word_cuts(None, f).ok()??)))
-            .filter(|(_, cuts)| cuts.starts.len() > 1)
+            .filter(|(_, cuts)| cuts.starts.len() > 1 || cuts.by_bits)
             .min_by_key(|(f, cuts)| (cuts.first_test, f.index()))
     }
 }
