@@ -46,7 +46,9 @@
 //! switches ending in constants. Eval reads the word, masks it,
 //! binary-searches the run starts and continues there ([`MAX_TREE_DEPTH`]
 //! words deep at most); only what no tree can say runs on the classic
-//! interpreter.
+//! interpreter. A switch whose one single-value run leads to another
+//! switch (libseccomp's `hi == 0` before the low word) is fused into it as
+//! a guard ([`fuse_guards`]): one table per 64-bit comparison.
 //!
 //! Residual programs are validated with [`cbpf::validate()`] (seccomp mode)
 //! and run on [`cbpf::Interp`]; identical residuals are shared (hash-consed).
@@ -180,6 +182,59 @@ struct SwitchTable {
     /// The residual this switch stands for (what [`FastFilter::entry`]
     /// shows).
     residual: u32,
+    /// A test of another word made before this switch's own (a parent
+    /// switch fused in: [`fuse_guards`]); no guard is mask 0, value 0,
+    /// which every word passes.
+    guard: Guard,
+}
+
+/// `word(offset) & mask == value`, else `other`: a parent switch whose
+/// one single-value run leads to this switch and whose other runs all
+/// answer `other` (libseccomp's test of an argument's high word before
+/// its low word: `hi == 0`, else KILL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Guard {
+    offset: u32,
+    mask: u32,
+    value: u32,
+    other: Slot,
+}
+
+impl Guard {
+    /// The guard every word passes.
+    const NONE: Guard = Guard { offset: 0, mask: 0, value: 0, other: Slot::Residual(0) };
+}
+
+/// Fuses each switch whose runs are one single value leading to another
+/// switch, the rest one answer (`[(0, child), (1, other)]` or `[(0, other),
+/// (s, child), (s + 1, other)]`), into a copy of that child guarded by the
+/// test of the value: one level of the walk instead of two. The walk's
+/// cost is a chain of loads, one table to the next; a guard's load and
+/// test only confirm a predicted branch, off that chain. A child that has
+/// a guard already is left as it is (one guard per table). The copy stays
+/// at the parent's index, so slots still only name earlier switches.
+fn fuse_guards(tables: &mut [SwitchTable]) {
+    for p in 0..tables.len() {
+        let Some(parent) = tables.get(p) else { continue };
+        let single = |i: usize| match (parent.starts.get(i), parent.starts.get(i + 1)) {
+            (Some(&s), Some(&next)) => next == s.wrapping_add(1),
+            _ => false,
+        };
+        let fused = match (&*parent.starts, &*parent.slots) {
+            (&[0, 1], &[Slot::Switch(c), other]) if single(0) => Some((c, 0, other)),
+            (&[0, s, _], &[other, Slot::Switch(c), other2]) if other == other2 && single(1) => Some((c, s, other)),
+            _ => None,
+        };
+        let Some((c, value, other)) = fused else { continue };
+        let (offset, mask, residual) = (parent.offset, parent.mask, parent.residual);
+        let Some(child) = tables.get(c as usize).filter(|t| t.guard == Guard::NONE && (c as usize) < p) else {
+            continue;
+        };
+        let copy = SwitchTable { guard: Guard { offset, mask, value, other }, residual, ..child.clone() };
+        if let Some(slot) = tables.get_mut(p) {
+            *slot = copy;
+        }
+    }
 }
 
 /// Switches with at most this many runs keep them in the switch itself
@@ -191,6 +246,17 @@ const NEAR_RUNS: usize = 4;
 const SWITCH_SCAN_MAX: usize = 8;
 
 impl SwitchTable {
+    /// The next slot for the input `word` reads: the guard's answer, or
+    /// the run of this switch's word.
+    #[inline(always)]
+    fn next(&self, word: impl Fn(u32) -> u32) -> Slot {
+        let g = &self.guard;
+        if word(g.offset) & g.mask != g.value {
+            return g.other;
+        }
+        self.slot(word(self.offset))
+    }
+
     #[inline(always)]
     fn slot(&self, word: u32) -> Slot {
         let v = word & self.mask;
@@ -422,9 +488,22 @@ impl Residuals {
                 let near = std::array::from_fn(|i| starts.get(i + 1).copied().unwrap_or(u32::MAX));
                 let near_slots = std::array::from_fn(|i| slots.get(i).copied().unwrap_or(last));
                 let is_near = (1..=NEAR_RUNS).contains(&starts.len());
-                SwitchTable { offset: s.offset, mask: s.mask, is_near, near, near_slots, starts, slots, residual }
+                let guard = Guard::NONE;
+                SwitchTable {
+                    offset: s.offset,
+                    mask: s.mask,
+                    is_near,
+                    near,
+                    near_slots,
+                    starts,
+                    slots,
+                    residual,
+                    guard,
+                }
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let mut switches = switches;
+        fuse_guards(&mut switches);
         (residuals, switches, self.forest.budget_fallbacks)
     }
 }
@@ -648,7 +727,7 @@ impl FastFilter {
     fn resolve(&self, mut slot: Slot, word: impl Fn(u32) -> u32) -> Slot {
         while let Slot::Switch(j) = slot {
             slot = match self.switches.get(j as usize) {
-                Some(table) => table.slot(word(table.offset)),
+                Some(table) => table.next(&word),
                 None => Slot::Residual(0),
             };
         }
@@ -716,6 +795,9 @@ impl FastFilter {
     /// The word the entry for (arch, nr) switches on first, if its
     /// residual is a tree: the word's byte offset in `struct seccomp_data`,
     /// the mask, and where the runs of `word & mask` start (ascending).
+    /// A parent test of one value fused in as a guard ([`fuse_guards`]:
+    /// libseccomp's `hi == 0` before the low word) is not shown: this is
+    /// the switch behind it.
     pub fn switch(&self, arch: u32, nr: u32) -> Option<(u32, u32, &[u32])> {
         match self.slot(arch, nr) {
             Slot::Switch(j) => self.switches.get(j as usize).map(|t| (t.offset, t.mask, &*t.starts)),
@@ -811,81 +893,4 @@ impl Partial {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn data_bytes_match_to_bytes() {
-        let data = SeccompData {
-            nr: -2,
-            arch: 0xc000_003e,
-            instruction_pointer: 0x1122_3344_5566_7788,
-            args: [1, u64::MAX, 0x8000_0000_0000_0001, 4, 5, 0xaabb_ccdd_0000_0006],
-        };
-        assert_eq!(data_bytes(&data), data.to_bytes());
-    }
-
-    /// A switch of at most [`NEAR_RUNS`] runs answers from its own fields
-    /// what its run arrays answer, at every start, next to it and at the
-    /// ends of the word (the padding).
-    #[test]
-    fn near_switches_answer_as_their_runs() {
-        for starts in [&[0u32][..], &[0, 1], &[0, 5, 0x8000_0000], &[0, 1, 2, u32::MAX], &[0, 7, 9, 100, 200]] {
-            let slots: Box<[Slot]> = (0..starts.len() as u32).map(Slot::Action).collect();
-            let last = slots.last().copied().unwrap();
-            let near = SwitchTable {
-                offset: 16,
-                mask: u32::MAX,
-                is_near: starts.len() <= NEAR_RUNS,
-                near: std::array::from_fn(|i| starts.get(i + 1).copied().unwrap_or(u32::MAX)),
-                near_slots: std::array::from_fn(|i| slots.get(i).copied().unwrap_or(last)),
-                starts: starts.into(),
-                slots: slots.clone(),
-                residual: 9,
-            };
-            let far = SwitchTable { is_near: false, ..near.clone() };
-            let words = starts.iter().flat_map(|&s| [s.wrapping_sub(1), s, s.wrapping_add(1)]).chain([0, u32::MAX]);
-            for v in words {
-                let want = Slot::Action(starts.iter().filter(|&&s| s <= v).count() as u32 - 1);
-                assert_eq!(near.slot(v), want, "{starts:?} {v:#x}");
-                assert_eq!(far.slot(v), want, "{starts:?} {v:#x}");
-            }
-        }
-    }
-
-    /// x86_64 filters that compare x32 numbers or cut runs of them (order
-    /// comparisons only, as libseccomp's trees) get the window of them as a
-    /// table, with the searches' answers at every number of it.
-    #[test]
-    fn x32_numbers_told_apart_get_a_window() {
-        const ALLOW: u32 = 0x7fff_0000;
-        // ALLOW exactly `nr == x32`: with two `jge`s (runs) or a `jeq`.
-        let filter = |x32: u32, runs: bool| {
-            let test = if runs {
-                [cbpf::Insn::jump(0x35, x32, 0, 2), cbpf::Insn::jump(0x35, x32 + 1, 1, 0)]
-            } else {
-                [cbpf::Insn::jump(0x15, 12, 2, 0), cbpf::Insn::jump(0x15, x32, 0, 1)]
-            };
-            let mut insns = vec![cbpf::Insn::stmt(0x20, 4), cbpf::Insn::jump(0x15, 0xc000_003e, 0, 4)];
-            insns.push(cbpf::Insn::stmt(0x20, 0));
-            insns.extend(test);
-            insns.extend([cbpf::Insn::stmt(0x06, ALLOW), cbpf::Insn::stmt(0x06, 0)]);
-            cbpf::validate(&insns, Mode::Seccomp).unwrap()
-        };
-        let cases = [(HIGH_BASE | 1, DENSE_LIMIT as usize), (HIGH_BASE + DENSE_LIMIT, 0), (1000, 0)];
-        for ((x32, window), runs) in cases.into_iter().flat_map(|c| [(c, true), (c, false)]) {
-            let prog = filter(x32, runs);
-            let fast = FastFilter::build(&prog).unwrap();
-            assert_eq!(fast.arches[0].high.len(), window, "{x32:#x} {runs}");
-            assert!(window == 0 || fast.numbers(0xc000_003e).contains(&x32));
-            let interp = Interp::new(&prog);
-            for nr in (HIGH_BASE - 2..HIGH_BASE + DENSE_LIMIT + 2).chain([1000, 12, u32::MAX]) {
-                let data = SeccompData { nr: nr as i32, arch: 0xc000_003e, ..Default::default() };
-                let want = interp.run_seccomp(&data.to_bytes()).unwrap();
-                assert_eq!(fast.eval(&data), want, "{x32:#x} {runs} nr {nr:#x}");
-            }
-            let data = SeccompData { nr: x32 as i32, arch: 0xc000_003e, ..Default::default() };
-            assert_eq!(fast.eval(&data), ALLOW);
-        }
-    }
-}
+mod tests;

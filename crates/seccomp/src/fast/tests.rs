@@ -1,0 +1,119 @@
+//! Unit tests of the fast engine's tables (near switches, guards, the x32 window).
+
+use super::*;
+
+#[test]
+fn data_bytes_match_to_bytes() {
+    let data = SeccompData {
+        nr: -2,
+        arch: 0xc000_003e,
+        instruction_pointer: 0x1122_3344_5566_7788,
+        args: [1, u64::MAX, 0x8000_0000_0000_0001, 4, 5, 0xaabb_ccdd_0000_0006],
+    };
+    assert_eq!(data_bytes(&data), data.to_bytes());
+}
+
+/// A switch of at most [`NEAR_RUNS`] runs answers from its own fields
+/// what its run arrays answer, at every start, next to it and at the
+/// ends of the word (the padding).
+#[test]
+fn near_switches_answer_as_their_runs() {
+    for starts in [&[0u32][..], &[0, 1], &[0, 5, 0x8000_0000], &[0, 1, 2, u32::MAX], &[0, 7, 9, 100, 200]] {
+        let slots: Box<[Slot]> = (0..starts.len() as u32).map(Slot::Action).collect();
+        let last = slots.last().copied().unwrap();
+        let near = SwitchTable {
+            offset: 16,
+            mask: u32::MAX,
+            is_near: starts.len() <= NEAR_RUNS,
+            near: std::array::from_fn(|i| starts.get(i + 1).copied().unwrap_or(u32::MAX)),
+            near_slots: std::array::from_fn(|i| slots.get(i).copied().unwrap_or(last)),
+            starts: starts.into(),
+            slots: slots.clone(),
+            residual: 9,
+            guard: Guard::NONE,
+        };
+        let far = SwitchTable { is_near: false, ..near.clone() };
+        let words = starts.iter().flat_map(|&s| [s.wrapping_sub(1), s, s.wrapping_add(1)]).chain([0, u32::MAX]);
+        for v in words {
+            let want = Slot::Action(starts.iter().filter(|&&s| s <= v).count() as u32 - 1);
+            assert_eq!(near.slot(v), want, "{starts:?} {v:#x}");
+            assert_eq!(far.slot(v), want, "{starts:?} {v:#x}");
+        }
+    }
+}
+
+/// libseccomp's 64-bit comparison (`hi == 0`, then the low word) is one
+/// table: the high word's switch fused into the low word's as a guard,
+/// with the interpreter's answers on both sides of every boundary.
+#[test]
+fn a_high_word_test_is_a_guard_of_the_low_words_switch() {
+    let (hi, lo) = if cfg!(target_endian = "little") { (20, 16) } else { (16, 20) };
+    let insns = [
+        cbpf::Insn::stmt(0x20, 4),
+        cbpf::Insn::jump(0x15, 0xc000_003e, 0, 8),
+        cbpf::Insn::stmt(0x20, 0),
+        cbpf::Insn::jump(0x15, 80, 0, 4), // other numbers: ALLOW
+        cbpf::Insn::stmt(0x20, hi),
+        cbpf::Insn::jump(0x15, 0, 0, 4), // hi != 0: KILL
+        cbpf::Insn::stmt(0x20, lo),
+        cbpf::Insn::jump(0x25, 5, 0, 1), // lo > 5: ALLOW, else ERRNO
+        cbpf::Insn::stmt(0x06, 0x7fff_0000),
+        cbpf::Insn::stmt(0x06, 0x0005_0001),
+        cbpf::Insn::stmt(0x06, 0),
+    ];
+    let prog = cbpf::validate(&insns, Mode::Seccomp).unwrap();
+    let fast = FastFilter::build(&prog).unwrap();
+    // The entry of nr 80 (the arch-only specialisation, for numbers past
+    // the table, has a tree of its own).
+    let Slot::Switch(j) = fast.slot(0xc000_003e, 80) else { panic!("no tree: {:?}", fast.switches) };
+    let table = &fast.switches[j as usize];
+    assert_eq!((table.offset, table.mask, &*table.starts), (lo, u32::MAX, &[0, 6][..]));
+    assert_eq!(
+        (table.guard.offset, table.guard.mask, table.guard.value, table.guard.other),
+        (hi, u32::MAX, 0, Slot::Action(0))
+    );
+    assert_eq!(fast.switch(0xc000_003e, 80).map(|(offset, _, _)| offset), Some(lo));
+    let interp = Interp::new(&prog);
+    for a0 in [0u64, 5, 6, u64::from(u32::MAX), 1 << 32, (1 << 32) | 6, u64::MAX] {
+        let data = SeccompData { nr: 80, arch: 0xc000_003e, args: [a0, 0, 0, 0, 0, 0], ..Default::default() };
+        let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+        assert_eq!(fast.eval(&data), want, "{a0:#x}");
+        assert_eq!(fast.eval_bytes(&data.to_bytes()), want, "{a0:#x}");
+    }
+}
+
+/// x86_64 filters that compare x32 numbers or cut runs of them (order
+/// comparisons only, as libseccomp's trees) get the window of them as a
+/// table, with the searches' answers at every number of it.
+#[test]
+fn x32_numbers_told_apart_get_a_window() {
+    const ALLOW: u32 = 0x7fff_0000;
+    // ALLOW exactly `nr == x32`: with two `jge`s (runs) or a `jeq`.
+    let filter = |x32: u32, runs: bool| {
+        let test = if runs {
+            [cbpf::Insn::jump(0x35, x32, 0, 2), cbpf::Insn::jump(0x35, x32 + 1, 1, 0)]
+        } else {
+            [cbpf::Insn::jump(0x15, 12, 2, 0), cbpf::Insn::jump(0x15, x32, 0, 1)]
+        };
+        let mut insns = vec![cbpf::Insn::stmt(0x20, 4), cbpf::Insn::jump(0x15, 0xc000_003e, 0, 4)];
+        insns.push(cbpf::Insn::stmt(0x20, 0));
+        insns.extend(test);
+        insns.extend([cbpf::Insn::stmt(0x06, ALLOW), cbpf::Insn::stmt(0x06, 0)]);
+        cbpf::validate(&insns, Mode::Seccomp).unwrap()
+    };
+    let cases = [(HIGH_BASE | 1, DENSE_LIMIT as usize), (HIGH_BASE + DENSE_LIMIT, 0), (1000, 0)];
+    for ((x32, window), runs) in cases.into_iter().flat_map(|c| [(c, true), (c, false)]) {
+        let prog = filter(x32, runs);
+        let fast = FastFilter::build(&prog).unwrap();
+        assert_eq!(fast.arches[0].high.len(), window, "{x32:#x} {runs}");
+        assert!(window == 0 || fast.numbers(0xc000_003e).contains(&x32));
+        let interp = Interp::new(&prog);
+        for nr in (HIGH_BASE - 2..HIGH_BASE + DENSE_LIMIT + 2).chain([1000, 12, u32::MAX]) {
+            let data = SeccompData { nr: nr as i32, arch: 0xc000_003e, ..Default::default() };
+            let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+            assert_eq!(fast.eval(&data), want, "{x32:#x} {runs} nr {nr:#x}");
+        }
+        let data = SeccompData { nr: x32 as i32, arch: 0xc000_003e, ..Default::default() };
+        assert_eq!(fast.eval(&data), ALLOW);
+    }
+}
