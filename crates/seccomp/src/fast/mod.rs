@@ -182,10 +182,12 @@ struct SwitchTable {
     /// The residual this switch stands for (what [`FastFilter::entry`]
     /// shows).
     residual: u32,
-    /// A test of another word made before this switch's own (a parent
-    /// switch fused in: [`fuse_guards`]); no guard is mask 0, value 0,
-    /// which every word passes.
-    guard: Guard,
+    /// Whether [`FastFilter::guards`] holds a test of another word to make
+    /// before this switch's own (a parent switch fused in:
+    /// [`fuse_guards`]). The guard itself is kept out of the table: the
+    /// tables stay 96 bytes, and a walk through unguarded ones reads what
+    /// it read before.
+    guarded: bool,
 }
 
 /// `word(offset) & mask == value`, else `other`: a parent switch whose
@@ -201,7 +203,7 @@ struct Guard {
 }
 
 impl Guard {
-    /// The guard every word passes.
+    /// The guard of a table without one (never tested).
     const NONE: Guard = Guard { offset: 0, mask: 0, value: 0, other: Slot::Residual(0) };
 }
 
@@ -213,7 +215,9 @@ impl Guard {
 /// test only confirm a predicted branch, off that chain. A child that has
 /// a guard already is left as it is (one guard per table). The copy stays
 /// at the parent's index, so slots still only name earlier switches.
-fn fuse_guards(tables: &mut [SwitchTable]) {
+/// Returns the guard of every table ([`Guard::NONE`] where there is none).
+fn fuse_guards(tables: &mut [SwitchTable]) -> Vec<Guard> {
+    let mut guards = vec![Guard::NONE; tables.len()];
     for p in 0..tables.len() {
         let Some(parent) = tables.get(p) else { continue };
         let single = |i: usize| match (parent.starts.get(i), parent.starts.get(i + 1)) {
@@ -227,14 +231,16 @@ fn fuse_guards(tables: &mut [SwitchTable]) {
         };
         let Some((c, value, other)) = fused else { continue };
         let (offset, mask, residual) = (parent.offset, parent.mask, parent.residual);
-        let Some(child) = tables.get(c as usize).filter(|t| t.guard == Guard::NONE && (c as usize) < p) else {
+        let Some(child) = tables.get(c as usize).filter(|t| !t.guarded && (c as usize) < p) else {
             continue;
         };
-        let copy = SwitchTable { guard: Guard { offset, mask, value, other }, residual, ..child.clone() };
-        if let Some(slot) = tables.get_mut(p) {
-            *slot = copy;
+        let copy = SwitchTable { guarded: true, residual, ..child.clone() };
+        if let (Some(table), Some(guard)) = (tables.get_mut(p), guards.get_mut(p)) {
+            *table = copy;
+            *guard = Guard { offset, mask, value, other };
         }
     }
+    guards
 }
 
 /// Switches with at most this many runs keep them in the switch itself
@@ -246,17 +252,6 @@ const NEAR_RUNS: usize = 4;
 const SWITCH_SCAN_MAX: usize = 8;
 
 impl SwitchTable {
-    /// The next slot for the input `word` reads: the guard's answer, or
-    /// the run of this switch's word.
-    #[inline(always)]
-    fn next(&self, word: impl Fn(u32) -> u32) -> Slot {
-        let g = &self.guard;
-        if word(g.offset) & g.mask != g.value {
-            return g.other;
-        }
-        self.slot(word(self.offset))
-    }
-
     #[inline(always)]
     fn slot(&self, word: u32) -> Slot {
         let v = word & self.mask;
@@ -410,6 +405,8 @@ pub struct FastFilter {
     residuals: Box<[Residual]>,
     /// The trees; a switch's slots only name switches before it.
     switches: Box<[SwitchTable]>,
+    /// `guards[j]`: the guard of `switches[j]`, when it is `guarded`.
+    guards: Box<[Guard]>,
     stats: FastStats,
 }
 
@@ -470,8 +467,9 @@ impl Residuals {
         }
     }
 
-    /// The compiled residuals (the whole filter first) and switches.
-    fn compile(self) -> (Vec<Residual>, Vec<SwitchTable>, usize) {
+    /// The compiled residuals (the whole filter first), switches and their
+    /// guards.
+    fn compile(self) -> (Vec<Residual>, Vec<SwitchTable>, Vec<Guard>, usize) {
         let mut residuals = vec![self.whole];
         residuals.extend(
             self.forest.residuals.into_iter().map(|r| Residual { interp: Interp::new(&r.program), program: r.program }),
@@ -488,7 +486,7 @@ impl Residuals {
                 let near = std::array::from_fn(|i| starts.get(i + 1).copied().unwrap_or(u32::MAX));
                 let near_slots = std::array::from_fn(|i| slots.get(i).copied().unwrap_or(last));
                 let is_near = (1..=NEAR_RUNS).contains(&starts.len());
-                let guard = Guard::NONE;
+                let guarded = false;
                 SwitchTable {
                     offset: s.offset,
                     mask: s.mask,
@@ -498,13 +496,13 @@ impl Residuals {
                     starts,
                     slots,
                     residual,
-                    guard,
+                    guarded,
                 }
             })
             .collect::<Vec<_>>();
         let mut switches = switches;
-        fuse_guards(&mut switches);
-        (residuals, switches, self.forest.budget_fallbacks)
+        let guards = fuse_guards(&mut switches);
+        (residuals, switches, guards, self.forest.budget_fallbacks)
     }
 }
 
@@ -683,7 +681,7 @@ impl FastFilter {
         };
         stats.whole_filter_entries = residuals.whole_filter_entries;
         let residuals_fallbacks = residuals.budget_fallback_entries;
-        let (list, switches, tree_fallbacks) = residuals.compile();
+        let (list, switches, guards, tree_fallbacks) = residuals.compile();
         stats.budget_fallback_entries = residuals_fallbacks + tree_fallbacks;
         stats.residual_programs = list.len();
         stats.residual_insns = list.iter().map(|r| r.program.len()).sum();
@@ -695,6 +693,7 @@ impl FastFilter {
             other_arch,
             residuals: list.into(),
             switches: switches.into(),
+            guards: guards.into(),
             stats,
         })
     }
@@ -726,8 +725,15 @@ impl FastFilter {
     #[inline(always)]
     fn resolve(&self, mut slot: Slot, word: impl Fn(u32) -> u32) -> Slot {
         while let Slot::Switch(j) = slot {
-            slot = match self.switches.get(j as usize) {
-                Some(table) => table.next(&word),
+            let j = j as usize;
+            slot = match self.switches.get(j) {
+                // A flag, not an always-passing guard: tables without one
+                // (most) pay a predicted branch, not a second load and test.
+                Some(table) if table.guarded => match self.guards.get(j) {
+                    Some(g) if word(g.offset) & g.mask != g.value => g.other,
+                    _ => table.slot(word(table.offset)),
+                },
+                Some(table) => table.slot(word(table.offset)),
                 None => Slot::Residual(0),
             };
         }

@@ -30,7 +30,7 @@ fn near_switches_answer_as_their_runs() {
             starts: starts.into(),
             slots: slots.clone(),
             residual: 9,
-            guard: Guard::NONE,
+            guarded: false,
         };
         let far = SwitchTable { is_near: false, ..near.clone() };
         let words = starts.iter().flat_map(|&s| [s.wrapping_sub(1), s, s.wrapping_add(1)]).chain([0, u32::MAX]);
@@ -68,10 +68,9 @@ fn a_high_word_test_is_a_guard_of_the_low_words_switch() {
     let Slot::Switch(j) = fast.slot(0xc000_003e, 80) else { panic!("no tree: {:?}", fast.switches) };
     let table = &fast.switches[j as usize];
     assert_eq!((table.offset, table.mask, &*table.starts), (lo, u32::MAX, &[0, 6][..]));
-    assert_eq!(
-        (table.guard.offset, table.guard.mask, table.guard.value, table.guard.other),
-        (hi, u32::MAX, 0, Slot::Action(0))
-    );
+    assert!(table.guarded);
+    let guard = fast.guards[j as usize];
+    assert_eq!((guard.offset, guard.mask, guard.value, guard.other), (hi, u32::MAX, 0, Slot::Action(0)));
     assert_eq!(fast.switch(0xc000_003e, 80).map(|(offset, _, _)| offset), Some(lo));
     let interp = Interp::new(&prog);
     for a0 in [0u64, 5, 6, u64::from(u32::MAX), 1 << 32, (1 << 32) | 6, u64::MAX] {
