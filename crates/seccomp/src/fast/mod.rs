@@ -48,7 +48,7 @@
 //! words deep at most); only what no tree can say runs on the classic
 //! interpreter. A switch whose one single-value run leads to another
 //! switch (libseccomp's `hi == 0` before the low word) is fused into it as
-//! a guard ([`fuse_guards`]): one table per 64-bit comparison.
+//! a guard (`fuse_guards`): one table per 64-bit comparison.
 //!
 //! Residual programs are validated with [`cbpf::validate()`] (seccomp mode)
 //! and run on [`cbpf::Interp`]; identical residuals are shared (hash-consed).
@@ -83,6 +83,7 @@ mod outcome;
 mod partition;
 mod specialize;
 mod stack;
+mod switch_table;
 pub mod tree;
 
 use std::collections::HashMap;
@@ -93,6 +94,7 @@ use crate::action::SECCOMP_RET_KILL_PROCESS;
 use crate::arch::Arch;
 use crate::data::{OFFSET_ARCH, OFFSET_NR};
 use specialize::{Specialized, Specializer};
+use switch_table::{fuse_guards, Guard, SwitchTable, NEAR_RUNS};
 use tree::{Forest, Refused};
 
 pub use partition::{
@@ -157,131 +159,6 @@ enum Slot {
     Residual(u32),
     /// Decide on a word first: switch `i` of [`FastFilter::switches`].
     Switch(u32),
-}
-
-/// A [`Switch`] of the forest, compiled: the word masked, then a search
-/// over the starts of its runs ([`tree`](self) module).
-#[derive(Debug, Clone)]
-struct SwitchTable {
-    /// Byte offset of the word.
-    offset: u32,
-    mask: u32,
-    /// Whether the switch has at most [`NEAR_RUNS`] runs, held in `near`
-    /// and `near_slots`: a walk down a tree of such switches reads each
-    /// node's own bytes, not two more arrays behind pointers per node.
-    is_near: bool,
-    /// With `is_near`: `starts[1..]`, padded with `u32::MAX`.
-    near: [u32; NEAR_RUNS - 1],
-    /// With `is_near`: `slots`, padded with copies of the last (a word of
-    /// `u32::MAX` counts the padding and lands on one: it is in the last run).
-    near_slots: [Slot; NEAR_RUNS],
-    /// Where each run of `word & mask` starts, ascending, the first 0.
-    starts: Box<[u32]>,
-    /// `slots[i]` handles the run from `starts[i]`.
-    slots: Box<[Slot]>,
-    /// The residual this switch stands for (what [`FastFilter::entry`]
-    /// shows).
-    residual: u32,
-    /// Whether [`FastFilter::guards`] holds a test of another word to make
-    /// before this switch's own (a parent switch fused in:
-    /// [`fuse_guards`]). The guard itself is kept out of the table: the
-    /// tables stay 96 bytes, and a walk through unguarded ones reads what
-    /// it read before.
-    guarded: bool,
-}
-
-/// `word(offset) & mask == value`, else `other`: a parent switch whose
-/// one single-value run leads to this switch and whose other runs all
-/// answer `other` (libseccomp's test of an argument's high word before
-/// its low word: `hi == 0`, else KILL).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Guard {
-    offset: u32,
-    mask: u32,
-    value: u32,
-    other: Slot,
-}
-
-impl Guard {
-    /// The guard of a table without one (never tested).
-    const NONE: Guard = Guard { offset: 0, mask: 0, value: 0, other: Slot::Residual(0) };
-}
-
-/// Fuses each switch whose runs are one single value leading to another
-/// switch, the rest one answer (`[(0, child), (1, other)]` or `[(0, other),
-/// (s, child), (s + 1, other)]`), into a copy of that child guarded by the
-/// test of the value: one level of the walk instead of two. The walk's
-/// cost is a chain of loads, one table to the next; a guard's load and
-/// test only confirm a predicted branch, off that chain. A child that has
-/// a guard already is left as it is (one guard per table). The copy stays
-/// at the parent's index, so slots still only name earlier switches.
-/// Returns the guard of every table ([`Guard::NONE`] where there is none).
-fn fuse_guards(tables: &mut [SwitchTable]) -> Vec<Guard> {
-    let mut guards = vec![Guard::NONE; tables.len()];
-    for p in 0..tables.len() {
-        let Some(parent) = tables.get(p) else { continue };
-        let single = |i: usize| match (parent.starts.get(i), parent.starts.get(i + 1)) {
-            (Some(&s), Some(&next)) => next == s.wrapping_add(1),
-            _ => false,
-        };
-        let fused = match (&*parent.starts, &*parent.slots) {
-            (&[0, 1], &[Slot::Switch(c), other]) if single(0) => Some((c, 0, other)),
-            (&[0, s, _], &[other, Slot::Switch(c), other2]) if other == other2 && single(1) => Some((c, s, other)),
-            _ => None,
-        };
-        let Some((c, value, other)) = fused else { continue };
-        let (offset, mask, residual) = (parent.offset, parent.mask, parent.residual);
-        let Some(child) = tables.get(c as usize).filter(|t| !t.guarded && (c as usize) < p) else {
-            continue;
-        };
-        let copy = SwitchTable { guarded: true, residual, ..child.clone() };
-        if let (Some(table), Some(guard)) = (tables.get_mut(p), guards.get_mut(p)) {
-            *table = copy;
-            *guard = Guard { offset, mask, value, other };
-        }
-    }
-    guards
-}
-
-/// Switches with at most this many runs keep them in the switch itself
-/// ([`SwitchTable::near`]).
-const NEAR_RUNS: usize = 4;
-
-/// Switches with at most this many runs count the starts at or below the
-/// word (no branch per start); longer ones binary-search.
-const SWITCH_SCAN_MAX: usize = 8;
-
-impl SwitchTable {
-    #[inline(always)]
-    fn slot(&self, word: u32) -> Slot {
-        let v = word & self.mask;
-        // The run: how many starts past the first (0) are at or below v.
-        if self.is_near {
-            // Compares and selects, not a computed index: the compiler's
-            // conditional moves from memory become branches in the walk's
-            // loop, which the CPU predicts and runs ahead of (an index
-            // makes every level wait for the word and its comparison).
-            let [s1, s2, s3] = self.near;
-            let [r0, r1, r2, r3] = self.near_slots;
-            return if v < s1 {
-                r0
-            } else if v < s2 {
-                r1
-            } else if v < s3 {
-                r2
-            } else {
-                r3
-            };
-        }
-        // Wider than NEAR_RUNS (narrower ones took the path above).
-        let i = match *self.starts {
-            ref starts if starts.len() <= SWITCH_SCAN_MAX => {
-                starts.iter().map(|&s| usize::from(s <= v)).sum::<usize>().wrapping_sub(1)
-            }
-            ref starts => starts.partition_point(|&s| s <= v).wrapping_sub(1),
-        };
-        self.slots.get(i).copied().unwrap_or(Slot::Residual(self.residual))
-    }
 }
 
 /// The entries of one arch.
@@ -801,7 +678,7 @@ impl FastFilter {
     /// The word the entry for (arch, nr) switches on first, if its
     /// residual is a tree: the word's byte offset in `struct seccomp_data`,
     /// the mask, and where the runs of `word & mask` start (ascending).
-    /// A parent test of one value fused in as a guard ([`fuse_guards`]:
+    /// A parent test of one value fused in as a guard (`fuse_guards`:
     /// libseccomp's `hi == 0` before the low word) is not shown: this is
     /// the switch behind it.
     pub fn switch(&self, arch: u32, nr: u32) -> Option<(u32, u32, &[u32])> {

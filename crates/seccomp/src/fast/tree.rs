@@ -27,7 +27,7 @@
 //! tested with several masks (OpenSSH's `mmap` rule: `prot & ~7 == 0`,
 //! then `prot & 6 != 6`) is switched on the union of their bits, its runs
 //! found by fixing those bits one at a time from the top until the
-//! residual no longer reads the word ([`Forest::bit_runs`], a bounded
+//! residual no longer reads the word (`Forest::bit_runs`, a bounded
 //! search). What no tree can say (a word used in arithmetic, masks whose
 //! runs are too many, a comparison of two words) stays a residual leaf. `nr` and `arch` are never switched on here: the partition already
 //! cut them.
