@@ -25,7 +25,12 @@ below the engine's floor: no evaluation of that engine, however short its
 path, gets there. Every figure of one filter comes from one run, so the
 ratios are side by side; runs of different filters are not.
 
-usage: benches/engine_table.py [--bpfconv PATH] [--time S] [--json DIR] [FILTER...]
+`--runs N` benches every filter (and the floor) N times and prints, per
+cell, the median of its N figures and the median of its N per-run ratios
+(each still side by side within its run): on a shared machine one run can
+read a cell 2x off, so a goal judged from one run is not settled.
+
+usage: benches/engine_table.py [--bpfconv PATH] [--time S] [--runs N] [--json DIR] [FILTER...]
 (default: target/release/bpfconv, every filter of testdata/filters and the
 libseccomp-compiled profiles; build it with `cargo build --release -p bpfconv-cli`).
 """
@@ -70,23 +75,50 @@ def cells(doc):
     return got
 
 
+def median(values):
+    """The median of the values that are not None (None if there are none)."""
+    xs = sorted(v for v in values if v is not None)
+    if not xs:
+        return None
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def merged(runs):
+    """One `cells` dict from several: each cell's median."""
+    keys = set().union(*runs)
+    return {k: median(r.get(k) for r in runs) for k in keys}
+
+
+def run_ratio(runs, key, engine):
+    """The median over runs of engine/kernel-jit for `key`, each ratio from
+    one run; inf when the JIT read 0 or less in every run."""
+    pairs = [(r.get((key, engine)), r.get((key, "kernel-jit"))) for r in runs]
+    pairs = [(ns, jit) for ns, jit in pairs if ns is not None and jit is not None]
+    if not pairs:
+        return None
+    ratios = [ns / jit for ns, jit in pairs if jit > 0]
+    return median(ratios) if ratios else float("inf")
+
+
 def fmt(ns):
     return "-" if ns is None else f"{ns:.2f}"
 
 
-def ratio(ns, jit):
-    if ns is None or jit is None:
+def fmt_ratio(r):
+    if r is None:
         return "-"
-    if jit <= 0:
+    if r == float("inf"):
         # Below the harness's resolution (1/N ns), or noise around 0.
         return "inf"
-    return f"{ns / jit:.2f}"
+    return f"{r:.2f}"
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--bpfconv", default=str(ROOT / "target/release/bpfconv"))
     ap.add_argument("--time", default="1")
+    ap.add_argument("--runs", type=int, default=1, help="bench each filter this many times; print medians")
     ap.add_argument("--json", help="keep each filter's JSON document in this directory")
     ap.add_argument("filters", nargs="*")
     args = ap.parse_args()
@@ -95,9 +127,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         ret = pathlib.Path(tmp, "ret.bpf")
         ret.write_bytes(struct.pack("<HBBI", 0x06, 0, 0, 0x7FFF0000))
-        floor = cells(bench(args.bpfconv, ret, args.time))
+        floor = merged([cells(bench(args.bpfconv, ret, args.time)) for _ in range(max(args.runs, 1))])
     floors = {e: floor.get(("deepest", e)) for e in ENGINES}
-    print("floor (one-instruction `ret ALLOW` filter, ns): " + ", ".join(f"{e} {fmt(floors[e])}" for e in ENGINES))
+    runs_note = f", medians of {args.runs} runs" if args.runs > 1 else ""
+    print(f"floor (one-instruction `ret ALLOW` filter, ns{runs_note}): " + ", ".join(f"{e} {fmt(floors[e])}" for e in ENGINES))
     print()
     head = "| filter | input | " + " | ".join(ENGINES) + " | jit N | cbpf/jit | ebpf/jit | fast/jit |"
     print(head)
@@ -106,27 +139,31 @@ def main():
     over = []
     for path in filters:
         try:
-            doc = bench(args.bpfconv, path, args.time)
+            docs = [bench(args.bpfconv, path, args.time) for _ in range(max(args.runs, 1))]
         except RuntimeError as e:
             print(f"error: {e}", file=sys.stderr)
             continue
+        doc = docs[0]
         if args.json:
-            pathlib.Path(args.json, path.stem + ".json").write_text(json.dumps(doc))
-        got = cells(doc)
+            for i, d in enumerate(docs):
+                suffix = f".{i + 1}" if len(docs) > 1 else ""
+                pathlib.Path(args.json, path.stem + suffix + ".json").write_text(json.dumps(d))
+        runs = [cells(d) for d in docs]
+        got = merged(runs)
         for row in ("deepest", "mix", "mean"):
             ns = [got.get((row, e)) for e in ENGINES]
             jit = ns[3]
-            rs = [ratio(ns[i], jit) for i in range(3)]
+            rs = [run_ratio(runs, row, e) for e in ENGINES[:3]]
             copies = (doc.get("kernel_jit") or {}).get("copies")
-            cols = list(map(fmt, ns)) + ["-" if copies is None else str(copies)] + rs
+            cols = list(map(fmt, ns)) + ["-" if copies is None else str(copies)] + list(map(fmt_ratio, rs))
             print(f"| {path.name} | {row} | " + " | ".join(cols) + " |")
             for engine, r, limit in zip(ENGINES, rs, (2.0, 2.0, 1.0)):
-                if r != "-" and r != "inf" and float(r) > limit:
+                if r == float("inf"):
+                    over.append(f"{path.name} {row} {engine} inf (the JIT reads 0)")
+                elif r is not None and r > limit:
                     goal, low = limit * jit, floors.get(engine)
                     why = f" (goal {goal:.2f} ns < floor {low:.2f})" if low is not None and goal < low else ""
-                    over.append(f"{path.name} {row} {engine} {r}x{why}")
-                elif r == "inf":
-                    over.append(f"{path.name} {row} {engine} inf (the JIT reads 0)")
+                    over.append(f"{path.name} {row} {engine} {r:.2f}x{why}")
         for inp in doc["inputs"]:
             name = inp["input"]
             c, f = got.get((name, "cbpf")), got.get((name, "fast"))
