@@ -265,46 +265,61 @@ impl Forest {
     /// [`MAX_BIT_RUNS`] runs, or when the budget is spent: the residual
     /// stays a leaf.
     fn bit_runs(&mut self, program: &Program, offset: u32, mask: u32, depth: u32) -> Option<Vec<(u32, Outcome)>> {
+        // A run's child before it is kept: a constant, or a residual with
+        // its entry reads. Children are kept only once the search has
+        // succeeded, so a search that gives up leaves nothing behind.
+        type Child = Result<Outcome, (Vec<Insn>, (bool, bool))>;
         let mut spec = Specializer::new(program);
-        let mut ranges: Vec<(u32, Outcome)> = Vec::new();
+        let mut runs: Vec<(u32, Child)> = Vec::new();
         // (known ones, known zeros, bits of the mask not yet fixed); the
         // zero side is pushed last, so it is taken first.
         let mut pending = vec![(0u32, 0u32, mask)];
-        for _ in 0..MAX_BIT_SEARCH {
-            let Some((ones, zeros, free)) = pending.pop() else { return Some(ranges) };
-            if !self.affordable(program.len()) {
+        let mut searched = 0;
+        while let Some((ones, zeros, free)) = pending.pop() {
+            searched += 1;
+            if searched > MAX_BIT_SEARCH || !self.affordable(program.len()) {
                 return None;
             }
-            let found = match spec.specialize_key(offset, &KeyFact::Bits { ones, zeros }) {
+            let found: Option<Child> = match spec.specialize_key(offset, &KeyFact::Bits { ones, zeros }) {
                 Specialized::Action(a) => Some(Ok(Outcome::Action(a))),
                 Specialized::Whole => return None,
-                Specialized::Residual(insns) if !reads_word(insns, offset) => Some(Err(insns.to_vec())),
+                Specialized::Residual(insns) if !reads_word(insns, offset) => {
+                    Some(Err((insns.to_vec(), (false, false))))
+                }
                 Specialized::Residual(_) => None,
             };
             self.charge(spec.last_work());
-            let child = match found {
-                Some(Ok(o)) => o,
-                Some(Err(insns)) => match self.index.get(&insns).copied() {
-                    Some(o) => o,
-                    None => self.fresh(insns, spec.entry_reads(), depth + 1).ok()?,
-                },
-                None => {
-                    // Still read: fix the highest free bit (none left means a
-                    // use of the word the analysis did not see; give up).
-                    let bit = 1u32.checked_shl(31u32.checked_sub(free.leading_zeros())?)?;
-                    pending.push((ones | bit, zeros, free & !bit));
-                    pending.push((ones, zeros | bit, free & !bit));
-                    continue;
-                }
+            let Some(child) = found.map(|c| c.map_err(|(insns, _)| (insns, spec.entry_reads()))) else {
+                // Still read: fix the highest free bit (none left means a
+                // use of the word the analysis did not see; give up).
+                let bit = 1u32.checked_shl(31u32.checked_sub(free.leading_zeros())?)?;
+                pending.push((ones | bit, zeros, free & !bit));
+                pending.push((ones, zeros | bit, free & !bit));
+                continue;
             };
-            if ranges.last().is_none_or(|&(_, last)| last != child) {
-                if ranges.len() == MAX_BIT_RUNS {
+            // Equal programs are one node (hash-consed): neighbours with the
+            // same child are one run.
+            if runs.last().is_none_or(|(_, last)| *last != child) {
+                if runs.len() == MAX_BIT_RUNS {
                     return None;
                 }
-                ranges.push((ones, child));
+                runs.push((ones, child));
             }
         }
-        None
+        let mut ranges: Vec<(u32, Outcome)> = Vec::with_capacity(runs.len());
+        for (start, child) in runs {
+            let o = match child {
+                Ok(o) => o,
+                Err((insns, reads)) => match self.index.get(&insns).copied() {
+                    Some(o) => o,
+                    None => self.fresh(insns, reads, depth + 1).ok()?,
+                },
+            };
+            if ranges.last().is_none_or(|&(_, last)| last != o) {
+                ranges.push((start, o));
+            }
+        }
+        Some(ranges)
     }
 
     /// The word to switch on first: of the words the program loads (not
