@@ -351,7 +351,7 @@ impl Residuals {
         residuals.extend(
             self.forest.residuals.into_iter().map(|r| Residual { interp: Interp::new(&r.program), program: r.program }),
         );
-        let switches = self
+        let mut switches: Vec<SwitchTable> = self
             .forest
             .switches
             .into_iter()
@@ -363,7 +363,6 @@ impl Residuals {
                 let near = std::array::from_fn(|i| starts.get(i + 1).copied().unwrap_or(u32::MAX));
                 let near_slots = std::array::from_fn(|i| slots.get(i).copied().unwrap_or(last));
                 let is_near = (1..=NEAR_RUNS).contains(&starts.len());
-                let guarded = false;
                 SwitchTable {
                     offset: s.offset,
                     mask: s.mask,
@@ -373,11 +372,10 @@ impl Residuals {
                     starts,
                     slots,
                     residual,
-                    guarded,
+                    guarded: false,
                 }
             })
-            .collect::<Vec<_>>();
-        let mut switches = switches;
+            .collect();
         let guards = fuse_guards(&mut switches);
         (residuals, switches, guards, self.forest.budget_fallbacks)
     }

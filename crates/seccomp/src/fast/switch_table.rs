@@ -66,13 +66,11 @@ pub(super) fn fuse_guards(tables: &mut [SwitchTable]) -> Vec<Guard> {
     let mut guards = vec![Guard::NONE; tables.len()];
     for p in 0..tables.len() {
         let Some(parent) = tables.get(p) else { continue };
-        let single = |i: usize| match (parent.starts.get(i), parent.starts.get(i + 1)) {
-            (Some(&s), Some(&next)) => next == s.wrapping_add(1),
-            _ => false,
-        };
         let fused = match (&*parent.starts, &*parent.slots) {
-            (&[0, 1], &[Slot::Switch(c), other]) if single(0) => Some((c, 0, other)),
-            (&[0, s, _], &[other, Slot::Switch(c), other2]) if other == other2 && single(1) => Some((c, s, other)),
+            (&[0, 1], &[Slot::Switch(c), other]) => Some((c, 0, other)),
+            (&[0, s, next], &[other, Slot::Switch(c), other2]) if other == other2 && s.checked_add(1) == Some(next) => {
+                Some((c, s, other))
+            }
             _ => None,
         };
         let Some((c, value, other)) = fused else { continue };

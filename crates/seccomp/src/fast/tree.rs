@@ -29,8 +29,9 @@
 //! found by fixing those bits one at a time from the top until the
 //! residual no longer reads the word (`Forest::bit_runs`, a bounded
 //! search). What no tree can say (a word used in arithmetic, masks whose
-//! runs are too many, a comparison of two words) stays a residual leaf. `nr` and `arch` are never switched on here: the partition already
-//! cut them.
+//! runs are too many, a comparison of two words) stays a residual leaf.
+//! `nr` and `arch` are never switched on here: the partition already cut
+//! them.
 //!
 //! [`Switch`] is the one representation both consumers read: `optimize`
 //! lays a switch out as cBPF (`ld`, an `and` or a `jset`, a balanced tree
@@ -280,16 +281,16 @@ impl Forest {
             if searched > MAX_BIT_SEARCH || !self.affordable(program.len()) {
                 return None;
             }
-            let found: Option<Child> = match spec.specialize_key(offset, &KeyFact::Bits { ones, zeros }) {
-                Specialized::Action(a) => Some(Ok(Outcome::Action(a))),
-                Specialized::Whole => return None,
-                Specialized::Residual(insns) if !reads_word(insns, offset) => {
-                    Some(Err((insns.to_vec(), (false, false))))
-                }
-                Specialized::Residual(_) => None,
-            };
+            let found: Option<Result<Outcome, Vec<Insn>>> =
+                match spec.specialize_key(offset, &KeyFact::Bits { ones, zeros }) {
+                    Specialized::Action(a) => Some(Ok(Outcome::Action(a))),
+                    Specialized::Whole => return None,
+                    Specialized::Residual(insns) if !reads_word(insns, offset) => Some(Err(insns.to_vec())),
+                    Specialized::Residual(_) => None,
+                };
             self.charge(spec.last_work());
-            let Some(child) = found.map(|c| c.map_err(|(insns, _)| (insns, spec.entry_reads()))) else {
+            // The entry reads of the specialisation just made.
+            let Some(child) = found.map(|c| c.map_err(|insns| (insns, spec.entry_reads()))) else {
                 // Still read: fix the highest free bit (none left means a
                 // use of the word the analysis did not see; give up).
                 let bit = 1u32.checked_shl(31u32.checked_sub(free.leading_zeros())?)?;
