@@ -30,6 +30,7 @@
 //! | `timing` | `bpfconv-timing` | timing statistics and SVG cost charts (`bpfconv bench`, the benchmark tables) |
 //! | [`chain`] | `bpfconv-chain` | the compare-chain core both fast interpreters build their superinstructions from |
 //! | [`record`] | `bpfconv-record` | the 8-byte record both instruction sets are stored as, and the framing of raw bytes into records |
+//! | [`native`] | `bpfconv-native` | decision trees over `struct seccomp_data` as x86-64 code behind a safe call: the fast engine's argument trees |
 //! | `kernel` | `bpfconv-kernel` | the running kernel as a seccomp engine, filter dumps from live processes (x86_64 Linux only) |
 //!
 //! The `bpfconv` command-line tool is the `bpfconv-cli` package.
@@ -71,6 +72,11 @@
 //!   wrong answer), `optimize`'s residual size. On a filter of at most 4096
 //!   instructions, the defaults keep each call to seconds and a few hundred
 //!   MB.
+//! - Code made at run time is the fast engine's argument trees only, as
+//!   [`native`] encodes them from checked trees (reads inside the 64-byte
+//!   input, jumps only to earlier nodes, at most
+//!   [`native::MAX_CODE_BYTES`]), never from input bytes; mapped writable,
+//!   then executable, never both.
 //! - The `bpfconv` tool adds a 16 MiB cap on every input file and streams
 //!   `--vectors`.
 //!
@@ -218,6 +224,7 @@ pub use ::equiv;
 pub use ::hook;
 #[cfg(all(feature = "kernel", target_os = "linux", target_arch = "x86_64"))]
 pub use ::kernel;
+pub use ::native;
 #[cfg(feature = "optimize")]
 pub use ::optimize;
 #[cfg(feature = "policy")]

@@ -10,8 +10,9 @@
 //! pid ────────► dump   (PTRACE_SEIZE + PTRACE_SECCOMP_GET_FILTER) ─► filters, oldest first
 //! ```
 //!
-//! This is the only crate of the workspace with `unsafe` and libc; all of it
-//! lives in the private `sys` module, behind small wrappers. The engine and
+//! With `native` (code made at run time), the only crate of the workspace
+//! with `unsafe` and libc; all of it lives in the private `sys` module,
+//! behind small wrappers. The engine and
 //! benchmarks need x86_64 Linux; everything runs in forked children, so the
 //! calling process never gets a filter.
 //!

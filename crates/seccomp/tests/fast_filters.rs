@@ -47,7 +47,7 @@ fn fast_matches_the_interpreter_on_every_vector() {
 }
 
 /// Inputs around every table: each arch the filters name, i386/aarch64 and
-/// an unknown arch; every number up to past the x86_64 table, x32 numbers,
+/// unknown arches (the lowest and highest values too); every number up to past the x86_64 table, x32 numbers,
 /// negatives; arguments that satisfy and break long_jumps' chdir rules.
 fn sweep() -> Vec<SeccompData> {
     let mut nrs: Vec<i32> = (0..600).collect();
@@ -61,7 +61,7 @@ fn sweep() -> Vec<SeccompData> {
         [100, 1, u64::MAX, 3, 4, 5],
     ];
     let mut out = Vec::new();
-    for arch in [X86_64, I386, AARCH64, 0x1234_5678] {
+    for arch in [X86_64, I386, AARCH64, 0x1234_5678, 0, u32::MAX] {
         for &nr in &nrs {
             for (i, args) in args_sets.iter().enumerate() {
                 // Full argument sets only where arguments matter.
@@ -83,11 +83,21 @@ fn fast_matches_the_interpreter_on_a_sweep_of_every_table() {
         let prog = load(&name);
         let interp = Interp::new(&prog);
         let fast = FastFilter::build(&prog).unwrap();
+        // The trees as native code (where the host allows it; the switch
+        // test says when it does not) and as tables.
+        let tables = fast.clone().without_native();
         for data in &inputs {
             let want = interp.run_seccomp(&data.to_bytes()).unwrap();
-            let got = fast.eval(data);
-            if got != want {
-                failures.push(format!("{name}: {data:x?}: fast {got:#x}, interpreter {want:#x}"));
+            let got = [
+                fast.eval(data),
+                fast.eval_bytes(&data.to_bytes()),
+                tables.eval(data),
+                tables.eval_bytes(&data.to_bytes()),
+            ];
+            if got != [want; 4] {
+                failures.push(format!(
+                    "{name}: {data:x?}: fast {got:x?} (native, bytes, tables, bytes), interpreter {want:#x}"
+                ));
             }
         }
     }
@@ -225,9 +235,12 @@ fn with_word(mut data: SeccompData, offset: u32, v: u32) -> SeccompData {
 /// Every entry whose residual is a tree, on the values around each run
 /// start of its first switch (the masked word at `s - 1`, `s`, `s + 1`,
 /// with the bits outside the mask clear and set) over a few argument sets:
-/// the same as the interpreter.
+/// the same as the interpreter, with the switches run as native code and
+/// walked as tables.
 #[test]
 fn switch_dispatch_matches_the_interpreter_around_every_run_start() {
+    const TEST: &str = "switch_dispatch_matches_the_interpreter_around_every_run_start";
+    let mut native_filters = 0usize;
     let bases: [[u64; 6]; 4] =
         [[0; 6], [0, 1, 0, 0, 0, 0], [42, 1, 7, 0, 0, 0], [u64::MAX, 0, 0x7fff_ffff_ffff_ffff, 1, 2, 3]];
     let mut failures = Vec::new();
@@ -237,6 +250,15 @@ fn switch_dispatch_matches_the_interpreter_around_every_run_start() {
         let prog = load(&name);
         let interp = Interp::new(&prog);
         let fast = FastFilter::build(&prog).unwrap();
+        // The switches as native code (where the host allows it) and as
+        // tables: both against the interpreter.
+        if let Some(why) = fast.native_refusal() {
+            test_data::require::missing(TEST, test_data::require::Need::Native, format!("{name}: {why}"));
+        } else {
+            assert_eq!(fast.stats().native_code_bytes > 0, fast.stats().switches > 0, "{name}: native code");
+        }
+        native_filters += usize::from(fast.stats().native_code_bytes > 0);
+        let tables = fast.clone().without_native();
         let mut seen: Vec<&Program> = Vec::new();
         for arch in fast.arches().collect::<Vec<_>>() {
             for nr in (0..1024).chain(seccomp::analysis::compared_nrs(&prog, arch).unwrap()) {
@@ -260,9 +282,11 @@ fn switch_dispatch_matches_the_interpreter_around_every_run_start() {
                                 checked += 1;
                                 let want = interp.run_seccomp(&data.to_bytes()).unwrap();
                                 let (got, got_bytes) = (fast.eval(&data), fast.eval_bytes(&data.to_bytes()));
-                                if got != want || got_bytes != want {
+                                let (walked, walked_bytes) = (tables.eval(&data), tables.eval_bytes(&data.to_bytes()));
+                                if [got, got_bytes, walked, walked_bytes] != [want; 4] {
                                     failures.push(format!(
-                                        "{name}: {data:x?}: fast {got:#x} (bytes {got_bytes:#x}), interpreter {want:#x}"
+                                        "{name}: {data:x?}: fast {got:#x} (bytes {got_bytes:#x}, tables {walked:#x} / \
+                                         {walked_bytes:#x}), interpreter {want:#x}"
                                     ));
                                 }
                             }
@@ -272,7 +296,7 @@ fn switch_dispatch_matches_the_interpreter_around_every_run_start() {
             }
         }
     }
-    eprintln!("{switch_entries} entries with trees, {checked} inputs");
+    eprintln!("{switch_entries} entries with trees, {checked} inputs, {native_filters} filters with native trees");
     // chdir and the A0 != 0 rules of both long_jumps_large filters, the
     // sandboxes' argument rules.
     assert!(switch_entries >= 100, "only {switch_entries} entries with trees");

@@ -54,11 +54,14 @@ pub enum Need {
     LlvmObjdump,
     /// `dot`: graphviz.
     Dot,
+    /// `native`: executable memory for code made at run time (the fast
+    /// engine's native trees: x86-64 Linux, mmap with `PROT_EXEC`).
+    Native,
 }
 
 impl Need {
     /// Every prerequisite, in the order the module docs list them.
-    pub const ALL: [Need; 10] = [
+    pub const ALL: [Need; 11] = [
         Need::Kernel,
         Need::Socket,
         Need::Bpf,
@@ -69,6 +72,7 @@ impl Need {
         Need::Bpftool,
         Need::LlvmObjdump,
         Need::Dot,
+        Need::Native,
     ];
 
     /// The word `BPFCONV_REQUIRE` uses for it.
@@ -84,6 +88,7 @@ impl Need {
             Need::Bpftool => "bpftool",
             Need::LlvmObjdump => "llvm-objdump",
             Need::Dot => "dot",
+            Need::Native => "native",
         }
     }
 
@@ -104,6 +109,7 @@ impl Need {
             Need::Bpftool => "apt-get install bpftool",
             Need::LlvmObjdump => "apt-get install llvm",
             Need::Dot => "apt-get install graphviz",
+            Need::Native => "x86-64 Linux that maps anonymous memory executable (no W^X policy refusing it)",
         }
     }
 
@@ -130,7 +136,7 @@ impl Need {
             Err(e) => Err(format!("`{program}` cannot be run: {e}")),
         };
         let found = match self {
-            Need::Kernel | Need::Socket | Need::Bpf | Need::Ptrace | Need::Int80 => return None,
+            Need::Kernel | Need::Socket | Need::Bpf | Need::Ptrace | Need::Int80 | Need::Native => return None,
             Need::Prlimit => runs("prlimit", &["--version"]).and_then(|()| runs("timeout", &["--version"])),
             Need::Libseccomp => runs("python3", &["-c", "import seccomp"]),
             Need::Bpftool => runs("bpftool", &["version"]),

@@ -17,6 +17,7 @@
 //!                 ├─ nr compared by the filter ─► sparse ─────────────────┼─► Action(v) ─► v
 //!                 ├─ any other nr ─► specialised on arch only ────────────┤   Switch(i) ─► word & mask,
 //!               unknown arch ─► specialised on "none of the named arches" ┘     runs (binary search) ─┐
+//!                                                                            (native code where it can)
 //!                                                                            Residual(i) ─► cbpf::Interp
 //! ```
 //!
@@ -43,12 +44,20 @@
 //! `optimize` lays out): per word, its values cut into runs, each run
 //! specialised once; libseccomp's `chdir(A0 == 0) .. chdir(A0 == 99)`
 //! rules, OpenSSH's `and` masks, Chromium's bit tests all become a few
-//! switches ending in constants. Eval reads the word, masks it,
-//! binary-searches the run starts and continues there ([`MAX_TREE_DEPTH`]
-//! words deep at most); only what no tree can say runs on the classic
-//! interpreter. A switch whose one single-value run leads to another
-//! switch (libseccomp's `hi == 0` before the low word) is fused into it as
-//! a guard (`fuse_guards`): one table per 64-bit comparison.
+//! switches ending in constants. Eval reads the word, masks it, finds its
+//! run and continues there ([`MAX_TREE_DEPTH`] words deep at most); only
+//! what no tree can say runs on the classic interpreter. A switch whose one
+//! single-value run leads to another switch (libseccomp's `hi == 0` before
+//! the low word) is fused into it as a guard (`fuse_guards`): one node per
+//! 64-bit comparison.
+//!
+//! On x86-64 Linux the switches run as native code ([`native`]: each a
+//! load, a mask and a binary search of compares and branches, module
+//! `native_code`), so a walk down a tree is branches the CPU predicts
+//! rather than a chain of table loads; elsewhere, or where the host refuses
+//! executable memory ([`FastFilter::native_refusal`]), eval walks the same
+//! switches as tables. Both give the same answer ([`FastFilter::without_native`]
+//! keeps the tables, for comparing).
 //!
 //! Residual programs are validated with [`cbpf::validate()`] (seccomp mode)
 //! and run on [`cbpf::Interp`]; identical residuals are shared (hash-consed).
@@ -79,6 +88,7 @@
 //! assert_eq!(fast.stats().residual_entries, 0); // every x86_64 number is a constant
 //! ```
 
+mod native_code;
 mod outcome;
 mod partition;
 mod specialize;
@@ -87,12 +97,14 @@ mod switch_table;
 pub mod tree;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use cbpf::{Interp, Mode, Program, SeccompData};
 
 use crate::action::SECCOMP_RET_KILL_PROCESS;
 use crate::arch::Arch;
 use crate::data::{OFFSET_ARCH, OFFSET_NR};
+use native_code::NativeCode;
 use specialize::{Specialized, Specializer};
 use switch_table::{fuse_guards, Guard, SwitchTable, NEAR_RUNS};
 use tree::{Forest, Refused};
@@ -249,6 +261,9 @@ pub struct FastStats {
     pub switches: usize,
     /// Runs over all switches.
     pub switch_ranges: usize,
+    /// Bytes of x86-64 code the switches run as (0: the tables are
+    /// walked instead; see [`FastFilter::native_refusal`]).
+    pub native_code_bytes: usize,
     /// Entries (and arch-only specialisations and switches) not built
     /// because the global build budget ([`BUILD_STEP_BUDGET`],
     /// [`BUILD_INSN_BUDGET`]) was spent: they run the program specialised
@@ -284,6 +299,11 @@ pub struct FastFilter {
     switches: Box<[SwitchTable]>,
     /// `guards[j]`: the guard of `switches[j]`, when it is `guarded`.
     guards: Box<[Guard]>,
+    /// The switches as x86-64 code ([`native_code`]), what `eval` runs
+    /// where the host allows it; else it walks them as the tables above.
+    native: Option<Arc<NativeCode>>,
+    /// Why there is no native code, when there are switches.
+    native_refusal: Option<String>,
     stats: FastStats,
 }
 
@@ -562,6 +582,15 @@ impl FastFilter {
         stats.residual_insns = list.iter().map(|r| r.program.len()).sum();
         stats.switches = switches.len();
         stats.switch_ranges = switches.iter().map(|t| t.starts.len()).sum();
+        let (native, native_refusal) = if switches.is_empty() {
+            (None, None)
+        } else {
+            match NativeCode::build(&switches, &guards) {
+                Ok(code) => (Some(Arc::new(code)), None),
+                Err(why) => (None, Some(why.to_string())),
+            }
+        };
+        stats.native_code_bytes = native.as_ref().map_or(0, |n| n.code_len());
         Ok(FastFilter {
             arches: tables.into(),
             any_arch,
@@ -569,6 +598,8 @@ impl FastFilter {
             residuals: list.into(),
             switches: switches.into(),
             guards: guards.into(),
+            native,
+            native_refusal,
             stats,
         })
     }
@@ -587,6 +618,9 @@ impl FastFilter {
     /// The rest of [`FastFilter::eval`] after the (arch, nr) lookup.
     #[inline(never)]
     fn eval_slot(&self, slot: Slot, data: &SeccompData) -> u32 {
+        if self.native.is_some() {
+            return self.eval_bytes(&data_bytes(data));
+        }
         match self.resolve(slot, |offset| data_word(data, offset)) {
             Slot::Action(v) => v,
             Slot::Residual(i) => self.run(i, &data_bytes(data)),
@@ -621,6 +655,12 @@ impl FastFilter {
     pub fn eval_bytes(&self, bytes: &[u8; cbpf::interp::SECCOMP_DATA_SIZE]) -> u32 {
         match self.slot(bytes_word(bytes, 4), bytes_word(bytes, 0)) {
             Slot::Action(v) => v,
+            // A tree as native code, called from here: a constant leaf costs
+            // one call more than a constant entry.
+            Slot::Switch(j) if self.native.is_some() => match self.native.as_ref().map(|code| code.eval(j, bytes)) {
+                Some(Slot::Action(v)) => v,
+                leaf => self.eval_bytes_slot(leaf.unwrap_or(Slot::Residual(0)), bytes),
+            },
             // Argument checks out of line: the constant path stays as short
             // as a table lookup.
             slot => self.eval_bytes_slot(slot, bytes),
@@ -628,12 +668,14 @@ impl FastFilter {
     }
 
     /// The rest of [`FastFilter::eval_bytes`] after the (arch, nr) lookup:
-    /// switches, then a constant or a residual.
+    /// a residual, or (without native code) switches walked as tables,
+    /// then a constant or a residual.
     #[inline(never)]
     fn eval_bytes_slot(&self, slot: Slot, bytes: &[u8; cbpf::interp::SECCOMP_DATA_SIZE]) -> u32 {
         match self.resolve(slot, |offset| bytes_word(bytes, offset as usize)) {
             Slot::Action(v) => v,
             Slot::Residual(i) => self.run(i, bytes),
+            // `resolve` never returns a switch.
             Slot::Switch(_) => SECCOMP_RET_KILL_PROCESS,
         }
     }
@@ -646,7 +688,10 @@ impl FastFilter {
         }
     }
 
-    #[inline(always)]
+    /// Out of line: the interpreter inlined into the walks above would make
+    /// every walk save the registers it uses, though most end in a
+    /// constant.
+    #[inline(never)]
     fn run(&self, residual: u32, bytes: &[u8; cbpf::interp::SECCOMP_DATA_SIZE]) -> u32 {
         match self.residuals.get(residual as usize) {
             // Every residual was validated in seccomp mode, so the run
@@ -695,6 +740,23 @@ impl FastFilter {
             },
             Slot::Switch(_) => Entry::Action(SECCOMP_RET_KILL_PROCESS),
         }
+    }
+
+    /// The same filter walking its switches as tables, never as native
+    /// code: what hosts without native trees run, kept for comparing the
+    /// two.
+    pub fn without_native(mut self) -> FastFilter {
+        self.native = None;
+        self.stats.native_code_bytes = 0;
+        self
+    }
+
+    /// Why the switches are walked as tables rather than run as native
+    /// code, when the filter has switches and the host refused (not
+    /// x86-64 Linux, no executable memory, past
+    /// [`native::MAX_CODE_BYTES`]).
+    pub fn native_refusal(&self) -> Option<&str> {
+        self.native_refusal.as_deref()
     }
 
     /// The arches with their own table, in lookup order.
