@@ -453,6 +453,64 @@ fn a_word_tested_with_several_masks_is_a_switch_on_their_bits() {
     }
 }
 
+/// A word compared whole with `jeq` beside narrower masked tests
+/// (Chromium's `clone`: the thread flags exactly, else cases of `flags &
+/// (CLONE_VM | CLONE_THREAD)`): the `jeq` constants are runs of their own
+/// on the whole word, every other value one child switched on the narrower
+/// masks' bits. Every value ends in a constant, the interpreter's: no
+/// residual leaf.
+#[test]
+fn whole_word_jeqs_beside_narrower_masks_are_peeled() {
+    let lo = if cfg!(target_endian = "little") { 16 } else { 20 };
+    let whole_jeq = |k: u32, ret: u32| [Insn::stmt(0x20, 16), Insn::jump(0x15, k, 0, 1), Insn::stmt(0x06, ret)];
+    // `ld [16]; and #mask; jeq #k; ret ERRNO(errno)`: the errno when equal.
+    let masked_eq = |mask: u32, k: u32, errno: u32| {
+        [Insn::stmt(0x20, 16), Insn::stmt(0x54, mask), Insn::jump(0x15, k, 0, 1), Insn::stmt(0x06, 0x0005_0000 | errno)]
+    };
+    let otherwise = [Insn::stmt(0x06, 0x0005_0009)];
+    let cases = [
+        (
+            "chromium clone",
+            [&whole_jeq(0x3d_0f00, ALLOW)[..], &masked_eq(0x1_0100, 0, 1), &masked_eq(0x4100, 0x4100, 2), &otherwise]
+                .concat(),
+            vec![0, 0x3d_0f00, 0x3d_0f01],
+        ),
+        (
+            "both ends",
+            [&whole_jeq(0, 0x0005_0005)[..], &whole_jeq(u32::MAX, 0x0005_0006), &masked_eq(3, 1, 7), &otherwise]
+                .concat(),
+            vec![0, 1, u32::MAX],
+        ),
+    ];
+    for (what, rules, want_starts) in cases {
+        let prog = x86_64_rules(&rules);
+        let interp = Interp::new(&prog);
+        let fast = FastFilter::build(&prog).unwrap();
+        let Some((offset, mask, starts)) = fast.switch(X86_64, 80) else { panic!("{what}: no switch") };
+        assert_eq!((offset, mask, starts), (lo, u32::MAX, &want_starts[..]), "{what}");
+        let mut seed = 0x9e37_79b9_u32;
+        let mut random = || {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            seed
+        };
+        let bits = (0..32).flat_map(|i| [1u32 << i, !(1u32 << i)]);
+        let around = want_starts.iter().flat_map(|&s| [s.wrapping_sub(1), s, s.wrapping_add(1)]);
+        let values: Vec<u32> = (0..=0x20)
+            .chain([0x100, 0x4100, 0x1_0000, 0x1_0100, 0x3d_4f00, 0x3c_0f00])
+            .chain(around)
+            .chain(bits)
+            .chain((0..2000).map(|_| random()))
+            .collect();
+        for v in values {
+            let data =
+                SeccompData { nr: 80, arch: X86_64, instruction_pointer: 0, args: [u64::from(v), 0, 0, 0, 0, 0] };
+            let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+            assert_eq!(fast.resolved_entry(&data), Entry::Action(want), "{what}: {v:#x}");
+            assert_eq!(fast.eval_bytes(&data.to_bytes()), want, "{what}: {v:#x}");
+        }
+    }
+}
+
 /// A word returned with `ret a` is no switch: the residual runs.
 #[test]
 fn a_word_returned_is_not_a_switch() {

@@ -217,7 +217,19 @@ pub struct WordCuts {
     /// every value left. Every test reads only bits of `mask`, so a value
     /// of a run stands for the run as with one mask.
     pub by_bits: bool,
+    /// With `by_bits`: the constants of the word's whole-word `jeq`s, when
+    /// narrower tests stand beside them (Chromium's `clone`: `flags ==
+    /// the thread flags`, then cases of `flags & (CLONE_VM |
+    /// CLONE_THREAD)`), ascending, at most [`MAX_PEELED`]. `mask` is then
+    /// the union of the narrower tests' bits alone: each constant is a run
+    /// of its own, and every other value one child in which those `jeq`s
+    /// are false, switched on `mask` a level down. Without peeling, the
+    /// union would be the whole word, too many bits to fix one at a time.
+    pub peel: Vec<u32>,
 }
+
+/// Most whole-word `jeq` constants [`WordCuts::peel`] takes apart.
+pub const MAX_PEELED: usize = 4;
 
 impl WordCuts {
     /// The cuts of `tests`; `None` when two tests use different masks, or
@@ -263,7 +275,7 @@ impl WordCuts {
         starts.sort_unstable();
         starts.dedup();
         let first_test = tests.iter().map(|t| t.pc).min().unwrap_or(0);
-        Some(WordCuts { mask, starts, first_test, partial: false, by_bits: false })
+        Some(WordCuts { mask, starts, first_test, partial: false, by_bits: false, peel: Vec::new() })
     }
 
     /// Where no one mask does: the first `jset` of a single bit (Chromium's
@@ -272,7 +284,7 @@ impl WordCuts {
     fn split_bit(tests: &[MaskedTest]) -> Option<WordCuts> {
         let first_test = tests.iter().map(|t| t.pc).min()?;
         let bit = tests.iter().filter(|t| t.op == JmpOp::Jset).map(|t| t.k & t.mask).find(|b| b.is_power_of_two())?;
-        Some(WordCuts { mask: bit, starts: vec![0, bit], first_test, partial: true, by_bits: false })
+        Some(WordCuts { mask: bit, starts: vec![0, bit], first_test, partial: true, by_bits: false, peel: Vec::new() })
     }
 
     /// Where tests use several masks and no one bit splits them: the
@@ -281,8 +293,23 @@ impl WordCuts {
     fn by_bits(tests: &[MaskedTest]) -> Option<WordCuts> {
         let first_test = tests.iter().map(|t| t.pc).min()?;
         let own = |t: &MaskedTest| if t.op == JmpOp::Jset { t.mask & t.k } else { t.mask };
+        let whole_jeq = |t: &&MaskedTest| t.op == JmpOp::Jeq && t.mask == u32::MAX;
+        let mut peel: Vec<u32> = tests.iter().filter(whole_jeq).map(|t| t.k).collect();
+        peel.sort_unstable();
+        peel.dedup();
+        let narrower = tests.iter().filter(|t| !whole_jeq(t)).map(own).fold(0, |all, m| all | m);
+        if !peel.is_empty() && peel.len() <= MAX_PEELED && narrower != 0 && narrower != u32::MAX {
+            return Some(WordCuts { mask: narrower, starts: vec![0], first_test, partial: false, by_bits: true, peel });
+        }
         let mask = tests.iter().map(own).fold(0, |all, m| all | m);
-        (mask != 0).then(|| WordCuts { mask, starts: vec![0], first_test, partial: false, by_bits: true })
+        (mask != 0).then(|| WordCuts {
+            mask,
+            starts: vec![0],
+            first_test,
+            partial: false,
+            by_bits: true,
+            peel: Vec::new(),
+        })
     }
 
     /// A value `v` of the word with `start <= v & mask <= end`: the least

@@ -61,7 +61,7 @@ use cbpf::{Mode, Op, Program};
 use std::collections::HashMap;
 
 use crate::domain::{self, Env, Step, Val};
-pub use classes::{NrClasses, WordCuts, MIN_JSET_RUN_BIT};
+pub use classes::{NrClasses, WordCuts, MAX_PEELED, MIN_JSET_RUN_BIT};
 use dataflow::Dataflow;
 use paths::{explore, Limits, Outcome, Work};
 

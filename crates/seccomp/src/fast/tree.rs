@@ -28,7 +28,12 @@
 //! then `prot & 6 != 6`) is switched on the union of their bits, its runs
 //! found by fixing those bits one at a time from the top until the
 //! residual no longer reads the word (`Forest::bit_runs`, a bounded
-//! search). What no tree can say (a word used in arithmetic, masks whose
+//! search). Whole-word `jeq`s beside narrower tests (Chromium's `clone`:
+//! the thread flags exactly, else cases of two flag bits) would make that
+//! union the whole word; their constants are peeled off instead
+//! (`Forest::peel`): each a run of its own, every other value one child
+//! in which they are false, switched on the narrower bits a level down.
+//! What no tree can say (a word used in arithmetic, masks whose
 //! runs are too many, a comparison of two words) stays a residual leaf.
 //! `nr` and `arch` are never switched on here: the partition already cut
 //! them.
@@ -203,6 +208,9 @@ impl Forest {
             return leaf;
         }
         let offset = field.offset(LAYOUT_ARCH);
+        if cuts.by_bits && !cuts.peel.is_empty() {
+            return self.peel(&program, offset, &cuts.peel, depth, i).unwrap_or(leaf);
+        }
         if cuts.by_bits {
             return match self.bit_runs(&program, offset, cuts.mask, depth) {
                 Some(ranges) => self.switch_of(offset, cuts.mask, ranges, i),
@@ -222,27 +230,65 @@ impl Forest {
                 let Some(v) = cuts.representative(start, end) else { continue };
                 (v, KeyFact::Equals(v))
             };
-            let sub = match spec.specialize_key(offset, &fact) {
-                Specialized::Action(a) => Ok(Outcome::Action(a)),
-                Specialized::Whole => return leaf,
-                Specialized::Residual(insns) => Err(insns.to_vec()),
-            };
-            self.charge(spec.last_work());
-            let child = match sub {
-                Ok(o) => o,
-                Err(insns) => {
-                    let known = self.index.get(&insns).copied();
-                    match known.map_or_else(|| self.fresh(insns, spec.entry_reads(), depth + 1), Ok) {
-                        Ok(o) => o,
-                        Err(_) => return leaf,
-                    }
-                }
-            };
+            let Some(child) = self.child(&mut spec, offset, &fact, depth) else { return leaf };
             if ranges.last().is_none_or(|&(_, last)| last != child) {
                 ranges.push((start, child));
             }
         }
         self.switch_of(offset, cuts.mask, ranges, i)
+    }
+
+    /// The child of one run: the program `spec` holds specialised on
+    /// `fact`, a constant or a residual kept (and grown) a level down.
+    /// `None` where the specialisation or the residual is refused: the
+    /// parent stays a leaf.
+    fn child(&mut self, spec: &mut Specializer, offset: u32, fact: &KeyFact, depth: u32) -> Option<Outcome> {
+        let sub = match spec.specialize_key(offset, fact) {
+            Specialized::Action(a) => Ok(Outcome::Action(a)),
+            Specialized::Whole => return None,
+            Specialized::Residual(insns) => Err(insns.to_vec()),
+        };
+        self.charge(spec.last_work());
+        match sub {
+            Ok(o) => Some(o),
+            Err(insns) => match self.index.get(&insns).copied() {
+                Some(o) => Some(o),
+                None => self.fresh(insns, spec.entry_reads(), depth + 1).ok(),
+            },
+        }
+    }
+
+    /// A switch on the whole word for a word whose whole-word `jeq`s stand
+    /// beside narrower tests ([`WordCuts::peel`]): each `jeq` constant a
+    /// run of its own (the program specialised on that value), every other
+    /// value one child, the program specialised on "none of them", which
+    /// still tests the narrower masks and grows a switch on their bits a
+    /// level down. `peel.len() + 1` specialisations; `None` past the
+    /// budget or where one is refused.
+    fn peel(&mut self, program: &Program, offset: u32, peel: &[u32], depth: u32, i: usize) -> Option<Outcome> {
+        let mut spec = Specializer::new(program);
+        if !self.affordable(program.len().saturating_mul(peel.len() + 1)) {
+            return None;
+        }
+        let others = self.child(&mut spec, offset, &KeyFact::NoneOf(peel.to_vec()), depth)?;
+        let mut ranges: Vec<(u32, Outcome)> = Vec::with_capacity(2 * peel.len() + 1);
+        let mut push = |start: u32, child: Outcome| {
+            if ranges.last().is_none_or(|&(_, last)| last != child) {
+                ranges.push((start, child));
+            }
+        };
+        let mut gap = Some(0u32);
+        for &v in peel {
+            if let Some(from) = gap.filter(|&g| g < v) {
+                push(from, others);
+            }
+            push(v, self.child(&mut spec, offset, &KeyFact::Equals(v), depth)?);
+            gap = v.checked_add(1);
+        }
+        if let Some(from) = gap {
+            push(from, others);
+        }
+        Some(self.switch_of(offset, u32::MAX, ranges, i))
     }
 
     /// The switch of residual `i` on the word at `offset` with these runs
