@@ -427,29 +427,12 @@ fn a_word_tested_with_several_masks_is_a_switch_on_their_bits() {
     ];
     for (what, tests, union) in cases {
         let prog = x86_64_rules(&tests.concat());
-        let interp = Interp::new(&prog);
         let fast = FastFilter::build(&prog).unwrap();
         let Some((offset, mask, starts)) = fast.switch(X86_64, 80) else { panic!("{what}: no switch") };
         assert_eq!((offset, mask), (lo, union), "{what}");
         assert!(starts.len() >= 2, "{what}: {starts:x?}");
-        let mut seed = 0x1234_5678_u32;
-        let mut random = || {
-            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            seed
-        };
-        let bits = (0..32).flat_map(|i| [1u32 << i, !(1u32 << i)]);
-        let values: Vec<u32> = (0..=0x40)
-            .chain([0x1000, 0x1001, 0x1005, 0x1100, 0x1105, u32::MAX])
-            .chain(bits)
-            .chain((0..2000).map(|_| random()))
-            .collect();
-        for v in values {
-            let data =
-                SeccompData { nr: 80, arch: X86_64, instruction_pointer: 0, args: [u64::from(v), 0, 0, 0, 0, 0] };
-            let want = interp.run_seccomp(&data.to_bytes()).unwrap();
-            assert_eq!(fast.resolved_entry(&data), Entry::Action(want), "{what}: {v:#x}");
-            assert_eq!(fast.eval_bytes(&data.to_bytes()), want, "{what}: {v:#x}");
-        }
+        let special = (0..=0x40).chain([0x1000, 0x1001, 0x1005, 0x1100, 0x1105, u32::MAX]);
+        every_args0_value_ends_in_the_interpreters_constant(&prog, &fast, what, special);
     }
 }
 
@@ -484,30 +467,37 @@ fn whole_word_jeqs_beside_narrower_masks_are_peeled() {
     ];
     for (what, rules, want_starts) in cases {
         let prog = x86_64_rules(&rules);
-        let interp = Interp::new(&prog);
         let fast = FastFilter::build(&prog).unwrap();
         let Some((offset, mask, starts)) = fast.switch(X86_64, 80) else { panic!("{what}: no switch") };
         assert_eq!((offset, mask, starts), (lo, u32::MAX, &want_starts[..]), "{what}");
-        let mut seed = 0x9e37_79b9_u32;
-        let mut random = || {
-            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            seed
-        };
-        let bits = (0..32).flat_map(|i| [1u32 << i, !(1u32 << i)]);
         let around = want_starts.iter().flat_map(|&s| [s.wrapping_sub(1), s, s.wrapping_add(1)]);
-        let values: Vec<u32> = (0..=0x20)
-            .chain([0x100, 0x4100, 0x1_0000, 0x1_0100, 0x3d_4f00, 0x3c_0f00])
-            .chain(around)
-            .chain(bits)
-            .chain((0..2000).map(|_| random()))
-            .collect();
-        for v in values {
-            let data =
-                SeccompData { nr: 80, arch: X86_64, instruction_pointer: 0, args: [u64::from(v), 0, 0, 0, 0, 0] };
-            let want = interp.run_seccomp(&data.to_bytes()).unwrap();
-            assert_eq!(fast.resolved_entry(&data), Entry::Action(want), "{what}: {v:#x}");
-            assert_eq!(fast.eval_bytes(&data.to_bytes()), want, "{what}: {v:#x}");
-        }
+        let special = (0..=0x20).chain([0x100, 0x4100, 0x1_0000, 0x1_0100, 0x3d_4f00, 0x3c_0f00]).chain(around);
+        every_args0_value_ends_in_the_interpreters_constant(&prog, &fast, what, special);
+    }
+}
+
+/// For `special` values of args[0]'s low word, every single bit set and
+/// clear, and 2000 pseudo-random ones (nr 80 on x86_64): the tree ends in a
+/// constant (no residual leaf), the interpreter's, and `eval_bytes` agrees.
+fn every_args0_value_ends_in_the_interpreters_constant(
+    prog: &Program,
+    fast: &FastFilter,
+    what: &str,
+    special: impl Iterator<Item = u32>,
+) {
+    let interp = Interp::new(prog);
+    let mut seed = 0x1234_5678_u32;
+    let mut random = || {
+        seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+        seed
+    };
+    let bits = (0..32).flat_map(|i| [1u32 << i, !(1u32 << i)]);
+    let values: Vec<u32> = special.chain(bits).chain((0..2000).map(|_| random())).collect();
+    for v in values {
+        let data = SeccompData { nr: 80, arch: X86_64, instruction_pointer: 0, args: [u64::from(v), 0, 0, 0, 0, 0] };
+        let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+        assert_eq!(fast.resolved_entry(&data), Entry::Action(want), "{what}: {v:#x}");
+        assert_eq!(fast.eval_bytes(&data.to_bytes()), want, "{what}: {v:#x}");
     }
 }
 
