@@ -405,7 +405,8 @@ pub fn analysis_sound(data: &[u8]) {
 /// filter (every residual program validates), and on generated contexts,
 /// with the arch often one the engine has a table for and the number
 /// nudged to both sides of itself, returns what the classic interpreter
-/// returns.
+/// returns: with its argument trees run as native code (where the host
+/// allows it) and walked as tables.
 pub fn fast_equiv(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let Ok(gen::Generated { program, mut pool }) = gen::program(&mut u, Mode::Seccomp) else { return };
@@ -422,6 +423,7 @@ pub fn fast_equiv(data: &[u8]) {
         ));
     }
     let arches: Vec<u32> = fast.arches().collect();
+    let tables = fast.clone().without_native();
     let interp = Interp::new(&program);
     let rounds = u.int_in_range(1..=6u8).unwrap_or(1);
     for _ in 0..rounds {
@@ -437,10 +439,10 @@ pub fn fast_equiv(data: &[u8]) {
                 word.copy_from_slice(&nr.wrapping_add(delta).to_ne_bytes());
             }
             let want = classic_seccomp(&interp, &d);
-            let got = fast.eval_bytes(&d);
-            if got != want {
+            let (got, walked) = (fast.eval_bytes(&d), tables.eval_bytes(&d));
+            if got != want || walked != want {
                 fail(format_args!(
-                    "classic interpreter returned {want:#x}, the fast engine {got:#x}\ndata: {d:x?}\n{}",
+                    "classic interpreter returned {want:#x}, the fast engine {got:#x} (tables {walked:#x})\ndata: {d:x?}\n{}",
                     listing(&program)
                 ));
             }
