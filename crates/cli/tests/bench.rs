@@ -180,6 +180,38 @@ fn bench_shows_the_optimised_paths() {
     }
 }
 
+/// `bench` says which form the `fast` engine timed: sshd_like's argument
+/// trees as native code (where the host allows it; under CI it must), a
+/// filter without argument checks none; the text output says it in a line.
+#[test]
+fn bench_says_what_form_fast_timed() {
+    let run = |file: &str, format: &str| {
+        let file = format!("{}/../../testdata/filters/{file}", env!("CARGO_MANIFEST_DIR"));
+        let o = Command::new(BIN)
+            .args(["bench", &file, "--engines", "fast", "--format", format, "--time", "0.01"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let doc: Value = serde_json::from_str(&run("sshd_like.bpf", "json")).unwrap();
+    let fast = &doc["fast"];
+    assert!(fast["switches"].as_u64().unwrap() >= 4, "{fast}");
+    match fast["native_refusal"].as_str() {
+        Some(why) => {
+            assert_eq!(fast["native_code_bytes"], 0, "{fast}");
+            test_data::require::missing("bench_says_what_form_fast_timed", test_data::require::Need::Native, why);
+        }
+        None => {
+            assert!(fast["native_code_bytes"].as_u64().unwrap() > 0, "{fast}");
+            assert!(run("sshd_like.bpf", "text").contains("argument-check switches ran as x86-64 code"));
+        }
+    }
+    let doc: Value = serde_json::from_str(&run("seed_fast.bpf", "json")).unwrap();
+    assert_eq!(doc["fast"], serde_json::json!({"switches": 0, "native_code_bytes": 0, "native_refusal": null}));
+    assert!(!run("seed_fast.bpf", "text").contains("fast: "));
+}
+
 /// The longest classic path among `bench`'s inputs (JSON), with its input.
 fn longest(args: &[&str]) -> (u64, String) {
     let o = Command::new(BIN)

@@ -144,6 +144,29 @@ struct Results {
     jit: Option<jit::JitSummary>,
     /// Instructions of `bpfconv optimize`'s output, when there is one.
     optimized_insns: Option<usize>,
+    /// What form the `fast` engine timed, when it ran.
+    fast: Option<FastForm>,
+}
+
+/// The `fast` engine's argument-check trees as timed: their switches, and
+/// whether they ran as native code (its size) or were walked as tables
+/// (the host's refusal).
+#[derive(Debug, Clone)]
+struct FastForm {
+    switches: usize,
+    native_code_bytes: usize,
+    native_refusal: Option<String>,
+}
+
+impl FastForm {
+    fn of(fast: &::seccomp::fast::FastFilter) -> FastForm {
+        let stats = fast.stats();
+        FastForm {
+            switches: stats.switches,
+            native_code_bytes: stats.native_code_bytes,
+            native_refusal: fast.native_refusal().map(str::to_string),
+        }
+    }
 }
 
 impl Results {
@@ -170,6 +193,7 @@ impl Results {
             kernel_iterations: 0,
             jit: None,
             optimized_insns: None,
+            fast: None,
         }
     }
 }

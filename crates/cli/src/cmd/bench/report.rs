@@ -142,6 +142,20 @@ pub(super) fn text(r: &Results) -> String {
         }
         None => {}
     }
+    match &r.fast {
+        Some(f) if f.switches > 0 && f.native_code_bytes > 0 => {
+            let _ = writeln!(
+                out,
+                "fast: its {} argument-check switches ran as x86-64 code ({} bytes), compares and branches.",
+                f.switches, f.native_code_bytes
+            );
+        }
+        Some(f) if f.switches > 0 => {
+            let why = f.native_refusal.as_deref().unwrap_or("no native code");
+            let _ = writeln!(out, "fast: its {} argument-check switches were walked as tables ({why}).", f.switches);
+        }
+        _ => {}
+    }
     if r.columns.iter().any(|c| c.name == KERNEL_FORCED) {
         let _ = writeln!(
             out,
@@ -250,6 +264,12 @@ pub(super) fn json(r: &Results) -> Value {
     }));
     if let Some(n) = r.optimized_insns {
         doc.insert("optimized_insns".into(), json!(n));
+    }
+    if let Some(f) = &r.fast {
+        doc.insert(
+            "fast".into(),
+            json!({"switches": f.switches, "native_code_bytes": f.native_code_bytes, "native_refusal": f.native_refusal}),
+        );
     }
     if let Some(jit::JitSummary { rounds, baseline, copies }) = &r.jit {
         let baseline = match baseline {

@@ -64,6 +64,10 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
         };
         lanes.push((kind, lane));
     }
+    let fast = lanes.iter().find_map(|(_, lane)| match lane {
+        Ok(SeccompEngine::Fast(f)) => Some(super::FastForm::of(f)),
+        _ => None,
+    });
     let want_kernel = kinds.contains(&EngineKind::Kernel);
     let kernel_inputs = if want_kernel { kernel_check(prepared, &inputs) } else { Vec::new() };
 
@@ -115,6 +119,7 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
         kernel_iterations: iterations,
         jit,
         optimized_insns,
+        fast,
         ..Results::new(args, prepared, inputs, deepest, rounds, columns)
     })
 }
