@@ -40,6 +40,20 @@ pub fn load_profile(name: &str) -> Result<Vec<Insn>, BenchError> {
     cbpf::raw::decode(&bytes).map_err(|e| BenchError::Filter { name: name.to_string(), why: e.to_string() })
 }
 
+/// The filters of testdata/filters with kernel-checked vectors
+/// (`NAME.vectors.jsonl`), by name, sorted.
+pub fn with_vectors() -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(testdata_dir())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str()?.strip_suffix(".vectors.jsonl").map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
 /// Reads the `struct seccomp_data` inputs of `NAME.vectors.jsonl`, from
 /// testdata/filters or, failing that, testdata/profiles.
 pub fn load_vectors(name: &str) -> Result<Vec<cbpf::SeccompData>, BenchError> {

@@ -22,23 +22,10 @@
 use std::hint::black_box;
 use std::process::ExitCode;
 
-use bpfconv_benches::filters::{synthetic_allow_list, testdata_dir, Filter};
+use bpfconv_benches::filters::{synthetic_allow_list, testdata_dir, with_vectors, Filter};
 use serde_json::Value;
 
 const ENGINES: [&str; 6] = ["cbpf", "ebpf-exec", "ebpf-general", "fast", "cbpf-plain", "ebpf-plain"];
-
-/// The filters with vectors, by name.
-fn names() -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir(testdata_dir())
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().to_str()?.strip_suffix(".vectors.jsonl").map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default();
-    out.sort();
-    out
-}
 
 /// The 64 bytes of every vector of `NAME.vectors.jsonl`.
 fn vectors(name: &str) -> Result<Vec<[u8; 64]>, String> {
@@ -153,7 +140,7 @@ fn measure_convert(program: &cbpf::Program, runs: u64) -> usize {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.as_slice() {
-        [list] if list == "list" => names().iter().try_for_each(|name| {
+        [list] if list == "list" => with_vectors().iter().try_for_each(|name| {
             let f = Filter::load(name).map_err(|e| e.to_string())?;
             let (_, n) = deepest(&f, &vectors(name)?).ok_or(format!("{name}: no vectors"))?;
             println!("{name} {n}");
