@@ -618,8 +618,8 @@ impl FastFilter {
     /// The rest of [`FastFilter::eval`] after the (arch, nr) lookup.
     #[inline(never)]
     fn eval_slot(&self, slot: Slot, data: &SeccompData) -> u32 {
-        if self.native.is_some() {
-            return self.eval_bytes(&data_bytes(data));
+        if let (Slot::Switch(j), Some(code)) = (slot, &self.native) {
+            return self.walk_native(code, j, &data_bytes(data));
         }
         match self.resolve(slot, |offset| data_word(data, offset)) {
             Slot::Action(v) => v,
@@ -655,15 +655,27 @@ impl FastFilter {
     pub fn eval_bytes(&self, bytes: &[u8; cbpf::interp::SECCOMP_DATA_SIZE]) -> u32 {
         match self.slot(bytes_word(bytes, 4), bytes_word(bytes, 0)) {
             Slot::Action(v) => v,
-            // A tree as native code, called from here: a constant leaf costs
-            // one call more than a constant entry.
-            Slot::Switch(j) if self.native.is_some() => match self.native.as_ref().map(|code| code.eval(j, bytes)) {
-                Some(Slot::Action(v)) => v,
-                leaf => self.eval_bytes_slot(leaf.unwrap_or(Slot::Residual(0)), bytes),
+            // A tree as native code, called from here. The guard stays: a
+            // plain `Slot::Switch(j)` arm laid the timing loop out otherwise
+            // and measured 5-10% slower on sshd_like's deepest input.
+            Slot::Switch(j) if self.native.is_some() => match &self.native {
+                Some(code) => self.walk_native(code, j, bytes),
+                None => self.eval_bytes_slot(Slot::Switch(j), bytes),
             },
             // Argument checks out of line: the constant path stays as short
             // as a table lookup.
             slot => self.eval_bytes_slot(slot, bytes),
+        }
+    }
+
+    /// Switch `j`'s tree as native code, called inline: a constant leaf
+    /// costs one call more than a constant entry; a residual leaf runs out
+    /// of line.
+    #[inline(always)]
+    fn walk_native(&self, code: &NativeCode, j: u32, bytes: &[u8; cbpf::interp::SECCOMP_DATA_SIZE]) -> u32 {
+        match code.eval(j, bytes) {
+            Slot::Action(v) => v,
+            leaf => self.eval_bytes_slot(leaf, bytes),
         }
     }
 
