@@ -618,8 +618,8 @@ impl FastFilter {
     /// The rest of [`FastFilter::eval`] after the (arch, nr) lookup.
     #[inline(never)]
     fn eval_slot(&self, slot: Slot, data: &SeccompData) -> u32 {
-        if let (Slot::Switch(j), Some(code)) = (slot, &self.native) {
-            return self.walk_native(code, j, &data_bytes(data));
+        if let (Slot::Switch(j), Some(native)) = (slot, &self.native) {
+            return self.walk_native(native, j, &data_bytes(data));
         }
         match self.resolve(slot, |offset| data_word(data, offset)) {
             Slot::Action(v) => v,
@@ -659,7 +659,7 @@ impl FastFilter {
             // plain `Slot::Switch(j)` arm laid the timing loop out otherwise
             // and measured 5-10% slower on sshd_like's deepest input.
             Slot::Switch(j) if self.native.is_some() => match &self.native {
-                Some(code) => self.walk_native(code, j, bytes),
+                Some(native) => self.walk_native(native, j, bytes),
                 None => self.eval_bytes_slot(Slot::Switch(j), bytes),
             },
             // Argument checks out of line: the constant path stays as short
@@ -672,8 +672,8 @@ impl FastFilter {
     /// costs one call more than a constant entry; a residual leaf runs out
     /// of line.
     #[inline(always)]
-    fn walk_native(&self, code: &NativeCode, j: u32, bytes: &[u8; cbpf::interp::SECCOMP_DATA_SIZE]) -> u32 {
-        match code.eval(j, bytes) {
+    fn walk_native(&self, native: &NativeCode, j: u32, bytes: &[u8; cbpf::interp::SECCOMP_DATA_SIZE]) -> u32 {
+        match native.eval(j, bytes) {
             Slot::Action(v) => v,
             leaf => self.eval_bytes_slot(leaf, bytes),
         }
