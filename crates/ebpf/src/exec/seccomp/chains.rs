@@ -89,8 +89,10 @@ pub(super) static NOWHERE: ChainExit = ChainExit::NOWHERE;
 #[repr(C)]
 pub(super) struct LinkedTest {
     pub(super) exit: ChainExit,
-    /// The test as a range, `x - lo <= span` (wrapping): linked chains are
-    /// made only of tests of that form (full mask, or always hit).
+    /// The test as a range, `x - lo <= span` (wrapping), for a range test
+    /// (full mask, or always hit: what links go to); a masked test's `lo`
+    /// and `span` otherwise, scanned with `mask`
+    /// ([`Scans::masked_linked_exit`]).
     pub(super) lo: u32,
     pub(super) span: u32,
     /// The test's mask (for printing and the masked window scan).
@@ -143,6 +145,10 @@ pub(super) trait Scans {
     /// tests of a window of [`WINDOW`] one at a time, one branch each (a
     /// tree walk mostly leaves at the first), then the blocked scan.
     fn linked_exit(&self, x: u32, at: usize) -> &ChainExit;
+
+    /// [`Scans::linked_exit`] with each test's mask applied, for a chain
+    /// whose window holds masked tests.
+    fn masked_linked_exit(&self, x: u32, at: usize) -> &ChainExit;
 }
 
 impl Scans for Chains {
@@ -165,6 +171,11 @@ impl Scans for Chains {
             |t| &t.exit,
             || self.first_exit_after_ref(x, at + WINDOW),
         )
+    }
+
+    #[inline(always)]
+    fn masked_linked_exit(&self, x: u32, at: usize) -> &ChainExit {
+        self.scan_window::<WINDOW, _>(at, |t| t.hits(x), |t| &t.exit, || self.first_exit_after_ref(x, at + WINDOW))
     }
 }
 

@@ -203,10 +203,10 @@ impl Subset {
                 t.exit.ret = k;
             }
         }
-        // Exits that land on the entry of a chain from a tree node go on
-        // scanning it, in programs whose chain ops can all be scanned as
-        // linked chains (ranges only): their dispatch loop then has no entry
-        // blocks to keep in registers.
+        // Exits that land on the entry of a chain from a tree node (ranges
+        // only) go on scanning it. Every chain op of such a program then
+        // becomes a linked-chain op, masked or not, so that its dispatch
+        // loop has no entry blocks to keep in registers.
         let link_of = |e: &ChainExit| match entry_at.get(e.target as usize) {
             Some(&Some(EntryAt { from, skip_base, link, len })) if e.ret == NOT_RET && linkable(from, len) => {
                 // The linked chain's exits count from its walk's start.
@@ -214,11 +214,7 @@ impl Subset {
             }
             _ => None,
         };
-        let chain_ops_ranges = ops.iter().enumerate().all(|(pc, o)| {
-            !matches!(o.kind, Kind::Chain | Kind::LdChain)
-                || entry_at.get(pc).copied().flatten().is_some_and(|e| ranges(e.from, e.len))
-        });
-        let has_links = chain_ops_ranges && chains.exits.iter().take(tests_built).any(|t| link_of(&t.exit).is_some());
+        let has_links = chains.exits.iter().take(tests_built).any(|t| link_of(&t.exit).is_some());
         let mut linked = vec![false; tests_built];
         if has_links {
             for (t, l) in chains.exits.iter_mut().zip(linked.iter_mut()) {
@@ -236,7 +232,16 @@ impl Subset {
             for (pc, e) in entry_at.iter().enumerate() {
                 let (Some(EntryAt { from, skip_base, link, len }), Some(o)) = (*e, ops.get_mut(pc)) else { continue };
                 let links_on = linked.get(from..from + len.min(WINDOW)).is_some_and(|w| w.iter().any(|&l| l));
-                if matches!(o.kind, Kind::Chain | Kind::LdChain) || (ranges(from, len) && links_on) {
+                let masked = !ranges(from, len);
+                if matches!(o.kind, Kind::Chain | Kind::LdChain) && masked {
+                    // A masked chain op: scanned with its masks.
+                    let (kind, aux) = if link == SAME {
+                        (Kind::MaskedLinked, 0)
+                    } else {
+                        (Kind::LdMaskedLinked, (link - RELOAD) as u8)
+                    };
+                    *o = SOp { kind, dst: RA, src: RK, aux, target: from as u32, imm: skip_base };
+                } else if matches!(o.kind, Kind::Chain | Kind::LdChain) || (!masked && links_on) {
                     *o = if link == SAME {
                         SOp { kind: Kind::Linked, dst: RA, src: RK, aux: 0, target: from as u32, imm: skip_base }
                     } else {
@@ -250,7 +255,12 @@ impl Subset {
         // become lookups in a table of their own (`chain::EqSets`), whatever
         // op scanned them; the table's exits are final here (returns and
         // links set).
-        let chain_op = |k: Kind| matches!(k, Kind::Chain | Kind::LdChain | Kind::Linked | Kind::LdLinked);
+        let chain_op = |k: Kind| {
+            matches!(
+                k,
+                Kind::Chain | Kind::LdChain | Kind::Linked | Kind::LdLinked | Kind::MaskedLinked | Kind::LdMaskedLinked
+            )
+        };
         // The op's first test and its chain's sentinel (the last test of a
         // walk always hits).
         let span = |pc: usize, o: &SOp| {
@@ -269,15 +279,29 @@ impl Subset {
                 continue;
             }
             let Some(set) = span(pc, o).and_then(|(from, to)| eq_sets.set_of(from, to)) else { continue };
-            let kind = if matches!(o.kind, Kind::LdChain | Kind::LdLinked) { Kind::LdEqSet } else { Kind::EqSet };
+            let loads = matches!(o.kind, Kind::LdChain | Kind::LdLinked | Kind::LdMaskedLinked);
+            let kind = if loads { Kind::LdEqSet } else { Kind::EqSet };
             let skip_base = u32::try_from(o.imm).ok()?;
             *o = SOp { kind, imm: u64::from(skip_base) | u64::from(set) << 32, ..*o };
         }
-        let (runner, runner_uncounted): (Runner, Runner) = match (has_stack, has_links) {
-            (true, true) => (SeccompProg::run_with::<16, true, true>, SeccompProg::run_with::<16, false, true>),
-            (true, false) => (SeccompProg::run_with::<16, true, false>, SeccompProg::run_with::<16, false, false>),
-            (false, true) => (SeccompProg::run_with::<0, true, true>, SeccompProg::run_with::<0, false, true>),
-            (false, false) => (SeccompProg::run_with::<0, true, false>, SeccompProg::run_with::<0, false, false>),
+        // One loop per shape, so that a program without masked linked ops
+        // runs the loop it ran before they existed.
+        let has_masked = ops.iter().any(|o| matches!(o.kind, Kind::MaskedLinked | Kind::LdMaskedLinked));
+        macro_rules! runners {
+            ($slots:literal, $links:literal, $masked:literal) => {
+                (
+                    SeccompProg::run_with::<$slots, true, $links, $masked> as Runner,
+                    SeccompProg::run_with::<$slots, false, $links, $masked> as Runner,
+                )
+            };
+        }
+        let (runner, runner_uncounted) = match (has_stack, has_links, has_masked) {
+            (true, true, true) => runners!(16, true, true),
+            (true, true, false) => runners!(16, true, false),
+            (true, false, _) => runners!(16, false, false),
+            (false, true, true) => runners!(0, true, true),
+            (false, true, false) => runners!(0, true, false),
+            (false, false, _) => runners!(0, false, false),
         };
         let mut entries = Vec::new();
         for o in ops.iter_mut().filter(|o| matches!(o.kind, Kind::Chain | Kind::LdChain)) {

@@ -73,6 +73,13 @@ pub(super) enum Kind {
     Linked,
     /// `w0 = ctx word aux`, then [`Kind::Linked`].
     LdLinked,
+    /// [`Kind::Linked`] for a chain with a masked test (`jset`, or `&` before
+    /// a compare) among its first tests, in a program with links: scanned
+    /// by [`Scans::masked_linked_exit`] (the mask applied), its links
+    /// followed. Nothing links to it: links go to range chains only.
+    MaskedLinked,
+    /// `w0 = ctx word aux`, then [`Kind::MaskedLinked`].
+    LdMaskedLinked,
     /// A compare chain on r0 from test `target` whose tests end in a long
     /// run of distinct equalities (an allow-list), run as lookup table
     /// `imm >> 32` of [`chain::EqSets`] (a few other tests before the run

@@ -70,9 +70,11 @@ impl SeccompProg {
     /// instead of sharing the register budget of its caller. Returns
     /// `(r0, executed)` (`(r0, 1)` without `COUNT`), or `(pc, 0)` if it fell
     /// off the end (unreachable: a run executes at least its `exit`); two
-    /// registers, not a `Result` in memory.
+    /// registers, not a `Result` in memory. `LINKS`: the program has linked
+    /// chains; `MASKED`: among them masked ones ([`Kind::MaskedLinked`]),
+    /// a loop of its own so that the others keep theirs.
     #[inline(never)]
-    pub(super) fn run_with<const SLOTS: usize, const COUNT: bool, const LINKS: bool>(
+    pub(super) fn run_with<const SLOTS: usize, const COUNT: bool, const LINKS: bool, const MASKED: bool>(
         &self,
         data: &[u8; 64],
     ) -> (u64, u64) {
@@ -157,6 +159,21 @@ impl SeccompProg {
                     skipped = skipped.wrapping_sub($base as usize);
                 }
                 let exit = chains.linked_exit(a as u32, $from as usize);
+                linked_follow!(exit)
+            }};
+        }
+        // [`linked!`] for a chain with masked tests.
+        macro_rules! masked_linked {
+            ($from:expr, $base:expr) => {{
+                if !(LINKS && MASKED) {
+                    // Unreachable: masked linked-chain ops exist only in
+                    // programs with links that run this loop for them.
+                    return (pc as u64, 0);
+                }
+                if COUNT {
+                    skipped = skipped.wrapping_sub($base as usize);
+                }
+                let exit = chains.masked_linked_exit(a as u32, $from as usize);
                 linked_follow!(exit)
             }};
         }
@@ -329,6 +346,11 @@ impl SeccompProg {
                 Kind::LdLinked => {
                     a = word(data, op.aux);
                     linked!(op.target, op.imm)
+                }
+                Kind::MaskedLinked => masked_linked!(op.target, op.imm),
+                Kind::LdMaskedLinked => {
+                    a = word(data, op.aux);
+                    masked_linked!(op.target, op.imm)
                 }
                 Kind::EqSet => eq_set!(op),
                 // One arm for both (one copy of `follow!`'s code in the loop).

@@ -377,8 +377,10 @@ fn tree(keys: &[u32], jset_leaf: bool) -> (Vec<Insn>, Vec<usize>) {
 /// half the right subtrees), entered at the top and, through the
 /// `if X != 0` jump, at every node, leaf test and reload: the executor
 /// (a tree path in one dispatch) against the general interpreter,
-/// results and step counts. With a `jset` leaf (not a range) nothing
-/// is linked, and the results still agree.
+/// results and step counts. With a `jset` leaf (not a range) the chains
+/// that hold it are scanned with their masks
+/// ([`Kind::MaskedLinked`]), the others still link, and the results
+/// still agree.
 #[test]
 fn linked_tree_chains_match_the_general_interpreter_from_every_node() {
     let mut failures = Vec::new();
@@ -413,8 +415,15 @@ fn linked_tree_chains_match_the_general_interpreter_from_every_node() {
                 let linked_ops = count(&p, Kind::Linked) + count(&p, Kind::LdLinked);
                 let links = prog.chains.table.exits.iter().filter(|t| t.exit.links()).count();
                 let reloads = prog.chains.table.exits.iter().filter(|t| t.exit.links() && t.exit.ret != SAME).count();
-                if jset_leaf && (linked_ops != 0 || links != 0) {
-                    failures.push(format!("n {n} jset: {linked_ops} linked ops, {links} links"));
+                let masked_ops = count(&p, Kind::MaskedLinked) + count(&p, Kind::LdMaskedLinked);
+                // A chain that holds the leaf's `jset` is scanned with its
+                // masks; the rest of the tree links as before.
+                if jset_leaf && (masked_ops == 0 || linked_ops == 0 || links == 0) {
+                    failures
+                        .push(format!("n {n} jset: {masked_ops} masked ops, {linked_ops} linked ops, {links} links"));
+                }
+                if !jset_leaf && masked_ops != 0 {
+                    failures.push(format!("n {n}: {masked_ops} masked ops without a jset"));
                 }
                 // The check links on to the tree's root (a tree node
                 // from 9 keys on), with a reload.
@@ -447,7 +456,7 @@ fn linked_tree_chains_match_the_general_interpreter_from_every_node() {
 fn random_compare_trees_match_the_general_interpreter() {
     let mut rng = test_data::rng::Rng(0x5851_f42d_4c95_7f2d);
     let plain = LoadOptions { no_superinstructions: true, ..LoadOptions::default() };
-    let (mut with_trees, mut with_links, mut failures) = (0, 0, Vec::new());
+    let (mut with_trees, mut with_links, mut with_masked, mut failures) = (0, 0, 0, Vec::new());
     for case in 0..1500 {
         let units = 4 + rng.below(36);
         let mut ks: Vec<u32> = (0..4).map(|_| rng.next_u64() as u32 % 48).collect();
@@ -492,6 +501,8 @@ fn random_compare_trees_match_the_general_interpreter() {
         let trees = fast.ops.iter().filter(|o| o.kind == Kind::Tree).count();
         with_trees += usize::from(trees > 0);
         with_links += usize::from(fast.chains.trees.links() > 0);
+        with_masked +=
+            usize::from(fast.ops.iter().any(|o| matches!(o.kind, Kind::MaskedLinked | Kind::LdMaskedLinked)));
         let slow = Program::load(&p, &plain, &Helpers::new()).unwrap();
         let mut vm = Vm::new();
         let mut values: Vec<u32> = ks.iter().flat_map(|&k| [k.wrapping_sub(1), k, k.wrapping_add(1)]).collect();
@@ -519,4 +530,5 @@ fn random_compare_trees_match_the_general_interpreter() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
     assert!(with_trees > 300, "only {with_trees} programs with trees");
     assert!(with_links > 20, "only {with_links} programs whose trees link on");
+    assert!(with_masked > 20, "only {with_masked} programs with masked linked chains");
 }
