@@ -55,8 +55,24 @@ impl Subset {
         let mut ops = base.clone();
         let shapes = Shapes { base: &base, live_in: &live_in };
         let mut built = ChainBuilder::default();
+        // Compare trees first: their roots (and a load of r0 right before
+        // one) are where chains stop and leave to, so that a chain that
+        // runs into a tree (libseccomp's x32 check falling through to its
+        // syscall tree) leaves to the tree's search instead of walking its
+        // nodes one test at a time.
+        let mut trees = Trees::build(&shapes, n, trees);
+        let mut tree_starts = vec![false; n + 1];
+        for &root in trees.roots() {
+            let load =
+                root.checked_sub(1).filter(|&l| base.get(l).is_some_and(|l| l.kind == Kind::LdCtx && l.dst == RA));
+            for pc in std::iter::once(root).chain(load) {
+                if let Some(t) = tree_starts.get_mut(pc) {
+                    *t = true;
+                }
+            }
+        }
         // Chains on an unknown r0, entered at each compare they run through.
-        let mut covered = vec![false; n + 1];
+        let mut covered = tree_starts.clone();
         // Per pc that is a chain entry: where its chain is (for links).
         let mut entry_at: Vec<Option<EntryAt>> = vec![None; n];
         for pc in 0..n {
@@ -76,7 +92,7 @@ impl Subset {
             }
         }
         // Ladders: chains on a context word, entered at each load of it.
-        let mut covered = vec![false; n + 1];
+        let mut covered = tree_starts;
         for pc in 0..n {
             let Some(&l) = base.get(pc) else { continue };
             if covered.get(pc).copied().unwrap_or(true)
@@ -109,7 +125,6 @@ impl Subset {
         // Compare trees: the root's op, and a load of r0 right before it,
         // search the tree's table. Nothing links to them (a link would
         // scan the root's chain instead of searching).
-        let mut trees = Trees::build(&shapes, n, trees);
         for (tree, &root) in trees.roots().iter().enumerate() {
             let tree = u32::try_from(tree).ok()?;
             let op = SOp { kind: Kind::Tree, dst: RA, src: RK, aux: 0, target: tree, imm: 0 };

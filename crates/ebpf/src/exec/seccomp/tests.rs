@@ -440,6 +440,61 @@ fn linked_tree_chains_match_the_general_interpreter_from_every_node() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// libseccomp's x32 check in front of its syscall tree: `if r0 >
+/// 0x3fffffff` on word 0, whose fall-through reloads word 0 (which r0
+/// holds: a ladder goes on through it) and runs into the tree's root.
+/// With the tree admitted, the check's chain ends at the reload and
+/// leaves to the tree's search instead of walking the tree's nodes, and
+/// every input agrees with the general interpreter (results and counts).
+#[test]
+fn a_chain_that_runs_into_a_tree_leaves_to_its_search() {
+    let mut failures = Vec::new();
+    for n in [9usize, 16, 40] {
+        let keys: Vec<u32> = (0..n as u32).map(|k| 5 * k + 3).collect();
+        let (tree_body, _) = tree(&keys, false);
+        let miss = 3 + tree_body.len() - 2;
+        let mut body = vec![i(0x61, 0, 6, 0, 0), i(0x25, 0, 0, (miss - 2) as i16, 0x3fff_ffff), i(0x61, 0, 6, 0, 0)];
+        body.extend(tree_body);
+        let p = head(0, &body);
+        let prog = Subset::recognise(&p).unwrap().compile_with(Some(chain::Policy::EVERY_TREE)).unwrap();
+        // `head` is 6 instructions: the reload is body[2], the root body[3].
+        let (reload, root) = (6 + 2, 6 + 3);
+        let kinds = (prog.ops.get(reload).map(|o| o.kind), prog.ops.get(root).map(|o| o.kind));
+        if kinds != (Some(Kind::LdTree), Some(Kind::Tree)) {
+            failures.push(format!("n {n}: reload and root are {kinds:?}"));
+        }
+        // The check's ladder (from the load at body[0]) ends at the reload:
+        // its two tests stay plain ops. Walking on into the root's nodes,
+        // it was a chain op of the whole left spine.
+        let check = prog.ops.get(6).map(|o| o.kind);
+        if matches!(check, Some(Kind::LdChain | Kind::LdLinked | Kind::LdMaskedLinked)) {
+            failures.push(format!("n {n}: the check is {check:?}\n{}", prog.chain_listing()));
+        }
+        let to_tree = prog.chains.table.exits.iter().filter(|t| t.exit.target as usize == reload).count();
+        if to_tree == 0 {
+            failures.push(format!("n {n}: no chain leaves to the tree\n{}", prog.chain_listing()));
+        }
+        let consts: Vec<u32> = keys.iter().copied().chain([0, 1, 0x3fff_ffff, 0xffff_fff0]).collect();
+        let named: Vec<(String, [u8; 64])> = words(&consts)
+            .into_iter()
+            .map(|(w0, w1)| (format!("n {n} word0 {w0:#x} word1 {w1}"), data(w0, w1)))
+            .collect();
+        failures.extend(differences_on(&format!("n {n}"), &p, &named));
+        // The program with the tree, against the general interpreter.
+        let plain = LoadOptions { no_superinstructions: true, ..LoadOptions::default() };
+        let slow = Program::load(&p, &plain, &Helpers::new()).unwrap();
+        let mut vm = Vm::new();
+        for (what, d) in &named {
+            let want = vm.run_seccomp(&slow, d).map(|r| (u64::from(r), vm.executed()));
+            let got = prog.run(d).map(|(r, steps)| (r as u32 as u64, steps));
+            if got != want {
+                failures.push(format!("{what}: tree program {got:?}, general {want:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
 /// Random compare regions in converted form (after [`head`]: entered at
 /// the top and, through `if X != 0`, at a random unit): units of
 /// `if r0 <cond> K` (every condition, `K` small, at the edges, or with the
