@@ -148,32 +148,20 @@ impl SeccompProg {
                 follow!(exit)
             }};
         }
-        // The linked chain from test `$from` (skip count `$base` at its entry).
+        // The linked chain from test `$from` (skip count `$base` at its
+        // entry), scanned by `$scan` ([`Scans::linked_exit`], or
+        // [`Scans::masked_linked_exit`] in loops that have such ops: `$in_loop`).
         macro_rules! linked {
-            ($from:expr, $base:expr) => {{
-                if !LINKS {
-                    // Unreachable: linked-chain ops exist only with links.
+            ($from:expr, $base:expr, $scan:ident, $in_loop:expr) => {{
+                if !$in_loop {
+                    // Unreachable: linked-chain ops exist only with links,
+                    // masked ones only in the loop made for them.
                     return (pc as u64, 0);
                 }
                 if COUNT {
                     skipped = skipped.wrapping_sub($base as usize);
                 }
-                let exit = chains.linked_exit(a as u32, $from as usize);
-                linked_follow!(exit)
-            }};
-        }
-        // [`linked!`] for a chain with masked tests.
-        macro_rules! masked_linked {
-            ($from:expr, $base:expr) => {{
-                if !(LINKS && MASKED) {
-                    // Unreachable: masked linked-chain ops exist only in
-                    // programs with links that run this loop for them.
-                    return (pc as u64, 0);
-                }
-                if COUNT {
-                    skipped = skipped.wrapping_sub($base as usize);
-                }
-                let exit = chains.masked_linked_exit(a as u32, $from as usize);
+                let exit = chains.$scan(a as u32, $from as usize);
                 linked_follow!(exit)
             }};
         }
@@ -342,15 +330,15 @@ impl SeccompProg {
                     a = word(data, op.aux);
                     chain!(op.target)
                 }
-                Kind::Linked => linked!(op.target, op.imm),
+                Kind::Linked => linked!(op.target, op.imm, linked_exit, LINKS),
                 Kind::LdLinked => {
                     a = word(data, op.aux);
-                    linked!(op.target, op.imm)
+                    linked!(op.target, op.imm, linked_exit, LINKS)
                 }
-                Kind::MaskedLinked => masked_linked!(op.target, op.imm),
+                Kind::MaskedLinked => linked!(op.target, op.imm, masked_linked_exit, LINKS && MASKED),
                 Kind::LdMaskedLinked => {
                     a = word(data, op.aux);
-                    masked_linked!(op.target, op.imm)
+                    linked!(op.target, op.imm, masked_linked_exit, LINKS && MASKED)
                 }
                 Kind::EqSet => eq_set!(op),
                 // One arm for both (one copy of `follow!`'s code in the loop).
