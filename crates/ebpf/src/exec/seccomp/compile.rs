@@ -247,22 +247,17 @@ impl Subset {
             for (pc, e) in entry_at.iter().enumerate() {
                 let (Some(EntryAt { from, skip_base, link, len }), Some(o)) = (*e, ops.get_mut(pc)) else { continue };
                 let links_on = linked.get(from..from + len.min(WINDOW)).is_some_and(|w| w.iter().any(|&l| l));
+                // A chain with a masked test in its window is scanned with
+                // its masks; nothing links to it.
                 let masked = !ranges(from, len);
-                if matches!(o.kind, Kind::Chain | Kind::LdChain) && masked {
-                    // A masked chain op: scanned with its masks.
-                    let (kind, aux) = if link == SAME {
-                        (Kind::MaskedLinked, 0)
-                    } else {
-                        (Kind::LdMaskedLinked, (link - RELOAD) as u8)
+                if matches!(o.kind, Kind::Chain | Kind::LdChain) || (!masked && links_on) {
+                    let (kind, aux) = match (link == SAME, masked) {
+                        (true, false) => (Kind::Linked, 0),
+                        (true, true) => (Kind::MaskedLinked, 0),
+                        (false, false) => (Kind::LdLinked, (link - RELOAD) as u8),
+                        (false, true) => (Kind::LdMaskedLinked, (link - RELOAD) as u8),
                     };
                     *o = SOp { kind, dst: RA, src: RK, aux, target: from as u32, imm: skip_base };
-                } else if matches!(o.kind, Kind::Chain | Kind::LdChain) || (!masked && links_on) {
-                    *o = if link == SAME {
-                        SOp { kind: Kind::Linked, dst: RA, src: RK, aux: 0, target: from as u32, imm: skip_base }
-                    } else {
-                        let aux = (link - RELOAD) as u8;
-                        SOp { kind: Kind::LdLinked, dst: RA, src: RK, aux, target: from as u32, imm: skip_base }
-                    };
                 }
             }
         }
