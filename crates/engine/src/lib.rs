@@ -565,7 +565,7 @@ impl<'a> SocketBatch<'a> {
 /// slower on the deepest inputs of sshd_like, s390x and docker_like_opt2.
 /// The loops are still as sensitive to where the linker puts them as any
 /// hot loop: on this machine a build with every loop 64-byte aligned read
-/// `fast` 10-15% faster again on those inputs.)
+/// `fast` 12-16% faster again on those inputs.)
 #[inline(never)]
 fn spin<R: Settled>(datas: &mut [[u8; 64]], rounds: u64, mut run: impl FnMut(&mut [u8; 64]) -> R) {
     use std::hint::black_box;
