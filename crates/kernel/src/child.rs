@@ -39,15 +39,46 @@ pub(crate) fn install_in_child(prog: &[libc::sock_filter]) -> Result<Result<u64,
     // async-signal-safe wrappers and stores into the shared words, mapped
     // before the fork.
     let pid = unsafe { sys::fork_child(child) }.map_err(|errno| KernelError::Os { op: "fork", errno })?;
-    let exit = wait_for(pid, CHILD_TIMEOUT)?;
+    let exit = wait_reported(pid, || get(words, 2) == 1)?;
     if get(words, 2) == 1 {
         return Ok(Ok(get(words, 0)));
     }
+    let Some(exit) = exit else {
+        // Unreachable: a child killed for having reported has reported.
+        return Err(KernelError::Timeout { timeout: CHILD_TIMEOUT });
+    };
     match exit {
         Exit::Failed(Failed::NoNewPrivs | Failed::Install) => Ok(Err(get(words, 1) as i32)),
         Exit::Failed(step) => Err(KernelError::ChildExit { code: step.code() }),
         Exit::Code(code) => Err(KernelError::ChildExit { code }),
         Exit::Signal(signal) => Err(KernelError::ChildDied { signal }),
+    }
+}
+
+/// Waits at most [`CHILD_TIMEOUT`] for the install child `pid`, and kills
+/// it once `reported()`: its filter is then in force on its own way out,
+/// and may refuse it (a filter that answers `exit_group` with an errno
+/// leaves the child unable to exit: `_exit` retries forever). `Ok(None)`:
+/// killed after reporting.
+fn wait_reported(pid: i32, reported: impl Fn() -> bool) -> Result<Option<Exit>, KernelError> {
+    let deadline = std::time::Instant::now() + CHILD_TIMEOUT;
+    loop {
+        match sys::wait_child(pid, Duration::from_millis(5)) {
+            Ok(Some(exit)) => return Ok(Some(exit)),
+            Ok(None) if reported() => {
+                sys::kill_child(pid);
+                return Ok(None);
+            }
+            Ok(None) if std::time::Instant::now() >= deadline => {
+                sys::kill_child(pid);
+                return Err(KernelError::Timeout { timeout: CHILD_TIMEOUT });
+            }
+            Ok(None) => {}
+            Err(errno) => {
+                sys::kill_child(pid);
+                return Err(KernelError::Os { op: "waitpid", errno });
+            }
+        }
     }
 }
 

@@ -9,8 +9,8 @@ use test_data::filters::Source;
 use test_data::require::{self, Need};
 
 use kernel::{
-    dump_filters, run_vectors, seccomp_available, DumpError, FilteredProcess, Input, Outcome, SyscallArg, Unobservable,
-    AUDIT_ARCH_I386, AUDIT_ARCH_X86_64,
+    dump_filters, run_vectors, seccomp_attach, seccomp_available, DumpError, FilteredProcess, Input, Outcome,
+    SyscallArg, Unobservable, AUDIT_ARCH_I386, AUDIT_ARCH_X86_64,
 };
 
 const ALLOW: u32 = 0x7fff_0000;
@@ -209,6 +209,91 @@ fn a_filter_reading_the_ip_sees_the_stub_ip() {
     let got = run_vectors(&filter, &[input, elsewhere]).unwrap();
     assert_eq!(got[0], Outcome::Action(ips.syscall as u32));
     assert!(matches!(got[1], Outcome::NotObservable(Unobservable::InstructionPointer { .. })));
+}
+
+/// A program fuzz-kernel generated (seccomp mode, seed 1796414114, its
+/// first program), as `code jt jf k`: installed as it is, it left the
+/// attach check's child unable to finish, and the check waited out its
+/// 300 s timeout (stop 36's CI rehearsal).
+const CHILD_NEVER_EXITS: &[(u16, u8, u8, u32)] = &[
+    (7, 0, 0, 0),
+    (4, 0, 0, 2147483648),
+    (36, 0, 0, 2147483647),
+    (29, 2, 0, 2147483648),
+    (45, 3, 3, 3),
+    (22, 0, 0, 0),
+    (61, 3, 15, 51),
+    (37, 0, 1, 256),
+    (32, 0, 0, 36),
+    (32, 0, 0, 32),
+    (37, 4, 4, 65536),
+    (6, 0, 0, 15),
+    (37, 31, 31, 2147418112),
+    (7, 0, 0, 0),
+    (22, 0, 0, 0),
+    (84, 0, 0, 2),
+    (69, 0, 30, 51),
+    (52, 0, 0, 4123024718),
+    (164, 0, 0, 21),
+    (84, 0, 0, 25),
+    (12, 0, 0, 0),
+    (2, 25, 119, 2),
+    (32, 0, 0, 48),
+    (61, 10, 4, 2534567189),
+    (5, 0, 0, 3),
+    (52, 0, 0, 16),
+    (6, 0, 0, 2400162293),
+    (32, 0, 0, 36),
+    (32, 0, 0, 0),
+    (6, 0, 0, 1555982956),
+    (1, 0, 0, 7),
+    (32, 0, 0, 32),
+    (22, 0, 0, 0),
+    (3, 0, 0, 4),
+    (68, 0, 0, 63),
+    (0, 0, 0, 2),
+    (36, 0, 0, 62),
+    (32, 0, 0, 44),
+    (100, 0, 0, 14),
+    (32, 0, 0, 20),
+    (32, 0, 0, 8),
+    (21, 3, 0, 27),
+    (0, 0, 0, 15),
+    (61, 0, 3, 14),
+    (116, 0, 0, 24),
+    (6, 0, 0, 2147483647),
+    (100, 0, 0, 25),
+    (37, 2, 0, 14),
+    (52, 0, 0, 7),
+    (100, 0, 0, 30),
+    (32, 0, 0, 32),
+    (135, 0, 0, 0),
+    (32, 0, 0, 60),
+    (5, 0, 0, 0),
+    (6, 0, 0, 327681),
+    (29, 0, 1, 2197958654),
+    (116, 0, 0, 8),
+    (6, 0, 0, 38),
+];
+
+/// The attach check installs the filter as it is, so the filter is in
+/// force on the child's own way out. Once the child has reported the
+/// install it is killed rather than waited for, so the check answers at
+/// once whatever the filter does to the child's exit: every syscall
+/// refused with an errno, or traced, or the program above.
+#[test]
+fn the_attach_check_answers_whatever_the_filter_does_to_the_child() {
+    if !available("the_attach_check_answers_whatever_the_filter_does_to_the_child") {
+        return;
+    }
+    let fuzzed: Vec<Insn> = CHILD_NEVER_EXITS.iter().map(|&(code, jt, jf, k)| Insn { code, jt, jf, k }).collect();
+    let filters = [vec![Insn::stmt(0x06, ERRNO | 1)], vec![Insn::stmt(0x06, 0x7ff0_0000)], fuzzed];
+    for filter in &filters {
+        let t0 = std::time::Instant::now();
+        let answer = seccomp_attach(filter);
+        assert!(matches!(answer, Ok(kernel::socket::Attach::Accepted)), "{filter:?}: {answer:?}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(10), "{filter:?}: {:?}", t0.elapsed());
+    }
 }
 
 #[test]
