@@ -57,9 +57,10 @@ pub(crate) fn install_in_child(prog: &[libc::sock_filter]) -> Result<Result<u64,
 
 /// Waits at most [`CHILD_TIMEOUT`] for the install child `pid`, and kills
 /// it once `reported()`: its filter is then in force on its own way out,
-/// and may refuse it (a filter that answers `exit_group` with an errno
-/// leaves the child unable to exit: `_exit` retries forever). `Ok(None)`:
-/// killed after reporting.
+/// and may keep it from finishing (a fuzz-kernel program did:
+/// `CHILD_NEVER_EXITS` in tests/kernel.rs; a plain errno for every syscall
+/// does not, glibc's `_exit` then dies by SIGSEGV). `Ok(None)`: killed
+/// after reporting.
 fn wait_reported(pid: i32, reported: impl Fn() -> bool) -> Result<Option<Exit>, KernelError> {
     let deadline = std::time::Instant::now() + CHILD_TIMEOUT;
     loop {
