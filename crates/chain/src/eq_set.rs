@@ -3,11 +3,10 @@
 //!
 //! A chain whose exit tests are all equalities (`jeq #k, L`, falling
 //! through on a miss: the allow-lists of libseccomp's linear filters) leaves
-//! at the first test whose constant equals `x`. When the constants are
-//! distinct, at most one test can hit, so their order no longer matters and
-//! the chain is a map from value to test: a table indexed by `x - base`
-//! that holds the test index, one load instead of a scan of every block
-//! before the hit (seed_slow's 86 `jeq`s, libseccomp's 306-entry lists).
+//! at the first test whose constant equals `x`: a map from value to test,
+//! a table indexed by `x - base` that holds the test index, one load
+//! instead of a scan of every block before the hit (seed_slow's 86 `jeq`s,
+//! libseccomp's 306-entry lists).
 //! A miss leaves through the chain's sentinel (its last test, which always
 //! hits), as the scan would.
 //!
@@ -18,6 +17,14 @@
 //! that starts at most [`MAX_PREFIX`] tests before that run (libseccomp's
 //! `jge #0x40000000` and `jeq #-1` checks before its list) scans those
 //! first, one test at a time, in order.
+//!
+//! A constant may also stand in several tests (OpenSSH's filter tests
+//! `nr == futex` once per allowed futex op, each test leading to that op's
+//! argument check, whose miss comes back to the list below it). The scan
+//! leaves at the first of them, so the table holds the first; the later
+//! ones are reached only by ops that start after the first, which then
+//! cannot use the table: such a chain's table serves only the ops that
+//! start at or before its run.
 //!
 //! A chain may also end `x != K` (leaving to the miss) before its sentinel
 //! (leaving to `K`'s exit): eBPF's `jne` for a last `jeq` that falls
@@ -34,9 +41,12 @@ pub const MAX_PREFIX: usize = 4;
 pub const MIN_TESTS: usize = 32;
 
 /// A table may span at most this many values per test of its chain (plus
-/// [`SLACK`]): syscall numbers are dense, so allow-lists always fit.
+/// [`SLACK`]): syscall numbers are dense, so allow-lists always fit. The
+/// slack lets one number far from the rest in (OpenSSH's list names
+/// x86_64's 332, `statx`, among numbers below 240): at most 1 KiB more
+/// per table, within [`TOTAL_ENTRIES`].
 const SPREAD: usize = 4;
-const SLACK: usize = 64;
+const SLACK: usize = 512;
 
 /// Bound on the entries of all tables of a program (2 bytes each): at most
 /// 256 KiB per program, whatever the filter.
@@ -56,6 +66,9 @@ pub struct EqSets {
     /// Per table: its chain's sentinel (for [`EqSets::set_of`]; apart, so
     /// that a [`Span`] stays 16 bytes).
     ends: Box<[u16]>,
+    /// Per table: whether a constant stands in more than one of its tests
+    /// (then only ops from at or before its run may use it; module docs).
+    repeats: Box<[bool]>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -73,7 +86,7 @@ struct Span {
 impl EqSets {
     /// The tables of the chains that end (sentinel) at the tests `ends` of
     /// `table` whose last `MIN_TESTS` or more tests before the sentinel
-    /// are equalities with distinct, dense enough constants. Run it on the
+    /// are equalities with dense enough constants. Run it on the
     /// final table (exits routed and linked): the lookups return its
     /// records.
     pub fn build<E: Record>(table: &Table<E>, ends: impl IntoIterator<Item = usize>) -> EqSets {
@@ -81,13 +94,14 @@ impl EqSets {
         let mut tables = Vec::new();
         let mut slots: Vec<u16> = Vec::new();
         let mut sentinels: Vec<u16> = Vec::new();
+        let mut repeats: Vec<bool> = Vec::new();
         for to in ends {
             if seen.contains(&to) {
                 continue;
             }
             seen.push(to);
             let Some(to16) = u16::try_from(to).ok().filter(|&t| t != NONE) else { continue };
-            let Some(Equalities { first, keys, last_ne }) = equalities(table, to) else { continue };
+            let Some(Equalities { first, keys, last_ne, repeated }) = equalities(table, to) else { continue };
             let (Some(&min), Some(&max)) = (keys.iter().min(), keys.iter().max()) else { continue };
             let len = (max - min) as usize + 1;
             if len > SPREAD * keys.len() + SLACK || slots.len() + len > TOTAL_ENTRIES {
@@ -99,7 +113,9 @@ impl EqSets {
             let start = slots.len();
             slots.resize(start + len, NONE);
             for (offset, &key) in keys.iter().enumerate() {
-                if let Some(slot) = slots.get_mut(start + (key - min) as usize) {
+                // The first test of a repeated constant: the one a scan
+                // leaves at.
+                if let Some(slot) = slots.get_mut(start + (key - min) as usize).filter(|s| **s == NONE) {
                     // first + offset <= to, a u16: the `!=` test's key
                     // leaves through the sentinel.
                     *slot = first + offset as u16 + u16::from(last_ne && offset + 1 == keys.len());
@@ -108,17 +124,20 @@ impl EqSets {
             let miss = to16 - u16::from(last_ne);
             tables.push(Span { base: min, start: start as u32, len: len as u32, first, miss });
             sentinels.push(to16);
+            repeats.push(repeated);
         }
-        EqSets { tables: tables.into(), slots: slots.into(), ends: sentinels.into() }
+        EqSets { tables: tables.into(), slots: slots.into(), ends: sentinels.into(), repeats: repeats.into() }
     }
 
     /// The table for an op that scans the chain from test `from` to its
     /// sentinel `to`, if that chain has one and `from` is at most
-    /// `MAX_PREFIX` tests before its equalities.
+    /// `MAX_PREFIX` tests before its equalities (and not after their first
+    /// when a constant repeats).
     pub fn set_of(&self, from: usize, to: usize) -> Option<u16> {
         let at =
-            self.tables.iter().zip(self.ends.iter()).position(|(s, &end)| {
-                usize::from(end) == to && from <= to && from + MAX_PREFIX >= usize::from(s.first)
+            self.tables.iter().zip(self.ends.iter()).zip(self.repeats.iter()).position(|((s, &end), &repeats)| {
+                let first = usize::from(s.first);
+                usize::from(end) == to && from <= to && from + MAX_PREFIX >= first && !(repeats && from > first)
             })?;
         u16::try_from(at).ok()
     }
@@ -174,11 +193,13 @@ struct Equalities {
     keys: Vec<u32>,
     /// Whether the run ends with a `!=` test before the sentinel.
     last_ne: bool,
+    /// Whether a constant stands in more than one test.
+    repeated: bool,
 }
 
 /// The run of equality tests that ends a chain at its sentinel `to`
 /// (possibly with a `!=` test last), when there are at least
-/// [`MIN_TESTS`] tests in it and no two constants are equal.
+/// [`MIN_TESTS`] tests in it.
 fn equalities<E: Record>(table: &Table<E>, to: usize) -> Option<Equalities> {
     let tests = table.exits.get(..to)?;
     let is_eq = |e: &E| {
@@ -201,8 +222,6 @@ fn equalities<E: Record>(table: &Table<E>, to: usize) -> Option<Equalities> {
     }
     let mut sorted = keys.clone();
     sorted.sort_unstable();
-    if sorted.windows(2).any(|w| w.first() == w.get(1)) {
-        return None;
-    }
-    Some(Equalities { first: u16::try_from(first).ok()?, keys, last_ne: last_ne.is_some() })
+    let repeated = sorted.windows(2).any(|w| w.first() == w.get(1));
+    Some(Equalities { first: u16::try_from(first).ok()?, keys, last_ne: last_ne.is_some(), repeated })
 }

@@ -34,7 +34,7 @@
 //!   reloads of the same word (libseccomp's rule ladders);
 //! - [`Link`]: what an exit does besides going to a pc: go on scanning
 //!   another (range) chain, with `x` unchanged or after a reload;
-//! - [`EqSets`]: long chains of distinct `jeq #k` exits (allow-lists) as
+//! - [`EqSets`]: long chains of `jeq #k` exits (allow-lists) as
 //!   lookup tables indexed by `x`;
 //! - [`RangeTrees`]: regions that only compare `x` with constants (binary
 //!   trees over the syscall number) as sorted breakpoint tables, one

@@ -417,7 +417,29 @@ fn eq_sets_take_a_last_inequality_before_the_sentinel() {
 }
 
 #[test]
-fn eq_sets_refuse_repeats_short_runs_spread_keys_and_long_prefixes() {
+fn eq_sets_take_repeated_constants_for_the_ops_from_their_start_only() {
+    let keys = test_data::eq_keys::repeated();
+    for prefix in [0, 2, 4] {
+        let t = eq_chain(prefix, &keys);
+        let to = prefix + keys.len();
+        let sets = EqSets::build(&t, [to]);
+        assert_eq!(sets.len(), 1, "prefix {prefix}");
+        for from in 0..=to {
+            match sets.set_of(from, to) {
+                Some(set) => {
+                    assert!(from <= prefix, "prefix {prefix}: a table from {from}, inside the run");
+                    let xs = (0..60u32).chain([299, 300, 301, u32::MAX]);
+                    assert_lookup_is_scan(&t, &sets, set, from, xs, &format!("prefix {prefix}"));
+                }
+                // Past the run's first test a later 7 or 5 would be missed.
+                None => assert!(from > prefix, "prefix {prefix}: no table from {from}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn eq_sets_refuse_short_runs_spread_keys_and_long_prefixes() {
     for (name, keys) in test_data::eq_keys::refused(eq_set::MIN_TESTS as u32 - 1) {
         let t = eq_chain(0, &keys);
         assert!(EqSets::build(&t, [keys.len()]).is_empty(), "{name}: {keys:?}");

@@ -1,8 +1,9 @@
-//! Long compare chains of distinct `jeq #k` exits as lookup tables
+//! Long compare chains of `jeq #k` exits as lookup tables
 //! ([`chain::EqSets`], shared with the eBPF executor): which ops use one.
 //! A [`Step::LongChain`] or [`Step::LdLongChain`] whose chain ends in a run
-//! of at least 32 distinct equalities, starting at
-//! most a few tests before the run, becomes a [`Step::EqSet`] or
+//! of at least 32 equalities, starting at
+//! most a few tests before the run (and not inside it when a constant
+//! repeats: `chain::EqSets`), becomes a [`Step::EqSet`] or
 //! [`Step::LdEqSet`] on its chain's table.
 
 use chain::EqSets;
@@ -108,10 +109,43 @@ mod tests {
     }
 
     #[test]
-    fn repeated_constants_short_chains_and_spread_keys_keep_the_scan() {
+    fn short_chains_and_spread_keys_keep_the_scan() {
         for (name, keys) in test_data::eq_keys::refused(20) {
             let interp = Interp::new(&validate(&list(&keys), Mode::Seccomp).unwrap());
             assert_eq!(interp.eq_sets.len(), 0, "{name}: {keys:?}");
+        }
+    }
+
+    #[test]
+    fn repeated_constants_leave_at_their_first_test_from_every_entry() {
+        // The list (pc 4 on), and the same list entered at its eleventh
+        // test (arch odd: `ld [0]; ja` to pc 15), past the first 5 and 7:
+        // they leave at their later tests there.
+        let keys = test_data::eq_keys::repeated();
+        let mut insns = vec![
+            Insn::stmt(LD_W_ABS, 4),
+            Insn::jump(JMP_JSET_K, 1, 0, 2),
+            Insn::stmt(LD_W_ABS, 0),
+            Insn::stmt(JMP_JA, 11),
+        ];
+        insns.extend(list(&keys));
+        let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+        let listing = interp.chain_listing();
+        assert!(listing.contains("   4: ld [0]; eq set #"), "{listing}");
+        assert!(
+            listing.contains("  15: long chain @"),
+            "an entry past a repeat's first test took the table:\n{listing}"
+        );
+        for arch in [0u32, 1] {
+            for a in (0..60u32).chain([299, 300, 301, u32::MAX]) {
+                let mut data = [0u8; 64];
+                data[..4].copy_from_slice(&a.to_ne_bytes());
+                data[4..8].copy_from_slice(&arch.to_ne_bytes());
+                let from = if arch == 1 { 10 } else { 0 };
+                let want = keys.iter().skip(from).position(|&k| k == a).map_or(999, |i| (i + from) as u32);
+                assert_eq!(interp.run_seccomp(&data), Ok(want), "arch {arch} a={a}");
+                assert_eq!(interp.trace_seccomp(&data, |_| {}), Ok(want), "arch {arch} a={a}");
+            }
         }
     }
 

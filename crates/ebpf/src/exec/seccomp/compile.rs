@@ -261,7 +261,7 @@ impl Subset {
                 }
             }
         }
-        // Chains that end in a long run of distinct equalities (allow-lists)
+        // Chains that end in a long run of equalities (allow-lists)
         // become lookups in a table of their own (`chain::EqSets`), whatever
         // op scanned them; the table's exits are final here (returns and
         // links set).

@@ -74,9 +74,10 @@
 //! and tree nodes without links keep their plain ops, which cost less
 //! than a scan when the chain is left at its first test.
 //!
-//! A chain that ends in a long run of distinct equalities (an allow-list,
+//! A chain that ends in a long run of equalities (an allow-list,
 //! up to four other tests before it) runs as a lookup table indexed by r0
-//! instead, whatever op scanned it ([`Kind::EqSet`]; the tables are
+//! instead, whatever op scanned it (but one entering past the first test
+//! of a constant that repeats) ([`Kind::EqSet`]; the tables are
 //! `chain::EqSets`, shared with the classic interpreter): one load where
 //! the scan reads every block before the hit.
 //!

@@ -81,7 +81,7 @@ pub(super) enum Kind {
     /// `w0 = ctx word aux`, then [`Kind::MaskedLinked`].
     LdMaskedLinked,
     /// A compare chain on r0 from test `target` whose tests end in a long
-    /// run of distinct equalities (an allow-list), run as lookup table
+    /// run of equalities (an allow-list), run as lookup table
     /// `imm >> 32` of [`chain::EqSets`] (a few other tests before the run
     /// scanned first); skip count `imm as u32` at the op. Replaces any of
     /// the four chain ops above, links followed as theirs are.

@@ -225,23 +225,26 @@ fn equality_chains_run_as_eq_sets_from_every_entry() {
 /// An allow-list as a libseccomp ladder: 40 rungs `r0 = word 0; if r0 !=
 /// K goto next; w0 = k + 1; exit`, entered at each load: the reloads run
 /// as one eq set ([`Kind::LdEqSet`]), as the general interpreter does.
+/// The same with constants that repeat (OpenSSH's `nr == futex` per futex
+/// op): a rung past a repeat's first one must leave at the later one.
 #[test]
 fn equality_ladders_run_as_eq_sets_from_every_reload() {
-    let n = 40usize;
-    let value = |k: usize| 200 + ((k * 11) % 43) as u32;
-    let mut body = Vec::new();
-    for k in 0..n {
-        body.push(i(0x61, 0, 6, 0, 0));
-        body.push(i(0x55, 0, 0, 2, value(k) as i32));
-        body.extend([i(0xb4, 0, 0, 0, k as i32 + 1), i(0x95, 0, 0, 0, 0)]);
+    let distinct: Vec<u32> = (0..40).map(|k| 200 + (k * 11) % 43).collect();
+    let repeated: Vec<u32> = test_data::eq_keys::repeated().iter().map(|k| 200 + k).collect();
+    for consts in [distinct, repeated] {
+        let mut body = Vec::new();
+        for (k, &value) in consts.iter().enumerate() {
+            body.push(i(0x61, 0, 6, 0, 0));
+            body.push(i(0x55, 0, 0, 2, value as i32));
+            body.extend([i(0xb4, 0, 0, 0, k as i32 + 1), i(0x95, 0, 0, 0, 0)]);
+        }
+        body.extend([i(0xb4, 0, 0, 0, 0), i(0x95, 0, 0, 0, 0)]);
+        let starts: Vec<usize> = (0..consts.len()).map(|k| 4 * k).collect();
+        let p = head(0, &body);
+        assert!(count(&p, Kind::LdEqSet) > 0, "{consts:?}\n{}", compile(&p).unwrap().chain_listing());
+        let failures = from_every_entry(&starts, &body, &consts, Kind::LdEqSet, "eq set");
+        assert!(failures.is_empty(), "{consts:?}: {} failures:\n{}", failures.len(), failures.join("\n"));
     }
-    body.extend([i(0xb4, 0, 0, 0, 0), i(0x95, 0, 0, 0, 0)]);
-    let consts: Vec<u32> = (0..n).map(value).collect();
-    let starts: Vec<usize> = (0..n).map(|k| 4 * k).collect();
-    let p = head(0, &body);
-    assert!(count(&p, Kind::LdEqSet) > 0, "{}", compile(&p).unwrap().chain_listing());
-    let failures = from_every_entry(&starts, &body, &consts, Kind::LdEqSet, "eq set");
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// libseccomp-style ladders of 1 to 20 rungs on ctx word 0, each
