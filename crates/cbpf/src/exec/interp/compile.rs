@@ -260,6 +260,15 @@ pub(super) enum Step {
         k: u8,
         from: u16,
     },
+    /// Seccomp `ld [k]`, `and #mask` and the short compare chain after
+    /// them, one op: `A = word & mask`, then the chain's scan (OpenSSH's
+    /// flag checks: `ld [32]; and #0xfffffff8; jeq #0`). `A` is what the
+    /// two instructions leave in it, so every exit is exact.
+    LdAndChain {
+        k: u8,
+        mask: u32,
+        from: u16,
+    },
     /// Seccomp `ld [k]` fused with the long compare chain after it: right
     /// after it, or a rule ladder ([`build_ladders`]). The jumps' own pcs
     /// keep their own ops for jumps that land on them.
@@ -603,19 +612,34 @@ fn build_ladders(code: &Classic<'_>, ops: &mut [Step], built: &mut Builder) {
 
 /// Fuses each seccomp `ld [k]` that is followed by a compare chain into
 /// [`Step::LdChain`], [`Step::LdRangeChain`], [`Step::LdLongChain`], [`Step::LdTest`]
-/// or [`Step::LdRange`].
+/// or [`Step::LdRange`], and one followed by `and #mask` and a short chain
+/// into [`Step::LdAndChain`]. The ops after the load stay for jumps that
+/// land on them.
 fn fuse_loads(ops: &mut [Step]) {
     for i in 1..ops.len() {
         let (Some(&Step::LdSeccomp(k)), Some(&next)) = (ops.get(i - 1), ops.get(i)) else { continue };
         // k < 64 by seccomp_check_filter().
         let Ok(k) = u8::try_from(k) else { continue };
-        let fused = match next {
-            Step::Chain { from } => Step::LdChain { k, from },
-            Step::RangeChain { from } => Step::LdRangeChain { k, from },
-            Step::LongChain { from, to } => Step::LdLongChain { k, from, to },
-            Step::Test { index, then } => Step::LdTest { k, index, then },
-            Step::Range { from, lo, span, target, then } => Step::LdRange { k, from, lo, span, target, then },
-            _ => continue,
+        let fused = match (next, ops.get(i + 1)) {
+            // Every short chain's tests run on to its sentinel, so one
+            // scan from the first test serves each form.
+            (
+                Step::AndK(mask),
+                Some(
+                    &(Step::Chain { from }
+                    | Step::RangeChain { from }
+                    | Step::Test { index: from, .. }
+                    | Step::Range { from, .. }),
+                ),
+            ) => Step::LdAndChain { k, mask, from },
+            (next, _) => match next {
+                Step::Chain { from } => Step::LdChain { k, from },
+                Step::RangeChain { from } => Step::LdRangeChain { k, from },
+                Step::LongChain { from, to } => Step::LdLongChain { k, from, to },
+                Step::Test { index, then } => Step::LdTest { k, index, then },
+                Step::Range { from, lo, span, target, then } => Step::LdRange { k, from, lo, span, target, then },
+                _ => continue,
+            },
         };
         if let Some(slot) = ops.get_mut(i - 1) {
             *slot = fused;
@@ -856,5 +880,88 @@ mod tests {
         assert!(matches!(ops[3 * 16], Step::LdRange { k: 16, .. }));
         // The jumps keep their own ops (A may differ when jumped to).
         assert!(matches!(ops[1], Step::Range { .. }));
+    }
+
+    /// `ld [24]; and #m; <1..=6 random compares on #k>` entered three ways
+    /// (at the load, which fuses all three; at the `and` with A = 1; at the
+    /// first compare with A = 2), exits half `ret A` so that A's value is
+    /// checked too: the fast run equals the traced one on values at, around
+    /// and masked from each constant.
+    #[test]
+    fn loads_masked_before_a_chain_run_as_the_three_instructions() {
+        use crate::opcode::*;
+        use crate::validate::{validate, Mode};
+        let mut rng = test_data::rng::Rng(0x5eed_a17d);
+        let ops = [JMP_JEQ_K, JMP_JGT_K, JMP_JGE_K, JMP_JSET_K];
+        let mut fused = 0;
+        for case in 0..300 {
+            let n = 1 + rng.below(6);
+            let mask = match rng.below(4) {
+                0 => 0xffff_fff8,
+                1 => 0x6,
+                2 => 1 << rng.below(32),
+                _ => rng.next_u64() as u32,
+            };
+            let consts: Vec<u32> = (0..n)
+                .map(|_| match rng.below(3) {
+                    0 => mask & rng.next_u64() as u32,
+                    1 => rng.below(8) as u32,
+                    _ => rng.next_u64() as u32,
+                })
+                .collect();
+            // 0: ld [4]; 1: jeq #1 -> and; 2: jeq #2 -> first compare;
+            // 3: ld [24]; 4: and; 5..5+n: compares; then the exits.
+            let first = 5;
+            let rets = first + n;
+            let mut insns = vec![
+                Insn::stmt(LD_W_ABS, 4),
+                Insn::jump(JMP_JEQ_K, 1, (4 - 2) as u8, 0),
+                Insn::jump(JMP_JEQ_K, 2, (first - 3) as u8, 0),
+                Insn::stmt(LD_W_ABS, 24),
+                Insn::stmt(ALU_AND_K, mask),
+            ];
+            for (i, &k) in consts.iter().enumerate() {
+                let pc = first + i;
+                let exit = (rets + 1 + i - pc - 1) as u8;
+                let last = i + 1 == n;
+                // Taken or not-taken leaves; the last compare leaves both
+                // ways (the chain's end, its false side to `ret A`).
+                let (jt, jf) = match (rng.chance(50), last) {
+                    (true, false) => (exit, 0),
+                    (false, false) => (0, exit),
+                    (_, true) => (exit, (rets - pc - 1) as u8),
+                };
+                insns.push(Insn::jump(*rng.pick(&ops), k, jt, jf));
+            }
+            insns.push(Insn::stmt(RET_A, 0));
+            for i in 0..n {
+                insns.push(if i % 2 == 0 { Insn::stmt(RET_A, 0) } else { Insn::stmt(RET_K, 1000 + i as u32) });
+            }
+            let interp = super::super::Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+            let listing = interp.chain_listing();
+            fused += usize::from(listing.contains(&format!("   3: ld [24]; and {mask:#x}; chain @")));
+            let mut words: Vec<u32> = vec![0, u32::MAX, mask, !mask, rng.next_u64() as u32];
+            for &k in &consts {
+                words.extend([
+                    k,
+                    k.wrapping_add(1),
+                    k.wrapping_sub(1),
+                    k | !mask,
+                    k & mask,
+                    k ^ (rng.next_u64() as u32),
+                ]);
+            }
+            for arch in [0u32, 1, 2] {
+                for &word in &words {
+                    let mut data = [0u8; 64];
+                    data[4..8].copy_from_slice(&arch.to_ne_bytes());
+                    data[24..28].copy_from_slice(&word.to_ne_bytes());
+                    let want = interp.trace_seccomp(&data, |_| {}).unwrap();
+                    let got = interp.run_seccomp(&data).unwrap();
+                    assert_eq!(got, want, "case {case} arch {arch} word {word:#x}: {insns:?}\n{listing}");
+                }
+            }
+        }
+        assert_eq!(fused, 300, "every case fuses its load, mask and chain");
     }
 }

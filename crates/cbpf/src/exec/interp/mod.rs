@@ -174,6 +174,7 @@ impl Interp {
                 Step::LongChain { from, to } => format!("long chain @{from}..{to}"),
                 Step::LdChain { k, from } => format!("ld [{k}]; chain @{from}"),
                 Step::LdRangeChain { k, from } => format!("ld [{k}]; range chain @{from}"),
+                Step::LdAndChain { k, mask, from } => format!("ld [{k}]; and {mask:#x}; chain @{from}"),
                 Step::LdLongChain { k, from, to } => format!("ld [{k}]; long chain @{from}..{to}"),
                 Step::EqSet { set, from, to } => format!("eq set #{set} @{from}..{to}"),
                 Step::LdEqSet { k, set, from, to } => format!("ld [{k}]; eq set #{set} @{from}..{to}"),
@@ -388,6 +389,11 @@ impl Interp {
                 Step::LdRangeChain { k, from } => {
                     a = ctx.seccomp_word(u32::from(k));
                     let exit = chains.short_ranges(a, usize::from(from));
+                    pc = follow_links(chains, ctx, &mut a, exit);
+                }
+                Step::LdAndChain { k, mask, from } => {
+                    a = ctx.seccomp_word(u32::from(k)) & mask;
+                    let exit = chains.short(a, usize::from(from));
                     pc = follow_links(chains, ctx, &mut a, exit);
                 }
                 Step::LdLongChain { k, from, to } => {
