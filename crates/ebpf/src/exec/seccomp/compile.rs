@@ -162,6 +162,8 @@ impl Subset {
                     _ => Kind::LdMovJset,
                 };
                 *slot = SOp { kind, dst: RA, src: RK, aux: o.aux, target: j.target, imm: next.imm };
+            } else if let Some(fused) = ld_and_jcc(o, next, base.get(pc + 2)) {
+                *slot = fused;
             } else if o.kind == Kind::LdCtx && o.dst == RA {
                 let kind = match next.kind {
                     Kind::JeqK => Kind::LdJeq,
@@ -327,4 +329,29 @@ impl Subset {
             runner_uncounted,
         })
     }
+}
+
+/// `w0 = ctx word; w0 &= M; if r0 <cond> K goto` as one [`Kind::LdAndJcc`]
+/// (`K` below 2^32, as every classic `k` is).
+fn ld_and_jcc(ld: SOp, and: SOp, jump: Option<&SOp>) -> Option<SOp> {
+    let j = jump?;
+    let fuses = ld.kind == Kind::LdCtx
+        && ld.dst == RA
+        && and.kind == Kind::AluK
+        && and.aux == alu_code(AluOp::And)
+        && and.dst == RA;
+    let cond = match j.kind {
+        Kind::JeqK => EQ,
+        Kind::JneK => NE,
+        Kind::JgtK => GT,
+        Kind::JgeK => GE,
+        Kind::JltK => LT,
+        Kind::JleK => LE,
+        Kind::JsetK => SET,
+        _ => return None,
+    };
+    let k = u32::try_from(j.imm).ok().filter(|_| fuses)?;
+    // ALU32: the mask is imm's low half.
+    let imm = u64::from(and.imm as u32) << 32 | u64::from(k);
+    Some(SOp { kind: Kind::LdAndJcc, dst: RA, src: cond, aux: ld.aux, target: j.target, imm })
 }

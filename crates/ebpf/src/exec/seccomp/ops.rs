@@ -103,6 +103,10 @@ pub(super) enum Kind {
     LdMovJlt,
     LdMovJle,
     LdMovJset,
+    /// `w0 = ctx word aux; w0 &= M; if r0 <cond> K goto target`, `src` =
+    /// condition, `imm` = `M << 32 | K` (`K` below 2^32): the converted
+    /// form of a classic `ld [k]; and #M; j* #K` (OpenSSH's flag checks).
+    LdAndJcc,
     /// `w0 = ctx word aux; if r0 <cond> imm goto target`.
     LdJeq,
     LdJne,

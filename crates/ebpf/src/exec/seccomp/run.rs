@@ -353,6 +353,11 @@ impl SeccompProg {
                     a = word(data, op.aux);
                     eq_set!(op)
                 }
+                Kind::LdAndJcc => {
+                    a = word(data, op.aux) & (op.imm >> 32);
+                    pc += 2;
+                    jcc!(a, op.imm & u64::from(u32::MAX), op.target, |l, r| cond_of(op.src).eval(l, r))
+                }
                 Kind::LdJeq => {
                     a = word(data, op.aux);
                     pc += 1;

@@ -590,3 +590,46 @@ fn random_compare_trees_match_the_general_interpreter() {
     assert!(with_links > 20, "only {with_links} programs whose trees link on");
     assert!(with_masked > 20, "only {with_masked} programs with masked linked chains");
 }
+
+/// OpenSSH's flag checks converted: `r0 = word 0; w0 &= M; if r0 <cond> K
+/// goto +1; exit; w0 += 1; exit` (both outcomes return r0, so the masked
+/// value itself is checked), entered at the load (one [`Kind::LdAndJcc`]
+/// op), at the `and` and at the jump, with the general interpreter's
+/// results and step counts; a `K` of 2^31 or more (a sign-extended `imm`)
+/// keeps the three instructions.
+#[test]
+fn masked_compares_after_a_load_run_as_one_op_from_every_entry() {
+    let mut rng = test_data::rng::Rng(0xa11d_f1a9);
+    let conds: [(u8, u8); 7] = [(0x15, EQ), (0x55, NE), (0x25, GT), (0x35, GE), (0xa5, LT), (0xb5, LE), (0x45, SET)];
+    let mut failures = Vec::new();
+    for case in 0..200 {
+        let mask = match rng.below(3) {
+            0 => 0xffff_fe7f_u32,
+            1 => 1 << rng.below(32),
+            _ => rng.next_u64() as u32,
+        };
+        let k = match rng.below(3) {
+            0 => mask & rng.next_u64() as u32 & 0x7fff_ffff,
+            1 => rng.below(16) as u32,
+            _ => rng.next_u64() as u32,
+        };
+        let &(code, _) = rng.pick(&conds);
+        let body = [
+            i(0x61, 0, 6, 0, 0),
+            i(0x54, 0, 0, 0, mask as i32),
+            i(code, 0, 0, 1, k as i32),
+            i(0x95, 0, 0, 0, 0),
+            i(0x04, 0, 0, 0, 1),
+            i(0x95, 0, 0, 0, 0),
+        ];
+        let fused = count(&head(0, &body), Kind::LdAndJcc);
+        if fused != usize::from(k < 0x8000_0000) {
+            failures.push(format!("case {case}: {fused} fused ops for k {k:#x}"));
+        }
+        let consts = [k, k | !mask, mask, k & mask, !mask];
+        for start in 0..3 {
+            failures.extend(differences(&format!("case {case} entry {start}"), &head(start, &body), &words(&consts)));
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}

@@ -1,0 +1,243 @@
+//! The compile step's unit tests: exit tests, chains, links, ladders and the fused masked loads.
+
+use super::*;
+
+#[test]
+fn exit_tests_match_the_comparisons() {
+    let interesting = [0u32, 1, 2, 0x7fff_ffff, 0x8000_0000, 0xffff_fffe, 0xffff_ffff, 0x40, 0x3f];
+    for op in JmpOp::ALL {
+        for &k in &interesting {
+            for &a in &interesting {
+                for outcome in [true, false] {
+                    let want = op.eval(a, k) == outcome;
+                    let got = exit_test(op, k, outcome).is_some_and(|t| t.hits(a));
+                    assert_eq!(got, want, "{op:?} a={a:#x} k={k:#x} outcome={outcome}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn chains_cover_runs_of_k_compares() {
+    use crate::opcode::*;
+    let insns = [
+        Insn::stmt(LD_IMM, 5),
+        Insn::jump(JMP_JEQ_K, 1, 3, 0),  // 1: exit to 5 if A == 1
+        Insn::jump(JMP_JGT_K, 9, 0, 1),  // 2: exit to 4 if A <= 9
+        Insn::jump(JMP_JSET_K, 2, 0, 0), // 3: no effect
+        Insn::stmt(RET_K, 1),
+        Insn::stmt(RET_K, 2),
+    ];
+    let (ops, chains) = compile(&insns);
+    assert_eq!(ops[1], Step::RangeChain { from: 0 });
+    assert_eq!(ops[2], Step::Range { from: 1, lo: 0, span: 9, target: 4, then: 4 });
+    assert_eq!(ops[3], Step::Ja(4));
+    // The two tests, the chain's sentinel, then the padding.
+    let targets: Vec<u16> = chains.exits.iter().map(|e| e.target).collect();
+    assert_eq!(targets[..3], [5, 4, 4]);
+    assert_eq!(chains.exits.len(), 3 + WINDOW - 1);
+    assert_eq!(chains.short(1, 0).target, 5);
+    assert_eq!(chains.short(5, 0).target, 4);
+    assert_eq!(chains.short(10, 0).target, 4);
+    assert_eq!(chains.first_exit(1, 0, 2).target, 5);
+    assert_eq!(chains.first_exit(5, 0, 2).target, 4);
+    assert_eq!(chains.first_exit(10, 0, 2).target, 4);
+}
+
+#[test]
+fn two_way_compares_end_a_chain() {
+    use crate::opcode::*;
+    let insns = [
+        Insn::jump(JMP_JEQ_K, 1, 1, 2), // two-way: chain ends, then = 3
+        Insn::jump(JMP_JEQ_K, 2, 1, 0), // a new chain
+        Insn::stmt(RET_K, 1),
+        Insn::stmt(RET_K, 2),
+    ];
+    let (ops, chains) = compile(&insns);
+    assert_eq!(ops[0], Step::Range { from: 0, lo: 1, span: 0, target: 2, then: 3 });
+    assert_eq!(ops[1], Step::Range { from: 2, lo: 2, span: 0, target: 3, then: 2 });
+    // Each test followed by its chain's sentinel.
+    let targets: Vec<u16> = chains.exits.iter().map(|e| e.target).take(4).collect();
+    assert_eq!(targets, [2, 3, 3, 2]);
+    assert_eq!(chains.first_exit(1, 0, 1).target, 2);
+    assert_eq!(chains.first_exit(5, 0, 1).target, 3);
+    assert_eq!(chains.first_exit(2, 2, 3).target, 3);
+    assert_eq!(chains.first_exit(5, 2, 3).target, 2);
+}
+
+#[test]
+fn blocks_find_the_first_hit_in_order() {
+    use crate::opcode::*;
+    // 20 `jeq #i, exit_i, 0` with two equal keys: the first must win.
+    let mut insns: Vec<Insn> = (0..20u32).map(|i| Insn::jump(JMP_JEQ_K, i % 19, (39 - 2 * i) as u8, 0)).collect();
+    insns.extend((0..21).map(|i| Insn::stmt(RET_K, 100 + i)));
+    let (ops, chains) = compile(&insns);
+    assert_eq!(ops[0], Step::LongChain { from: 0, to: 20 });
+    // The last fifteen entries are short (range) chains ending in the
+    // sentinel.
+    assert_eq!(ops[4], Step::LongChain { from: 4, to: 20 });
+    assert_eq!(ops[5], Step::RangeChain { from: 5 });
+    assert_eq!(ops[13], Step::RangeChain { from: 13 });
+    for scan in [Chains::short, Chains::short_ranges] {
+        assert_eq!(scan(&chains, 99, 5).target, 20);
+        assert_eq!(scan(&chains, 99, 13).target, 20);
+        assert_eq!(scan(&chains, 18, 13).target, 18 + 1 + 39 - 2 * 18);
+        assert_eq!(scan(&chains, 0, 13).target, 19 + 1 + 1);
+        assert_eq!(scan(&chains, 6, 5).target, 6 + 1 + 39 - 2 * 6);
+    }
+    for a in 0..19 {
+        let t = chains.first_exit(a, 0, 20).target;
+        assert_eq!(usize::from(t), a as usize + 1 + 39 - 2 * a as usize, "a={a}");
+    }
+    // From pc 5, key 0 matches only at pc 19.
+    assert_eq!(chains.first_exit(0, 5, 20).target, 19 + 1 + 1);
+    assert_eq!(chains.first_exit(99, 0, 20).target, 20);
+    assert_eq!(chains.first_exit(99, 3, 20).target, 20);
+}
+
+#[test]
+fn exits_link_to_range_chains() {
+    use crate::opcode::*;
+    use crate::validate::{validate, Mode};
+    let insns = [
+        Insn::stmt(LD_W_ABS, 4),        // 0: ld [4]
+        Insn::jump(JMP_JEQ_K, 7, 0, 4), // 1: A != 7 -> 6
+        Insn::stmt(LD_W_ABS, 0),        // 2: ld [0]
+        Insn::jump(JMP_JGT_K, 5, 0, 2), // 3: A <= 5 -> 6
+        Insn::jump(JMP_JEQ_K, 9, 1, 0), // 4: A == 9 -> 6
+        Insn::stmt(RET_K, 1),           // 5
+        Insn::stmt(RET_K, 2),           // 6
+    ];
+    let interp = super::super::Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+    // The architecture-style check falls out into `ld [0]; <chain>`: the
+    // first op scans both, linked through its sentinel with a load of
+    // word 0; both fused loads keep their own ops.
+    assert_eq!(interp.ops[0], Step::LdRangeChain { k: 4, from: 0 });
+    assert_eq!(interp.ops[2], Step::LdRangeChain { k: 0, from: 2 });
+    assert_eq!(interp.chains.exits[1], Exit { test: ExitTest::ALWAYS, target: 2, link: 0 });
+    // Leaves stay pcs (routed returns: ret #1 is slot 7, ret #2 slot 8).
+    assert_eq!(interp.chains.exits[0].link, LEAVE);
+    assert_eq!(interp.chains.exits[0].target, 8);
+    for (w4, w0, want) in [(7, 9, 2), (7, 6, 1), (7, 5, 2), (6, 6, 2), (7, 0, 2), (7, 100, 1)] {
+        let mut data = [0u8; 64];
+        data[..4].copy_from_slice(&u32::to_ne_bytes(w0));
+        data[4..8].copy_from_slice(&u32::to_ne_bytes(w4));
+        assert_eq!(interp.run_seccomp(&data), Ok(want), "w4={w4} w0={w0}");
+        assert_eq!(interp.trace_seccomp(&data, |_| {}), Ok(want), "w4={w4} w0={w0}");
+    }
+}
+
+#[test]
+fn jumps_to_ja_go_where_the_ja_goes() {
+    use crate::opcode::*;
+    let insns = [
+        Insn::stmt(LD_W_ABS, 0),         // 0
+        Insn::jump(JMP_JGT_K, 10, 1, 0), // 1: A > 10 -> 3, else 2
+        Insn::stmt(JMP_JA, 1),           // 2: ja 4
+        Insn::stmt(JMP_JA, 0),           // 3: ja 4
+        Insn::stmt(RET_K, 1),            // 4
+    ];
+    let (ops, _) = compile(&insns);
+    assert_eq!(ops[1], Step::Range { from: 0, lo: 11, span: u32::MAX - 11, target: 4, then: 4 });
+    assert_eq!(ops[2], Step::Ja(4));
+}
+
+#[test]
+fn rule_ladders_are_one_chain_entered_at_each_load() {
+    use crate::opcode::*;
+    // 20 rules `ld [16]; jeq #i, 0, 1; ret #i`, then `ret #99`.
+    let mut insns = Vec::new();
+    for i in 0..20 {
+        insns.push(Insn::stmt(LDX_W_ABS, 16));
+        insns.push(Insn::jump(JMP_JEQ_K, i, 0, 1));
+        insns.push(Insn::stmt(RET_K, i));
+    }
+    insns.push(Insn::stmt(RET_K, 99));
+    let (ops, chains) = compile(&insns);
+    let Step::LdLongChain { k: 16, from, to } = ops[0] else { panic!("{:?}", ops[0]) };
+    assert_eq!(to - from, 20);
+    assert_eq!(chains.first_exit(7, usize::from(from), usize::from(to)).target, 3 * 7 + 2);
+    assert_eq!(chains.first_exit(99, usize::from(from), usize::from(to)).target, 60);
+    // Four rules from the end, too short for a ladder entry.
+    assert!(matches!(ops[3], Step::LdLongChain { k: 16, .. }));
+    assert!(matches!(ops[3 * 16], Step::LdRange { k: 16, .. }));
+    // The jumps keep their own ops (A may differ when jumped to).
+    assert!(matches!(ops[1], Step::Range { .. }));
+}
+
+/// `ld [24]; and #m; <1..=6 random compares on #k>` entered three ways
+/// (at the load, which fuses all three; at the `and` with A = 1; at the
+/// first compare with A = 2), exits half `ret A` so that A's value is
+/// checked too: the fast run equals the traced one on values at, around
+/// and masked from each constant.
+#[test]
+fn loads_masked_before_a_chain_run_as_the_three_instructions() {
+    use crate::opcode::*;
+    use crate::validate::{validate, Mode};
+    let mut rng = test_data::rng::Rng(0x5eed_a17d);
+    let ops = [JMP_JEQ_K, JMP_JGT_K, JMP_JGE_K, JMP_JSET_K];
+    let mut fused = 0;
+    for case in 0..300 {
+        let n = 1 + rng.below(6);
+        let mask = match rng.below(4) {
+            0 => 0xffff_fff8,
+            1 => 0x6,
+            2 => 1 << rng.below(32),
+            _ => rng.next_u64() as u32,
+        };
+        let consts: Vec<u32> = (0..n)
+            .map(|_| match rng.below(3) {
+                0 => mask & rng.next_u64() as u32,
+                1 => rng.below(8) as u32,
+                _ => rng.next_u64() as u32,
+            })
+            .collect();
+        // 0: ld [4]; 1: jeq #1 -> and; 2: jeq #2 -> first compare;
+        // 3: ld [24]; 4: and; 5..5+n: compares; then the exits.
+        let first = 5;
+        let rets = first + n;
+        let mut insns = vec![
+            Insn::stmt(LD_W_ABS, 4),
+            Insn::jump(JMP_JEQ_K, 1, (4 - 2) as u8, 0),
+            Insn::jump(JMP_JEQ_K, 2, (first - 3) as u8, 0),
+            Insn::stmt(LD_W_ABS, 24),
+            Insn::stmt(ALU_AND_K, mask),
+        ];
+        for (i, &k) in consts.iter().enumerate() {
+            let pc = first + i;
+            let exit = (rets + 1 + i - pc - 1) as u8;
+            let last = i + 1 == n;
+            // Taken or not-taken leaves; the last compare leaves both
+            // ways (the chain's end, its false side to `ret A`).
+            let (jt, jf) = match (rng.chance(50), last) {
+                (true, false) => (exit, 0),
+                (false, false) => (0, exit),
+                (_, true) => (exit, (rets - pc - 1) as u8),
+            };
+            insns.push(Insn::jump(*rng.pick(&ops), k, jt, jf));
+        }
+        insns.push(Insn::stmt(RET_A, 0));
+        for i in 0..n {
+            insns.push(if i % 2 == 0 { Insn::stmt(RET_A, 0) } else { Insn::stmt(RET_K, 1000 + i as u32) });
+        }
+        let interp = super::super::Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+        let listing = interp.chain_listing();
+        fused += usize::from(listing.contains(&format!("   3: ld [24]; and {mask:#x}; chain @")));
+        let mut words: Vec<u32> = vec![0, u32::MAX, mask, !mask, rng.next_u64() as u32];
+        for &k in &consts {
+            words.extend([k, k.wrapping_add(1), k.wrapping_sub(1), k | !mask, k & mask, k ^ (rng.next_u64() as u32)]);
+        }
+        for arch in [0u32, 1, 2] {
+            for &word in &words {
+                let mut data = [0u8; 64];
+                data[4..8].copy_from_slice(&arch.to_ne_bytes());
+                data[24..28].copy_from_slice(&word.to_ne_bytes());
+                let want = interp.trace_seccomp(&data, |_| {}).unwrap();
+                let got = interp.run_seccomp(&data).unwrap();
+                assert_eq!(got, want, "case {case} arch {arch} word {word:#x}: {insns:?}\n{listing}");
+            }
+        }
+    }
+    assert_eq!(fused, 300, "every case fuses its load, mask and chain");
+}
