@@ -142,6 +142,12 @@ impl EqSets {
         u16::try_from(at).ok()
     }
 
+    /// Whether a constant stands in more than one test of table `set`'s
+    /// run (module docs).
+    pub fn repeats(&self, set: u16) -> bool {
+        self.repeats.get(usize::from(set)).copied().unwrap_or(false)
+    }
+
     /// Where the op of table `set` that starts at test `from` leaves for
     /// `x`: the first of its prefix tests that `x` hits, else the test of
     /// the equalities that `x` equals if it is at or after `from`, else

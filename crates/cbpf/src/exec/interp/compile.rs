@@ -269,6 +269,14 @@ pub(super) enum Step {
         mask: u32,
         from: u16,
     },
+    /// [`Step::LdAndChain`] for a single-test chain ([`Step::Test`],
+    /// [`Step::Range`]): that test, else `then`.
+    LdAndTest {
+        k: u8,
+        mask: u32,
+        index: u16,
+        then: u16,
+    },
     /// Seccomp `ld [k]` fused with the long compare chain after it: right
     /// after it, or a rule ladder ([`build_ladders`]). The jumps' own pcs
     /// keep their own ops for jumps that land on them.
@@ -277,12 +285,14 @@ pub(super) enum Step {
         from: u16,
         to: u16,
     },
-    /// A [`Step::LongChain`] of distinct `jeq #k` exits, run as the lookup
-    /// table `set` ([`super::eq_set`]).
+    /// A [`Step::LongChain`] of `jeq #k` exits, run as the lookup table
+    /// `set` ([`super::eq_set`]); with `first`, the op's first test is
+    /// tried before the table.
     EqSet {
         set: u16,
         from: u16,
         to: u16,
+        first: bool,
     },
     /// Seccomp `ld [k]` fused with an [`Step::EqSet`].
     LdEqSet {
@@ -290,6 +300,7 @@ pub(super) enum Step {
         set: u16,
         from: u16,
         to: u16,
+        first: bool,
     },
     /// The root of a compare tree (a region of `jeq/jgt/jge #k` that
     /// branches, [`chain::RangeTrees`]): go where walking the region with
@@ -621,17 +632,15 @@ fn fuse_loads(ops: &mut [Step]) {
         // k < 64 by seccomp_check_filter().
         let Ok(k) = u8::try_from(k) else { continue };
         let fused = match (next, ops.get(i + 1)) {
-            // Every short chain's tests run on to its sentinel, so one
-            // scan from the first test serves each form.
-            (
-                Step::AndK(mask),
-                Some(
-                    &(Step::Chain { from }
-                    | Step::RangeChain { from }
-                    | Step::Test { index: from, .. }
-                    | Step::Range { from, .. }),
-                ),
-            ) => Step::LdAndChain { k, mask, from },
+            // A single test is tested alone; every short chain's tests
+            // run on to its sentinel, so one scan from the first test
+            // serves the others.
+            (Step::AndK(mask), Some(&(Step::Test { index, then } | Step::Range { from: index, then, .. }))) => {
+                Step::LdAndTest { k, mask, index, then }
+            }
+            (Step::AndK(mask), Some(&(Step::Chain { from } | Step::RangeChain { from }))) => {
+                Step::LdAndChain { k, mask, from }
+            }
             (next, _) => match next {
                 Step::Chain { from } => Step::LdChain { k, from },
                 Step::RangeChain { from } => Step::LdRangeChain { k, from },

@@ -35,11 +35,11 @@ pub(super) fn build(ops: &mut [Step], chains: &Chains) -> EqSets {
     for op in ops.iter_mut() {
         *op = match *op {
             Step::LongChain { from, to } => match sets.set_of(usize::from(from), usize::from(to)) {
-                Some(set) => Step::EqSet { set, from, to },
+                Some(set) => Step::EqSet { set, from, to, first: sets.repeats(set) },
                 None => continue,
             },
             Step::LdLongChain { k, from, to } => match sets.set_of(usize::from(from), usize::from(to)) {
-                Some(set) => Step::LdEqSet { k, set, from, to },
+                Some(set) => Step::LdEqSet { k, set, from, to, first: sets.repeats(set) },
                 None => continue,
             },
             _ => continue,
@@ -79,6 +79,7 @@ mod tests {
         let listing = interp.chain_listing();
         assert!(!interp.eq_sets.is_empty(), "{listing}");
         assert!(listing.contains("ld [0]; eq set #"), "{listing}");
+        assert!(!listing.contains("first test first"), "an allow-list keeps the plain lookup:\n{listing}");
         for a in 0..60u32 {
             let mut data = [0u8; 64];
             data[..4].copy_from_slice(&a.to_ne_bytes());
@@ -132,6 +133,8 @@ mod tests {
         let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
         let listing = interp.chain_listing();
         assert!(listing.contains("   4: ld [0]; eq set #"), "{listing}");
+        // A table whose constants repeat tries the op's first test first.
+        assert!(listing.contains(", first test first\n"), "{listing}");
         assert!(
             listing.contains("  15: long chain @"),
             "an entry past a repeat's first test took the table:\n{listing}"
