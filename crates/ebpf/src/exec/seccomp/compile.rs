@@ -335,23 +335,16 @@ impl Subset {
 /// (`K` below 2^32, as every classic `k` is).
 fn ld_and_jcc(ld: SOp, and: SOp, jump: Option<&SOp>) -> Option<SOp> {
     let j = jump?;
-    let fuses = ld.kind == Kind::LdCtx
-        && ld.dst == RA
-        && and.kind == Kind::AluK
-        && and.aux == alu_code(AluOp::And)
-        && and.dst == RA;
-    let cond = match j.kind {
-        Kind::JeqK => EQ,
-        Kind::JneK => NE,
-        Kind::JgtK => GT,
-        Kind::JgeK => GE,
-        Kind::JltK => LT,
-        Kind::JleK => LE,
-        Kind::JsetK => SET,
-        _ => return None,
-    };
-    let k = u32::try_from(j.imm).ok().filter(|_| fuses)?;
+    let loads = ld.kind == Kind::LdCtx && ld.dst == RA;
+    let masks = and.kind == Kind::AluK && and.aux == alu_code(AluOp::And) && and.dst == RA;
+    // The K-form compares of r0 (their condition in `aux`).
+    let compares =
+        matches!(j.kind, Kind::JeqK | Kind::JneK | Kind::JgtK | Kind::JgeK | Kind::JltK | Kind::JleK | Kind::JsetK);
+    if !(loads && masks && compares) {
+        return None;
+    }
+    let k = u32::try_from(j.imm).ok()?;
     // ALU32: the mask is imm's low half.
     let imm = u64::from(and.imm as u32) << 32 | u64::from(k);
-    Some(SOp { kind: Kind::LdAndJcc, dst: RA, src: cond, aux: ld.aux, target: j.target, imm })
+    Some(SOp { kind: Kind::LdAndJcc, dst: RA, src: j.aux, aux: ld.aux, target: j.target, imm })
 }
