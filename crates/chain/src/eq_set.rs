@@ -101,7 +101,7 @@ impl EqSets {
             }
             seen.push(to);
             let Some(to16) = u16::try_from(to).ok().filter(|&t| t != NONE) else { continue };
-            let Some(Equalities { first, keys, last_ne, repeated }) = equalities(table, to) else { continue };
+            let Some(Equalities { first, keys, last_ne }) = equalities(table, to) else { continue };
             let (Some(&min), Some(&max)) = (keys.iter().min(), keys.iter().max()) else { continue };
             let len = (max - min) as usize + 1;
             if len > SPREAD * keys.len() + SLACK || slots.len() + len > TOTAL_ENTRIES {
@@ -112,14 +112,18 @@ impl EqSets {
             }
             let start = slots.len();
             slots.resize(start + len, NONE);
+            let mut repeated = false;
             for (offset, &key) in keys.iter().enumerate() {
-                // The first test of a repeated constant: the one a scan
+                let Some(slot) = slots.get_mut(start + (key - min) as usize) else { continue };
+                // A repeated constant keeps its first test: the one a scan
                 // leaves at.
-                if let Some(slot) = slots.get_mut(start + (key - min) as usize).filter(|s| **s == NONE) {
-                    // first + offset <= to, a u16: the `!=` test's key
-                    // leaves through the sentinel.
-                    *slot = first + offset as u16 + u16::from(last_ne && offset + 1 == keys.len());
+                if *slot != NONE {
+                    repeated = true;
+                    continue;
                 }
+                // first + offset <= to, a u16: the `!=` test's key leaves
+                // through the sentinel.
+                *slot = first + offset as u16 + u16::from(last_ne && offset + 1 == keys.len());
             }
             let miss = to16 - u16::from(last_ne);
             tables.push(Span { base: min, start: start as u32, len: len as u32, first, miss });
@@ -199,8 +203,6 @@ struct Equalities {
     keys: Vec<u32>,
     /// Whether the run ends with a `!=` test before the sentinel.
     last_ne: bool,
-    /// Whether a constant stands in more than one test.
-    repeated: bool,
 }
 
 /// The run of equality tests that ends a chain at its sentinel `to`
@@ -226,8 +228,5 @@ fn equalities<E: Record>(table: &Table<E>, to: usize) -> Option<Equalities> {
     if keys.len() < MIN_TESTS {
         return None;
     }
-    let mut sorted = keys.clone();
-    sorted.sort_unstable();
-    let repeated = sorted.windows(2).any(|w| w.first() == w.get(1));
-    Some(Equalities { first: u16::try_from(first).ok()?, keys, last_ne: last_ne.is_some(), repeated })
+    Some(Equalities { first: u16::try_from(first).ok()?, keys, last_ne: last_ne.is_some() })
 }
