@@ -36,6 +36,8 @@
 //!   another (range) chain, with `x` unchanged or after a reload;
 //! - [`EqSets`]: long chains of `jeq #k` exits (allow-lists) as
 //!   lookup tables indexed by `x`;
+//! - [`ladder`]: Chromium's 32-bit argument ladders (the same check of an
+//!   argument's two words before each of several `==`) as one lookup;
 //! - [`RangeTrees`]: regions that only compare `x` with constants (binary
 //!   trees over the syscall number) as sorted breakpoint tables, one
 //!   binary search for the whole walk.
@@ -46,12 +48,13 @@
 use std::fmt;
 
 mod eq_set;
+pub mod ladder;
 mod range_tree;
 
 pub use eq_set::EqSets;
 pub use range_tree::{
-    Leave, Policy, RangeTrees, MAX_ENTRIES, MAX_NODES, MAX_REGION_WALK, MAX_WORK, MIN_BRANCHES, MIN_DEPTH,
-    SEARCH_MARGIN,
+    Leave, Policy, RangeTrees, DENSE_BYTES, DENSE_MIN_LEN, MAX_DENSE_ENTRIES, MAX_ENTRIES, MAX_NODES, MAX_REGION_WALK,
+    MAX_WORK, MIN_BRANCHES, MIN_DEPTH, SEARCH_MARGIN,
 };
 
 /// A condition of a conditional jump on unsigned values: classic BPF has

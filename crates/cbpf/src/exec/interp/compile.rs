@@ -313,6 +313,15 @@ pub(super) enum Step {
         k: u8,
         tree: u16,
     },
+    /// The first round of a 32-bit argument ladder ([`chain::ladder`]):
+    /// go where running its rounds with the words `[hi]` and `[lo]` leaves
+    /// to, found in ladder `ladder` ([`super::ladder`]), with `A` the word
+    /// loaded last.
+    Ladder {
+        hi: u8,
+        lo: u8,
+        ladder: u16,
+    },
     /// A compare chain with a single exit test: go to its target if `A`
     /// hits test `index`, else to `then`.
     Test {
@@ -460,7 +469,11 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Step]>, Chains) {
 /// `more` are other targets to route (the outcomes of the compare trees).
 ///
 /// Targets stay below [`DEAD`]: at most 4096 ops and 4096 returns.
-pub(super) fn route_returns(ops: &mut [Step], chains: &mut Chains, more: &mut [u16]) -> Box<[u32]> {
+pub(super) fn route_returns<'t>(
+    ops: &mut [Step],
+    chains: &mut Chains,
+    more: impl IntoIterator<Item = &'t mut u16>,
+) -> Box<[u32]> {
     let mut rets = Vec::new();
     // For each pc, its routed target (itself unless it is a `ret #k`).
     let routed: Vec<u16> = (0..ops.len())
@@ -496,7 +509,7 @@ pub(super) fn route_returns(ops: &mut [Step], chains: &mut Chains, more: &mut [u
     for exit in chains.exits.iter_mut() {
         route(&mut exit.target);
     }
-    for target in more.iter_mut() {
+    for target in more {
         route(target);
     }
     rets.into_boxed_slice()

@@ -65,7 +65,15 @@
 //! breakpoint table (`Step::Tree`, module `tree`, `chain::RangeTrees`):
 //! its outcome depends on `A` only through comparisons with its constants,
 //! so it is constant between them. Exact by construction: each interval's
-//! outcome is the walk of the region on one value of it.
+//! outcome is the walk of the region on one value of it. A tree of many
+//! intervals also looks its small values (system call numbers) up
+//! directly, one load instead of the search's dependent steps.
+//!
+//! A 32-bit argument ladder (Chromium's check that an argument is a 32-bit
+//! value, zero- or sign-extended, before each of several `==`:
+//! `chain::ladder`) runs from its first round as one op
+//! (`Step::Ladder`, module `ladder`): the check once (its words do not
+//! change between rounds), then the keys scanned.
 //!
 //! A separate, slower entry point ([`Interp::trace_seccomp`],
 //! [`Interp::trace_socket`]) steps the raw instructions and reports each one
@@ -74,6 +82,7 @@
 
 mod compile;
 mod eq_set;
+mod ladder;
 mod tree;
 
 use crate::exec::context::{Context, SeccompCtx, SocketCtx};
@@ -115,6 +124,8 @@ pub struct Interp {
     /// Breakpoint tables of the compare trees ([`Step::Tree`]), boxed so
     /// that an `Interp` stays small (engines hold one inline).
     trees: Box<chain::RangeTrees<u16>>,
+    /// The 32-bit argument ladders ([`Step::Ladder`]), boxed as `trees`.
+    ladders: Box<chain::ladder::Ladders<u16>>,
     /// Whether the program has a `st`/`stx` (without one it cannot have an
     /// `ld`/`ldx M[k]` either: `check_load_and_stores()` rejects reading a
     /// word never written), so that runs of other programs skip `M[]`.
@@ -128,12 +139,14 @@ impl Interp {
         let insns = program.insns();
         let (mut ops, mut chains) = compile::compile(insns);
         let mut trees = tree::build(insns, &mut ops);
-        let rets = compile::route_returns(&mut ops, &mut chains, trees.outcomes_mut());
+        let mut ladders = ladder::build(insns, &mut ops);
+        let routed = trees.outcomes_mut().chain(ladders.outcomes_mut());
+        let rets = compile::route_returns(&mut ops, &mut chains, routed);
         compile::link_chains(&mut ops, &mut chains);
         let eq_sets = eq_set::build(&mut ops, &chains);
         let uses_mem = ops.iter().any(|op| matches!(op, Step::St(_) | Step::Stx(_)));
-        let trees = Box::new(trees);
-        Interp { ops, chains, rets, insns: insns.into(), mode: program.mode(), eq_sets, trees, uses_mem }
+        let (trees, ladders) = (Box::new(trees), Box::new(ladders));
+        Interp { ops, chains, rets, insns: insns.into(), mode: program.mode(), eq_sets, trees, ladders, uses_mem }
     }
 
     /// The mode the program was validated for.
@@ -185,8 +198,9 @@ impl Interp {
                 Step::LdEqSet { k, set, from, to, first } => {
                     format!("ld [{k}]; eq set #{set} @{from}..{to}{}", if first { ", first test first" } else { "" })
                 }
-                Step::Tree { tree } => format!("tree #{tree}"),
-                Step::LdTree { k, tree } => format!("ld [{k}]; tree #{tree}"),
+                Step::Tree { tree } => format!("tree #{}", tree & !tree::DIRECT),
+                Step::Ladder { hi, lo, ladder } => format!("ladder #{ladder} over [{hi}], [{lo}]"),
+                Step::LdTree { k, tree } => format!("ld [{k}]; tree #{}", tree & !tree::DIRECT),
                 Step::Test { index, then } => format!("test @{index} else {}", pc(then)),
                 Step::LdTest { k, index, then } => format!("ld [{k}]; test @{index} else {}", pc(then)),
                 Step::Range { from, lo, span, target, then } => {
@@ -209,6 +223,10 @@ impl Interp {
         if !self.trees.is_empty() {
             out.push_str("trees:\n");
             out.push_str(&self.trees.listing(pc));
+        }
+        if !self.ladders.is_empty() {
+            out.push_str("ladders:\n");
+            out.push_str(&self.ladders.listing(pc));
         }
         out
     }
@@ -449,6 +467,10 @@ impl Interp {
                     a = ctx.seccomp_word(u32::from(k));
                     pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
                 }
+                Step::Ladder { hi, lo, ladder } => {
+                    let (hi, lo) = (ctx.seccomp_word(u32::from(hi)), ctx.seccomp_word(u32::from(lo)));
+                    (pc, a) = Interp::ladder_exit(std::hint::black_box(self), ladder, hi, lo);
+                }
                 Step::RetK(k) => return k,
                 Step::RetA => return a,
             }
@@ -484,6 +506,15 @@ impl Interp {
             }
         }
         self.eq_set_exit(set, a, from)
+    }
+}
+
+impl Interp {
+    /// [`ladder::exit`] out of line, from `&self`, as
+    /// [`Interp::tree_exit`].
+    #[inline(never)]
+    fn ladder_exit(&self, ladder: u16, hi: u32, lo: u32) -> (usize, u32) {
+        ladder::exit(&self.ladders, ladder, hi, lo)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::isa::op::AluOp;
 use super::chains::{ChainBuilder, ChainExit, EntryBlock, Shapes, MIN_CHAIN, NOT_RET, RELOAD, SAME, WINDOW};
 use super::ops::{alu_code, Kind, SOp, EQ, GE, GT, LE, LT, NE, RA, RK, RT, RX, SET};
 use super::subset::Subset;
-use super::trees::Trees;
+use super::trees::{Trees, DIRECT};
 use super::SeccompProg;
 
 /// A chain entry (a pc where the rest of a chain is what execution does),
@@ -71,6 +71,14 @@ impl Subset {
                 }
             }
         }
+        // Argument ladders: chains stop at their starts too, and leave to
+        // the ladder's op there.
+        let ladders = super::ladders::find(&shapes, n);
+        for l in ladders.all() {
+            if let Some(t) = tree_starts.get_mut(l.start) {
+                *t = true;
+            }
+        }
         // Chains on an unknown r0, entered at each compare they run through.
         let mut covered = tree_starts.clone();
         // Per pc that is a chain entry: where its chain is (for links).
@@ -126,7 +134,10 @@ impl Subset {
         // search the tree's table. Nothing links to them (a link would
         // scan the root's chain instead of searching).
         for (tree, &root) in trees.roots().iter().enumerate() {
-            let tree = u32::try_from(tree).ok()?;
+            // The op's tree index says whether the tree has a direct table
+            // (`Trees::exit`), so that the others' runs skip its check.
+            let direct = if trees.direct(tree) { DIRECT } else { 0 };
+            let tree = u32::try_from(tree).ok().filter(|&t| t < DIRECT)? | direct;
             let op = SOp { kind: Kind::Tree, dst: RA, src: RK, aux: 0, target: tree, imm: 0 };
             if let (Some(o), Some(e)) = (ops.get_mut(root), entry_at.get_mut(root)) {
                 (*o, *e) = (op, None);
@@ -135,6 +146,13 @@ impl Subset {
             let Some(&l) = base.get(load).filter(|l| l.kind == Kind::LdCtx && l.dst == RA) else { continue };
             if let (Some(o), Some(e)) = (ops.get_mut(load), entry_at.get_mut(load)) {
                 (*o, *e) = (SOp { kind: Kind::LdTree, aux: l.aux, ..op }, None);
+            }
+        }
+        for (i, l) in ladders.all().iter().enumerate() {
+            let target = u32::try_from(i).ok()?;
+            let op = SOp { kind: Kind::Ladder, dst: RA, src: l.lo, aux: l.hi, target, imm: 0 };
+            if let (Some(o), Some(e)) = (ops.get_mut(l.start), entry_at.get_mut(l.start)) {
+                (*o, *e) = (op, None);
             }
         }
         for pc in 0..n {
@@ -323,7 +341,7 @@ impl Subset {
         Some(SeccompProg {
             ops: ops.into_boxed_slice(),
             entries: entries.into_boxed_slice(),
-            chains: super::ChainTables { table: chains, eq_sets, trees },
+            chains: super::ChainTables { table: chains, eq_sets, trees, ladders },
             start,
             runner,
             runner_uncounted,

@@ -89,7 +89,16 @@
 //! where the walk leaves to, and the walk's jumped-over count (stored per
 //! interval; runs that do not count search a table with the intervals that
 //! leave to the same pc merged). Chain exits that land on a tree's root
-//! leave to it rather than link to its chain.
+//! leave to it rather than link to its chain. A tree of many intervals
+//! looks small values (system call numbers) up directly, one load instead
+//! of the search; its op's index says so (`trees::DIRECT`), so that the
+//! other trees' runs skip that check.
+//!
+//! A 32-bit argument ladder (Chromium's check of an argument's two words
+//! before each of several `==`: `chain::ladder`) is one op at its first
+//! round's load ([`Kind::Ladder`], module `ladders`): the check once, then
+//! the keys scanned; a counting run adds the instructions the rounds it
+//! ran did not execute. Chains stop at a ladder's start and leave to it.
 //!
 //! Besides chains: a context load fused
 //! with the compare after it (`w2 = K; if r0 <op> r2` or `if r0 <op> K`),
@@ -117,6 +126,7 @@
 
 mod chains;
 mod compile;
+mod ladders;
 mod ops;
 mod run;
 mod subset;
@@ -158,6 +168,8 @@ struct ChainTables {
     eq_sets: chain::EqSets,
     /// Breakpoint tables of the compare trees ([`Kind::Tree`]).
     trees: trees::Trees,
+    /// The 32-bit argument ladders ([`Kind::Ladder`]).
+    ladders: chain::ladder::Ladders<chains::ChainExit>,
 }
 
 impl SeccompProg {
@@ -181,8 +193,9 @@ impl SeccompProg {
                 Kind::LdEqSet => {
                     format!("w0 = word {}; eq set #{} @{} skip {}", o.aux, o.imm >> 32, o.target, o.imm as u32)
                 }
-                Kind::Tree => format!("tree #{}", o.target),
-                Kind::LdTree => format!("w0 = word {}; tree #{}", o.aux, o.target),
+                Kind::Tree => format!("tree #{}", o.target & !trees::DIRECT),
+                Kind::LdTree => format!("w0 = word {}; tree #{}", o.aux, o.target & !trees::DIRECT),
+                Kind::Ladder => format!("ladder #{} over words {}, {}", o.target, o.aux, o.src),
                 _ => continue,
             };
             out.push_str(&format!("{pc:4}: {line}\n"));
@@ -192,6 +205,14 @@ impl SeccompProg {
         if !self.chains.trees.is_empty() {
             out.push_str("trees:\n");
             out.push_str(&self.chains.trees.listing());
+        }
+        if !self.chains.ladders.is_empty() {
+            out.push_str("ladders:\n");
+            // Printed as a chain test's exit is.
+            let name = |exit| {
+                chain::Record::leaving(&chains::LinkedTest { exit, lo: 0, span: 0, mask: 0, _pad: 0 }).to_string()
+            };
+            out.push_str(&self.chains.ladders.listing(name));
         }
         out
     }

@@ -123,6 +123,15 @@ pub(super) enum Kind {
     MovJlt,
     MovJle,
     MovJset,
+    /// The first round of a 32-bit argument ladder (`chain::ladder`) over
+    /// context words `aux` (high) and `src` (low): go where running its
+    /// rounds leaves to, found in ladder `target` of
+    /// [`super::ladders::Ladders`], with r0 the word loaded last.
+    // Last, its arm too: measured with functions and branch targets
+    // aligned (so that code placement cannot decide), the kind inserted
+    // after `LdTree` slowed the tree ops of libseccomp's opt2 filters by
+    // a quarter; here every row is even or faster.
+    Ladder,
 }
 
 /// One compiled instruction (16 bytes): `aux` is the ALU operation, the

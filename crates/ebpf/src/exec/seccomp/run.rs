@@ -428,6 +428,12 @@ impl SeccompProg {
                     pc += 1;
                     jcc!(a, t, op.target, |l, r| l & r != 0)
                 }
+                Kind::Ladder => {
+                    let (hi, lo) = (word(data, op.aux) as u32, word(data, op.src) as u32);
+                    let exit;
+                    (exit, a) = ladder_exit::<COUNT>(tables, op.target, hi, lo);
+                    leave!(exit)
+                }
             }
             pc += 1;
         }
@@ -447,6 +453,14 @@ static NOWHERE_TEST: LinkedTest = LinkedTest { exit: ChainExit::NOWHERE, lo: 0, 
 fn eq_set_exit<'t>(tables: &'t ChainTables, op: &SOp, x: u32) -> &'t ChainExit {
     let (set, from) = ((op.imm >> 32) as u16, op.target as usize);
     &tables.eq_sets.exit(&tables.table, set, x, from, &NOWHERE_TEST).exit
+}
+
+/// Where ladder `ladder` ([`Kind::Ladder`]) leaves for the words `hi` and
+/// `lo`, and r0 there ([`super::ladders::Ladders::exit`]). Out of line, as
+/// [`tree_exit`].
+#[inline(never)]
+fn ladder_exit<const COUNT: bool>(tables: &ChainTables, ladder: u32, hi: u32, lo: u32) -> (ChainExit, u64) {
+    super::ladders::exit::<COUNT>(&tables.ladders, ladder, hi, lo)
 }
 
 /// Where tree `tree` ([`Kind::Tree`]) leaves for `x`, its count from the

@@ -388,7 +388,9 @@ fn tree(keys: &[u32], jset_leaf: bool) -> (Vec<Insn>, Vec<usize>) {
 fn linked_tree_chains_match_the_general_interpreter_from_every_node() {
     let mut failures = Vec::new();
     for n in [5usize, 8, 9, 13, 16, 17, 24, 31, 40] {
-        let keys: Vec<u32> = (0..n as u32).map(|k| 3 * k + if k % 4 == 3 { 0x8000_0000 } else { 10 }).collect();
+        // Keys past any direct table (`chain::DENSE_BYTES`): the measured
+        // policy then keeps these trees as linked chains.
+        let keys: Vec<u32> = (0..n as u32).map(|k| 3 * k + if k % 4 == 3 { 0x8000_0000 } else { 0x1_0000 }).collect();
         let mut keys = keys;
         keys.sort_unstable();
         let consts: Vec<u32> = keys.iter().copied().chain([1, 2, 100, 0xffff_fff0]).collect();
@@ -465,6 +467,10 @@ fn a_chain_that_runs_into_a_tree_leaves_to_its_search() {
         let kinds = (prog.ops.get(reload).map(|o| o.kind), prog.ops.get(root).map(|o| o.kind));
         if kinds != (Some(Kind::LdTree), Some(Kind::Tree)) {
             failures.push(format!("n {n}: reload and root are {kinds:?}"));
+        }
+        // Small keys, 2n + 1 intervals: the tree has a direct table.
+        if prog.ops.get(root).is_none_or(|o| o.target & super::trees::DIRECT == 0) {
+            failures.push(format!("n {n}: no direct table\n{}", prog.chain_listing()));
         }
         // The check's ladder (from the load at body[0]) ends at the reload:
         // its two tests stay plain ops. Walking on into the root's nodes,
@@ -629,6 +635,86 @@ fn masked_compares_after_a_load_run_as_one_op_from_every_entry() {
         let consts = [k, k | !mask, mask, k & mask, !mask];
         for start in 0..3 {
             failures.extend(differences(&format!("case {case} entry {start}"), &head(start, &body), &words(&consts)));
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// A converted 32-bit argument ladder (`chain::ladder`, Chromium's rules)
+/// over words 7 (high) and 6 (low): each round as `bpf_convert_filter()`
+/// writes it (`jeq #0xffffffff` as `w2 = K; if r0 != r2`, the `jset` as a
+/// jump and a `ja`, negative keys loaded into r2), hits to `w0 = K;
+/// exit`, misses and rejects to an `exit` of r0. Entered at the body's
+/// start (a ladder op), at a later round and in the middle of the first:
+/// results and executed counts as the general interpreter's, counting or
+/// not.
+#[test]
+fn argument_ladders_match_the_general_interpreter() {
+    let mut failures = Vec::new();
+    for keys in [&[5u32][..], &[3, 0x8000_0001], &[1, 0x40a, 0xffff_fff0, 7, 0, 2]] {
+        // Each instruction with its absolute target, if it jumps (fixed up
+        // below).
+        let mut body: Vec<(Insn, Option<usize>)> = Vec::new();
+        let (mut starts, n) = (Vec::new(), keys.len());
+        let round_len = |k: u32| if k > 0x7fff_ffff { 11 } else { 10 };
+        let end: usize = keys.iter().map(|&k| round_len(k)).sum::<usize>() + 1;
+        let (hit, miss, reject) = (end, end + 2, end + 3);
+        let (load_hi, load_lo) = (i(0x61, 0, 6, 28, 0), i(0x61, 0, 6, 24, 0));
+        for (i_round, &k) in keys.iter().enumerate() {
+            let r = body.len();
+            starts.push(r);
+            body.extend([
+                (load_hi, None),
+                (i(0x15, 0, 0, 0, 0), Some(r + 8)),
+                (i(0xb4, 2, 0, 0, -1), None),
+                (i(0x5d, 0, 2, 0, 0), Some(reject)),
+                (load_lo, None),
+                (i(0xb4, 2, 0, 0, i32::MIN), None),
+                (i(0x4d, 0, 2, 0, 0), Some(r + 8)),
+                (i(0x05, 0, 0, 0, 0), Some(reject)),
+                (load_lo, None),
+            ]);
+            if k > 0x7fff_ffff {
+                body.extend([(i(0xb4, 2, 0, 0, k as i32), None), (i(0x1d, 0, 2, 0, 0), Some(hit))]);
+            } else {
+                body.push((i(0x15, 0, 0, 0, k as i32), Some(hit)));
+            }
+            // The last round's miss through a `ja`.
+            if i_round + 1 == n {
+                body.push((i(0x05, 0, 0, 0, 0), Some(miss)));
+            }
+        }
+        assert_eq!(body.len(), end);
+        let ends = [i(0xb4, 0, 0, 0, 0x7fff_0000), i(0x95, 0, 0, 0, 0), i(0x95, 0, 0, 0, 0), i(0x95, 0, 0, 0, 0)];
+        body.extend(ends.map(|e| (e, None)));
+        let body: Vec<Insn> = body
+            .iter()
+            .enumerate()
+            .map(|(pc, &(insn, to))| match to {
+                Some(t) => Insn { off: (t - pc - 1) as i16, ..insn },
+                None => insn,
+            })
+            .collect();
+        let mut los: Vec<u32> = vec![0, 2, 0x7fff_ffff, 0x8000_0000, u32::MAX];
+        los.extend(keys.iter().flat_map(|&k| [k.wrapping_sub(1), k, k.wrapping_add(1)]));
+        for entry in [0, 4, 8, starts[n - 1]] {
+            let p = head(entry, &body);
+            let prog = compile(&p).unwrap();
+            let ladder = prog.ops.get(6).is_some_and(|o| o.kind == Kind::Ladder);
+            if ladder != (n >= chain::ladder::MIN_ROUNDS) {
+                failures.push(format!("{keys:x?}: ladder op {ladder}\n{}", prog.chain_listing()));
+            }
+            let named: Vec<(String, [u8; 64])> = [0u32, 1, 0x8000_0000, u32::MAX - 1, u32::MAX]
+                .iter()
+                .flat_map(|&hi| los.iter().map(move |&lo| (hi, lo)))
+                .map(|(hi, lo)| {
+                    let mut d = data(0, u32::from(entry != 0));
+                    d[24..28].copy_from_slice(&lo.to_le_bytes());
+                    d[28..32].copy_from_slice(&hi.to_le_bytes());
+                    (format!("{keys:x?} entry {entry} hi {hi:#x} lo {lo:#x}"), d)
+                })
+                .collect();
+            failures.extend(differences_on(&format!("{keys:x?} entry {entry}"), &p, &named));
         }
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));

@@ -27,6 +27,14 @@ use chain::{Leave, Policy, RangeTrees, Record};
 
 use super::chains::{ChainExit, LinkedTest, Shapes, NOT_RET};
 
+/// The bit of a [`Kind::Tree`](super::ops::Kind::Tree) op's tree index
+/// that says the tree has a direct table for its small values
+/// (`chain::RangeTrees::direct`), to look up there first; the other trees
+/// only search. A bit of the index rather than kinds of their own:
+/// measured (callgrind), the loop's code moved with two more kinds, and a
+/// check of the table's own bound cost the trees without one 3%.
+pub(super) const DIRECT: u32 = 1 << 31;
+
 /// The breakpoint tables of a program's compare trees; tree `i` is the
 /// `i`-th root in both.
 #[derive(Debug, Clone, Default)]
@@ -84,14 +92,28 @@ impl Trees {
         self.counted.roots()
     }
 
-    /// Where tree `tree` leaves to for `x`: with the exact jumped-over
-    /// count from the root when `COUNT`, else with the pc and return only.
-    /// [`ChainExit::NOWHERE`] for a tree that does not exist (never: tree
-    /// ops are made for the trees).
+    /// Where tree `tree` (an index with [`DIRECT`]) leaves to for `x`: with
+    /// the exact jumped-over count from the root when `COUNT`, else with
+    /// the pc and return only, from the direct table first for a tree with
+    /// [`DIRECT`] (the counted table, whose entries may differ, is always
+    /// asked both ways). [`ChainExit::NOWHERE`] for a tree that does not
+    /// exist (never: tree ops are made for the trees).
     #[inline(always)]
     pub(super) fn exit<const COUNT: bool>(&self, tree: u32, x: u32) -> ChainExit {
-        let table = if COUNT { &self.counted } else { &self.merged };
-        table.outcome(tree as usize, x).unwrap_or(ChainExit::NOWHERE)
+        let found = if COUNT {
+            self.counted.outcome((tree & !DIRECT) as usize, x)
+        } else if tree & DIRECT != 0 {
+            self.merged.outcome((tree & !DIRECT) as usize, x)
+        } else {
+            self.merged.searched_outcome(tree as usize, x)
+        };
+        found.unwrap_or(ChainExit::NOWHERE)
+    }
+
+    /// Whether tree `tree`'s table for runs that do not count has a direct
+    /// table for small values (its op's index then has [`DIRECT`]).
+    pub(super) fn direct(&self, tree: usize) -> bool {
+        self.merged.direct(tree)
     }
 
     /// One line per tree, then one per interval (`lo..=hi -> pc N`,

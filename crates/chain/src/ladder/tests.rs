@@ -1,0 +1,289 @@
+#![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+use super::*;
+use crate::Compare;
+use test_data::rng::Rng;
+
+/// A toy program: loads of a word into `x`, compares of `x` with
+/// absolute targets, `ja`, and anything else (which ends a run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Insn {
+    Ld(u8),
+    /// The load of a compare's constant into a register (eBPF's `w2 = K`
+    /// before a compare of a negative `K`): part of the compare after it.
+    Mov,
+    Cmp(Cond, u64, usize, usize),
+    Ja(usize),
+    Other,
+}
+
+#[derive(Debug)]
+struct Prog(Vec<Insn>);
+
+impl Code for Prog {
+    fn compare(&self, pc: usize) -> Option<Compare> {
+        let jump_pc = if self.0.get(pc) == Some(&Insn::Mov) { pc + 1 } else { pc };
+        match *self.0.get(jump_pc)? {
+            Insn::Cmp(cond, value, taken, fall) => Some(Compare { cond, value, jump_pc, taken, fall }),
+            _ => None,
+        }
+    }
+    /// Past `ja`s, with the instructions they jump over (as the trait
+    /// says: not the `ja`s themselves).
+    fn resolve(&self, mut pc: usize) -> (usize, u32) {
+        let mut over = 0;
+        while let Some(&Insn::Ja(to)) = self.0.get(pc) {
+            over += (to - pc - 1) as u32;
+            pc = to;
+        }
+        (pc, over)
+    }
+    fn reloads(&self, pc: usize, word: u8) -> bool {
+        self.0.get(pc) == Some(&Insn::Ld(word))
+    }
+    fn ret_k(&self, _: usize) -> Option<u64> {
+        None
+    }
+}
+
+impl Prog {
+    /// Every pc a run from `pc` visits, with `x` on arriving there, up to
+    /// and including the instruction that ends it; `words[w]` is word `w`.
+    fn path(&self, mut pc: usize, words: &[u32; 8]) -> Vec<(usize, u32)> {
+        let mut x = 0;
+        let mut out = Vec::new();
+        loop {
+            out.push((pc, x));
+            match self.0.get(pc) {
+                Some(&Insn::Ld(w)) => {
+                    x = words[usize::from(w)];
+                    pc += 1;
+                }
+                Some(&Insn::Cmp(cond, v, t, f)) => pc = if cond.eval(u64::from(x), v) { t } else { f },
+                Some(&Insn::Ja(to)) => pc = to,
+                Some(&Insn::Mov) => pc += 1,
+                _ => return out,
+            }
+        }
+    }
+
+    /// Appends one round at the end (module docs) over words `hi` and
+    /// `lo`, the targets absolute; returns its start.
+    fn round(&mut self, hi: u8, lo: u8, key: u64, hit: usize, miss: usize, reject: usize) -> usize {
+        let r = self.0.len();
+        self.0.extend([
+            Insn::Ld(hi),
+            Insn::Cmp(Cond::Eq, 0, r + 5, r + 2),
+            Insn::Cmp(Cond::Eq, 0xffff_ffff, r + 3, reject),
+            Insn::Ld(lo),
+            Insn::Cmp(Cond::Set, 0x8000_0000, r + 5, reject),
+            Insn::Ld(lo),
+            Insn::Cmp(Cond::Eq, key, hit, miss),
+        ]);
+        r
+    }
+}
+
+/// Chromium's `fcntl` rule in miniature: `keys` rounds over words 7 and 6
+/// from pc 0, each hit to `hit`, the last miss to `miss`, rejects to
+/// `reject` (three `Other`s past the rounds, in that order).
+fn ladder_prog(keys: &[u64]) -> (Prog, [usize; 3]) {
+    let end = 7 * keys.len();
+    let (hit, miss, reject) = (end, end + 1, end + 2);
+    let mut p = Prog(Vec::new());
+    for (i, &k) in keys.iter().enumerate() {
+        let next = if i + 1 == keys.len() { miss } else { 7 * (i + 1) };
+        p.round(7, 6, k, hit, next, reject);
+    }
+    p.0.extend([Insn::Other; 3]);
+    (p, [hit, miss, reject])
+}
+
+/// The high and low words tried: around each key, and every kind of high
+/// word.
+fn inputs(keys: &[u32]) -> Vec<(u32, u32)> {
+    let mut los: Vec<u32> = vec![0, 1, 0x7fff_ffff, 0x8000_0000, 0x8000_0001, u32::MAX];
+    for &k in keys {
+        los.extend([k.wrapping_sub(1), k, k.wrapping_add(1)]);
+    }
+    let his = [0, 1, 0x7fff_ffff, 0x8000_0000, u32::MAX - 1, u32::MAX];
+    his.iter().flat_map(|&h| los.iter().map(move |&l| (h, l))).collect()
+}
+
+/// Every ladder of `prog` leaves where running it from its start leaves:
+/// the pc, the value there, and the rounds entered on the way.
+fn check(prog: &Prog, ladders: &[Ladder]) {
+    // The interpreters' table of them answers alike (its outcomes: pcs).
+    let table = Ladders::build(prog, prog.0.len(), Some);
+    assert_eq!(table.all(), ladders);
+    for (index, ladder) in ladders.iter().enumerate() {
+        let keys: Vec<u32> = ladder.rounds.iter().map(|r| r.key).collect();
+        let starts: Vec<usize> = ladder.rounds.iter().map(|r| r.start).collect();
+        for (hi, lo) in inputs(&keys) {
+            let mut words = [0u32; 8];
+            (words[usize::from(ladder.hi)], words[usize::from(ladder.lo)]) = (hi, lo);
+            let path = prog.path(ladder.start, &words);
+            let leave = ladder.leave(hi, lo);
+            let at = path.iter().position(|&(pc, _)| pc == leave.pc);
+            let Some(at) = at else { panic!("hi={hi:#x} lo={lo:#x}: {leave:?} not on {path:?}\n{ladder:?}") };
+            assert_eq!(path[at].1, leave.value, "hi={hi:#x} lo={lo:#x}: {leave:?}\n{ladder:?}");
+            let entered = path[..at].iter().filter(|(pc, _)| starts.contains(pc)).count();
+            assert_eq!(entered, leave.rounds, "hi={hi:#x} lo={lo:#x}: {leave:?}\n{ladder:?}");
+            assert_eq!(at as u64, leave.executed, "hi={hi:#x} lo={lo:#x}: {leave:?}\n{ladder:?}");
+            assert_eq!(leave.check, Check::of(hi, lo));
+            assert_eq!(table.exit(index, hi, lo), Some((leave.pc, leave.value)));
+            assert_eq!(table.leave(index, hi, lo), Some((leave.pc, leave)));
+        }
+    }
+}
+
+#[test]
+fn chromiums_rounds_are_one_ladder_that_leaves_as_they_run() {
+    let keys = [3u64, 1, 0x40a, 2, 6, 7, 5, 0, 0x406, 0x8000_0004];
+    let (prog, [hit, miss, reject]) = ladder_prog(&keys);
+    let ladders = find(&prog, prog.0.len());
+    assert_eq!(ladders.len(), 1, "{ladders:?}");
+    let l = &ladders[0];
+    assert_eq!((l.start, l.hi, l.lo, l.reject, l.miss), (0, 7, 6, reject, miss));
+    let want: Vec<(usize, u32, usize)> = keys.iter().enumerate().map(|(i, &k)| (7 * i, k as u32, hit)).collect();
+    assert_eq!(l.rounds.iter().map(|r| (r.start, r.key, r.hit)).collect::<Vec<_>>(), want);
+    check(&prog, &ladders);
+    // The deepest input: a sign-extended value that is no key runs every
+    // round.
+    let deepest = Leave { pc: miss, value: 0x8000_0000, check: Check::Signed, rounds: 10, executed: 70 };
+    assert_eq!(l.leave(u32::MAX, 0x8000_0000), deepest);
+    let rejected = Leave { pc: reject, value: 5, check: Check::RejectHigh, rounds: 1, executed: 3 };
+    assert_eq!(l.leave(5, 3), rejected);
+}
+
+#[test]
+fn the_converted_shape_is_a_ladder_with_its_own_counts() {
+    // What the eBPF converter makes of the rounds: `jeq #0xffffffff` whose
+    // true side falls through as `w2 = K; if r0 != r2`, the `jset` as a
+    // jump and a `ja` to its false side, negative keys loaded first.
+    let keys = [3u64, 0x8000_0001, 7, 0xffff_fff0];
+    let mut p = Prog(Vec::new());
+    let (mut starts, mut fix) = (Vec::new(), Vec::new());
+    for &k in &keys {
+        let r = p.0.len();
+        starts.push(r);
+        p.0.extend([
+            Insn::Ld(7),
+            Insn::Cmp(Cond::Eq, 0, r + 8, r + 2),
+            Insn::Mov,
+            Insn::Cmp(Cond::Ne, 0xffff_ffff, 0, r + 4),
+            Insn::Ld(6),
+            Insn::Mov,
+            Insn::Cmp(Cond::Set, 0x8000_0000, r + 8, r + 7),
+            Insn::Ja(0),
+            Insn::Ld(6),
+        ]);
+        if k > 0x7fff_ffff {
+            p.0.push(Insn::Mov);
+        }
+        fix.push(p.0.len());
+        p.0.push(Insn::Cmp(Cond::Eq, k, 0, 0));
+    }
+    let end = p.0.len();
+    let (hit, miss, reject) = (end, end + 1, end + 2);
+    p.0.extend([Insn::Other; 3]);
+    for (i, &r) in starts.iter().enumerate() {
+        p.0[r + 3] = Insn::Cmp(Cond::Ne, 0xffff_ffff, reject, r + 4);
+        p.0[r + 7] = Insn::Ja(reject);
+        let next = starts.get(i + 1).copied().unwrap_or(miss);
+        p.0[fix[i]] = Insn::Cmp(Cond::Eq, keys[i], hit, next);
+    }
+    let ladders = find(&p, p.0.len());
+    assert_eq!(ladders.len(), 1, "{ladders:?}");
+    assert_eq!((ladders[0].reject, ladders[0].miss, ladders[0].rounds.len()), (reject, miss, 4));
+    let first = ladders[0].rounds[0].costs;
+    let want = Costs { zero: 4, signed: 9, reject_high: 4, reject_sign: 8, hit: 0, miss: 0 };
+    assert_eq!(first, want);
+    check(&p, &ladders);
+}
+
+#[test]
+fn a_round_of_another_shape_ends_the_ladder() {
+    // Each mutation of the third round's check: the ladder is the first
+    // two rounds (the third starts a ladder of its own with the rest
+    // when it is still a round).
+    type Mutation = fn(&mut Vec<Insn>, usize);
+    let mutations: [(&str, Mutation); 6] = [
+        ("another high word", |p, r| p[r] = Insn::Ld(5)),
+        ("another low word", |p, r| p[r + 5] = Insn::Ld(4)),
+        ("another sign bit", |p, r| p[r + 4] = Insn::Cmp(Cond::Set, 0x4000_0000, r + 5, 23)),
+        ("another reject", |p, r| p[r + 2] = Insn::Cmp(Cond::Eq, 0xffff_ffff, r + 3, 22)),
+        ("a range compare", |p, r| p[r + 6] = Insn::Cmp(Cond::Ge, 9, 21, r + 7)),
+        ("the sign check passing elsewhere", |p, r| p[r + 4] = Insn::Cmp(Cond::Set, 0x8000_0000, r + 6, 23)),
+    ];
+    for (what, mutate) in mutations {
+        let (mut prog, _) = ladder_prog(&[10, 11, 12]);
+        mutate(&mut prog.0, 14);
+        let ladders = find(&prog, prog.0.len());
+        assert_eq!(ladders.len(), 1, "{what}: {ladders:?}");
+        assert_eq!(ladders[0].rounds.len(), 2, "{what}: {ladders:?}");
+        assert_eq!(ladders[0].miss, 14, "{what}");
+        check(&prog, &ladders);
+    }
+    // A single round is no ladder.
+    let (prog, _) = ladder_prog(&[10]);
+    assert!(find(&prog, prog.0.len()).is_empty());
+}
+
+#[test]
+fn random_ladders_leave_as_they_run() {
+    let mut rng = Rng(0x5851_f42d_4c95_7f2d);
+    let mut ladders_seen = 0;
+    for case in 0..500 {
+        // Rounds over two of three words, each hit and miss anywhere
+        // forward (another round, the end), rejects to one of two pcs,
+        // `ja` trampolines on some misses; some rounds broken.
+        let rounds = 1 + rng.below(8);
+        let mut prog = Prog(Vec::new());
+        let mut starts = Vec::new();
+        for i in 0..rounds {
+            let hi = if rng.below(6) == 0 { 2 } else { 7 };
+            let key = [0, 1, 3, 0x8000_0000, u64::from(rng.next_u64() as u32)][rng.below(5)];
+            let start = prog.round(hi, 6, key, 0, 0, 0);
+            starts.push(start);
+            if rng.below(8) == 0 && i + 1 < rounds {
+                prog.0.push(Insn::Ja(0));
+            }
+            if rng.below(10) == 0 {
+                prog.0[start + 4] = Insn::Cmp(Cond::Set, 0x8000_0000, start + 5, 0);
+            }
+        }
+        let end = prog.0.len();
+        prog.0.extend([Insn::Other; 4]);
+        // Fix the targets: forward only.
+        for (i, &s) in starts.iter().enumerate() {
+            let next = starts.get(i + 1).copied().unwrap_or(end);
+            let pick = |rng: &mut Rng| if rng.below(3) == 0 { end + rng.below(4) } else { next + rng.below(2) * 5 };
+            let (hit, reject) = (pick(&mut rng), end + 2 + rng.below(2));
+            let miss = if rng.below(5) == 0 { end + rng.below(2) } else { next };
+            let miss = if prog.0.get(s + 7) == Some(&Insn::Ja(0)) {
+                prog.0[s + 7] = Insn::Ja(miss);
+                s + 7
+            } else {
+                miss
+            };
+            let (eq0, ones, set, cmp) = (prog.0[s + 1], prog.0[s + 2], prog.0[s + 4], prog.0[s + 6]);
+            let Insn::Cmp(_, _, pass, _) = eq0 else { unreachable!() };
+            let Insn::Cmp(_, _, to_set, _) = ones else { unreachable!() };
+            let Insn::Cmp(c, v, set_pass, _) = set else { unreachable!() };
+            let Insn::Cmp(_, key, _, _) = cmp else { unreachable!() };
+            prog.0[s + 2] = Insn::Cmp(Cond::Eq, 0xffff_ffff, to_set, reject);
+            prog.0[s + 4] = Insn::Cmp(c, v, set_pass, if case % 7 == 0 { end } else { reject });
+            prog.0[s + 6] = Insn::Cmp(Cond::Eq, key, hit.max(s + 7), miss.max(s + 7));
+            let _ = pass;
+        }
+        let ladders = find(&prog, prog.0.len());
+        ladders_seen += ladders.len();
+        for l in &ladders {
+            assert!(l.rounds.len() >= MIN_ROUNDS);
+            assert!(l.rounds.windows(2).all(|w| w[0].start < w[1].start), "{l:?}");
+        }
+        check(&prog, &ladders);
+    }
+    assert!(ladders_seen > 150, "only {ladders_seen} ladders");
+}
