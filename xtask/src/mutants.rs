@@ -29,7 +29,7 @@ pub struct Target {
 }
 
 /// The kernel mirrors and their test sets (see docs/mutants.md for why each).
-pub const TARGETS: [Target; 5] = [
+pub const TARGETS: [Target; 6] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -55,6 +55,7 @@ pub const TARGETS: [Target; 5] = [
         tests: &["--lib", "--test", "conformance", "--test", "interp_unit", "--test", "op_roundtrip"],
     },
     Target { name: "chain", file: "crates/chain/src/lib.rs", package: "bpfconv-chain", tests: &["--lib"] },
+    Target { name: "ladder", file: "crates/chain/src/ladder.rs", package: "bpfconv-chain", tests: &["--lib"] },
 ];
 
 /// The outcome counts of one run, read from `mutants.out/`.

@@ -269,7 +269,7 @@ pub fn find(code: &impl Code, n: usize) -> Vec<Ladder> {
         let miss = loop {
             rounds.push(at.3);
             match found.get(at.4) {
-                // Misses go forward (to a higher pc), so this ends.
+                // Only forward misses, at most MAX_ROUNDS: the walk ends.
                 Some(Some(next)) if same(at, next) && next.3.start > at.3.start && rounds.len() < MAX_ROUNDS => {
                     at = next;
                 }

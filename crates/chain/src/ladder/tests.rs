@@ -208,8 +208,10 @@ fn a_round_of_another_shape_ends_the_ladder() {
     // two rounds (the third starts a ladder of its own with the rest
     // when it is still a round).
     type Mutation = fn(&mut Vec<Insn>, usize);
-    let mutations: [(&str, Mutation); 6] = [
+    let mutations: [(&str, Mutation); 7] = [
         ("another high word", |p, r| p[r] = Insn::Ld(5)),
+        // `!=` stands for `==` with its sides swapped, for no other test.
+        ("a sign test of `!=`", |p, r| p[r + 4] = Insn::Cmp(Cond::Ne, 0x8000_0000, 23, r + 5)),
         ("another low word", |p, r| p[r + 5] = Insn::Ld(4)),
         ("another sign bit", |p, r| p[r + 4] = Insn::Cmp(Cond::Set, 0x4000_0000, r + 5, 23)),
         ("another reject", |p, r| p[r + 2] = Insn::Cmp(Cond::Eq, 0xffff_ffff, r + 3, 22)),
@@ -286,4 +288,86 @@ fn random_ladders_leave_as_they_run() {
         check(&prog, &ladders);
     }
     assert!(ladders_seen > 150, "only {ladders_seen} ladders");
+}
+
+#[test]
+fn counts_take_every_ja_on_the_way() {
+    // Two rounds with a `ja` trampoline on every edge of the first (two on
+    // some): each way through the round counts the ones it runs.
+    let mut p = Prog(vec![Insn::Other; 40]);
+    let (hit, miss, reject) = (37, 38, 39);
+    let r = 0;
+    p.0[r] = Insn::Ld(7);
+    p.0[r + 1] = Insn::Cmp(Cond::Eq, 0, r + 2, r + 3);
+    p.0[r + 2] = Insn::Ja(r + 14); // zero -> P
+    p.0[r + 3] = Insn::Ja(r + 4); // fall -> the second compare
+    p.0[r + 4] = Insn::Cmp(Cond::Eq, 0xffff_ffff, r + 5, r + 12);
+    p.0[r + 5] = Insn::Ja(r + 7); // -> the low word's load
+    p.0[r + 7] = Insn::Ld(6);
+    p.0[r + 8] = Insn::Cmp(Cond::Set, 0x8000_0000, r + 9, r + 10);
+    p.0[r + 9] = Insn::Ja(r + 14); // sign -> P
+    p.0[r + 10] = Insn::Ja(r + 11); // no sign -> reject, through two
+    p.0[r + 11] = Insn::Ja(reject);
+    p.0[r + 12] = Insn::Ja(r + 13); // high -> reject, through two
+    p.0[r + 13] = Insn::Ja(reject);
+    p.0[r + 14] = Insn::Ld(6);
+    p.0[r + 15] = Insn::Cmp(Cond::Eq, 5, r + 16, r + 17);
+    p.0[r + 16] = Insn::Ja(hit);
+    p.0[r + 17] = Insn::Ja(20); // miss -> the next round
+    p.round(7, 6, 9, hit, miss, reject); // at 40: moved below
+    let second: Vec<Insn> = p.0.drain(40..).collect();
+    for (i, insn) in second.into_iter().enumerate() {
+        // Shift the second round's own targets from 40 to 20.
+        p.0[20 + i] = match insn {
+            Insn::Cmp(c, v, t, f) => {
+                Insn::Cmp(c, v, if t >= 40 { t - 20 } else { t }, if f >= 40 { f - 20 } else { f })
+            }
+            other => other,
+        };
+    }
+    let ladders = find(&p, p.0.len());
+    assert_eq!(ladders.len(), 1, "{ladders:?}");
+    let want = Costs { zero: 5, signed: 10, reject_high: 6, reject_sign: 9, hit: 1, miss: 1 };
+    assert_eq!(ladders[0].rounds[0].costs, want);
+    check(&p, &ladders);
+}
+
+#[test]
+fn a_ladder_ends_at_a_backward_miss_and_at_its_size_bound() {
+    // A round that misses to its own start (no program's jumps go back,
+    // but the walk must still end): one round, no ladder.
+    let (mut p, _) = ladder_prog(&[10, 11]);
+    p.0[13] = Insn::Cmp(Cond::Eq, 11, 14, 7);
+    let ladders = find(&p, p.0.len());
+    assert_eq!(ladders.len(), 1);
+    assert_eq!(ladders[0].rounds.len(), 2);
+    let mut p = Prog(Vec::new());
+    p.round(7, 6, 10, 8, 0, 9);
+    p.0.extend([Insn::Other; 3]);
+    assert!(find(&p, p.0.len()).is_empty());
+    // Past MAX_ROUNDS rounds the ladder ends; the rest has no start.
+    let keys: Vec<u64> = (0..MAX_ROUNDS as u64 + 3).collect();
+    let (p, _) = ladder_prog(&keys);
+    let ladders = find(&p, p.0.len());
+    assert_eq!(ladders.len(), 1);
+    assert_eq!(ladders[0].rounds.len(), MAX_ROUNDS);
+    assert_eq!(ladders[0].miss, 7 * MAX_ROUNDS);
+}
+
+#[test]
+fn the_table_lists_and_rewrites_its_outcomes() {
+    let (prog, [hit, miss, reject]) = ladder_prog(&[3, 0x40a]);
+    let mut table = Ladders::build(&prog, prog.0.len(), Some);
+    assert!(!table.is_empty());
+    assert!(Ladders::<usize>::default().is_empty());
+    let want =
+        format!("ladder #0 @0: 2 rounds, reject {reject}, miss {miss}\n  == 0x3 -> {hit}\n  == 0x40a -> {hit}\n");
+    assert_eq!(table.listing(|t| t.to_string()), want);
+    for t in table.outcomes_mut() {
+        *t += 100;
+    }
+    assert_eq!(table.exit(0, 0, 0x40a), Some((hit + 100, 0x40a)));
+    assert_eq!(table.exit(0, 0, 7), Some((miss + 100, 7)));
+    assert_eq!(table.exit(0, 9, 7), Some((reject + 100, 9)));
+    assert_eq!(table.exit(1, 0, 7), None);
 }

@@ -346,6 +346,7 @@ fn the_measured_policy_drops_a_sparse_balanced_tree_of_large_values() {
     assert_eq!(prog.trees_with(no_margin).roots(), [0]);
     assert_eq!(prog.trees().intervals(0).count(), 129);
     assert_eq!(prog.trees().directs[0].len, 0);
+    assert!(!prog.trees().direct(0));
 }
 
 #[test]
@@ -360,6 +361,7 @@ fn small_values_are_looked_up_directly() {
     assert_eq!(trees.roots(), [0]);
     let last = 3 * 63 + 2;
     assert_eq!(trees.directs[0].len, last);
+    assert!(trees.direct(0) && !trees.direct(1));
     assert!(trees
         .listing(|t| t.to_string())
         .starts_with(&format!("tree #0 @0: 129 intervals, direct below {last:#x}\n")));
@@ -638,4 +640,37 @@ fn outcomes_can_be_rewritten() {
     }
     assert_eq!(trees.outcome(0, 3), Some(131));
     assert_eq!(trees.outcome(0, 20), Some(132));
+}
+
+#[test]
+fn the_policy_counts_a_direct_cut_as_one_step() {
+    // Ten cuts, a table of 9 intervals (16 entries: 4 search steps), the
+    // margin 2: a direct cut costs 1 + 2, a searched one 4 + 2.
+    let shape = |steps, dense_cuts| Shape { depth: 5, branches: 2, steps, cuts: 10, dense_cuts, intervals: 9 };
+    let policy = Policy::default();
+    assert!(!policy.admits(shape(29, 10)));
+    assert!(policy.admits(shape(30, 10)));
+    assert!(!policy.admits(shape(59, 0)));
+    assert!(policy.admits(shape(60, 0)));
+    assert!(!policy.admits(shape(44, 5)));
+    assert!(policy.admits(shape(45, 5)));
+}
+
+#[test]
+fn direct_tables_start_at_eight_entries_and_fill_their_budget_exactly() {
+    // 7 intervals, padded to DENSE_MIN_LEN entries: a direct table.
+    let seven = bst_prog(&[1, 3, 5]);
+    assert_eq!(seven.trees().intervals(0).count(), 7);
+    assert_eq!(seven.trees().directs[0].len, 6);
+    // Trees whose direct tables are 1024 entries each (DENSE_BYTES of
+    // `usize` outcomes): the first MAX_DENSE_ENTRIES / 1024 fill the
+    // budget to the entry, the next searches.
+    let fits = DENSE_BYTES / std::mem::size_of::<usize>();
+    assert_eq!(fits, 1024);
+    let full = MAX_DENSE_ENTRIES / fits;
+    let prog = disjoint_trees(&[255, 511, 767, 1023], full + 1);
+    let trees = prog.trees();
+    assert!(trees.directs.iter().take(full).all(|d| d.len == 1024));
+    assert_eq!(trees.directs[full].len, 0);
+    assert_eq!(trees.dense.len(), MAX_DENSE_ENTRIES);
 }
