@@ -42,6 +42,13 @@ pub const MIN_ROUNDS: usize = 2;
 /// 4096-instruction program has at most 585 rounds of 7 instructions.
 pub const MAX_ROUNDS: usize = 1024;
 
+/// Rounds all ladders of a program may hold together. Ladders may share
+/// rounds (two rounds that miss to the same one each start a ladder with
+/// its tail), so without it a program built for that stores starts times
+/// tail rounds: 300 starts over a tail of 300 would be 90,000. Past it no
+/// further ladder is kept (their rounds run as written).
+pub const MAX_TOTAL_ROUNDS: usize = 1 << 15;
+
 /// A ladder of rounds over one argument (module docs): `pc`s are where
 /// outcomes resolve to (past `ja`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -241,9 +248,9 @@ fn round(code: &impl Code, pc: usize) -> Option<Found> {
 /// The ladders among the first `n` pcs of `code` (a pc past them is not
 /// looked at): maximal runs of at least [`MIN_ROUNDS`] rounds of one
 /// argument with one reject, each round's miss the next round's start, at
-/// most [`MAX_ROUNDS`] each, in order of their starts. A round no other
-/// round of the same argument misses to starts a ladder; every round
-/// belongs to at most one.
+/// most [`MAX_ROUNDS`] each and [`MAX_TOTAL_ROUNDS`] together, in order of
+/// their starts. A round no other round of the same argument misses to
+/// starts a ladder; a round two rounds miss to is in both their ladders.
 pub fn find(code: &impl Code, n: usize) -> Vec<Ladder> {
     let found: Vec<Option<Found>> = (0..n).map(|pc| round(code, pc)).collect();
     let same = |a: &Found, b: &Found| (a.0, a.1, a.2) == (b.0, b.1, b.2);
@@ -258,6 +265,7 @@ pub fn find(code: &impl Code, n: usize) -> Vec<Ladder> {
         }
     }
     let mut ladders = Vec::new();
+    let mut total = 0usize;
     for (start, f) in found.iter().enumerate() {
         let Some(first) = f else { continue };
         if entered.get(start).copied().unwrap_or(true) {
@@ -277,6 +285,10 @@ pub fn find(code: &impl Code, n: usize) -> Vec<Ladder> {
             }
         };
         if rounds.len() >= MIN_ROUNDS {
+            total += rounds.len();
+            if total > MAX_TOTAL_ROUNDS {
+                break;
+            }
             ladders.push(Ladder { start, hi, lo, reject, rounds, miss });
         }
     }

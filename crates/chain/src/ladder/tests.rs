@@ -371,3 +371,38 @@ fn the_table_lists_and_rewrites_its_outcomes() {
     assert_eq!(table.exit(0, 9, 7), Some((reject + 100, 9)));
     assert_eq!(table.exit(1, 0, 7), None);
 }
+
+#[test]
+fn ladders_that_share_a_tail_stay_within_the_total_bound() {
+    // 300 rounds that each miss to the first of a tail of 300: 300 ladders
+    // of 301 rounds would hold 90,300; the bound keeps whole ladders up to
+    // MAX_TOTAL_ROUNDS, and the kept ones leave as they run.
+    let (starts, tail) = (300, 300);
+    let end = 7 * (starts + tail);
+    let (hit, miss, reject) = (end, end + 1, end + 2);
+    let mut p = Prog(Vec::new());
+    for i in 0..starts + tail {
+        let next = if i < starts {
+            7 * starts
+        } else if i + 1 == starts + tail {
+            miss
+        } else {
+            7 * (i + 1)
+        };
+        p.round(7, 6, i as u64, hit, next, reject);
+    }
+    p.0.extend([Insn::Other; 3]);
+    let ladders = find(&p, p.0.len());
+    assert_eq!(ladders.len(), MAX_TOTAL_ROUNDS / (tail + 1));
+    assert!(ladders.iter().all(|l| l.rounds.len() == tail + 1));
+    assert!(ladders.iter().map(|l| l.rounds.len()).sum::<usize>() <= MAX_TOTAL_ROUNDS);
+    // The deepest input of a kept ladder: every round of it.
+    let mut words = [0u32; 8];
+    (words[7], words[6]) = (u32::MAX, 0x8000_0000);
+    for l in [&ladders[0], &ladders[ladders.len() - 1]] {
+        let path = p.path(l.start, &words);
+        let leave = l.leave(u32::MAX, 0x8000_0000);
+        assert_eq!(path.last().map(|&(pc, _)| pc), Some(miss));
+        assert_eq!((leave.pc, leave.executed), (miss, path.len() as u64 - 1));
+    }
+}

@@ -33,7 +33,9 @@ pub(super) fn exit<const COUNT: bool>(ladders: &Ladders<ChainExit>, ladder: u32,
         let (Some((mut exit, leave)), Some(l)) = (ladders.leave(ladder, hi, lo), ladders.all().get(ladder)) else {
             return (ChainExit::NOWHERE, 0);
         };
-        exit.skip = ((leave.pc - l.start) as u64 - leave.executed) as u32;
+        // Forward jumps: the pcs passed are at least the instructions run.
+        let passed = leave.pc.saturating_sub(l.start) as u64;
+        exit.skip = passed.saturating_sub(leave.executed) as u32;
         return (exit, u64::from(leave.value));
     }
     ladders.exit(ladder, hi, lo).map_or((ChainExit::NOWHERE, 0), |(exit, a)| (exit, u64::from(a)))
