@@ -267,7 +267,10 @@ fn the_default_deepest_input_is_as_deep_as_every_vector() {
 }
 
 /// The text layout: header, one row per input, `deepest` and `mix`, the
-/// notes. Numbers with a decimal point (timings) are masked as `#`.
+/// notes. Numbers with a decimal point (timings) are masked as `#`, and so
+/// is the header's count of rounds: the timing loop stops early past
+/// `--time`, so a loaded machine makes fewer (7 instead of 11 was seen
+/// while another build ran).
 #[test]
 fn text_layout_matches_the_golden_file() {
     let o = Command::new(BIN)
@@ -279,7 +282,7 @@ fn text_layout_matches_the_golden_file() {
     let masked: String = stdout(&o)
         .lines()
         .map(|l| {
-            let tokens: Vec<&str> = l
+            let mut tokens: Vec<&str> = l
                 .split(' ')
                 .filter(|t| !t.is_empty())
                 .map(|t| {
@@ -297,6 +300,9 @@ fn text_layout_matches_the_golden_file() {
                     }
                 })
                 .collect();
+            if let Some(at) = tokens.windows(3).position(|w| w[0] == "of" && w[2] == "rounds") {
+                tokens[at + 1] = "#";
+            }
             tokens.join(" ") + "\n"
         })
         .collect();
