@@ -2,7 +2,8 @@
 //! its own op at a tree's root).
 //!
 //! A compare tree is a region of a program that only compares the chain's
-//! value `x` with constants (`==`, `>`, `>=` and their negations, no `&`),
+//! value `x` with constants (`==`, `>`, `>=` and their negations, and `&`
+//! tests of a high mask, [`MAX_SET_BLOCKS`]),
 //! each outcome going to another compare of the region or leaving it:
 //! libseccomp's binary trees over the syscall number (`--opt 2`) and what
 //! our `optimize` emits, including `ja` trampolines between nodes
@@ -10,7 +11,8 @@
 //! region is left at a pc (its *outcome*) that depends on `x` alone, and
 //! only through the comparisons `x <cond> v`: it is constant between
 //! consecutive *cuts* `v` and `v + 1` of the region's constants (for each
-//! `v` below 2^32; a wider constant compares the same with every `x`).
+//! `v` below 2^32; a wider constant compares the same with every `x`) and
+//! the block starts of its `&` tests.
 //! (Only regions that branch: chains keep their scans and lookup tables.)
 //! So the region is a sorted table of the cuts, each with the outcome of
 //! the interval it starts, found by walking the region on the interval's
@@ -264,10 +266,28 @@ struct Node {
     fall_skip: u32,
 }
 
-/// The region compare at `pc`: a compare of `x` with a constant that is
-/// not a `&` test.
+/// A `&` test of a region splits the values into at most this many
+/// aligned blocks: `x & m != 0` is constant on each block of `2^t` values
+/// (`t` the trailing zeros of the mask's low 32 bits), so it adds at most
+/// `MAX_SET_BLOCKS - 1` cuts. Chromium's x32 test (`jset #0x40000000`)
+/// before its syscall tree makes 4 blocks; a low bit (OpenSSH's flag
+/// masks) would make millions, and ends the region as any other test.
+pub const MAX_SET_BLOCKS: u64 = 16;
+
+/// The block size of a `&` test with mask `m` on 32-bit values, as a
+/// power of two, if the test has at most [`MAX_SET_BLOCKS`] blocks (a mask
+/// of no low bit: one block, the test is always false).
+fn set_block_bits(m: u64) -> Option<u32> {
+    let low = m & u64::from(u32::MAX);
+    let bits = if low == 0 { 32 } else { low.trailing_zeros() };
+    (1u64 << (32 - bits) <= MAX_SET_BLOCKS).then_some(bits)
+}
+
+/// The region compare at `pc`: a compare of `x` with a constant, a `&`
+/// test only if its mask splits the values into few blocks
+/// ([`MAX_SET_BLOCKS`]).
 fn node(code: &impl Code, pc: usize) -> Option<Node> {
-    let c = code.compare(pc).filter(|c| c.cond != Cond::Set)?;
+    let c = code.compare(pc).filter(|c| c.cond != Cond::Set || set_block_bits(c.value).is_some())?;
     // From the jump (after the load of its constant, if the compare has
     // one) to where the outcome resolves, past `ja`s.
     let land = |to: usize| {
@@ -618,13 +638,17 @@ impl<T: Copy> Built<T> {
 /// over all cuts.
 type Walked = (Vec<(u32, Leave)>, usize);
 
-/// The region's cuts, ascending: 0, and each constant v below 2^32 and
-/// v + 1 (where the outcome of `==`, `>`, `>=` and their negations may
-/// change). At most `2 * compares + 1`.
+/// The region's cuts, ascending: 0, each constant v below 2^32 and v + 1
+/// (where the outcome of `==`, `>`, `>=` and their negations may change),
+/// and the start of each block of a `&` test ([`set_block_bits`]). At
+/// most `(2 + MAX_SET_BLOCKS) * compares + 1`.
 fn cuts_of(region: &[(usize, Node)]) -> Vec<u32> {
     let mut cuts: Vec<u32> = vec![0];
     for (_, n) in region {
-        if let Ok(v) = u32::try_from(n.value) {
+        if n.cond == Cond::Set {
+            let Some(bits) = set_block_bits(n.value).filter(|&b| b < 32) else { continue };
+            cuts.extend((1..1u64 << (32 - bits)).filter_map(|block| u32::try_from(block << bits).ok()));
+        } else if let Ok(v) = u32::try_from(n.value) {
             cuts.push(v);
             cuts.extend(v.checked_add(1));
         }

@@ -38,13 +38,20 @@ impl Code for Prog {
     }
 }
 
+/// Whether a compare belongs to a region: every range compare, and a `&`
+/// test whose mask's low 32 bits have no bit below bit 28 (at most 16
+/// blocks of values), written out here rather than asked of the module.
+fn in_region(cond: Cond, mask: u64) -> bool {
+    cond != Cond::Set || mask as u32 & 0x0fff_ffff == 0
+}
+
 impl Prog {
     /// Plain interpretation from `pc` until an instruction that is neither
-    /// a range compare nor a `ja` (or past the program).
+    /// a region compare ([`in_region`]) nor a `ja` (or past the program).
     fn run(&self, mut pc: usize, x: u32) -> usize {
         loop {
             match self.0.get(pc) {
-                Some(&Insn::Cmp(cond, v, t, f)) if cond != Cond::Set => {
+                Some(&Insn::Cmp(cond, v, t, f)) if in_region(cond, v) => {
                     pc = if cond.eval(u64::from(x), v) { t } else { f };
                 }
                 Some(&Insn::Ja(to)) => pc = to,
@@ -94,7 +101,7 @@ fn run_counted(prog: &Prog, mut pc: usize, x: u32) -> Leave {
     let mut skip = 0u32;
     loop {
         match prog.0.get(pc) {
-            Some(&Insn::Cmp(cond, v, t, f)) if cond != Cond::Set => {
+            Some(&Insn::Cmp(cond, v, t, f)) if in_region(cond, v) => {
                 let to = if cond.eval(u64::from(x), v) { t } else { f };
                 skip += (to - pc - 1) as u32;
                 pc = to;
@@ -673,4 +680,61 @@ fn direct_tables_start_at_eight_entries_and_fill_their_budget_exactly() {
     assert!(trees.directs.iter().take(full).all(|d| d.len == 1024));
     assert_eq!(trees.directs[full].len, 0);
     assert_eq!(trees.dense.len(), MAX_DENSE_ENTRIES);
+}
+
+/// Chromium's head: `jset #0x40000000` (the x32 bit) to a kill, else a
+/// syscall tree. With a high `&` test among its compares the region is
+/// rooted at the test, one table: the tree's intervals below 2^30, then a
+/// block per value of the top two bits.
+#[test]
+fn a_high_bit_test_before_a_tree_joins_its_table() {
+    let keys: Vec<u32> = (0..20).map(|i| i * 5 + 2).collect();
+    let n = 2 * keys.len() - 1;
+    // pc 0: the test; the tree from pc 1; hit at 1 + n, miss at 2 + n,
+    // kill at 3 + n.
+    let (hit, miss, kill) = (1 + n, 2 + n, 3 + n);
+    let mut insns = vec![Insn::Cmp(Cond::Set, 0x4000_0000, kill, 1)];
+    let mut tree = Vec::new();
+    bst(&keys, 1, hit, miss, &mut tree);
+    insns.extend(tree);
+    insns.extend([Insn::Other, Insn::Other, Insn::Other]);
+    let prog = Prog(insns);
+    let trees = prog.trees();
+    assert_eq!(trees.roots(), [0]);
+    let intervals: Vec<(u32, usize)> = trees.intervals(0).collect();
+    // The tree's 41 intervals, its last (past the last key) cut at 2^30.
+    assert_eq!(intervals.len(), 2 * keys.len() + 1 + 3);
+    let top = &intervals[intervals.len() - 4..];
+    assert_eq!(top, [(keys[19] + 1, miss), (0x4000_0000, kill), (0x8000_0000, miss), (0xc000_0000, kill)]);
+    check(&prog, &trees, &[0x3fff_ffff, 0xbfff_ffff, 0x4000_0000 + keys[3]]);
+    // The measured policy admits it too, with the tree's direct table.
+    let measured = prog.trees_with(Policy::default());
+    assert_eq!(measured.roots(), [0]);
+    assert!(measured.direct(0));
+    check(&prog, &measured, &[0x3fff_ffff, 0xbfff_ffff]);
+}
+
+/// A `&` test of a low bit (2^30 blocks) ends the region, as any test
+/// outside it: the tree behind it keeps its own root. Likewise a mask one
+/// bit too low for [`MAX_SET_BLOCKS`] (bit 27: 32 blocks).
+#[test]
+fn a_low_bit_test_stays_outside_the_table() {
+    let keys: Vec<u32> = (0..20).map(|i| i * 5 + 2).collect();
+    let n = 2 * keys.len() - 1;
+    let prog = |mask: u64| {
+        let mut insns = vec![Insn::Cmp(Cond::Set, mask, 3 + n, 1)];
+        let mut tree = Vec::new();
+        bst(&keys, 1, 1 + n, 2 + n, &mut tree);
+        insns.extend(tree);
+        insns.extend([Insn::Other, Insn::Other, Insn::Other]);
+        Prog(insns)
+    };
+    for mask in [0x4, 0x0800_0000, 0xffff_ffff] {
+        assert_eq!(prog(mask).trees().roots(), [1], "mask {mask:#x}");
+    }
+    // Bit 28 is the lowest that joins (16 blocks).
+    let prog = prog(0x1000_0000);
+    assert_eq!(prog.trees().roots(), [0]);
+    assert_eq!(prog.trees().intervals(0).count(), 2 * keys.len() + 1 + 15);
+    check(&prog, &prog.trees(), &[]);
 }

@@ -188,6 +188,30 @@ mod tests {
     }
 
     #[test]
+    fn the_x32_test_before_a_tree_is_part_of_its_op() {
+        // Chromium's head: `ld [0]; jset #0x40000000, kill` before the tree.
+        // The load and the `jset` are one op with the tree behind them.
+        let keys: Vec<u32> = (0..40).map(|i| 3 * i + 1).collect();
+        let mut insns = tree_filter(&keys);
+        let to_end = insns.len() - 4; // from past the `jset` to the `ret` appended
+        insns.insert(4, Insn::jump(JMP_JSET_K, 0x4000_0000, to_end as u8, 0));
+        insns.push(Insn::stmt(RET_K, 0x8000_0000));
+        let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+        let listing = interp.chain_listing();
+        assert_eq!(interp.ops[3], Step::LdTree { k: 0, tree: DIRECT }, "{listing}");
+        assert!(listing.contains("tree #0 @4: 84 intervals, direct below 0x77\n"), "{listing}");
+        agree(&interp, &insns, &[0x3fff_ffff, 0x4000_0001, 0x8000_0001, 0xc000_0001]);
+        for nr in (0..130).chain([0x4000_0001, 0x8000_0001, 0xc000_0001]) {
+            let want = match nr {
+                0x4000_0001 | 0xc000_0001 => 0x8000_0000,
+                _ if keys.contains(&nr) => 0x7fff_0000,
+                _ => 0x0005_0001,
+            };
+            assert_eq!(interp.run_seccomp(&data(nr, 0xc000_003e)), Ok(want), "nr={nr:#x}");
+        }
+    }
+
+    #[test]
     fn jumps_into_the_middle_of_a_tree_keep_the_nodes_ops() {
         // `ld [8]; jeq #1, <a leaf's parent>` then the filter: the region
         // is reached from two entries; the second lands on a node whose op
@@ -211,7 +235,8 @@ mod tests {
         for _ in 0..1500 {
             let n = 6 + rng.below(40);
             let mut ks: Vec<u32> = (0..4).map(|_| rng.next_u64() as u32 % 48).collect();
-            ks.extend([0, 1, u32::MAX, u32::MAX - 1, 1 << 31]);
+            // 0x4000_0000 and 0xc000_0000: `jset`s that join a tree's table.
+            ks.extend([0, 1, u32::MAX, u32::MAX - 1, 1 << 31, 0x4000_0000, 0xc000_0000]);
             let mut insns = vec![Insn::stmt(LD_W_ABS, 0)];
             for pc in 1..n {
                 let room = (n - pc).min(255);

@@ -524,7 +524,8 @@ fn random_compare_trees_match_the_general_interpreter() {
     for case in 0..1500 {
         let units = 4 + rng.below(36);
         let mut ks: Vec<u32> = (0..4).map(|_| rng.next_u64() as u32 % 48).collect();
-        ks.extend([0, 1, u32::MAX, u32::MAX - 1, 1 << 31, (1 << 31) - 1, 0x8000_0030]);
+        // 0x4000_0000 and 0xc000_0000: `&` tests that join a tree's table.
+        ks.extend([0, 1, u32::MAX, u32::MAX - 1, 1 << 31, (1 << 31) - 1, 0x8000_0030, 0x4000_0000, 0xc000_0000]);
         // Per unit: its instructions, with the unit a jump goes to (or
         // `units`: the final `exit`).
         let mut shapes: Vec<Vec<(Insn, Option<usize>)>> = Vec::with_capacity(units);
