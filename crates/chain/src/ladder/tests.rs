@@ -406,3 +406,39 @@ fn ladders_that_share_a_tail_stay_within_the_total_bound() {
         assert_eq!((leave.pc, leave.executed), (miss, path.len() as u64 - 1));
     }
 }
+
+/// A ladder past one [`BLOCK`] of keys whose rounds each hit to a pc of
+/// their own, with repeated keys: the table's blocked scan finds the
+/// first equal round in every block, the padding never answers (keys
+/// around every key, the last key's included, and 0, which is no key).
+#[test]
+fn the_table_finds_the_first_equal_round_past_the_first_block() {
+    for n in [2, 7, 8, 9, 16, 17, 20] {
+        // Keys 10, 11, ... with the fifth and the last repeating earlier
+        // ones (the last repeats the first of the second block).
+        let mut keys: Vec<u64> = (0..n as u64).map(|i| 10 + i).collect();
+        if n > 5 {
+            keys[5] = keys[1];
+        }
+        if n > 9 {
+            keys[n - 1] = keys[8];
+        }
+        let end = 7 * n;
+        let (miss, reject) = (end + n, end + n + 1);
+        let mut prog = Prog(Vec::new());
+        for (i, &k) in keys.iter().enumerate() {
+            let next = if i + 1 == n { miss } else { 7 * (i + 1) };
+            prog.round(7, 6, k, end + i, next, reject);
+        }
+        prog.0.extend(vec![Insn::Other; n + 2]);
+        let ladders = find(&prog, prog.0.len());
+        assert_eq!(ladders.len(), 1, "{n} rounds: {ladders:?}");
+        check(&prog, &ladders);
+        let table = Ladders::build(&prog, prog.0.len(), Some);
+        for (i, &k) in keys.iter().enumerate() {
+            let first = keys.iter().position(|&f| f == k).unwrap();
+            assert_eq!(table.exit(0, 0, k as u32), Some((end + first, k as u32)), "{n} rounds, key {i}");
+        }
+        assert_eq!(table.exit(0, 0, 0), Some((miss, 0)), "{n} rounds");
+    }
+}
