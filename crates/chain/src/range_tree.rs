@@ -1,5 +1,5 @@
 //! Compare trees as breakpoint tables, for both interpreters (each puts
-//! its own op at a tree's root).
+//! its own op at a tree's root, or at the load before it).
 //!
 //! A compare tree is a region of a program that only compares the chain's
 //! value `x` with constants (`==`, `>`, `>=` and their negations, and `&`
@@ -7,7 +7,10 @@
 //! each outcome going to another compare of the region or leaving it:
 //! libseccomp's binary trees over the syscall number (`--opt 2`) and what
 //! our `optimize` emits, including `ja` trampolines between nodes
-//! ([`Code::resolve`]) and shared nodes (a DAG). Entered at its root, the
+//! ([`Code::resolve`]), shared nodes (a DAG), and reloads of the word the
+//! instruction before the root loads (libseccomp's x32 check, then `ld
+//! [0]` again and the tree: one region, whose table answers only for runs
+//! that enter at that load, [`RangeTrees::needs_load`]). Entered at its root, the
 //! region is left at a pc (its *outcome*) that depends on `x` alone, and
 //! only through the comparisons `x <cond> v`: it is constant between
 //! consecutive *cuts* `v` and `v + 1` of the region's constants (for each
@@ -209,6 +212,9 @@ pub struct RangeTrees<T> {
     dense: Box<[T]>,
     /// The root pc of each tree.
     roots: Box<[usize]>,
+    /// Per tree, whether its region goes through a reload of its word
+    /// ([`RangeTrees::needs_load`]).
+    reloading: Box<[bool]>,
     /// Intervals per tree before the padding, for the listing.
     intervals: Box<[u32]>,
 }
@@ -222,6 +228,7 @@ impl<T> Default for RangeTrees<T> {
             directs: Box::new([]),
             dense: Box::new([]),
             roots: Box::new([]),
+            reloading: Box::new([]),
             intervals: Box::new([]),
         }
     }
@@ -255,7 +262,8 @@ pub struct Leave {
 }
 
 /// A compare of a region: its condition and constant, and where each
-/// outcome goes (resolved past `ja`) with the instructions it jumps over.
+/// outcome goes (resolved past `ja`, and past a reload of the region's
+/// word) with the instructions it jumps over.
 #[derive(Debug, Clone, Copy)]
 struct Node {
     cond: Cond,
@@ -264,6 +272,8 @@ struct Node {
     fall: usize,
     taken_skip: u32,
     fall_skip: u32,
+    /// Whether an outcome goes on through a reload of the region's word.
+    reloads: bool,
 }
 
 /// A `&` test of a region splits the values into at most this many
@@ -285,17 +295,36 @@ fn set_block_bits(m: u64) -> Option<u32> {
 
 /// The region compare at `pc`: a compare of `x` with a constant, a `&`
 /// test only if its mask splits the values into few blocks
-/// ([`MAX_SET_BLOCKS`]).
-fn node(code: &impl Code, pc: usize) -> Option<Node> {
+/// ([`MAX_SET_BLOCKS`]). With `word`, the context word `x` holds, an
+/// outcome that lands on a reload of that word followed by a compare goes
+/// on to the compare: the reload leaves `x` as it is (libseccomp's x32
+/// check, `jge #0x40000000; jeq #-1`, falls into `ld [0]` and the syscall
+/// tree).
+fn node(code: &impl Code, pc: usize, word: Option<u8>) -> Option<Node> {
     let c = code.compare(pc).filter(|c| c.cond != Cond::Set || set_block_bits(c.value).is_some())?;
     // From the jump (after the load of its constant, if the compare has
-    // one) to where the outcome resolves, past `ja`s.
+    // one) to where the outcome resolves, past `ja`s and a reload (which
+    // executes: it is no jumped-over instruction).
     let land = |to: usize| {
         let (at, through) = code.resolve(to);
-        (at, through.wrapping_add(to.wrapping_sub(c.jump_pc + 1) as u32))
+        let skip = through.wrapping_add(to.wrapping_sub(c.jump_pc + 1) as u32);
+        let reload = word.filter(|&w| code.compare(at).is_none() && code.reloads(at, w));
+        let on = reload.map(|_| code.resolve(at + 1)).filter(|&(next, _)| code.compare(next).is_some());
+        match on {
+            Some((next, jumped)) => (next, skip.wrapping_add(jumped), true),
+            None => (at, skip, false),
+        }
     };
-    let ((taken, taken_skip), (fall, fall_skip)) = (land(c.taken), land(c.fall));
-    Some(Node { cond: c.cond, value: c.value, taken, fall, taken_skip, fall_skip })
+    let ((taken, taken_skip, r1), (fall, fall_skip, r2)) = (land(c.taken), land(c.fall));
+    Some(Node { cond: c.cond, value: c.value, taken, fall, taken_skip, fall_skip, reloads: r1 || r2 })
+}
+
+/// The context word a region rooted at `root` compares: the one the
+/// instruction before the root loads, if it loads one (words and offsets
+/// of both instruction sets are below 64).
+fn root_word(code: &impl Code, root: usize) -> Option<u8> {
+    let load = root.checked_sub(1)?;
+    (0..64).find(|&w| code.reloads(load, w))
 }
 
 /// Which neighbouring intervals share a table entry.
@@ -377,7 +406,8 @@ impl<T: Copy> RangeTrees<T> {
         pcs: impl IntoIterator<Item = usize>,
         outcome: impl Fn(Leave) -> Option<T>,
     ) -> (Self, usize) {
-        let mut nodes: Vec<(usize, Node)> = pcs.into_iter().filter_map(|pc| Some((pc, node(code, pc)?))).collect();
+        let mut nodes: Vec<(usize, Node)> =
+            pcs.into_iter().filter_map(|pc| Some((pc, node(code, pc, None)?))).collect();
         if !nodes.is_sorted_by_key(|&(pc, _)| pc) {
             nodes.sort_unstable_by_key(|&(pc, _)| pc);
         }
@@ -413,6 +443,15 @@ impl<T: Copy> RangeTrees<T> {
     /// The root pc of every tree, in tree order (tree `i` is the `i`-th).
     pub fn roots(&self) -> &[usize] {
         &self.roots
+    }
+
+    /// Whether tree `tree`'s region goes on through a reload of the word
+    /// the instruction before its root loads: its table then answers only
+    /// for runs that enter at that load (with the value in the word), so
+    /// an interpreter puts its tree op there and not at the root, which
+    /// other jumps may reach holding another value.
+    pub fn needs_load(&self, tree: usize) -> bool {
+        self.reloading.get(tree).copied().unwrap_or(false)
     }
 
     /// Number of trees.
@@ -526,6 +565,7 @@ struct Built<T> {
     directs: Vec<Direct>,
     dense: Vec<T>,
     roots: Vec<usize>,
+    reloading: Vec<bool>,
     intervals: Vec<u32>,
 }
 
@@ -538,6 +578,7 @@ impl<T> Default for Built<T> {
             directs: Vec::new(),
             dense: Vec::new(),
             roots: Vec::new(),
+            reloading: Vec::new(),
             intervals: Vec::new(),
         }
     }
@@ -595,6 +636,7 @@ impl<T: Copy> Built<T> {
         self.directs.push(Direct { start: dense_start as u32, len: dense });
         self.intervals.push(intervals.len() as u32);
         self.roots.push(root);
+        self.reloading.push(region.iter().any(|(_, n)| n.reloads));
         self.starts.extend(intervals.iter().map(|&(lo, _)| lo));
         self.outcomes.extend(outcomes);
         // Padding: the last interval again, so that the search over the
@@ -629,6 +671,7 @@ impl<T: Copy> Built<T> {
             directs: self.directs.into(),
             dense: self.dense.into(),
             roots: self.roots.into(),
+            reloading: self.reloading.into(),
             intervals: self.intervals.into(),
         }
     }
@@ -682,9 +725,11 @@ fn intervals_of(
 }
 
 /// The region of `root`: every compare reachable from it through region
-/// compares, sorted by pc; `Err` past [`MAX_NODES`] or the work budget, or
+/// compares (and reloads of the word loaded right before `root`, which
+/// [`RangeTrees::needs_load`] then reports), sorted by pc; `Err` past [`MAX_NODES`] or the work budget, or
 /// for an edge that does not go forward.
 fn region(code: &impl Code, root: usize, work: &mut Work) -> Result<Vec<(usize, Node)>, Skip> {
+    let word = root_word(code, root);
     let mut seen = std::collections::HashSet::new();
     let mut found: Vec<(usize, Node)> = Vec::new();
     let mut todo = vec![root];
@@ -693,7 +738,7 @@ fn region(code: &impl Code, root: usize, work: &mut Work) -> Result<Vec<(usize, 
         if !seen.insert(pc) {
             continue;
         }
-        let Some(n) = node(code, pc) else { continue };
+        let Some(n) = node(code, pc, word) else { continue };
         if n.taken <= pc || n.fall <= pc {
             return Err(Skip::Budget);
         }

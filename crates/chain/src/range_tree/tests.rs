@@ -10,6 +10,8 @@ use test_data::rng::Rng;
 enum Insn {
     Cmp(Cond, u64, usize, usize),
     Ja(usize),
+    /// A load of a context word into the value.
+    Ld(u8),
     Other,
 }
 
@@ -30,8 +32,8 @@ impl Code for Prog {
         }
         (pc, through)
     }
-    fn reloads(&self, _: usize, _: u8) -> bool {
-        false
+    fn reloads(&self, pc: usize, word: u8) -> bool {
+        matches!(self.0.get(pc), Some(&Insn::Ld(w)) if w == word)
     }
     fn ret_k(&self, _: usize) -> Option<u64> {
         None
@@ -48,14 +50,26 @@ fn in_region(cond: Cond, mask: u64) -> bool {
 impl Prog {
     /// Plain interpretation from `pc` until an instruction that is neither
     /// a region compare ([`in_region`]) nor a `ja` (or past the program).
-    fn run(&self, mut pc: usize, x: u32) -> usize {
+    fn run(&self, pc: usize, x: u32) -> usize {
+        run_counted(self, pc, x).pc
+    }
+
+    /// The word a region rooted at `root` holds: the one loaded right
+    /// before it.
+    fn word_at(&self, root: usize) -> Option<u8> {
+        match self.0.get(root.checked_sub(1)?) {
+            Some(&Insn::Ld(w)) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// Whether a run from `pc` (past `ja`s) reaches a compare.
+    fn compare_after(&self, mut pc: usize) -> bool {
         loop {
             match self.0.get(pc) {
-                Some(&Insn::Cmp(cond, v, t, f)) if in_region(cond, v) => {
-                    pc = if cond.eval(u64::from(x), v) { t } else { f };
-                }
+                Some(Insn::Cmp(..)) => return true,
                 Some(&Insn::Ja(to)) => pc = to,
-                _ => return pc,
+                _ => return false,
             }
         }
     }
@@ -96,11 +110,15 @@ fn check(prog: &Prog, trees: &RangeTrees<usize>, more: &[u32]) {
 
 /// [`Prog::run`] with the instructions jumped over: a compare's outcome
 /// skips from past the compare to its target, each `ja` (resolved past by
-/// the toy [`Code::resolve`]) counts one.
-fn run_counted(prog: &Prog, mut pc: usize, x: u32) -> Leave {
-    let mut skip = 0u32;
+/// the toy [`Code::resolve`]) counts one. A reload of the word loaded
+/// right before `root` leaves the value as it is: the run goes on past it
+/// when a compare follows (it executes, no skip), else stops there.
+fn run_counted(prog: &Prog, root: usize, x: u32) -> Leave {
+    let (mut pc, mut skip) = (root, 0u32);
+    let word = prog.word_at(root);
     loop {
         match prog.0.get(pc) {
+            Some(&Insn::Ld(w)) if pc != root && word == Some(w) && prog.compare_after(pc + 1) => pc += 1,
             Some(&Insn::Cmp(cond, v, t, f)) if in_region(cond, v) => {
                 let to = if cond.eval(u64::from(x), v) { t } else { f };
                 skip += (to - pc - 1) as u32;
@@ -214,7 +232,7 @@ fn listing_shows_each_interval() {
 fn random_regions_answer_as_plain_interpretation() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let conds = [Cond::Eq, Cond::Gt, Cond::Ge, Cond::Eq, Cond::Gt, Cond::Ge, Cond::Ne, Cond::Lt, Cond::Le, Cond::Set];
-    let mut tables = 0;
+    let (mut tables, mut reloading) = (0, 0);
     for case in 0..3000 {
         let n = 2 + rng.below(40);
         let mut small: Vec<u64> = (0..4).map(|_| rng.next_u64() % 64).collect();
@@ -224,9 +242,12 @@ fn random_regions_answer_as_plain_interpretation() {
             // Forward targets, some past the program (outside pcs).
             let mut to = || pc + 1 + rng.below(n + 2 - pc);
             let (t, f) = (to(), to());
-            insns.push(match rng.below(12) {
+            insns.push(match rng.below(14) {
                 0 => Insn::Ja(t),
                 1 => Insn::Other,
+                // Loads: before a root, the region's word; inside it, a
+                // reload of that word or a load of another.
+                2 | 3 => Insn::Ld(rng.below(2) as u8),
                 _ => Insn::Cmp(conds[rng.below(conds.len())], small[rng.below(small.len())], t, f),
             });
         }
@@ -235,6 +256,7 @@ fn random_regions_answer_as_plain_interpretation() {
         let policy = if case % 4 == 3 { Policy::default() } else { Policy::EVERY_TREE };
         let trees = prog.trees_with(policy);
         tables += trees.len();
+        reloading += (0..trees.len()).filter(|&t| trees.needs_load(t)).count();
         let more: Vec<u32> = (0..16).map(|_| rng.next_u64() as u32).collect();
         check(&prog, &trees, &more);
         // Counted tables over the same roots: each interval's jumped-over
@@ -245,12 +267,12 @@ fn random_regions_answer_as_plain_interpretation() {
         // Roots are exactly the region compares no region compare goes to
         // whose region the policy admits.
         let inner: Vec<usize> = (0..n)
-            .filter_map(|pc| node(&prog, pc))
+            .filter_map(|pc| node(&prog, pc, None))
             .flat_map(|c| [c.taken, c.fall])
-            .filter(|&to| node(&prog, to).is_some())
+            .filter(|&to| node(&prog, to, None).is_some())
             .collect();
         for pc in 0..n {
-            let admitted = node(&prog, pc).is_some()
+            let admitted = node(&prog, pc, None).is_some()
                 && !inner.contains(&pc)
                 && region(&prog, pc, &mut Work { left: MAX_WORK }).is_ok_and(|r| {
                     let cuts = cuts_of(&r);
@@ -265,6 +287,7 @@ fn random_regions_answer_as_plain_interpretation() {
         }
     }
     assert!(tables > 300, "only {tables} tables");
+    assert!(reloading > 50, "only {reloading} tables through a reload");
 }
 
 #[test]
@@ -737,4 +760,47 @@ fn a_low_bit_test_stays_outside_the_table() {
     assert_eq!(prog.trees().roots(), [0]);
     assert_eq!(prog.trees().intervals(0).count(), 2 * keys.len() + 1 + 15);
     check(&prog, &prog.trees(), &[]);
+}
+
+/// libseccomp's head of an `--opt 2` filter: `ld [0]`, the x32 check
+/// (`jge #0x40000000`, then `jeq #-1` or a kill), a reload of the word and
+/// the syscall tree. The check's region goes on through the reload: one
+/// table that says it answers only from the load; the tree behind keeps a
+/// table of its own. A load of another word ends the region.
+#[test]
+fn a_region_goes_on_through_a_reload_of_its_word() {
+    let keys: Vec<u32> = (0..20).map(|i| i * 5 + 2).collect();
+    let n = 2 * keys.len() - 1;
+    let (hit, miss, kill) = (4 + n, 5 + n, 6 + n);
+    let prog = |reload: u8| {
+        let mut insns =
+            vec![Insn::Ld(0), Insn::Cmp(Cond::Ge, 0x4000_0000, 2, 3), Insn::Cmp(Cond::Eq, 0xffff_ffff, 3, kill)];
+        insns.push(Insn::Ld(reload));
+        let mut tree = Vec::new();
+        bst(&keys, 4, hit, miss, &mut tree);
+        insns.extend(tree);
+        insns.extend([Insn::Other; 3]);
+        Prog(insns)
+    };
+    let same = prog(0);
+    let trees = same.trees();
+    assert_eq!(trees.roots(), [1, 4]);
+    assert!(trees.needs_load(0));
+    assert!(!trees.needs_load(1));
+    assert!(!trees.needs_load(2));
+    let intervals: Vec<(u32, usize)> = trees.intervals(0).collect();
+    assert_eq!(intervals.len(), 2 * keys.len() + 1 + 2);
+    let top = &intervals[intervals.len() - 3..];
+    assert_eq!(top, [(keys[19] + 1, miss), (0x4000_0000, kill), (0xffff_ffff, miss)]);
+    check(&same, &trees, &[0x3fff_ffff, 0xffff_fffe]);
+    // Counted: the reload executes (no skip); the walk from the root to a
+    // leaf's outcome jumps over what it jumped over before.
+    let counted = RangeTrees::build_counted_with(Policy::EVERY_TREE, &same, trees.roots().to_vec(), Some);
+    check_counted(&same, &counted, &[0x3fff_ffff, 0xffff_fffe]);
+    assert!(counted.needs_load(0));
+    // Another word: the check's region ends at the load (and, a chain
+    // that never branches, gets no table).
+    let other = prog(1);
+    assert_eq!(other.trees().roots(), [4]);
+    assert!(!other.trees().needs_load(0));
 }

@@ -3,8 +3,11 @@
 //! `jeq/jgt/jge #k` (through `ja`) that branches, deep enough to pay,
 //! becomes a [`Step::Tree`], and a seccomp `ld [k]` right before it a
 //! [`Step::LdTree`]: libseccomp's `--opt 2` trees and `optimize`'s output,
-//! walked node by node before, are one search. The region's other compares
-//! keep their ops, for jumps that land on them from elsewhere.
+//! walked node by node before, are one search; with the x32 check in front
+//! (`ld [0]; jge #0x40000000; jeq #-1; ld [0]`) the search starts at the
+//! first load, and the check's root keeps its op (`needs_load`). The
+//! region's other compares keep their ops, for jumps that land on them
+//! from elsewhere.
 
 use chain::RangeTrees;
 
@@ -27,8 +30,12 @@ pub(super) fn build(insns: &[Insn], ops: &mut [Step]) -> RangeTrees<u16> {
         let Some(tree) = u16::try_from(tree).ok().filter(|&t| t < DIRECT) else { break };
         // The op's tree index says whether the tree has a direct table,
         // so that the others' runs skip its check.
+        let at_root = !trees.needs_load(usize::from(tree));
         let tree = if trees.direct(usize::from(tree)) { tree | DIRECT } else { tree };
-        if let Some(op) = ops.get_mut(root) {
+        // A tree whose region reloads its word answers only from its load:
+        // the root keeps its op for jumps that reach it holding another
+        // value.
+        if let (true, Some(op)) = (at_root, ops.get_mut(root)) {
             *op = Step::Tree { tree };
         }
         // k < 64 by seccomp_check_filter().
@@ -204,6 +211,44 @@ mod tests {
         for nr in (0..130).chain([0x4000_0001, 0x8000_0001, 0xc000_0001]) {
             let want = match nr {
                 0x4000_0001 | 0xc000_0001 => 0x8000_0000,
+                _ if keys.contains(&nr) => 0x7fff_0000,
+                _ => 0x0005_0001,
+            };
+            assert_eq!(interp.run_seccomp(&data(nr, 0xc000_003e)), Ok(want), "nr={nr:#x}");
+        }
+    }
+
+    #[test]
+    fn the_x32_check_before_a_reload_is_one_op_with_the_tree_from_its_load() {
+        // libseccomp's `--opt 2` head: `ld [0]`, the x32 check, `ld [0]`,
+        // the tree. Here another arch goes on (`add #0; ja`) to the check
+        // holding the arch word: the check's root keeps its op (its table
+        // assumes the value is word 0), its load gets the table.
+        let keys: Vec<u32> = (0..40).map(|i| 3 * i + 1).collect();
+        let tree = tree_filter(&keys);
+        let body = &tree[4..];
+        let mut insns = vec![
+            Insn::stmt(LD_W_ABS, 4),
+            Insn::jump(JMP_JEQ_K, 0xc000_003e, 2, 0),
+            Insn::stmt(ALU_ADD_K, 0),
+            Insn::stmt(JMP_JA, 1),
+            Insn::stmt(LD_W_ABS, 0),
+            Insn::jump(JMP_JGE_K, 0x4000_0000, 0, 1),
+            Insn::jump(JMP_JEQ_K, u32::MAX, 0, (body.len() + 1) as u8),
+            Insn::stmt(LD_W_ABS, 0),
+        ];
+        insns.extend_from_slice(body);
+        insns.push(Insn::stmt(RET_K, 0x8000_0000));
+        let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+        let listing = interp.chain_listing();
+        assert!(matches!(interp.ops[4], Step::LdTree { k: 0, .. }), "{listing}");
+        assert!(!matches!(interp.ops[5], Step::Tree { .. }), "{listing}");
+        assert!(matches!(interp.ops[7], Step::LdTree { k: 0, .. }), "{listing}");
+        assert!(listing.contains("tree #0 @5: 83 intervals"), "{listing}");
+        agree(&interp, &insns, &[0x3fff_ffff, 0x4000_0001, u32::MAX, 0xc000_003e]);
+        for nr in (0..130).chain([0x4000_0001, u32::MAX - 1, u32::MAX]) {
+            let want = match nr {
+                0x4000_0001 | 0xffff_fffe => 0x8000_0000,
                 _ if keys.contains(&nr) => 0x7fff_0000,
                 _ => 0x0005_0001,
             };

@@ -136,10 +136,14 @@ impl Subset {
         for (tree, &root) in trees.roots().iter().enumerate() {
             // The op's tree index says whether the tree has a direct table
             // (`Trees::exit`), so that the others' runs skip its check.
+            // A tree whose region reloads its word answers only from its
+            // load: the root keeps its op for jumps that reach it holding
+            // another value.
+            let at_root = !trees.needs_load(tree);
             let direct = if trees.direct(tree) { DIRECT } else { 0 };
             let tree = u32::try_from(tree).ok().filter(|&t| t < DIRECT)? | direct;
             let op = SOp { kind: Kind::Tree, dst: RA, src: RK, aux: 0, target: tree, imm: 0 };
-            if let (Some(o), Some(e)) = (ops.get_mut(root), entry_at.get_mut(root)) {
+            if let (true, Some(o), Some(e)) = (at_root, ops.get_mut(root), entry_at.get_mut(root)) {
                 (*o, *e) = (op, None);
             }
             let Some(load) = root.checked_sub(1) else { continue };

@@ -92,6 +92,13 @@ impl Trees {
         self.counted.roots()
     }
 
+    /// Whether tree `tree` answers only from the load before its root
+    /// (`chain::RangeTrees::needs_load`; both tables have the same
+    /// regions).
+    pub(super) fn needs_load(&self, tree: usize) -> bool {
+        self.counted.needs_load(tree)
+    }
+
     /// Where tree `tree` (an index with [`DIRECT`]) leaves to for `x`: with
     /// the exact jumped-over count from the root when `COUNT`, else with
     /// the pc and return only, from the direct table first for a tree with
