@@ -208,9 +208,15 @@ mod tests {
         assert_eq!(interp.ops[3], Step::LdTree { k: 0, tree: DIRECT }, "{listing}");
         assert!(listing.contains("tree #0 @4: 84 intervals, direct below 0x77\n"), "{listing}");
         agree(&interp, &insns, &[0x3fff_ffff, 0x4000_0001, 0x8000_0001, 0xc000_0001]);
-        for nr in (0..130).chain([0x4000_0001, 0x8000_0001, 0xc000_0001]) {
+        x32_answers(&interp, &keys, &[0x4000_0001, 0xc000_0001], &[0x8000_0001]);
+    }
+
+    /// On x86_64: the numbers 0..130 and `others` as the tree over `keys`
+    /// says (allowed, else ERRNO), `killed` with the x32 test's kill.
+    fn x32_answers(interp: &Interp, keys: &[u32], killed: &[u32], others: &[u32]) {
+        for &nr in (0..130).collect::<Vec<_>>().iter().chain(killed).chain(others) {
             let want = match nr {
-                0x4000_0001 | 0xc000_0001 => 0x8000_0000,
+                _ if killed.contains(&nr) => 0x8000_0000,
                 _ if keys.contains(&nr) => 0x7fff_0000,
                 _ => 0x0005_0001,
             };
@@ -246,14 +252,7 @@ mod tests {
         assert!(matches!(interp.ops[7], Step::LdTree { k: 0, .. }), "{listing}");
         assert!(listing.contains("tree #0 @5: 83 intervals"), "{listing}");
         agree(&interp, &insns, &[0x3fff_ffff, 0x4000_0001, u32::MAX, 0xc000_003e]);
-        for nr in (0..130).chain([0x4000_0001, u32::MAX - 1, u32::MAX]) {
-            let want = match nr {
-                0x4000_0001 | 0xffff_fffe => 0x8000_0000,
-                _ if keys.contains(&nr) => 0x7fff_0000,
-                _ => 0x0005_0001,
-            };
-            assert_eq!(interp.run_seccomp(&data(nr, 0xc000_003e)), Ok(want), "nr={nr:#x}");
-        }
+        x32_answers(&interp, &keys, &[0x4000_0001, u32::MAX - 1], &[u32::MAX]);
     }
 
     #[test]
