@@ -355,6 +355,18 @@ pub(super) enum Step {
         target: u16,
         then: u16,
     },
+    /// A [`Step::LdRange`] whose `then` is a [`Step::LdTree`], both in one
+    /// op (the arch check before libseccomp's and Chromium's syscall
+    /// trees, [`super::tree::fuse_entries`]): `A = [k]`, to `target` if
+    /// `A - lo <= span`, else `A = [tree_k]` and the tree's search.
+    LdRangeTree {
+        k: u8,
+        lo: u32,
+        span: u32,
+        target: u16,
+        tree_k: u8,
+        tree: u16,
+    },
     RetK(u32),
     RetA,
 }

@@ -144,6 +144,7 @@ impl Interp {
         let rets = compile::route_returns(&mut ops, &mut chains, routed);
         compile::link_chains(&mut ops, &mut chains);
         let eq_sets = eq_set::build(&mut ops, &chains);
+        tree::fuse_entries(&mut ops);
         let uses_mem = ops.iter().any(|op| matches!(op, Step::St(_) | Step::Stx(_)));
         let (trees, ladders) = (Box::new(trees), Box::new(ladders));
         Interp { ops, chains, rets, insns: insns.into(), mode: program.mode(), eq_sets, trees, ladders, uses_mem }
@@ -210,6 +211,11 @@ impl Interp {
                 Step::LdRange { k, from, lo, span, target, then } => {
                     let test = chain::ExitTest { mask: u32::MAX, lo, span };
                     format!("ld [{k}]; range @{from} ({test}) -> {} else {}", pc(target), pc(then))
+                }
+                Step::LdRangeTree { k, lo, span, target, tree_k, tree } => {
+                    let test = chain::ExitTest { mask: u32::MAX, lo, span };
+                    let tree = tree & !tree::DIRECT;
+                    format!("ld [{k}]; range ({test}) -> {} else ld [{tree_k}]; tree #{tree}", pc(target))
                 }
                 _ => continue,
             };
@@ -466,6 +472,15 @@ impl Interp {
                 Step::LdRange { k, lo, span, target, then, .. } => {
                     a = ctx.seccomp_word(u32::from(k));
                     pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
+                }
+                Step::LdRangeTree { k, lo, span, target, tree_k, tree } => {
+                    a = ctx.seccomp_word(u32::from(k));
+                    pc = if a.wrapping_sub(lo) <= span {
+                        usize::from(target)
+                    } else {
+                        a = ctx.seccomp_word(u32::from(tree_k));
+                        Interp::tree_exit(std::hint::black_box(self), tree, a)
+                    };
                 }
                 Step::Ladder { hi, lo, ladder } => {
                     let (hi, lo) = (ctx.seccomp_word(u32::from(hi)), ctx.seccomp_word(u32::from(lo)));

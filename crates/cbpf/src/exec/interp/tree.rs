@@ -49,6 +49,35 @@ pub(super) fn build(insns: &[Insn], ops: &mut [Step]) -> RangeTrees<u16> {
     trees
 }
 
+/// Fuses each [`Step::LdRange`] that goes on to a [`Step::LdTree`] on one
+/// side into one [`Step::LdRangeTree`]: the architecture check before a
+/// syscall tree (libseccomp's `--opt 2` filters, Chromium's) and the
+/// tree's load and search in one dispatch, where every input went through
+/// both. With the tree on the test's hit side, the op holds the complement
+/// range (`x - lo > span` is `x - (lo + span + 1) <= !span - 1`; a test
+/// that always hits has none and stays). The `LdTree` keeps its op for
+/// other jumps. Runs last, on the final ops.
+pub(super) fn fuse_entries(ops: &mut [Step]) {
+    let tree_at = |ops: &[Step], pc: u16| match ops.get(usize::from(pc)) {
+        Some(&Step::LdTree { k, tree }) => Some((k, tree)),
+        _ => None,
+    };
+    for pc in 0..ops.len() {
+        let Some(&Step::LdRange { k, lo, span, target, then, .. }) = ops.get(pc) else { continue };
+        let fused = if let Some((tree_k, tree)) = tree_at(ops, then) {
+            Step::LdRangeTree { k, lo, span, target, tree_k, tree }
+        } else if let (Some((tree_k, tree)), false) = (tree_at(ops, target), span == u32::MAX) {
+            let (lo, span) = (lo.wrapping_add(span).wrapping_add(1), !span - 1);
+            Step::LdRangeTree { k, lo, span, target: then, tree_k, tree }
+        } else {
+            continue;
+        };
+        if let Some(op) = ops.get_mut(pc) {
+            *op = fused;
+        }
+    }
+}
+
 /// The bit of a [`Step::Tree`]'s tree index that says the tree has a
 /// direct table for its small values (`chain::RangeTrees::direct`), to
 /// look up there first; the other trees only search. A bit of the index
@@ -253,6 +282,35 @@ mod tests {
         assert!(listing.contains("tree #0 @5: 83 intervals"), "{listing}");
         agree(&interp, &insns, &[0x3fff_ffff, 0x4000_0001, u32::MAX, 0xc000_003e]);
         x32_answers(&interp, &keys, &[0x4000_0001, u32::MAX - 1], &[u32::MAX]);
+    }
+
+    #[test]
+    fn the_arch_check_before_a_tree_is_one_op_with_its_search() {
+        // tree_filter's arch check jumps over a `ret` to the tree's load
+        // when it hits (`jeq #arch, 1, 0`), or with `jeq #0, 0, 1` when it
+        // misses: the range op's target side, fused as the complement
+        // range. libseccomp's (`jeq #arch, 0, <kill>`) falls through to
+        // the load: the `then` side. All answer as the trace.
+        let keys: Vec<u32> = (0..40).map(|i| 3 * i + 1).collect();
+        for shape in 0..3 {
+            let mut insns = tree_filter(&keys);
+            let load = if shape == 2 { 2 } else { 3 };
+            match shape {
+                1 => insns[1] = Insn::jump(JMP_JEQ_K, 0, 0, 1),
+                2 => {
+                    insns.remove(2);
+                    let to_end = (insns.len() - 2) as u8;
+                    insns[1] = Insn::jump(JMP_JEQ_K, 0xc000_003e, 0, to_end);
+                    insns.push(Insn::stmt(RET_K, 0));
+                }
+                _ => {}
+            }
+            let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+            let listing = interp.chain_listing();
+            assert!(matches!(interp.ops[0], Step::LdRangeTree { k: 4, tree_k: 0, .. }), "{shape}: {listing}");
+            assert!(matches!(interp.ops[load], Step::LdTree { k: 0, .. }), "{shape}: {listing}");
+            agree(&interp, &insns, &[0x3fff_ffff]);
+        }
     }
 
     #[test]

@@ -223,6 +223,7 @@ impl Subset {
                 }
             }
         }
+        fuse_arch_checks(&mut ops);
         let has_stack = ops.iter().any(|o| matches!(o.kind, Kind::LdStack | Kind::StStack));
         let start = if ops.first().is_some_and(|o| o.kind == Kind::Prologue) { 3 } else { 0 };
         type Runner = fn(&SeccompProg, &[u8; 64]) -> (u64, u64);
@@ -369,4 +370,21 @@ fn ld_and_jcc(ld: SOp, and: SOp, jump: Option<&SOp>) -> Option<SOp> {
     // ALU32: the mask is imm's low half.
     let imm = u64::from(and.imm as u32) << 32 | u64::from(k);
     Some(SOp { kind: Kind::LdAndJcc, dst: RA, src: j.aux, aux: ld.aux, target: j.target, imm })
+}
+
+/// Each [`Kind::LdMovJne`] that falls through (three instructions on) to a
+/// [`Kind::LdTree`] becomes one [`Kind::LdMovJneTree`]: the architecture
+/// check and the syscall tree's load and search in one dispatch, where
+/// every input went through both. The `LdTree` keeps its op for other
+/// jumps. Only a `K` below 2^32 (what `w2 = K` leaves in r2) fits beside
+/// the tree's index in `imm`.
+fn fuse_arch_checks(ops: &mut [SOp]) {
+    for pc in 0..ops.len() {
+        let Some(&check) = ops.get(pc).filter(|o| o.kind == Kind::LdMovJne && o.imm >> 32 == 0) else { continue };
+        let Some(&tree) = ops.get(pc + 3).filter(|o| o.kind == Kind::LdTree) else { continue };
+        if let Some(slot) = ops.get_mut(pc) {
+            let imm = u64::from(tree.target) << 32 | check.imm;
+            *slot = SOp { kind: Kind::LdMovJneTree, src: tree.aux, imm, ..check };
+        }
+    }
 }

@@ -196,6 +196,14 @@ impl SeccompProg {
                 Kind::Tree => format!("tree #{}", o.target & !trees::DIRECT),
                 Kind::LdTree => format!("w0 = word {}; tree #{}", o.aux, o.target & !trees::DIRECT),
                 Kind::Ladder => format!("ladder #{} over words {}, {}", o.target, o.aux, o.src),
+                Kind::LdMovJneTree => format!(
+                    "w0 = word {}; if r0 != {:#x} goto pc {} else w0 = word {}; tree #{}",
+                    o.aux,
+                    o.imm as u32,
+                    o.target,
+                    o.src,
+                    (o.imm >> 32) as u32 & !trees::DIRECT
+                ),
                 _ => continue,
             };
             out.push_str(&format!("{pc:4}: {line}\n"));

@@ -132,6 +132,13 @@ pub(super) enum Kind {
     // after `LdTree` slowed the tree ops of libseccomp's opt2 filters by
     // a quarter; here every row is even or faster.
     Ladder,
+    /// [`Kind::LdMovJne`] whose fall-through (three instructions on) is a
+    /// [`Kind::LdTree`], both in one op: the architecture check before
+    /// libseccomp's and Chromium's syscall trees. `w0 = ctx word aux; w2 =
+    /// imm as u32; if r0 != r2 goto target`, else `w0 = ctx word src` and
+    /// the search of tree `imm >> 32` (with its [`super::trees::DIRECT`]
+    /// bit). Last with its arm, as [`Kind::Ladder`].
+    LdMovJneTree,
 }
 
 /// One compiled instruction (16 bytes): `aux` is the ALU operation, the

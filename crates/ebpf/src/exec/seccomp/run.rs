@@ -434,6 +434,19 @@ impl SeccompProg {
                     (exit, a) = ladder_exit::<COUNT>(tables, op.target, hi, lo);
                     leave!(exit)
                 }
+                Kind::LdMovJneTree => {
+                    a = word(data, op.aux);
+                    t = u64::from(op.imm as u32);
+                    pc += 2;
+                    if a != t {
+                        jump!(op.target)
+                    }
+                    // The fall-through: the tree's load, as its own op
+                    // (a count needs no pc: the exit's own skip counts).
+                    a = word(data, op.src);
+                    let exit = tree_exit::<COUNT>(tables, (op.imm >> 32) as u32, a as u32);
+                    follow!(exit)
+                }
             }
             pc += 1;
         }

@@ -502,6 +502,49 @@ fn a_check_before_a_reload_and_a_tree_is_one_search_from_its_load() {
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// The converted arch check (`w0 = word 1; w2 = K; if r0 != r2 goto
+/// kill`) falling through to a tree's load (`w0 = word 0`) is one op,
+/// [`Kind::LdMovJneTree`], and every input agrees with the general
+/// interpreter, results and executed counts, counting or not, for the
+/// right arch, others, and values around every key.
+#[test]
+fn an_arch_check_before_a_tree_is_one_op_with_its_search() {
+    let keys: Vec<u32> = (0..40u32).map(|k| 5 * k + 3).collect();
+    let (tree_body, _) = tree(&keys, false);
+    let arch = 0xc000_003e_u32;
+    let kill = 4 + tree_body.len();
+    let mut body = vec![
+        i(0x61, 0, 6, 4, 0),
+        i(0xb4, 2, 0, 0, arch as i32),
+        i(0x5d, 0, 2, (kill - 3) as i16, 0),
+        i(0x61, 0, 6, 0, 0),
+    ];
+    body.extend(tree_body);
+    body.extend([i(0xb4, 0, 0, 0, 9), i(0x95, 0, 0, 0, 0)]);
+    let p = head(0, &body);
+    let prog = Subset::recognise(&p).unwrap().compile_with(Some(chain::Policy::EVERY_TREE)).unwrap();
+    assert_eq!(prog.ops.get(6).map(|o| o.kind), Some(Kind::LdMovJneTree), "{}", prog.chain_listing());
+    let plain = LoadOptions { no_superinstructions: true, ..LoadOptions::default() };
+    let slow = Program::load(&p, &plain, &Helpers::new()).unwrap();
+    let mut vm = Vm::new();
+    let mut datas = Vec::new();
+    for w0 in keys.iter().flat_map(|&k| [k - 1, k, k + 1]).chain([0, 0x4000_0000, u32::MAX]) {
+        for w1 in [arch, arch + 1, 1] {
+            datas.push((format!("word0 {w0:#x} word1 {w1:#x}"), data(w0, w1)));
+        }
+    }
+    let mut failures = differences_on("arch check", &p, &datas);
+    for (what, d) in &datas {
+        let want = vm.run_seccomp(&slow, d).map(|r| (u64::from(r), vm.executed()));
+        let got = prog.run(d).map(|(r, steps)| (r as u32 as u64, steps));
+        let uncounted = prog.run_uncounted(d).map(|r| r as u32 as u64);
+        if got != want || uncounted != want.as_ref().map(|&(r, _)| r).map_err(|e| e.clone()) {
+            failures.push(format!("{what}: executor {got:?} / {uncounted:?}, general {want:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
 /// Random compare regions in converted form (after [`head`]: entered at
 /// the top and, through `if X != 0`, at a random unit): units of
 /// `if r0 <cond> K` (every condition, `K` small, at the edges, or with the
