@@ -38,7 +38,7 @@ const SIGN: u64 = 0x8000_0000;
 /// shorter as a lookup).
 pub const MIN_ROUNDS: usize = 2;
 
-/// Rounds a ladder may have (the keys are scanned one by one): a
+/// Rounds a ladder may have (its keys are scanned a block at a time): a
 /// 4096-instruction program has at most 585 rounds of 7 instructions.
 pub const MAX_ROUNDS: usize = 1024;
 
@@ -178,11 +178,6 @@ impl Ladder {
 /// reject, the round, where a miss goes).
 type Found = (u8, u8, usize, Round, usize);
 
-/// The word `pc` loads into the chain's value, if it loads one.
-fn load(code: &impl Code, pc: usize) -> Option<u8> {
-    (0..=u8::MAX).find(|&w| code.reloads(pc, w))
-}
-
 /// Where execution goes on from `to` past `ja`s, and how many `ja`s it
 /// executes on the way ([`Code::resolve`] gives the instructions they jump
 /// over: the rest of the distance is the `ja`s themselves).
@@ -220,13 +215,13 @@ fn compare(code: &impl Code, pc: usize, cond: Cond, value: Option<u64>) -> Optio
 fn round(code: &impl Code, pc: usize) -> Option<Found> {
     // Cheap first: the compare after the load.
     let (zero, _) = compare(code, pc + 1, Cond::Eq, Some(0))?;
-    let hi = load(code, pc)?;
+    let hi = code.loaded_word(pc)?;
     let (ones, _) = compare(code, zero.fall.0, Cond::Eq, Some(u64::from(u32::MAX)))?;
     let (signed, reject) = (ones.taken.0, ones.fall.0);
-    let lo = load(code, signed)?;
+    let lo = code.loaded_word(signed)?;
     let (sign, _) = compare(code, signed + 1, Cond::Set, Some(SIGN))?;
     let pass = zero.taken.0;
-    if sign.taken.0 != pass || sign.fall.0 != reject || load(code, pass) != Some(lo) {
+    if sign.taken.0 != pass || sign.fall.0 != reject || code.loaded_word(pass) != Some(lo) {
         return None;
     }
     let (cmp, key) = compare(code, pass + 1, Cond::Eq, None)?;

@@ -592,6 +592,13 @@ pub trait Code {
     /// (`ret #k`, `w0 = K; exit`).
     fn ret_k(&self, pc: usize) -> Option<u64>;
 
+    /// The context word `pc` loads into the chain's value, if it loads
+    /// one: by default asked of [`Code::reloads`] word by word; each
+    /// instruction set answers it directly.
+    fn loaded_word(&self, pc: usize) -> Option<u8> {
+        (0..=u8::MAX).find(|&w| self.reloads(pc, w))
+    }
+
     /// The compare execution reaches from `pc` with the value unchanged:
     /// at `pc` itself, or (when the value is known to hold context word
     /// `word`) right after a reload of that word at `pc`.

@@ -320,11 +320,9 @@ fn node(code: &impl Code, pc: usize, word: Option<u8>) -> Option<Node> {
 }
 
 /// The context word a region rooted at `root` compares: the one the
-/// instruction before the root loads, if it loads one (words and offsets
-/// of both instruction sets are below 64).
+/// instruction before the root loads, if it loads one.
 fn root_word(code: &impl Code, root: usize) -> Option<u8> {
-    let load = root.checked_sub(1)?;
-    (0..64).find(|&w| code.reloads(load, w))
+    code.loaded_word(root.checked_sub(1)?)
 }
 
 /// Which neighbouring intervals share a table entry.

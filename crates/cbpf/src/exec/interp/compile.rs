@@ -161,6 +161,10 @@ impl chain::Code for Classic<'_> {
         seccomp_load(self.insns, pc) == Some(u32::from(word))
     }
 
+    fn loaded_word(&self, pc: usize) -> Option<u8> {
+        u8::try_from(seccomp_load(self.insns, pc)?).ok()
+    }
+
     fn ret_k(&self, pc: usize) -> Option<u64> {
         match self.insns.get(pc)?.op()? {
             View::RetK { k } => Some(u64::from(k)),

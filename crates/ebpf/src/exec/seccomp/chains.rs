@@ -310,6 +310,10 @@ impl chain::Code for Shapes<'_> {
         self.base.get(pc).is_some_and(|o| o.kind == Kind::LdCtx && o.dst == RA && o.aux == word)
     }
 
+    fn loaded_word(&self, pc: usize) -> Option<u8> {
+        self.base.get(pc).filter(|o| o.kind == Kind::LdCtx && o.dst == RA).map(|o| o.aux)
+    }
+
     /// `w0 = K; exit`.
     fn ret_k(&self, pc: usize) -> Option<u64> {
         let (o, next) = (self.base.get(pc)?, self.base.get(pc + 1)?);
