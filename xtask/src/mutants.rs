@@ -29,7 +29,7 @@ pub struct Target {
 }
 
 /// The kernel mirrors and their test sets (see docs/mutants.md for why each).
-pub const TARGETS: [Target; 6] = [
+pub const TARGETS: [Target; 7] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -56,6 +56,7 @@ pub const TARGETS: [Target; 6] = [
     },
     Target { name: "chain", file: "crates/chain/src/lib.rs", package: "bpfconv-chain", tests: &["--lib"] },
     Target { name: "ladder", file: "crates/chain/src/ladder.rs", package: "bpfconv-chain", tests: &["--lib"] },
+    Target { name: "known", file: "crates/chain/src/known.rs", package: "bpfconv-chain", tests: &["--lib"] },
 ];
 
 /// The outcome counts of one run, read from `mutants.out/`.

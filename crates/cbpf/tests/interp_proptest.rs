@@ -210,3 +210,26 @@ proptest! {
         prop_assert!(poff == 0 || poff as usize >= net.min(data.len()));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 4096, ..ProptestConfig::default() })]
+
+    /// Reloads of words a `jeq` settled (`test_data::programs::known_words`):
+    /// the jumps threaded past them (`chain::known`) change no result.
+    #[test]
+    fn seccomp_known_words_and_both_paths_agree(seed in 1u64..) {
+        let mut rng = test_data::rng::Rng(seed);
+        let insns: Vec<Insn> = test_data::programs::known_words(&mut rng)
+            .into_iter()
+            .map(|r| Insn { code: r.code, jt: r.jt, jf: r.jf, k: r.k })
+            .collect();
+        let prog = validate(&insns, Mode::Seccomp).unwrap_or_else(|e| panic!("{e}: {insns:?}"));
+        let interp = Interp::new(&prog);
+        for (nr, arch) in (0..4).flat_map(|nr| (0..4).map(move |arch| (nr, arch))) {
+            let data = SeccompData { nr, arch, instruction_pointer: 0, args: [0; 6] };
+            let bytes = data.to_bytes();
+            let traced = interp.trace_seccomp(&bytes, |_| {}).unwrap();
+            prop_assert_eq!(interp.run_seccomp(&bytes).unwrap(), traced, "nr={} arch={}: {:?}", nr, arch, insns);
+        }
+    }
+}

@@ -40,7 +40,9 @@
 //!   argument's two words before each of several `==`) as one lookup;
 //! - [`RangeTrees`]: regions that only compare `x` with constants (binary
 //!   trees over the syscall number) as sorted breakpoint tables, one
-//!   binary search for the whole walk.
+//!   binary search for the whole walk;
+//! - [`known`]: the context words a run is known to hold at each pc, and
+//!   the jumps past the reloads and compares they settle.
 //!
 //! Compiled tables print ([`Table`]'s `Display`), so that chain formation
 //! can be pinned by tests.
@@ -48,6 +50,7 @@
 use std::fmt;
 
 mod eq_set;
+pub mod known;
 pub mod ladder;
 mod range_tree;
 

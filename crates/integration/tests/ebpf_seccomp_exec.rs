@@ -314,3 +314,31 @@ fn both_variants_match_the_general_interpreter_on_converted_programs() {
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// Reloads of words a `jeq` settled (`test_data::programs::known_words`),
+/// converted: the uncounted runs take jumps threaded past them
+/// (`chain::known`), the counted ones keep the written jumps; both match
+/// the general interpreter, results and counts, on every input whose two
+/// words are below 4 (every path the constants tell apart).
+#[test]
+fn threaded_jumps_match_the_general_interpreter_on_known_word_programs() {
+    let mut rng = test_data::rng::Rng(0x4b1d_2c3e_5f60_7182);
+    let mut failures = Vec::new();
+    for case in 0..20000 {
+        let raw: Vec<cbpf::Insn> = test_data::programs::known_words(&mut rng)
+            .into_iter()
+            .map(|r| cbpf::Insn { code: r.code, jt: r.jt, jf: r.jf, k: r.k })
+            .collect();
+        let prog = cbpf::validate(&raw, cbpf::Mode::Seccomp).unwrap();
+        let datas: Vec<(String, [u8; 64])> = (0..16u32)
+            .map(|i| {
+                let mut d = [0u8; 64];
+                d[0..4].copy_from_slice(&(i % 4).to_le_bytes());
+                d[4..8].copy_from_slice(&(i / 4).to_le_bytes());
+                (format!("case {case} nr {} arch {}: {}", i % 4, i / 4, cbpf::text::print_ddd_line(&raw)), d)
+            })
+            .collect();
+        failures.extend(differences_on(&format!("case {case}"), &converted(&prog), &datas));
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}

@@ -15,12 +15,16 @@
 //!   suite); [`paths`] finds the folder.
 //! - [`eq_keys`]: the `jeq #k` key lists every builder of an equality-set
 //!   lookup refuses.
+//! - [`programs`]: raw classic programs of one shape (reloads of words a
+//!   `jeq` settled), which the interpreters' own tests and the converter's
+//!   share; the generators that need an instruction set stay above.
 
 pub mod eq_keys;
 pub mod filetest;
 pub mod filters;
 pub mod paths;
 pub mod pcap;
+pub mod programs;
 pub mod require;
 pub mod rng;
 pub mod test_bpf;

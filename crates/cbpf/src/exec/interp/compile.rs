@@ -142,7 +142,7 @@ const LONG_CHAIN: usize = 2 * BLOCK;
 pub(super) struct Classic<'a> {
     pub(super) insns: &'a [Insn],
     /// [`thread_jumps`] of `insns`.
-    pub(super) through_ja: &'a [u16],
+    pub(super) threaded: &'a [u16],
 }
 
 impl chain::Code for Classic<'_> {
@@ -154,7 +154,7 @@ impl chain::Code for Classic<'_> {
     }
 
     fn resolve(&self, pc: usize) -> (usize, u32) {
-        (usize::from(self.through_ja.get(pc).copied().unwrap_or(DEAD)), 0)
+        (usize::from(self.threaded.get(pc).copied().unwrap_or(DEAD)), 0)
     }
 
     fn reloads(&self, pc: usize, word: u8) -> bool {
@@ -169,6 +169,39 @@ impl chain::Code for Classic<'_> {
         match self.insns.get(pc)?.op()? {
             View::RetK { k } => Some(u64::from(k)),
             _ => None,
+        }
+    }
+}
+
+impl chain::known::Flow for Classic<'_> {
+    fn effect(&self, pc: usize) -> chain::known::Effect {
+        use chain::known::Effect;
+        let to = |off: u64| usize::from(target(pc, off));
+        match self.insns.get(pc).and_then(|insn| insn.op()) {
+            Some(View::LdxAbsSeccomp { k }) => u8::try_from(k / 4).map_or(Effect::Set, Effect::Load),
+            Some(
+                View::LdImm { .. }
+                | View::LdMem { .. }
+                | View::LdAbs { .. }
+                | View::LdInd { .. }
+                | View::LdLen
+                | View::Txa,
+            ) => Effect::Set,
+            Some(View::Alu { .. } | View::Neg) => Effect::Change,
+            Some(
+                View::St { .. }
+                | View::Stx { .. }
+                | View::LdxImm { .. }
+                | View::LdxMem { .. }
+                | View::LdxLen
+                | View::LdxMsh { .. }
+                | View::Tax,
+            ) => Effect::Keep,
+            Some(View::Ja { k }) => Effect::Jump(to(u64::from(k))),
+            Some(View::Jmp { jt, jf, .. }) => Effect::Branch(to(u64::from(jt)), to(u64::from(jf))),
+            Some(View::RetK { .. }) => Effect::End { reads: false },
+            Some(View::RetA) => Effect::End { reads: true },
+            None => Effect::Opaque,
         }
     }
 }
@@ -408,8 +441,8 @@ fn cmp_k(insn: Option<&Insn>) -> Option<(JmpOp, u32, u8, u8)> {
 /// shifts by `#k` have `k < 32`. An instruction that breaks this (impossible
 /// through the public API) becomes `ret #0`.
 pub(super) fn compile(insns: &[Insn]) -> (Box<[Step]>, Chains) {
-    let through_ja = thread_jumps(insns);
-    let via = |pc: u16| through_ja.get(usize::from(pc)).copied().unwrap_or(DEAD);
+    let threaded = thread_jumps(insns);
+    let via = |pc: u16| threaded.get(usize::from(pc)).copied().unwrap_or(DEAD);
     let mut ops = Vec::with_capacity(insns.len());
     let mut built = Builder::default();
     let mut pc = 0;
@@ -470,7 +503,7 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Step]>, Chains) {
         }
     }
     fuse_loads(&mut ops);
-    build_ladders(&Classic { insns, through_ja: &through_ja }, &mut ops, &mut built);
+    build_ladders(&Classic { insns, threaded: &threaded }, &mut ops, &mut built);
     // Whole windows for short chains near the end (see `Scans::short`).
     let chains = built.finish(WINDOW - 1, |p| Exit { test: p.test, target: pc16(p.target), link: LEAVE });
     (ops.into_boxed_slice(), chains)
@@ -571,19 +604,15 @@ pub(super) fn link_chains(ops: &mut [Step], chains: &mut Chains) {
     }
 }
 
-/// For each pc, where execution really goes from there: the end of the
-/// `ja` chain starting at it, or the pc itself. Jumps only go forward, so
-/// one backward pass resolves every chain.
+/// For each pc, where a jump to it may go instead ([`chain::known::thread`]):
+/// past `ja`s, and past reloads of a known word and the compares they
+/// settle (the classic interpreter counts no instructions, so the ones
+/// jumped over are not kept).
 pub(super) fn thread_jumps(insns: &[Insn]) -> Vec<u16> {
-    let mut out: Vec<u16> = (0..insns.len()).map(|pc| u16::try_from(pc).unwrap_or(DEAD)).collect();
-    for pc in (0..insns.len()).rev() {
-        let Some(View::Ja { k }) = insns.get(pc).and_then(|insn| insn.op()) else { continue };
-        let end = out.get(usize::from(target(pc, u64::from(k)))).copied().unwrap_or(DEAD);
-        if let Some(slot) = out.get_mut(pc) {
-            *slot = end;
-        }
-    }
-    out
+    // The facts and the threading ask only `compare` and `effect`, which
+    // read the instructions, not `threaded`.
+    let code = Classic { insns, threaded: &[] };
+    chain::known::thread(&code, insns.len()).into_iter().map(|(pc, _)| pc16(pc)).collect()
 }
 
 /// The seccomp load offset of `insns[pc]`, if it is one (0x21 after

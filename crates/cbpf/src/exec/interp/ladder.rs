@@ -18,8 +18,8 @@ const DEAD: usize = u16::MAX as usize;
 /// to route), each first round's op replaced. Runs before the routing and
 /// `compile::link_chains`, so that no chain links into a ladder's start.
 pub(super) fn build(insns: &[Insn], ops: &mut [Step]) -> Ladders<u16> {
-    let through_ja = thread_jumps(insns);
-    let code = Classic { insns, through_ja: &through_ja };
+    let threaded = thread_jumps(insns);
+    let code = Classic { insns, threaded: &threaded };
     let ladders = Ladders::build(&code, insns.len(), |pc| u16::try_from(pc).ok().filter(|&t| usize::from(t) != DEAD));
     for (i, ladder) in ladders.all().iter().enumerate() {
         let Ok(index) = u16::try_from(i) else { break };

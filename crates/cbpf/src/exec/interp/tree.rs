@@ -23,8 +23,8 @@ const DEAD: usize = u16::MAX as usize;
 /// a seccomp load right before it, replaced. Runs before the routing and
 /// `compile::link_chains`, so that no chain links into a tree's root.
 pub(super) fn build(insns: &[Insn], ops: &mut [Step]) -> RangeTrees<u16> {
-    let through_ja = thread_jumps(insns);
-    let code = Classic { insns, through_ja: &through_ja };
+    let threaded = thread_jumps(insns);
+    let code = Classic { insns, threaded: &threaded };
     let trees = RangeTrees::build(&code, 0..insns.len(), |pc| u16::try_from(pc).ok().filter(|&t| t != u16::MAX));
     for (tree, &root) in trees.roots().iter().enumerate() {
         let Some(tree) = u16::try_from(tree).ok().filter(|&t| t < DIRECT) else { break };

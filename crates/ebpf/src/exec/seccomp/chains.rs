@@ -256,6 +256,10 @@ pub(super) struct Cmp {
 pub(super) struct Shapes<'a> {
     pub(super) base: &'a [SOp],
     pub(super) live_in: &'a [u8],
+    /// Per pc, where a jump to it goes instead and the instructions that
+    /// way jumps over ([`chain::known::thread`] of `base`; empty while
+    /// that is computed).
+    pub(super) threaded: &'a [(usize, u32)],
 }
 
 impl Shapes<'_> {
@@ -275,16 +279,41 @@ impl Shapes<'_> {
             .then_some(Cmp { jump_pc: pc + 1, cond: j.aux, value: o.imm, target: j.target as usize })
     }
 
-    /// Where execution goes on from `pc`: past every `ja` there, with the
-    /// instructions those jump over.
-    pub(super) fn resolve(&self, mut pc: usize) -> (usize, u32) {
-        let mut skip = 0u32;
-        while let Some(o) = self.base.get(pc).filter(|o| o.kind == Kind::Ja) {
-            let target = o.target as usize;
-            skip = skip.wrapping_add((target - pc - 1) as u32);
-            pc = target;
+    /// Where execution goes on from `pc`: past every `ja` there, and past
+    /// reloads of a known word and the compares they settle
+    /// ([`chain::known`]), with the instructions that way jumps over.
+    pub(super) fn resolve(&self, pc: usize) -> (usize, u32) {
+        self.threaded.get(pc).copied().unwrap_or((pc, 0))
+    }
+}
+
+/// The converted program as the known-words analysis sees it: r0 is the
+/// value, `w0 = ctx word` its loads.
+impl chain::known::Flow for Shapes<'_> {
+    fn effect(&self, pc: usize) -> chain::known::Effect {
+        use chain::known::Effect;
+        let Some(o) = self.base.get(pc) else { return Effect::Opaque };
+        let on_a = o.dst == RA;
+        match o.kind {
+            Kind::LdCtx if on_a => Effect::Load(o.aux),
+            Kind::MovK | Kind::Mov32 | Kind::Mov64 | Kind::LdStack if on_a => Effect::Set,
+            Kind::AluK | Kind::AluX | Kind::Neg if on_a => Effect::Change,
+            Kind::LdCtx
+            | Kind::MovK
+            | Kind::Mov32
+            | Kind::Mov64
+            | Kind::LdStack
+            | Kind::AluK
+            | Kind::AluX
+            | Kind::Neg => Effect::Keep,
+            Kind::StStack | Kind::CtxPtr => Effect::Keep,
+            Kind::Ja => Effect::Jump(o.target as usize),
+            Kind::JeqK | Kind::JneK | Kind::JgtK | Kind::JgeK | Kind::JltK | Kind::JleK | Kind::JsetK | Kind::Jcc => {
+                Effect::Branch(pc + 1, o.target as usize)
+            }
+            Kind::Exit => Effect::End { reads: true },
+            _ => Effect::Opaque,
         }
-        (pc, skip)
     }
 }
 

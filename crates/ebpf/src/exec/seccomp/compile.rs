@@ -53,7 +53,8 @@ impl Subset {
         }
         let base: Vec<SOp> = plains.iter().map(|p| p.op).collect();
         let mut ops = base.clone();
-        let shapes = Shapes { base: &base, live_in: &live_in };
+        let threaded = chain::known::thread(&Shapes { base: &base, live_in: &live_in, threaded: &[] }, n);
+        let shapes = Shapes { base: &base, live_in: &live_in, threaded: &threaded };
         let mut built = ChainBuilder::default();
         // Compare trees first: their roots (and a load of r0 right before
         // one) are where chains stop and leave to, so that a chain that
@@ -343,8 +344,21 @@ impl Subset {
             entries.push(EntryBlock::new(&chains, o.target as usize, o.imm as u32)?);
             o.target = (entries.len() - 1) as u32;
         }
+        // Uncounted runs take threaded jumps ([`chain::known`]): where a jump
+        // lands on a reload of a known word, it goes on where the reload
+        // and the compares it settles lead. Counted runs keep the jumps as
+        // written: an op has no room for the instructions a threaded jump
+        // jumps over (chain exits have, and take them in both runs).
+        let uncounted_ops = ops
+            .iter()
+            .map(|&o| match o.kind.jumps_to_pc() {
+                true => SOp { target: u32::try_from(shapes.resolve(o.target as usize).0).unwrap_or(o.target), ..o },
+                false => o,
+            })
+            .collect();
         Some(SeccompProg {
             ops: ops.into_boxed_slice(),
+            uncounted_ops,
             entries: entries.into_boxed_slice(),
             chains: super::ChainTables { table: chains, eq_sets, trees, ladders },
             start,

@@ -47,6 +47,14 @@
 //! behave as before. The side followed is the fall-through, except where it
 //! is a detour that rejoins the taken side (the converter's `jge` pairs).
 //!
+//! Jumps are threaded past what a run already knows ([`chain::known`]): a
+//! jump to a reload of a context word that every path there has settled
+//! (OpenSSH's `ld [0]; jeq #futex` after each missed argument check) goes
+//! on past the reload and the compares it settles. Chain exits carry the
+//! instructions that way jumps over, in both runs; plain and fused jumps
+//! are threaded only in the ops of uncounted runs (`uncounted_ops`), the
+//! counted ones keep the jumps as written.
+//!
 //! Binary-search trees (libseccomp's optimised filters) are linked chains
 //! (as the classic interpreter's range-chain links): a chain that
 //! starts at a tree node (a compare whose both sides go on to compares)
@@ -143,6 +151,10 @@ use ops::{Kind, SOp};
 #[derive(Debug, Clone)]
 pub(crate) struct SeccompProg {
     ops: Box<[SOp]>,
+    /// `ops` with their jumps threaded past reloads of known words
+    /// ([`chain::known`]), for runs that do not count executed
+    /// instructions (module docs).
+    uncounted_ops: Box<[SOp]>,
     /// Chain entries ([`Kind::Chain`], [`Kind::LdChain`]), by `SOp::target`.
     entries: Box<[EntryBlock]>,
     chains: ChainTables,

@@ -141,6 +141,49 @@ pub(super) enum Kind {
     LdMovJneTree,
 }
 
+impl Kind {
+    /// Whether an op of this kind jumps to the pc in `SOp::target` (on its
+    /// condition), as a plain or fused jump does; chain, tree and ladder
+    /// ops keep an index there.
+    pub(super) fn jumps_to_pc(self) -> bool {
+        use Kind::*;
+        matches!(
+            self,
+            Ja | JeqK
+                | JneK
+                | JgtK
+                | JgeK
+                | JltK
+                | JleK
+                | JsetK
+                | Jcc
+                | LdMovJeq
+                | LdMovJne
+                | LdMovJgt
+                | LdMovJge
+                | LdMovJlt
+                | LdMovJle
+                | LdMovJset
+                | LdAndJcc
+                | LdJeq
+                | LdJne
+                | LdJgt
+                | LdJge
+                | LdJlt
+                | LdJle
+                | LdJset
+                | MovJeq
+                | MovJne
+                | MovJgt
+                | MovJge
+                | MovJlt
+                | MovJle
+                | MovJset
+                | LdMovJneTree
+        )
+    }
+}
+
 /// One compiled instruction (16 bytes): `aux` is the ALU operation, the
 /// context word, the stack slot or the condition; `target` the jump target
 /// or first eq entry; `imm` the (zero- or sign-extended) immediate or end

@@ -78,7 +78,7 @@ impl SeccompProg {
         &self,
         data: &[u8; 64],
     ) -> (u64, u64) {
-        let ops = &self.ops[..];
+        let ops = if COUNT { &self.ops[..] } else { &self.uncounted_ops[..] };
         let tables = &self.chains;
         let chains = &tables.table;
         let entries = &self.entries[..];

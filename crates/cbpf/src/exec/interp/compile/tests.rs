@@ -245,3 +245,48 @@ fn loads_masked_before_a_chain_run_as_the_three_instructions() {
     assert_eq!(fused[0] + fused[1], 300, "every case fuses its load, mask and chain");
     assert!(fused[0] > 0 && fused[1] > 0, "both forms: {fused:?}");
 }
+
+/// OpenSSH's argument rounds (`ld [0]; jeq #nr` again after each missed
+/// argument check) and libseccomp's later rules behind them: where the
+/// number is known, jumps to its reload go past the reload and every
+/// compare it settles, to the next load or `ret #k`; not to `ret a` (the
+/// skipped load's `A` would be read), and not where paths with another
+/// number join.
+#[test]
+fn jumps_pass_reloads_of_a_known_word_and_the_compares_they_settle() {
+    use crate::opcode::*;
+    let program = |last: Insn| {
+        vec![
+            Insn::stmt(LD_W_ABS, 0),        // 0
+            Insn::jump(JMP_JEQ_K, 5, 0, 4), // 1: nr == 5 -> 2, else 6
+            Insn::stmt(LD_W_ABS, 16),       // 2
+            Insn::jump(JMP_JEQ_K, 1, 0, 1), // 3: -> 4, miss 5
+            Insn::stmt(RET_K, 0x7fff_0000), // 4
+            Insn::stmt(LD_W_ABS, 0),        // 5: from 3 only: nr == 5
+            Insn::jump(JMP_JEQ_K, 5, 0, 4), // 6: from 1 (nr != 5) and 5
+            Insn::stmt(LD_W_ABS, 16),       // 7
+            Insn::jump(JMP_JEQ_K, 2, 0, 1), // 8: -> 9, miss 10
+            Insn::stmt(RET_K, 0x7fff_0000), // 9
+            Insn::stmt(LD_W_ABS, 0),        // 10: from 8 only: nr == 5
+            Insn::jump(JMP_JEQ_K, 7, 2, 0), // 11: from 6 (nr != 5) and 10
+            Insn::jump(JMP_JEQ_K, 8, 1, 0), // 12
+            last,                           // 13
+            Insn::stmt(RET_K, 0x0005_0001), // 14
+        ]
+    };
+    // As `validate` leaves them (its seccomp loads are 0x21).
+    let validated = |last| crate::validate(&program(last), crate::Mode::Seccomp).unwrap();
+    let threaded = thread_jumps(validated(Insn::stmt(RET_K, 0)).insns());
+    assert_eq!(threaded[5], 7, "the reload and its settled compare");
+    assert_eq!(threaded[10], 13, "the reload and two settled compares, to `ret #0`");
+    assert_eq!((threaded[6], threaded[11]), (6, 11), "nr unknown where the rounds join");
+    assert_eq!(thread_jumps(validated(Insn::stmt(RET_A, 0)).insns())[10], 10, "`ret a` reads the reload");
+    for prog in [validated(Insn::stmt(RET_K, 0)), validated(Insn::stmt(RET_A, 0))] {
+        let interp = crate::Interp::new(&prog);
+        for (nr, arg) in [5, 7, 8, 9].into_iter().flat_map(|nr| (0..3).map(move |arg| (nr, arg))) {
+            let data =
+                crate::SeccompData { nr, arch: 0, instruction_pointer: 0, args: [arg, 0, 0, 0, 0, 0] }.to_bytes();
+            assert_eq!(interp.run_seccomp(&data), interp.trace_seccomp(&data, |_| {}), "nr={nr} arg={arg}");
+        }
+    }
+}
