@@ -165,10 +165,8 @@ fn facts(prog: &impl Flow, len: usize) -> Option<Vec<Option<Facts>>> {
         }
         let next = pc + 1;
         match prog.effect(pc) {
-            Effect::Load(w) => {
-                let value = (usize::from(w) < WORDS).then_some(w);
-                flow(&mut at, next, Facts { value, ..here });
-            }
+            // A word past `WORDS` is never known (`Facts::word`).
+            Effect::Load(w) => flow(&mut at, next, Facts { value: Some(w), ..here }),
             Effect::Set | Effect::Change => flow(&mut at, next, Facts { value: None, ..here }),
             Effect::Keep => flow(&mut at, next, here),
             Effect::Jump(to) => flow(&mut at, to, here),

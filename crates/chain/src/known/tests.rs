@@ -133,6 +133,52 @@ fn reloads_of_a_known_word_are_passed_with_the_compares_they_settle() {
     assert_eq!(thread(&prog, 15)[10], (14, 1), "two compares settled, the second jumping over one");
 }
 
+/// Joins keep a word both paths know with the same value (the reload of
+/// word 1 after a branch is passed), and drop one that only one path
+/// knows, keeping the others; `ja`s are passed with what they jump over.
+#[test]
+fn joins_keep_what_every_path_knows() {
+    use Insn::*;
+    let both_know = Prog(vec![
+        Ld(1),                    // 0
+        Cmp(Cond::Eq, 2, 2, 12),  // 1: word 1 is 2
+        Ld(0),                    // 2
+        Cmp(Cond::Eq, 3, 4, 12),  // 3: word 0 is 3
+        Branch(7),                // 4: to 5 or 7
+        Set,                      // 5
+        Ja(8),                    // 6
+        Change,                   // 7
+        Ld(1),                    // 8: both paths know both words
+        Cmp(Cond::Eq, 2, 10, 12), // 9
+        RetK(1),                  // 10
+        RetK(2),                  // 11
+        RetK(0),                  // 12
+    ]);
+    let t = thread(&both_know, both_know.0.len());
+    assert_eq!(t[8], (10, 0), "word 1, known on both paths");
+    assert_eq!(t[6], (10, 1), "the `ja` and the reload it lands on");
+    let one_knows = Prog(vec![
+        Ld(0),                    // 0
+        Cmp(Cond::Eq, 3, 2, 12),  // 1: word 0 is 3
+        Ld(1),                    // 2
+        Branch(6),                // 3: to 4 or 6
+        Cmp(Cond::Eq, 2, 5, 12),  // 4: word 1 is 2, on this path only
+        Ja(7),                    // 5
+        Nop,                      // 6
+        Ld(1),                    // 7: word 1 unknown, word 0 known
+        Cmp(Cond::Eq, 2, 9, 10),  // 8
+        RetK(1),                  // 9
+        Ld(0),                    // 10
+        Cmp(Cond::Eq, 3, 13, 12), // 11
+        RetK(0),                  // 12
+        RetK(5),                  // 13
+    ]);
+    let t = thread(&one_knows, one_knows.0.len());
+    assert_eq!(t[7], (7, 0), "word 1, known on one path only");
+    assert_eq!(t[10], (13, 1), "word 0, known on both");
+    assert_eq!(t[5], (7, 1), "a `ja` to a reload that stays");
+}
+
 /// A random program over two words and a few constants (jumps forward),
 /// mostly loads each followed by a compare, so that words are often known
 /// where reloaded.
