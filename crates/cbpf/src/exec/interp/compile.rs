@@ -177,31 +177,19 @@ impl chain::known::Flow for Classic<'_> {
     fn effect(&self, pc: usize) -> chain::known::Effect {
         use chain::known::Effect;
         let to = |off: u64| usize::from(target(pc, off));
-        match self.insns.get(pc).and_then(|insn| insn.op()) {
-            Some(View::LdxAbsSeccomp { k }) => u8::try_from(k / 4).map_or(Effect::Set, Effect::Load),
-            Some(
-                View::LdImm { .. }
-                | View::LdMem { .. }
-                | View::LdAbs { .. }
-                | View::LdInd { .. }
-                | View::LdLen
-                | View::Txa,
-            ) => Effect::Set,
-            Some(View::Alu { .. } | View::Neg) => Effect::Change,
-            Some(
-                View::St { .. }
-                | View::Stx { .. }
-                | View::LdxImm { .. }
-                | View::LdxMem { .. }
-                | View::LdxLen
-                | View::LdxMsh { .. }
-                | View::Tax,
-            ) => Effect::Keep,
-            Some(View::Ja { k }) => Effect::Jump(to(u64::from(k))),
-            Some(View::Jmp { jt, jf, .. }) => Effect::Branch(to(u64::from(jt)), to(u64::from(jf))),
-            Some(View::RetK { .. }) => Effect::End { reads: false },
-            Some(View::RetA) => Effect::End { reads: true },
-            None => Effect::Opaque,
+        let Some(op) = self.insns.get(pc).and_then(|insn| insn.op()) else { return Effect::Opaque };
+        match op {
+            View::LdxAbsSeccomp { k } => u8::try_from(k / 4).map_or(Effect::Set, Effect::Load),
+            View::Alu { .. } | View::Neg => Effect::Change,
+            View::Ja { k } => Effect::Jump(to(u64::from(k))),
+            View::Jmp { jt, jf, .. } => Effect::Branch(to(u64::from(jt)), to(u64::from(jf))),
+            View::RetK { .. } => Effect::End { reads: false },
+            View::RetA => Effect::End { reads: true },
+            // The other loads of A (`ld #k`, `ld M[]`, packet loads, `ld
+            // len`) and `txa`.
+            other if other.writes_a() => Effect::Set,
+            // Stores, the loads of X, `tax`.
+            _ => Effect::Keep,
         }
     }
 }
