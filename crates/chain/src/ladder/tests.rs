@@ -372,12 +372,9 @@ fn the_table_lists_and_rewrites_its_outcomes() {
     assert_eq!(table.exit(1, 0, 7), None);
 }
 
-#[test]
-fn ladders_that_share_a_tail_stay_within_the_total_bound() {
-    // 300 rounds that each miss to the first of a tail of 300: 300 ladders
-    // of 301 rounds would hold 90,300; the bound keeps whole ladders up to
-    // MAX_TOTAL_ROUNDS, and the kept ones leave as they run.
-    let (starts, tail) = (300, 300);
+/// `starts` rounds that each miss to the first of a shared tail of `tail`
+/// rounds (ending in a miss), then a hit, a miss and a reject target.
+fn shared_tail(starts: usize, tail: usize) -> (Prog, usize) {
     let end = 7 * (starts + tail);
     let (hit, miss, reject) = (end, end + 1, end + 2);
     let mut p = Prog(Vec::new());
@@ -392,6 +389,16 @@ fn ladders_that_share_a_tail_stay_within_the_total_bound() {
         p.round(7, 6, i as u64, hit, next, reject);
     }
     p.0.extend([Insn::Other; 3]);
+    (p, miss)
+}
+
+#[test]
+fn ladders_that_share_a_tail_stay_within_the_total_bound() {
+    // 300 rounds that each miss to the first of a tail of 300: 300 ladders
+    // of 301 rounds would hold 90,300; the bound keeps whole ladders up to
+    // MAX_TOTAL_ROUNDS, and the kept ones leave as they run.
+    let tail = 300;
+    let (p, miss) = shared_tail(300, tail);
     let ladders = find(&p, p.0.len());
     assert_eq!(ladders.len(), MAX_TOTAL_ROUNDS / (tail + 1));
     assert!(ladders.iter().all(|l| l.rounds.len() == tail + 1));
@@ -405,6 +412,11 @@ fn ladders_that_share_a_tail_stay_within_the_total_bound() {
         assert_eq!(path.last().map(|&(pc, _)| pc), Some(miss));
         assert_eq!((leave.pc, leave.executed), (miss, path.len() as u64 - 1));
     }
+    // Ladders of 256 rounds fill the bound exactly: 128 are kept, all.
+    let (p, _) = shared_tail(130, 255);
+    let ladders = find(&p, p.0.len());
+    assert_eq!(ladders.len(), MAX_TOTAL_ROUNDS / 256);
+    assert_eq!(ladders.iter().map(|l| l.rounds.len()).sum::<usize>(), MAX_TOTAL_ROUNDS);
 }
 
 /// A ladder past one [`BLOCK`] of keys whose rounds each hit to a pc of
