@@ -179,6 +179,38 @@ fn joins_keep_what_every_path_knows() {
     assert_eq!(t[5], (7, 1), "a `ja` to a reload that stays");
 }
 
+/// A reload followed by `n` compares that its value settles (each also
+/// reached with the word unknown, so none is threaded on its own): the
+/// reload is threaded to the end when `n` is at most [`SETTLE_STEPS`].
+#[test]
+fn a_reload_settles_at_most_settle_steps_compares() {
+    use Insn::*;
+    let prog = |n: usize| {
+        let end = 3 + n;
+        let mut p = vec![Ld(0), Cmp(Cond::Eq, 5, 2, 3), Ld(0)];
+        p.extend((0..n).map(|i| Cmp(Cond::Eq, 100 + i as u32, end + 1, 4 + i)));
+        p.extend([RetK(0), RetK(1)]);
+        Prog(p)
+    };
+    for n in [1, SETTLE_STEPS - 1, SETTLE_STEPS] {
+        let p = prog(n);
+        assert_eq!(thread(&p, p.0.len())[2], (3 + n, 0), "{n} compares");
+    }
+    let p = prog(SETTLE_STEPS + 1);
+    assert_eq!(thread(&p, p.0.len())[2], (2, 0), "past the bound");
+    // 58 of them one after another (4060 instructions), each copy's jumps
+    // moved to its place: each reload stops at the bound.
+    let one = prog(SETTLE_STEPS + 1).0;
+    let shift = |insn: Insn, by: usize| match insn {
+        Cmp(cond, v, taken, fall) => Cmp(cond, v, taken + by, fall + by),
+        other => other,
+    };
+    let len = one.len();
+    let p = Prog((0..58).flat_map(|k| one.iter().map(move |&i| shift(i, k * len))).collect());
+    let t = thread(&p, p.0.len());
+    assert!((0..58).all(|k| t[k * len + 2] == (k * len + 2, 0)));
+}
+
 /// A random program over two words and a few constants (jumps forward),
 /// mostly loads each followed by a compare, so that words are often known
 /// where reloaded.
