@@ -428,9 +428,9 @@ fn cmp_k(insn: Option<&Insn>) -> Option<(JmpOp, u32, u8, u8)> {
 /// land inside the program, `M[k]` has `k < 16`, `div/mod #k` has `k != 0`,
 /// shifts by `#k` have `k < 32`. An instruction that breaks this (impossible
 /// through the public API) becomes `ret #0`.
-pub(super) fn compile(insns: &[Insn]) -> (Box<[Step]>, Chains) {
-    let threaded = thread_jumps(insns);
-    let via = |pc: u16| threaded.get(usize::from(pc)).copied().unwrap_or(DEAD);
+pub(super) fn compile(code: &Classic<'_>) -> (Box<[Step]>, Chains) {
+    let insns = code.insns;
+    let via = |pc: u16| code.threaded.get(usize::from(pc)).copied().unwrap_or(DEAD);
     let mut ops = Vec::with_capacity(insns.len());
     let mut built = Builder::default();
     let mut pc = 0;
@@ -491,7 +491,7 @@ pub(super) fn compile(insns: &[Insn]) -> (Box<[Step]>, Chains) {
         }
     }
     fuse_loads(&mut ops);
-    build_ladders(&Classic { insns, threaded: &threaded }, &mut ops, &mut built);
+    build_ladders(code, &mut ops, &mut built);
     // Whole windows for short chains near the end (see `Scans::short`).
     let chains = built.finish(WINDOW - 1, |p| Exit { test: p.test, target: pc16(p.target), link: LEAVE });
     (ops.into_boxed_slice(), chains)

@@ -7,20 +7,18 @@
 
 use chain::ladder::Ladders;
 
-use super::compile::{thread_jumps, Classic, Step};
-use crate::insn::Insn;
+use super::compile::{Classic, Step};
 
 /// Where the run goes for a ladder that does not exist (never, for a
 /// ladder of [`build`]): past any program, which ends the run with 0.
 const DEAD: usize = u16::MAX as usize;
 
-/// The ladders of `insns` (outcomes: raw pcs, for `compile::route_returns`
+/// The ladders of `code` (outcomes: raw pcs, for `compile::route_returns`
 /// to route), each first round's op replaced. Runs before the routing and
 /// `compile::link_chains`, so that no chain links into a ladder's start.
-pub(super) fn build(insns: &[Insn], ops: &mut [Step]) -> Ladders<u16> {
-    let threaded = thread_jumps(insns);
-    let code = Classic { insns, threaded: &threaded };
-    let ladders = Ladders::build(&code, insns.len(), |pc| u16::try_from(pc).ok().filter(|&t| usize::from(t) != DEAD));
+pub(super) fn build(code: &Classic<'_>, ops: &mut [Step]) -> Ladders<u16> {
+    let ladders =
+        Ladders::build(code, code.insns.len(), |pc| u16::try_from(pc).ok().filter(|&t| usize::from(t) != DEAD));
     for (i, ladder) in ladders.all().iter().enumerate() {
         let Ok(index) = u16::try_from(i) else { break };
         // Whatever op the start had (its load, fused with what follows):

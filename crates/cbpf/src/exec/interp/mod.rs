@@ -137,9 +137,13 @@ impl Interp {
     /// keeps after `seccomp_check_filter()`'s rewrites).
     pub fn new(program: &Program) -> Self {
         let insns = program.insns();
-        let (mut ops, mut chains) = compile::compile(insns);
-        let mut trees = tree::build(insns, &mut ops);
-        let mut ladders = ladder::build(insns, &mut ops);
+        // Where each jump really goes (`chain::known`), computed once for
+        // the chains, the trees and the ladders.
+        let threaded = compile::thread_jumps(insns);
+        let code = compile::Classic { insns, threaded: &threaded };
+        let (mut ops, mut chains) = compile::compile(&code);
+        let mut trees = tree::build(&code, &mut ops);
+        let mut ladders = ladder::build(&code, &mut ops);
         let routed = trees.outcomes_mut().chain(ladders.outcomes_mut());
         let rets = compile::route_returns(&mut ops, &mut chains, routed);
         compile::link_chains(&mut ops, &mut chains);

@@ -11,21 +11,19 @@
 
 use chain::RangeTrees;
 
-use super::compile::{seccomp_load, thread_jumps, Classic, Step};
-use crate::insn::Insn;
+use super::compile::{seccomp_load, Classic, Step};
 
 /// Where the run goes for a table that does not exist (never, for a tree
 /// of [`build`]): past any program, which ends the run with 0.
 const DEAD: usize = u16::MAX as usize;
 
-/// The tables of the compare trees of `insns` (outcomes: raw pcs, for
+/// The tables of the compare trees of `code` (outcomes: raw pcs, for
 /// `compile::route_returns` to route) with each root's op, and the op of
 /// a seccomp load right before it, replaced. Runs before the routing and
 /// `compile::link_chains`, so that no chain links into a tree's root.
-pub(super) fn build(insns: &[Insn], ops: &mut [Step]) -> RangeTrees<u16> {
-    let threaded = thread_jumps(insns);
-    let code = Classic { insns, threaded: &threaded };
-    let trees = RangeTrees::build(&code, 0..insns.len(), |pc| u16::try_from(pc).ok().filter(|&t| t != u16::MAX));
+pub(super) fn build(code: &Classic<'_>, ops: &mut [Step]) -> RangeTrees<u16> {
+    let insns = code.insns;
+    let trees = RangeTrees::build(code, 0..insns.len(), |pc| u16::try_from(pc).ok().filter(|&t| t != u16::MAX));
     for (tree, &root) in trees.roots().iter().enumerate() {
         let Some(tree) = u16::try_from(tree).ok().filter(|&t| t < DIRECT) else { break };
         // The op's tree index says whether the tree has a direct table,

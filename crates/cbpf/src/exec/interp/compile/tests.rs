@@ -2,6 +2,13 @@
 
 use super::*;
 
+/// [`super::compile`] with the program's own threading, as `Interp::new`
+/// calls it.
+fn compile(insns: &[Insn]) -> (Box<[Step]>, Chains) {
+    let threaded = thread_jumps(insns);
+    super::compile(&Classic { insns, threaded: &threaded })
+}
+
 #[test]
 fn exit_tests_match_the_comparisons() {
     let interesting = [0u32, 1, 2, 0x7fff_ffff, 0x8000_0000, 0xffff_fffe, 0xffff_ffff, 0x40, 0x3f];
