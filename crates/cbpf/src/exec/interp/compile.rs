@@ -13,7 +13,7 @@ use crate::exec::context::Ancillary;
 /// Target pc for what can never be reached: past any program (at most 4096
 /// instructions), so landing there ends the run with 0. Only keeps a broken
 /// invariant from looping.
-const DEAD: u16 = u16::MAX;
+pub(super) const DEAD: u16 = u16::MAX;
 
 /// The chain core's condition for a classic conditional jump.
 fn cond(op: JmpOp) -> Cond {

@@ -7,18 +7,13 @@
 
 use chain::ladder::Ladders;
 
-use super::compile::{Classic, Step};
-
-/// Where the run goes for a ladder that does not exist (never, for a
-/// ladder of [`build`]): past any program, which ends the run with 0.
-const DEAD: usize = u16::MAX as usize;
+use super::compile::{Classic, Step, DEAD};
 
 /// The ladders of `code` (outcomes: raw pcs, for `compile::route_returns`
 /// to route), each first round's op replaced. Runs before the routing and
 /// `compile::link_chains`, so that no chain links into a ladder's start.
 pub(super) fn build(code: &Classic<'_>, ops: &mut [Step]) -> Ladders<u16> {
-    let ladders =
-        Ladders::build(code, code.insns.len(), |pc| u16::try_from(pc).ok().filter(|&t| usize::from(t) != DEAD));
+    let ladders = Ladders::build(code, code.insns.len(), |pc| u16::try_from(pc).ok().filter(|&t| t != DEAD));
     for (i, ladder) in ladders.all().iter().enumerate() {
         let Ok(index) = u16::try_from(i) else { break };
         // Whatever op the start had (its load, fused with what follows):
@@ -34,7 +29,7 @@ pub(super) fn build(code: &Classic<'_>, ops: &mut [Step]) -> Ladders<u16> {
 /// words (a routed pc), and the value `A` holds there.
 #[inline(always)]
 pub(super) fn exit(ladders: &Ladders<u16>, ladder: u16, hi: u32, lo: u32) -> (usize, u32) {
-    ladders.exit(usize::from(ladder), hi, lo).map_or((DEAD, 0), |(to, a)| (usize::from(to), a))
+    ladders.exit(usize::from(ladder), hi, lo).map_or((usize::from(DEAD), 0), |(to, a)| (usize::from(to), a))
 }
 
 #[cfg(test)]

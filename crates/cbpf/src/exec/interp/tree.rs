@@ -11,11 +11,7 @@
 
 use chain::RangeTrees;
 
-use super::compile::{seccomp_load, Classic, Step};
-
-/// Where the run goes for a table that does not exist (never, for a tree
-/// of [`build`]): past any program, which ends the run with 0.
-const DEAD: usize = u16::MAX as usize;
+use super::compile::{seccomp_load, Classic, Step, DEAD};
 
 /// The tables of the compare trees of `code` (outcomes: raw pcs, for
 /// `compile::route_returns` to route) with each root's op, and the op of
@@ -23,7 +19,7 @@ const DEAD: usize = u16::MAX as usize;
 /// `compile::link_chains`, so that no chain links into a tree's root.
 pub(super) fn build(code: &Classic<'_>, ops: &mut [Step]) -> RangeTrees<u16> {
     let insns = code.insns;
-    let trees = RangeTrees::build(code, 0..insns.len(), |pc| u16::try_from(pc).ok().filter(|&t| t != u16::MAX));
+    let trees = RangeTrees::build(code, 0..insns.len(), |pc| u16::try_from(pc).ok().filter(|&t| t != DEAD));
     for (tree, &root) in trees.roots().iter().enumerate() {
         let Some(tree) = u16::try_from(tree).ok().filter(|&t| t < DIRECT) else { break };
         // The op's tree index says whether the tree has a direct table,
@@ -94,7 +90,7 @@ pub(super) fn exit(trees: &RangeTrees<u16>, tree: u16, a: u32) -> usize {
     } else {
         trees.searched_outcome(usize::from(tree), a)
     };
-    outcome.map_or(DEAD, usize::from)
+    outcome.map_or(usize::from(DEAD), usize::from)
 }
 
 #[cfg(test)]
