@@ -33,7 +33,7 @@ pub mod validate;
 pub use exec::{interp, plain};
 
 pub use exec::interp::Interp;
-pub use exec::trace::TraceStep;
+pub use exec::trace::{trace_seccomp, trace_socket, TraceStep};
 pub use exec::ExecError;
 pub use insn::{AluOp, Insn, JmpOp, Op, Pc, Size, Src};
 pub use text::{Format, ParseError};

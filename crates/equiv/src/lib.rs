@@ -254,13 +254,34 @@ fn mask(compare: Compare) -> u32 {
 
 /// What one side returns for `data` on the classic interpreter: a lone
 /// filter's own value, a stack's combined as `seccomp_run_filters()` does
-/// ([`seccomp::stack::combine`]).
+/// ([`seccomp::stack::combine`]). Compiles the side's interpreters for this
+/// one input; [`SideRunner`] keeps them for many.
 pub fn side_value(side: Side<'_>, data: &SeccompData) -> u32 {
-    let bytes = data.to_bytes();
-    let run = |p: &Program| Interp::new(p).run_seccomp(&bytes).unwrap_or(seccomp::action::SECCOMP_RET_KILL_PROCESS);
-    match side.filters() {
-        [one] => run(one),
-        many => seccomp::stack::combine(many.iter().map(run)),
+    SideRunner::new(side).value(data)
+}
+
+/// One side's filters compiled once for the classic interpreter, to run
+/// many inputs: a check confirms each of its counterexamples on both sides,
+/// and compiling a 1000-instruction filter costs far more than running it.
+#[derive(Debug, Clone)]
+pub struct SideRunner {
+    newest_first: Vec<Interp>,
+}
+
+impl SideRunner {
+    /// Compiles every filter of `side`.
+    pub fn new(side: Side<'_>) -> SideRunner {
+        SideRunner { newest_first: side.filters().iter().map(Interp::new).collect() }
+    }
+
+    /// What the side returns for `data`: see [`side_value`].
+    pub fn value(&self, data: &SeccompData) -> u32 {
+        let bytes = data.to_bytes();
+        let run = |i: &Interp| i.run_seccomp(&bytes).unwrap_or(seccomp::action::SECCOMP_RET_KILL_PROCESS);
+        match self.newest_first.as_slice() {
+            [one] => run(one),
+            many => seccomp::stack::combine(many.iter().map(run)),
+        }
     }
 }
 
@@ -358,6 +379,8 @@ pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> R
     };
     let mask = mask(options.compare);
     let mut found: Vec<Counterexample> = Vec::new();
+    // Compiled at the first counterexample: an equal pair never pays for it.
+    let mut confirm: Option<(SideRunner, SideRunner)> = None;
     // Identical problems (the same pieces, the same fixed words they read)
     // are solved once: `None` = equal, else the model's words.
     let mut memo: HashMap<ProblemKey, Option<[u32; 16]>> = HashMap::new();
@@ -409,7 +432,8 @@ pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> R
             *n = nr.unwrap_or(*n);
             *a = arch.unwrap_or(*a);
             let data = SeccompData::from_words(&words);
-            let (l, r) = (side_value(left, &data), side_value(right, &data));
+            let runners = confirm.get_or_insert_with(|| (SideRunner::new(left), SideRunner::new(right)));
+            let (l, r) = (runners.0.value(&data), runners.1.value(&data));
             if l & mask == r & mask {
                 return Err(EquivError::Unconfirmed { data, left: l });
             }

@@ -4,7 +4,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 use cbpf::{Mode, Program};
-use equiv::{check_with_stats, side_value, Compare, Options, Side, Verdict};
+use equiv::{check_with_stats, Compare, Options, Side, SideRunner, Verdict};
 
 fn load(rel: &str) -> Program {
     let path = format!("{}/../../testdata/{rel}", env!("CARGO_MANIFEST_DIR"));
@@ -46,6 +46,7 @@ fn different_policies_differ_with_confirmed_counterexamples() {
     for (i, a) in all.iter().enumerate() {
         for b in &all[i + 1..] {
             let (pa, pb) = (load(a), load(b));
+            let (ra, rb) = (SideRunner::new(Side::single(&pa)), SideRunner::new(Side::single(&pb)));
             for compare in [Compare::Value, Compare::Action] {
                 for all_classes in [false, true] {
                     let options = Options { compare, all: all_classes, ..Options::default() };
@@ -55,7 +56,7 @@ fn different_policies_differ_with_confirmed_counterexamples() {
                     assert!(all_classes || cexs.len() == 1);
                     let mask = if compare == Compare::Value { u32::MAX } else { 0xffff_0000 };
                     for c in cexs {
-                        let (l, r) = (side_value(Side::single(&pa), &c.data), side_value(Side::single(&pb), &c.data));
+                        let (l, r) = (ra.value(&c.data), rb.value(&c.data));
                         assert_eq!((l, r), (c.left, c.right), "{a} vs {b}");
                         assert_ne!(l & mask, r & mask, "{a} vs {b}: {c:?}");
                     }

@@ -99,8 +99,9 @@ fn every_libseccomp_filter_survives_decompile_and_recompile() {
         std::fs::write(&json, serde_json::to_string_pretty(&profile).unwrap()).unwrap();
         let again = compile(&json, &dir, &name);
         // Every vector, on the classic interpreter.
+        let runner = equiv::SideRunner::new(Side::single(&again));
         for (data, action) in vectors(&path) {
-            let got = equiv::side_value(Side::single(&again), &data);
+            let got = runner.value(&data);
             if got != action {
                 failures.push(format!("{name}: {data:?}: recompiled gives {got:#x}, expected {action:#x}"));
                 break;

@@ -125,9 +125,8 @@ pub fn unobservable(program: &Program, skb: &Skb<'_>) -> Option<String> {
 /// any path (the eBPF door's test runs have their own skb,
 /// [`crate::bpf::test_run_skb`]).
 pub fn unobservable_on(program: &Program, skb: &Skb<'_>, theirs: &Skb<'_>, path: &str) -> Option<String> {
-    let interp = cbpf::Interp::new(program);
     let mut why: Option<String> = None;
-    let traced = interp.trace_socket(skb, |step| {
+    let traced = cbpf::trace_socket(program, skb, |step| {
         if why.is_none() {
             why = step_reads_other_metadata(step.insn, step.x, skb, theirs, path);
         }

@@ -232,7 +232,7 @@ mod tests {
         let b = program("ld [4]\n jeq #0xc000003e, allow, kill\n allow: ret #0x7fff0000\n kill: ret #0\n");
         let r = region_inputs(&[&a, &b], 1 << 12);
         assert!(r.complete(), "{r:?}");
-        let run = |p: &Program, d: &SeccompData| cbpf::Interp::new(p).trace_seccomp(&d.to_bytes(), |_| {}).unwrap();
+        let run = |p: &Program, d: &SeccompData| cbpf::trace_seccomp(p, &d.to_bytes(), |_| {}).unwrap();
         let differing: Vec<&SeccompData> = r.inputs.iter().filter(|d| run(&a, d) != run(&b, d)).collect();
         assert!(!differing.is_empty());
         for d in differing {

@@ -8,7 +8,11 @@ use crate::insn::{AluOp, Insn, JmpOp, Op, Pc, Src};
 use crate::opcode::SKF_AD_OFF;
 use crate::validate::is_ancillary;
 
-use crate::exec::context::{Ancillary, Context};
+use crate::exec::context::{Ancillary, Context, SeccompCtx, SocketCtx};
+use crate::exec::ExecError;
+use crate::uapi::seccomp_data::SECCOMP_DATA_SIZE;
+use crate::uapi::Skb;
+use crate::validate::{Mode, Program};
 
 /// One executed instruction and the machine state before it ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +29,54 @@ pub struct TraceStep {
     /// here; the kernel leaves them uninitialised, which the checker makes
     /// unobservable.
     pub mem: [u32; 16],
+}
+
+/// [`crate::Interp::trace_seccomp`] without an [`crate::Interp`]: tracing
+/// reads only the instructions, and compiling an interpreter costs far more
+/// than one traced run (a check that traces each input once needs none).
+pub fn trace_seccomp(
+    program: &Program,
+    data: &[u8; SECCOMP_DATA_SIZE],
+    on_step: impl FnMut(&TraceStep),
+) -> Result<u32, ExecError> {
+    seccomp_steps(program.mode(), program.insns(), data, on_step)
+}
+
+/// [`crate::Interp::trace_socket`] without an [`crate::Interp`]: see
+/// [`trace_seccomp`].
+pub fn trace_socket(program: &Program, skb: &Skb<'_>, on_step: impl FnMut(&TraceStep)) -> Result<u32, ExecError> {
+    socket_steps(program.mode(), program.insns(), skb, on_step)
+}
+
+/// `insns`, validated for `mode`, traced on a seccomp context.
+pub(super) fn seccomp_steps(
+    mode: Mode,
+    insns: &[Insn],
+    data: &[u8; SECCOMP_DATA_SIZE],
+    on_step: impl FnMut(&TraceStep),
+) -> Result<u32, ExecError> {
+    expect_mode(mode, Mode::Seccomp)?;
+    Ok(run(insns, &SeccompCtx(data), on_step))
+}
+
+/// `insns`, validated for `mode`, traced on a socket context.
+pub(super) fn socket_steps(
+    mode: Mode,
+    insns: &[Insn],
+    skb: &Skb<'_>,
+    on_step: impl FnMut(&TraceStep),
+) -> Result<u32, ExecError> {
+    expect_mode(mode, Mode::Socket)?;
+    Ok(run(insns, &SocketCtx::new(skb), on_step))
+}
+
+/// A program validated for `program` runs only on a `context` of that mode.
+pub(super) fn expect_mode(program: Mode, context: Mode) -> Result<(), ExecError> {
+    if program == context {
+        Ok(())
+    } else {
+        Err(ExecError::ModeMismatch { program, context })
+    }
 }
 
 /// Runs `insns` on `ctx`, calling `on_step` before each instruction.

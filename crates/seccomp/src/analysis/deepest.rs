@@ -5,13 +5,13 @@
 //! every feasible path with `nr` and `arch` concrete; each path's
 //! [`Facts`] (what its undecided branches said about the arguments and the
 //! instruction pointer) give an input that takes it, and the plain classic
-//! interpreter ([`cbpf::Interp::trace_seccomp`]) counts what that input
+//! interpreter ([`cbpf::trace_seccomp`]) counts what that input
 //! really executes. The longest real run wins, so the answer is always an
 //! input and its true path length; where the facts miss a relation
 //! (arithmetic on arguments), the input may take a shorter path than the one
 //! explored, and a deeper input may exist.
 
-use cbpf::{Interp, Mode, Op, Program, SeccompData};
+use cbpf::{Mode, Op, Program, SeccompData};
 
 use super::paths::{explore, Limits, Outcome};
 use super::{AnalysisError, Budget, BudgetKind};
@@ -45,7 +45,6 @@ pub fn deepest_input_in(
         return Err(AnalysisError::NotSeccomp { mode: prog.mode() });
     }
     let ops: Vec<Option<Op>> = prog.insns().iter().map(|i| i.op()).collect();
-    let interp = Interp::new(prog);
     let mut best: Option<Deepest> = None;
     for (arch, nr) in classes {
         let env = Env::new(Some(nr), Some(arch), arch);
@@ -57,7 +56,7 @@ pub fn deepest_input_in(
         let outcome = explore(&ops, &env, limits, &mut budget.steps, |end| {
             let data = input_of(end.facts, arch, nr);
             let mut path = 0u64;
-            if interp.trace_seccomp(&data.to_bytes(), |_| path += 1).is_err() {
+            if cbpf::trace_seccomp(prog, &data.to_bytes(), |_| path += 1).is_err() {
                 // Only a socket program fails here; the mode is checked above.
                 return true;
             }
@@ -130,7 +129,7 @@ mod tests {
         assert_eq!(deepest.data.nr, 9);
         // Its path is what the interpreter counts.
         let mut n = 0;
-        Interp::new(&prog).trace_seccomp(&deepest.data.to_bytes(), |_| n += 1).unwrap();
+        cbpf::trace_seccomp(&prog, &deepest.data.to_bytes(), |_| n += 1).unwrap();
         assert_eq!(n, deepest.path);
         assert!(budget.steps_used() >= 8);
     }

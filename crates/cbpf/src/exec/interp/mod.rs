@@ -290,23 +290,17 @@ impl Interp {
         data: &[u8; SECCOMP_DATA_SIZE],
         on_step: impl FnMut(&TraceStep),
     ) -> Result<u32, ExecError> {
-        self.check_mode(Mode::Seccomp)?;
-        Ok(trace::run(&self.insns, &SeccompCtx(data), on_step))
+        trace::seccomp_steps(self.mode, &self.insns, data, on_step)
     }
 
     /// Like [`Interp::run_socket`], calling `on_step` before each executed
     /// instruction with the machine state it starts from. Slow; for `--trace`.
     pub fn trace_socket(&self, skb: &Skb<'_>, on_step: impl FnMut(&TraceStep)) -> Result<u32, ExecError> {
-        self.check_mode(Mode::Socket)?;
-        Ok(trace::run(&self.insns, &SocketCtx::new(skb), on_step))
+        trace::socket_steps(self.mode, &self.insns, skb, on_step)
     }
 
     fn check_mode(&self, context: Mode) -> Result<(), ExecError> {
-        if self.mode == context {
-            Ok(())
-        } else {
-            Err(ExecError::ModeMismatch { program: self.mode, context })
-        }
+        trace::expect_mode(self.mode, context)
     }
 
     /// The fast path.
