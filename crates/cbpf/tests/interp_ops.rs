@@ -441,6 +441,17 @@ fn running_in_the_wrong_mode_is_an_error() {
         Err(ExecError::ModeMismatch { program: Mode::Socket, context: Mode::Seccomp })
     );
     assert!(socket.trace_seccomp(&[0; 64], |_| {}).is_err());
+    // Tracing a `Program` without an interpreter checks the mode the same way.
+    let program = validate(&[s(LD_W_ABS, 0), RET_ACC], Mode::Socket).unwrap();
+    assert_eq!(
+        cbpf::trace_seccomp(&program, &[0; 64], |_| {}),
+        Err(ExecError::ModeMismatch { program: Mode::Socket, context: Mode::Seccomp })
+    );
+    let program = validate(&[s(LD_W_ABS, 0), RET_ACC], Mode::Seccomp).unwrap();
+    assert_eq!(
+        cbpf::trace_socket(&program, &Skb::test_bpf(&[]), |_| {}),
+        Err(ExecError::ModeMismatch { program: Mode::Seccomp, context: Mode::Socket })
+    );
 }
 
 #[test]
@@ -456,4 +467,9 @@ fn trace_reports_each_executed_instruction_with_its_state() {
     assert_eq!((steps[2].a, steps[2].x, steps[2].mem[2]), (5, 0, 5));
     assert_eq!((steps[3].a, steps[3].x), (5, 5));
     assert_eq!(steps[4].insn, RET_ACC);
+    // The same trace from the program alone, no interpreter compiled.
+    let mut alone = Vec::new();
+    let program = validate(&insns, Mode::Seccomp).unwrap();
+    assert_eq!(cbpf::trace_seccomp(&program, &[0; 64], |step| alone.push(*step)), Ok(5));
+    assert_eq!(alone, steps);
 }

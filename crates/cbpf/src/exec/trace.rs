@@ -70,7 +70,8 @@ pub(super) fn socket_steps(
     Ok(run(insns, &SocketCtx::new(skb), on_step))
 }
 
-/// A program validated for `program` runs only on a `context` of that mode.
+/// A program validated in mode `program` runs only on a context of that
+/// mode (`context`): the classic contexts share no layout.
 pub(super) fn expect_mode(program: Mode, context: Mode) -> Result<(), ExecError> {
     if program == context {
         Ok(())
