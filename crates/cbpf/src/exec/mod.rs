@@ -28,3 +28,15 @@ pub enum ExecError {
     #[error("program was validated in {program} mode but run with a {context} context")]
     ModeMismatch { program: Mode, context: Mode },
 }
+
+/// Every engine's first check (the fast, plain and tracing interpreters):
+/// a program validated in mode `program` runs only on a context of that
+/// mode (`context`).
+#[inline]
+pub(crate) fn expect_mode(program: Mode, context: Mode) -> Result<(), ExecError> {
+    if program == context {
+        Ok(())
+    } else {
+        Err(ExecError::ModeMismatch { program, context })
+    }
+}

@@ -23,7 +23,7 @@
 //! - Seccomp programs only: 3.14's packet loads (`load_pointer()`,
 //!   `skb_header_pointer()`) are not modelled.
 
-use crate::exec::ExecError;
+use crate::exec::{expect_mode, ExecError};
 use crate::insn::Insn;
 use crate::opcode::*;
 use crate::uapi::seccomp_data::SECCOMP_DATA_SIZE;
@@ -54,17 +54,13 @@ impl PlainInterp {
     /// # Deviations
     /// Those of the module.
     pub fn run_seccomp(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> Result<u32, ExecError> {
-        if self.mode != Mode::Seccomp {
-            return Err(ExecError::ModeMismatch { program: self.mode, context: Mode::Seccomp });
-        }
+        expect_mode(self.mode, Mode::Seccomp)?;
         Ok(sk_run_filter::<false>(&self.insns, data).0)
     }
 
     /// [`PlainInterp::run_seccomp`] with the number of instructions executed.
     pub fn run_seccomp_counted(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> Result<(u32, u64), ExecError> {
-        if self.mode != Mode::Seccomp {
-            return Err(ExecError::ModeMismatch { program: self.mode, context: Mode::Seccomp });
-        }
+        expect_mode(self.mode, Mode::Seccomp)?;
         let (ret, steps) = sk_run_filter::<true>(&self.insns, data);
         Ok((ret, steps))
     }

@@ -9,7 +9,7 @@ use crate::opcode::SKF_AD_OFF;
 use crate::validate::is_ancillary;
 
 use crate::exec::context::{Ancillary, Context, SeccompCtx, SocketCtx};
-use crate::exec::ExecError;
+use crate::exec::{expect_mode, ExecError};
 use crate::uapi::seccomp_data::SECCOMP_DATA_SIZE;
 use crate::uapi::Skb;
 use crate::validate::{Mode, Program};
@@ -68,16 +68,6 @@ pub(super) fn socket_steps(
 ) -> Result<u32, ExecError> {
     expect_mode(mode, Mode::Socket)?;
     Ok(run(insns, &SocketCtx::new(skb), on_step))
-}
-
-/// A program validated in mode `program` runs only on a context of that
-/// mode (`context`): the classic contexts share no layout.
-pub(super) fn expect_mode(program: Mode, context: Mode) -> Result<(), ExecError> {
-    if program == context {
-        Ok(())
-    } else {
-        Err(ExecError::ModeMismatch { program, context })
-    }
 }
 
 /// Runs `insns` on `ctx`, calling `on_step` before each instruction.

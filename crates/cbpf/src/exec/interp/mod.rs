@@ -86,7 +86,7 @@ mod ladder;
 mod tree;
 
 use crate::exec::context::{Context, SeccompCtx, SocketCtx};
-use crate::exec::trace;
+use crate::exec::{expect_mode, trace};
 use crate::insn::Insn;
 use crate::validate::{Mode, Program};
 
@@ -251,7 +251,7 @@ impl Interp {
     /// None.
     #[inline]
     pub fn run_seccomp(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> Result<u32, ExecError> {
-        self.check_mode(Mode::Seccomp)?;
+        expect_mode(self.mode, Mode::Seccomp)?;
         Ok(if self.uses_mem { self.seccomp_with_mem(data) } else { self.seccomp_without_mem(data) })
     }
 
@@ -279,7 +279,7 @@ impl Interp {
     /// # Deviations
     /// Those of the context model, documented on [`Skb`].
     pub fn run_socket(&self, skb: &Skb<'_>) -> Result<u32, ExecError> {
-        self.check_mode(Mode::Socket)?;
+        expect_mode(self.mode, Mode::Socket)?;
         Ok(self.exec::<_, true>(&SocketCtx::new(skb)))
     }
 
@@ -297,10 +297,6 @@ impl Interp {
     /// instruction with the machine state it starts from. Slow; for `--trace`.
     pub fn trace_socket(&self, skb: &Skb<'_>, on_step: impl FnMut(&TraceStep)) -> Result<u32, ExecError> {
         trace::socket_steps(self.mode, &self.insns, skb, on_step)
-    }
-
-    fn check_mode(&self, context: Mode) -> Result<(), ExecError> {
-        trace::expect_mode(self.mode, context)
     }
 
     /// The fast path.
