@@ -84,6 +84,10 @@ struct Span {
 }
 
 impl EqSets {
+    /// [`MIN_TESTS`], for the layers that pick a chain policy by whether a
+    /// program has lists long enough for a table.
+    pub const MIN_TESTS: usize = MIN_TESTS;
+
     /// The tables of the chains that end (sentinel) at the tests `ends` of
     /// `table` whose last `MIN_TESTS` or more tests before the sentinel
     /// are equalities with dense enough constants. Run it on the

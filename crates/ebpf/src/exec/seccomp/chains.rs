@@ -48,8 +48,8 @@ pub(super) struct ChainExit {
     /// `target` is `w0 = K; exit` (the run ends there without dispatching
     /// it); [`NOT_RET`] when execution goes on at pc `target`; or a link
     /// to another chain ([`SAME`], [`RELOAD`]` + k`; [`compile`] links exits
-    /// whose target is the entry of a chain from a tree node, or, in a
-    /// program with such links, of a short range chain): the scan
+    /// whose target is the entry of a chain from a tree node, or of a
+    /// short range chain where the program allows it): the scan
     /// goes on at test `target` of [`Table::exits`] with r0 unchanged or
     /// after reloading context word `k` (the entry is a load of that
     /// word). Links only go forward in the program, so following them ends.

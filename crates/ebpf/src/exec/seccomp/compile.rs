@@ -249,16 +249,21 @@ impl Subset {
         // becomes a linked-chain op, masked or not, so that its dispatch
         // loop has no entry blocks to keep in registers.
         //
-        // Once a program links (it has a tree), exits also link to short
-        // range chains (at most a window's tests), as the classic
-        // interpreter's `link_chains` does: the argument checks behind a
-        // tree's leaf (libseccomp's hi/lo word pairs, each an `ld [k]`
-        // and a compare or two) are then one dispatch, not one per word
-        // (docker_like_opt2's mbind, 8 dispatches and 270 x86
-        // instructions a run before, 231 after). Only short ones: linked
-        // into, a long chain is scanned where it would have been looked
-        // up (`EqSets`); linking every range chain took libseccomp's
-        // linear allow-lists from 190 to 1204 instructions a run.
+        // Exits also link to short range chains (at most a window's
+        // tests), as the classic interpreter's `link_chains` does, in a
+        // program that links anyway (it has a tree) or has no chain long
+        // enough for a lookup table:
+        // - the argument checks behind a tree's leaf (libseccomp's hi/lo
+        //   word pairs, each an `ld [k]` and a compare or two) are then
+        //   one dispatch, not one per word: docker_like_opt2's mbind, 8
+        //   dispatches and 270 x86 instructions a run before, 231 after;
+        // - a short filter's arch check, x32 check and rule are one
+        //   dispatch: long_jumps_short 159 -> 149.
+        // Not a long chain: linked into, it is scanned where it would
+        // have been looked up (`EqSets`); linking every range chain took
+        // libseccomp's linear allow-lists from 190 to 1204 instructions a
+        // run. Nor short chains in a program with such lists and no tree:
+        // the linked runner then costs their path 8% more (190 -> 205).
         let link_of = |e: &ChainExit, short_too: bool| match entry_at.get(e.target as usize) {
             Some(&Some(EntryAt { from, skip_base, link, len }))
                 if e.ret == NOT_RET && (linkable(from, len) || (short_too && len <= WINDOW && ranges(from, len))) =>
@@ -268,7 +273,10 @@ impl Subset {
             }
             _ => None,
         };
-        let has_links = chains.exits.iter().take(tests_built).any(|t| link_of(&t.exit, false).is_some());
+        let links =
+            |short_too: bool| chains.exits.iter().take(tests_built).any(|t| link_of(&t.exit, short_too).is_some());
+        let lists = entry_at.iter().flatten().any(|e| e.len >= chain::EqSets::MIN_TESTS);
+        let has_links = links(false) || (!lists && links(true));
         let mut linked = vec![false; tests_built];
         if has_links {
             for (t, l) in chains.exits.iter_mut().zip(linked.iter_mut()) {
