@@ -84,8 +84,9 @@ struct Span {
 }
 
 impl EqSets {
-    /// [`MIN_TESTS`], for the layers that pick a chain policy by whether a
-    /// program has lists long enough for a table.
+    /// The fewest tests a chain has for a table (shorter chains keep the
+    /// blocked scan), for the layers that pick a chain policy by whether
+    /// a program has lists that long.
     pub const MIN_TESTS: usize = MIN_TESTS;
 
     /// The tables of the chains that end (sentinel) at the tests `ends` of
