@@ -1,7 +1,8 @@
 //! `cargo xtask callgrind [--runs N] [--save FILE] [--against FILE]`:
 //! x86 instructions per evaluation, counted by callgrind (stable where
 //! wall-clock time on a shared machine is not), for every filter of
-//! testdata/filters on its deepest vector and every interpreter: `cbpf`,
+//! testdata/filters (and the libseccomp profile filters `count list`
+//! names: docker_like_opt2) on its deepest vector and every interpreter: `cbpf`,
 //! `ebpf-exec` (the converted-seccomp executor), `ebpf-general` (the
 //! general eBPF interpreter), `fast`, and the plain models of the kernel's
 //! interpreters `cbpf-plain` and `ebpf-plain`.

@@ -4,7 +4,7 @@
 //! `--toggle-collect` counts only them.
 //!
 //! ```text
-//! count list                       # every filter of testdata/filters and its deepest vector
+//! count list                       # every filter of testdata/filters (and PROFILES) and its deepest vector
 //! count FILTER convert RUNS        # RUNS conversions (convert::convert)
 //! count synthetic:N convert RUNS   # the same on synthetic_allow_list(N) (N <= 4096)
 //! count FILTER ENGINE RUNS         # RUNS evaluations (ENGINE: cbpf, ebpf-exec, ebpf-general, fast, cbpf-plain, ebpf-plain)
@@ -22,14 +22,33 @@
 use std::hint::black_box;
 use std::process::ExitCode;
 
-use bpfconv_benches::filters::{synthetic_allow_list, testdata_dir, with_vectors, Filter};
+use bpfconv_benches::filters::{load_profile, synthetic_allow_list, testdata_dir, with_vectors, Filter};
 use serde_json::Value;
 
 const ENGINES: [&str; 6] = ["cbpf", "ebpf-exec", "ebpf-general", "fast", "cbpf-plain", "ebpf-plain"];
 
-/// The 64 bytes of every vector of `NAME.vectors.jsonl`.
+/// The libseccomp filters of testdata/profiles counted besides
+/// testdata/filters, each with the vectors it is checked with:
+/// docker_like_opt2's deepest input (a tree leaf, then argument checks)
+/// is the engine table's slowest cell for both interpreters.
+const PROFILES: [(&str, &str); 1] = [("docker_like_opt2", "docker_like")];
+
+/// `NAME` of testdata/filters or of [`PROFILES`].
+fn load(name: &str) -> Result<Filter, String> {
+    match PROFILES.iter().any(|&(p, _)| p == name) {
+        true => load_profile(name).and_then(|insns| Filter::new(name, &insns)),
+        false => Filter::load(name),
+    }
+    .map_err(|e| e.to_string())
+}
+
+/// The 64 bytes of every vector of `NAME.vectors.jsonl` (for a profile,
+/// of its vectors file in testdata/profiles).
 fn vectors(name: &str) -> Result<Vec<[u8; 64]>, String> {
-    let path = testdata_dir().join(format!("{name}.vectors.jsonl"));
+    let path = match PROFILES.iter().find(|&&(p, _)| p == name) {
+        Some((_, file)) => testdata_dir().join(format!("../profiles/{file}.vectors.jsonl")),
+        None => testdata_dir().join(format!("{name}.vectors.jsonl")),
+    };
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = Vec::new();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -140,12 +159,15 @@ fn measure_convert(program: &cbpf::Program, runs: u64) -> usize {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.as_slice() {
-        [list] if list == "list" => with_vectors().iter().try_for_each(|name| {
-            let f = Filter::load(name).map_err(|e| e.to_string())?;
-            let (_, n) = deepest(&f, &vectors(name)?).ok_or(format!("{name}: no vectors"))?;
-            println!("{name} {n}");
-            Ok(())
-        }),
+        [list] if list == "list" => {
+            with_vectors().into_iter().chain(PROFILES.map(|(p, _)| p.to_string())).try_for_each(|name| {
+                let name = name.as_str();
+                let f = load(name)?;
+                let (_, n) = deepest(&f, &vectors(name)?).ok_or(format!("{name}: no vectors"))?;
+                println!("{name} {n}");
+                Ok(())
+            })
+        }
         [name, convert, runs] if convert == "convert" => (|| {
             let f = match name.strip_prefix("synthetic:") {
                 Some(n) => {
@@ -160,7 +182,7 @@ fn main() -> ExitCode {
             Ok(())
         })(),
         [name, kind, runs] => (|| {
-            let f = Filter::load(name).map_err(|e| e.to_string())?;
+            let f = load(name)?;
             let (data, _) = deepest(&f, &vectors(name)?).ok_or(format!("{name}: no vectors"))?;
             let runs: u64 = runs.parse().map_err(|e| format!("RUNS: {e}"))?;
             let mut engine = Engine::new(kind, &f)?;
