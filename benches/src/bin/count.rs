@@ -35,11 +35,12 @@ const PROFILES: [(&str, &str); 1] = [("docker_like_opt2", "docker_like")];
 
 /// `NAME` of testdata/filters or of [`PROFILES`].
 fn load(name: &str) -> Result<Filter, String> {
-    match PROFILES.iter().any(|&(p, _)| p == name) {
-        true => load_profile(name).and_then(|insns| Filter::new(name, &insns)),
-        false => Filter::load(name),
-    }
-    .map_err(|e| e.to_string())
+    let filter = if PROFILES.iter().any(|&(p, _)| p == name) {
+        load_profile(name).and_then(|insns| Filter::new(name, &insns))
+    } else {
+        Filter::load(name)
+    };
+    filter.map_err(|e| e.to_string())
 }
 
 /// The 64 bytes of every vector of `NAME.vectors.jsonl` (for a profile,
