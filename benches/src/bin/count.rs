@@ -22,8 +22,7 @@
 use std::hint::black_box;
 use std::process::ExitCode;
 
-use bpfconv_benches::filters::{load_profile, synthetic_allow_list, testdata_dir, with_vectors, Filter};
-use serde_json::Value;
+use bpfconv_benches::filters::{load_profile, load_vectors, synthetic_allow_list, with_vectors, Filter};
 
 const ENGINES: [&str; 6] = ["cbpf", "ebpf-exec", "ebpf-general", "fast", "cbpf-plain", "ebpf-plain"];
 
@@ -44,33 +43,12 @@ fn load(name: &str) -> Result<Filter, String> {
 }
 
 /// The 64 bytes of every vector of `NAME.vectors.jsonl` (for a profile,
-/// of its vectors file in testdata/profiles).
+/// of the vectors file it is checked with), read by the benches' one
+/// vector reader.
 fn vectors(name: &str) -> Result<Vec<[u8; 64]>, String> {
-    let path = match PROFILES.iter().find(|&&(p, _)| p == name) {
-        Some((_, file)) => testdata_dir().join(format!("../profiles/{file}.vectors.jsonl")),
-        None => testdata_dir().join(format!("{name}.vectors.jsonl")),
-    };
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut out = Vec::new();
-    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
-        let num = |k: &str| v.get(k).and_then(Value::as_i64).ok_or_else(|| format!("bad {k} in {line}"));
-        let mut d = [0u8; 64];
-        let mut put = |at: usize, bytes: &[u8]| {
-            if let Some(slot) = d.get_mut(at..at + bytes.len()) {
-                slot.copy_from_slice(bytes);
-            }
-        };
-        put(0, &(num("nr")? as u32).to_le_bytes());
-        put(4, &(num("arch")? as u32).to_le_bytes());
-        put(8, &v.get("ip").and_then(Value::as_u64).unwrap_or(0).to_le_bytes());
-        let args = v.get("args").and_then(Value::as_array).ok_or("no args")?;
-        for (i, a) in args.iter().enumerate().take(6) {
-            put(16 + 8 * i, &a.as_u64().ok_or("bad arg")?.to_le_bytes());
-        }
-        out.push(d);
-    }
-    Ok(out)
+    let file = PROFILES.iter().find(|&&(p, _)| p == name).map_or(name, |&(_, file)| file);
+    let vectors = load_vectors(file).map_err(|e| e.to_string())?;
+    Ok(vectors.iter().map(cbpf::SeccompData::to_bytes).collect())
 }
 
 /// The vector with the most classic instructions executed, and that count.
