@@ -1,17 +1,23 @@
 //! Instruction counts per evaluation for `cargo xtask callgrind`: one
-//! engine's runs on one filter's deepest vector inside one
-//! `#[inline(never)]` function (`measure`), so callgrind's
-//! `--toggle-collect` counts only them.
+//! engine's runs on one filter's deepest vector, or on all its vectors in
+//! turn, inside one `#[inline(never)]` function (`measure`,
+//! `measure_mix`), so callgrind's `--toggle-collect=*measure*` counts only
+//! them.
 //!
 //! ```text
-//! count list                       # every filter of testdata/filters (and PROFILES) and its deepest vector
+//! count list                       # every filter of testdata/filters (and PROFILES), its deepest vector's depth and its vector count
 //! count FILTER convert RUNS        # RUNS conversions (convert::convert)
 //! count synthetic:N convert RUNS   # the same on synthetic_allow_list(N) (N <= 4096)
 //! count FILTER ENGINE RUNS         # RUNS evaluations (ENGINE: cbpf, ebpf-exec, ebpf-general, fast, cbpf-plain, ebpf-plain)
+//! count FILTER ENGINE RUNS mix     # RUNS passes over every vector, in file order (the mix)
 //! ```
 //!
 //! The deepest vector is the one of `FILTER.vectors.jsonl` on which the
 //! classic interpreter executes the most instructions (the first of equals).
+//! The mix is every vector in turn, as `bpfconv bench`'s mix row cycles
+//! through its inputs: a pass costs the sum of the vectors' paths, so
+//! instructions per evaluation are callgrind's total over RUNS times the
+//! vector count `list` prints.
 //! Engines: `cbpf` (`Interp::run_seccomp`), `ebpf-exec` (the seccomp
 //! executor, `Vm::run_seccomp_uncounted`), `ebpf-general` (the general eBPF
 //! interpreter: loaded without superinstructions, `Vm::run_seccomp`) and
@@ -123,6 +129,19 @@ fn measure(engine: &mut Engine, data: &[u8; 64], runs: u64) -> u32 {
     acc
 }
 
+/// [`measure`] over every vector of `datas` in turn, `runs` passes
+/// (callgrind's `--toggle-collect` target for the mix).
+#[inline(never)]
+fn measure_mix(engine: &mut Engine, datas: &[[u8; 64]], runs: u64) -> u32 {
+    let mut acc = 0u32;
+    for _ in 0..runs {
+        for data in datas {
+            acc ^= engine.run(black_box(data));
+        }
+    }
+    acc
+}
+
 /// `convert::convert` `runs` times (callgrind's `--toggle-collect` target
 /// for the conversion's cost: `count FILTER convert RUNS`).
 #[inline(never)]
@@ -142,8 +161,9 @@ fn main() -> ExitCode {
             with_vectors().into_iter().chain(PROFILES.map(|(p, _)| p.to_string())).try_for_each(|name| {
                 let name = name.as_str();
                 let f = load(name)?;
-                let (_, n) = deepest(&f, &vectors(name)?).ok_or(format!("{name}: no vectors"))?;
-                println!("{name} {n}");
+                let vectors = vectors(name)?;
+                let (_, n) = deepest(&f, &vectors).ok_or(format!("{name}: no vectors"))?;
+                println!("{name} {n} {}", vectors.len());
                 Ok(())
             })
         }
@@ -173,7 +193,22 @@ fn main() -> ExitCode {
             println!("{name} {kind} {:#x}", measure(&mut engine, &data, runs));
             Ok(())
         })(),
-        _ => Err(format!("usage: count list | count FILTER ENGINE RUNS (ENGINE: {})", ENGINES.join(", "))),
+        [name, kind, runs, mix] if mix == "mix" => (|| {
+            let f = load(name)?;
+            let datas = vectors(name)?;
+            let runs: u64 = runs.parse().map_err(|e| format!("RUNS: {e}"))?;
+            let mut engine = Engine::new(kind, &f)?;
+            for data in &datas {
+                let reference = f.interp.run_seccomp(data).unwrap_or(0);
+                let got = engine.run(data);
+                if got != reference {
+                    return Err(format!("{name}/{kind}: {got:#x}, cbpf says {reference:#x}"));
+                }
+            }
+            println!("{name} {kind} mix {:#x}", measure_mix(&mut engine, &datas, runs));
+            Ok(())
+        })(),
+        _ => Err(format!("usage: count list | count FILTER ENGINE RUNS [mix] (ENGINE: {})", ENGINES.join(", "))),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
