@@ -113,6 +113,14 @@ fn check_schema(doc: &Value, file: &str, all: &[&str]) -> (bool, bool) {
         let stem = std::path::Path::new(file).file_stem().unwrap().to_str().unwrap();
         let copies = [("seed_fast", 32), ("seed_slow", 8), ("s390x", 16)].iter().find(|c| c.0 == stem).unwrap().1;
         assert_eq!(doc["kernel_jit"]["copies"], copies, "{file}");
+        // The mix with the inputs in turn: one loop over up to 32 inputs
+        // per test run.
+        let cycled = &doc["kernel_jit"]["cycled_mix"];
+        let (ns, min, max) = (cycled["ns"].as_f64(), cycled["min_ns"].as_f64(), cycled["max_ns"].as_f64());
+        let (Some(ns), Some(min), Some(max)) = (ns, min, max) else { panic!("{file}: {cycled}") };
+        assert!(min <= ns && ns <= max, "{file}: {cycled}");
+        let inputs = doc["inputs"].as_array().unwrap().len() as u64;
+        assert_eq!(cycled["inputs_per_run"].as_u64(), Some(inputs.min(32)), "{file}: {cycled}");
     }
     (kernel_measured, jit_measured)
 }
@@ -335,6 +343,10 @@ fn kernel_jit_text_names_the_copies() {
         let line = text.lines().find(|l| l.starts_with("kernel-jit: ")).unwrap_or_else(|| panic!("{text}"));
         assert!(line.contains(&format!("harness run {copies}x back to back")), "{filter}: {line}");
         assert!(line.contains(&format!("divided by {copies};")), "{filter}: {line}");
+        // One input (`--nr 0`): the cycling loop goes over that one.
+        let cycled =
+            text.lines().find(|l| l.starts_with("kernel-jit, inputs in turn: ")).unwrap_or_else(|| panic!("{text}"));
+        assert!(cycled.contains("looping over 1 input per BPF_PROG_TEST_RUN run"), "{filter}: {cycled}");
     }
 }
 

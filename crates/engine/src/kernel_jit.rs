@@ -50,6 +50,12 @@
 //!   9.6): the direct call lets a run overlap the loop around it, which
 //!   the baseline then subtracts.
 //!
+//! The copies run on one input, so each copy's branches always go the same
+//! way. [`CycleClock`] times the cycling harness ([`xdp::seccomp_cycle`]:
+//! one copy of the filter looping over up to [`xdp::MAX_CYCLE_INPUTS`]
+//! inputs in the packet) instead, the same branches seeing every input in
+//! turn, as `bench`'s mix runs the other engines.
+//!
 //! A round is one call per input plus one for the baseline. One probe of
 //! the baseline fixes the `repeat` of [`Clock::round`], long enough that
 //! each measurement lasts at least [`MIN_MEASUREMENT`] (every run costs at
@@ -103,9 +109,10 @@ impl KernelJit {
         self.eval_packet(&xdp::packet(data))
     }
 
-    /// The kernel's mean ns per run over `repeat` runs on `packet`, with
+    /// The kernel's mean ns per run over `repeat` runs on `packet` (one
+    /// input, or the cycling harness's inputs: [`xdp::cycle_packet`]), with
     /// the value the runs returned.
-    pub fn duration(&self, packet: &[u8; xdp::PACKET_LEN], repeat: u32) -> Result<(u32, u32), EngineError> {
+    pub fn duration(&self, packet: &[u8], repeat: u32) -> Result<(u32, u32), EngineError> {
         let out = self.prog.test_run(&TestRun { data: packet, ctx: None, repeat })?;
         Ok((out.retval, out.duration_ns))
     }
@@ -208,6 +215,119 @@ impl Clock {
             .map(|(i, p)| {
                 let repeat = repeats.packets.get(i).copied().unwrap_or(self.repeat);
                 self.timed.duration(p, repeat).map(|(ret, ns)| (ret, (f64::from(ns) - base) / copies))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok((base, runs))
+    }
+}
+
+/// The kernel's clock on the cycling harness ([`xdp::seccomp_cycle`],
+/// loaded as a tc program like [`Clock`]'s): ns per evaluation of the
+/// filter when each test run goes through [`CycleClock::inputs`] inputs in
+/// turn, the same branches seeing every one, above the same loop around
+/// `w0 = 0`. Inputs are taken in chunks of that many, in order, the last
+/// chunk filled up from the first inputs again; a chunk's figure is its
+/// mean per test run less the baseline's, over its inputs, and a round's
+/// mix the mean of its chunks' figures.
+#[derive(Debug)]
+pub struct CycleClock {
+    timed: KernelJit,
+    baseline: KernelJit,
+    inputs: usize,
+}
+
+/// One test run's packet for [`CycleClock`]: inputs in turn, and the index
+/// (among the packets it was made from) of the last, whose value the run
+/// returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// The inputs' packets one after another ([`xdp::cycle_packet`]).
+    pub bytes: Vec<u8>,
+    /// The last input's index.
+    pub last: usize,
+}
+
+impl CycleClock {
+    /// Loads the cycling harness of `prepared` over `inputs` inputs (at most
+    /// [`xdp::MAX_CYCLE_INPUTS`]) and its baseline. The verifier walks the
+    /// loop once per input: where it refuses a long filter's loop, half as
+    /// many inputs are tried, down to one.
+    ///
+    /// # Errors
+    /// As [`KernelJit::new`], for the harness over one input.
+    pub fn new(prepared: &Prepared, inputs: usize) -> Result<CycleClock, EngineError> {
+        let loadable = convert::loadable(prepared.converted(), prepared.program().mode())?;
+        let tc = xdp::Context::Tc;
+        let mut inputs = inputs.clamp(1, xdp::MAX_CYCLE_INPUTS);
+        loop {
+            match Prog::load(ProgType::SchedCls, &xdp::seccomp_cycle(&loadable, inputs, tc)?) {
+                Ok(prog) => {
+                    let baseline = Prog::load(ProgType::SchedCls, &xdp::baseline_cycle(inputs, tc))?;
+                    return Ok(CycleClock {
+                        timed: KernelJit { prog },
+                        baseline: KernelJit { prog: baseline },
+                        inputs,
+                    });
+                }
+                Err(e) if inputs == 1 => return Err(e.into()),
+                Err(_) => inputs /= 2,
+            }
+        }
+    }
+
+    /// Inputs per test run.
+    pub fn inputs(&self) -> usize {
+        self.inputs
+    }
+
+    /// `packets` in chunks of [`CycleClock::inputs`], in order; the last
+    /// chunk is filled up from the first packets; none for no packets.
+    pub fn chunks(&self, packets: &[[u8; xdp::PACKET_LEN]]) -> Vec<Chunk> {
+        let n = packets.len();
+        let mut chunks = Vec::with_capacity(n.div_ceil(self.inputs));
+        let mut start = 0;
+        while start < n {
+            let idx: Vec<usize> = (start..start + self.inputs).map(|i| i % n).collect();
+            let inputs: Vec<[u8; xdp::PACKET_LEN]> = idx.iter().filter_map(|&i| packets.get(i).copied()).collect();
+            chunks.push(Chunk { bytes: xdp::cycle_packet(&inputs), last: idx.last().copied().unwrap_or(0) });
+            start += self.inputs;
+        }
+        chunks
+    }
+
+    /// `repeat`s for measurements of about `measurement` each, from a
+    /// probe of [`PACKET_PROBE_REPEAT`] runs of the baseline and of each
+    /// chunk.
+    ///
+    /// # Errors
+    /// [`EngineError::Bpf`] when a test run fails.
+    pub fn repeats(&self, chunks: &[Chunk], measurement: Duration) -> Result<Repeats, EngineError> {
+        let zero = vec![0; self.inputs * xdp::PACKET_LEN];
+        let (_, base) = self.baseline.duration(&zero, PACKET_PROBE_REPEAT)?;
+        let packets = chunks
+            .iter()
+            .map(|c| Ok(repeat_for(measurement, self.timed.duration(&c.bytes, PACKET_PROBE_REPEAT)?.1)))
+            .collect::<Result<_, EngineError>>()?;
+        Ok(Repeats { baseline: repeat_for(measurement, base), packets })
+    }
+
+    /// One round: the baseline's mean ns per test run, then for each chunk
+    /// the value its test runs returned (the filter's on its last input)
+    /// and ns per evaluation above the baseline.
+    ///
+    /// # Errors
+    /// [`EngineError::Bpf`] when a test run fails.
+    pub fn round(&self, chunks: &[Chunk], repeats: &Repeats) -> Result<(f64, Vec<(u32, f64)>), EngineError> {
+        let zero = vec![0; self.inputs * xdp::PACKET_LEN];
+        let (_, base) = self.baseline.duration(&zero, repeats.baseline)?;
+        let base = f64::from(base);
+        let per = self.inputs as f64;
+        let runs = chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let repeat = repeats.packets.get(i).copied().unwrap_or(repeats.baseline);
+                self.timed.duration(&c.bytes, repeat).map(|(ret, ns)| (ret, (f64::from(ns) - base) / per))
             })
             .collect::<Result<_, _>>()?;
         Ok((base, runs))

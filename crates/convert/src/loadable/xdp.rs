@@ -76,11 +76,40 @@
 //! [`MAX_TIMING_INSNS`] (see there). A jump from an exit to the next copy
 //! spans less than one copy, so it fits the 16-bit offset whenever the
 //! program does.
+//!
+//! # The cycling harness: inputs in turn
+//!
+//! The copies all run on one input, each copy's branches always the same
+//! way: the kernel's JIT timed as the filter runs on one system call made
+//! over and over, its branches predicted. A process makes other calls in
+//! between. [`seccomp_cycle`] runs one copy of the filter in a loop over
+//! up to [`MAX_CYCLE_INPUTS`] inputs laid one after another in the packet,
+//! so the same branches see every input in turn, as `bpfconv bench`'s mix
+//! runs the interpreters:
+//!
+//! ```text
+//! 0..=6: the prologue, over inputs * 64 bytes
+//! 7:     r9 = r2                      the packet
+//! 8:     r8 = 0                       the current input's offset
+//! loop:  r1 = r9
+//!        r1 += r8                     the context: the current input
+//!        ...                          the loadable program, each exit a `goto` to the next line
+//!        r8 += 64
+//!        if r8 < inputs * 64 goto loop
+//!        exit                         r0: the filter's value on the last input
+//! ```
+//!
+//! The verifier walks the loop once per input (r8 is a known constant on
+//! each pass, so `r1` is the packet pointer at a fixed offset within the
+//! range the prologue checked: `adjust_ptr_min_max_vals()`,
+//! kernel/bpf/verifier.c), the work of as many copies; bounded loops need
+//! `CAP_BPF`, as every load here does. [`baseline_cycle`] is the same loop
+//! around `w0 = 0`.
 
 use cbpf::SeccompData;
-use ebpf::filter_h::{alu64_imm, exit_insn, jmp_reg, ldx_mem, mov32_imm, mov64_reg};
+use ebpf::filter_h::{alu64_imm, alu64_reg, exit_insn, jmp_imm, jmp_reg, ldx_mem, mov32_imm, mov64_imm, mov64_reg};
 use ebpf::op::{AluOp, JmpCond, Op, Size};
-use ebpf::opcode::{R0, R1, R2, R3, R9};
+use ebpf::opcode::{R0, R1, R2, R3, R8, R9};
 use ebpf::Insn;
 
 use super::{Loadable, LoadableError};
@@ -130,12 +159,18 @@ pub const PROLOGUE_LEN: usize = 8;
 /// the packet pointer into `keep` (r1 for the single harness,
 /// [`PACKET_REG`] for the timing one).
 fn prologue(keep: u8, context: Context) -> [Insn; PROLOGUE_LEN] {
+    prologue_over(keep, context, PACKET_LEN as i32)
+}
+
+/// [`prologue`] for a packet of `len` bytes (the cycling harness's inputs
+/// one after another).
+fn prologue_over(keep: u8, context: Context, len: i32) -> [Insn; PROLOGUE_LEN] {
     let (data, data_end) = context.bounds();
     [
         ldx_mem(Size::W, R2, R1, data),
         ldx_mem(Size::W, R3, R1, data_end),
         mov64_reg(R1, R2),
-        alu64_imm(AluOp::Add, R1, PACKET_LEN as i32),
+        alu64_imm(AluOp::Add, R1, len),
         jmp_reg(JmpCond::Le, R1, R3, 2),
         mov32_imm(R0, XDP_ABORTED),
         exit_insn(),
@@ -217,12 +252,20 @@ pub fn copies_for(program: &Loadable) -> usize {
 /// for a program [`super::loadable`] never makes; [`LoadableError::Offset`] when an exit's jump to the next
 /// copy does not fit in 16 bits.
 pub fn seccomp_copies(program: &Loadable, copies: usize, context: Context) -> Result<Vec<Insn>, LoadableError> {
+    let joined = joined(program, &[PACKET_REG])?;
+    Ok(repeated(copies, &joined, &program.insns, context))
+}
+
+/// `program` with every exit a jump to the instruction after its end
+/// (`len - pc - 1` ahead of the exit at `pc`), r0 holding the filter's
+/// value there; refused when an instruction writes one of `kept`.
+fn joined(program: &Loadable, kept: &[u8]) -> Result<Vec<Insn>, LoadableError> {
     let ops = super::decode(&program.insns)?;
-    if let Some(pc) = ops.iter().position(|op| op.written_regs().contains(&Some(PACKET_REG))) {
-        return Err(LoadableError::KeptRegister { pc: ebpf::Pc(pc), reg: PACKET_REG });
+    for (pc, op) in ops.iter().enumerate() {
+        if let Some(&reg) = kept.iter().find(|&&r| op.written_regs().contains(&Some(r))) {
+            return Err(LoadableError::KeptRegister { pc: ebpf::Pc(pc), reg });
+        }
     }
-    // A copy but the last: every exit a jump to the next copy's first
-    // instruction, `len - pc - 1` ahead of the exit at `pc`.
     let len = program.insns.len();
     let mut joined = program.insns.clone();
     for (pc, (op, slot)) in ops.iter().zip(&mut joined).enumerate() {
@@ -232,7 +275,7 @@ pub fn seccomp_copies(program: &Loadable, copies: usize, context: Context) -> Re
             *slot = Op::Ja { off }.encode().first();
         }
     }
-    Ok(repeated(copies, &joined, &program.insns, context))
+    Ok(joined)
 }
 
 /// The timing harness around `w0 = 0; exit` ([`seccomp_copies`]'s
@@ -257,6 +300,61 @@ fn repeated(copies: usize, joined: &[Insn], last: &[Insn], context: Context) -> 
     out.push(mov64_reg(R1, PACKET_REG));
     out.extend_from_slice(last);
     out
+}
+
+/// The register the cycling harness ([`seccomp_cycle`]) keeps the current
+/// input's offset in the packet in: like [`PACKET_REG`], one no converted
+/// seccomp program writes (module docs).
+pub const OFFSET_REG: u8 = R8;
+/// The most inputs one test run of the cycling harness goes through: 32
+/// of 64 bytes, 2 KiB, within the packet a tc test run takes
+/// (`kernel::bpf::max_packet`, 3712 bytes).
+pub const MAX_CYCLE_INPUTS: usize = 32;
+
+/// The cycling harness (module docs): one copy of `program`, run in a
+/// loop on each of `inputs` (0 is taken as 1) inputs laid one after
+/// another in the packet ([`cycle_packet`]); the test-run `retval` is the
+/// filter's value on the last.
+///
+/// # Errors
+/// As [`seccomp_copies`], for [`PACKET_REG`] and [`OFFSET_REG`].
+pub fn seccomp_cycle(program: &Loadable, inputs: usize, context: Context) -> Result<Vec<Insn>, LoadableError> {
+    let joined = joined(program, &[PACKET_REG, OFFSET_REG])?;
+    cycled(inputs, &joined, context)
+}
+
+/// The cycling harness around `w0 = 0` ([`seccomp_cycle`]'s loop, the same
+/// per-input instructions): the baseline a cycling timing subtracts.
+pub fn baseline_cycle(inputs: usize, context: Context) -> Vec<Insn> {
+    // A body of two instructions: the loop's jumps always fit.
+    cycled(inputs, &[mov32_imm(R0, 0), Op::Ja { off: 0 }.encode().first()], context).unwrap_or_default()
+}
+
+/// The prologue over `inputs` packets, `r8 = 0`, then the loop: `r1 = r9
+/// + r8`, `joined`, `r8 += 64`, back while `r8 < inputs * 64`, `exit`.
+fn cycled(inputs: usize, joined: &[Insn], context: Context) -> Result<Vec<Insn>, LoadableError> {
+    let inputs = inputs.clamp(1, MAX_CYCLE_INPUTS);
+    let bytes = (inputs * PACKET_LEN) as i32;
+    let mut out = Vec::with_capacity(PROLOGUE_LEN + joined.len() + 6);
+    out.extend(prologue_over(PACKET_REG, context, bytes));
+    out.push(mov64_imm(OFFSET_REG, 0));
+    let top = out.len();
+    out.push(mov64_reg(R1, PACKET_REG));
+    out.push(alu64_reg(AluOp::Add, R1, OFFSET_REG));
+    out.extend_from_slice(joined);
+    out.push(alu64_imm(AluOp::Add, OFFSET_REG, PACKET_LEN as i32));
+    // Back to `top` from the jump at `out.len()`: -(out.len() + 1 - top).
+    let back = top as i64 - out.len() as i64 - 1;
+    let off = i16::try_from(back).map_err(|_| LoadableError::Offset { pc: ebpf::Pc(out.len()), off: back })?;
+    out.push(jmp_imm(JmpCond::Lt, OFFSET_REG, bytes, off));
+    out.push(exit_insn());
+    Ok(out)
+}
+
+/// The cycling harness's packet: the inputs' packets ([`packet`]) one
+/// after another.
+pub fn cycle_packet(inputs: &[[u8; PACKET_LEN]]) -> Vec<u8> {
+    inputs.concat()
 }
 
 /// The packet for `data`: its 64 bytes as `data.arch`'s kernel lays them out.
@@ -361,6 +459,56 @@ mod tests {
         let mut bad = l.clone();
         bad.insns[3] = mov64_reg(PACKET_REG, R2);
         assert_eq!(seccomp_copies(&bad, 2, Context::Tc), Err(LoadableError::KeptRegister { pc: ebpf::Pc(3), reg: 9 }));
+    }
+
+    /// The cycling harness of the same filter: prologue over the inputs'
+    /// bytes, r9 the packet, r8 the offset, one joined copy behind
+    /// `r1 = r9; r1 += r8`, then the step and the jump back to `r1 = r9`.
+    #[test]
+    fn cycling_harness_listing() {
+        let l = loadable_stub();
+        let list =
+            |insns: &[Insn]| -> Vec<String> { insns.iter().map(|i| ebpf::listing::format_insn(i, None)).collect() };
+        let got = list(&seccomp_cycle(&l, 3, Context::Tc).unwrap());
+        let mut want = list(&prologue_over(PACKET_REG, Context::Tc, 3 * 64));
+        assert_eq!(want[3], "(07) r1 += 192");
+        want.extend(["(b7) r8 = 0", "(bf) r1 = r9", "(0f) r1 += r8"].map(String::from));
+        // The stub is `w0 = 0; w7 = 0; r6 = r1; w0 = 0; exit`: its exit
+        // joins the step below it.
+        let body = list(&l.insns);
+        let n = body.len();
+        want.extend(body[..n - 1].iter().cloned());
+        want.push("(05) goto pc+0".into());
+        want.push("(07) r8 += 64".into());
+        want.push(format!("(a5) if r8 < 0xc0 goto pc-{}", n + 4));
+        want.push("(95) exit".into());
+        assert_eq!(got, want);
+        // Inputs are clamped to 1..=MAX_CYCLE_INPUTS.
+        assert_eq!(list(&seccomp_cycle(&l, 0, Context::Tc).unwrap())[3], "(07) r1 += 64");
+        assert_eq!(
+            list(&seccomp_cycle(&l, 1000, Context::Tc).unwrap())[3],
+            format!("(07) r1 += {}", 64 * MAX_CYCLE_INPUTS)
+        );
+        let base = list(&baseline_cycle(2, Context::Tc));
+        assert_eq!(
+            base[PROLOGUE_LEN - 1..],
+            [
+                "(bf) r9 = r2",
+                "(b7) r8 = 0",
+                "(bf) r1 = r9",
+                "(0f) r1 += r8",
+                "(b4) w0 = 0",
+                "(05) goto pc+0",
+                "(07) r8 += 64",
+                "(a5) if r8 < 0x80 goto pc-6",
+                "(95) exit"
+            ]
+        );
+        // A program writing r8 is refused, not run with a clobbered offset.
+        let mut bad = l.clone();
+        bad.insns[1] = mov64_reg(OFFSET_REG, R2);
+        assert_eq!(seccomp_cycle(&bad, 2, Context::Tc), Err(LoadableError::KeptRegister { pc: ebpf::Pc(1), reg: 8 }));
+        assert_eq!(cycle_packet(&[[1; PACKET_LEN], [2; PACKET_LEN]]).len(), 128);
     }
 
     /// 32 copies for short filters, fewer as they grow, always within

@@ -23,6 +23,11 @@ pub(super) struct JitSummary {
     /// Runs of the filter per test run ([`convert::loadable::xdp::copies_for`]);
     /// `None` when the engine is unavailable.
     pub(super) copies: Option<usize>,
+    /// The mix with the inputs in turn ([`cycled_mix`]): ns per evaluation,
+    /// each round's the mean of its chunks.
+    pub(super) cycled_mix: Cell,
+    /// Inputs per test run of the cycling harness; `None` when it did not run.
+    pub(super) cycle_inputs: Option<usize>,
 }
 
 /// The seccomp `kernel-jit` column ([`engine::kernel_jit::Clock`]): each
@@ -50,7 +55,13 @@ pub(super) fn seccomp_column(
         Err(e) => {
             let why = e.to_string();
             let cells = vec![Cell::Unavailable(why.clone()); inputs.len() + 1];
-            let summary = JitSummary { rounds: 0, baseline: Cell::Unavailable(why), copies: None };
+            let summary = JitSummary {
+                rounds: 0,
+                baseline: Cell::Unavailable(why.clone()),
+                copies: None,
+                cycled_mix: Cell::Unavailable(why),
+                cycle_inputs: None,
+            };
             return Ok((Column { name, cells, cached: Vec::new() }, summary));
         }
     };
@@ -99,7 +110,57 @@ pub(super) fn seccomp_column(
         bar.inc(1);
     }
     let column = Column { name, cells: samples.iter().map(|s| cell(s)).collect(), cached: Vec::new() };
-    Ok((column, JitSummary { rounds: harness.len(), baseline: cell(&harness), copies: Some(clock.copies()) }))
+    let (cycled_mix, cycle_inputs) = cycled_mix(prepared, inputs, &packets, args, harness.len(), measurement)?;
+    let summary = JitSummary {
+        rounds: harness.len(),
+        baseline: cell(&harness),
+        copies: Some(clock.copies()),
+        cycled_mix,
+        cycle_inputs,
+    };
+    Ok((column, summary))
+}
+
+/// The `kernel-jit` mix with the inputs in turn ([`engine::kernel_jit::CycleClock`]):
+/// `rounds` rounds (fewer, at least 3, once they have taken `--time`
+/// seconds) of every chunk of the inputs, each test run's value checked
+/// against the classic interpreter's on the chunk's last input. Unavailable
+/// with the reason when the cycling harness does not load.
+fn cycled_mix(
+    prepared: &Prepared,
+    inputs: &[Input],
+    packets: &[[u8; 64]],
+    args: &BenchArgs,
+    rounds: usize,
+    measurement: f64,
+) -> Result<(Cell, Option<usize>)> {
+    let clock = match engine::kernel_jit::CycleClock::new(prepared, packets.len()) {
+        Ok(clock) => clock,
+        Err(e) => return Ok((Cell::Unavailable(e.to_string()), None)),
+    };
+    let name = EngineKind::KernelJit.name();
+    let chunks = clock.chunks(packets);
+    let repeats = clock
+        .repeats(&chunks, std::time::Duration::from_secs_f64(measurement))
+        .map_err(|e| Failure::rejected(format!("engine {name} (inputs in turn): {e}")))?;
+    let mut mixes = Vec::with_capacity(rounds.max(3));
+    let start = Instant::now();
+    while mixes.len() < rounds.max(3) && (mixes.len() < 3 || start.elapsed().as_secs_f64() < args.time) {
+        let (_, runs) = clock
+            .round(&chunks, &repeats)
+            .map_err(|e| Failure::rejected(format!("engine {name} (inputs in turn): {e}")))?;
+        for (chunk, (got, _)) in chunks.iter().zip(&runs) {
+            let Some(input) = inputs.get(chunk.last) else { continue };
+            if *got != input.ret {
+                return Err(Failure::rejected(format!(
+                    "engine {name} (inputs in turn) returns {got:#010x} on input {}, the classic interpreter {:#010x}",
+                    input.name, input.ret
+                )));
+            }
+        }
+        mixes.push(runs.iter().map(|r| r.1).sum::<f64>() / runs.len().max(1) as f64);
+    }
+    Ok((cell(&mixes), Some(clock.inputs())))
 }
 
 fn cell(samples: &[f64]) -> Cell {

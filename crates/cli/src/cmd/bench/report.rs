@@ -170,7 +170,7 @@ pub(super) fn text(r: &Results) -> String {
             }
         );
     }
-    if let Some(jit::JitSummary { rounds: rounds @ 1.., baseline, copies }) = &r.jit {
+    if let Some(jit::JitSummary { rounds: rounds @ 1.., baseline, copies, cycled_mix, cycle_inputs }) = &r.jit {
         let copies = copies.unwrap_or(1);
         let _ = writeln!(
             out,
@@ -183,6 +183,20 @@ pub(super) fn text(r: &Results) -> String {
                 Cell::Unavailable(_) => String::new(),
             }
         );
+        let _ = match (cycled_mix, cycle_inputs) {
+            (Cell::Measured(s), Some(n)) => writeln!(
+                out,
+                "kernel-jit, inputs in turn: {} ns per run (min {}, max {}), one copy of the filter looping over {n} \
+                 input{} per BPF_PROG_TEST_RUN run, as the other engines' mix cycles through them; minus the same loop \
+                 around `r0 = 0`.",
+                fmt_ns(s.median),
+                fmt_ns(s.min),
+                fmt_ns(s.max),
+                if *n == 1 { "" } else { "s" }
+            ),
+            (Cell::Unavailable(why), _) => writeln!(out, "kernel-jit, inputs in turn: unavailable ({why})."),
+            _ => Ok(()),
+        };
     }
     for (i, n) in notes.iter().enumerate() {
         let _ = writeln!(out, "[{}] {n}", i + 1);
@@ -271,12 +285,21 @@ pub(super) fn json(r: &Results) -> Value {
             json!({"switches": f.switches, "native_code_bytes": f.native_code_bytes, "native_refusal": f.native_refusal}),
         );
     }
-    if let Some(jit::JitSummary { rounds, baseline, copies }) = &r.jit {
+    if let Some(jit::JitSummary { rounds, baseline, copies, cycled_mix, cycle_inputs }) = &r.jit {
         let baseline = match baseline {
             Cell::Measured(s) => json!(s.median),
             Cell::Unavailable(_) => Value::Null,
         };
-        doc.insert("kernel_jit".into(), json!({"rounds": rounds, "baseline_ns": baseline, "copies": copies}));
+        let cycled = match cycled_mix {
+            Cell::Measured(s) => {
+                json!({"ns": s.median, "min_ns": s.min, "max_ns": s.max, "inputs_per_run": cycle_inputs})
+            }
+            Cell::Unavailable(why) => json!({"ns": null, "min_ns": null, "max_ns": null, "unavailable": why}),
+        };
+        doc.insert(
+            "kernel_jit".into(),
+            json!({"rounds": rounds, "baseline_ns": baseline, "copies": copies, "cycled_mix": cycled}),
+        );
     }
     if let Some(hit) = &r.cache_hit {
         doc.insert(
