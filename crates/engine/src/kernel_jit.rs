@@ -206,18 +206,8 @@ impl Clock {
         repeats: &Repeats,
     ) -> Result<(f64, Vec<(u32, f64)>), EngineError> {
         let first = packets.first().copied().unwrap_or([0; xdp::PACKET_LEN]);
-        let (_, base) = self.baseline.duration(&first, repeats.baseline)?;
-        let base = f64::from(base);
-        let copies = self.copies as f64;
-        let runs = packets
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let repeat = repeats.packets.get(i).copied().unwrap_or(self.repeat);
-                self.timed.duration(p, repeat).map(|(ret, ns)| (ret, (f64::from(ns) - base) / copies))
-            })
-            .collect::<Result<_, _>>()?;
-        Ok((base, runs))
+        let packets = packets.iter().map(|p| &p[..]);
+        timed_round(&self.timed, &self.baseline, &first, packets, repeats, self.repeat, self.copies)
     }
 }
 
@@ -319,19 +309,36 @@ impl CycleClock {
     /// [`EngineError::Bpf`] when a test run fails.
     pub fn round(&self, chunks: &[Chunk], repeats: &Repeats) -> Result<(f64, Vec<(u32, f64)>), EngineError> {
         let zero = vec![0; self.inputs * xdp::PACKET_LEN];
-        let (_, base) = self.baseline.duration(&zero, repeats.baseline)?;
-        let base = f64::from(base);
-        let per = self.inputs as f64;
-        let runs = chunks
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let repeat = repeats.packets.get(i).copied().unwrap_or(repeats.baseline);
-                self.timed.duration(&c.bytes, repeat).map(|(ret, ns)| (ret, (f64::from(ns) - base) / per))
-            })
-            .collect::<Result<_, _>>()?;
-        Ok((base, runs))
+        let packets = chunks.iter().map(|c| &c.bytes[..]);
+        timed_round(&self.timed, &self.baseline, &zero, packets, repeats, repeats.baseline, self.inputs)
     }
+}
+
+/// One round of a timing harness against its baseline: the baseline's
+/// mean ns per test run on `base_packet`, then for each of `packets` the
+/// value its test runs returned and its mean per test run less the
+/// baseline's, over the `per` filter runs of a test run. Each measurement
+/// makes its `repeats` entry's runs (`default` past their end).
+fn timed_round<'p>(
+    timed: &KernelJit,
+    baseline: &KernelJit,
+    base_packet: &[u8],
+    packets: impl Iterator<Item = &'p [u8]>,
+    repeats: &Repeats,
+    default: u32,
+    per: usize,
+) -> Result<(f64, Vec<(u32, f64)>), EngineError> {
+    let (_, base) = baseline.duration(base_packet, repeats.baseline)?;
+    let base = f64::from(base);
+    let per = per.max(1) as f64;
+    let runs = packets
+        .enumerate()
+        .map(|(i, p)| {
+            let repeat = repeats.packets.get(i).copied().unwrap_or(default);
+            timed.duration(p, repeat).map(|(ret, ns)| (ret, (f64::from(ns) - base) / per))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok((base, runs))
 }
 
 /// The `repeat` of each measurement of a round ([`Clock::repeats`]).
