@@ -130,7 +130,16 @@ pub struct Interp {
     /// `ld`/`ldx M[k]` either: `check_load_and_stores()` rejects reading a
     /// word never written), so that runs of other programs skip `M[]`.
     uses_mem: bool,
+    /// Where a seccomp run starts (from op 0, `A` 0): in
+    /// [`Interp::seccomp_entry`] when the first op is one it runs and that
+    /// pays, else straight in the loop for the program's `M[]` use. One
+    /// indirect call, chosen once, rather than two tests a run.
+    seccomp_runner: SeccompRunner,
 }
+
+/// [`Interp::seccomp_runner`]: a run of the program on the data, from op
+/// `pc` with `A` = `a`.
+type SeccompRunner = fn(&Interp, &[u8; SECCOMP_DATA_SIZE], usize, u32) -> u32;
 
 impl Interp {
     /// Pre-decodes `program` (its [`Program::insns`], the form the kernel
@@ -151,7 +160,35 @@ impl Interp {
         tree::fuse_entries(&mut ops);
         let uses_mem = ops.iter().any(|op| matches!(op, Step::St(_) | Step::Stx(_)));
         let (trees, ladders) = (Box::new(trees), Box::new(ladders));
-        Interp { ops, chains, rets, insns: insns.into(), mode: program.mode(), eq_sets, trees, ladders, uses_mem }
+        // A tree's search mostly ends at a `ret` (the allowed and refused
+        // syscalls; `bpfconv optimize`'s and libseccomp's `--opt 2`
+        // filters), a chain only pays when all its exits do: where one goes
+        // on to an op (docker_like_opt2's arch check, before its tree),
+        // every run would pay for both functions' entries (callgrind: +5%).
+        let entry = match ops.first() {
+            Some(Step::LdRangeTree { .. } | Step::RetK(_)) => true,
+            Some(&(Step::LdRangeChain { from, .. } | Step::LdChain { from, .. })) => {
+                compile::chain_ends_runs(&chains, usize::from(from), ops.len())
+            }
+            _ => false,
+        };
+        let seccomp_runner: SeccompRunner = match (entry, uses_mem) {
+            (true, _) => |interp, data, _, _| interp.seccomp_entry(data),
+            (false, true) => Interp::seccomp_with_mem,
+            (false, false) => Interp::seccomp_without_mem,
+        };
+        Interp {
+            ops,
+            chains,
+            rets,
+            insns: insns.into(),
+            mode: program.mode(),
+            eq_sets,
+            trees,
+            ladders,
+            uses_mem,
+            seccomp_runner,
+        }
     }
 
     /// The mode the program was validated for.
@@ -252,21 +289,65 @@ impl Interp {
     #[inline]
     pub fn run_seccomp(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> Result<u32, ExecError> {
         expect_mode(self.mode, Mode::Seccomp)?;
-        Ok(if self.uses_mem { self.seccomp_with_mem(data) } else { self.seccomp_without_mem(data) })
+        Ok((self.seccomp_runner)(self, data, 0, 0))
     }
 
-    /// The seccomp run loop, out of line and returning a bare `u32`: the
-    /// `Result` is built by the inlined caller, so the loop keeps nothing
-    /// live for it.
+    /// A seccomp run's first op, before the run loop: a filter's first op
+    /// is its arch check, and on most inputs of most filters that op (with
+    /// the syscall tree behind it, or the chains it links to) ends the run
+    /// at a `ret`. Run here, in a function that keeps few registers, such a
+    /// run returns without the loop's prologue and epilogue (six registers
+    /// saved and restored) and its indirect dispatch; other runs go on in
+    /// the loop from where the op left, with its `A`. The op's semantics
+    /// are the loop's own (the same methods). Only programs whose first op
+    /// is one of these start here ([`Interp::seccomp_runner`]).
     #[inline(never)]
-    fn seccomp_with_mem(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> u32 {
-        self.exec::<_, true>(&SeccompCtx(data))
+    fn seccomp_entry(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> u32 {
+        let ctx = SeccompCtx(data);
+        let mut a = 0;
+        let pc = match self.ops.first() {
+            // The search inlined: the loop keeps it out of line (see
+            // `tree_exit`), here a call would make the function save the
+            // registers live across it.
+            Some(&Step::LdRangeTree { k, lo, span, target, tree_k, tree }) => {
+                let search = |tree, a| tree::exit(&self.trees, tree, a);
+                ld_range_tree(&ctx, &mut a, (k, lo, span, target), (tree_k, tree), search)
+            }
+            Some(&Step::LdRangeChain { k, from }) => {
+                a = ctx.seccomp_word(u32::from(k));
+                let exit = self.chains.short_ranges(a, usize::from(from));
+                follow_links(&self.chains, &ctx, &mut a, exit)
+            }
+            Some(&Step::LdChain { k, from }) => {
+                a = ctx.seccomp_word(u32::from(k));
+                let exit = self.chains.short(a, usize::from(from));
+                follow_links(&self.chains, &ctx, &mut a, exit)
+            }
+            Some(&Step::RetK(k)) => return k,
+            _ => 0,
+        };
+        if let Some(ret) = pc.checked_sub(self.ops.len()) {
+            return self.rets.get(ret).copied().unwrap_or(0);
+        }
+        if self.uses_mem {
+            self.seccomp_with_mem(data, pc, a)
+        } else {
+            self.seccomp_without_mem(data, pc, a)
+        }
+    }
+
+    /// The seccomp run loop from op `pc` with `A` = `a` (X and `M[]` 0),
+    /// out of line and returning a bare `u32`: the `Result` is built by the
+    /// inlined caller, so the loop keeps nothing live for it.
+    #[inline(never)]
+    fn seccomp_with_mem(&self, data: &[u8; SECCOMP_DATA_SIZE], pc: usize, a: u32) -> u32 {
+        self.exec::<_, true>(&SeccompCtx(data), pc, a)
     }
 
     /// [`Interp::seccomp_with_mem`] for programs without `M[]`.
     #[inline(never)]
-    fn seccomp_without_mem(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> u32 {
-        self.exec::<_, false>(&SeccompCtx(data))
+    fn seccomp_without_mem(&self, data: &[u8; SECCOMP_DATA_SIZE], pc: usize, a: u32) -> u32 {
+        self.exec::<_, false>(&SeccompCtx(data), pc, a)
     }
 
     /// Runs a socket-mode program on a packet and returns the filter's value
@@ -280,7 +361,7 @@ impl Interp {
     /// Those of the context model, documented on [`Skb`].
     pub fn run_socket(&self, skb: &Skb<'_>) -> Result<u32, ExecError> {
         expect_mode(self.mode, Mode::Socket)?;
-        Ok(self.exec::<_, true>(&SocketCtx::new(skb)))
+        Ok(self.exec::<_, true>(&SocketCtx::new(skb), 0, 0))
     }
 
     /// Like [`Interp::run_seccomp`], calling `on_step` before each executed
@@ -314,14 +395,14 @@ impl Interp {
     ///
     /// # Deviations
     /// None.
+    /// Starts at op `pc` with `A` = `a` (a run starts at 0 with 0;
+    /// [`Interp::seccomp_entry`] goes on from where the first op left).
     #[inline(always)]
-    fn exec<C: Context, const MEM: bool>(&self, ctx: &C) -> u32 {
+    fn exec<C: Context, const MEM: bool>(&self, ctx: &C, mut pc: usize, mut a: u32) -> u32 {
         let ops = &*self.ops;
         let chains = &self.chains;
-        let mut a: u32 = 0;
         let mut x: u32 = 0;
         let mut mem = [0u32; 16];
-        let mut pc: usize = 0;
         // Every iteration moves pc strictly forward (validated jumps are
         // forward and in range, the last instruction is a ret), so the loop
         // ends within `ops.len()` iterations. A pc past the ops is a jump to
@@ -468,13 +549,8 @@ impl Interp {
                     pc = if a.wrapping_sub(lo) <= span { usize::from(target) } else { usize::from(then) };
                 }
                 Step::LdRangeTree { k, lo, span, target, tree_k, tree } => {
-                    a = ctx.seccomp_word(u32::from(k));
-                    pc = if a.wrapping_sub(lo) <= span {
-                        usize::from(target)
-                    } else {
-                        a = ctx.seccomp_word(u32::from(tree_k));
-                        Interp::tree_exit(std::hint::black_box(self), tree, a)
-                    };
+                    let search = |tree, a| Interp::tree_exit(std::hint::black_box(self), tree, a);
+                    pc = ld_range_tree(ctx, &mut a, (k, lo, span, target), (tree_k, tree), search);
                 }
                 Step::Ladder { hi, lo, ladder } => {
                     let (hi, lo) = (ctx.seccomp_word(u32::from(hi)), ctx.seccomp_word(u32::from(lo)));
@@ -484,6 +560,26 @@ impl Interp {
                 Step::RetA => return a,
             }
         }
+    }
+}
+
+/// [`Step::LdRangeTree`]: load word `k`; in `lo..=lo + span` it goes to
+/// `target`, else word `tree_k` is searched in `tree` by `search` (the run
+/// loop's out-of-line [`Interp::tree_exit`], or [`tree::exit`] inlined).
+#[inline(always)]
+fn ld_range_tree<C: Context>(
+    ctx: &C,
+    a: &mut u32,
+    (k, lo, span, target): (u8, u32, u32, u16),
+    (tree_k, tree): (u8, u16),
+    search: impl FnOnce(u16, u32) -> usize,
+) -> usize {
+    *a = ctx.seccomp_word(u32::from(k));
+    if a.wrapping_sub(lo) <= span {
+        usize::from(target)
+    } else {
+        *a = ctx.seccomp_word(u32::from(tree_k));
+        search(tree, *a)
     }
 }
 

@@ -297,3 +297,44 @@ fn jumps_pass_reloads_of_a_known_word_and_the_compares_they_settle() {
         }
     }
 }
+
+/// `chain_ends_runs`, which decides whether a run starts in
+/// `Interp::seccomp_entry`: a first chain whose exits all end at a `ret`
+/// (directly or through the chain it links to) does; one with an exit to an
+/// op the chains do not cover (`tax`) does not. Both answer as the trace.
+#[test]
+fn a_first_chain_ends_runs_when_every_exit_reaches_a_ret() {
+    use crate::opcode::*;
+    use crate::validate::{validate, Mode};
+    let ends = [
+        Insn::stmt(LD_W_ABS, 4),        // 0: ld [4]
+        Insn::jump(JMP_JEQ_K, 7, 0, 4), // 1: A != 7 -> 6
+        Insn::stmt(LD_W_ABS, 0),        // 2: ld [0]
+        Insn::jump(JMP_JGT_K, 5, 0, 2), // 3: A <= 5 -> 6
+        Insn::jump(JMP_JEQ_K, 9, 1, 0), // 4: A == 9 -> 6
+        Insn::stmt(RET_K, 1),           // 5
+        Insn::stmt(RET_K, 2),           // 6
+    ];
+    let goes_on = [
+        Insn::stmt(LD_W_ABS, 4),        // 0: ld [4]
+        Insn::jump(JMP_JGT_K, 9, 3, 0), // 1: A > 9 -> 5
+        Insn::jump(JMP_JEQ_K, 7, 0, 2), // 2: A != 7 -> 5
+        Insn::stmt(MISC_TAX, 0),        // 3: tax
+        Insn::stmt(RET_A, 0),           // 4: ret A
+        Insn::stmt(RET_K, 2),           // 5
+    ];
+    for (insns, want) in [(&ends[..], true), (&goes_on[..], false)] {
+        let interp = super::super::Interp::new(&validate(insns, Mode::Seccomp).unwrap());
+        let (Step::LdRangeChain { from, .. } | Step::LdChain { from, .. }) = interp.ops[0] else {
+            panic!("first op {:?}", interp.ops[0])
+        };
+        assert_eq!(chain_ends_runs(&interp.chains, usize::from(from), interp.ops.len()), want, "{insns:?}");
+        for (w4, w0) in [(7, 9), (7, 6), (7, 5), (6, 6), (7, 0), (7, 100)] {
+            let mut data = [0u8; 64];
+            data[..4].copy_from_slice(&u32::to_ne_bytes(w0));
+            data[4..8].copy_from_slice(&u32::to_ne_bytes(w4));
+            let traced = interp.trace_seccomp(&data, |_| {});
+            assert_eq!(interp.run_seccomp(&data), traced, "w4={w4} w0={w0}");
+        }
+    }
+}
