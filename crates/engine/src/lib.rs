@@ -386,7 +386,8 @@ impl fmt::Display for SocketOutcome {
 /// `kernel`).
 #[derive(Debug)]
 pub enum SocketEngine {
-    Cbpf(cbpf::Interp),
+    // Boxed as the eBPF variant's parts are: the enum stays small.
+    Cbpf(Box<cbpf::Interp>),
     Ebpf {
         prog: Box<ebpf::Program>,
         vm: Box<ebpf::Vm>,
@@ -419,7 +420,7 @@ impl SocketEngine {
             return Err(EngineError::WrongMode { engine: kind, mode });
         }
         match kind {
-            EngineKind::Cbpf => Ok(SocketEngine::Cbpf(cbpf::Interp::new(&prepared.program))),
+            EngineKind::Cbpf => Ok(SocketEngine::Cbpf(Box::new(cbpf::Interp::new(&prepared.program)))),
             EngineKind::Ebpf => Ok(SocketEngine::Ebpf {
                 prog: Box::new(load_ebpf(&prepared.converted)?),
                 vm: Box::new(ebpf::Vm::new()),
