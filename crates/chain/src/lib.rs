@@ -400,6 +400,35 @@ impl<E> Table<E> {
 }
 
 impl<E: Record> Table<E> {
+    /// Whether `ends` holds of every exit that leaves the chain from test
+    /// `from` ([`Link::Leave`], [`Link::Return`]), following the exits that
+    /// go on in other chains ([`Link::Same`], [`Link::Reload`]); each chain
+    /// ends at its test that always hits. For an interpreter deciding, once,
+    /// whether a run that starts with this chain ends in it (every exit a
+    /// `ret`). Each chain is looked at once.
+    pub fn every_exit(&self, from: usize, ends: impl Fn(&Leaving) -> bool) -> bool {
+        let mut seen = vec![false; self.exits.len()];
+        let mut pending = vec![from];
+        while let Some(at) = pending.pop() {
+            match seen.get_mut(at) {
+                Some(s) if !*s => *s = true,
+                _ => continue,
+            }
+            for e in self.exits.get(at..).unwrap_or_default() {
+                let leaving = e.leaving();
+                match leaving.link {
+                    Link::Same | Link::Reload(_) => pending.push(usize::try_from(leaving.target).unwrap_or(usize::MAX)),
+                    Link::Leave | Link::Return(_) if !ends(&leaving) => return false,
+                    Link::Leave | Link::Return(_) => {}
+                }
+                if e.test().span == u32::MAX {
+                    break;
+                }
+            }
+        }
+        true
+    }
+
     /// `hit` of the record of the first of the `N` tests from `from` that
     /// `hits` (either [`ExitTest::hits`] or, for windows of range tests,
     /// [`ExitTest::hits_range`]), else `miss()` (past the end, or no hit):

@@ -554,28 +554,9 @@ pub(super) fn route_returns<'t>(
 
 /// Whether every exit of the chain from test `from` ends the run: leaves to
 /// a routed `ret` (a pc past the `ops_len` ops), directly or through the
-/// chains it links to (each chain ends at its test that always hits). Runs
-/// after [`link_chains`]; each chain is looked at once.
+/// chains it links to ([`Table::every_exit`]). Runs after [`link_chains`].
 pub(super) fn chain_ends_runs(chains: &Chains, from: usize, ops_len: usize) -> bool {
-    let mut seen = vec![false; chains.exits.len()];
-    let mut pending = vec![from];
-    while let Some(at) = pending.pop() {
-        match seen.get_mut(at) {
-            Some(s) if !*s => *s = true,
-            _ => continue,
-        }
-        for exit in chains.exits.get(at..).unwrap_or_default() {
-            if exit.link < LEAVE {
-                pending.push(usize::from(exit.target));
-            } else if usize::from(exit.target) < ops_len {
-                return false;
-            }
-            if exit.test == ExitTest::ALWAYS {
-                break;
-            }
-        }
-    }
-    true
+    chains.every_exit(from, |leaving| leaving.target >= ops_len as u64)
 }
 
 /// Links range chains: an exit (of any chain) that goes to a pc whose op is
