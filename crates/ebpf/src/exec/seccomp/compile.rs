@@ -9,7 +9,7 @@ use super::chains::{ChainBuilder, ChainExit, EntryBlock, Shapes, MIN_CHAIN, NOT_
 use super::ops::{alu_code, Kind, SOp, EQ, GE, GT, LE, LT, NE, RA, RK, RT, RX, SET};
 use super::subset::Subset;
 use super::trees::{Trees, DIRECT};
-use super::SeccompProg;
+use super::{Resume, Runner, SeccompProg};
 
 /// A chain entry (a pc where the rest of a chain is what execution does),
 /// as links see it.
@@ -227,7 +227,6 @@ impl Subset {
         fuse_arch_checks(&mut ops);
         let has_stack = ops.iter().any(|o| matches!(o.kind, Kind::LdStack | Kind::StStack));
         let start = if ops.first().is_some_and(|o| o.kind == Kind::Prologue) { 3 } else { 0 };
-        type Runner = fn(&SeccompProg, &[u8; 64]) -> (u64, u64);
         let tests_built = built.len();
         // Chains worth linking to: from a tree node on, ranges only, within
         // the window of [`Scans::linked_exit`].
@@ -349,10 +348,11 @@ impl Subset {
                 (
                     SeccompProg::run_with::<$slots, true, $links, $masked> as Runner,
                     SeccompProg::run_with::<$slots, false, $links, $masked> as Runner,
+                    SeccompProg::run_from::<$slots, $links, $masked> as Resume,
                 )
             };
         }
-        let (runner, runner_uncounted) = match (has_stack, has_links, has_masked) {
+        let (runner, runner_uncounted, resume_uncounted) = match (has_stack, has_links, has_masked) {
             (true, true, true) => runners!(16, true, true),
             (true, true, false) => runners!(16, true, false),
             (true, false, _) => runners!(16, false, false),
@@ -377,6 +377,17 @@ impl Subset {
                 false => o,
             })
             .collect();
+        let uncounted_ops: Box<[SOp]> = uncounted_ops;
+        // A run whose first op mostly ends it (the arch check fused with the
+        // syscall tree, or a linked chain whose every exit is a `ret`)
+        // starts in `run_entry`: see there.
+        let entry: Option<Runner> = match uncounted_ops.get(start as usize) {
+            Some(o) if o.kind == Kind::LdMovJneTree => Some(SeccompProg::run_entry::<true>),
+            Some(o) if o.kind == Kind::LdLinked => chains
+                .every_exit(o.target as usize, |l| matches!(l.link, chain::Link::Return(_)))
+                .then_some(SeccompProg::run_entry::<false>),
+            _ => None,
+        };
         Some(SeccompProg {
             ops: ops.into_boxed_slice(),
             uncounted_ops,
@@ -384,7 +395,8 @@ impl Subset {
             chains: super::ChainTables { table: chains, eq_sets, trees, ladders },
             start,
             runner,
-            runner_uncounted,
+            runner_uncounted: entry.unwrap_or(runner_uncounted),
+            resume_uncounted,
         })
     }
 }

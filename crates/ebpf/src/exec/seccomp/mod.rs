@@ -160,14 +160,25 @@ pub(crate) struct SeccompProg {
     chains: ChainTables,
     /// `run_with` for this program's stack use, links and masked links,
     /// chosen at load: counting
-    /// executed instructions, and not.
-    runner: fn(&SeccompProg, &[u8; 64]) -> (u64, u64),
-    runner_uncounted: fn(&SeccompProg, &[u8; 64]) -> (u64, u64),
+    /// executed instructions, and not (or, for a program whose first op
+    /// mostly ends the run, `run_entry`, which goes on in
+    /// `resume_uncounted` when it does not).
+    runner: Runner,
+    runner_uncounted: Runner,
+    /// The `run_from` of the program: its uncounted loop from a given
+    /// state.
+    resume_uncounted: Resume,
     /// First pc to dispatch: 3 when the program opens with the converter's
     /// prologue (`w0 ^= w0; w7 ^= w7; r6 = r1`), whose effects are the
     /// executor's initial state (A = X = 0, r6 resolved at load), else 0.
     start: u32,
 }
+
+/// A run of a [`SeccompProg`] on the data: `(r0, executed)`, or `(pc, 0)`
+/// off the end.
+type Runner = fn(&SeccompProg, &[u8; 64]) -> (u64, u64);
+/// The same from pc `pc` with r0 = `a` and TMP = `t`, uncounted.
+type Resume = fn(&SeccompProg, &[u8; 64], usize, u64, u64) -> (u64, u64);
 
 /// The chain table, the lookup tables of its long equality chains
 /// ([`Kind::EqSet`]) and the compare trees' tables ([`Kind::Tree`]),

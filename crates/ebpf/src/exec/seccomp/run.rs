@@ -63,6 +63,56 @@ impl SeccompProg {
         }
     }
 
+    /// An uncounted run's first op, before the run loop, for programs whose
+    /// first op mostly ends the run (chosen at load): the architecture check
+    /// fused with the syscall tree ([`Kind::LdMovJneTree`]: libseccomp's
+    /// `--opt 2` filters, Chromium's, `bpfconv optimize`'s), or a linked
+    /// chain whose every exit, through its links, is a `w0 = K; exit`
+    /// ([`Kind::LdLinked`]: a short filter's arch check and rule). Here, in
+    /// a function that keeps few registers, such a run returns without the
+    /// loop's prologue and epilogue and its dispatch; any other goes on in
+    /// the loop ([`SeccompProg::resume_uncounted`]) from where the op left,
+    /// with its r0 and TMP. The op's effects are the loop's arms' (the same
+    /// scans and tree search). `TREE`: the program starts with
+    /// the fused tree, else with the linked chain (one function each, so
+    /// that neither keeps the other's registers).
+    ///
+    /// Mirrors `___bpf_prog_run()` in kernel/bpf/core.c (Linux 6.18), as
+    /// [`SeccompProg::run`] does.
+    ///
+    /// # Deviations
+    /// Those of [`SeccompProg::run`].
+    #[inline(never)]
+    pub(super) fn run_entry<const TREE: bool>(&self, data: &[u8; 64]) -> (u64, u64) {
+        let chains = &self.chains.table;
+        let start = self.start as usize;
+        let (mut a, t, mut exit) = match self.uncounted_ops.get(start) {
+            Some(op) if TREE && op.kind == Kind::LdMovJneTree => {
+                let (a, t) = (word(data, op.aux), u64::from(op.imm as u32));
+                if a != t {
+                    return (self.resume_uncounted)(self, data, op.target as usize, a, t);
+                }
+                let a = word(data, op.src);
+                (a, t, &self.chains.trees.exit::<false>((op.imm >> 32) as u32, a as u32))
+            }
+            Some(op) if !TREE && op.kind == Kind::LdLinked => {
+                let a = word(data, op.aux);
+                (a, 0, chains.linked_exit(a as u32, op.target as usize))
+            }
+            _ => return (self.resume_uncounted)(self, data, start, 0, 0),
+        };
+        while exit.links() {
+            if exit.ret != SAME {
+                a = word(data, exit.ret as u8);
+            }
+            exit = chains.linked_exit(a as u32, exit.target as usize);
+        }
+        if exit.ret != NOT_RET {
+            return (exit.ret, 1);
+        }
+        (self.resume_uncounted)(self, data, exit.target as usize, a, t)
+    }
+
     /// [`SeccompProg::run`] with a local stack of `SLOTS` words: 16, or 0
     /// when the program has no stack access (the stack arms are then never
     /// reached and the array costs nothing). Never inlined: as a function
@@ -78,13 +128,40 @@ impl SeccompProg {
         &self,
         data: &[u8; 64],
     ) -> (u64, u64) {
+        self.run_loop::<SLOTS, COUNT, LINKS, MASKED>(data, self.start as usize, 0, 0)
+    }
+
+    /// [`SeccompProg::run_with`] from pc `pc` with r0 = `a` and TMP = `t`
+    /// (uncounted): where [`SeccompProg::run_entry`] goes on. A copy of the
+    /// loop of its own, so that the runs that start at the start do not
+    /// pass the three (measured: 2 to 5 instructions a run).
+    #[inline(never)]
+    pub(super) fn run_from<const SLOTS: usize, const LINKS: bool, const MASKED: bool>(
+        &self,
+        data: &[u8; 64],
+        pc: usize,
+        a: u64,
+        t: u64,
+    ) -> (u64, u64) {
+        self.run_loop::<SLOTS, false, LINKS, MASKED>(data, pc, a, t)
+    }
+
+    /// The run loop of [`SeccompProg::run_with`] and
+    /// [`SeccompProg::run_from`].
+    #[inline(always)]
+    fn run_loop<const SLOTS: usize, const COUNT: bool, const LINKS: bool, const MASKED: bool>(
+        &self,
+        data: &[u8; 64],
+        mut pc: usize,
+        mut a: u64,
+        mut t: u64,
+    ) -> (u64, u64) {
         let ops = if COUNT { &self.ops[..] } else { &self.uncounted_ops[..] };
         let tables = &self.chains;
         let chains = &tables.table;
         let entries = &self.entries[..];
-        let (mut a, mut t, mut x) = (0u64, 0u64, 0u64);
+        let mut x = 0u64;
         let mut stack = [0u32; SLOTS];
-        let mut pc = self.start as usize;
         // Instructions jumped over so far (see the module docs).
         let mut skipped: usize = 0;
 

@@ -545,6 +545,21 @@ fn an_arch_check_before_a_tree_is_one_op_with_its_search() {
             failures.push(format!("{what}: executor {got:?} / {uncounted:?}, general {want:?}"));
         }
     }
+    // The same check opening the program (right after the converter's
+    // prologue): uncounted runs start with it outside the run loop
+    // (`SeccompProg::run_entry`), going on in the loop for a wrong arch.
+    let mut direct = p[..3].to_vec();
+    direct.extend_from_slice(&body);
+    let prog = Subset::recognise(&direct).unwrap().compile_with(Some(chain::Policy::EVERY_TREE)).unwrap();
+    assert_eq!(prog.ops.get(3).map(|o| o.kind), Some(Kind::LdMovJneTree), "{}", prog.chain_listing());
+    let slow = Program::load(&direct, &plain, &Helpers::new()).unwrap();
+    for (what, d) in &datas {
+        let want = vm.run_seccomp(&slow, d).map(u64::from);
+        let uncounted = prog.run_uncounted(d).map(|r| r as u32 as u64);
+        if uncounted != want {
+            failures.push(format!("{what} (first op): executor {uncounted:?}, general {want:?}"));
+        }
+    }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
