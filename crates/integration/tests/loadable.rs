@@ -400,12 +400,14 @@ fn the_filter_value_comes_back_whole() {
 /// it with `xdp::copies_for`'s count) is accepted by the verifier on every
 /// filter and answers every vector with the filter's value, as the single
 /// harness does; its load time is printed (the verifier walks every copy).
+/// So does the cycling harness, chunk by chunk ([`cycling_answers`]).
 #[test]
 fn the_timing_harness_answers_every_vector() {
     let Some(()) = bpf_here("the_timing_harness_answers_every_vector") else { return };
     let mut failures = Vec::new();
     let mut runs = 0usize;
     let mut copies_seen = std::collections::BTreeSet::new();
+    let (mut chunks_run, mut inputs_seen) = (0usize, std::collections::BTreeSet::new());
     for case in cases() {
         let prepared = engine::Prepared::new(case.program.clone()).unwrap();
         let start = std::time::Instant::now();
@@ -449,59 +451,52 @@ fn the_timing_harness_answers_every_vector() {
                 failures.push(format!("{}: {data:?}: round got {got:#x}, expected {want:#x}", case.name));
             }
         }
+        chunks_run += cycling_answers(&case, &mut inputs_seen, &mut failures);
     }
     assert!(runs > 25_000, "only {runs} runs");
     // Short filters get 32 copies, the longest fewer.
     assert!(copies_seen.contains(&32) && copies_seen.iter().any(|&n| n < 8), "{copies_seen:?}");
+    assert!(chunks_run > 100, "only {chunks_run} chunks");
+    assert!(inputs_seen.contains(&xdp::MAX_CYCLE_INPUTS), "{inputs_seen:?}");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// The cycling harness (`xdp::seccomp_cycle`, as `kernel_jit::CycleClock`
-/// loads it) is accepted by the verifier on every filter, over
-/// `MAX_CYCLE_INPUTS` inputs or, for the longest, fewer; each test run over
-/// a chunk of vectors returns the filter's value on the chunk's last; and
-/// the chunks go through every vector in order, the last chunk filled up
-/// from the first ones.
-#[test]
-fn the_cycling_harness_answers_each_chunks_last_vector() {
-    let Some(()) = bpf_here("the_cycling_harness_answers_each_chunks_last_vector") else { return };
-    let mut failures = Vec::new();
-    let mut chunks_run = 0usize;
-    let mut inputs_seen = std::collections::BTreeSet::new();
-    for case in cases() {
-        let prepared = engine::Prepared::new(case.program.clone()).unwrap();
-        let start = std::time::Instant::now();
-        let clock = match engine::kernel_jit::CycleClock::new(&prepared, xdp::MAX_CYCLE_INPUTS) {
-            Ok(c) => c,
-            Err(e) => {
-                failures.push(format!("{}: {e}", case.name));
-                continue;
-            }
-        };
-        inputs_seen.insert(clock.inputs());
-        println!("{}: {} inputs per run, cycling clock loaded in {:?}", case.name, clock.inputs(), start.elapsed());
-        let some: Vec<_> = case.vectors.iter().take(200).collect();
-        let packets: Vec<_> = some.iter().map(|(d, _)| xdp::packet(d)).collect();
-        let chunks = clock.chunks(&packets);
-        assert_eq!(chunks.len(), packets.len().div_ceil(clock.inputs()), "{}", case.name);
-        assert!(chunks.iter().all(|c| c.bytes.len() == clock.inputs() * xdp::PACKET_LEN), "{}", case.name);
-        // Chunk k's first input is packet k * inputs; its last wraps around.
-        for (k, c) in chunks.iter().enumerate() {
-            let first = (k * clock.inputs()) % packets.len();
-            assert_eq!(c.bytes[..xdp::PACKET_LEN], packets[first], "{}: chunk {k}", case.name);
-            assert_eq!(c.last, (k * clock.inputs() + clock.inputs() - 1) % packets.len(), "{}: chunk {k}", case.name);
+/// loads it) is accepted by the verifier on `case`'s filter, over
+/// `MAX_CYCLE_INPUTS` inputs or, for the longest, fewer (noted in `seen`);
+/// each test run over a chunk of vectors returns the filter's value on the
+/// chunk's last; and the chunks go through the vectors in order, the last
+/// chunk filled up from the first ones. Returns the chunks run.
+fn cycling_answers(case: &Case, seen: &mut std::collections::BTreeSet<usize>, failures: &mut Vec<String>) -> usize {
+    let prepared = engine::Prepared::new(case.program.clone()).unwrap();
+    let start = std::time::Instant::now();
+    let clock = match engine::kernel_jit::CycleClock::new(&prepared, xdp::MAX_CYCLE_INPUTS) {
+        Ok(c) => c,
+        Err(e) => {
+            failures.push(format!("{} (cycling): {e}", case.name));
+            return 0;
         }
-        let repeats = clock.repeats(&chunks, std::time::Duration::from_micros(50)).unwrap();
-        let (_, round) = clock.round(&chunks, &repeats).unwrap();
-        for (c, (got, _)) in chunks.iter().zip(&round) {
-            chunks_run += 1;
-            let (data, want) = some[c.last];
-            if got != want {
-                failures.push(format!("{}: chunk ending {data:?}: got {got:#x}, expected {want:#x}", case.name));
-            }
+    };
+    seen.insert(clock.inputs());
+    println!("{}: {} inputs per run, cycling clock loaded in {:?}", case.name, clock.inputs(), start.elapsed());
+    let some: Vec<_> = case.vectors.iter().take(200).collect();
+    let packets: Vec<_> = some.iter().map(|(d, _)| xdp::packet(d)).collect();
+    let chunks = clock.chunks(&packets);
+    assert_eq!(chunks.len(), packets.len().div_ceil(clock.inputs()), "{}", case.name);
+    assert!(chunks.iter().all(|c| c.bytes.len() == clock.inputs() * xdp::PACKET_LEN), "{}", case.name);
+    // Chunk k's first input is packet k * inputs; its last wraps around.
+    for (k, c) in chunks.iter().enumerate() {
+        let first = (k * clock.inputs()) % packets.len();
+        assert_eq!(c.bytes[..xdp::PACKET_LEN], packets[first], "{}: chunk {k}", case.name);
+        assert_eq!(c.last, (k * clock.inputs() + clock.inputs() - 1) % packets.len(), "{}: chunk {k}", case.name);
+    }
+    let repeats = clock.repeats(&chunks, std::time::Duration::from_micros(50)).unwrap();
+    let (_, round) = clock.round(&chunks, &repeats).unwrap();
+    for (c, (got, _)) in chunks.iter().zip(&round) {
+        let (data, want) = some[c.last];
+        if got != want {
+            failures.push(format!("{}: chunk ending {data:?}: got {got:#x}, expected {want:#x}", case.name));
         }
     }
-    assert!(chunks_run > 100, "only {chunks_run} chunks");
-    assert!(inputs_seen.contains(&xdp::MAX_CYCLE_INPUTS), "{inputs_seen:?}");
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    chunks.len()
 }

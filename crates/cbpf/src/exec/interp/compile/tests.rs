@@ -103,11 +103,11 @@ fn blocks_find_the_first_hit_in_order() {
     assert_eq!(chains.first_exit(99, 3, 20).target, 20);
 }
 
-#[test]
-fn exits_link_to_range_chains() {
+/// An architecture-style check (word 1 == 7) before a chain on word 0:
+/// `A <= 5` or `A == 9` return 2, else 1; a wrong arch returns 2.
+fn arch_check_then_chain() -> [Insn; 7] {
     use crate::opcode::*;
-    use crate::validate::{validate, Mode};
-    let insns = [
+    [
         Insn::stmt(LD_W_ABS, 4),        // 0: ld [4]
         Insn::jump(JMP_JEQ_K, 7, 0, 4), // 1: A != 7 -> 6
         Insn::stmt(LD_W_ABS, 0),        // 2: ld [0]
@@ -115,7 +115,13 @@ fn exits_link_to_range_chains() {
         Insn::jump(JMP_JEQ_K, 9, 1, 0), // 4: A == 9 -> 6
         Insn::stmt(RET_K, 1),           // 5
         Insn::stmt(RET_K, 2),           // 6
-    ];
+    ]
+}
+
+#[test]
+fn exits_link_to_range_chains() {
+    use crate::validate::{validate, Mode};
+    let insns = arch_check_then_chain();
     let interp = super::super::Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
     // The architecture-style check falls out into `ld [0]; <chain>`: the
     // first op scans both, linked through its sentinel with a load of
@@ -306,15 +312,7 @@ fn jumps_pass_reloads_of_a_known_word_and_the_compares_they_settle() {
 fn a_first_chain_ends_runs_when_every_exit_reaches_a_ret() {
     use crate::opcode::*;
     use crate::validate::{validate, Mode};
-    let ends = [
-        Insn::stmt(LD_W_ABS, 4),        // 0: ld [4]
-        Insn::jump(JMP_JEQ_K, 7, 0, 4), // 1: A != 7 -> 6
-        Insn::stmt(LD_W_ABS, 0),        // 2: ld [0]
-        Insn::jump(JMP_JGT_K, 5, 0, 2), // 3: A <= 5 -> 6
-        Insn::jump(JMP_JEQ_K, 9, 1, 0), // 4: A == 9 -> 6
-        Insn::stmt(RET_K, 1),           // 5
-        Insn::stmt(RET_K, 2),           // 6
-    ];
+    let ends = arch_check_then_chain();
     let goes_on = [
         Insn::stmt(LD_W_ABS, 4),        // 0: ld [4]
         Insn::jump(JMP_JGT_K, 9, 3, 0), // 1: A > 9 -> 5
