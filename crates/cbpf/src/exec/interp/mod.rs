@@ -301,6 +301,11 @@ impl Interp {
     /// the loop from where the op left, with its `A`. The op's semantics
     /// are the loop's own (the same methods). Only programs whose first op
     /// is one of these start here ([`Interp::seccomp_runner`]).
+    ///
+    /// Mirrors what [`Interp::run_seccomp`] mirrors, for that op.
+    ///
+    /// # Deviations
+    /// None.
     #[inline(never)]
     fn seccomp_entry(&self, data: &[u8; SECCOMP_DATA_SIZE]) -> u32 {
         let ctx = SeccompCtx(data);
@@ -393,10 +398,11 @@ impl Interp {
     /// (programs without stores, see [`Interp::uses_mem`]) `M[]` is not
     /// kept at all and its loads read 0, which such programs never execute.
     ///
+    /// It starts at op `pc` with `A` = `a` (a run starts at 0 with 0;
+    /// [`Interp::seccomp_entry`] goes on from where the first op left).
+    ///
     /// # Deviations
     /// None.
-    /// Starts at op `pc` with `A` = `a` (a run starts at 0 with 0;
-    /// [`Interp::seccomp_entry`] goes on from where the first op left).
     #[inline(always)]
     fn exec<C: Context, const MEM: bool>(&self, ctx: &C, mut pc: usize, mut a: u32) -> u32 {
         let ops = &*self.ops;
