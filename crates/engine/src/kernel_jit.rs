@@ -238,31 +238,21 @@ pub struct Chunk {
 }
 
 impl CycleClock {
-    /// Loads the cycling harness of `prepared` over `inputs` inputs (at most
-    /// [`xdp::MAX_CYCLE_INPUTS`]) and its baseline. The verifier walks the
-    /// loop once per input: where it refuses a long filter's loop, half as
-    /// many inputs are tried, down to one.
+    /// Loads the cycling harness of `prepared` over `inputs` inputs, at
+    /// most [`xdp::cycle_inputs_for`] its loadable form (fewer for long
+    /// filters: the verifier walks the loop once per input), and its
+    /// baseline. One attempt: a refusal is the error, not a retry with
+    /// fewer inputs (each refusal of a long filter costs seconds).
     ///
     /// # Errors
-    /// As [`KernelJit::new`], for the harness over one input.
+    /// As [`KernelJit::new`].
     pub fn new(prepared: &Prepared, inputs: usize) -> Result<CycleClock, EngineError> {
         let loadable = convert::loadable(prepared.converted(), prepared.program().mode())?;
         let tc = xdp::Context::Tc;
-        let mut inputs = inputs.clamp(1, xdp::MAX_CYCLE_INPUTS);
-        loop {
-            match Prog::load(ProgType::SchedCls, &xdp::seccomp_cycle(&loadable, inputs, tc)?) {
-                Ok(prog) => {
-                    let baseline = Prog::load(ProgType::SchedCls, &xdp::baseline_cycle(inputs, tc))?;
-                    return Ok(CycleClock {
-                        timed: KernelJit { prog },
-                        baseline: KernelJit { prog: baseline },
-                        inputs,
-                    });
-                }
-                Err(e) if inputs == 1 => return Err(e.into()),
-                Err(_) => inputs /= 2,
-            }
-        }
+        let inputs = inputs.clamp(1, xdp::cycle_inputs_for(&loadable));
+        let timed = KernelJit { prog: Prog::load(ProgType::SchedCls, &xdp::seccomp_cycle(&loadable, inputs, tc)?)? };
+        let baseline = KernelJit { prog: Prog::load(ProgType::SchedCls, &xdp::baseline_cycle(inputs, tc))? };
+        Ok(CycleClock { timed, baseline, inputs })
     }
 
     /// Inputs per test run.
