@@ -10,6 +10,7 @@
 //! count synthetic:N convert RUNS   # the same on synthetic_allow_list(N) (N <= 4096)
 //! count FILTER ENGINE RUNS         # RUNS evaluations (ENGINE: cbpf, ebpf-exec, ebpf-general, fast, cbpf-plain, ebpf-plain)
 //! count FILTER ENGINE RUNS mix     # RUNS passes over every vector, in file order (the mix)
+//! count FILTER listing             # the classic interpreter's start, ops and chains (Interp::chain_listing)
 //! ```
 //!
 //! The deepest vector is the one of `FILTER.vectors.jsonl` on which the
@@ -167,6 +168,7 @@ fn main() -> ExitCode {
                 Ok(())
             })
         }
+        [name, listing] if listing == "listing" => load(name).map(|f| print!("{}", f.interp.chain_listing())),
         [name, convert, runs] if convert == "convert" => (|| {
             let f = match name.strip_prefix("synthetic:") {
                 Some(n) => {

@@ -552,11 +552,27 @@ pub(super) fn route_returns<'t>(
     rets.into_boxed_slice()
 }
 
-/// Whether every exit of the chain from test `from` ends the run: leaves to
-/// a routed `ret` (a pc past the `ops_len` ops), directly or through the
-/// chains it links to ([`Table::every_exit`]). Runs after [`link_chains`].
-pub(super) fn chain_ends_runs(chains: &Chains, from: usize, ops_len: usize) -> bool {
-    chains.every_exit(from, |leaving| leaving.target >= ops_len as u64)
+/// Whether every exit of the chain from test `from` leaves to a pc where
+/// `ends` holds, directly or through the chains it links to.
+pub(super) fn chain_ends_in(chains: &Chains, from: usize, ends: impl Fn(usize) -> bool) -> bool {
+    chains.every_exit(from, |leaving| usize::try_from(leaving.target).is_ok_and(&ends))
+}
+
+/// Puts a first [`Step::LdRange`]'s `ret` on its hit side, testing the
+/// complement range (as `tree::fuse_entries` does), where its hit goes on
+/// to an op and its miss returns (OpenSSH's `jeq ARCH, next, kill`), so
+/// that `Interp::seccomp_entry_two` tests for the rare side. The same
+/// inputs reach the same pcs. Runs last, on the final ops.
+pub(super) fn ret_on_hit(ops: &mut [Step]) {
+    let n = ops.len();
+    if let Some(op) = ops.first_mut() {
+        if let Step::LdRange { k, from, lo, span, target, then } = *op {
+            if usize::from(then) >= n && usize::from(target) < n && span != u32::MAX {
+                let (lo, span) = (lo.wrapping_add(span).wrapping_add(1), !span - 1);
+                *op = Step::LdRange { k, from, lo, span, target: then, then: target };
+            }
+        }
+    }
 }
 
 /// Links range chains: an exit (of any chain) that goes to a pc whose op is

@@ -169,4 +169,57 @@ mod tests {
             assert_eq!(want, if (9..40).contains(&a) { a } else { 999 }, "a={a}");
         }
     }
+
+    /// An arch check before the allow-list, as libseccomp and OpenSSH
+    /// write it, both ways round (`jeq #ARCH, 0, kill` and `jeq #ARCH,
+    /// list, 0; ret kill`): a run starts with both ops outside the loop
+    /// (`Entry::Two`; the second form's test turned round so that its hit
+    /// is the refusal, `compile::ret_on_hit`), and answers as the trace
+    /// on every arch and number, the keys' neighbours and a number that
+    /// goes on past the lookup (an `x32` check after it: the loop).
+    #[test]
+    fn an_arch_check_runs_with_the_lookup_behind_it() {
+        let keys: Vec<u32> = (0..40).map(|i| 3 * i + 1).collect();
+        let arch = 0xc000_003e;
+        let n = keys.len() as u8;
+        // `ld [0]; jge #0x40000000, x32` ahead of the list's equalities,
+        // the x32 check a reload of the arch (the loop's work).
+        let mut tail = list(&keys);
+        tail.insert(1, Insn::jump(JMP_JGE_K, 0x4000_0000, n + 1 + n, 0));
+        tail.extend([Insn::stmt(LD_W_ABS, 4), Insn::jump(JMP_JEQ_K, arch, 0, 1), Insn::stmt(RET_K, 997)]);
+        tail.push(Insn::stmt(RET_K, 0));
+        let kill_from = |at: usize| (tail.len() - 1 + at) as u8;
+        let miss_goes_on = {
+            let mut p = vec![Insn::stmt(LD_W_ABS, 4), Insn::jump(JMP_JEQ_K, arch, 0, kill_from(0))];
+            p.extend(tail.iter().copied());
+            p
+        };
+        let hit_goes_on = {
+            let mut p = vec![Insn::stmt(LD_W_ABS, 4), Insn::jump(JMP_JEQ_K, arch, 1, 0), Insn::stmt(RET_K, 0)];
+            p.extend(tail.iter().copied());
+            p
+        };
+        for insns in [miss_goes_on, hit_goes_on] {
+            let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+            let listing = interp.chain_listing();
+            assert_eq!(interp.entry, super::super::Entry::Two, "{listing}");
+            assert!(listing.starts_with("start: ops 0 and its lookup outside the loop\n"), "{listing}");
+            let numbers = keys.iter().flat_map(|&k| [k - 1, k, k + 1]).chain([0x4000_0000, 0x4000_0001, u32::MAX]);
+            for a in numbers {
+                for w4 in [arch, arch + 1, 0] {
+                    let mut data = [0u8; 64];
+                    data[..4].copy_from_slice(&a.to_ne_bytes());
+                    data[4..8].copy_from_slice(&w4.to_ne_bytes());
+                    let want = interp.trace_seccomp(&data, |_| {}).unwrap();
+                    assert_eq!(interp.run_seccomp(&data), Ok(want), "arch {w4:#x} a={a:#x}\n{listing}");
+                    let expected = match (w4 == arch, a >= 0x4000_0000) {
+                        (false, _) => 0,
+                        (true, true) => 997,
+                        (true, false) => keys.iter().position(|&k| k == a).map_or(999, |i| i as u32),
+                    };
+                    assert_eq!(want, expected, "arch {w4:#x} a={a:#x}");
+                }
+            }
+        }
+    }
 }

@@ -234,6 +234,33 @@ mod tests {
         x32_answers(&interp, &keys, &[0x4000_0001, 0xc000_0001], &[0x8000_0001]);
     }
 
+    #[test]
+    fn a_check_of_two_arches_runs_with_the_tree_behind_it() {
+        // docker_like_opt2's head: `jeq` of two arches (a chain, not one
+        // range test, so not fused with the tree), both going to the same
+        // tree. A run starts with the chain and the tree's search outside
+        // the loop (`Entry::Two`) and answers as the trace for each arch.
+        let keys: Vec<u32> = (0..60).map(|i| 3 * i + 1).collect();
+        let mut insns = tree_filter(&keys);
+        insns.insert(1, Insn::jump(JMP_JEQ_K, 0x4000_0003, 2, 0));
+        let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+        let listing = interp.chain_listing();
+        assert!(matches!(interp.ops[0], Step::LdRangeChain { k: 4, .. }), "{listing}");
+        assert!(matches!(interp.ops[4], Step::LdTree { k: 0, .. }), "{listing}");
+        assert_eq!(interp.entry, super::super::Entry::Two, "{listing}");
+        agree(&interp, &insns, &(0..200).collect::<Vec<_>>());
+        for arch in [0xc000_003e, 0x4000_0003, 0x4000_0004] {
+            for nr in 0..200 {
+                let want = match (arch != 0x4000_0004, keys.contains(&nr)) {
+                    (false, _) => 0,
+                    (true, true) => 0x7fff_0000,
+                    (true, false) => 0x0005_0001,
+                };
+                assert_eq!(interp.run_seccomp(&data(nr, arch)), Ok(want), "nr={nr} arch={arch:#x}");
+            }
+        }
+    }
+
     /// On x86_64: the numbers 0..130 and `others` as the tree over `keys`
     /// says (allowed, else ERRNO), `killed` with the x32 test's kill.
     fn x32_answers(interp: &Interp, keys: &[u32], killed: &[u32], others: &[u32]) {

@@ -378,16 +378,8 @@ impl Subset {
             })
             .collect();
         let uncounted_ops: Box<[SOp]> = uncounted_ops;
-        // A run whose first op mostly ends it (the arch check fused with the
-        // syscall tree, or a linked chain whose every exit is a `ret`)
-        // starts in `run_entry`: see there.
-        let entry: Option<Runner> = match uncounted_ops.get(start as usize) {
-            Some(o) if o.kind == Kind::LdMovJneTree => Some(SeccompProg::run_entry::<true>),
-            Some(o) if o.kind == Kind::LdLinked => chains
-                .every_exit(o.target as usize, |l| matches!(l.link, chain::Link::Return(_)))
-                .then_some(SeccompProg::run_entry::<false>),
-            _ => None,
-        };
+        // Where an uncounted run starts: see `Start::choose`.
+        let (start_in, entry) = super::run::Start::choose(&uncounted_ops, start as usize, &chains);
         Some(SeccompProg {
             ops: ops.into_boxed_slice(),
             uncounted_ops,
@@ -396,6 +388,7 @@ impl Subset {
             start,
             runner,
             runner_uncounted: entry.unwrap_or(runner_uncounted),
+            start_in,
             resume_uncounted,
         })
     }

@@ -168,6 +168,8 @@ pub(crate) struct SeccompProg {
     /// The `run_from` of the program: its uncounted loop from a given
     /// state.
     resume_uncounted: Resume,
+    /// Which function `runner_uncounted` is, for the listing.
+    start_in: run::Start,
     /// First pc to dispatch: 3 when the program opens with the converter's
     /// prologue (`w0 ^= w0; w7 ^= w7; r6 = r1`), whose effects are the
     /// executor's initial state (A = X = 0, r6 resolved at load), else 0.
@@ -196,13 +198,19 @@ struct ChainTables {
 }
 
 impl SeccompProg {
-    /// The compare chains the executor runs, for tests and debugging: each
-    /// op that is a chain superinstruction (`pc: op`; `entry` ops scan
+    /// The compare chains the executor runs, for tests and debugging: where
+    /// an uncounted run starts ([`run::Start`]), each op that is a chain
+    /// superinstruction (`pc: op`; `entry` ops scan
     /// their first tests from a record of their own, `linked` ops scan the
     /// table from a test), then every exit test of the chain table
     /// (`index: test -> where`; see `chain::Table::listing`).
     pub(crate) fn chain_listing(&self) -> String {
-        let mut out = String::from("ops:\n");
+        let start = match self.start_in {
+            run::Start::First => "first op outside the loop",
+            run::Start::FirstTwo => "first op and its tree outside the loop",
+            run::Start::Loop => "the loop",
+        };
+        let mut out = format!("start (uncounted): {start}\nops:\n");
         for (pc, o) in self.ops.iter().enumerate() {
             let entry = || self.entries.get(o.target as usize).map_or((u32::MAX, 0), |e| (e.from, e.skip_base));
             let line = match o.kind {

@@ -552,13 +552,65 @@ fn an_arch_check_before_a_tree_is_one_op_with_its_search() {
     direct.extend_from_slice(&body);
     let prog = Subset::recognise(&direct).unwrap().compile_with(Some(chain::Policy::EVERY_TREE)).unwrap();
     assert_eq!(prog.ops.get(3).map(|o| o.kind), Some(Kind::LdMovJneTree), "{}", prog.chain_listing());
-    let slow = Program::load(&direct, &plain, &Helpers::new()).unwrap();
-    for (what, d) in &datas {
+    failures.extend(uncounted_differences(&prog, &direct, &datas, "first op"));
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The uncounted runs of `prog` (compiled from `p`) against the general
+/// interpreter on `datas`: each difference in result, described.
+fn uncounted_differences(prog: &SeccompProg, p: &[Insn], datas: &[(String, [u8; 64])], note: &str) -> Vec<String> {
+    let plain = LoadOptions { no_superinstructions: true, ..LoadOptions::default() };
+    let slow = Program::load(p, &plain, &Helpers::new()).unwrap();
+    let mut vm = Vm::new();
+    let mut out = Vec::new();
+    for (what, d) in datas {
         let want = vm.run_seccomp(&slow, d).map(u64::from);
         let uncounted = prog.run_uncounted(d).map(|r| r as u32 as u64);
         if uncounted != want {
-            failures.push(format!("{what} (first op): executor {uncounted:?}, general {want:?}"));
+            out.push(format!("{what} ({note}): executor {uncounted:?}, general {want:?}"));
         }
+    }
+    out
+}
+
+/// An arch check that goes on to a tree it is not fused with, opening the
+/// program (after the converter's prologue): `if r0 == r2 goto tree` (its
+/// hit is the tree: [`Kind::LdMovJeq`]), and a check of two arches both
+/// going to the tree (a chain: docker_like_opt2's head). Uncounted runs
+/// start with both ops outside the loop (`Start::FirstTwo`), going on in
+/// the loop for other arches, and answer as the general interpreter, for
+/// each arch and values around every key; counted runs too.
+#[test]
+fn an_arch_check_going_on_to_a_tree_runs_with_its_search() {
+    let keys: Vec<u32> = (0..40u32).map(|k| 5 * k + 3).collect();
+    let (tree_body, _) = tree(&keys, false);
+    let arch = 0xc000_003e_u32;
+    let with_head = |check: &[Insn]| {
+        let mut p = head(0, &[])[..3].to_vec();
+        p.extend_from_slice(check);
+        // The refusal, then the tree's load and the tree.
+        p.extend([i(0xb4, 0, 0, 0, 9), i(0x95, 0, 0, 0, 0), i(0x61, 0, 6, 0, 0)]);
+        p.extend_from_slice(&tree_body);
+        p
+    };
+    let jeq_arch = with_head(&[i(0x61, 0, 6, 4, 0), i(0xb4, 2, 0, 0, arch as i32), i(0x1d, 0, 2, 2, 0)]);
+    let two_arches = with_head(&[i(0x61, 0, 6, 4, 0), i(0x15, 0, 0, 3, 7), i(0x15, 0, 0, 2, 8)]);
+    let mut failures = Vec::new();
+    for (name, p, first) in [("jeq arch", &jeq_arch, Kind::LdMovJeq), ("two arches", &two_arches, Kind::LdLinked)] {
+        let prog = Subset::recognise(p).unwrap().compile_with(Some(chain::Policy::EVERY_TREE)).unwrap();
+        let listing = prog.chain_listing();
+        let kinds = (prog.uncounted_ops.get(3).map(|o| o.kind), prog.uncounted_ops.get(8).map(|o| o.kind));
+        assert_eq!(kinds, (Some(first), Some(Kind::LdTree)), "{name}:\n{listing}");
+        assert_eq!(prog.start_in, super::run::Start::FirstTwo, "{name}:\n{listing}");
+        assert!(listing.starts_with("start (uncounted): first op and its tree outside the loop\n"), "{listing}");
+        let mut datas = Vec::new();
+        for w0 in keys.iter().flat_map(|&k| [k - 1, k, k + 1]).chain([0, 0x4000_0000, u32::MAX]) {
+            for w1 in [arch, arch + 1, 7, 8, 1] {
+                datas.push((format!("{name}: word0 {w0:#x} word1 {w1:#x}"), data(w0, w1)));
+            }
+        }
+        failures.extend(differences_on(name, p, &datas));
+        failures.extend(uncounted_differences(&prog, p, &datas, "first two ops"));
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }

@@ -304,10 +304,10 @@ fn jumps_pass_reloads_of_a_known_word_and_the_compares_they_settle() {
     }
 }
 
-/// `chain_ends_runs`, which decides whether a run starts in
-/// `Interp::seccomp_entry`: a first chain whose exits all end at a `ret`
-/// (directly or through the chain it links to) does; one with an exit to an
-/// op the chains do not cover (`tax`) does not. Both answer as the trace.
+/// `Entry::choose`, which decides where a run starts: a first chain whose
+/// exits all end at a `ret` (directly or through the chain it links to)
+/// starts in `Interp::seccomp_entry`; one with an exit to an op the chains
+/// do not cover (`tax`) in the loop. Both answer as the trace.
 #[test]
 fn a_first_chain_ends_runs_when_every_exit_reaches_a_ret() {
     use crate::opcode::*;
@@ -321,12 +321,14 @@ fn a_first_chain_ends_runs_when_every_exit_reaches_a_ret() {
         Insn::stmt(RET_A, 0),           // 4: ret A
         Insn::stmt(RET_K, 2),           // 5
     ];
-    for (insns, want) in [(&ends[..], true), (&goes_on[..], false)] {
+    use super::super::Entry;
+    for (insns, want) in [(&ends[..], Entry::One), (&goes_on[..], Entry::Loop)] {
         let interp = super::super::Interp::new(&validate(insns, Mode::Seccomp).unwrap());
         let (Step::LdRangeChain { from, .. } | Step::LdChain { from, .. }) = interp.ops[0] else {
             panic!("first op {:?}", interp.ops[0])
         };
-        assert_eq!(chain_ends_runs(&interp.chains, usize::from(from), interp.ops.len()), want, "{insns:?}");
+        assert!(usize::from(from) < interp.chains.exits.len(), "{insns:?}");
+        assert_eq!(interp.entry, want, "{insns:?}");
         for (w4, w0) in [(7, 9), (7, 6), (7, 5), (6, 6), (7, 0), (7, 100)] {
             let mut data = [0u8; 64];
             data[..4].copy_from_slice(&u32::to_ne_bytes(w0));
