@@ -34,10 +34,17 @@ pub fn load_raw(name: &str) -> Result<Vec<Insn>, BenchError> {
 
 /// Reads `testdata/profiles/NAME.bpf` (the Docker-sized libseccomp pair).
 pub fn load_profile(name: &str) -> Result<Vec<Insn>, BenchError> {
+    load_profile_endian(name, cbpf::raw::Endian::Little)
+}
+
+/// [`load_profile`] for a filter exported with records in `endian` byte
+/// order (`s390x.bpf`: big).
+pub fn load_profile_endian(name: &str, endian: cbpf::raw::Endian) -> Result<Vec<Insn>, BenchError> {
     let path = testdata_dir().join(format!("../profiles/{name}.bpf"));
     let bytes =
         std::fs::read(&path).map_err(|e| BenchError::Io { path: path.display().to_string(), why: e.to_string() })?;
-    cbpf::raw::decode(&bytes).map_err(|e| BenchError::Filter { name: name.to_string(), why: e.to_string() })
+    cbpf::raw::decode_endian(&bytes, endian)
+        .map_err(|e| BenchError::Filter { name: name.to_string(), why: e.to_string() })
 }
 
 /// The filters of testdata/filters with kernel-checked vectors

@@ -2,7 +2,7 @@
 //! x86 instructions per evaluation, counted by callgrind (stable where
 //! wall-clock time on a shared machine is not), for every filter of
 //! testdata/filters (and the libseccomp profile filters `count list`
-//! names: docker_like_opt2) on its deepest vector and on its mix (every
+//! names: docker_like_opt2, s390x) on its deepest vector and on its mix (every
 //! vector in turn, as `bpfconv bench`'s mix row), and every interpreter: `cbpf`,
 //! `ebpf-exec` (the converted-seccomp executor), `ebpf-general` (the
 //! general eBPF interpreter), `fast`, and the plain models of the kernel's
