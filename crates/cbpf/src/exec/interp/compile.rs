@@ -558,6 +558,18 @@ pub(super) fn chain_ends_in(chains: &Chains, from: usize, ends: impl Fn(usize) -
     chains.every_exit(from, |leaving| usize::try_from(leaving.target).is_ok_and(&ends))
 }
 
+/// How many exits of the chain from test `from` (through its links) leave
+/// to a pc where `ends` holds, and how many to another.
+pub(super) fn chain_exits(chains: &Chains, from: usize, ends: impl Fn(usize) -> bool) -> (usize, usize) {
+    let (ending, other) = (std::cell::Cell::new(0), std::cell::Cell::new(0));
+    chains.every_exit(from, |leaving| {
+        let counter = if usize::try_from(leaving.target).is_ok_and(&ends) { &ending } else { &other };
+        counter.set(counter.get() + 1);
+        true
+    });
+    (ending.get(), other.get())
+}
+
 /// Puts a first [`Step::LdRange`]'s `ret` on its hit side, testing the
 /// complement range (as `tree::fuse_entries` does), where its hit goes on
 /// to an op and its miss returns (OpenSSH's `jeq ARCH, next, kill`), so

@@ -155,7 +155,8 @@ enum Entry {
 impl Entry {
     /// A tree's search mostly ends at a `ret` (the allowed and refused
     /// syscalls; `bpfconv optimize`'s and libseccomp's `--opt 2` filters),
-    /// a chain only pays when all its exits do ([`Entry::One`]). An arch
+    /// a chain only pays when all its exits do, or all but one or two
+    /// among many ([`Entry::One`]; [`MAX_GOING_ON`]). An arch
     /// check that goes on to the syscall lookup (an allow-list's equality
     /// set, a tree it is not fused with: libseccomp's linear filters,
     /// OpenSSH's, docker_like_opt2's check of three arches) runs with the
@@ -170,7 +171,8 @@ impl Entry {
         match ops.first() {
             Some(Step::LdRangeTree { .. } | Step::RetK(_)) => Entry::One,
             Some(&(Step::LdRangeChain { from, .. } | Step::LdChain { from, .. })) => {
-                if compile::chain_ends_in(chains, usize::from(from), ends) {
+                let (returning, going_on) = compile::chain_exits(chains, usize::from(from), ends);
+                if going_on == 0 || (going_on <= MAX_GOING_ON && returning >= RETURNING_PER_GOING_ON * going_on) {
                     Entry::One
                 } else if compile::chain_ends_in(chains, usize::from(from), ends_or_lookup) {
                     Entry::Two
@@ -188,6 +190,15 @@ impl Entry {
         }
     }
 }
+
+/// A first chain with exits to ops still starts in [`Interp::seccomp_entry`]
+/// when it has at most this many such exits and [`RETURNING_PER_GOING_ON`]
+/// times as many that return: a short filter whose argument checks are on
+/// one or two syscalls (libseccomp's s390x output: 18 exits return, one goes
+/// on to `mprotect`'s checks), whose runs mostly end in the chain.
+const MAX_GOING_ON: usize = 2;
+/// See [`MAX_GOING_ON`].
+const RETURNING_PER_GOING_ON: usize = 4;
 
 /// [`Interp::seccomp_runner`]: a run of the program on the data, from op
 /// `pc` with `A` = `a`.

@@ -117,7 +117,7 @@ impl SeccompProg {
     /// check) goes on to the syscall tree ([`Kind::LdTree`]) without being
     /// fused with it: a linked chain over several arches (docker_like_opt2),
     /// or a `LdMovJeq` whose hit is the tree. Both ops run here (chosen at
-    /// load: [`entry_two`]). The arch check's other side (a refusal, rare)
+    /// load: [`Start::choose`]). The arch check's other side (a refusal, rare)
     /// goes on in the loop, as a branch: a select of the next pc would make
     /// the tree's loads wait for the word's. `LINKED`: the first op is the
     /// linked chain (one function per shape, as [`SeccompProg::run_entry`]).

@@ -306,8 +306,11 @@ fn jumps_pass_reloads_of_a_known_word_and_the_compares_they_settle() {
 
 /// `Entry::choose`, which decides where a run starts: a first chain whose
 /// exits all end at a `ret` (directly or through the chain it links to)
-/// starts in `Interp::seccomp_entry`; one with an exit to an op the chains
-/// do not cover (`tax`) in the loop. Both answer as the trace.
+/// starts in `Interp::seccomp_entry`, as does one with a single exit that
+/// goes on to an op among five that return (`mostly_ends`: libseccomp's
+/// s390x shape, argument checks on one syscall); one with an exit to an op
+/// the chains do not cover (`tax`) and fewer that return, in the loop. All
+/// answer as the trace.
 #[test]
 fn a_first_chain_ends_runs_when_every_exit_reaches_a_ret() {
     use crate::opcode::*;
@@ -321,15 +324,27 @@ fn a_first_chain_ends_runs_when_every_exit_reaches_a_ret() {
         Insn::stmt(RET_A, 0),           // 4: ret A
         Insn::stmt(RET_K, 2),           // 5
     ];
+    let mostly_ends = [
+        Insn::stmt(LD_W_ABS, 4),        // 0: ld [4]
+        Insn::jump(JMP_JEQ_K, 7, 0, 7), // 1: A != 7 -> 9
+        Insn::stmt(LD_W_ABS, 0),        // 2: ld [0]
+        Insn::jump(JMP_JEQ_K, 1, 5, 0), // 3: A == 1 -> 9
+        Insn::jump(JMP_JEQ_K, 2, 4, 0), // 4: A == 2 -> 9
+        Insn::jump(JMP_JEQ_K, 3, 3, 0), // 5: A == 3 -> 9
+        Insn::jump(JMP_JEQ_K, 4, 0, 2), // 6: A != 4 -> 9
+        Insn::stmt(MISC_TAX, 0),        // 7: tax
+        Insn::stmt(RET_A, 0),           // 8: ret A
+        Insn::stmt(RET_K, 2),           // 9
+    ];
     use super::super::Entry;
-    for (insns, want) in [(&ends[..], Entry::One), (&goes_on[..], Entry::Loop)] {
+    for (insns, want) in [(&ends[..], Entry::One), (&mostly_ends[..], Entry::One), (&goes_on[..], Entry::Loop)] {
         let interp = super::super::Interp::new(&validate(insns, Mode::Seccomp).unwrap());
         let (Step::LdRangeChain { from, .. } | Step::LdChain { from, .. }) = interp.ops[0] else {
             panic!("first op {:?}", interp.ops[0])
         };
         assert!(usize::from(from) < interp.chains.exits.len(), "{insns:?}");
         assert_eq!(interp.entry, want, "{insns:?}");
-        for (w4, w0) in [(7, 9), (7, 6), (7, 5), (6, 6), (7, 0), (7, 100)] {
+        for (w4, w0) in [(7, 9), (7, 6), (7, 5), (6, 6), (7, 0), (7, 100), (7, 1), (7, 3), (7, 4), (6, 4)] {
             let mut data = [0u8; 64];
             data[..4].copy_from_slice(&u32::to_ne_bytes(w0));
             data[4..8].copy_from_slice(&u32::to_ne_bytes(w4));
