@@ -86,7 +86,7 @@ impl SeccompProg {
     pub(super) fn run_entry<const TREE: bool>(&self, data: &[u8; 64]) -> (u64, u64) {
         let chains = &self.chains.table;
         let start = self.start as usize;
-        let (mut a, t, mut exit) = match self.uncounted_ops.get(start) {
+        let (mut a, t, exit) = match self.uncounted_ops.get(start) {
             Some(op) if TREE && op.kind == Kind::LdMovJneTree => {
                 let (a, t) = (word(data, op.aux), u64::from(op.imm as u32));
                 if a != t {
@@ -101,12 +101,15 @@ impl SeccompProg {
             }
             _ => return (self.resume_uncounted)(self, data, start, 0, 0),
         };
-        while exit.links() {
-            if exit.ret != SAME {
-                a = word(data, exit.ret as u8);
-            }
-            exit = chains.linked_exit(a as u32, exit.target as usize);
-        }
+        let exit = follow_links(chains, data, &mut a, exit);
+        self.entry_leaves(data, exit, a, t)
+    }
+
+    /// Where an entry leaves a run at chain exit `exit` (its links
+    /// followed) with r0 = `a` and TMP = `t`: the `ret` it is, or on in the
+    /// loop from its target.
+    #[inline(always)]
+    fn entry_leaves(&self, data: &[u8; 64], exit: &ChainExit, a: u64, t: u64) -> (u64, u64) {
         if exit.ret != NOT_RET {
             return (exit.ret, 1);
         }
@@ -169,10 +172,7 @@ impl SeccompProg {
             _ => return (self.resume_uncounted)(self, data, pc, a, t),
         };
         let exit = follow_links(chains, data, &mut a, &exit);
-        if exit.ret != NOT_RET {
-            return (exit.ret, 1);
-        }
-        (self.resume_uncounted)(self, data, exit.target as usize, a, t)
+        self.entry_leaves(data, exit, a, t)
     }
 
     /// [`SeccompProg::run`] with a local stack of `SLOTS` words: 16, or 0
