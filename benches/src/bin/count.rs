@@ -160,6 +160,13 @@ fn measure_convert(program: &cbpf::Program, runs: u64) -> usize {
     n
 }
 
+/// Writes `text` to stdout: a reader that goes away (`count list | head`)
+/// ends the run with an error, where `println!` would panic.
+fn say(text: std::fmt::Arguments<'_>) -> Result<(), String> {
+    use std::io::Write;
+    std::io::stdout().lock().write_fmt(text).map_err(|e| format!("stdout: {e}"))
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.as_slice() {
@@ -169,11 +176,13 @@ fn main() -> ExitCode {
                 let f = load(name)?;
                 let vectors = vectors(name)?;
                 let (_, n) = deepest(&f, &vectors).ok_or(format!("{name}: no vectors"))?;
-                println!("{name} {n} {}", vectors.len());
+                say(format_args!("{name} {n} {}\n", vectors.len()))?;
                 Ok(())
             })
         }
-        [name, listing] if listing == "listing" => load(name).map(|f| print!("{}", f.interp.chain_listing())),
+        [name, listing] if listing == "listing" => {
+            load(name).and_then(|f| say(format_args!("{}", f.interp.chain_listing())))
+        }
         [name, convert, runs] if convert == "convert" => (|| {
             let f = match name.strip_prefix("synthetic:") {
                 Some(n) => {
@@ -184,8 +193,7 @@ fn main() -> ExitCode {
             }
             .map_err(|e| e.to_string())?;
             let runs: u64 = runs.parse().map_err(|e| format!("RUNS: {e}"))?;
-            println!("{name} convert {}", measure_convert(&f.program, runs));
-            Ok(())
+            say(format_args!("{name} convert {}\n", measure_convert(&f.program, runs)))
         })(),
         [name, kind, runs] => (|| {
             let f = load(name)?;
@@ -197,8 +205,7 @@ fn main() -> ExitCode {
             if got != reference {
                 return Err(format!("{name}/{kind}: {got:#x}, cbpf says {reference:#x}"));
             }
-            println!("{name} {kind} {:#x}", measure(&mut engine, &data, runs));
-            Ok(())
+            say(format_args!("{name} {kind} {:#x}\n", measure(&mut engine, &data, runs)))
         })(),
         [name, kind, runs, mix] if mix == "mix" => (|| {
             let f = load(name)?;
@@ -212,8 +219,7 @@ fn main() -> ExitCode {
                     return Err(format!("{name}/{kind}: {got:#x}, cbpf says {reference:#x}"));
                 }
             }
-            println!("{name} {kind} mix {:#x}", measure_mix(&mut engine, &datas, runs));
-            Ok(())
+            say(format_args!("{name} {kind} mix {:#x}\n", measure_mix(&mut engine, &datas, runs)))
         })(),
         _ => Err(format!("usage: count list | count FILTER ENGINE RUNS [mix] (ENGINE: {})", ENGINES.join(", "))),
     };
