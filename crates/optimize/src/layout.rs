@@ -39,7 +39,7 @@ use seccomp::action::SECCOMP_RET_KILL_PROCESS;
 use seccomp::data::{OFFSET_ARCH, OFFSET_NR};
 use seccomp::fast::{Outcome, Partition, PartitionResidual, Ranges, Switch};
 
-use crate::plan::Plan;
+use crate::plan::{Plan, Work};
 
 /// Where a jump may go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -66,6 +66,8 @@ struct Emitter {
     switch_at: HashMap<usize, usize>,
     /// Landings made (second and later `ret` copies, and `ja`s).
     pub landings: usize,
+    /// What the trees' plans may still weigh.
+    work: Work,
 }
 
 /// `(first value, where to go)`, ascending: a tree's leaves.
@@ -211,7 +213,7 @@ impl Emitter {
     /// value compared (`nr`, `arch`, or a switch's word) in A: the fewest
     /// compares within a depth bound ([`plan`](crate::plan)).
     fn tree(&mut self, ranges: &[(u32, Target)], depth: &mut usize, level: usize) -> Target {
-        let plan = crate::plan::plan(ranges, Target::Ret(SECCOMP_RET_KILL_PROCESS));
+        let plan = crate::plan::plan(ranges, Target::Ret(SECCOMP_RET_KILL_PROCESS), &mut self.work);
         self.lay_out(&plan, depth, level)
     }
 
@@ -358,6 +360,24 @@ pub struct LayoutStats {
     /// Instructions of the residual programs laid out (tree leaves and
     /// residuals no tree replaced).
     pub residual_insns: usize,
+    /// Whether the trees' plans ran out of their budget of work
+    /// ([`crate::plan::MAX_DP_WORK`]): some tree was then split in the
+    /// middle, over more compares than its plan would have made.
+    pub plan_budget_spent: bool,
+}
+
+impl LayoutStats {
+    /// What a caller says when the trees' plans ran out of their budget
+    /// (`None` when they did not): the output is still exact.
+    pub fn budget_note(&self) -> Option<String> {
+        self.plan_budget_spent.then(|| {
+            format!(
+                "the tree planner spent its budget ({} split candidates): some tree is split in the middle, \
+                 over more compares than a plan would make",
+                crate::plan::MAX_DP_WORK
+            )
+        })
+    }
 }
 
 /// Lays `partition` out as a classic program (user form, not validated):
@@ -370,6 +390,7 @@ pub fn emit(partition: &Partition) -> (Vec<Insn>, LayoutStats) {
         residual_at: HashMap::new(),
         switch_at: HashMap::new(),
         landings: 0,
+        work: Work::default(),
     };
     let mut stats = LayoutStats::default();
     let choice = Choice::of(partition);
@@ -480,6 +501,7 @@ pub fn emit(partition: &Partition) -> (Vec<Insn>, LayoutStats) {
         }
     }
     stats.landings = e.landings;
+    stats.plan_budget_spent = e.work.spent();
     stats.switches = e.switch_at.len();
     stats.residual_insns =
         e.residual_at.keys().map(|&i| partition.residuals.get(i).map_or(0, |r| r.program.len())).sum();

@@ -9,13 +9,73 @@
 //! dynamic program over the contiguous runs of ranges finds, for each run
 //! and depth left, the cheapest mix; runs with a single outcome cost
 //! nothing. It is cubic in the ranges, so past [`DP_MAX`] ranges the tree
-//! splits in the middle until the parts are small enough.
+//! splits in the middle until the parts are small enough, and all the
+//! plans of one layout share a budget of work ([`Work`]): past it, every
+//! part splits in the middle too.
 
 /// Most ranges planned by the dynamic program at once.
 pub const DP_MAX: usize = 192;
 
 /// Levels a plan may add to the balanced tree's `ceil(log2 ranges)`.
 pub const DEPTH_SLACK: usize = 2;
+
+/// The split candidates the dynamic programs of one layout may weigh
+/// ([`Work`]). Measured (release build, AMD EPYC): a candidate costs about
+/// 60 x86 instructions, so the budget is a few tenths of a second. Docker's
+/// default profile (testdata/profiles/docker_like) plans 169 and 118
+/// ranges in 11.6 million, the most of every testdata filter (Chromium's
+/// 4.7 million, the others below 2.5); a generated filter whose `ret A`
+/// gives each of its 4471 nr ranges a value of its own
+/// (fuzz/regressions/optimize) weighed about 160 million, 1.3 s in
+/// `optimize`, before there was a budget: 0.3 s with it.
+pub const MAX_DP_WORK: u64 = 1 << 25;
+
+/// What is left of [`MAX_DP_WORK`] for the plans of one layout, and
+/// whether a plan found too little (it then split in the middle, as past
+/// [`DP_MAX`]: every value still goes where it must, over more compares).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Work {
+    left: u64,
+    spent: bool,
+}
+
+impl Default for Work {
+    fn default() -> Self {
+        Work { left: MAX_DP_WORK, spent: false }
+    }
+}
+
+impl Work {
+    /// Whether some plan split in the middle for want of budget.
+    pub fn spent(&self) -> bool {
+        self.spent
+    }
+
+    /// Takes the work of a dynamic program over `n` ranges within `depth`
+    /// levels ([`dp_work`]), if that much is left.
+    fn take(&mut self, n: usize, depth: usize) -> bool {
+        match self.left.checked_sub(dp_work(n, depth)) {
+            Some(left) => {
+                self.left = left;
+                true
+            }
+            None => {
+                self.spent = true;
+                false
+            }
+        }
+    }
+}
+
+/// The split candidates the dynamic program over `n` ranges within `depth`
+/// levels weighs at most: every run (`n^2 / 2`), at every depth, tries
+/// every split inside it (a third of the run on average); its pruning
+/// weighs fewer. The one-pass chains cost `n^2` times the targets, below
+/// that.
+fn dp_work(n: usize, depth: usize) -> u64 {
+    let n = n as u64;
+    n.saturating_mul(n).saturating_mul(n).saturating_mul(depth as u64 + 1) / 6
+}
 
 /// A planned tree over `(start, target)` ranges.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,28 +91,36 @@ pub enum Plan<T> {
 /// The plan for `ranges` (ascending starts, neighbours differ, the first
 /// at the lowest value): the fewest compares with every path at most
 /// `ceil(log2 n) +` [`DEPTH_SLACK`] deep. No ranges: `Leaf(empty)`.
-pub fn plan<T: Copy + Eq>(ranges: &[(u32, T)], empty: T) -> Plan<T> {
+/// `work` is what the layout's plans may still weigh; a plan past it
+/// splits in the middle.
+pub fn plan<T: Copy + Eq>(ranges: &[(u32, T)], empty: T, work: &mut Work) -> Plan<T> {
     let n = ranges.len().max(1);
     let depth = (usize::BITS - (n - 1).leading_zeros()) as usize + DEPTH_SLACK;
-    plan_within(ranges, depth, empty)
+    plan_within(ranges, depth, empty, work)
 }
 
-fn plan_within<T: Copy + Eq>(ranges: &[(u32, T)], depth: usize, empty: T) -> Plan<T> {
+fn plan_within<T: Copy + Eq>(ranges: &[(u32, T)], depth: usize, empty: T, work: &mut Work) -> Plan<T> {
     match ranges {
         [] => Plan::Leaf(empty),
         [(_, t)] => Plan::Leaf(*t),
-        _ if ranges.len() > DP_MAX || depth == 0 => {
+        _ if ranges.len() > DP_MAX || depth == 0 || !work.take(ranges.len(), depth) => {
             let mid = ranges.len() / 2;
             let (left, right) = ranges.split_at(mid);
             let bound = right.first().map_or(0, |&(b, _)| b);
             Plan::Split {
                 bound,
-                left: Box::new(plan_within(left, depth.saturating_sub(1), empty)),
-                right: Box::new(plan_within(right, depth.saturating_sub(1), empty)),
+                left: Box::new(plan_within(left, depth.saturating_sub(1), empty, work)),
+                right: Box::new(plan_within(right, depth.saturating_sub(1), empty, work)),
             }
         }
         _ => Dp::new(ranges, depth, empty).plan(0, ranges.len(), depth),
     }
+}
+
+/// The balanced split of `ranges`, in the middle at every level (what a
+/// run the dynamic program finds no plan for within its depth gets).
+fn halved<T: Copy + Eq>(ranges: &[(u32, T)], empty: T) -> Plan<T> {
+    plan_within(ranges, 0, empty, &mut Work { left: 0, spent: false })
 }
 
 /// `(compares, depth)` of the cheapest plan of a run, and how.
@@ -148,10 +216,10 @@ impl<'r, T: Copy + Eq> Dp<'r, T> {
                         .filter(|&(_, t)| t != background)
                         .collect(),
                 },
-                None => plan_within(self.ranges.get(i..j).unwrap_or_default(), 0, self.empty),
+                None => halved(self.ranges.get(i..j).unwrap_or_default(), self.empty),
             },
             // Never chosen for a run the balanced split fits in `d`.
-            Choice::Impossible => plan_within(self.ranges.get(i..j).unwrap_or_default(), 0, self.empty),
+            Choice::Impossible => halved(self.ranges.get(i..j).unwrap_or_default(), self.empty),
         }
     }
 }
@@ -263,7 +331,7 @@ mod tests {
             }
         }
         ranges.push((0x4000_0000, 2));
-        let plan = plan(&ranges, 9);
+        let plan = plan(&ranges, 9, &mut Work::default());
         let (compares, depth) = cost(&plan);
         let n = ranges.len();
         let bound = (usize::BITS - (n - 1).leading_zeros()) as usize + DEPTH_SLACK;
@@ -280,9 +348,48 @@ mod tests {
     #[test]
     fn large_inputs_split_in_the_middle_then_plan() {
         let ranges: Vec<(u32, u32)> = (0..1000u32).map(|i| (i * 3, i % 3)).collect();
-        let plan = plan(&ranges, 9);
+        let plan = plan(&ranges, 9, &mut Work::default());
         for v in 0..3100 {
             assert_eq!(walk(&plan, v), target_of(&ranges, v), "value {v}");
+        }
+    }
+
+    /// The plans of one layout share [`MAX_DP_WORK`]: once it is spent, a
+    /// plan splits in the middle (the balanced tree, `n - 1` compares)
+    /// where its dynamic program would have found fewer compares, and
+    /// every value still goes where it must. Without a budget a filter
+    /// whose `ret A` gave each of 4471 nr ranges a value of its own cost
+    /// `optimize` 1.3 s (fuzz/regressions/optimize).
+    #[test]
+    fn a_spent_budget_splits_in_the_middle_and_keeps_every_value() {
+        // An allow-list (1) of every third number on KILL (0): a chain
+        // of lone values, about half the balanced tree's compares.
+        let ranges: Vec<(u32, u32)> = (0..120u32).map(|i| (i, u32::from(i % 3 == 0))).collect();
+        let (n, depth) = (ranges.len(), 7 + DEPTH_SLACK);
+        let mut full = Work::default();
+        let planned = plan(&ranges, 9, &mut full);
+        assert!(!full.spent());
+        assert_eq!(full.left, MAX_DP_WORK - dp_work(n, depth));
+        // A budget one short of this plan's work, and one that a first plan
+        // spent: both split in the middle.
+        let mut short = Work { left: dp_work(n, depth) - 1, spent: false };
+        let halved_once = plan(&ranges, 9, &mut short);
+        assert!(short.spent());
+        let mut shared = Work { left: dp_work(n, depth), spent: false };
+        assert_eq!(plan(&ranges, 9, &mut shared), planned);
+        assert!(!shared.spent());
+        let halved_twice = plan(&ranges, 9, &mut shared);
+        assert!(shared.spent());
+        for halved in [&halved_once, &halved_twice] {
+            // The halves may still be planned from what is left: fewer
+            // compares than the balanced tree is allowed, not more.
+            let (planned_compares, _) = cost(&planned);
+            let (compares, tree_depth) = cost(halved);
+            assert!(compares > planned_compares, "{compares} <= {planned_compares}");
+            assert!(compares < n && tree_depth <= depth, "{compares}, depth {tree_depth}");
+            for v in 0..130 {
+                assert_eq!(walk(halved, v), target_of(&ranges, v), "value {v}");
+            }
         }
     }
 

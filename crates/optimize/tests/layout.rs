@@ -192,3 +192,45 @@ fn switches_send_each_value_to_its_runs_child() {
     // The `jset` of masked bits: no `and` for switch 0.
     assert!(insns.iter().any(|i| i.code == 0x45 && i.k == 0xffff_fffc), "{}", cbpf::text::print_asm(&insns));
 }
+
+/// The layout's tree plans share one budget of work
+/// (`optimize::plan::MAX_DP_WORK`): a filter whose `ret A` returns its
+/// `nr` (libFuzzer's `planner_cubic_on_ret_nr`, a timeout before the
+/// budget) has thousands of nr ranges with a value each, past what the
+/// planner may weigh; its trees are split in the middle instead, and the
+/// stats say so.
+#[test]
+fn a_layout_of_thousands_of_distinct_ranges_spends_the_planners_budget() {
+    // st M[4]; or #k; ld [4]; jset #8, +4, +2; and x; jeq x, +0, +3;
+    // add x; ld [60]; ld [0]; add x (14 times); ret a.
+    let mut insns = vec![
+        Insn::stmt(0x02, 4),
+        Insn::stmt(0x44, 0x477f_a852),
+        Insn::stmt(0x20, 4),
+        Insn::jump(0x45, 8, 4, 2),
+        Insn::stmt(0x5c, 0),
+        Insn::jump(0x1d, 0, 0, 3),
+        Insn::stmt(0x0c, 0),
+        Insn::stmt(0x20, 60),
+        Insn::stmt(0x20, 0),
+    ];
+    insns.extend([Insn::stmt(0x0c, 0); 14]);
+    insns.push(Insn::stmt(0x16, 0));
+    let program = validate(&insns, Mode::Seccomp).unwrap();
+    let mut budget = seccomp::analysis::Budget::new(1 << 20, 1 << 10, 1 << 14);
+    let built = optimize::build(&program, &mut budget).unwrap();
+    let layout = &built.stats.layout;
+    assert!(layout.ranges > 4000, "{layout:?}");
+    assert!(layout.plan_budget_spent, "{layout:?}");
+    assert!(layout.budget_note().is_some_and(|n| n.contains("spent its budget")));
+    // Longer than the input: kept, as before the budget.
+    assert!(built.stats.kept_input.is_some(), "{:?}", built.stats);
+    // A filter the planner has budget for says nothing.
+    let small = validate(
+        &[Insn::stmt(0x20, 0), Insn::jump(0x15, 3, 0, 1), Insn::stmt(0x06, 0), Insn::stmt(0x06, ALLOW)],
+        Mode::Seccomp,
+    )
+    .unwrap();
+    let built = optimize::build(&small, &mut seccomp::analysis::Budget::new(1 << 20, 1 << 10, 1 << 14)).unwrap();
+    assert!(!built.stats.layout.plan_budget_spent && built.stats.layout.budget_note().is_none());
+}

@@ -38,6 +38,9 @@ pub fn compile(args: &CompileArgs) -> Result<i32> {
     let meaning = load(&args.profile, args.from, &sel)?;
     print_notes(&meaning);
     let out = policy::compile::compile(&meaning, &Default::default()).map_err(Failure::rejected)?;
+    if let Some(note) = out.stats.layout.budget_note() {
+        eprintln!("note: {note}");
+    }
     if args.stats {
         eprintln!("{}", out.stats);
     }

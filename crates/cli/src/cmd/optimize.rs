@@ -52,6 +52,9 @@ pub fn optimize(args: &OptimizeArgs) -> Result<i32> {
     if let Some(why) = s.kept_input {
         eprintln!("note: the input is written unchanged: {why}, the input {}", s.input_insns);
     }
+    if let Some(note) = s.layout.budget_note() {
+        eprintln!("note: {note}");
+    }
     if args.stats {
         eprintln!("{s}");
     }
