@@ -21,7 +21,9 @@ run holding N copies of the filter back to back (the `jit N` column,
 `kernel_jit.copies`: 32 for short filters, fewer for longer ones, 1 from
 508 eBPF instructions on) less the same harness around `r0 = 0`, divided
 by N, so their resolution is 1/N ns;
-ours include each engine's call. The script measures that floor first, on
+ours include each engine's call (bench's `call_floor_ns`, the timing loop
+around a call that does no work, printed with the floors). The script
+measures that floor first, on
 a one-instruction `ret ALLOW` filter, prints it, and marks every cell over
 the goal where the goal (2x the JIT for cbpf and ebpf, 1x for fast) is
 below the engine's floor: no evaluation of that engine, however short its
@@ -77,6 +79,7 @@ def cells(doc):
         got[("mean", engine)] = sum(per_input) / len(per_input) if ok else None
         got[("cycled", engine)] = got.get(("mix", engine))
     got[("cycled", "kernel-jit")] = ((doc.get("kernel_jit") or {}).get("cycled_mix") or {}).get("ns")
+    got[("call floor", "")] = doc.get("call_floor_ns")
     return got
 
 
@@ -135,7 +138,11 @@ def main():
         floor = merged([cells(bench(args.bpfconv, ret, args.time)) for _ in range(max(args.runs, 1))])
     floors = {e: floor.get(("deepest", e)) for e in ENGINES}
     runs_note = f", medians of {args.runs} runs" if args.runs > 1 else ""
-    print(f"floor (one-instruction `ret ALLOW` filter, ns{runs_note}): " + ", ".join(f"{e} {fmt(floors[e])}" for e in ENGINES))
+    print(
+        f"floor (one-instruction `ret ALLOW` filter, ns{runs_note}): "
+        + ", ".join(f"{e} {fmt(floors[e])}" for e in ENGINES)
+        + f"; of ours, the timing loop and a call alone (bench's call_floor_ns): {fmt(floor.get(('call floor', '')))}"
+    )
     print()
     head = "| filter | input | " + " | ".join(ENGINES) + " | jit N | cbpf/jit | ebpf/jit | fast/jit |"
     print(head)

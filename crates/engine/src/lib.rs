@@ -559,6 +559,29 @@ impl<'a> SocketBatch<'a> {
     }
 }
 
+/// [`SeccompEngine::run_batch`]'s loop around a call that does no work:
+/// `rounds` passes over `datas`, each input handed to a function that
+/// reads its first word and returns it (never inlined, as no engine's
+/// entry is). What the loop and a call cost here, the part of every
+/// in-process engine's figure that is not the engine's: `bench` reports it
+/// beside them (`call_floor_ns`), since the `kernel-jit` figure has its
+/// harness and call subtracted.
+pub fn call_floor(datas: &mut [[u8; 64]], rounds: u64) {
+    // Through a pointer the optimiser cannot see through, or the call is
+    // inlined into the loop whatever `first_word` says (measured): the
+    // engines' entries are calls through the GOT, indirect as well.
+    let call: fn(&mut [u8; 64]) -> u32 = std::hint::black_box(first_word);
+    spin(datas, rounds, call);
+}
+
+/// The input's first word (`nr`): the least a function of the input can
+/// do and still read it.
+#[inline(never)]
+fn first_word(data: &mut [u8; 64]) -> u32 {
+    let [b0, b1, b2, b3, ..] = *data;
+    u32::from_ne_bytes([b0, b1, b2, b3])
+}
+
 /// [`SeccompEngine::run_batch`]'s loop for one engine: a function of its
 /// own per engine (one per closure type, never inlined), so that no
 /// engine's code sits in another's loop. (Measured: with every loop in

@@ -146,6 +146,9 @@ struct Results {
     optimized_insns: Option<usize>,
     /// What form the `fast` engine timed, when it ran.
     fast: Option<FastForm>,
+    /// The in-process engines' timing loop around a call that does no work
+    /// (ns per evaluation, seccomp mode), when any of them ran.
+    call_floor: Option<Stats>,
 }
 
 /// The `fast` engine's argument-check trees as timed: their switches, and
@@ -194,6 +197,7 @@ impl Results {
             jit: None,
             optimized_insns: None,
             fast: None,
+            call_floor: None,
         }
     }
 }

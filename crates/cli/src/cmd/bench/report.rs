@@ -156,6 +156,14 @@ pub(super) fn text(r: &Results) -> String {
         }
         _ => {}
     }
+    if let Some(floor) = &r.call_floor {
+        let _ = writeln!(
+            out,
+            "call floor: {} ns per evaluation, the loop the in-process engines are timed by around a call that does \
+             no work (each of their figures includes it; kernel-jit's has its harness and call subtracted).",
+            fmt_ns(floor.median)
+        );
+    }
     if r.columns.iter().any(|c| c.name == KERNEL_FORCED) {
         let _ = writeln!(
             out,
@@ -278,6 +286,9 @@ pub(super) fn json(r: &Results) -> Value {
     }));
     if let Some(n) = r.optimized_insns {
         doc.insert("optimized_insns".into(), json!(n));
+    }
+    if let Some(floor) = &r.call_floor {
+        doc.insert("call_floor_ns".into(), json!(floor.median));
     }
     if let Some(f) = &r.fast {
         doc.insert(

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use engine::{EngineKind, Prepared, SeccompEngine};
-use timing::rounds::interleaved_within;
+use timing::rounds::{interleaved, interleaved_within, Grid};
 use timing::stats::Stats;
 
 use super::inputs::{deepest_arguments, input_name, named_inputs, optimized_paths, seccomp_input, vector_inputs};
@@ -82,6 +82,12 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
     let grid = &mut Lanes { lanes: &mut lanes, inputs: datas.as_mut_slice() };
     let samples = interleaved_within(grid, rounds, sample, Duration::from_secs_f64(args.time), || bar.inc(1));
     let rounds = rounds_made(&samples, rounds);
+    let call_floor = if lanes.iter().any(|(_, lane)| lane.is_ok()) {
+        let floor = interleaved(&mut CallFloor(datas.as_mut_slice()), rounds, sample, || {});
+        floor.first().and_then(|lane| lane.first()).and_then(|s| Stats::from_samples(s))
+    } else {
+        None
+    };
     let mut columns: Vec<Column> = lanes
         .iter()
         .zip(&samples)
@@ -120,6 +126,34 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
         jit,
         optimized_insns,
         fast,
+        call_floor,
         ..Results::new(args, prepared, inputs, deepest, rounds, columns)
     })
+}
+
+/// The mix of the inputs through the engines' timing loop with a call
+/// that does no work ([`engine::call_floor`]): what the loop and a call
+/// cost, timed for as many rounds as the engines were.
+struct CallFloor<'d>(&'d mut [[u8; 64]]);
+
+impl Grid for CallFloor<'_> {
+    fn lanes(&self) -> usize {
+        1
+    }
+
+    fn slots(&self) -> usize {
+        1
+    }
+
+    fn live(&self, _: usize) -> bool {
+        true
+    }
+
+    fn evals(&self, _: usize) -> usize {
+        self.0.len()
+    }
+
+    fn run(&mut self, _: usize, _: usize, batch: u64) {
+        engine::call_floor(self.0, batch);
+    }
 }
