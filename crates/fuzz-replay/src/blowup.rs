@@ -12,6 +12,7 @@
 //! | [`Shape::DoublingAlu`] | `tax; add x` repeated, each result compared: expressions of 2^n nodes for `explain` |
 //! | [`Shape::JeqLadder`] | `jeq` on nr, each skipping the next or not: one compare DAG as deep as the program, for the interpreters' compare trees |
 //! | [`Shape::JgtLadder`] | `jgt` on nr at falling bounds, each skipping the next or not: thousands of lone values for `optimize`'s dispatch plan |
+//! | [`Shape::DistinctErrnos`] | `jeq` on nr, each number its own errno: thousands of ranges with a value each, for the dispatch plan's dynamic program |
 //!
 //! Every shape builds a program [`cbpf::validate()`] accepts in seccomp mode
 //! for any size up to [`cbpf::opcode::BPF_MAXINSNS`]; [`shape`] draws one
@@ -71,11 +72,17 @@ pub enum Shape {
     /// (before the one-pass chain table of `optimize::plan`, `optimize`
     /// took 6 s on 4096 instructions).
     JgtLadder(usize),
+    /// `n` tests `jeq #2i` on nr, each returning `ERRNO(i)`, then ALLOW:
+    /// `2n + 1` ranges, every other one a value of its own (the dispatch
+    /// plan's dynamic program is cubic in the ranges: without its budget,
+    /// `optimize::plan::MAX_DP_WORK`, a filter like it cost `optimize`
+    /// 1.3 s, fuzz/regressions/optimize).
+    DistinctErrnos(usize),
 }
 
 impl Shape {
     /// Every shape at size `n`.
-    pub fn all(n: usize) -> [Shape; 8] {
+    pub fn all(n: usize) -> [Shape; 9] {
         [
             Shape::UndecidedChain(n),
             Shape::ManyArches(n),
@@ -85,6 +92,7 @@ impl Shape {
             Shape::DoublingAlu(n),
             Shape::JeqLadder(n),
             Shape::JgtLadder(n),
+            Shape::DistinctErrnos(n),
         ]
     }
 
@@ -100,6 +108,7 @@ impl Shape {
             Shape::DoublingAlu(n) => doubling_alu(n.min((BPF_MAXINSNS - 5) / 4)),
             Shape::JeqLadder(n) => ladder(JEQ_K, n.min(BPF_MAXINSNS - 3), |i, _| 2 * i as u32),
             Shape::JgtLadder(n) => ladder(JGT_K, n.min(BPF_MAXINSNS - 3), |i, n| (n - i) as u32),
+            Shape::DistinctErrnos(n) => distinct_errnos(n.min((BPF_MAXINSNS - 2) / 2)),
         };
         p.truncate(BPF_MAXINSNS);
         p
@@ -116,6 +125,7 @@ impl Shape {
             Shape::DoublingAlu(n) => format!("doubling_alu_{n}"),
             Shape::JeqLadder(n) => format!("jeq_ladder_{n}"),
             Shape::JgtLadder(n) => format!("jgt_ladder_{n}"),
+            Shape::DistinctErrnos(n) => format!("distinct_errnos_{n}"),
         }
     }
 }
@@ -315,6 +325,17 @@ fn ladder(code: u16, n: usize, k: impl Fn(usize, usize) -> u32) -> Vec<Insn> {
     }
     p.push(ret(ALLOW));
     p.push(ret(ERRNO_1));
+    p
+}
+
+fn distinct_errnos(n: usize) -> Vec<Insn> {
+    let mut p = Vec::with_capacity(2 * n + 2);
+    p.push(ld(NR));
+    for i in 0..n {
+        p.push(Insn::jump(JEQ_K, 2 * i as u32, 0, 1));
+        p.push(ret(SECCOMP_RET_ERRNO | (i as u32 & 0xffff)));
+    }
+    p.push(ret(ALLOW));
     p
 }
 

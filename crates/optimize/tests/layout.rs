@@ -193,6 +193,36 @@ fn switches_send_each_value_to_its_runs_child() {
     assert!(insns.iter().any(|i| i.code == 0x45 && i.k == 0xffff_fffc), "{}", cbpf::text::print_asm(&insns));
 }
 
+/// A tree over thousands of ranges, each lone number its own value: past
+/// the planner's budget (`optimize::plan::MAX_DP_WORK`) its parts are
+/// split in the middle, and every number still gets its value.
+#[test]
+fn a_tree_split_past_the_planners_budget_keeps_every_value() {
+    let errno = |i: u32| 0x0005_0000 | i;
+    let mut ranges = Vec::new();
+    for i in 0..1200u32 {
+        ranges.push((2 * i, Outcome::Action(errno(i))));
+        ranges.push((2 * i + 1, Outcome::Action(ALLOW)));
+    }
+    let partition = Partition {
+        arches: vec![ArchPartition { arch: X86_64, ranges, cut: Cut::Classes }],
+        any_arch: None,
+        other_arches: Outcome::Action(0),
+        residuals: Vec::new(),
+        switches: Vec::new(),
+    };
+    let (insns, stats) = optimize::lay_out(&partition);
+    assert!(stats.plan_budget_spent, "{stats:?}");
+    let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+    for nr in 0..2410u32 {
+        let d = SeccompData { nr: nr as i32, arch: X86_64, ..Default::default() };
+        let want = if nr % 2 == 0 && nr < 2400 { errno(nr / 2) } else { ALLOW };
+        assert_eq!(interp.run_seccomp(&d.to_bytes()).unwrap(), want, "nr {nr}");
+    }
+    // The depth bound of the plans: ceil(log2 2400) + 2.
+    assert!(stats.tree_depth <= 12 + 2, "{stats:?}");
+}
+
 /// The layout's tree plans share one budget of work
 /// (`optimize::plan::MAX_DP_WORK`): a filter whose `ret A` returns its
 /// `nr` (libFuzzer's `planner_cubic_on_ret_nr`, a timeout before the
