@@ -443,15 +443,18 @@ impl Specializer {
     /// The lowest pc `>= from` with a waiting state.
     #[inline(always)]
     fn next_pending(&self, from: usize) -> Option<usize> {
-        let mut word = from / 64;
-        let mut bits = self.has.get(word)? & (u64::MAX << (from % 64));
-        loop {
-            if bits != 0 {
-                return Some(word * 64 + bits.trailing_zeros() as usize);
-            }
-            word += 1;
-            bits = *self.has.get(word)?;
-        }
+        self.pending_within(from, usize::MAX)
+    }
+
+    /// The lowest pc in `from..=to` with a waiting state: a step with one
+    /// successor `to` asks only up to it. (Scanning to the end of the
+    /// program instead made every such step cost a pass over the whole
+    /// bit set when nothing waits: measured, two thirds of the fast
+    /// build's time on a 4096-instruction filter of one long `jeq` prefix,
+    /// fuzz/regressions/bounded_work.)
+    #[inline(always)]
+    fn pending_within(&self, from: usize, to: usize) -> Option<usize> {
+        lowest_set(&self.has, from, to)
     }
 
     /// Takes the waiting state at `pc`: `state` becomes it, or (`join`)
@@ -520,7 +523,7 @@ impl Specializer {
                         self.has.iter_mut().for_each(|w| *w = 0);
                         return None;
                     }
-                    match self.next_pending(pc + 1) {
+                    match self.pending_within(pc + 1, s) {
                         Some(p) if p < s => {
                             self.deposit(s as u16, &state);
                             Some(p)
@@ -883,5 +886,47 @@ fn straight_line(op: Op, s: &State, known: impl Fn(u32, u32) -> Plan, keep: impl
         | Op::Jmp { .. }
         | Op::RetK { .. }
         | Op::RetA => Plan::Goto(0),
+    }
+}
+
+/// The lowest bit index in `from..=to` set in the bit set `words` (bit `i`
+/// is bit `i % 64` of word `i / 64`), reading only the words up to `to`'s.
+#[inline(always)]
+fn lowest_set(words: &[u64], from: usize, to: usize) -> Option<usize> {
+    let mut word = from / 64;
+    let last = to / 64;
+    let mut bits = words.get(word)? & (u64::MAX << (from % 64));
+    loop {
+        if bits != 0 {
+            let i = word * 64 + bits.trailing_zeros() as usize;
+            return (i <= to).then_some(i);
+        }
+        if word >= last {
+            return None;
+        }
+        word += 1;
+        bits = *words.get(word)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lowest_set;
+
+    #[test]
+    fn the_lowest_set_bit_is_found_within_its_bounds_only() {
+        // Bits 3, 64, 130 and 255 of a 256-bit set.
+        let words = [1u64 << 3, 1, 1 << 2, 1 << 63];
+        assert_eq!(lowest_set(&words, 0, usize::MAX), Some(3));
+        assert_eq!(lowest_set(&words, 3, 3), Some(3));
+        assert_eq!(lowest_set(&words, 4, 63), None);
+        assert_eq!(lowest_set(&words, 4, 64), Some(64));
+        assert_eq!(lowest_set(&words, 65, 129), None);
+        assert_eq!(lowest_set(&words, 65, 130), Some(130));
+        assert_eq!(lowest_set(&words, 131, usize::MAX), Some(255));
+        assert_eq!(lowest_set(&words, 131, 254), None);
+        // Past the set: none, whatever the bound.
+        assert_eq!(lowest_set(&words, 256, usize::MAX), None);
+        assert_eq!(lowest_set(&[], 0, usize::MAX), None);
     }
 }
