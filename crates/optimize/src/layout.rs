@@ -361,7 +361,7 @@ pub struct LayoutStats {
     /// residuals no tree replaced).
     pub residual_insns: usize,
     /// Whether the trees' plans ran out of their budget of work
-    /// ([`crate::plan::MAX_DP_WORK`]): some tree was then split in the
+    /// (`plan::MAX_DP_WORK` split candidates): some tree was then split in the
     /// middle, over more compares than its plan would have made.
     pub plan_budget_spent: bool,
 }
