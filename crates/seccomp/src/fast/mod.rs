@@ -88,6 +88,7 @@
 //! assert_eq!(fast.stats().residual_entries, 0); // every x86_64 number is a constant
 //! ```
 
+mod bits;
 mod native_code;
 mod outcome;
 mod partition;
