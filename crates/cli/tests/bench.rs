@@ -106,11 +106,10 @@ fn check_schema(doc: &Value, file: &str, all: &[&str]) -> (bool, bool) {
         }
     }
     // The loop the in-process engines are timed by, around a call that does
-    // no work: part of every figure of theirs, and far below the plain
-    // model's (which interprets every instruction).
+    // no work: a positive figure (a timing, so not compared with the
+    // engines' on a shared machine).
     let floor = doc["call_floor_ns"].as_f64().unwrap_or_else(|| panic!("{file}: call_floor_ns"));
-    let plain_mix = cells.iter().find(|c| c["engine"] == "cbpf-plain" && c["input"] == "mix").unwrap();
-    assert!(floor > 0.0 && floor < plain_mix["ns"].as_f64().unwrap(), "{file}: call floor {floor}, {plain_mix}");
+    assert!(floor > 0.0 && floor.is_finite(), "{file}: call floor {floor}");
     if jit_measured {
         assert!(doc["kernel_jit"]["rounds"].as_u64().unwrap() >= 3, "{file}");
         assert!(number(&doc["kernel_jit"]["baseline_ns"]), "{file}");
