@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// Every target of `fuzz/Cargo.toml`, in run order (same as `fuzz_replay::TARGETS`).
-pub const TARGETS: [&str; 9] = [
+pub const TARGETS: [&str; 10] = [
     "decode_validate",
     "text_parse",
     "convert_equiv",
@@ -39,6 +39,7 @@ pub const TARGETS: [&str; 9] = [
     "bounded_work",
     "equiv",
     "optimize",
+    "compile",
 ];
 
 const USAGE: &str =

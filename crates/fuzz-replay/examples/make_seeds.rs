@@ -8,7 +8,10 @@
 //! - `ebpf_exec`: a selector byte followed by assembled conformance programs;
 //! - `convert_equiv`, `analysis_sound`, `fast_equiv`, `bounded_work`, `optimize`, `equiv`: fixed
 //!   pseudo-random byte strings (the targets' generator turns any bytes into
-//!   a valid case).
+//!   a valid case);
+//! - `compile`: fixed pseudo-random byte strings (profiles the target
+//!   writes), and testdata's profile files behind a 0 byte (which makes the
+//!   target read them as they are).
 //!
 //! Seeds are named after their source so a failing one says where it came from.
 //! The `text_parse` seeds end in `.<syntax>.seed` (`.asm.seed`, `.c.seed`,
@@ -131,6 +134,15 @@ fn main() {
     for i in 0..24 {
         let bytes: Vec<u8> = (0..16 + 48 * i).map(|_| next()).collect();
         write("equiv", &format!("random_{i:02}"), &bytes);
+    }
+    for i in 0..16 {
+        let bytes: Vec<u8> = (0..64 + 32 * i).map(|_| next()).collect();
+        write("compile", &format!("random_{i:02}"), &bytes);
+    }
+    for name in ["docker_like.json", "docker_style.json", "seccompiler_vmm.json"] {
+        let mut bytes = vec![0u8];
+        bytes.extend(std::fs::read(root().join("testdata/profiles").join(name)).unwrap());
+        write("compile", &format!("raw_{name}.seed"), &bytes);
     }
     println!("seeds written to {}", seeds.display());
 }

@@ -22,16 +22,19 @@
 //! | [`fast_equiv`] | a generated valid seccomp program + contexts | the fast engine builds without whole-filter fallbacks and returns the classic interpreter's answer |
 //! | [`equiv`](fn@equiv) | a generated valid seccomp program and a second one (generated, mutated, or equal by construction) | `equiv::check` says equal only where no branch-reaching or random input tells them apart on any engine, differ only with a counterexample every engine confirms, and never differ on copies equal by construction (undecided within small limits is allowed) |
 //! | [`optimize`](fn@optimize) | a generated valid seccomp program | `optimize::optimize` refuses only on a budget or an undecided proof; its output validates again, is no longer than the input, keeps every kernel-cached ALLOW of the input, and returns the input's value on branch-reaching, generated and brute-force region inputs |
+//! | [`compile`](fn@compile) | a generated profile (OCI, Docker, seccompiler JSON), or text | reading never panics; `policy::compile` refuses only on a size or an undecided proof; its filter validates, returns the profile's value and the reference program's on inputs from the profile's constants, and keeps every always-allowed number cached; a profile `decompile` gives for it means the same |
 //! | [`bounded_work`] | a blow-up shape ([`blowup`]) or a generated valid seccomp program | every analysis and the fast build end within one run budget (an answer or the budget error); the fast engine still agrees with the classic interpreter; run under the xtask's memory and time limits |
 //!
 //! The functions take `&[u8]` rather than `arbitrary` types so a regression
 //! file is exactly the bytes libFuzzer wrote.
 
 pub mod blowup;
+pub mod profiles;
 /// The program and context generator, shared with the seeded suites.
 pub use test_kit::gen;
 mod targets;
 
+pub use profiles::compile;
 pub use targets::{
     analysis_sound, bounded_work, convert_equiv, decode_validate, ebpf_exec, equiv, fast_equiv, optimize, text_parse,
 };
@@ -45,7 +48,7 @@ pub struct Target {
 }
 
 /// Every target, in the order the xtask runs them.
-pub const TARGETS: [Target; 9] = [
+pub const TARGETS: [Target; 10] = [
     Target { name: "decode_validate", run: decode_validate },
     Target { name: "text_parse", run: text_parse },
     Target { name: "convert_equiv", run: convert_equiv },
@@ -55,6 +58,7 @@ pub const TARGETS: [Target; 9] = [
     Target { name: "bounded_work", run: bounded_work },
     Target { name: "equiv", run: equiv },
     Target { name: "optimize", run: optimize },
+    Target { name: "compile", run: compile },
 ];
 
 /// The target called `name`.

@@ -23,7 +23,7 @@ use crate::gen::{self, Input};
 #[allow(clippy::panic)] // the one place a fuzz check turns a finding into a crash
 #[cold]
 #[track_caller]
-fn fail(what: fmt::Arguments<'_>) -> ! {
+pub(crate) fn fail(what: fmt::Arguments<'_>) -> ! {
     panic!("property violated: {what}")
 }
 
@@ -534,7 +534,7 @@ pub fn bounded_work(data: &[u8]) {
 
 /// Limits small enough that one input costs milliseconds; an input past
 /// them is undecided, which is allowed (never a wrong verdict).
-const EQUIV_LIMITS: ::equiv::Limits =
+pub(crate) const EQUIV_LIMITS: ::equiv::Limits =
     ::equiv::Limits { max_steps: 1 << 20, max_conflicts: 1 << 12, max_clauses: 1 << 20 };
 
 /// A generated valid seccomp program and a second one derived from the

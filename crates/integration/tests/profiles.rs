@@ -73,44 +73,9 @@ fn compiled(m: &Meaning) -> policy::compile::Compiled {
     policy::compile::compile(m, &Default::default()).unwrap()
 }
 
-/// Inputs from the profile's constants: every named number of every view
-/// (and its neighbours), each argument at the constants its conditions
-/// compare with and next to them, on every arch value and one other.
+/// Inputs from the profile's constants, every one ([`fuzz_replay::profiles::inputs`]).
 fn inputs(m: &Meaning) -> Vec<SeccompData> {
-    let mut values: BTreeSet<u64> = [0, 1, u64::from(u32::MAX), 1 << 32, u64::MAX].into();
-    for v in m.views() {
-        for s in v.syscalls.values() {
-            for r in &s.rules {
-                for c in &r.conds {
-                    for k in [c.cmp.value, c.cmp.value_two, c.cmp.value & c.cmp.value_two] {
-                        values.extend([k, k.wrapping_add(1), k.wrapping_sub(1), k | 1 << 40, k & 0xffff_ffff]);
-                    }
-                }
-            }
-        }
-    }
-    let values: Vec<u64> = values.into_iter().collect();
-    let mut out = Vec::new();
-    let mut arches: Vec<u32> = m.arches.iter().map(|a| a.audit_arch).collect();
-    arches.push(0x1234_5678);
-    for &arch in &arches {
-        let mut nrs: BTreeSet<u32> = [0, 1, 0x4000_0000, u32::MAX, 999].into();
-        for v in m.views() {
-            for &nr in v.syscalls.keys() {
-                nrs.extend([nr, nr.wrapping_add(1), nr.wrapping_sub(1)]);
-            }
-        }
-        for &nr in &nrs {
-            let mut d = SeccompData::new(arch, nr as i32);
-            out.push(d);
-            for (i, &v) in values.iter().enumerate() {
-                d.args[i % 6] = v;
-                d.args[(i + 1) % 6] = values[(i * 7) % values.len()];
-                out.push(d);
-            }
-        }
-    }
-    out
+    fuzz_replay::profiles::inputs(m, usize::MAX)
 }
 
 #[test]
