@@ -14,7 +14,7 @@
 //! (`nested_overlaps_against_libseccomp`, ignored: run with `--ignored`
 //! for the report), as is a larger run of the main suite
 //! (`thousands_of_profiles_against_libseccomp`, `BPFCONV_DIFF_PROFILES`
-//! profiles, 3000 by default).
+//! profiles, 3000 by default, from `BPFCONV_DIFF_SEED`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -471,7 +471,9 @@ fn thousands_of_profiles_against_libseccomp() {
         return;
     }
     let n = std::env::var("BPFCONV_DIFF_PROFILES").ok().and_then(|s| s.parse().ok()).unwrap_or(3000);
-    let t = differential(n, 0xd1ff_5eed);
+    // BPFCONV_DIFF_SEED: other profiles than the default run's.
+    let seed = std::env::var("BPFCONV_DIFF_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0xd1ff_5eed);
+    let t = differential(n, seed);
     eprintln!(
         "{} profiles generated: {} ambiguous, {} nested (left out); {} compiled: {} proved equal, {} refused by libseccomp and by us, {} refused by libseccomp alone, {} undecided, {} counterexamples through a stale accumulator in libseccomp's filter, {} other counterexamples",
         t.generated, t.ambiguous, t.nested, n, t.equal, t.refused_by_both, t.refused, t.undecided, t.stale.len(), t.differ.len()
