@@ -1,5 +1,6 @@
 //! `cargo xtask mutants [--file NAME]... [--jobs N] [--timeout S]`: cargo-mutants
-//! over the kernel mirrors, each with the narrowest honest test set (the
+//! over the kernel mirrors and the profile readers (runc's, moby's and
+//! seccompiler's rules), each with the narrowest honest test set (the
 //! owning crate's tests that are about that file), then one row per file:
 //! caught / missed / unviable / timeout. Fails if any mutant is missed.
 //!
@@ -28,8 +29,9 @@ pub struct Target {
     pub tests: &'static [&'static str],
 }
 
-/// The kernel mirrors and their test sets (see docs/mutants.md for why each).
-pub const TARGETS: [Target; 7] = [
+/// The kernel mirrors (and the mirrors of runc's, moby's and
+/// seccompiler's profile rules) and their test sets (see docs/mutants.md for why each).
+pub const TARGETS: [Target; 10] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -57,6 +59,19 @@ pub const TARGETS: [Target; 7] = [
     Target { name: "chain", file: "crates/chain/src/lib.rs", package: "bpfconv-chain", tests: &["--lib"] },
     Target { name: "ladder", file: "crates/chain/src/ladder.rs", package: "bpfconv-chain", tests: &["--lib"] },
     Target { name: "known", file: "crates/chain/src/known.rs", package: "bpfconv-chain", tests: &["--lib"] },
+    Target { name: "runc", file: "crates/policy/src/profile/runc.rs", package: "bpfconv-policy", tests: &["--lib"] },
+    Target {
+        name: "docker",
+        file: "crates/policy/src/profile/docker.rs",
+        package: "bpfconv-policy",
+        tests: &["--lib"],
+    },
+    Target {
+        name: "seccompiler",
+        file: "crates/policy/src/profile/seccompiler.rs",
+        package: "bpfconv-policy",
+        tests: &["--lib"],
+    },
 ];
 
 /// The outcome counts of one run, read from `mutants.out/`.

@@ -323,3 +323,239 @@ fn definition_and_reference_agree_on_generated_profiles() {
     }
     assert!(checked > 10_000, "{checked}");
 }
+
+/// Every OCI action's return value as runc hands it to libseccomp
+/// (libcontainer/seccomp/seccomp_linux.go `getAction`): ERRNO and TRACE
+/// take the entry's errnoRet, EPERM without one, in the 16-bit data field;
+/// errnoRet with any other action is ignored, and said so in a note.
+#[test]
+fn oci_actions_have_runcs_values() {
+    for (name, errno, want) in [
+        ("SCMP_ACT_KILL", None, 0),
+        ("SCMP_ACT_KILL_THREAD", None, 0),
+        ("SCMP_ACT_KILL_PROCESS", None, 0x8000_0000),
+        ("SCMP_ACT_TRAP", None, 0x0003_0000),
+        ("SCMP_ACT_ERRNO", None, 0x0005_0001),
+        ("SCMP_ACT_ERRNO", Some(38), 0x0005_0026),
+        ("SCMP_ACT_TRACE", None, 0x7ff0_0001),
+        ("SCMP_ACT_TRACE", Some(38), 0x7ff0_0026),
+        ("SCMP_ACT_LOG", None, 0x7ffc_0000),
+        ("SCMP_ACT_ALLOW", None, ALLOW),
+        ("SCMP_ACT_NOTIFY", None, 0x7fc0_0000),
+    ] {
+        assert_eq!(runc::action(name, errno), Some(want), "{name} {errno:?}");
+        // The same through a profile: `read` gets it, `write` the default.
+        let errno_ret = errno.map_or(String::new(), |e| format!(r#", "errnoRet": {e}"#));
+        let m = oci(&format!(
+            r#"{{"defaultAction": "SCMP_ACT_KILL_PROCESS", "syscalls": [{{"names": ["read"], "action": "{name}"{errno_ret}}}]}}"#
+        ))
+        .unwrap();
+        let want_read = if want == 0x8000_0000 { 0x8000_0000 } else { want };
+        assert_eq!(m.eval(&call(AUDIT_ARCH_X86_64, 0, [0; 6])), want_read, "{name}");
+        assert_eq!(m.eval(&call(AUDIT_ARCH_X86_64, 1, [0; 6])), 0x8000_0000, "{name}");
+    }
+    assert_eq!(runc::action("SCMP_ACT_NONE", None), None);
+    let ignored = |action: &str| {
+        let m = oci(&format!(
+            r#"{{"defaultAction": "SCMP_ACT_KILL", "syscalls": [{{"names": ["read"], "action": "{action}", "errnoRet": 5}}]}}"#
+        ))
+        .unwrap();
+        m.notes.iter().any(|n| n.contains("errnoRet is ignored"))
+    };
+    assert!(ignored("SCMP_ACT_ALLOW") && ignored("SCMP_ACT_LOG"));
+    assert!(!ignored("SCMP_ACT_ERRNO") && !ignored("SCMP_ACT_TRACE"));
+}
+
+/// runc's arch names and ours name each other both ways.
+#[test]
+fn runc_arch_names_round_trip() {
+    for (name, arch) in runc::ARCH_NAMES {
+        assert_eq!(runc::arch_of(name), Some(arch), "{name}");
+        assert_eq!(runc::arch_name(arch), Some(name), "{arch}");
+    }
+    assert_eq!(runc::arch_of("SCMP_ARCH_NATIVE"), None);
+}
+
+/// libseccomp multiplexes the socket and IPC calls (`abi_rule_add` in
+/// its arch-*.c files) on exactly the ABIs whose 6.18 table has
+/// `socketcall` or `ipc`.
+#[test]
+fn the_abis_with_socketcall_or_ipc_are_the_multiplexing_ones() {
+    for (_, arch) in runc::ARCH_NAMES {
+        let Some(table) = arch.syscalls() else { continue };
+        let has = table.number("socketcall").is_some() || table.number("ipc").is_some();
+        assert_eq!(runc::multiplexes(arch), has, "{arch}");
+    }
+}
+
+/// SCMP_CMP_MASKED_EQ compares `args[i] & value` with `valueTwo & value`:
+/// libseccomp masks the datum (its PFC for mask 0xff and datum 0x1f0 reads
+/// `$a0.lo32 & 0x000000ff == 240`).
+#[test]
+fn a_masked_equality_masks_its_datum() {
+    let m = oci(r#"{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [{"names": ["read"], "action": "SCMP_ACT_ALLOW",
+        "args": [{"index": 0, "value": 255, "valueTwo": 496, "op": "SCMP_CMP_MASKED_EQ"}]}]}"#)
+    .unwrap();
+    let cond = &m.views().next().unwrap().syscalls.get(&0).unwrap().rules[0].conds[0];
+    assert_eq!((cond.cmp.value, cond.cmp.value_two), (0xff, 0xf0));
+    let prog = reference_of(&m);
+    let f = |a0| agree(&m, &prog, call(AUDIT_ARCH_X86_64, 0, [a0, 0, 0, 0, 0, 0]));
+    assert_eq!(f(0xf0), ALLOW);
+    assert_eq!(f(0x1f0), ALLOW);
+    assert_eq!(f(0xff), EPERM);
+    assert_eq!(f(0x1f), EPERM);
+}
+
+/// The narrower of two nested rules wins whichever entry comes first, and
+/// each nested pair is reported once, however many rules runc split the
+/// entries into; rules of one action with an unconditional one among them
+/// are that one rule (the kernel's cache then sees the number as allowed).
+#[test]
+fn rule_order_nesting_and_unions() {
+    let narrow =
+        r#"{"names": ["read"], "action": "SCMP_ACT_ALLOW", "args": [{"index": 0, "value": 3, "op": "SCMP_CMP_EQ"}]}"#;
+    let wide =
+        r#"{"names": ["read"], "action": "SCMP_ACT_ERRNO", "args": [{"index": 0, "value": 7, "op": "SCMP_CMP_NE"}]}"#;
+    for entries in [[narrow, wide], [wide, narrow]] {
+        let m = oci(&format!(r#"{{"defaultAction": "SCMP_ACT_KILL", "syscalls": [{}]}}"#, entries.join(", "))).unwrap();
+        let prog = reference_of(&m);
+        assert_eq!(agree(&m, &prog, call(AUDIT_ARCH_X86_64, 0, [3, 0, 0, 0, 0, 0])), ALLOW);
+        assert_eq!(agree(&m, &prog, call(AUDIT_ARCH_X86_64, 0, [4, 0, 0, 0, 0, 0])), EPERM);
+        assert_eq!(m.nested.len(), 1, "{:?}", m.nested);
+    }
+    // One entry split into two rules (args[0] twice), both inside the wider.
+    let split = r#"{"names": ["read"], "action": "SCMP_ACT_ALLOW", "args": [{"index": 0, "value": 3, "op": "SCMP_CMP_EQ"},
+        {"index": 0, "value": 4, "op": "SCMP_CMP_EQ"}]}"#;
+    let m = oci(&format!(r#"{{"defaultAction": "SCMP_ACT_KILL", "syscalls": [{split}, {wide}]}}"#)).unwrap();
+    assert_eq!(m.nested.len(), 1, "{:?}", m.nested);
+    let m = oci(r#"{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [
+        {"names": ["read"], "action": "SCMP_ACT_ALLOW", "args": [{"index": 0, "value": 3, "op": "SCMP_CMP_EQ"}]},
+        {"names": ["read"], "action": "SCMP_ACT_ALLOW"}]}"#)
+    .unwrap();
+    let read = m.views().next().unwrap().syscalls.get(&0).unwrap();
+    assert!(read.rules.len() == 1 && read.rules[0].conds.is_empty(), "{read:?}");
+    assert!(seccomp::cache::seccomp_is_const_allow(
+        reference_of(&m).original(),
+        0,
+        AUDIT_ARCH_X86_64,
+        AUDIT_ARCH_X86_64
+    ));
+}
+
+/// At most `MAX_RULES` rules of one syscall with more than one action.
+#[test]
+fn a_syscall_with_more_than_max_rules_is_refused() {
+    let profile = |n: usize| {
+        let entries: Vec<String> = (0..n)
+            .map(|i| {
+                let action = if i % 2 == 0 { "SCMP_ACT_ALLOW" } else { "SCMP_ACT_LOG" };
+                format!(r#"{{"names": ["read"], "action": "{action}", "args": [{{"index": 0, "value": {i}, "op": "SCMP_CMP_EQ"}}]}}"#)
+            })
+            .collect();
+        format!(r#"{{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [{}]}}"#, entries.join(", "))
+    };
+    assert!(oci(&profile(runc::MAX_RULES)).is_ok());
+    let e = oci(&profile(runc::MAX_RULES + 1)).unwrap_err();
+    assert!(matches!(e, ProfileError::TooManyRules { .. }), "{e}");
+}
+
+/// moby's `setupSeccomp`: a profile without rules still has its default;
+/// `name` and `names` together are refused; `excludes` drops an entry on
+/// a listed arch or from the kernel version on, `includes` keeps it only
+/// on a listed arch and from the version on (the version itself
+/// included); every native arch moby names selects its `archMap` entry
+/// (`goToNative`, `nativeToSeccomp`: plain mips and mipsel have no entry
+/// there, loongarch64 none either).
+#[test]
+fn docker_selection_by_arch_kernel_and_names() {
+    let docker = |entry: &str| {
+        format!(
+            r#"{{"defaultAction": "SCMP_ACT_ERRNO", "archMap": [{{"architecture": "SCMP_ARCH_X86_64", "subArchitectures": ["SCMP_ARCH_X86"]}},
+            {{"architecture": "SCMP_ARCH_AARCH64", "subArchitectures": ["SCMP_ARCH_ARM"]}}], "syscalls": [{entry}]}}"#
+        )
+    };
+    let m = read(&docker("").replace(r#", "syscalls": []"#, ""), None, &sel()).unwrap();
+    assert_eq!(m.eval(&call(AUDIT_ARCH_X86_64, 0, [0; 6])), EPERM);
+    let both = docker(r#"{"name": "read", "names": ["write"], "action": "SCMP_ACT_ALLOW"}"#);
+    assert!(read(&both, None, &sel()).unwrap_err().to_string().contains("both 'name' and 'names'"));
+    let kept = |filter: &str, native: Arch, kernel: (u64, u64)| {
+        let entry = format!(r#"{{"names": ["read"], "action": "SCMP_ACT_ALLOW", {filter}}}"#);
+        let mut s = Selection::native(native);
+        s.kernel = kernel;
+        let m = read(&docker(&entry), None, &s).unwrap();
+        let value = m.arches.first().unwrap();
+        m.eval(&call(value.audit_arch, value.views[0].arch.syscalls().unwrap().number("read").unwrap(), [0; 6]))
+            == ALLOW
+    };
+    let now = (6, 18);
+    assert!(!kept(r#""excludes": {"arches": ["amd64"]}"#, Arch::X86_64, now));
+    assert!(kept(r#""excludes": {"arches": ["amd64"]}"#, Arch::Aarch64, now));
+    assert!(!kept(r#""excludes": {"minKernel": "5.6"}"#, Arch::X86_64, (5, 6)));
+    assert!(kept(r#""excludes": {"minKernel": "5.6"}"#, Arch::X86_64, (5, 5)));
+    assert!(!kept(r#""includes": {"arches": ["arm64"]}"#, Arch::X86_64, now));
+    assert!(kept(r#""includes": {"arches": ["arm64"]}"#, Arch::Aarch64, now));
+    assert!(kept(r#""includes": {"minKernel": "5.6"}"#, Arch::X86_64, (5, 6)));
+    assert!(!kept(r#""includes": {"minKernel": "5.6"}"#, Arch::X86_64, (5, 5)));
+    for (arch, native, scmp) in [
+        (Arch::I386, "x86", Some("SCMP_ARCH_X86")),
+        (Arch::X86_64, "amd64", Some("SCMP_ARCH_X86_64")),
+        (Arch::Arm, "arm", Some("SCMP_ARCH_ARM")),
+        (Arch::Aarch64, "arm64", Some("SCMP_ARCH_AARCH64")),
+        (Arch::Loongarch64, "loongarch64", None),
+        (Arch::Mips64, "mips64", Some("SCMP_ARCH_MIPS64")),
+        (Arch::Mips64n32, "mips64n32", Some("SCMP_ARCH_MIPS64N32")),
+        (Arch::Mipsel64, "mipsel64", Some("SCMP_ARCH_MIPSEL64")),
+        (Arch::Mipsel64n32, "mips3l64n32", Some("SCMP_ARCH_MIPSEL64N32")),
+        (Arch::Mipsel, "mipsel", None),
+        (Arch::Ppc, "ppc", Some("SCMP_ARCH_PPC")),
+        (Arch::Ppc64, "ppc64", Some("SCMP_ARCH_PPC64")),
+        (Arch::Ppc64le, "ppc64le", Some("SCMP_ARCH_PPC64LE")),
+        (Arch::Riscv64, "riscv64", Some("SCMP_ARCH_RISCV64")),
+        (Arch::S390, "s390", Some("SCMP_ARCH_S390")),
+        (Arch::S390x, "s390x", Some("SCMP_ARCH_S390X")),
+        (Arch::Mips, "", None),
+    ] {
+        assert_eq!(docker::moby_native(arch), Some((native, scmp)), "{arch}");
+        // The native arch's archMap entry brings in its sub-architecture.
+        let file = format!(
+            r#"{{"defaultAction": "SCMP_ACT_ERRNO", "archMap": [{{"architecture": "{}", "subArchitectures": ["SCMP_ARCH_X32"]}}],
+            "syscalls": [{{"names": ["read"], "action": "SCMP_ACT_ALLOW", "includes": {{"arches": ["{native}"]}}}}]}}"#,
+            scmp.unwrap_or("SCMP_ARCH_NONE")
+        );
+        let p: docker::DockerProfile = serde_json::from_str(&file).unwrap();
+        let (oci, kept) = docker::select(&p, &Selection::native(arch)).unwrap();
+        assert_eq!(kept, [0], "{arch}: the entry included on {native:?}");
+        let listed: Vec<String> = scmp.map_or(Vec::new(), |n| vec![n.into(), "SCMP_ARCH_X32".into()]);
+        assert_eq!(oci.architectures, listed, "{arch}");
+    }
+}
+
+/// seccompiler's actions keep the low 16 bits of their data
+/// (`SECCOMP_RET_ERRNO | (x & SECCOMP_RET_MASK)`), its `masked_eq` masks
+/// the value it compares with (`into_masked_eq_bpf`: `self.value &=
+/// mask`), and a file that is not a map of filters is refused as one.
+#[test]
+fn seccompiler_action_data_masks_and_file_shape() {
+    use seccompiler::SAction;
+    assert_eq!(SAction::Errno(0x1_0026).value(), 0x0005_0026);
+    assert_eq!(SAction::Trace(0x1_0026).value(), 0x7ff0_0026);
+    assert_eq!(SAction::Errno(1).value(), 0x0005_0001);
+    assert_eq!(SAction::Trace(0xffff).value(), 0x7ff0_ffff);
+    let mut s = sel();
+    s.thread = Some("main".into());
+    let m = read(
+        r#"{"main": {"mismatch_action": "kill_process", "match_action": "allow", "filter": [
+            {"syscall": "read", "args": [{"index": 0, "type": "dword", "op": {"masked_eq": 255}, "val": 496}]}]}}"#,
+        None,
+        &s,
+    )
+    .unwrap();
+    let cond = &m.views().next().unwrap().syscalls.get(&0).unwrap().rules[0].conds[0];
+    assert_eq!((cond.cmp.value, cond.cmp.value_two), (0xff, 0xf0));
+    let prog = reference_of(&m);
+    for (a0, want) in [(0xf0, ALLOW), (0x1f0, ALLOW), (0xff, 0x8000_0000), (0x1f, 0x8000_0000)] {
+        assert_eq!(agree(&m, &prog, call(AUDIT_ARCH_X86_64, 0, [a0, 0, 0, 0, 0, 0])), want, "{a0:#x}");
+    }
+    let e = read("[1]", Some(Format::Seccompiler), &s).unwrap_err();
+    assert!(e.to_string().contains("a map of filters"), "{e}");
+}
