@@ -95,8 +95,8 @@ const ARCH_NAMES: [&str; 5] =
     ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32", "SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM"];
 
 /// Any bytes: a profile (`Gen`) or, one input in eight, the bytes as
-/// text. Reading it never panics; what reads compiles or is refused for a
-/// budget, an undecided proof or a size; a compiled filter validates,
+/// text. Reading it never panics; what reads compiles or is refused for
+/// its size or an undecided proof; a compiled filter validates,
 /// fits the kernel, returns the profile's value ([`Meaning::eval`]) and
 /// the reference program's on inputs built from the profile's numbers and
 /// constants, and keeps every always-allowed number in the kernel's cache;
