@@ -31,7 +31,7 @@ pub struct Target {
 
 /// The kernel mirrors (and the mirrors of runc's, moby's and
 /// seccompiler's profile rules) and their test sets (see docs/mutants.md for why each).
-pub const TARGETS: [Target; 10] = [
+pub const TARGETS: [Target; 11] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -66,6 +66,7 @@ pub const TARGETS: [Target; 10] = [
         package: "bpfconv-policy",
         tests: &["--lib"],
     },
+    Target { name: "profile", file: "crates/policy/src/profile/mod.rs", package: "bpfconv-policy", tests: &["--lib"] },
     Target {
         name: "seccompiler",
         file: "crates/policy/src/profile/seccompiler.rs",

@@ -399,10 +399,8 @@ impl Meaning {
 fn resolve(rules: &[Rule], args: &[u64; ARGS]) -> Option<u32> {
     let hits: Vec<&Rule> = rules.iter().filter(|r| r.matches(args)).collect();
     let first = hits.first()?;
-    if hits.iter().all(|r| r.action == first.action) {
-        return Some(first.action);
-    }
-    // The rule inside every matching rule of another action.
+    // The rule inside every matching rule of another action (any, when
+    // all have one action).
     let narrowest = hits.iter().find(|r| {
         hits.iter().filter(|o| o.action != r.action).all(|o| atom::strictly_inside(&r.conds, &o.conds) == Some(true))
     });

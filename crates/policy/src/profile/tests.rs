@@ -558,3 +558,57 @@ fn seccompiler_action_data_masks_and_file_shape() {
     let e = read("[1]", Some(Format::Seccompiler), &s).unwrap_err();
     assert!(e.to_string().contains("a map of filters"), "{e}");
 }
+
+/// `detect` by the keys its docs name: a map of objects with `filter` (and
+/// no `defaultAction`) is seccompiler's, `archMap` or an entry with
+/// `includes`, `excludes`, `name` or `comment` Docker's, `defaultAction` or
+/// `syscalls` alone OCI's; an empty object is none of them.
+#[test]
+fn format_detection_follows_the_documented_keys() {
+    let d = |text: &str| detect(&serde_json::from_str(text).unwrap());
+    assert_eq!(d("{}"), None);
+    assert_eq!(d("[]"), None);
+    assert_eq!(d(r#"{"main": {"filter": []}}"#), Some(Format::Seccompiler));
+    assert_eq!(d(r#"{"main": {"filter": []}, "other": 1}"#), None);
+    assert_eq!(d(r#"{"defaultAction": "SCMP_ACT_ALLOW"}"#), Some(Format::Oci));
+    assert_eq!(d(r#"{"syscalls": []}"#), Some(Format::Oci));
+    assert_eq!(d(r#"{"defaultAction": "SCMP_ACT_ALLOW", "archMap": []}"#), Some(Format::Docker));
+    for key in ["includes", "excludes", "name", "comment"] {
+        let text = format!(r#"{{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{{"{key}": 1}}]}}"#);
+        assert_eq!(d(&text), Some(Format::Docker), "{key}");
+    }
+}
+
+/// `Meaning::eval` is the narrower-rule definition, whatever order the
+/// rules are in; the reference program transcribes them in the order
+/// `order` gave, which is why that order puts the narrower rule first.
+#[test]
+fn eval_is_the_narrower_rule_whatever_the_order() {
+    let mut m = oci(r#"{"defaultAction": "SCMP_ACT_KILL", "syscalls": [
+        {"names": ["read"], "action": "SCMP_ACT_ALLOW", "args": [{"index": 0, "value": 3, "op": "SCMP_CMP_EQ"}]},
+        {"names": ["read"], "action": "SCMP_ACT_ERRNO", "args": [{"index": 0, "value": 7, "op": "SCMP_CMP_NE"}]}]}"#)
+    .unwrap();
+    let three = call(AUDIT_ARCH_X86_64, 0, [3, 0, 0, 0, 0, 0]);
+    assert_eq!(agree(&m, &reference_of(&m), three), ALLOW);
+    let read = m.arches[0].views[0].syscalls.get_mut(&0).unwrap();
+    read.rules.reverse();
+    assert_eq!(m.eval(&three), ALLOW);
+    let bytes = three.in_kernel_order().to_bytes();
+    assert_eq!(Interp::new(&reference_of(&m)).run_seccomp(&bytes).unwrap(), EPERM);
+}
+
+/// What messages and notes print: a format by its `--from` name, a 32-bit
+/// condition on the low word with the constant's low half, a rule's origin
+/// by entry and name.
+#[test]
+fn formats_conditions_and_origins_as_printed() {
+    for (format, name) in [(Format::Oci, "oci"), (Format::Docker, "docker"), (Format::Seccompiler, "seccompiler")] {
+        assert_eq!((format.name(), format.to_string()), (name, name.to_string()));
+    }
+    let cmp = ArgCond { index: 1, op: CmpOp::Eq, value: 0x7_0000_0009, value_two: 0 };
+    assert_eq!(Cond { width: Width::Low32, cmp }.to_string(), "args[1].lo == 0x9");
+    assert_eq!(Cond { width: Width::Bits64, cmp }.to_string(), "args[1] == 0x700000009");
+    let masked = ArgCond { index: 2, op: CmpOp::MaskedEq, value: 0x1_0000_00ff, value_two: 0xf0 };
+    assert_eq!(Cond { width: Width::Low32, cmp: masked }.to_string(), "(args[2].lo & 0xff) == 0xf0");
+    assert_eq!(Origin { entry: 3, name: "socket".into() }.to_string(), "entry 3 (socket)");
+}
