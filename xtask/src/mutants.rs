@@ -1,11 +1,12 @@
 //! `cargo xtask mutants [--file NAME]... [--jobs N] [--timeout S]`: cargo-mutants
-//! over the kernel mirrors and the profile readers (runc's, moby's and
-//! seccompiler's rules), each with the narrowest honest test set (the
+//! over the kernel mirrors, the profile readers (runc's, moby's and
+//! seccompiler's rules) and the equivalence prover (`equiv`'s classes,
+//! circuit and solver), each with the narrowest honest test set (the
 //! owning crate's tests that are about that file), then one row per file:
 //! caught / missed / unviable / timeout. Fails if any mutant is missed.
 //!
 //! Not part of `.ci/run`: each mutant is a rebuild, so a full run takes about
-//! 1.5 hours on two cores. docs/mutants.md has the last results, the reason
+//! 2.5 hours on two cores. docs/mutants.md has the last results, the reason
 //! each test set is what it is, and every excluded mutant (`.cargo/mutants.toml`).
 //!
 //! Installs cargo-mutants if it is missing (`cargo install --locked
@@ -29,9 +30,9 @@ pub struct Target {
     pub tests: &'static [&'static str],
 }
 
-/// The kernel mirrors (and the mirrors of runc's, moby's and
-/// seccompiler's profile rules) and their test sets (see docs/mutants.md for why each).
-pub const TARGETS: [Target; 11] = [
+/// The kernel mirrors, the mirrors of runc's, moby's and seccompiler's
+/// profile rules, and the equivalence prover, and their test sets (see docs/mutants.md for why each).
+pub const TARGETS: [Target; 15] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -73,7 +74,15 @@ pub const TARGETS: [Target; 11] = [
         package: "bpfconv-policy",
         tests: &["--lib"],
     },
+    Target { name: "equiv", file: "crates/equiv/src/lib.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
+    Target { name: "aig", file: "crates/equiv/src/aig.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
+    Target { name: "blast", file: "crates/equiv/src/blast.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
+    Target { name: "sat", file: "crates/equiv/src/sat.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
 ];
+
+/// The prover's own tests: the unit tests and the ones that hold it to the
+/// classic interpreter (every ALU op, every layout of a compare).
+const EQUIV_TESTS: &[&str] = &["--lib", "--test", "alu", "--test", "layouts"];
 
 /// The outcome counts of one run, read from `mutants.out/`.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

@@ -25,7 +25,7 @@ pub(crate) const TRUE: Lit = 1;
 pub(crate) type Bv = [Lit; 32];
 
 /// Bits of every input word.
-pub(crate) const INPUT_BITS: usize = 16 * 32;
+const INPUT_BITS: usize = 16 * 32;
 
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Node {
@@ -251,7 +251,8 @@ impl Aig {
             let by = 1usize << stage;
             let mut moved = [FALSE; 32];
             for (i, m) in moved.iter_mut().enumerate() {
-                let from = if left { i.checked_sub(by) } else { Some(i + by).filter(|&j| j < 32) };
+                // A source bit past either end (None, or 32 and up) shifts in 0.
+                let from = if left { i.checked_sub(by) } else { Some(i + by) };
                 *m = from.and_then(|j| cur.get(j).copied()).unwrap_or(FALSE);
             }
             cur = self.ite_bv(s, &moved, &cur);
@@ -290,6 +291,33 @@ impl Aig {
             acc = self.or(acc, t);
         }
         acc
+    }
+}
+
+#[cfg(test)]
+impl Aig {
+    /// Every node's value when the input words are `words`: nodes only
+    /// refer to earlier nodes, so one pass in order evaluates them all.
+    pub(crate) fn values(&self, words: &[u32; 16]) -> Vec<bool> {
+        let mut out: Vec<bool> = Vec::with_capacity(self.nodes.len());
+        for node in &self.nodes {
+            let lit = |l: Lit, out: &[bool]| out.get((l >> 1) as usize).copied().unwrap_or(false) ^ (l & 1 == 1);
+            let v = match *node {
+                Node::Const => false,
+                Node::Input(i) => words.get(usize::from(i) / 32).is_some_and(|w| w >> (i % 32) & 1 == 1),
+                Node::And(a, b) => lit(a, &out) && lit(b, &out),
+            };
+            out.push(v);
+        }
+        out
+    }
+
+    /// The value of `bv` under `values` (of [`Aig::values`]).
+    pub(crate) fn word(values: &[bool], bv: &Bv) -> u32 {
+        bv.iter().enumerate().fold(0, |w, (i, &l)| {
+            let bit = values.get((l >> 1) as usize).copied().unwrap_or(false) ^ (l & 1 == 1);
+            w | u32::from(bit) << i
+        })
     }
 }
 
@@ -335,18 +363,7 @@ mod tests {
                 AluOp::Rsh => g.shift(&x, &y, false),
             }))
         };
-        for op in [
-            AluOp::Add,
-            AluOp::Sub,
-            AluOp::Mul,
-            AluOp::Div,
-            AluOp::Mod,
-            AluOp::Or,
-            AluOp::And,
-            AluOp::Xor,
-            AluOp::Lsh,
-            AluOp::Rsh,
-        ] {
+        for op in ALU_OPS {
             assert_eq!(got(op, g), op.eval(a, b), "{op:?} {a:#x} {b:#x}");
         }
         let holds = |l: Lit| l == TRUE;
@@ -369,6 +386,126 @@ mod tests {
                 check_folds_to_the_op_tables_values(&mut g, a, b);
             }
         }
+    }
+
+    const ALU_OPS: [AluOp; 10] = [
+        AluOp::Add,
+        AluOp::Sub,
+        AluOp::Mul,
+        AluOp::Div,
+        AluOp::Mod,
+        AluOp::Or,
+        AluOp::And,
+        AluOp::Xor,
+        AluOp::Lsh,
+        AluOp::Rsh,
+    ];
+
+    /// The same circuits over input words 0 and 1, where nothing folds:
+    /// evaluated on edge pairs and on pseudo-random ones (small divisors and
+    /// shift counts often), every output is the op table's value. Built
+    /// once, so the structural hash serves every later circuit of the
+    /// same operands too.
+    #[test]
+    fn circuits_over_inputs_compute_the_op_tables_values() {
+        let mut g = Aig::new(1 << 22);
+        let (x, y) = (g.input_word(0), g.input_word(1));
+        let alu: Vec<(AluOp, Bv)> = ALU_OPS
+            .iter()
+            .map(|&op| {
+                let out = match op {
+                    AluOp::Add => g.add(&x, &y),
+                    AluOp::Sub => g.sub(&x, &y),
+                    AluOp::Mul => g.mul(&x, &y),
+                    AluOp::Div => g.divmod(&x, &y).0,
+                    AluOp::Mod => g.divmod(&x, &y).1,
+                    AluOp::Or => g.or_bv(&x, &y),
+                    AluOp::And => g.and_bv(&x, &y),
+                    AluOp::Xor => g.xor_bv(&x, &y),
+                    AluOp::Lsh => g.shift(&x, &y, true),
+                    AluOp::Rsh => g.shift(&x, &y, false),
+                };
+                (op, out)
+            })
+            .collect();
+        let jumps = [
+            (JmpOp::Jeq, g.eq(&x, &y)),
+            (JmpOp::Jgt, g.ugt(&x, &y)),
+            (JmpOp::Jge, not(g.ugt(&y, &x))),
+            (JmpOp::Jset, g.any_common(&x, &y)),
+        ];
+        let neg = g.sub(&konst(0), &x);
+        let zero = g.is_zero(&x);
+        let pick = g.ite_bv(zero, &y, &x);
+        assert!(!g.overflowed());
+        // No `and` node has a constant operand (the solver's encoding
+        // relies on it: constants never enter a cone).
+        assert!(g.nodes.iter().all(|n| !matches!(*n, Node::And(a, b) if a <= TRUE || b <= TRUE)));
+        let edges = [0, 1, 2, 3, 31, 32, 33, 0x7fff_ffff, 0x8000_0000, 0xffff_fffe, u32::MAX, 0x1234_5678];
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let random = (0..3000).map(|_| {
+            let r = next();
+            (r as u32, (r >> 32) as u32 >> (next() % 32))
+        });
+        let pairs = edges.iter().flat_map(|&a| edges.iter().map(move |&b| (a, b))).chain(random);
+        for (a, b) in pairs {
+            let mut words = [0u32; 16];
+            (words[0], words[1]) = (a, b);
+            let v = g.values(&words);
+            for (op, out) in &alu {
+                if let Some(want) = op.eval(a, b) {
+                    assert_eq!(Aig::word(&v, out), want, "{op:?} {a:#x} {b:#x}");
+                }
+            }
+            let lit = |l: Lit| v.get((l >> 1) as usize).copied().unwrap_or(false) ^ (l & 1 == 1);
+            for (op, out) in jumps {
+                assert_eq!(lit(out), op.eval(a, b), "{op:?} {a:#x} {b:#x}");
+            }
+            assert_eq!(Aig::word(&v, &neg), a.wrapping_neg());
+            assert_eq!(lit(zero), a == 0);
+            assert_eq!(Aig::word(&v, &pick), if a == 0 { b } else { a });
+        }
+    }
+
+    /// Structural hashing: a circuit built twice is the same literal, and
+    /// the folds of `and` give the literal itself, never a new node.
+    #[test]
+    fn a_circuit_built_twice_is_one_circuit() {
+        let mut g = Aig::new(1 << 20);
+        let (x, y) = (g.input_word(0), g.input_word(1));
+        let first = g.add(&x, &y);
+        let nodes = g.len();
+        assert_eq!(g.add(&x, &y), first);
+        assert_eq!(g.len(), nodes);
+        let (p, q) = (x[3], y[5]);
+        let pq = g.and(p, q);
+        assert_eq!(g.and(q, p), pq);
+        assert_eq!((g.and(p, p), g.and(p, TRUE), g.and(TRUE, p)), (p, p, p));
+        assert_eq!((g.and(p, not(p)), g.and(p, FALSE), g.and(FALSE, p)), (FALSE, FALSE, FALSE));
+        assert_eq!((g.xor(p, p), g.xor(p, not(p))), (FALSE, TRUE));
+        assert_eq!((g.ite(TRUE, p, q), g.ite(FALSE, p, q), g.ite(q, p, p)), (p, q, p));
+        assert_eq!(g.len(), nodes + 1);
+    }
+
+    /// Past `max_nodes` no node is made: `and` answers false and the graph
+    /// says it overflowed.
+    #[test]
+    fn the_node_budget_stops_the_graph() {
+        let mut g = Aig::new(3);
+        let (p, q) = (g.input(0), g.input(1));
+        assert!(!g.overflowed());
+        assert_eq!((p, q), (2, 4));
+        assert_eq!(g.input(2), FALSE);
+        assert!(g.overflowed());
+        assert_eq!(g.and(p, q), FALSE);
+        assert_eq!(g.len(), 3);
+        assert_eq!(g.input(600), FALSE);
     }
 
     proptest::proptest! {

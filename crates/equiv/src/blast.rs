@@ -210,3 +210,155 @@ pub(crate) fn combine(aig: &mut Aig, newest_first: &[Bv]) -> Bv {
     }
     ret
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use cbpf::{Interp, Mode, Program, SeccompData, Size};
+    use proptest::prelude::*;
+
+    /// The ALU ops `seccomp_check_filter()` allows (not `mod`).
+    const ALU: [AluOp; 9] =
+        [AluOp::Add, AluOp::Sub, AluOp::Mul, AluOp::Div, AluOp::Or, AluOp::And, AluOp::Xor, AluOp::Lsh, AluOp::Rsh];
+    const JMP: [JmpOp; 4] = [JmpOp::Jeq, JmpOp::Jgt, JmpOp::Jge, JmpOp::Jset];
+
+    /// A valid seccomp program from generated parts: three loads of input
+    /// words, two of them kept in `M[0]` and `M[1]` and the third in X (so
+    /// every later read of memory is initialised), then one instruction per
+    /// part (every seccomp op: loads, memory, every ALU op seccomp allows and
+    /// every jump op, by K and by X, `ja`, both returns), jumps held inside the program, and a
+    /// final `ret a`.
+    fn program(loads: [u32; 3], parts: &[(u8, u32, u8, u8)]) -> Program {
+        let word = |w: u32| Op::LdAbs { size: Size::W, k: 4 * (w % 16) };
+        let mut ops = vec![word(loads[0]), Op::St { k: 0 }, word(loads[1]), Op::St { k: 1 }, word(loads[2]), Op::Tax];
+        let len = ops.len() + parts.len() + 1;
+        for &(choice, k, jt, jf) in parts {
+            // Instructions after this one: at least the final `ret`.
+            let after = (len - ops.len() - 1) as u8;
+            let src = if k & 1 == 0 { Src::K } else { Src::X };
+            ops.push(match choice % 15 {
+                0 => word(k),
+                1 => Op::LdImm { k },
+                2 => Op::LdxImm { k },
+                3 => Op::LdMem { k: k % 2 },
+                4 => Op::LdxMem { k: k % 2 },
+                5 => Op::St { k: k % 4 },
+                6 => Op::Stx { k: k % 4 },
+                7 => {
+                    let op = ALU[(jt % 9) as usize];
+                    // bpf_check_classic() refuses a constant divisor of 0
+                    // and a constant shift of 32 or more.
+                    let k = match op {
+                        AluOp::Div => k.max(1),
+                        AluOp::Lsh | AluOp::Rsh => k % 32,
+                        _ => k,
+                    };
+                    Op::Alu { op, src, k }
+                }
+                8 => Op::Neg,
+                9 => Op::Tax,
+                10 => Op::Txa,
+                11 => Op::Jmp { op: JMP[(k % 4) as usize], src, k, jt: jt % after, jf: jf % after },
+                12 => Op::Ja { k: u32::from(jt % after) },
+                13 => Op::RetK { k },
+                _ => Op::RetA,
+            });
+        }
+        ops.push(Op::RetA);
+        let insns: Vec<Insn> = ops.iter().map(|op| op.to_insn()).collect();
+        cbpf::validate(&insns, Mode::Seccomp).unwrap_or_else(|e| panic!("{ops:?}: {e}"))
+    }
+
+    fn constant() -> impl Strategy<Value = u32> {
+        prop_oneof![any::<u32>(), 0u32..40, Just(u32::MAX), Just(0x8000_0000), Just(0x7fff_ffff)]
+    }
+
+    /// Inputs whose words often repeat the program's constants and each
+    /// other, so compares go both ways.
+    fn input(constants: Vec<u32>) -> impl Strategy<Value = [u32; 16]> {
+        let pool = if constants.is_empty() { vec![0] } else { constants };
+        proptest::array::uniform16(prop_oneof![any::<u32>(), proptest::sample::select(pool), 0u32..4])
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1500))]
+
+        /// The circuit of a program, evaluated on an input, is what the
+        /// classic interpreter returns for it: with every word an input,
+        /// and with the words `fixed` selects given as constants (as a
+        /// class fixes arch and nr).
+        #[test]
+        fn the_circuit_computes_what_the_interpreter_returns(
+            (loads, parts, words) in (
+                proptest::array::uniform3(0u32..16),
+                proptest::collection::vec((any::<u8>(), constant(), any::<u8>(), any::<u8>()), 1..28),
+            ).prop_flat_map(|(loads, parts)| {
+                let ks = parts.iter().map(|p| p.1).collect();
+                (Just(loads), Just(parts), input(ks))
+            }),
+            fixed in any::<u16>(),
+        ) {
+            let prog = program(loads, &parts);
+            let want = Interp::new(&prog).run_seccomp(&SeccompData::from_words(&words).to_bytes()).unwrap();
+            for fixed in [0, fixed] {
+                let mut graph = Aig::new(1 << 22);
+                let words_in = Words { fixed: std::array::from_fn(|i| (fixed >> i & 1 == 1).then_some(words[i])) };
+                let mut steps = 0;
+                let out = blast(&mut graph, prog.insns(), &words_in, &mut steps).unwrap();
+                prop_assert!(!graph.overflowed());
+                prop_assert!(steps >= 1 && steps <= prog.len() as u64);
+                let got = Aig::word(&graph.values(&words), &out);
+                prop_assert_eq!(got, want, "fixed {:#06x}\n{:?}", fixed, prog.insns());
+            }
+        }
+    }
+
+    /// Only reachable instructions are visited: a program whose first
+    /// instruction returns costs one step, whatever follows.
+    #[test]
+    fn unreachable_code_costs_no_steps() {
+        let ops = [Op::RetK { k: 7 }, Op::LdImm { k: 1 }, Op::RetA];
+        let insns: Vec<Insn> = ops.iter().map(|op| op.to_insn()).collect();
+        let prog = cbpf::validate(&insns, Mode::Seccomp).unwrap();
+        let mut graph = Aig::new(1 << 10);
+        let mut steps = 0;
+        let out = blast(&mut graph, prog.insns(), &Words { fixed: [None; 16] }, &mut steps).unwrap();
+        assert_eq!((out, steps), (konst(7), 1));
+    }
+
+    /// Packet loads (socket filters) are reported with their pc.
+    #[test]
+    fn packet_loads_are_not_modelled() {
+        let ops = [Op::LdImm { k: 0 }, Op::LdLen, Op::RetA];
+        let insns: Vec<Insn> = ops.iter().map(|op| op.to_insn()).collect();
+        let prog = cbpf::validate(&insns, Mode::Socket).unwrap();
+        let mut steps = 0;
+        let got = blast(&mut Aig::new(1 << 10), prog.insns(), &Words { fixed: [None; 16] }, &mut steps);
+        assert_eq!(got, Err(Unsupported { pc: 1 }));
+    }
+
+    /// A stack's value is the most restrictive action, newest first on a
+    /// tie, as `seccomp::stack::combine` computes it: every pair and
+    /// triple of actions (with data) folds to the same constant.
+    #[test]
+    fn stacks_combine_as_the_kernel_does() {
+        let values = [0x7fff_0000, 0x7ffc_0000, 0x7ff0_0005, 0x0005_0001, 0x0005_0002, 0x0003_0000, 0, 0x8000_0000];
+        let mut graph = Aig::new(1 << 16);
+        for &a in &values {
+            for &b in &values {
+                for &c in &values {
+                    for stack in [&[a, b][..], &[a, b, c][..], &[a][..]] {
+                        let bvs: Vec<Bv> = stack.iter().map(|&v| konst(v)).collect();
+                        let got = combine(&mut graph, &bvs);
+                        let want = match stack {
+                            [one] => *one,
+                            many => seccomp::stack::combine(many.iter().copied()),
+                        };
+                        assert_eq!(Aig::word(&[false], &got), want, "{stack:x?}");
+                    }
+                }
+            }
+        }
+    }
+}

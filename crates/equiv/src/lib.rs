@@ -34,6 +34,8 @@
 mod aig;
 mod blast;
 mod sat;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 
@@ -88,8 +90,12 @@ pub enum Compare {
 /// Bounds on the work of one [`check`] (time and memory on hostile input).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Abstract steps (classes, specialisation, formula building) over the
-    /// whole check.
+    /// Abstract steps over the whole check: each scan of the filters for
+    /// a field's classes costs their total length (one scan for `arch`,
+    /// one per arch class for `nr`), each filter's specialisation for a
+    /// class one plus the instructions it visited, and each blasted
+    /// program one per reachable instruction. A check that spends exactly
+    /// this many still answers.
     pub max_steps: u64,
     /// Solver conflicts over the whole check; each solver call is also
     /// held to 32 propagations per allowed conflict (checked every 64
@@ -252,6 +258,11 @@ fn mask(compare: Compare) -> u32 {
     }
 }
 
+/// Whether results `l` and `r` differ in the bits `mask` compares.
+fn differs(l: u32, r: u32, mask: u32) -> bool {
+    (l ^ r) & mask != 0
+}
+
 /// What one side returns for `data` on the classic interpreter: a lone
 /// filter's own value, a stack's combined as `seccomp_run_filters()` does
 /// ([`seccomp::stack::combine`]). Compiles the side's interpreters for this
@@ -410,7 +421,7 @@ pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> R
                 None
             } else if let (Some(l), Some(r)) = (constants(lp), constants(rp)) {
                 spend.stats.constant_classes += 1;
-                (l & mask != r & mask).then_some([0u32; 16])
+                differs(l, r, mask).then_some([0u32; 16])
             } else {
                 let reads = |off: u32| pieces.iter().any(|p| p.reads(off));
                 let key = (
@@ -434,7 +445,7 @@ pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> R
             let data = SeccompData::from_words(&words);
             let runners = confirm.get_or_insert_with(|| (SideRunner::new(left), SideRunner::new(right)));
             let (l, r) = (runners.0.value(&data), runners.1.value(&data));
-            if l & mask == r & mask {
+            if !differs(l, r, mask) {
                 return Err(EquivError::Unconfirmed { data, left: l });
             }
             found.push(Counterexample { data, left: l, right: r });

@@ -9,7 +9,7 @@
 
 use batsat::{lbool, Callbacks, ClauseKind, Lit as SLit, SolverInterface, SolverOpts, Var};
 
-use crate::aig::{Aig, Lit, Node, FALSE, INPUT_BITS, TRUE};
+use crate::aig::{Aig, Lit, Node, FALSE, TRUE};
 
 /// Conflicts per round of search.
 const ROUND: u64 = 64;
@@ -83,12 +83,14 @@ pub(crate) fn solve(aig: &Aig, goal: Lit, max_conflicts: u64, max_clauses: u64) 
             continue;
         }
         match aig.node(n << 1) {
+            // Never in a cone: `Aig::and` folds constant operands and a
+            // constant goal returned above. Kept exact all the same (a
+            // variable held false), its one unit clause not counted.
             Node::Const => {
                 let v = solver.new_var_default();
                 clause.clear();
                 clause.push(SLit::new(v, false));
                 solver.add_clause_reuse(&mut clause);
-                clauses += 1;
                 if let Some(slot) = var.get_mut(n as usize) {
                     *slot = Some(v);
                 }
@@ -166,11 +168,88 @@ pub(crate) fn solve(aig: &Aig, goal: Lit, max_conflicts: u64, max_clauses: u64) 
     }
     let mut words = [0u32; 16];
     for (i, v) in inputs {
-        if i < INPUT_BITS && solver.value_var(v) == lbool::TRUE {
+        if solver.value_var(v) == lbool::TRUE {
             if let Some(w) = words.get_mut(i / 32) {
                 *w |= 1 << (i % 32);
             }
         }
     }
     (Answer::Sat(words), spent)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+mod tests {
+    use super::*;
+    use crate::aig::{konst, not, Bv};
+
+    /// A goal's model makes the goal true when the graph is evaluated on
+    /// it (words and bits where the graph has them).
+    #[test]
+    fn a_model_satisfies_its_goal() {
+        let mut g = Aig::new(1 << 20);
+        let (x, y) = (g.input_word(4), g.input_word(9));
+        // 3 * x + y == 0x1234_5679 with x > 0x1000 and y odd.
+        let (three, target) = (konst(3), konst(0x1234_5679));
+        let t = g.mul(&x, &three);
+        let sum = g.add(&t, &y);
+        let eq = g.eq(&sum, &target);
+        let big = g.ugt(&x, &konst(0x1000));
+        let odd = y[0];
+        let both = g.and(eq, big);
+        let goal = g.and(both, odd);
+        let (answer, spent) = solve(&g, goal, 1 << 16, 1 << 23);
+        let Answer::Sat(words) = answer else { panic!("{answer:?}") };
+        let v = g.values(&words);
+        assert!(v[(goal >> 1) as usize] ^ (goal & 1 == 1), "{words:x?}");
+        assert_eq!(words[4].wrapping_mul(3).wrapping_add(words[9]), 0x1234_5679);
+        assert!(words[4] > 0x1000 && words[9] & 1 == 1);
+        // Words outside the goal's cone are 0.
+        assert!(words.iter().enumerate().all(|(i, &w)| w == 0 || i == 4 || i == 9));
+        assert!(spent.clauses > 0);
+    }
+
+    /// An identity the graph does not fold is proved by the solver.
+    #[test]
+    fn an_identity_is_unsatisfiable_to_break() {
+        let mut g = Aig::new(1 << 20);
+        let (x, y) = (g.input_word(0), g.input_word(1));
+        // (x ^ y) + ((x & y) << 1) == x + y
+        let (xo, xa) = (g.xor_bv(&x, &y), g.and_bv(&x, &y));
+        let carry = g.shift(&xa, &konst(1), true);
+        let lhs = g.add(&xo, &carry);
+        let rhs = g.add(&x, &y);
+        let goal = not(g.eq(&lhs, &rhs));
+        assert!(goal != FALSE, "folded: the solver is not asked");
+        assert_eq!(solve(&g, goal, 1 << 16, 1 << 23).0, Answer::Unsat);
+        assert_eq!(solve(&g, FALSE, 0, 0).0, Answer::Unsat);
+        assert_eq!(solve(&g, TRUE, 0, 0).0, Answer::Sat([0; 16]));
+    }
+
+    /// `x * y != y * x` on bytes: true never, and hard for the solver.
+    fn commuted_products(g: &mut Aig) -> Lit {
+        let byte = konst(0xff);
+        let (x, y): (Bv, Bv) = (g.input_word(4), g.input_word(5));
+        let (x, y) = (g.and_bv(&x, &byte), g.and_bv(&y, &byte));
+        let (p, q) = (g.mul(&x, &y), g.mul(&y, &x));
+        not(g.eq(&p, &q))
+    }
+
+    /// The conflict budget stops the search at exactly that many
+    /// conflicts; past a round of them, a search whose conflicts each
+    /// propagate more than [`PROPAGATIONS_PER_CONFLICT`] times stops on
+    /// the propagations; the clause budget stops the encoding.
+    #[test]
+    fn budgets_stop_the_search() {
+        let mut g = Aig::new(1 << 20);
+        let goal = commuted_products(&mut g);
+        let (answer, spent) = solve(&g, goal, 10, 1 << 23);
+        assert_eq!((answer, spent.conflicts), (Answer::OutOfConflicts, 10));
+        let (answer, spent) = solve(&g, goal, 100, 1 << 23);
+        assert_eq!(answer, Answer::OutOfPropagations);
+        assert!(spent.conflicts >= ROUND && spent.conflicts < 100, "{spent:?}");
+        let (answer, spent) = solve(&g, goal, 10, 300);
+        assert_eq!(answer, Answer::OutOfClauses);
+        assert!(spent.clauses <= 300 && spent.clauses + 3 > 300, "{spent:?}");
+    }
 }
