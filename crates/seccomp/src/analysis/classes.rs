@@ -328,7 +328,9 @@ fn least_submask_at_least(mask: u32, a: u32) -> Option<u32> {
     // has 0 and x has 1, and is 0 below: the smallest q that works wins.
     (0..32).find_map(|q| {
         let bit = 1u32 << q;
-        let above = a & !(bit | (bit - 1));
+        // The bits of `a` from q up: above q, since a q that works has
+        // bit q clear in `a`.
+        let above = a & !(bit - 1);
         (mask & bit != 0 && a & bit == 0 && above & !mask == 0).then_some(above | bit)
     })
 }
@@ -504,5 +506,147 @@ mod tests {
             NrClasses::Tests(t) => assert_eq!(t.len(), 3, "{t:?}"),
             other => panic!("{other:?}"),
         }
+    }
+
+    const JEQ_K: u16 = 0x15;
+    const JGT_X: u16 = 0x2d;
+
+    fn seccomp(insns: &[Insn]) -> cbpf::Program {
+        cbpf::validate(insns, Mode::Seccomp).unwrap()
+    }
+
+    /// The numbers of one class share one analysis: once the first number
+    /// of each class has been analysed, every other number costs no step.
+    #[test]
+    fn a_class_is_analysed_once() {
+        let mut classified = 0;
+        for (name, p) in programs() {
+            let Some(starts) = NrClasses::of(&mut Analyzer::new(&p).unwrap(), X86_64).representatives() else {
+                continue;
+            };
+            classified += 1;
+            let mut a = Analyzer::new(&p).unwrap();
+            for &nr in &starts {
+                a.try_result(X86_64, nr).unwrap();
+            }
+            let spent = a.budget().steps_used();
+            for nr in (0..600).chain([0x4000_0000, u32::MAX]) {
+                a.try_result(X86_64, nr).unwrap();
+            }
+            assert_eq!(a.budget().steps_used(), spent, "{name}");
+        }
+        assert!(classified >= 8, "{classified}");
+    }
+
+    /// A compare with the field on the right (the constant in A, the field
+    /// in X) is a test of the field only when X is the field itself:
+    /// `5 > nr + 1` is another use of `nr`, at the jump.
+    #[test]
+    fn the_field_on_the_right_through_arithmetic_is_another_use() {
+        let ld = |k| Insn::stmt(0x20, k);
+        let ret = |k| Insn::stmt(0x06, k);
+        let (tax, ld5) = (Insn::stmt(0x07, 0), Insn::stmt(0x00, 5));
+        let plus_one = seccomp(&[ld(0), Insn::stmt(0x04, 1), tax, ld5, Insn::jump(JGT_X, 0, 0, 1), ret(1), ret(2)]);
+        let mut a = Analyzer::new(&plus_one).unwrap();
+        assert_eq!(NrClasses::of(&mut a, X86_64), NrClasses::Unclassified);
+        assert_eq!(a.field_other_use(Some(X86_64), Field::Nr).unwrap(), Some(4));
+        let itself = seccomp(&[ld(0), tax, ld5, Insn::jump(JGT_X, 0, 0, 1), ret(1), ret(2)]);
+        let mut a = Analyzer::new(&itself).unwrap();
+        assert_eq!(NrClasses::of(&mut a, X86_64), NrClasses::Tests(vec![(JmpOp::Jgt, 5, false)]));
+        assert_eq!(a.field_other_use(Some(X86_64), Field::Nr).unwrap(), None);
+    }
+
+    /// `word & mask` compared with constants (OpenSSH's `and` then `jeq`)
+    /// cuts the masked word into runs; `nr` masked is no class.
+    #[test]
+    fn a_masked_word_is_cut_by_its_mask() {
+        let ld = |k| Insn::stmt(0x20, k);
+        let ret = |k| Insn::stmt(0x06, k);
+        let and_ff = Insn::stmt(0x54, 0xff);
+        let p = seccomp(&[ld(16), and_ff, Insn::jump(JEQ_K, 3, 0, 1), ret(1), ret(2)]);
+        let cuts = Analyzer::new(&p).unwrap().word_cuts(Some(X86_64), Field::ArgLo(0)).unwrap().unwrap();
+        assert_eq!((cuts.mask, cuts.starts, cuts.first_test), (0xff, vec![0, 3, 4], 2));
+        assert!(!cuts.partial && !cuts.by_bits);
+        let p = seccomp(&[ld(0), and_ff, Insn::jump(JEQ_K, 3, 0, 1), ret(1), ret(2)]);
+        assert_eq!(NrClasses::of(&mut Analyzer::new(&p).unwrap(), X86_64), NrClasses::Unclassified);
+    }
+
+    /// `jset #k` of every bit from the lowest of `k` up is `v >= 2^j`: one
+    /// cut at any `j`. Otherwise a run per multiple of `2^j`, and only for
+    /// `j >= MIN_JSET_RUN_BIT`.
+    #[test]
+    fn jset_runs_are_one_cut_when_the_test_is_an_order() {
+        use JmpOp::*;
+        let reps = |k: u32| NrClasses::Tests(vec![(Jset, k, true)]).representatives();
+        assert_eq!(reps(0xc000_0000), Some(vec![0, 0x4000_0000, u32::MAX]));
+        assert_eq!(reps(0xffff_0000), Some(vec![0, 0x1_0000, u32::MAX]));
+        assert_eq!(reps(u32::MAX), Some(vec![0, 1, u32::MAX]));
+        assert_eq!(reps(0x4000_0000), Some(vec![0, 0x4000_0000, 0x8000_0000, 0xc000_0000, u32::MAX]));
+        assert_eq!(reps(1), None);
+        assert_eq!(reps(0x0400_0001), None);
+        assert_eq!(reps(0x8400_0000).map(|r| r.len()), Some(2 + 63));
+        assert_eq!(reps(0), Some(vec![0, u32::MAX]));
+    }
+
+    /// No one mask and no single bit: the first `jset` of a single bit
+    /// (Chromium's sign-bit check) splits the word on that bit alone.
+    #[test]
+    fn a_word_with_several_masks_splits_on_its_first_single_bit_jset() {
+        use JmpOp::*;
+        let t = |op, k, mask, pc| MaskedTest { op, k, field_is_lhs: true, mask, pc };
+        // A masked jeq whose constant is a power of two does not count.
+        let tests = [t(Jeq, 4, 0xff, 5), t(Jset, 0x7, u32::MAX, 2), t(Jset, 0x8000_0000, u32::MAX, 7)];
+        let cuts = WordCuts::split_bit(&tests).unwrap();
+        assert_eq!((cuts.mask, cuts.starts, cuts.first_test), (0x8000_0000, vec![0, 0x8000_0000], 2));
+        assert!(cuts.partial && !cuts.by_bits && cuts.peel.is_empty());
+        // The bit is the one under the test's mask.
+        let cuts = WordCuts::split_bit(&[t(Jset, 0x30, 0x10, 1)]).unwrap();
+        assert_eq!(cuts.mask, 0x10);
+        assert_eq!(WordCuts::split_bit(&[t(Jeq, 4, 0xff, 0), t(Jset, 6, u32::MAX, 1)]), None);
+    }
+
+    /// Several masks, no single bit: the union of the bits the tests read,
+    /// with up to `MAX_PEELED` whole-word `jeq` constants taken apart when
+    /// narrower tests stand beside them (Chromium's `clone`).
+    #[test]
+    fn several_masks_are_fixed_bit_by_bit_with_whole_jeqs_peeled() {
+        use JmpOp::*;
+        let t = |op, k, mask, pc| MaskedTest { op, k, field_is_lhs: true, mask, pc };
+        let by_bits = |mask, peel: Vec<u32>, first_test| WordCuts {
+            mask,
+            starts: vec![0],
+            first_test,
+            partial: false,
+            by_bits: true,
+            peel,
+        };
+        // OpenSSH's mmap: `word & ~7 == 0`, then `word & 6 != 6`.
+        let mmap = [t(Jeq, 0, 0xffff_fff8, 3), t(Jeq, 6, 6, 5)];
+        assert_eq!(WordCuts::by_bits(&mmap), Some(by_bits(0xffff_fffe, vec![], 3)));
+        // Chromium's clone: whole-word constants, then CLONE_VM | CLONE_THREAD cases.
+        let clone = [
+            t(Jeq, 0x3d_0f00, u32::MAX, 4),
+            t(Jeq, 0x0120_0011, u32::MAX, 2),
+            t(Jeq, 0x3d_0f00, u32::MAX, 9),
+            t(Jeq, 0x1_0100, 0x1_0100, 6),
+            t(Jeq, 0x100, 0x100, 7),
+            t(Jset, 0x8000_0000, 0x8000_0001, 8),
+        ];
+        let want = by_bits(0x8001_0100, vec![0x3d_0f00, 0x0120_0011], 2);
+        assert_eq!(WordCuts::by_bits(&clone), Some(want));
+        // MAX_PEELED constants are peeled; one more, and the union is the whole word.
+        let many = |n: u32| -> Vec<MaskedTest> {
+            (0..n).map(|i| t(Jeq, 100 + i, u32::MAX, 1)).chain([t(Jeq, 2, 2, 0)]).collect()
+        };
+        let peeled = WordCuts::by_bits(&many(MAX_PEELED as u32)).unwrap();
+        assert_eq!((peeled.mask, peeled.peel.len()), (2, MAX_PEELED));
+        assert_eq!(WordCuts::by_bits(&many(MAX_PEELED as u32 + 1)), Some(by_bits(u32::MAX, vec![], 0)));
+        // Whole-word jeqs alone, or beside a test of every bit: nothing to peel.
+        assert_eq!(WordCuts::by_bits(&[t(Jeq, 5, u32::MAX, 1)]), Some(by_bits(u32::MAX, vec![], 1)));
+        let every_bit = [t(Jeq, 5, u32::MAX, 1), t(Jset, u32::MAX, u32::MAX, 2)];
+        assert_eq!(WordCuts::by_bits(&every_bit), Some(by_bits(u32::MAX, vec![], 1)));
+        // Tests that read no bit: no runs at all.
+        assert_eq!(WordCuts::by_bits(&[t(Jset, 0xf0, 0x0f, 1)]), None);
+        assert_eq!(WordCuts::by_bits(&[]), None);
     }
 }
