@@ -301,23 +301,24 @@ impl Aig {
     pub(crate) fn values(&self, words: &[u32; 16]) -> Vec<bool> {
         let mut out: Vec<bool> = Vec::with_capacity(self.nodes.len());
         for node in &self.nodes {
-            let lit = |l: Lit, out: &[bool]| out.get((l >> 1) as usize).copied().unwrap_or(false) ^ (l & 1 == 1);
             let v = match *node {
                 Node::Const => false,
                 Node::Input(i) => words.get(usize::from(i) / 32).is_some_and(|w| w >> (i % 32) & 1 == 1),
-                Node::And(a, b) => lit(a, &out) && lit(b, &out),
+                Node::And(a, b) => Aig::bit(&out, a) && Aig::bit(&out, b),
             };
             out.push(v);
         }
         out
     }
 
+    /// The value of `lit` under `values` (of [`Aig::values`]).
+    pub(crate) fn bit(values: &[bool], lit: Lit) -> bool {
+        values.get((lit >> 1) as usize).copied().unwrap_or(false) ^ (lit & 1 == 1)
+    }
+
     /// The value of `bv` under `values` (of [`Aig::values`]).
     pub(crate) fn word(values: &[bool], bv: &Bv) -> u32 {
-        bv.iter().enumerate().fold(0, |w, (i, &l)| {
-            let bit = values.get((l >> 1) as usize).copied().unwrap_or(false) ^ (l & 1 == 1);
-            w | u32::from(bit) << i
-        })
+        bv.iter().enumerate().fold(0, |w, (i, &l)| w | u32::from(Aig::bit(values, l)) << i)
     }
 }
 
@@ -463,7 +464,7 @@ mod tests {
                     assert_eq!(Aig::word(&v, out), want, "{op:?} {a:#x} {b:#x}");
                 }
             }
-            let lit = |l: Lit| v.get((l >> 1) as usize).copied().unwrap_or(false) ^ (l & 1 == 1);
+            let lit = |l: Lit| Aig::bit(&v, l);
             for (op, out) in jumps {
                 assert_eq!(lit(out), op.eval(a, b), "{op:?} {a:#x} {b:#x}");
             }

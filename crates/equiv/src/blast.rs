@@ -226,9 +226,9 @@ mod tests {
     /// A valid seccomp program from generated parts: three loads of input
     /// words, two of them kept in `M[0]` and `M[1]` and the third in X (so
     /// every later read of memory is initialised), then one instruction per
-    /// part (every seccomp op: loads, memory, every ALU op seccomp allows and
-    /// every jump op, by K and by X, `ja`, both returns), jumps held inside the program, and a
-    /// final `ret a`.
+    /// part (loads, memory, every ALU op seccomp allows and every jump op,
+    /// by K and by X, `ja`, both returns; jumps held inside the program),
+    /// and a final `ret a`.
     fn program(loads: [u32; 3], parts: &[(u8, u32, u8, u8)]) -> Program {
         let word = |w: u32| Op::LdAbs { size: Size::W, k: 4 * (w % 16) };
         let mut ops = vec![word(loads[0]), Op::St { k: 0 }, word(loads[1]), Op::St { k: 1 }, word(loads[2]), Op::Tax];

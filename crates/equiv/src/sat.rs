@@ -201,7 +201,7 @@ mod tests {
         let (answer, spent) = solve(&g, goal, 1 << 16, 1 << 23);
         let Answer::Sat(words) = answer else { panic!("{answer:?}") };
         let v = g.values(&words);
-        assert!(v[(goal >> 1) as usize] ^ (goal & 1 == 1), "{words:x?}");
+        assert!(Aig::bit(&v, goal), "{words:x?}");
         assert_eq!(words[4].wrapping_mul(3).wrapping_add(words[9]), 0x1234_5679);
         assert!(words[4] > 0x1000 && words[9] & 1 == 1);
         // Words outside the goal's cone are 0.
