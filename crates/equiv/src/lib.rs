@@ -11,11 +11,12 @@
 //! # How
 //! 1. **Classes of (arch, nr).** Every filter of both sides says how it
 //!    tests `arch` and, per arch, `nr` ([`seccomp::analysis::Analyzer::field_classes`]):
-//!    when a field reaches nothing but `jeq`/`jgt`/`jge` with constants,
-//!    the constants cut its 2^32 values into intervals on which every
-//!    filter behaves alike, and one representative per interval stands for
-//!    it. A field that reaches arithmetic, a return or `jset` stays
-//!    symbolic (one class, decided over all its values).
+//!    when a field reaches nothing but `jeq`/`jgt`/`jge` with constants
+//!    (or a `jset` of high bits), the tests cut its 2^32 values into runs
+//!    on which every filter behaves alike, and one representative per run
+//!    stands for it ([`seccomp::analysis::NrClasses::joint_representatives`]).
+//!    A field that reaches arithmetic, a return or a `jset` of low bits
+//!    stays symbolic (one class, decided over all its values).
 //! 2. **Partial evaluation.** Each filter is specialised for the class
 //!    ([`seccomp::fast::Partial`], the fast engine's specialiser): a
 //!    constant or a residual program. Two constant sides are compared
@@ -39,7 +40,7 @@ mod tests;
 
 use std::collections::HashMap;
 
-use cbpf::{Insn, Interp, JmpOp, Mode, Op, Program, SeccompData};
+use cbpf::{Insn, Interp, Mode, Op, Program, SeccompData};
 use seccomp::analysis::{Analyzer, Field, NrClasses};
 use seccomp::fast::{Partial, PartialResult};
 
@@ -296,26 +297,6 @@ impl SideRunner {
     }
 }
 
-/// Interval representatives for a field every filter only compares with
-/// constants by `jeq`/`jgt`/`jge`: the lowest value of each interval the
-/// constants cut. `None`: keep the field symbolic.
-fn representatives(classes: &[NrClasses]) -> Option<Vec<u32>> {
-    let mut points = vec![0u32];
-    for c in classes {
-        let NrClasses::Tests(tests) = c else { return None };
-        for &(op, k, _) in tests {
-            if op == JmpOp::Jset {
-                return None;
-            }
-            points.push(k);
-            points.extend(k.checked_add(1));
-        }
-    }
-    points.sort_unstable();
-    points.dedup();
-    Some(points)
-}
-
 /// One filter's part of a class: a constant or a program.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 enum Piece {
@@ -380,7 +361,7 @@ pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> R
             for a in analyzers.iter_mut() {
                 all.push(a.field_classes(arch, field).unwrap_or(NrClasses::Unclassified));
             }
-            Ok(representatives(&all))
+            Ok(NrClasses::joint_representatives(&all))
         };
     let arch_reps = classes_of(None, Field::Arch, &mut spend)?;
     spend.stats.symbolic_arch = arch_reps.is_none();

@@ -82,6 +82,26 @@ fn a_field_through_arithmetic_stays_symbolic() {
     assert!(s.symbolic_arch);
 }
 
+/// A `jset` of a high bit of `nr` (the x32 bit) cuts runs as an order test
+/// does: the left side's bit test and the right side's `jge`s give the
+/// classes {0, 2^30, 2^31, 3 * 2^30} on x86_64, and one on each other arch
+/// (arch 0 and above x86_64's), none symbolic.
+#[test]
+fn a_high_bit_jset_of_nr_cuts_classes() {
+    let left = on_x86_64("jset #0x40000000, le, la\nle: ret #0x50001\nla: ret #0x7fff0000\n");
+    let right = on_x86_64(
+        "jge #0xc0000000, le, lmid\nlmid: jge #0x80000000, la, llow\nllow: jge #0x40000000, le, la\n\
+         le: ret #0x50001\nla: ret #0x7fff0000\n",
+    );
+    let (v, s) = stats(&left, &right, &Options::default());
+    assert_eq!(v, Verdict::Equal);
+    assert_eq!((s.classes, s.symbolic_arch, s.symbolic_nr, s.solver_calls), (6, false, 0, 0));
+    let wrong = right.replacen("jge #0xc0000000", "jge #0xc0000001", 1);
+    let (v, _) = stats(&left, &wrong, &Options::default());
+    let Verdict::Differ(found) = v else { panic!("equal") };
+    assert_eq!(found[0].data.nr as u32, 0xc000_0000);
+}
+
 /// [`Limits::max_steps`] as documented: the scans, one plus the visited
 /// instructions of each filter's specialisation per class (here every
 /// class is a constant on both sides, so nothing is blasted). A check that

@@ -6,8 +6,8 @@
 //!
 //! A word that a program only compares with constants by `jeq`, `jgt` and
 //! `jge` (either operand order) gets the same outcome from every test for
-//! all values of a run between two "ends" (a tested constant, its
-//! neighbours, 0 and `u32::MAX`), so the ends stand for every value
+//! all values of a run between two "ends" (a tested constant or a
+//! neighbour of one, 0 and `u32::MAX`), so the ends stand for every value
 //! ([`NrClasses::representatives`] is the same argument for `nr`). A word
 //! only tested through bits (`jset`, or a comparison of `word & mask`) gets
 //! the same outcomes for all values with the same bits under the union of
@@ -87,16 +87,20 @@ impl Tests {
     }
 }
 
-/// The union of both programs' stand-ins for `field` (`Field::Arch` with
-/// `arch` `None`, or `Field::Nr` under `arch`); `None` when a program uses
-/// it beyond order tests.
+/// The stand-ins for `field` (`Field::Arch` with `arch` `None`, or
+/// `Field::Nr` under `arch`): both ends of every run of values on which
+/// each test of every program comes out the same; `None` when a program
+/// uses it beyond such tests.
 fn field_ends(analyzers: &mut [Analyzer], arch: Option<u32>, field: Field) -> Option<Vec<u32>> {
-    let mut all = BTreeSet::new();
+    let mut all = Vec::with_capacity(analyzers.len());
     for a in analyzers.iter_mut() {
-        let classes: NrClasses = a.field_classes(arch, field).ok()?;
-        all.extend(classes.representatives()?);
+        all.push(a.field_classes(arch, field).ok()?);
     }
-    Some(all.into_iter().collect())
+    // Both ends of every run: its start, and the number before the next
+    // start (0's predecessor, u32::MAX, ends the last run).
+    let starts = NrClasses::joint_representatives(&all)?;
+    let ends: BTreeSet<u32> = starts.iter().flat_map(|&s| [s, s.wrapping_sub(1)]).collect();
+    Some(ends.into_iter().collect())
 }
 
 /// How `prog` tests each word other than `nr` and `arch` in the class

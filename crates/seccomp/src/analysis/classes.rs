@@ -88,27 +88,57 @@ impl NrClasses {
         }
         Some(key)
     }
-    /// One number of every class when the tests are order comparisons
-    /// (`jeq`, `jgt`, `jge`: each class is a union of runs of numbers
-    /// whose ends are a tested constant, its neighbour, 0 or `u32::MAX`)
-    /// or `jset`s of high bits (constant on runs of `2^j` numbers, `j` the
+
+    /// One number of every class, as run starts: where the runs of
+    /// numbers on which every test comes out the same begin, ascending from
+    /// 0 (the rule of [`WordCuts::starts`] for the whole word), when the
+    /// tests are order comparisons (`jeq`, `jgt`, `jge`: a run begins at a
+    /// tested constant or just above it) or
+    /// `jset`s of high bits (constant on runs of `2^j` numbers, `j` the
     /// lowest bit tested: Chromium's `jset #0x40000000` of the x32 bit cuts
-    /// four runs): those ends, ascending. `None` when unclassified or when a
-    /// `jset` tests a bit below [`MIN_JSET_RUN_BIT`] (too many runs).
+    /// four runs). Every number has the class of the start at or below it.
+    /// `None` when unclassified or when a `jset` tests a bit below
+    /// [`MIN_JSET_RUN_BIT`] (too many runs).
     pub fn representatives(&self) -> Option<Vec<u32>> {
         let NrClasses::Tests(tests) = self else { return None };
-        let mut out = vec![0, u32::MAX];
-        for &(op, k, _) in tests {
-            if op == JmpOp::Jset {
-                out.extend(jset_run_starts(u32::MAX, k)?);
-            } else {
-                out.extend([k.wrapping_sub(1), k, k.wrapping_add(1)]);
-            }
-        }
-        out.sort_unstable();
-        out.dedup();
-        Some(out)
+        run_starts(u32::MAX, tests.iter().copied())
     }
+
+    /// [`NrClasses::representatives`] of several filters' classes of one
+    /// field at once: the runs on which every test of every filter comes
+    /// out the same. `None` when one of them is unclassified.
+    pub fn joint_representatives(all: &[NrClasses]) -> Option<Vec<u32>> {
+        let mut tests = Vec::new();
+        for classes in all {
+            let NrClasses::Tests(t) = classes else { return None };
+            tests.extend_from_slice(t);
+        }
+        NrClasses::Tests(tests).representatives()
+    }
+}
+
+/// Where the runs of `word & mask` on which every test `(word & mask) OP
+/// k` (or `k OP (word & mask)` where the bool, `field_is_lhs`, is false)
+/// comes out the same start: 0, then each boundary, ascending. `None` when
+/// a `jset` cuts too many runs ([`jset_run_starts`]).
+fn run_starts(mask: u32, tests: impl IntoIterator<Item = (JmpOp, u32, bool)>) -> Option<Vec<u32>> {
+    let mut starts = vec![0u32];
+    for (op, k, field_is_lhs) in tests {
+        // k > v is v < k, k >= v is v < k + 1.
+        let boundaries: [Option<u32>; 2] = match (op, field_is_lhs) {
+            (JmpOp::Jeq, _) => [Some(k), k.checked_add(1)],
+            (JmpOp::Jgt, true) | (JmpOp::Jge, false) => [k.checked_add(1), None],
+            (JmpOp::Jge, true) | (JmpOp::Jgt, false) => [Some(k), None],
+            (JmpOp::Jset, _) => {
+                starts.extend(jset_run_starts(mask, k)?);
+                continue;
+            }
+        };
+        starts.extend(boundaries.into_iter().flatten().filter(|&c| c != 0));
+    }
+    starts.sort_unstable();
+    starts.dedup();
+    Some(starts)
 }
 
 /// The lowest bit a `jset` may test for its runs to be cut one by one
@@ -252,28 +282,11 @@ impl WordCuts {
                 .collect();
             return WordCuts::of(&as_runs);
         }
-        let first = tests.first()?;
-        let mask = first.mask;
-        let mut starts = vec![0u32];
-        for t in tests {
-            if t.mask != mask {
-                return None;
-            }
-            // The run boundaries of `(word & mask) OP k`, or of `k OP
-            // (word & mask)` (k > v is v < k, k >= v is v < k + 1).
-            let boundaries: [Option<u32>; 2] = match (t.op, t.field_is_lhs) {
-                (JmpOp::Jeq, _) => [Some(t.k), t.k.checked_add(1)],
-                (JmpOp::Jgt, true) | (JmpOp::Jge, false) => [t.k.checked_add(1), None],
-                (JmpOp::Jge, true) | (JmpOp::Jgt, false) => [Some(t.k), None],
-                (JmpOp::Jset, _) => {
-                    starts.extend(jset_run_starts(mask, t.k)?);
-                    continue;
-                }
-            };
-            starts.extend(boundaries.into_iter().flatten().filter(|&c| c != 0));
+        let mask = tests.first()?.mask;
+        if tests.iter().any(|t| t.mask != mask) {
+            return None;
         }
-        starts.sort_unstable();
-        starts.dedup();
+        let starts = run_starts(mask, tests.iter().map(|t| (t.op, t.k, t.field_is_lhs)))?;
         let first_test = tests.iter().map(|t| t.pc).min().unwrap_or(0);
         Some(WordCuts { mask, starts, first_test, partial: false, by_bits: false, peel: Vec::new() })
     }
@@ -432,6 +445,11 @@ mod tests {
             let start = *starts.iter().rev().find(|&&b| b <= nr).unwrap();
             assert_eq!(classes.key(nr), classes.key(start), "nr {nr}");
         }
+        // Each start begins a run: the number before it is in another class.
+        assert_eq!(starts, [0, 10, 12, 13, 50, 300]);
+        for &s in &starts[1..] {
+            assert_ne!(classes.key(s - 1), classes.key(s), "start {s}");
+        }
         assert_eq!(NrClasses::Tests(vec![(Jset, 4, true)]).representatives(), None);
         // The x32 bit: four runs of 2^30 numbers.
         let x32 = NrClasses::Tests(vec![(Jset, 0x4000_0000, true), (Jge, 300, true)]);
@@ -571,6 +589,20 @@ mod tests {
         assert_eq!(NrClasses::of(&mut Analyzer::new(&p).unwrap(), X86_64), NrClasses::Unclassified);
     }
 
+    /// Several filters' classes at once are cut at every filter's tests;
+    /// one unclassified filter leaves no classes.
+    #[test]
+    fn joint_representatives_cut_at_every_filters_tests() {
+        use JmpOp::*;
+        let a = NrClasses::Tests(vec![(Jeq, 5, true)]);
+        let b = NrClasses::Tests(vec![(Jgt, 9, true), (Jset, 0x8000_0000, true)]);
+        let joint = NrClasses::joint_representatives(&[a.clone(), b.clone()]);
+        assert_eq!(joint, Some(vec![0, 5, 6, 10, 0x8000_0000]));
+        assert_eq!(NrClasses::joint_representatives(std::slice::from_ref(&b)), b.representatives());
+        assert_eq!(NrClasses::joint_representatives(&[a, NrClasses::Unclassified]), None);
+        assert_eq!(NrClasses::joint_representatives(&[]), Some(vec![0]));
+    }
+
     /// `jset #k` of every bit from the lowest of `k` up is `v >= 2^j`: one
     /// cut at any `j`. Otherwise a run per multiple of `2^j`, and only for
     /// `j >= MIN_JSET_RUN_BIT`.
@@ -578,14 +610,14 @@ mod tests {
     fn jset_runs_are_one_cut_when_the_test_is_an_order() {
         use JmpOp::*;
         let reps = |k: u32| NrClasses::Tests(vec![(Jset, k, true)]).representatives();
-        assert_eq!(reps(0xc000_0000), Some(vec![0, 0x4000_0000, u32::MAX]));
-        assert_eq!(reps(0xffff_0000), Some(vec![0, 0x1_0000, u32::MAX]));
-        assert_eq!(reps(u32::MAX), Some(vec![0, 1, u32::MAX]));
-        assert_eq!(reps(0x4000_0000), Some(vec![0, 0x4000_0000, 0x8000_0000, 0xc000_0000, u32::MAX]));
+        assert_eq!(reps(0xc000_0000), Some(vec![0, 0x4000_0000]));
+        assert_eq!(reps(0xffff_0000), Some(vec![0, 0x1_0000]));
+        assert_eq!(reps(u32::MAX), Some(vec![0, 1]));
+        assert_eq!(reps(0x4000_0000), Some(vec![0, 0x4000_0000, 0x8000_0000, 0xc000_0000]));
         assert_eq!(reps(1), None);
         assert_eq!(reps(0x0400_0001), None);
-        assert_eq!(reps(0x8400_0000).map(|r| r.len()), Some(2 + 63));
-        assert_eq!(reps(0), Some(vec![0, u32::MAX]));
+        assert_eq!(reps(0x8400_0000).map(|r| r.len()), Some(1 + 63));
+        assert_eq!(reps(0), Some(vec![0]));
     }
 
     /// No one mask and no single bit: the first `jset` of a single bit

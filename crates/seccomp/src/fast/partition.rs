@@ -11,11 +11,11 @@
 //!   order the filter first compares them; arches it does not name get the
 //!   filter specialised on "`arch` is none of those" ([`KeyFact::NoneOf`]);
 //!   a filter that never loads `arch` has one partition for every arch;
-//! - per arch, when every use of `nr` is a comparison with a constant other
-//!   than `jset` ([`crate::analysis::NrClasses::representatives`], from
-//!   [`Analyzer::field_classes`]), the numbers are cut at those
-//!   representatives (each compared constant, its neighbours, 0 and
-//!   `u32::MAX`) and each run is specialised once, on its first number:
+//! - per arch, when every use of `nr` is a comparison with a constant (a
+//!   `jset` of high bits only: [`crate::analysis::NrClasses::representatives`],
+//!   from [`Analyzer::field_classes`]), the numbers are cut at those
+//!   representatives (where a run begins: 0, a compared constant or the
+//!   number above it) and each run is specialised once, on its first number:
 //!   numbers of one run take the same side of every test, so the filter
 //!   gives them the same answer. Otherwise every
 //!   number of the arch's syscall table and every number compared is
