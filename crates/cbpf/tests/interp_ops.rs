@@ -353,10 +353,19 @@ fn nlattr_finds_attributes_like_nla_find() {
     assert_eq!(find(&pkt, 8, 1), 0); // search starts at A
     assert_eq!(find(&pkt, 8, 2), 8);
     assert_eq!(find(&pkt, pkt.len() as u32 - 3, 2), 0); // A > len - 4
+    assert_eq!(find(&pkt, pkt.len() as u32 + 2, 2), 0); // A past the end
     assert_eq!(find(&pkt, 0, 0x1_0002), 0); // int compare with the full X
                                             // A bad nla_len stops the walk.
     let bad = [nla(1, &[]), vec![2, 0, 5, 0], nla(5, &[])].concat();
     assert_eq!(find(&bad, 0, 5), 0);
+    // What is left is counted from A: an attribute longer than the rest
+    // of the packet is not found, even when it fits in len bytes from A.
+    let mut truncated = [nla(1, &[1, 2, 3]), nla(2, &[])].concat();
+    truncated[8] = 8;
+    assert_eq!(find(&truncated, 8, 2), 0);
+    assert_eq!(find(&truncated, 0, 2), 0); // nor after a step
+    truncated[8] = 4;
+    assert_eq!(find(&truncated, 8, 2), 8);
     // Non-linear skb: 0.
     let mut skb = Skb::test_bpf(&pkt);
     skb.headlen = 4;
@@ -378,6 +387,14 @@ fn nlattr_nest_searches_inside_the_attribute_at_a() {
     // from an empty nest.
     let pkt2 = [nla(1, &[]), nla(8, &[])].concat();
     assert_eq!(nest(&pkt2, 0, 8), 0);
+    // A nest that ends exactly at the end of the packet is searched.
+    assert_eq!(nest(&nla(1, &inner), 0, 8), 12);
+    // What is left is counted from A: a nest 4 bytes longer than the rest
+    // of the packet is refused, though it fits in len bytes from A.
+    let mut past_end = [nla(9, &[]), nla(1, &nla(7, &[1]))].concat();
+    assert_eq!(nest(&past_end, 4, 7), 8);
+    past_end[4] += 4;
+    assert_eq!(nest(&past_end, 4, 7), 0);
     // nla_len larger than what is left, or below 4: 0.
     let mut too_long = nla(1, &inner);
     too_long[0] = 200;

@@ -245,20 +245,52 @@ fn local_calls_preserve_callee_saved_registers() {
 
 #[test]
 fn call_depth_is_limited_to_eight_frames() {
+    let depth_exceeded = |p: &[Insn]| {
+        let prog = Program::load(p, &LoadOptions::default(), &Helpers::new()).unwrap();
+        let err = Vm::new().run(&prog, Input::None).unwrap_err();
+        matches!(err, ExecError::CallDepthExceeded { max: 8, .. })
+    };
     // Each frame calls itself: unbounded recursion.
-    let p = [i(0x85, 0, 1, 0, -1), EXIT];
+    assert!(depth_exceeded(&[i(0x85, 0, 1, 0, -1), EXIT]));
+    // `calls` nested calls, the innermost function returning 5.
+    let nested = |calls: usize| {
+        let mut p: Vec<Insn> = (0..calls).flat_map(|_| [i(0x85, 0, 1, 0, 1), EXIT]).collect();
+        p.extend([i(0xb7, 0, 0, 0, 5), EXIT]);
+        p
+    };
+    // Seven (8 frames) are fine; eight would make a ninth frame.
+    assert_eq!(run(&nested(7)), 5);
+    assert!(depth_exceeded(&nested(8)));
+}
+
+/// `r0 = K; exit` in a local function returns to its caller, which goes
+/// on (the load-time fusion of the pair must not end the program).
+#[test]
+fn a_callee_returning_a_constant_returns_to_its_caller() {
+    let p = [i(0x85, 0, 1, 0, 2), i(0x07, 0, 0, 0, 10), EXIT, i(0xb7, 0, 0, 0, 1), EXIT];
+    assert_eq!(run(&p), 11);
+}
+
+/// The converter's prologue (`w0 ^= w0; w7 ^= w7; r6 = r1`), which the
+/// loader fuses into one step, clears both registers and copies the
+/// context pointer, wherever it stands.
+#[test]
+fn the_fused_prologue_clears_and_copies_its_own_registers() {
+    let p = [
+        i(0xb7, 7, 0, 0, 5), // r7 = 5
+        i(0xb7, 0, 0, 0, 9), // r0 = 9
+        i(0xac, 0, 0, 0, 0), // w0 ^= w0 (the prologue, fused)
+        i(0xac, 7, 7, 0, 0), // w7 ^= w7
+        i(0xbf, 6, 1, 0, 0), // r6 = r1
+        i(0x0f, 0, 7, 0, 0), // r0 += r7
+        i(0x61, 2, 6, 4, 0), // w2 = *(u32 *)(r6 + 4)
+        i(0x0f, 0, 2, 0, 0), // r0 += r2
+        EXIT,
+    ];
     let prog = Program::load(&p, &LoadOptions::default(), &Helpers::new()).unwrap();
-    let err = Vm::new().run(&prog, Input::None).unwrap_err();
-    assert!(matches!(err, ExecError::CallDepthExceeded { max: 8, .. }), "{err}");
-    // Seven nested calls (8 frames) are fine.
-    let mut p = Vec::new();
-    for _ in 0..7 {
-        p.push(i(0x85, 0, 1, 0, 1));
-        p.push(EXIT);
-    }
-    p.push(i(0xb7, 0, 0, 0, 5));
-    p.push(EXIT);
-    assert_eq!(run(&p), 5);
+    let mut mem = [0u8; 8];
+    mem[4..].copy_from_slice(&0x0102_0304u32.to_le_bytes());
+    assert_eq!(Vm::new().run(&prog, Input::Memory(&mut mem)).unwrap(), 0x0102_0304);
 }
 
 #[test]
@@ -377,5 +409,25 @@ fn mid_chain_entry_does_not_inherit_earlier_writes() {
         let prog = ebpf::Program::load(&insns, &opts, &ebpf::Helpers::new()).unwrap();
         let r0 = ebpf::Vm::new().run(&prog, ebpf::Input::None).unwrap();
         assert_eq!(r0, 1, "no_superinstructions = {no_superinstructions}");
+    }
+}
+
+/// Store-release writes its size's low bytes of `src` and nothing else;
+/// load-acquire reads them back zero-extended (`___bpf_prog_run()`'s
+/// `STX_ATOMIC_{B,H,W,DW}` with `BPF_STORE_REL` and `BPF_LOAD_ACQ`).
+#[test]
+fn store_release_and_load_acquire_use_their_size() {
+    const V: u64 = 0x1122_3344_5566_7788;
+    for (size_bits, bytes) in [(0x10u8, 1usize), (0x08, 2), (0x00, 4), (0x18, 8)] {
+        let code = 0xc3 | size_bits;
+        let mut p = lddw(2, V).to_vec();
+        p.extend([i(code, 1, 2, 0, 0x110), i(code, 0, 1, 0, 0x100), EXIT]);
+        let prog = Program::load(&p, &LoadOptions::default(), &Helpers::new()).unwrap();
+        let mut mem = [0xffu8; 16];
+        let r0 = Vm::new().run(&prog, Input::Memory(&mut mem)).unwrap();
+        let low = if bytes == 8 { V } else { V & ((1u64 << (8 * bytes)) - 1) };
+        assert_eq!(r0, low, "size {bytes}");
+        assert_eq!(&mem[..bytes], &V.to_le_bytes()[..bytes], "size {bytes}");
+        assert!(mem[bytes..].iter().all(|&b| b == 0xff), "size {bytes}: {mem:?}");
     }
 }

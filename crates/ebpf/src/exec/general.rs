@@ -438,7 +438,7 @@ fn execute(
                     pc = e.pc as usize;
                     let x = u64::from(u32::from_le_bytes(load!(4, regs[(e.src & 15) as usize].wrapping_add(e.off))));
                     regs[(e.dst & 15) as usize] = x;
-                    if ((x ^ e.flip).wrapping_sub(e.lo) <= e.span) != e.negate {
+                    if (x.wrapping_sub(e.lo) <= e.span) != e.negate {
                         pc += 1;
                         account!();
                         pc = e.taken as usize;

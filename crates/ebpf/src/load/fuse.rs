@@ -293,13 +293,13 @@ fn fuse_load_cmp(prog: &mut Decoded, orig: &[Step]) {
             continue;
         }
         let (Some(l), Some(j)) = (orig.get(pc), orig.get(pc + 1)) else { continue };
-        let Some((_, flip, lo, span, negate)) = range_test(j.kind, j.imm) else { continue };
+        // Unsigned compares only (the `LoadJ*` kinds): no sign bit to flip.
+        let Some((_, 0, lo, span, negate)) = range_test(j.kind, j.imm) else { continue };
         if let Some(slot) = index.get_mut(pc) {
             *slot = entries.len() as u32;
         }
         entries.push(LoadCmp {
             off: l.a as i32 as i64 as u64,
-            flip,
             lo,
             span,
             pc: pc as u32,

@@ -193,14 +193,14 @@ pub(crate) struct EqEntry {
 }
 
 /// Element of a [`StepKind::LoadCmpRun`]: `wD = *(u32 *)(rS + off)` at `pc`,
-/// then `if rD <cond> K goto taken` at `pc + 1` (any JMP/JMP32 compare but
-/// JSET, K form), the condition as a range test on the loaded (zero-extended)
-/// value: taken iff `((x ^ flip) - lo <= span) != negate`. `taken_next` /
+/// then `if rD <cond> K goto taken` at `pc + 1` (an unsigned 64-bit compare
+/// with K, `jeq` `jne` `jgt` `jge` `jlt` `jle`: the pairs `fuse` makes a
+/// `LoadJ*` of), the condition as a range test on the loaded (zero-extended)
+/// value: taken iff `(x - lo <= span) != negate`. `taken_next` /
 /// `fall_next` index the entry at `taken` / `pc + 2`, or [`NO_ENTRY`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct LoadCmp {
     pub off: u64,
-    pub flip: u64,
     pub lo: u64,
     pub span: u64,
     pub pc: u32,
