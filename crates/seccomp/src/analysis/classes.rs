@@ -93,12 +93,11 @@ impl NrClasses {
     /// numbers on which every test comes out the same begin, ascending from
     /// 0 (the rule of [`WordCuts::starts`] for the whole word), when the
     /// tests are order comparisons (`jeq`, `jgt`, `jge`: a run begins at a
-    /// tested constant or just above it) or
-    /// `jset`s of high bits (constant on runs of `2^j` numbers, `j` the
-    /// lowest bit tested: Chromium's `jset #0x40000000` of the x32 bit cuts
-    /// four runs). Every number has the class of the start at or below it.
-    /// `None` when unclassified or when a `jset` tests a bit below
-    /// [`MIN_JSET_RUN_BIT`] (too many runs).
+    /// tested constant or just above it) or `jset`s of high bits (constant
+    /// on runs of `2^j` numbers, `j` the lowest bit tested: Chromium's
+    /// `jset #0x40000000` of the x32 bit cuts four runs). Every number has
+    /// the class of the start at or below it. `None` when unclassified or
+    /// when a `jset` tests a bit below [`MIN_JSET_RUN_BIT`] (too many runs).
     pub fn representatives(&self) -> Option<Vec<u32>> {
         let NrClasses::Tests(tests) = self else { return None };
         run_starts(u32::MAX, tests.iter().copied())
