@@ -21,12 +21,21 @@
 //!    ([`seccomp::fast::Partial`], the fast engine's specialiser): a
 //!    constant or a residual program. Two constant sides are compared
 //!    directly; identical residuals are equal without more work.
-//! 3. **Bit-blasting.** Otherwise both sides become one circuit
+//! 3. **Argument words cut into runs.** Where every residual that reads
+//!    an argument word (or an instruction pointer half) compares only
+//!    `word & mask` with constants, one mask for all, the word is cut as
+//!    `nr` is: the union of the residuals' run starts
+//!    ([`seccomp::analysis::WordCuts`]), each run decided by one value
+//!    (every residual specialised on it, [`Partial::specialize_word`]), a
+//!    word at a time, identical problems once (module `class`). A cut
+//!    past [`Limits::max_word_runs`], or that could spend half the steps
+//!    left, is not made.
+//! 4. **Bit-blasting.** Otherwise both sides become one circuit
 //!    (module `blast`, an and-inverter graph with structural hashing,
 //!    module `aig`), stacks combined as the kernel does, and a miter (some
 //!    compared bit differs) goes to a SAT solver (module `sat`). No
-//!    model: equal on the class. A model: its words, with the class's arch
-//!    and nr, are re-run on both sides by [`cbpf::Interp`] and reported
+//!    model: equal on the class. A model: its words, with the words the
+//!    class fixed (arch, nr, the argument words cut), are re-run on both sides by [`cbpf::Interp`] and reported
 //!    only when the two results differ there too.
 //!
 //! Every loop is bounded by [`Limits`]: specialisation and blasting steps,
@@ -34,15 +43,16 @@
 
 mod aig;
 mod blast;
+mod class;
 mod sat;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
-
-use cbpf::{Insn, Interp, Mode, Op, Program, SeccompData};
+use cbpf::{Interp, Mode, Program, SeccompData};
 use seccomp::analysis::{Analyzer, Field, NrClasses};
 use seccomp::fast::{Partial, PartialResult};
+
+use class::{constants, Decider, Fixed, Piece};
 
 /// One side of a comparison: a stack of validated seccomp filters, newest
 /// first (the kernel's list order, as [`seccomp::stack`] takes them). One
@@ -94,7 +104,10 @@ pub struct Limits {
     /// Abstract steps over the whole check: each scan of the filters for
     /// a field's classes costs their total length (one scan for `arch`,
     /// one per arch class for `nr`), each filter's specialisation for a
-    /// class one plus the instructions it visited, and each blasted
+    /// class one plus the instructions it visited, each argument cut its
+    /// programs' lengths (read once, then once per word by each program
+    /// reading it; the specialiser of each reader built) and one plus the
+    /// instructions visited per specialisation of a run, and each blasted
     /// program one per reachable instruction. A check that spends exactly
     /// this many still answers.
     pub max_steps: u64,
@@ -104,11 +117,16 @@ pub struct Limits {
     pub max_conflicts: u64,
     /// Clauses held by the solver at once (memory).
     pub max_clauses: u64,
+    /// Most runs the argument words cut within one class of (arch, nr)
+    /// may multiply to along one path (module `class`); a word whose cut
+    /// would pass it stays an input of the solver. 0: every class goes to
+    /// the solver whole.
+    pub max_word_runs: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_steps: 1 << 24, max_conflicts: 1 << 18, max_clauses: 1 << 23 }
+        Limits { max_steps: 1 << 24, max_conflicts: 1 << 18, max_clauses: 1 << 23, max_word_runs: 1 << 13 }
     }
 }
 
@@ -218,6 +236,9 @@ pub struct Stats {
     pub symbolic_arch: bool,
     /// Arch classes in which `nr` stayed symbolic.
     pub symbolic_nr: u64,
+    /// Runs of argument words decided within the classes (module
+    /// `class`): each a specialisation of the pieces that read the word.
+    pub word_runs: u64,
 }
 
 /// Decides whether `left` and `right` agree on every input.
@@ -297,27 +318,6 @@ impl SideRunner {
     }
 }
 
-/// One filter's part of a class: a constant or a program.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Piece {
-    Const(u32),
-    Prog(Vec<Insn>),
-}
-
-impl Piece {
-    /// Whether the program loads the word at `offset`.
-    fn reads(&self, offset: u32) -> bool {
-        match self {
-            Piece::Const(_) => false,
-            Piece::Prog(insns) => insns.iter().any(|i| matches!(i.op(), Some(Op::LdxAbsSeccomp { k }) if k == offset)),
-        }
-    }
-}
-
-/// A class's problem: the pieces and the fixed arch and nr where a piece
-/// reads them.
-type ProblemKey = (Vec<Piece>, Option<u32>, Option<u32>);
-
 /// The run's budget.
 struct Spend<'a> {
     limits: &'a Limits,
@@ -325,6 +325,11 @@ struct Spend<'a> {
 }
 
 impl Spend<'_> {
+    /// Steps left before [`Limits::max_steps`] strikes.
+    fn left(&self) -> u64 {
+        self.limits.max_steps.saturating_sub(self.stats.steps)
+    }
+
     fn steps(&mut self, n: u64) -> Result<(), EquivError> {
         self.stats.steps = self.stats.steps.saturating_add(n);
         if self.stats.steps > self.limits.max_steps {
@@ -373,9 +378,7 @@ pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> R
     let mut found: Vec<Counterexample> = Vec::new();
     // Compiled at the first counterexample: an equal pair never pays for it.
     let mut confirm: Option<(SideRunner, SideRunner)> = None;
-    // Identical problems (the same pieces, the same fixed words they read)
-    // are solved once: `None` = equal, else the model's words.
-    let mut memo: HashMap<ProblemKey, Option<[u32; 16]>> = HashMap::new();
+    let mut decider = Decider::new(n_left, mask);
     for arch in arches {
         let nr_reps = classes_of(arch, Field::Nr, &mut spend)?;
         if nr_reps.is_none() {
@@ -391,8 +394,8 @@ pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> R
             for (p, partial) in filters.iter().zip(partials.iter_mut()) {
                 let piece = match partial.specialize(arch, nr) {
                     PartialResult::Constant(v) => Piece::Const(v),
-                    PartialResult::Residual(r) => Piece::Prog(r.insns().to_vec()),
-                    PartialResult::Whole => Piece::Prog(p.insns().to_vec()),
+                    PartialResult::Residual(r) => Piece::Prog(r),
+                    PartialResult::Whole => Piece::Prog((*p).clone()),
                 };
                 spend.steps(partial.last_work() as u64 + 1)?;
                 pieces.push(piece);
@@ -404,20 +407,9 @@ pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> R
                 spend.stats.constant_classes += 1;
                 differs(l, r, mask).then_some([0u32; 16])
             } else {
-                let reads = |off: u32| pieces.iter().any(|p| p.reads(off));
-                let key = (
-                    pieces.clone(),
-                    arch.filter(|_| reads(seccomp::data::OFFSET_ARCH)),
-                    nr.filter(|_| reads(seccomp::data::OFFSET_NR)),
-                );
-                match memo.get(&key) {
-                    Some(known) => *known,
-                    None => {
-                        let answer = solve(&pieces, n_left, arch, nr, mask, &mut spend)?;
-                        memo.insert(key, answer);
-                        answer
-                    }
-                }
+                let mut fixed: Fixed = [None; 16];
+                (fixed[0], fixed[1]) = (nr, arch);
+                decider.decide(pieces, fixed, 1, &mut spend)?
             };
             let Some(mut words) = witness else { continue };
             let [n, a, ..] = &mut words;
@@ -439,45 +431,26 @@ pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> R
     Ok((verdict, spend.stats))
 }
 
-/// A side's combined constant, when every piece is one.
-fn constants(pieces: &[Piece]) -> Option<u32> {
-    let values: Option<Vec<u32>> = pieces
-        .iter()
-        .map(|p| match p {
-            Piece::Const(v) => Some(*v),
-            Piece::Prog(_) => None,
-        })
-        .collect();
-    match values?.as_slice() {
-        [one] => Some(*one),
-        many => Some(seccomp::stack::combine(many.iter().copied())),
-    }
-}
-
 /// Blasts one class's pieces and asks the solver for an input on which
 /// the sides' compared bits differ.
 fn solve(
     pieces: &[Piece],
     n_left: usize,
-    arch: Option<u32>,
-    nr: Option<u32>,
+    fixed: &Fixed,
     mask: u32,
     spend: &mut Spend<'_>,
 ) -> Result<Option<[u32; 16]>, EquivError> {
     let limits = *spend.limits;
     let max_nodes = usize::try_from(limits.max_clauses / 3).unwrap_or(usize::MAX).max(2);
     let mut graph = aig::Aig::new(max_nodes);
-    let mut fixed = [None; 16];
-    let [n, a, ..] = &mut fixed;
-    (*n, *a) = (nr, arch);
-    let words = blast::Words { fixed };
+    let words = blast::Words { fixed: *fixed };
     let mut values = Vec::with_capacity(pieces.len());
     for (index, piece) in pieces.iter().enumerate() {
         let v = match piece {
             Piece::Const(v) => aig::konst(*v),
-            Piece::Prog(insns) => {
+            Piece::Prog(p) => {
                 let mut steps = 0u64;
-                let v = blast::blast(&mut graph, insns, &words, &mut steps)
+                let v = blast::blast(&mut graph, p.insns(), &words, &mut steps)
                     .map_err(|e| EquivError::Unsupported { index, pc: e.pc })?;
                 spend.steps(steps)?;
                 v

@@ -16,6 +16,11 @@ fn on_x86_64(body: &str) -> String {
     format!("ld [4]\njeq #0xc000003e, lok, lkill\nlok: ld [0]\n{body}lkill: ret #0x80000000\n")
 }
 
+/// [`on_x86_64`] with `test` jumping to `le` (ERRNO(1)) or `la` (ALLOW).
+fn errno_when(test: &str) -> String {
+    on_x86_64(&format!("{test}le: ret #0x50001\nla: ret #0x7fff0000\n"))
+}
+
 /// The policy of [`LEFT`] and [`RIGHT`]: `nr` 1 gets ERRNO(1), the rest
 /// what `middle` decides.
 fn policy(middle: &str) -> String {
@@ -36,18 +41,29 @@ fn stats(left: &str, right: &str, options: &Options) -> (Verdict, Stats) {
     check_with_stats(Side::single(&l), Side::single(&r), options).unwrap()
 }
 
+/// Options that send every class to the solver whole (no argument word is
+/// cut into runs).
+fn solver_only() -> Options {
+    Options { limits: Limits { max_word_runs: 0, ..Limits::default() }, ..Options::default() }
+}
+
 /// The classes are the intervals the constants cut: arch {0..0xc000003d,
 /// 0xc000003e, above} and, on x86_64, nr {0, 1, 2, 3, 4..}: seven. Those
 /// of arch other than x86_64 and nr 0, 1 and 4.. are the same constant on
 /// both sides; nr 2 and 3 leave the same two residual programs, one
-/// problem for the solver, asked once.
+/// problem, decided once: `args[0].lo` cut into its three runs {0..6, 7,
+/// 8..} (each a constant on both sides), or with no cut one solver call.
 #[test]
 fn classes_and_problems_are_counted_once() {
     let (v, s) = stats(&policy(LEFT), &policy(RIGHT), &Options::default());
     assert_eq!(v, Verdict::Equal);
-    assert_eq!((s.classes, s.constant_classes, s.solver_calls), (7, 0, 1));
+    assert_eq!((s.classes, s.constant_classes, s.solver_calls, s.word_runs), (7, 0, 0, 3));
     assert_eq!((s.symbolic_arch, s.symbolic_nr), (false, 0));
-    assert!(s.clauses > 0 && s.steps > 0);
+    assert!(s.clauses == 0 && s.steps > 0);
+    let (v, s) = stats(&policy(LEFT), &policy(RIGHT), &solver_only());
+    assert_eq!(v, Verdict::Equal);
+    assert_eq!((s.classes, s.constant_classes, s.solver_calls, s.word_runs), (7, 0, 1, 0));
+    assert!(s.clauses > 0);
 }
 
 /// A class both sides answer with different constants is decided without
@@ -62,7 +78,7 @@ fn differing_constants_need_no_solver() {
     let nrs: Vec<i32> = found.iter().map(|c| c.data.nr).collect();
     assert_eq!(nrs, [1, 2, 3]);
     assert!(found.iter().skip(1).all(|c| c.data.args[0] as u32 == 7));
-    assert_eq!((s.classes, s.constant_classes, s.solver_calls), (7, 1, 1));
+    assert_eq!((s.classes, s.constant_classes, s.solver_calls), (7, 1, 0));
     // The action alone: the same on every input.
     let action = Options { compare: Compare::Action, ..Options::default() };
     assert_eq!(stats(&left, &right, &action).0, Verdict::Equal);
@@ -72,8 +88,8 @@ fn differing_constants_need_no_solver() {
 /// x86_64, where the filter reads it, and the other arches' single classes.
 #[test]
 fn a_field_through_arithmetic_stays_symbolic() {
-    let left = on_x86_64("add #1\njeq #2, le, la\nle: ret #0x50001\nla: ret #0x7fff0000\n");
-    let right = on_x86_64("jeq #1, le, la\nle: ret #0x50001\nla: ret #0x7fff0000\n");
+    let left = errno_when("add #1\njeq #2, le, la\n");
+    let right = errno_when("jeq #1, le, la\n");
     let (v, s) = stats(&left, &right, &Options::default());
     assert_eq!(v, Verdict::Equal);
     assert_eq!((s.classes, s.symbolic_arch, s.symbolic_nr, s.solver_calls), (3, false, 1, 1));
@@ -88,11 +104,9 @@ fn a_field_through_arithmetic_stays_symbolic() {
 /// (arch 0 and above x86_64's), none symbolic.
 #[test]
 fn a_high_bit_jset_of_nr_cuts_classes() {
-    let left = on_x86_64("jset #0x40000000, le, la\nle: ret #0x50001\nla: ret #0x7fff0000\n");
-    let right = on_x86_64(
-        "jge #0xc0000000, le, lmid\nlmid: jge #0x80000000, la, llow\nllow: jge #0x40000000, le, la\n\
-         le: ret #0x50001\nla: ret #0x7fff0000\n",
-    );
+    let left = errno_when("jset #0x40000000, le, la\n");
+    let right =
+        errno_when("jge #0xc0000000, le, lmid\nlmid: jge #0x80000000, la, llow\nllow: jge #0x40000000, le, la\n");
     let (v, s) = stats(&left, &right, &Options::default());
     assert_eq!(v, Verdict::Equal);
     assert_eq!((s.classes, s.symbolic_arch, s.symbolic_nr, s.solver_calls), (6, false, 0, 0));
@@ -108,8 +122,8 @@ fn a_high_bit_jset_of_nr_cuts_classes() {
 /// spends exactly its budget answers; one step less is undecided.
 #[test]
 fn steps_are_counted_as_documented_and_the_budget_is_inclusive() {
-    let left = on_x86_64("jeq #1, le, la\nle: ret #0x50001\nla: ret #0x7fff0000\n");
-    let right = on_x86_64("jgt #1, la, lone\nlone: jge #1, le, la\nle: ret #0x50001\nla: ret #0x7fff0000\n");
+    let left = errno_when("jeq #1, le, la\n");
+    let right = errno_when("jgt #1, la, lone\nlone: jge #1, le, la\n");
     let (v, s) = stats(&left, &right, &Options::default());
     assert_eq!(v, Verdict::Equal);
     let (l, r) = (prog(&left), prog(&right));
@@ -151,10 +165,13 @@ fn steps_are_counted_as_documented_and_the_budget_is_inclusive() {
 fn the_clause_budget_bounds_the_whole_circuit() {
     let left = "ld [24]\njeq #1, lp, lq\nlp: ld [16]\ntax\nja ljoin\nlq: ld [20]\ntax\nljoin: ld [24]\njeq #1, lr1, lr2\nlr1: ret #1\nlr2: ret #2\n";
     let right = "ld [24]\njeq #1, lr1, lr2\nlr1: ret #1\nlr2: ret #3\n";
-    let (v, s) = stats(left, right, &Options::default());
+    let (v, s) = stats(left, right, &solver_only());
     assert!(matches!(v, Verdict::Differ(_)));
     // What the solver was given suffices for the cone, not for the graph.
-    let options = Options { limits: Limits { max_clauses: s.clauses, ..Limits::default() }, ..Options::default() };
+    let options = Options {
+        limits: Limits { max_clauses: s.clauses, max_word_runs: 0, ..Limits::default() },
+        ..Options::default()
+    };
     let (l, r) = (prog(left), prog(right));
     let got = check(Side::single(&l), Side::single(&r), &options);
     assert_eq!(got, Err(EquivError::Budget { kind: BudgetKind::Clauses, limit: s.clauses }));
@@ -180,7 +197,7 @@ fn budget_kinds_name_their_bound_and_flag() {
 /// The memo's key holds arch or nr only where a piece reads the word.
 #[test]
 fn a_piece_reads_the_words_its_program_loads() {
-    let p = Piece::Prog(prog("ld [0]\nld [16]\nret a\n").insns().to_vec());
+    let p = Piece::Prog(prog("ld [0]\nld [16]\nret a\n"));
     let reads: Vec<u32> = (0..16).map(|w| 4 * w).filter(|&off| p.reads(off)).collect();
     assert_eq!(reads, [0, 16]);
     assert!(!Piece::Const(0).reads(0));
@@ -194,4 +211,111 @@ fn results_differ_in_the_compared_bits_only() {
     assert!(differs(0x0005_0001, 0x0005_0002, mask(Compare::Value)));
     assert!(!differs(0x8000_0000, 0x8000_0000, mask(Compare::Value)));
     assert!(differs(0x8000_0000, 0, action));
+}
+
+/// The verdict, the argument runs decided and the solver calls.
+fn runs_and_calls(left: &str, right: &str, options: &Options) -> (Verdict, u64, u64) {
+    let (v, s) = stats(left, right, options);
+    (v, s.word_runs, s.solver_calls)
+}
+
+/// Cutting an argument word finds the one value that tells the sides
+/// apart (`args[0].lo >= 100` against `> 100`): the run {100} of the
+/// joint starts {0, 100, 101}, decided without the solver; the solver
+/// finds the same value when nothing is cut.
+#[test]
+fn a_cut_word_finds_the_value_between_two_bounds() {
+    let left = errno_when("ld [16]\njge #100, le, la\n");
+    let right = errno_when("ld [16]\njgt #100, le, la\n");
+    for (options, want) in [(Options::default(), (2, 0)), (solver_only(), (0, 1))] {
+        let (v, runs, calls) = runs_and_calls(&left, &right, &options);
+        let Verdict::Differ(found) = v else { panic!("equal") };
+        assert_eq!((found[0].data.args[0], found[0].left, found[0].right), (100, 0x50001, 0x7fff_0000));
+        // The runs {0..99} and {100}; the first difference ends the check.
+        assert_eq!((runs, calls), want);
+    }
+}
+
+/// Words are cut one after another (the fewest runs first), and the
+/// counterexample carries every word fixed on its path: `args[0] == 5`
+/// then `args[1].lo == 9` against `== 8`.
+#[test]
+fn nested_cuts_fix_every_word_of_the_counterexample() {
+    let body = |k: u32| errno_when(&format!("ld [16]\njeq #5, lnext, la\nlnext: ld [24]\njeq #{k}, le, la\n"));
+    let (v, s) = stats(&body(9), &body(8), &Options::default());
+    let Verdict::Differ(found) = v else { panic!("equal") };
+    assert_eq!(found[0].data.args[0] as u32, 5);
+    assert!(matches!(found[0].data.args[1] as u32, 8 | 9), "{:?}", found[0]);
+    assert_eq!(s.solver_calls, 0);
+    assert!(s.word_runs >= 3, "{s:?}");
+}
+
+/// A masked word is cut on the runs of `word & mask` when both sides use
+/// one mask (`& 0xf0 == 0x50` against `>= 0x50 && <= 0x50`); with another
+/// mask on one side it goes to the solver.
+#[test]
+fn one_mask_on_both_sides_is_cut_on_the_masked_runs() {
+    let left = errno_when("ld [16]\nand #0xf0\njeq #0x50, le, la\n");
+    let right = errno_when("ld [16]\nand #0xf0\njge #0x50, lhi, la\nlhi: jgt #0x50, la, le\n");
+    // word & 0xf0 in {0..0x4f}, {0x50}, {0x51..}: 0, 0x50 and 0x60.
+    assert_eq!(runs_and_calls(&left, &right, &Options::default()), (Verdict::Equal, 3, 0));
+    let other = right.replace("and #0xf0", "and #0x1f0");
+    let (v, runs, calls) = runs_and_calls(&left, &other, &Options::default());
+    let Verdict::Differ(found) = v else { panic!("equal") };
+    assert_eq!(found[0].data.args[0] as u32 & 0x1f0, 0x150);
+    assert_eq!((runs, calls), (0, 1));
+}
+
+/// A word in arithmetic is not cut; nor is one whose runs would pass
+/// [`Limits::max_word_runs`] (a cut of exactly that many is made).
+#[test]
+fn words_no_cut_can_say_go_to_the_solver() {
+    let left = errno_when("ld [16]\nadd #1\njeq #8, le, la\n");
+    let right = errno_when("ld [16]\njeq #7, le, la\n");
+    assert_eq!(runs_and_calls(&left, &right, &Options::default()), (Verdict::Equal, 0, 1));
+    // args[0].lo has three runs: a bound of 3 cuts it, 2 does not.
+    for (max_word_runs, want) in [(3, (3, 0)), (2, (0, 1))] {
+        let narrow = Options { limits: Limits { max_word_runs, ..Limits::default() }, ..Options::default() };
+        assert_eq!(runs_and_calls(&policy(LEFT), &policy(RIGHT), &narrow), (Verdict::Equal, want.0, want.1));
+    }
+}
+
+/// The memo's key holds a fixed word's value when a piece reads it: the
+/// same pieces with `args[0].lo` fixed to 5 and then to 6 are two
+/// problems (equal, then not), not one answer reused.
+#[test]
+fn a_fixed_word_a_piece_reads_is_part_of_the_problem() {
+    let limits = Limits::default();
+    let mut spend = Spend { limits: &limits, stats: Stats::default() };
+    let mut decider = class::Decider::new(1, u32::MAX);
+    let pieces = || vec![Piece::Prog(prog("ld [16]\njeq #5, l1, l2\nl1: ret #1\nl2: ret #2\n")), Piece::Const(1)];
+    let fixed = |v: u32| {
+        let mut f: Fixed = [None; 16];
+        f[4] = Some(v);
+        f
+    };
+    assert_eq!(decider.decide(pieces(), fixed(5), 1, &mut spend).unwrap(), None);
+    let words = decider.decide(pieces(), fixed(6), 1, &mut spend).unwrap().expect("differ");
+    assert_eq!(words[4], 6);
+    assert_eq!(spend.stats.solver_calls, 2);
+}
+
+/// A word tested with several masks has no runs one value stands for (its
+/// runs are found bit by bit, or a single bit only splits it): it goes to
+/// the solver, which finds the inputs where the sides differ (never "equal"
+/// from the value 0 alone).
+#[test]
+fn a_word_with_several_masks_is_not_cut() {
+    let allow = errno_when("ja la\n");
+    for test in [
+        // Two masks, neither inside the other (WordCuts::by_bits).
+        "ld [16]\nand #0xf\njeq #3, le, lnext\nlnext: ld [16]\nand #0xf0\njeq #0x20, le, la\n",
+        // A bit beside a whole-word test (WordCuts::split_bit).
+        "ld [16]\njset #1, lnext, la\nlnext: jeq #5, le, la\n",
+    ] {
+        let (v, runs, calls) = runs_and_calls(&errno_when(test), &allow, &Options::default());
+        let Verdict::Differ(found) = v else { panic!("{test}: equal") };
+        assert_eq!(found[0].left, 0x50001, "{test}");
+        assert_eq!((runs, calls), (0, 1), "{test}");
+    }
 }

@@ -535,7 +535,7 @@ pub fn bounded_work(data: &[u8]) {
 /// Limits small enough that one input costs milliseconds; an input past
 /// them is undecided, which is allowed (never a wrong verdict).
 pub(crate) const EQUIV_LIMITS: ::equiv::Limits =
-    ::equiv::Limits { max_steps: 1 << 20, max_conflicts: 1 << 12, max_clauses: 1 << 20 };
+    ::equiv::Limits { max_steps: 1 << 20, max_conflicts: 1 << 12, max_clauses: 1 << 20, max_word_runs: 1 << 13 };
 
 /// A generated valid seccomp program and a second one derived from the
 /// same bytes: another generated program, a single-instruction mutation,

@@ -262,3 +262,47 @@ fn blow_up_shapes_keep_their_answers() {
         }
     }
 }
+
+/// An allow-list of 800 `ioctl` requests on `args[1]`, laid out as
+/// libseccomp lays one out (the high half 0, then a `jeq` per request on
+/// the low half, ALLOW on a match, ERRNO past the last): `optimize` grows
+/// a tree over the requests, and the proof of it concludes, because
+/// `equiv` cuts `args[1].lo` into the requests' runs (the solver alone was
+/// undecided from about 700 requests on). Every request, its neighbours
+/// and the high half's edges answer as the input does.
+#[test]
+fn a_long_argument_allow_list_is_optimised_and_proved() {
+    const ALLOW: u32 = 0x7fff_0000;
+    const ERRNO: u32 = 0x0005_0001;
+    const IOCTL: u32 = 16;
+    let requests: Vec<u32> = (0..800u32).map(|i| 0x5400 + 7 * i + i % 5).collect();
+    let mut insns = vec![
+        cbpf::Insn::stmt(0x20, 4),
+        cbpf::Insn::jump(0x15, AUDIT_ARCH_X86_64, 1, 0),
+        cbpf::Insn::stmt(0x06, 0x8000_0000),
+        cbpf::Insn::stmt(0x20, 0),
+        cbpf::Insn::jump(0x15, IOCTL, 1, 0),
+        cbpf::Insn::stmt(0x06, ALLOW),
+        cbpf::Insn::stmt(0x20, 28),
+        cbpf::Insn::jump(0x15, 0, 1, 0),
+        cbpf::Insn::stmt(0x06, ERRNO),
+        cbpf::Insn::stmt(0x20, 24),
+    ];
+    for &r in &requests {
+        insns.extend([cbpf::Insn::jump(0x15, r, 0, 1), cbpf::Insn::stmt(0x06, ALLOW)]);
+    }
+    insns.push(cbpf::Insn::stmt(0x06, ERRNO));
+    let input = cbpf::validate(&insns, Mode::Seccomp).unwrap();
+    let out = optimized(&input);
+    let stats = out.stats;
+    assert_eq!(stats.kept_input, None, "{stats}");
+    assert!(stats.output_longest_path <= 32 && stats.output_insns < input.len(), "{stats}");
+    let (a, b) = (Interp::new(&input), Interp::new(&out.program));
+    for r in requests.iter().flat_map(|&r| [r - 1, r, r + 1]) {
+        for hi in [0u32, 1, u32::MAX] {
+            let mut d = SeccompData { nr: IOCTL as i32, arch: AUDIT_ARCH_X86_64, ..Default::default() };
+            d.args[1] = u64::from(hi) << 32 | u64::from(r);
+            assert_eq!(run(&a, &d), run(&b, &d), "request {r:#x}, high half {hi:#x}");
+        }
+    }
+}

@@ -161,7 +161,12 @@ pub fn equiv(args: &EquivArgs) -> Result<i32> {
             CompareArg::Action => Compare::Action,
         },
         all: args.all,
-        limits: Limits { max_steps: args.max_steps, max_conflicts: args.max_conflicts, max_clauses: args.max_clauses },
+        limits: Limits {
+            max_steps: args.max_steps,
+            max_conflicts: args.max_conflicts,
+            max_clauses: args.max_clauses,
+            ..Limits::default()
+        },
     };
     let (verdict, stats) = match equiv::check_with_stats(l, r, &options) {
         Ok(v) => v,

@@ -106,7 +106,7 @@ use crate::action::SECCOMP_RET_KILL_PROCESS;
 use crate::arch::Arch;
 use crate::data::{OFFSET_ARCH, OFFSET_NR};
 use native_code::NativeCode;
-use specialize::{Specialized, Specializer};
+use specialize::{KeyFact, Specialized, Specializer};
 use switch_table::{fuse_guards, Guard, SwitchTable, NEAR_RUNS};
 use tree::{Forest, Refused};
 
@@ -832,7 +832,20 @@ impl Partial {
     /// does not validate (never seen; the `fast_equiv` fuzz target looks
     /// for one) is reported as [`PartialResult::Whole`], which is exact.
     pub fn specialize(&mut self, arch: Option<u32>, nr: Option<u32>) -> PartialResult {
-        match self.spec.specialize(arch, nr) {
+        Partial::result(self.spec.specialize(arch, nr))
+    }
+
+    /// The filter with the `struct seccomp_data` word at byte `offset`
+    /// (any word but `nr` and `arch`, which [`Partial::specialize`] fixes)
+    /// equal to `value`: its loads fold to it, and so do the tests on it.
+    /// `equiv` cuts an argument word into runs with it, as the fast
+    /// engine's trees do ([`tree`]).
+    pub fn specialize_word(&mut self, offset: u32, value: u32) -> PartialResult {
+        Partial::result(self.spec.specialize_key(offset, &KeyFact::Equals(value)))
+    }
+
+    fn result(specialized: Specialized<'_>) -> PartialResult {
+        match specialized {
             Specialized::Action(v) => PartialResult::Constant(v),
             Specialized::Whole => PartialResult::Whole,
             Specialized::Residual(insns) => match cbpf::validate(insns, Mode::Seccomp) {

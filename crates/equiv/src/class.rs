@@ -1,0 +1,407 @@
+//! Deciding one class of (arch, nr): the pieces of both sides, cut further
+//! on the argument words they compare with constants before anything is
+//! bit-blasted.
+//!
+//! Once arch and nr are fixed, what is left of each filter (its piece) is
+//! a constant or a residual program, usually the syscall's argument
+//! checks. Where every residual that reads a word (an argument half or an
+//! instruction pointer half) only compares `word & mask` with constants,
+//! one mask for all of them ([`seccomp::analysis::WordCuts`], the cut the
+//! fast engine's trees make, `seccomp::fast::tree`), the union of their
+//! run starts cuts the word's values into runs on which every piece
+//! behaves alike, exactly as the (arch, nr) classes are cut. Each run is
+//! decided by one value of it: every piece specialised on the word
+//! ([`seccomp::fast::Partial::specialize_word`]) and decided in turn, a
+//! word at a time. Identical problems are decided once (the memo), so the
+//! runs of a word whose residuals are the same program cost one decision:
+//! libseccomp's 100 rules `A0 == i && A1 != 0` leave, for each `i`, the
+//! same check of `A1`.
+//!
+//! What no run cut can say (a word in arithmetic, two words compared, a
+//! word with several masks) goes to the solver, the words fixed so far as
+//! constants: an allow-list of a thousand `ioctl` requests against its
+//! `jge` tree was a SAT problem the default budget could not decide, and is
+//! two thousand specialisations here.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+
+use cbpf::{Op, Program};
+use seccomp::analysis::{Analyzer, Field, WordCuts};
+use seccomp::arch::AUDIT_ARCH_X86_64;
+use seccomp::fast::{Partial, PartialResult};
+
+use crate::{differs, solve, EquivError, Spend};
+
+/// The `struct seccomp_data` words fixed in a problem, by word index (byte
+/// offset / 4: `nr` 0, `arch` 1, the instruction pointer 2 and 3, the
+/// arguments from 4).
+pub(crate) type Fixed = [Option<u32>; 16];
+
+/// One filter's part of a class: a constant or a program (validated in
+/// seccomp mode). Two programs are the same piece when they run the same
+/// instructions.
+#[derive(Debug, Clone)]
+pub(crate) enum Piece {
+    Const(u32),
+    Prog(Program),
+}
+
+impl Piece {
+    /// Whether the program loads the word at `offset`.
+    pub(crate) fn reads(&self, offset: u32) -> bool {
+        match self {
+            Piece::Const(_) => false,
+            Piece::Prog(p) => p.insns().iter().any(|i| matches!(i.op(), Some(Op::LdxAbsSeccomp { k }) if k == offset)),
+        }
+    }
+}
+
+impl PartialEq for Piece {
+    fn eq(&self, other: &Piece) -> bool {
+        match (self, other) {
+            (Piece::Const(a), Piece::Const(b)) => a == b,
+            (Piece::Prog(a), Piece::Prog(b)) => a.insns() == b.insns(),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Piece {}
+
+impl Hash for Piece {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        match self {
+            Piece::Const(v) => (0u8, v).hash(state),
+            Piece::Prog(p) => (1u8, p.insns()).hash(state),
+        }
+    }
+}
+
+/// A problem: the pieces, and the fixed words a piece reads (a word no
+/// piece reads cannot change the answer, so it is left out of the key).
+type ProblemKey = (Vec<Piece>, Fixed);
+
+/// Decides the classes of one check: the sides' pieces, their memo.
+pub(crate) struct Decider {
+    /// Pieces of the left side (the first `n_left` of every problem).
+    pub(crate) n_left: usize,
+    /// The result bits compared.
+    pub(crate) mask: u32,
+    /// Identical problems are decided once: `None` = equal, else an input
+    /// that tells them apart (fixed words included).
+    memo: HashMap<ProblemKey, Option<[u32; 16]>>,
+}
+
+impl Decider {
+    pub(crate) fn new(n_left: usize, mask: u32) -> Decider {
+        Decider { n_left, mask, memo: HashMap::new() }
+    }
+
+    /// Whether `pieces` give the same compared bits for every input with
+    /// the words of `fixed`: `None` when they do, else an input (with
+    /// those words) on which they differ. `runs` is how many runs the
+    /// words cut so far multiply to.
+    pub(crate) fn decide(
+        &mut self,
+        pieces: Vec<Piece>,
+        fixed: Fixed,
+        runs: u64,
+        spend: &mut Spend<'_>,
+    ) -> Result<Option<[u32; 16]>, EquivError> {
+        let (lp, rp) = pieces.split_at(self.n_left);
+        if lp == rp {
+            return Ok(None);
+        }
+        if let (Some(l), Some(r)) = (constants(lp), constants(rp)) {
+            return Ok(differs(l, r, self.mask).then(|| with_fixed([0; 16], &fixed)));
+        }
+        let mut key_fixed = fixed;
+        for (w, slot) in key_fixed.iter_mut().enumerate() {
+            if !pieces.iter().any(|p| p.reads(4 * w as u32)) {
+                *slot = None;
+            }
+        }
+        let key = (pieces, key_fixed);
+        if let Some(known) = self.memo.get(&key) {
+            return Ok(known.map(|words| with_fixed(words, &fixed)));
+        }
+        let answer = match cut(&key.0, &fixed, runs, spend)? {
+            Some((word, values)) => self.decide_runs(&key.0, fixed, word, &values, runs, spend)?,
+            None => solve(&key.0, self.n_left, &fixed, self.mask, spend)?.map(|words| with_fixed(words, &fixed)),
+        };
+        self.memo.insert(key, answer);
+        Ok(answer)
+    }
+
+    /// Decides `pieces` on each of `values` of word `word` (one per run):
+    /// the first input that tells them apart, if any.
+    fn decide_runs(
+        &mut self,
+        pieces: &[Piece],
+        fixed: Fixed,
+        word: usize,
+        values: &[u32],
+        runs: u64,
+        spend: &mut Spend<'_>,
+    ) -> Result<Option<[u32; 16]>, EquivError> {
+        let offset = 4 * word as u32;
+        // A piece equal to an earlier one (a filter stacked on both sides)
+        // is specialised once per value: `Err(i)` takes piece `i`'s.
+        let mut partials: Vec<Result<Option<Partial>, usize>> = Vec::with_capacity(pieces.len());
+        for (i, piece) in pieces.iter().enumerate() {
+            if let Some(first) = pieces.iter().take(i).position(|p| p == piece) {
+                partials.push(Err(first));
+                continue;
+            }
+            partials.push(Ok(match piece {
+                Piece::Prog(p) if piece.reads(offset) => {
+                    spend.steps(p.len() as u64)?;
+                    Partial::new(p).ok()
+                }
+                _ => None,
+            }));
+        }
+        let runs = runs.saturating_mul(values.len() as u64);
+        for &value in values {
+            spend.stats.word_runs += 1;
+            let mut sub: Vec<Piece> = Vec::with_capacity(pieces.len());
+            for (piece, partial) in pieces.iter().zip(partials.iter_mut()) {
+                let specialised = match partial {
+                    Err(first) => sub.get(*first).cloned().unwrap_or_else(|| piece.clone()),
+                    Ok(None) => piece.clone(),
+                    Ok(Some(partial)) => {
+                        let s = match partial.specialize_word(offset, value) {
+                            PartialResult::Constant(v) => Piece::Const(v),
+                            PartialResult::Residual(r) => Piece::Prog(r),
+                            // Exact as it is: the word is fixed in `fixed`.
+                            PartialResult::Whole => piece.clone(),
+                        };
+                        spend.steps(partial.last_work() as u64 + 1)?;
+                        s
+                    }
+                };
+                sub.push(specialised);
+            }
+            let mut sub_fixed = fixed;
+            if let Some(slot) = sub_fixed.get_mut(word) {
+                *slot = Some(value);
+            }
+            if let Some(words) = self.decide(sub, sub_fixed, runs, spend)? {
+                return Ok(Some(words));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// `words` with the fixed ones set.
+fn with_fixed(mut words: [u32; 16], fixed: &Fixed) -> [u32; 16] {
+    for (w, f) in words.iter_mut().zip(fixed) {
+        if let Some(v) = *f {
+            *w = v;
+        }
+    }
+    words
+}
+
+/// A side's combined constant, when every piece is one.
+pub(crate) fn constants(pieces: &[Piece]) -> Option<u32> {
+    let values: Option<Vec<u32>> = pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Const(v) => Some(*v),
+            Piece::Prog(_) => None,
+        })
+        .collect();
+    match values?.as_slice() {
+        [one] => Some(*one),
+        many => Some(seccomp::stack::combine(many.iter().copied())),
+    }
+}
+
+/// The word to cut `pieces` on next, with one value of each of its runs:
+/// of the words not yet fixed (never `nr` or `arch`: the class fixes or
+/// leaves them) that some piece reads and every piece reading it compares
+/// only as `word & mask` with constants, one mask for all, the one with
+/// the fewest runs, if they fit [`crate::Limits::max_word_runs`] with the
+/// `runs` cut so far and their specialisations half the steps left.
+/// Each scan costs the steps of the programs scanned.
+fn cut(
+    pieces: &[Piece],
+    fixed: &Fixed,
+    runs: u64,
+    spend: &mut Spend<'_>,
+) -> Result<Option<(usize, Vec<u32>)>, EquivError> {
+    let words: Vec<usize> = (2..fixed.len())
+        .filter(|&w| fixed.get(w).is_some_and(Option::is_none) && pieces.iter().any(|p| p.reads(4 * w as u32)))
+        .collect();
+    if words.is_empty() {
+        return Ok(None);
+    }
+    let mut analyzers = Vec::new();
+    for piece in pieces {
+        let Piece::Prog(p) = piece else { continue };
+        spend.steps(p.len() as u64)?;
+        let unlimited = seccomp::analysis::Budget::new(u64::MAX, u64::MAX, u64::MAX);
+        let Ok(analyzer) = Analyzer::with_budget(p, unlimited) else { return Ok(None) };
+        analyzers.push((piece, p.len() as u64, analyzer));
+    }
+    // What one value's specialisations may cost at most (the distinct
+    // programs' lengths), against half the steps left: a cut that could
+    // spend the budget goes to the solver instead, which decides identical
+    // or small circuits quickly (a 2000-rule chain stacked on itself).
+    let mut distinct: Vec<&Program> = Vec::new();
+    for piece in pieces {
+        if let Piece::Prog(p) = piece {
+            if !distinct.iter().any(|d| d.insns() == p.insns()) {
+                distinct.push(p);
+            }
+        }
+    }
+    let work: u64 = distinct.iter().map(|p| p.len() as u64 + 1).sum();
+    let affordable = spend.left() / 2;
+    let max_runs = spend.limits.max_word_runs;
+    let mut best: Option<(usize, Vec<u32>)> = None;
+    for w in words {
+        let offset = 4 * w as u32;
+        // The layout the specialiser names words in; any fixed arch maps
+        // offsets to fields one to one.
+        let Some(field) = Field::from_offset(offset, AUDIT_ARCH_X86_64) else { continue };
+        let mut joint: Option<WordCuts> = None;
+        let mut cuttable = true;
+        for (piece, len, analyzer) in analyzers.iter_mut() {
+            if !piece.reads(offset) {
+                continue;
+            }
+            spend.steps(*len)?;
+            let got = analyzer.word_cuts(None, field);
+            match (got, &mut joint) {
+                (Ok(Some(c)), _) if c.partial || c.by_bits => cuttable = false,
+                (Ok(Some(c)), None) => joint = Some(c),
+                (Ok(Some(c)), Some(j)) if c.mask == j.mask => j.starts.extend(c.starts),
+                _ => cuttable = false,
+            }
+            if !cuttable {
+                break;
+            }
+        }
+        let Some(mut joint) = joint.filter(|_| cuttable) else { continue };
+        joint.starts.sort_unstable();
+        joint.starts.dedup();
+        let values: Vec<u32> = joint
+            .starts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, &start)| {
+                let end = joint.starts.get(i + 1).map_or(u32::MAX, |&next| next.wrapping_sub(1));
+                joint.representative(start, end)
+            })
+            .collect();
+        let n = values.len() as u64;
+        if runs.saturating_mul(n) > max_runs || n.saturating_mul(work) > affordable {
+            continue;
+        }
+        if best.as_ref().is_none_or(|(_, b)| values.len() < b.len()) {
+            best = Some((w, values));
+        }
+    }
+    Ok(best)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
+
+    use super::*;
+    use crate::{Limits, Stats};
+
+    fn prog(text: &str) -> Program {
+        let (_, insns) = cbpf::text::parse_auto(text.as_bytes()).unwrap();
+        cbpf::validate(&insns, cbpf::Mode::Seccomp).unwrap()
+    }
+
+    /// Reads `args[0].lo` (word 4): runs {0..6}, {7}, {8..}.
+    fn on_word_4() -> Program {
+        prog("ld [16]\njeq #7, l1, l2\nl1: ret #1\nl2: ret #2\n")
+    }
+
+    /// Reads `args[0].hi` (word 5): runs {0}, {1..}.
+    fn on_word_5() -> Program {
+        prog("ld [20]\njeq #0, l1, l2\nl1: ret #1\nl2: ret #2\n")
+    }
+
+    fn spend(limits: &Limits) -> Spend<'_> {
+        Spend { limits, stats: Stats::default() }
+    }
+
+    /// What a cut costs, as [`Limits::max_steps`] documents it: building a
+    /// specialiser for each piece that reads the word (its length), then
+    /// one plus the instructions visited per specialisation; a piece that
+    /// does not read the word is neither. Here the first value of word 4
+    /// leaves ERRNO 2 against word 5's check, cut in turn (two scans of
+    /// that piece, its specialiser, one specialisation), which differs on
+    /// its first run.
+    #[test]
+    fn a_cut_costs_the_specialisers_and_specialisations_of_its_readers() {
+        let (p4, p5) = (on_word_4(), on_word_5());
+        let limits = Limits::default();
+        let mut spend = spend(&limits);
+        let mut decider = Decider::new(1, u32::MAX);
+        let pieces = [Piece::Prog(p4.clone()), Piece::Prog(p5.clone())];
+        let found = decider.decide_runs(&pieces, [None; 16], 4, &[0, 7, 8], 1, &mut spend).unwrap();
+        let words = found.expect("differ");
+        assert_eq!((words[4], words[5]), (0, 0));
+        let work = |p: &Program, offset: u32, value: u32| {
+            let mut partial = Partial::new(p).unwrap();
+            partial.specialize_word(offset, value);
+            partial.last_work() as u64 + 1
+        };
+        let (l4, l5) = (p4.len() as u64, p5.len() as u64);
+        let want = l4 + work(&p4, 16, 0) + 2 * l5 + l5 + work(&p5, 20, 0);
+        assert_eq!(spend.stats.steps, want);
+        assert_eq!((spend.stats.word_runs, spend.stats.solver_calls), (2, 0));
+    }
+
+    /// The word with the fewest runs is cut first (word 5's two before
+    /// word 4's three); of words with as many runs, the first.
+    #[test]
+    fn the_word_with_the_fewest_runs_is_cut_first() {
+        let limits = Limits::default();
+        let both = prog("ld [16]\njeq #7, l1, l2\nl1: ld [20]\njeq #0, l3, l2\nl2: ret #2\nl3: ret #1\n");
+        let got = cut(&[Piece::Prog(both)], &[None; 16], 1, &mut spend(&limits)).unwrap();
+        assert_eq!(got, Some((5, vec![0, 1])));
+        let even = prog("ld [16]\njeq #7, l1, l2\nl1: ld [20]\njeq #9, l3, l2\nl2: ret #2\nl3: ret #1\n");
+        let got = cut(&[Piece::Prog(even)], &[None; 16], 1, &mut spend(&limits)).unwrap();
+        assert_eq!(got, Some((4, vec![0, 7, 8])));
+    }
+
+    /// Fixed words are not cut again, even where a piece still reads one.
+    #[test]
+    fn a_fixed_word_is_not_cut_again() {
+        let limits = Limits::default();
+        let pieces = [Piece::Prog(on_word_4())];
+        let mut fixed: Fixed = [None; 16];
+        assert_eq!(cut(&pieces, &fixed, 1, &mut spend(&limits)).unwrap(), Some((4, vec![0, 7, 8])));
+        fixed[4] = Some(7);
+        assert_eq!(cut(&pieces, &fixed, 1, &mut spend(&limits)).unwrap(), None);
+    }
+
+    /// A cut is made only when its runs times one value's work (each
+    /// distinct program's length plus one: a piece stacked twice counts
+    /// once) fit half the steps left once the programs are read (each
+    /// program's length, a piece stacked twice read twice).
+    #[test]
+    fn a_cut_is_made_only_when_half_the_steps_left_pay_for_it() {
+        let p = on_word_4();
+        let pieces = [Piece::Prog(p.clone()), Piece::Prog(p.clone())];
+        let len = p.len() as u64;
+        let scans = 2 * len;
+        let cost = 3 * (len + 1);
+        for (max_steps, cut_made) in [(scans + 2 * cost, true), (scans + 2 * cost - 2, false)] {
+            let limits = Limits { max_steps, ..Limits::default() };
+            let got = cut(&pieces, &[None; 16], 1, &mut spend(&limits)).unwrap();
+            assert_eq!(got.is_some(), cut_made, "{max_steps}");
+        }
+    }
+}
