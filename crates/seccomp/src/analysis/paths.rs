@@ -172,13 +172,35 @@ pub struct PathEnd<'a> {
 }
 
 impl PathEnd<'_> {
-    /// Number of undecided branches recorded on this path.
+    /// Number of undecided branches recorded on this path that say
+    /// something (what [`PathEnd::conds_into`] gives).
     pub fn cond_count(&self) -> usize {
-        self.conds.map_or(0, |n| n.len)
+        let pins = self.pins();
+        self.recorded().filter(|r| !implied(r, &pins)).count()
     }
 
     fn recorded(&self) -> impl Iterator<Item = &Recorded> {
         std::iter::successors(self.conds.map(|n| &**n), |n| n.older.as_deref()).map(|n| &n.item)
+    }
+
+    /// The fields the path pins to one value, by [`Field::index`]: the
+    /// oldest recorded `field == k` of each (its pc and `k`).
+    fn pins(&self) -> [Option<(Pc, u32)>; 16] {
+        let mut pins = [None; 16];
+        // Newest first: the oldest pin of a field is written last.
+        for r in self.recorded() {
+            let pin = match (r.lhs, r.rel, r.rhs) {
+                (Side::Val(Val::Exact(f)), Relation::Eq, Side::Val(Val::Known(k)))
+                | (Side::Val(Val::Known(k)), Relation::Eq, Side::Val(Val::Exact(f))) => Some((f, k)),
+                _ => None,
+            };
+            if let Some((f, k)) = pin {
+                if let Some(slot) = pins.get_mut(f.index() as usize) {
+                    *slot = Some((r.pc, k));
+                }
+            }
+        }
+        pins
     }
 
     /// The size of every expression the recorded branches print (the sum of
@@ -216,8 +238,45 @@ impl PathEnd<'_> {
             // Not recorded: recording names every unknown value by its id.
             (Side::Val(Val::Unknown(_)), _) | (Side::Expr(_), None) => Operand::Expr(Expr::unknown()),
         };
-        out.extend(self.recorded().map(|r| Cond { pc: r.pc, lhs: operand(r.lhs), rel: r.rel, rhs: operand(r.rhs) }));
+        let pins = self.pins();
+        out.extend(self.recorded().filter(|r| !implied(r, &pins)).map(|r| Cond {
+            pc: r.pc,
+            lhs: operand(r.lhs),
+            rel: r.rel,
+            rhs: operand(r.rhs),
+        }));
         out.reverse();
+    }
+}
+
+/// Whether recorded branch `r` says nothing a pin of its path (`pins`,
+/// [`PathEnd::pins`]) does not: it compares one pinned field (whole or
+/// masked) with a constant, it holds at the pinned value, and it is not
+/// the pin itself. On a libseccomp allow-list of `n` values of one
+/// argument, the path to the `i`-th value is its `== k` alone rather than
+/// the `i - 1` `!=` before it, so explaining the list reports `O(n)`
+/// conditions, not `O(n^2)`. A branch that fails at the pinned value (a
+/// path the exploration could not prove impossible) is kept.
+fn implied(r: &Recorded, pins: &[Option<(Pc, u32)>; 16]) -> bool {
+    // The side's value with `field` pinned to `v`; `None` for any other side.
+    let value = |side: Side, field: Field, v: u32| match side {
+        Side::Val(Val::Known(k)) => Some(k),
+        Side::Val(Val::Exact(f)) if f == field => Some(v),
+        Side::Val(Val::Masked { field: f, mask }) if f == field => Some(v & mask),
+        _ => None,
+    };
+    let field = match (r.lhs, r.rhs) {
+        (Side::Val(Val::Exact(f) | Val::Masked { field: f, .. }), _)
+        | (_, Side::Val(Val::Exact(f) | Val::Masked { field: f, .. })) => f,
+        _ => return false,
+    };
+    let Some(Some((pin_pc, v))) = pins.get(field.index() as usize).copied() else { return false };
+    if pin_pc == r.pc {
+        return false;
+    }
+    match (value(r.lhs, field, v), value(r.rhs, field, v)) {
+        (Some(a), Some(b)) => r.rel.holds(a, b),
+        _ => false,
     }
 }
 
@@ -547,5 +606,53 @@ mod tests {
         // The run's budget is shared: once spent, every exploration says so.
         let mut spent = Work { used: 0, max: 500 };
         assert_eq!(explore(&ops, &env, limits, &mut spent, |_| true), Outcome::Exhausted);
+    }
+
+    /// Every path's conditions as text, with the number it was charged.
+    fn recorded_paths(text: &str) -> Vec<(usize, Vec<String>)> {
+        let (_, insns) = cbpf::text::parse_auto(text.as_bytes()).unwrap();
+        let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp).unwrap();
+        let ops: Vec<Option<Op>> = prog.insns().iter().map(|i| i.op()).collect();
+        let env = Env::new(Some(16), Some(0xc000_003e), 0xc000_003e);
+        let limits = Limits { max_steps: usize::MAX, max_paths: usize::MAX };
+        let (mut arena, mut work) = (Arena::default(), Work { used: 0, max: u64::MAX });
+        let mut paths = Vec::new();
+        let mut conds = Vec::new();
+        explore_recorded(&ops, &env, &mut arena, limits, &mut work, |end| {
+            end.conds_into(&mut conds);
+            paths.push((end.cond_count(), conds.iter().map(|c| c.to_string()).collect()));
+            true
+        });
+        paths
+    }
+
+    /// A path that pins a word with `==` reports that pin alone, not the
+    /// `!=` and the masked and order tests of the same word before it that
+    /// the pinned value passes (an allow-list of n values: O(n) conditions,
+    /// not O(n^2)); a test of another word, and the path that pins nothing,
+    /// keep theirs.
+    #[test]
+    fn a_pinned_word_drops_the_conditions_its_value_implies() {
+        let paths = recorded_paths(
+            "ld [16]\njeq #1, lok, l2\nl2: jeq #2, lok, l3\nl3: jset #8, lno, l4\nl4: jgt #100, lno, l5\n\
+             l5: jeq #7, lx, lno\nlx: ld [24]\njeq #1, lok, lno\nlok: ret #0x7fff0000\nlno: ret #0x50001\n",
+        );
+        let text: Vec<(usize, String)> = paths.iter().map(|(n, c)| (*n, c.join(" && "))).collect();
+        let want = [
+            "args[0].lo == 0x1",
+            "args[0].lo == 0x2",
+            "args[0].lo != 0x1 && args[0].lo != 0x2 && (args[0].lo & 0x8) != 0",
+            "args[0].lo != 0x1 && args[0].lo != 0x2 && (args[0].lo & 0x8) == 0 && args[0].lo > 0x64",
+            "args[0].lo == 0x7 && args[1].lo == 0x1",
+            "args[0].lo == 0x7 && args[1].lo != 0x1",
+            "args[0].lo != 0x1 && args[0].lo != 0x2 && (args[0].lo & 0x8) == 0 && args[0].lo <= 0x64 && args[0].lo != 0x7",
+        ];
+        let mut got: Vec<String> = text.iter().map(|(_, t)| t.clone()).collect();
+        got.sort();
+        let mut want: Vec<String> = want.iter().map(|w| w.to_string()).collect();
+        want.sort();
+        assert_eq!(got, want);
+        // What each path is charged is what it reports.
+        assert!(paths.iter().all(|(n, c)| *n == c.len()), "{paths:?}");
     }
 }
