@@ -35,8 +35,9 @@
 //!    module `aig`), stacks combined as the kernel does, and a miter (some
 //!    compared bit differs) goes to a SAT solver (module `sat`). No
 //!    model: equal on the class. A model: its words, with the words the
-//!    class fixed (arch, nr, the argument words cut), are re-run on both sides by [`cbpf::Interp`] and reported
-//!    only when the two results differ there too.
+//!    class fixed (arch, nr, the argument words cut), are re-run on both
+//!    sides by [`cbpf::Interp`] and reported only when the two results
+//!    differ there too.
 //!
 //! Every loop is bounded by [`Limits`]: specialisation and blasting steps,
 //! solver conflicts, and clauses (circuit nodes) per solver call.
