@@ -25,6 +25,7 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::rc::Rc;
 
 use cbpf::{Op, Program};
 use seccomp::analysis::{Analyzer, Field, WordCuts};
@@ -40,11 +41,12 @@ pub(crate) type Fixed = [Option<u32>; 16];
 
 /// One filter's part of a class: a constant or a program (validated in
 /// seccomp mode). Two programs are the same piece when they run the same
-/// instructions.
+/// instructions. Shared: a piece a cut does not touch is the same program
+/// in every run's problem and in the memo's keys.
 #[derive(Debug, Clone)]
 pub(crate) enum Piece {
     Const(u32),
-    Prog(Program),
+    Prog(Rc<Program>),
 }
 
 impl Piece {
@@ -173,7 +175,7 @@ impl Decider {
                     Ok(Some(partial)) => {
                         let s = match partial.specialize_word(offset, value) {
                             PartialResult::Constant(v) => Piece::Const(v),
-                            PartialResult::Residual(r) => Piece::Prog(r),
+                            PartialResult::Residual(r) => Piece::Prog(Rc::new(r)),
                             // Exact as it is: the word is fixed in `fixed`.
                             PartialResult::Whole => piece.clone(),
                         };
@@ -251,7 +253,7 @@ fn cut(
     // programs' lengths), against half the steps left: a cut that could
     // spend the budget goes to the solver instead, which decides identical
     // or small circuits quickly (a 2000-rule chain stacked on itself).
-    let mut distinct: Vec<&Program> = Vec::new();
+    let mut distinct: Vec<&Rc<Program>> = Vec::new();
     for piece in pieces {
         if let Piece::Prog(p) = piece {
             if !distinct.iter().any(|d| d.insns() == p.insns()) {
@@ -348,7 +350,7 @@ mod tests {
         let limits = Limits::default();
         let mut spend = spend(&limits);
         let mut decider = Decider::new(1, u32::MAX);
-        let pieces = [Piece::Prog(p4.clone()), Piece::Prog(p5.clone())];
+        let pieces = [Piece::Prog(Rc::new(p4.clone())), Piece::Prog(Rc::new(p5.clone()))];
         let found = decider.decide_runs(&pieces, [None; 16], 4, &[0, 7, 8], 1, &mut spend).unwrap();
         let words = found.expect("differ");
         assert_eq!((words[4], words[5]), (0, 0));
@@ -369,10 +371,10 @@ mod tests {
     fn the_word_with_the_fewest_runs_is_cut_first() {
         let limits = Limits::default();
         let both = prog("ld [16]\njeq #7, l1, l2\nl1: ld [20]\njeq #0, l3, l2\nl2: ret #2\nl3: ret #1\n");
-        let got = cut(&[Piece::Prog(both)], &[None; 16], 1, &mut spend(&limits)).unwrap();
+        let got = cut(&[Piece::Prog(Rc::new(both))], &[None; 16], 1, &mut spend(&limits)).unwrap();
         assert_eq!(got, Some((5, vec![0, 1])));
         let even = prog("ld [16]\njeq #7, l1, l2\nl1: ld [20]\njeq #9, l3, l2\nl2: ret #2\nl3: ret #1\n");
-        let got = cut(&[Piece::Prog(even)], &[None; 16], 1, &mut spend(&limits)).unwrap();
+        let got = cut(&[Piece::Prog(Rc::new(even))], &[None; 16], 1, &mut spend(&limits)).unwrap();
         assert_eq!(got, Some((4, vec![0, 7, 8])));
     }
 
@@ -380,7 +382,7 @@ mod tests {
     #[test]
     fn a_fixed_word_is_not_cut_again() {
         let limits = Limits::default();
-        let pieces = [Piece::Prog(on_word_4())];
+        let pieces = [Piece::Prog(Rc::new(on_word_4()))];
         let mut fixed: Fixed = [None; 16];
         assert_eq!(cut(&pieces, &fixed, 1, &mut spend(&limits)).unwrap(), Some((4, vec![0, 7, 8])));
         fixed[4] = Some(7);
@@ -394,7 +396,8 @@ mod tests {
     #[test]
     fn a_cut_is_made_only_when_half_the_steps_left_pay_for_it() {
         let p = on_word_4();
-        let pieces = [Piece::Prog(p.clone()), Piece::Prog(p.clone())];
+        let p = Rc::new(p);
+        let pieces = [Piece::Prog(Rc::clone(&p)), Piece::Prog(Rc::clone(&p))];
         let len = p.len() as u64;
         let scans = 2 * len;
         let cost = 3 * (len + 1);

@@ -49,6 +49,8 @@ mod sat;
 #[cfg(test)]
 mod tests;
 
+use std::rc::Rc;
+
 use cbpf::{Interp, Mode, Program, SeccompData};
 use seccomp::analysis::{Analyzer, Field, NrClasses};
 use seccomp::fast::{Partial, PartialResult};
@@ -360,6 +362,8 @@ pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> R
         partials.push(Partial::new(p).map_err(|_| EquivError::NotSeccomp { index: 0, mode: p.mode() })?);
     }
     let total_len: u64 = filters.iter().map(|p| p.len() as u64).sum();
+    // A class the specialiser cannot shorten is the whole filter, shared.
+    let wholes: Vec<Rc<Program>> = filters.iter().map(|&p| Rc::new(p.clone())).collect();
     let mut classes_of =
         |arch: Option<u32>, field: Field, spend: &mut Spend<'_>| -> Result<Option<Vec<u32>>, EquivError> {
             spend.steps(total_len)?;
@@ -392,11 +396,11 @@ pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> R
         for nr in nrs {
             spend.stats.classes += 1;
             let mut pieces = Vec::with_capacity(filters.len());
-            for (p, partial) in filters.iter().zip(partials.iter_mut()) {
+            for (whole, partial) in wholes.iter().zip(partials.iter_mut()) {
                 let piece = match partial.specialize(arch, nr) {
                     PartialResult::Constant(v) => Piece::Const(v),
-                    PartialResult::Residual(r) => Piece::Prog(r),
-                    PartialResult::Whole => Piece::Prog((*p).clone()),
+                    PartialResult::Residual(r) => Piece::Prog(Rc::new(r)),
+                    PartialResult::Whole => Piece::Prog(Rc::clone(whole)),
                 };
                 spend.steps(partial.last_work() as u64 + 1)?;
                 pieces.push(piece);

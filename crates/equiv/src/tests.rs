@@ -197,7 +197,7 @@ fn budget_kinds_name_their_bound_and_flag() {
 /// The memo's key holds arch or nr only where a piece reads the word.
 #[test]
 fn a_piece_reads_the_words_its_program_loads() {
-    let p = Piece::Prog(prog("ld [0]\nld [16]\nret a\n"));
+    let p = Piece::Prog(Rc::new(prog("ld [0]\nld [16]\nret a\n")));
     let reads: Vec<u32> = (0..16).map(|w| 4 * w).filter(|&off| p.reads(off)).collect();
     assert_eq!(reads, [0, 16]);
     assert!(!Piece::Const(0).reads(0));
@@ -288,7 +288,8 @@ fn a_fixed_word_a_piece_reads_is_part_of_the_problem() {
     let limits = Limits::default();
     let mut spend = Spend { limits: &limits, stats: Stats::default() };
     let mut decider = class::Decider::new(1, u32::MAX);
-    let pieces = || vec![Piece::Prog(prog("ld [16]\njeq #5, l1, l2\nl1: ret #1\nl2: ret #2\n")), Piece::Const(1)];
+    let pieces =
+        || vec![Piece::Prog(Rc::new(prog("ld [16]\njeq #5, l1, l2\nl1: ret #1\nl2: ret #2\n"))), Piece::Const(1)];
     let fixed = |v: u32| {
         let mut f: Fixed = [None; 16];
         f[4] = Some(v);
