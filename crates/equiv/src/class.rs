@@ -128,17 +128,39 @@ impl Decider {
         if let Some(known) = self.memo.get(&key) {
             return Ok(known.map(|words| with_fixed(words, &fixed)));
         }
-        let answer = match cut(&key.0, &fixed, runs, spend)? {
-            Some((word, values)) => self.decide_runs(&key.0, fixed, word, &values, runs, spend)?,
-            None => solve(&key.0, self.n_left, &fixed, self.mask, spend)?.map(|words| with_fixed(words, &fixed)),
+        let by_runs = match cut(&key.0, &fixed, runs, spend)? {
+            Some(cut) => self.decide_runs(&key.0, fixed, &cut, runs, spend)?,
+            None => Err(GaveUp),
+        };
+        let answer = match by_runs {
+            Ok(answer) => answer,
+            Err(GaveUp) => solve(&key.0, self.n_left, &fixed, self.mask, spend)?.map(|words| with_fixed(words, &fixed)),
         };
         self.memo.insert(key, answer);
         Ok(answer)
     }
 
-    /// Decides `pieces` on each of `values` of word `word` (one per run):
-    /// the first input that tells them apart, if any.
+    /// Decides `pieces` on each of the cut's values of its word (one per
+    /// run): the first input that tells them apart, if any, or
+    /// [`GaveUp`] once the steps pass the cut's ceiling (or an enclosing
+    /// cut's: the lower one holds inside).
     fn decide_runs(
+        &mut self,
+        pieces: &[Piece],
+        fixed: Fixed,
+        cut: &Cut,
+        runs: u64,
+        spend: &mut Spend<'_>,
+    ) -> Result<Result<Option<[u32; 16]>, GaveUp>, EquivError> {
+        let enclosing = spend.ceiling;
+        spend.ceiling = enclosing.min(cut.ceiling);
+        let answer = self.decide_values(pieces, fixed, cut.word, &cut.values, runs, spend);
+        spend.ceiling = enclosing;
+        answer
+    }
+
+    /// [`Decider::decide_runs`] within the ceiling set.
+    fn decide_values(
         &mut self,
         pieces: &[Piece],
         fixed: Fixed,
@@ -146,7 +168,7 @@ impl Decider {
         values: &[u32],
         runs: u64,
         spend: &mut Spend<'_>,
-    ) -> Result<Option<[u32; 16]>, EquivError> {
+    ) -> Result<Result<Option<[u32; 16]>, GaveUp>, EquivError> {
         let offset = 4 * word as u32;
         // A piece equal to an earlier one (a filter stacked on both sides)
         // is specialised once per value: `Err(i)` takes piece `i`'s.
@@ -166,6 +188,9 @@ impl Decider {
         }
         let runs = runs.saturating_mul(values.len() as u64);
         for &value in values {
+            if spend.stats.steps > spend.ceiling {
+                return Ok(Err(GaveUp));
+            }
             spend.stats.word_runs += 1;
             let mut sub: Vec<Piece> = Vec::with_capacity(pieces.len());
             for (piece, partial) in pieces.iter().zip(partials.iter_mut()) {
@@ -190,10 +215,10 @@ impl Decider {
                 *slot = Some(value);
             }
             if let Some(words) = self.decide(sub, sub_fixed, runs, spend)? {
-                return Ok(Some(words));
+                return Ok(Ok(Some(words)));
             }
         }
-        Ok(None)
+        Ok(Ok(None))
     }
 }
 
@@ -222,6 +247,24 @@ pub(crate) fn constants(pieces: &[Piece]) -> Option<u32> {
     }
 }
 
+/// A cut [`Decider::decide_runs`] makes: word `word` (index), one value of
+/// each of its runs, and the step count past which it gives up and leaves
+/// the problem to the solver (`u64::MAX`: never).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct Cut {
+    word: usize,
+    values: Vec<u32>,
+    ceiling: u64,
+}
+
+/// A cut that passed its ceiling: the problem goes to the solver.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct GaveUp;
+
+/// Values a cut past the plain bound specialises first to price the rest
+/// ([`price`]), spread evenly over its runs.
+const SAMPLED_VALUES: usize = 8;
+
 /// The word to cut `pieces` on next, with one value of each of its runs:
 /// of the words not yet fixed (never `nr` or `arch`: the class fixes or
 /// leaves them) that some piece reads and every piece reading it compares
@@ -229,12 +272,19 @@ pub(crate) fn constants(pieces: &[Piece]) -> Option<u32> {
 /// the fewest runs, if they fit [`crate::Limits::max_word_runs`] with the
 /// `runs` cut so far and their specialisations half the steps left.
 /// Each scan costs the steps of the programs scanned.
-fn cut(
-    pieces: &[Piece],
-    fixed: &Fixed,
-    runs: u64,
-    spend: &mut Spend<'_>,
-) -> Result<Option<(usize, Vec<u32>)>, EquivError> {
+///
+/// A specialisation visits at most its program, so runs times the
+/// distinct programs' lengths bound a cut's work (the plain bound, no
+/// ceiling). Where no word fits it, the word with the fewest runs is priced
+/// by specialising a few of its values ([`price`]): far less than the
+/// bound where the runs are settled by the specialiser's binary search
+/// over a `jeq` run (libseccomp's allow-list of 2,000 `ioctl` requests: a
+/// few instructions a value against its 2,000). A priced cut gives up at
+/// half the steps left, so the solver keeps the other half however the
+/// sample misled. Pricing itself is bounded: at most nine times the
+/// distinct programs' lengths, tried only where that is a quarter of the
+/// steps left.
+fn cut(pieces: &[Piece], fixed: &Fixed, runs: u64, spend: &mut Spend<'_>) -> Result<Option<Cut>, EquivError> {
     let words: Vec<usize> = (2..fixed.len())
         .filter(|&w| fixed.get(w).is_some_and(Option::is_none) && pieces.iter().any(|p| p.reads(4 * w as u32)))
         .collect();
@@ -249,22 +299,16 @@ fn cut(
         let Ok(analyzer) = Analyzer::with_budget(p, unlimited) else { return Ok(None) };
         analyzers.push((piece, p.len() as u64, analyzer));
     }
-    // What one value's specialisations may cost at most (the distinct
-    // programs' lengths), against half the steps left: a cut that could
-    // spend the budget goes to the solver instead, which decides identical
-    // or small circuits quickly (a 2000-rule chain stacked on itself).
-    let mut distinct: Vec<&Rc<Program>> = Vec::new();
-    for piece in pieces {
-        if let Piece::Prog(p) = piece {
-            if !distinct.iter().any(|d| d.insns() == p.insns()) {
-                distinct.push(p);
-            }
-        }
-    }
+    let distinct = distinct_programs(pieces);
+    // What one value's specialisations may cost at most, against half the
+    // steps left: a cut that could spend the budget is priced first, or goes
+    // to the solver, which decides identical or small circuits quickly (a
+    // 2000-rule chain stacked on itself).
     let work: u64 = distinct.iter().map(|p| p.len() as u64 + 1).sum();
-    let affordable = spend.left() / 2;
+    let affordable = spend.room() / 2;
     let max_runs = spend.limits.max_word_runs;
     let mut best: Option<(usize, Vec<u32>)> = None;
+    let mut fewest_past_bound: Option<(usize, Vec<u32>)> = None;
     for w in words {
         let offset = 4 * w as u32;
         // The layout the specialiser names words in; any fixed arch maps
@@ -301,14 +345,67 @@ fn cut(
             })
             .collect();
         let n = values.len() as u64;
-        if runs.saturating_mul(n) > max_runs || n.saturating_mul(work) > affordable {
+        if runs.saturating_mul(n) > max_runs {
             continue;
         }
-        if best.as_ref().is_none_or(|(_, b)| values.len() < b.len()) {
-            best = Some((w, values));
+        let slot = if n.saturating_mul(work) > affordable { &mut fewest_past_bound } else { &mut best };
+        if slot.as_ref().is_none_or(|(_, b)| values.len() < b.len()) {
+            *slot = Some((w, values));
         }
     }
-    Ok(best)
+    if let Some((word, values)) = best {
+        return Ok(Some(Cut { word, values, ceiling: u64::MAX }));
+    }
+    // Pricing costs at most this (a specialiser per program and the
+    // samples' specialisations): only where it cannot eat the budget.
+    let price_bound = work.saturating_mul(SAMPLED_VALUES as u64 + 1);
+    let Some((word, values)) = fewest_past_bound.filter(|_| price_bound <= affordable / 2) else { return Ok(None) };
+    let per_value = price(&distinct, 4 * word as u32, &values, spend)?;
+    let affordable = spend.room() / 2;
+    if per_value.saturating_mul(values.len() as u64) > affordable {
+        return Ok(None);
+    }
+    Ok(Some(Cut { word, values, ceiling: spend.stats.steps.saturating_add(affordable) }))
+}
+
+/// The programs among `pieces`, each once.
+fn distinct_programs(pieces: &[Piece]) -> Vec<&Rc<Program>> {
+    let mut distinct: Vec<&Rc<Program>> = Vec::new();
+    for piece in pieces {
+        if let Piece::Prog(p) = piece {
+            if !distinct.iter().any(|d| d.insns() == p.insns()) {
+                distinct.push(p);
+            }
+        }
+    }
+    distinct
+}
+
+/// The costliest of [`SAMPLED_VALUES`] values of the word at `offset`
+/// (spread evenly over `values`): the steps its specialisations of the
+/// `distinct` programs that read the word take, as
+/// [`Decider::decide_runs`] charges them. Charged.
+fn price(distinct: &[&Rc<Program>], offset: u32, values: &[u32], spend: &mut Spend<'_>) -> Result<u64, EquivError> {
+    let mut partials = Vec::new();
+    for p in distinct {
+        if Piece::Prog(Rc::clone(p)).reads(offset) {
+            spend.steps(p.len() as u64)?;
+            partials.extend(Partial::new(p).ok());
+        }
+    }
+    let n = values.len();
+    let mut costliest = 0u64;
+    for s in 0..SAMPLED_VALUES.min(n) {
+        let Some(&value) = values.get(s * (n - 1) / (SAMPLED_VALUES - 1)) else { continue };
+        let mut work = 0u64;
+        for partial in &mut partials {
+            let _ = partial.specialize_word(offset, value);
+            work = work.saturating_add(partial.last_work() as u64 + 1);
+        }
+        spend.steps(work)?;
+        costliest = costliest.max(work);
+    }
+    Ok(costliest)
 }
 
 #[cfg(test)]
@@ -316,7 +413,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 
     use super::*;
-    use crate::{Limits, Stats};
+    use crate::Limits;
 
     fn prog(text: &str) -> Program {
         let (_, insns) = cbpf::text::parse_auto(text.as_bytes()).unwrap();
@@ -334,7 +431,12 @@ mod tests {
     }
 
     fn spend(limits: &Limits) -> Spend<'_> {
-        Spend { limits, stats: Stats::default() }
+        Spend::new(limits)
+    }
+
+    /// A cut within the plain bound: no ceiling.
+    fn plain(word: usize, values: &[u32]) -> Cut {
+        Cut { word, values: values.to_vec(), ceiling: u64::MAX }
     }
 
     /// What a cut costs, as [`Limits::max_steps`] documents it: building a
@@ -351,8 +453,8 @@ mod tests {
         let mut spend = spend(&limits);
         let mut decider = Decider::new(1, u32::MAX);
         let pieces = [Piece::Prog(Rc::new(p4.clone())), Piece::Prog(Rc::new(p5.clone()))];
-        let found = decider.decide_runs(&pieces, [None; 16], 4, &[0, 7, 8], 1, &mut spend).unwrap();
-        let words = found.expect("differ");
+        let found = decider.decide_runs(&pieces, [None; 16], &plain(4, &[0, 7, 8]), 1, &mut spend).unwrap();
+        let words = found.expect("decided").expect("differ");
         assert_eq!((words[4], words[5]), (0, 0));
         let work = |p: &Program, offset: u32, value: u32| {
             let mut partial = Partial::new(p).unwrap();
@@ -372,10 +474,10 @@ mod tests {
         let limits = Limits::default();
         let both = prog("ld [16]\njeq #7, l1, l2\nl1: ld [20]\njeq #0, l3, l2\nl2: ret #2\nl3: ret #1\n");
         let got = cut(&[Piece::Prog(Rc::new(both))], &[None; 16], 1, &mut spend(&limits)).unwrap();
-        assert_eq!(got, Some((5, vec![0, 1])));
+        assert_eq!(got, Some(plain(5, &[0, 1])));
         let even = prog("ld [16]\njeq #7, l1, l2\nl1: ld [20]\njeq #9, l3, l2\nl2: ret #2\nl3: ret #1\n");
         let got = cut(&[Piece::Prog(Rc::new(even))], &[None; 16], 1, &mut spend(&limits)).unwrap();
-        assert_eq!(got, Some((4, vec![0, 7, 8])));
+        assert_eq!(got, Some(plain(4, &[0, 7, 8])));
     }
 
     /// Fixed words are not cut again, even where a piece still reads one.
@@ -384,7 +486,7 @@ mod tests {
         let limits = Limits::default();
         let pieces = [Piece::Prog(Rc::new(on_word_4()))];
         let mut fixed: Fixed = [None; 16];
-        assert_eq!(cut(&pieces, &fixed, 1, &mut spend(&limits)).unwrap(), Some((4, vec![0, 7, 8])));
+        assert_eq!(cut(&pieces, &fixed, 1, &mut spend(&limits)).unwrap(), Some(plain(4, &[0, 7, 8])));
         fixed[4] = Some(7);
         assert_eq!(cut(&pieces, &fixed, 1, &mut spend(&limits)).unwrap(), None);
     }

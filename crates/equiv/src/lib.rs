@@ -325,12 +325,24 @@ impl SideRunner {
 struct Spend<'a> {
     limits: &'a Limits,
     stats: Stats,
+    /// The step count past which the cut being decided gives up (the
+    /// innermost priced cut's, `class::Cut`; `u64::MAX` outside one).
+    ceiling: u64,
 }
 
-impl Spend<'_> {
+impl<'a> Spend<'a> {
+    fn new(limits: &'a Limits) -> Spend<'a> {
+        Spend { limits, stats: Stats::default(), ceiling: u64::MAX }
+    }
+
     /// Steps left before [`Limits::max_steps`] strikes.
     fn left(&self) -> u64 {
         self.limits.max_steps.saturating_sub(self.stats.steps)
+    }
+
+    /// Steps left before the budget or the ceiling of the cut being decided.
+    fn room(&self) -> u64 {
+        self.left().min(self.ceiling.saturating_sub(self.stats.steps))
     }
 
     fn steps(&mut self, n: u64) -> Result<(), EquivError> {
@@ -351,7 +363,7 @@ pub fn check_with_stats(left: Side<'_>, right: Side<'_>, options: &Options) -> R
             return Err(EquivError::NotSeccomp { index, mode: p.mode() });
         }
     }
-    let mut spend = Spend { limits: &options.limits, stats: Stats::default() };
+    let mut spend = Spend::new(&options.limits);
     let unlimited = || seccomp::analysis::Budget::new(u64::MAX, u64::MAX, u64::MAX);
     let mut analyzers = Vec::with_capacity(filters.len());
     let mut partials = Vec::with_capacity(filters.len());

@@ -286,7 +286,7 @@ fn words_no_cut_can_say_go_to_the_solver() {
 #[test]
 fn a_fixed_word_a_piece_reads_is_part_of_the_problem() {
     let limits = Limits::default();
-    let mut spend = Spend { limits: &limits, stats: Stats::default() };
+    let mut spend = Spend::new(&limits);
     let mut decider = class::Decider::new(1, u32::MAX);
     let pieces =
         || vec![Piece::Prog(Rc::new(prog("ld [16]\njeq #5, l1, l2\nl1: ret #1\nl2: ret #2\n"))), Piece::Const(1)];
@@ -319,4 +319,77 @@ fn a_word_with_several_masks_is_not_cut() {
         assert_eq!(found[0].left, 0x50001, "{test}");
         assert_eq!((runs, calls), (0, 1), "{test}");
     }
+}
+
+/// `args[0].lo` checked against `values` as libseccomp lays out an
+/// allow-list: runs of `jeq #k, allow` (falling through when unequal), in
+/// blocks that each end in a `ret ALLOW` within a jump's reach, then
+/// ERRNO(1); other arches KILL.
+fn allow_list(values: &[u32]) -> String {
+    let blocks: Vec<&[u32]> = values.chunks(250).collect();
+    let mut text = String::from("ld [4]\njeq #0xc000003e, lok\nret #0x80000000\nlok: ld [16]\n");
+    for (b, block) in blocks.iter().enumerate() {
+        let next = if b + 1 == blocks.len() { "le".to_string() } else { format!("n{b}") };
+        for (i, v) in block.iter().enumerate() {
+            let label = if i == 0 && b > 0 { format!("n{}: ", b - 1) } else { String::new() };
+            let jf = if i + 1 == block.len() { format!(", {next}") } else { String::new() };
+            text.push_str(&format!("{label}jeq #{v}, a{b}{jf}\n"));
+        }
+        text.push_str(&format!("a{b}: ret #0x7fff0000\n"));
+    }
+    text + "le: ret #0x50001\n"
+}
+
+/// Two allow-lists of 3,000 `ioctl`-like requests in different orders: a
+/// cut of `args[0].lo` (6,001 runs) is past the plain bound (runs times
+/// the programs' 6,000 instructions: 36M steps against the 16M budget),
+/// priced by its sample at a few steps a value (the specialiser's binary
+/// search over a `jeq` run) and made: no solver call. A request missing on
+/// one side is found the same way.
+#[test]
+fn a_priced_cut_decides_a_long_allow_list() {
+    let values: Vec<u32> = (0..3000).map(|i| 0x5400 + 7 * i).collect();
+    let mut reordered = values.clone();
+    for block in reordered.chunks_mut(250) {
+        block.reverse();
+    }
+    let (left, right) = (allow_list(&values), allow_list(&reordered));
+    let (v, s) = stats(&left, &right, &Options::default());
+    assert_eq!(v, Verdict::Equal);
+    assert_eq!(s.solver_calls, 0, "{s:?}");
+    assert_eq!(s.word_runs, 2 * 3000 + 1, "{s:?}");
+    let missing = reordered[1234];
+    reordered[1234] = missing + 1;
+    let (v, s) = stats(&left, &allow_list(&reordered), &Options::default());
+    let Verdict::Differ(found) = v else { panic!("equal") };
+    assert!([missing, missing + 1].contains(&(found[0].data.args[0] as u32)), "{found:?}");
+    assert_eq!(s.solver_calls, 0, "{s:?}");
+}
+
+/// A cut whose sample misleads gives up at its ceiling (half the steps
+/// left when it was priced) and the solver decides with the other half:
+/// every sampled value of `args[0].lo` (n = 701 runs, sampled at every
+/// `2 * 350 / 7`-th, all between the constants) leaves a `ret`, every
+/// constant a 1,000-instruction tail. Without the ceiling the cut would
+/// pass the budget (350 tails on each side, 700,000 steps of 600,000).
+#[test]
+fn a_cut_whose_sample_misleads_gives_up_at_its_ceiling() {
+    let values: Vec<u32> = (1..=350).map(|i| 10 * i).collect();
+    let side = |values: &[u32]| {
+        let mut text = String::from("ld [4]\njeq #0xc000003e, lok\nret #0x80000000\nlok: ld [16]\n");
+        for (b, block) in values.chunks(200).enumerate() {
+            text.extend(block.iter().map(|v| format!("jeq #{v}, t{b}\n")));
+            text.push_str(&format!("ja n{b}\nt{b}: ja tail\nn{b}: "));
+        }
+        text + "ret #0x50001\ntail: ld [24]\n" + &"add #1\n".repeat(1000) + "ret a\n"
+    };
+    let mut reversed = values.clone();
+    reversed.reverse();
+    let limits = Limits { max_steps: 600_000, ..Limits::default() };
+    let options = Options { limits, ..Options::default() };
+    let (v, s) = stats(&side(&values), &side(&reversed), &options);
+    assert_eq!(v, Verdict::Equal);
+    assert_eq!(s.solver_calls, 1, "{s:?}");
+    assert!(s.word_runs > 0 && s.word_runs < 701, "{s:?}");
+    assert!(s.steps <= 600_000, "{s:?}");
 }

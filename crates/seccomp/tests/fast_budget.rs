@@ -184,3 +184,47 @@ fn budget_fallback_is_counted() {
     eprintln!("{stats:?}");
     assert!(stats.budget_fallback_entries > 0, "{stats:?}");
 }
+
+/// `ioctl` (16) allowed for 3,000 values of `args[1].lo` as libseccomp lays
+/// out an allow-list (runs of `jeq #k, allow` in blocks that end in a `ret
+/// ALLOW` within a jump's reach), everything else allowed, other arches
+/// killed.
+fn ioctl_allow_list(values: &[u32]) -> Vec<Insn> {
+    let mut p = vec![Insn::stmt(LD, 4), Insn::jump(JEQ, 0xc000_003e, 1, 0), Insn::stmt(RET, 0)];
+    // ioctl's argument checks; every other syscall allowed.
+    p.extend([Insn::stmt(LD, 0), Insn::jump(JEQ, 16, 1, 0), Insn::stmt(RET, 0x7fff_0000), Insn::stmt(LD, 24)]);
+    for block in values.chunks(250) {
+        let n = block.len();
+        for (i, &v) in block.iter().enumerate() {
+            // Equal: to the block's `ret`; the last one skips it otherwise.
+            let last = i + 1 == n;
+            p.push(Insn::jump(JEQ, v, (n - 1 - i) as u8, u8::from(last)));
+        }
+        p.push(Insn::stmt(RET, 0x7fff_0000));
+    }
+    p.push(Insn::stmt(RET, 0x0005_0001));
+    p
+}
+
+/// A 3,000-request allow-list is a tree in the fast engine: the cut of
+/// `args[1].lo` into its 6,001 runs is past the plain bound (runs times the
+/// residual's 3,000 instructions, 18M steps against the build's 8M), and
+/// priced by a sample at a few steps a run (the specialiser's binary search
+/// over a `jeq` run) it is made. Every request and its neighbours answer as
+/// the classic interpreter does.
+#[test]
+fn an_allow_list_of_3000_requests_is_a_tree() {
+    let values: Vec<u32> = (0..3000u32).map(|i| 0x5400 + 7 * i).collect();
+    let insns = ioctl_allow_list(&values);
+    assert!(insns.len() <= 4096, "{}", insns.len());
+    let mut args: Vec<[u64; 6]> = Vec::new();
+    for &v in values.iter().step_by(7).chain([values[0], values[2999]].iter()) {
+        for w in [v - 1, v, v + 1] {
+            args.push([0, u64::from(w), 0, 0, 0, 0]);
+        }
+    }
+    args.push([0, (1 << 32) | u64::from(values[5]), 0, 0, 0, 0]);
+    let stats = check("ioctl_allow_list_3000", &insns, &[0xc000_003e, 0x4000_0003], &[16, 17], &args);
+    assert!(stats.switch_ranges > 2 * 3000, "{stats:?}");
+    assert_eq!(stats.budget_fallback_entries, 0, "{stats:?}");
+}

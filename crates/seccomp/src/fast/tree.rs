@@ -68,6 +68,22 @@ const MAX_BIT_SEARCH: usize = 256;
 /// Most runs a switch found by fixing bits may have.
 const MAX_BIT_RUNS: usize = 32;
 
+/// Runs a cut past the plain bound specialises first to price the rest
+/// ([`Forest::cut_cap`]), spread evenly over the word.
+const SAMPLED_RUNS: usize = 8;
+
+/// A run's child before it is kept: a constant, or a residual (user form,
+/// not yet validated) with its entry reads.
+type Child = Result<Outcome, (Vec<Insn>, (bool, bool))>;
+
+/// What [`Forest::run_children`] found: each run's child (from its start),
+/// a constant or an index into `residuals`, the distinct residuals (user
+/// form, not yet validated) with their entry reads.
+struct RunChildren {
+    runs: Vec<(u32, Result<Outcome, usize>)>,
+    residuals: Vec<(Vec<Insn>, (bool, bool))>,
+}
+
 /// Whether user-form `insns` load the word at byte `offset`.
 fn reads_word(insns: &[Insn], offset: u32) -> bool {
     insns.iter().any(|&insn| Op::from_insn(insn) == Some(Op::LdAbs { size: cbpf::Size::W, k: offset }))
@@ -204,38 +220,145 @@ impl Forest {
         }
         let Some(program) = self.residuals.get(i).map(|r| r.program.clone()) else { return leaf };
         let Some((field, cuts)) = self.choose(&program) else { return leaf };
-        if !self.affordable(program.len().saturating_mul(cuts.starts.len())) {
-            return leaf;
-        }
         let offset = field.offset(LAYOUT_ARCH);
-        if cuts.by_bits && !cuts.peel.is_empty() {
-            return self.peel(&program, offset, &cuts.peel, depth, i).unwrap_or(leaf);
-        }
         if cuts.by_bits {
+            if !self.affordable(program.len().saturating_mul(cuts.starts.len())) {
+                return leaf;
+            }
+            if !cuts.peel.is_empty() {
+                return self.peel(&program, offset, &cuts.peel, depth, i).unwrap_or(leaf);
+            }
             return match self.bit_runs(&program, offset, cuts.mask, depth) {
                 Some(ranges) => self.switch_of(offset, cuts.mask, ranges, i),
                 None => leaf,
             };
         }
-        let mut spec = Specializer::new(&program);
-        let mut ranges: Vec<(u32, Outcome)> = Vec::with_capacity(cuts.starts.len());
-        for (c, &start) in cuts.starts.iter().enumerate() {
-            let end = cuts.starts.get(c + 1).map_or(u32::MAX, |&next| next - 1);
-            // The run's least value of `word & mask` starts it.
-            let (start, fact) = if cuts.partial {
-                // One bit: its two runs, the word still read otherwise.
-                (start, KeyFact::Bits { ones: start & cuts.mask, zeros: cuts.mask & !start })
-            } else {
+        // One fact per run, the run's least value of `word & mask` first.
+        let facts: Vec<(u32, KeyFact)> = cuts
+            .starts
+            .iter()
+            .enumerate()
+            .filter_map(|(c, &start)| {
+                if cuts.partial {
+                    // One bit: its two runs, the word still read otherwise.
+                    return Some((start, KeyFact::Bits { ones: start & cuts.mask, zeros: cuts.mask & !start }));
+                }
+                let end = cuts.starts.get(c + 1).map_or(u32::MAX, |&next| next - 1);
                 // A run no value of `word & mask` falls in: nothing to decide.
-                let Some(v) = cuts.representative(start, end) else { continue };
-                (v, KeyFact::Equals(v))
+                cuts.representative(start, end).map(|v| (v, KeyFact::Equals(v)))
+            })
+            .collect();
+        let mut spec = Specializer::new(&program);
+        let Some(cap) = self.cut_cap(&mut spec, offset, &facts, program.len()) else { return leaf };
+        let Some(RunChildren { runs, mut residuals }) = self.run_children(&mut spec, offset, &facts, cap) else {
+            return leaf;
+        };
+        // Each distinct residual kept once, in the order the runs name them.
+        let mut outcomes: Vec<Option<Outcome>> = vec![None; residuals.len()];
+        let mut ranges: Vec<(u32, Outcome)> = Vec::with_capacity(runs.len());
+        for (start, child) in runs {
+            let o = match child {
+                Ok(o) => o,
+                Err(r) => match outcomes.get(r).copied().flatten() {
+                    Some(o) => o,
+                    None => {
+                        let Some(residual) = residuals.get_mut(r).map(std::mem::take) else { return leaf };
+                        let Some(o) = self.kept(Err(residual), depth) else { return leaf };
+                        if let Some(slot) = outcomes.get_mut(r) {
+                            *slot = Some(o);
+                        }
+                        o
+                    }
+                },
             };
-            let Some(child) = self.child(&mut spec, offset, &fact, depth) else { return leaf };
-            if ranges.last().is_none_or(|&(_, last)| last != child) {
-                ranges.push((start, child));
+            if ranges.last().is_none_or(|&(_, last)| last != o) {
+                ranges.push((start, o));
             }
         }
         self.switch_of(offset, cuts.mask, ranges, i)
+    }
+
+    /// The steps a cut of `program` into the runs of `facts` may spend on
+    /// its specialisations, or `None` (counted) where it is not tried. A
+    /// specialisation visits at most the program's instructions, so runs
+    /// times length that fit the steps left need no cap. Past that bound the
+    /// cost is what the specialisations visit, far less where the runs are
+    /// settled by the specialiser's binary search over a `jeq` run
+    /// (libseccomp's allow-list of 2,000 `ioctl` requests: a few
+    /// instructions a run against its 2,000): [`SAMPLED_RUNS`] runs spread
+    /// over the word are specialised, and the cut is tried when the
+    /// costliest of them times the runs fits half the steps left, capped
+    /// there (a sample can mislead; a cut that passes its cap is given up,
+    /// leaving the other half to the rest of the forest).
+    fn cut_cap(&mut self, spec: &mut Specializer, offset: u32, facts: &[(u32, KeyFact)], len: usize) -> Option<usize> {
+        let runs = facts.len();
+        if len.saturating_mul(runs) <= self.steps_left {
+            return Some(usize::MAX);
+        }
+        let mut costliest = 0;
+        for s in 0..SAMPLED_RUNS.min(runs) {
+            let at = s * (runs - 1) / (SAMPLED_RUNS - 1).max(1);
+            let (_, fact) = facts.get(at)?;
+            let _ = spec.specialize_key(offset, fact);
+            costliest = costliest.max(spec.last_work());
+            self.charge(spec.last_work());
+        }
+        let half = self.steps_left / 2;
+        if costliest.saturating_mul(runs) > half {
+            self.budget_fallbacks += 1;
+            return None;
+        }
+        Some(half)
+    }
+
+    /// Every run's specialisation, in order, neighbours with the same child
+    /// merged, nothing kept yet (so a cut given up leaves nothing behind)
+    /// and each distinct residual held once: `None` where one is refused,
+    /// or (counted) once they have visited more than `cap` instructions.
+    fn run_children(
+        &mut self,
+        spec: &mut Specializer,
+        offset: u32,
+        facts: &[(u32, KeyFact)],
+        cap: usize,
+    ) -> Option<RunChildren> {
+        let mut spent = 0usize;
+        let mut found = RunChildren { runs: Vec::new(), residuals: Vec::new() };
+        let mut seen: HashMap<Vec<Insn>, usize> = HashMap::new();
+        for (start, fact) in facts {
+            let child = match self.specialised(spec, offset, fact)? {
+                Ok(o) => Ok(o),
+                Err((insns, reads)) => Err(match seen.get(&insns) {
+                    Some(&r) => r,
+                    None => {
+                        seen.insert(insns.clone(), found.residuals.len());
+                        found.residuals.push((insns, reads));
+                        found.residuals.len() - 1
+                    }
+                }),
+            };
+            spent = spent.saturating_add(spec.last_work());
+            if spent > cap {
+                self.budget_fallbacks += 1;
+                return None;
+            }
+            if found.runs.last().is_none_or(|(_, last)| *last != child) {
+                found.runs.push((*start, child));
+            }
+        }
+        Some(found)
+    }
+
+    /// A child found by a specialisation, kept (and grown a level down)
+    /// when it is a residual not seen before; `None` where it is refused.
+    fn kept(&mut self, child: Child, depth: u32) -> Option<Outcome> {
+        match child {
+            Ok(o) => Some(o),
+            Err((insns, reads)) => match self.index.get(&insns).copied() {
+                Some(o) => Some(o),
+                None => self.fresh(insns, reads, depth + 1).ok(),
+            },
+        }
     }
 
     /// The child of one run: the program `spec` holds specialised on
@@ -243,19 +366,21 @@ impl Forest {
     /// `None` where the specialisation or the residual is refused: the
     /// parent stays a leaf.
     fn child(&mut self, spec: &mut Specializer, offset: u32, fact: &KeyFact, depth: u32) -> Option<Outcome> {
-        let sub = match spec.specialize_key(offset, fact) {
+        let child = self.specialised(spec, offset, fact)?;
+        self.kept(child, depth)
+    }
+
+    /// The program `spec` holds specialised on `fact`, its work charged:
+    /// a constant, or a residual (not yet kept) with its entry reads;
+    /// `None` where the specialiser gives up (the whole filter).
+    fn specialised(&mut self, spec: &mut Specializer, offset: u32, fact: &KeyFact) -> Option<Child> {
+        let found = match spec.specialize_key(offset, fact) {
             Specialized::Action(a) => Ok(Outcome::Action(a)),
             Specialized::Whole => return None,
             Specialized::Residual(insns) => Err(insns.to_vec()),
         };
         self.charge(spec.last_work());
-        match sub {
-            Ok(o) => Some(o),
-            Err(insns) => match self.index.get(&insns).copied() {
-                Some(o) => Some(o),
-                None => self.fresh(insns, spec.entry_reads(), depth + 1).ok(),
-            },
-        }
+        Some(found.map_err(|insns| (insns, spec.entry_reads())))
     }
 
     /// A switch on the whole word for a word whose whole-word `jeq`s stand
@@ -312,10 +437,8 @@ impl Forest {
     /// [`MAX_BIT_RUNS`] runs, or when the budget is spent: the residual
     /// stays a leaf.
     fn bit_runs(&mut self, program: &Program, offset: u32, mask: u32, depth: u32) -> Option<Vec<(u32, Outcome)>> {
-        // A run's child before it is kept: a constant, or a residual with
-        // its entry reads. Children are kept only once the search has
-        // succeeded, so a search that gives up leaves nothing behind.
-        type Child = Result<Outcome, (Vec<Insn>, (bool, bool))>;
+        // Children are kept only once the search has succeeded, so a
+        // search that gives up leaves nothing behind.
         let mut spec = Specializer::new(program);
         let mut runs: Vec<(u32, Child)> = Vec::new();
         // (known ones, known zeros, bits of the mask not yet fixed); the
@@ -355,13 +478,7 @@ impl Forest {
         }
         let mut ranges: Vec<(u32, Outcome)> = Vec::with_capacity(runs.len());
         for (start, child) in runs {
-            let o = match child {
-                Ok(o) => o,
-                Err((insns, reads)) => match self.index.get(&insns).copied() {
-                    Some(o) => o,
-                    None => self.fresh(insns, reads, depth + 1).ok()?,
-                },
-            };
+            let o = self.kept(child, depth)?;
             if ranges.last().is_none_or(|&(_, last)| last != o) {
                 ranges.push((start, o));
             }
@@ -394,5 +511,49 @@ impl Forest {
             .filter_map(|f| Some((f, analyzer.word_cuts(None, f).ok()??)))
             .filter(|(_, cuts)| cuts.starts.len() > 1 || cuts.by_bits)
             .min_by_key(|(f, cuts)| (cuts.first_test, f.index()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use super::*;
+
+    /// `args[0].lo` against 350 constants `10 * i` (701 runs), each sending
+    /// a run to a 1,000-instruction tail on `args[1].lo`; the values between
+    /// them, among them every one [`Forest::cut_cap`] samples (every
+    /// `2 * 350 / 7`-th run), end at once.
+    fn misleading() -> Vec<Insn> {
+        let mut text = String::from("ld [16]\n");
+        for (b, block) in (1..=350u32).collect::<Vec<_>>().chunks(200).enumerate() {
+            text.extend(block.iter().map(|i| format!("jeq #{}, t{b}\n", 10 * i)));
+            text.push_str(&format!("ja n{b}\nt{b}: ja tail\nn{b}: "));
+        }
+        text += "ret #0x50001\ntail: ld [24]\n";
+        text += &"add #1\n".repeat(1000);
+        text += "ret a\n";
+        cbpf::text::parse_auto(text.as_bytes()).unwrap().1
+    }
+
+    /// Past the plain bound (runs times length), a cut whose sample says it
+    /// is cheap is tried under a cap of half the steps left; when the runs
+    /// cost more (350 tails of 1,000 instructions) it is given up, counted,
+    /// and leaves nothing behind: the program stays one residual leaf.
+    /// Within the plain bound the same program is a switch.
+    #[test]
+    fn a_cut_whose_sample_misleads_is_given_up_leaving_nothing_behind() {
+        let insns = misleading();
+        let runs = 2 * 350 + 1;
+        assert!(insns.len() * runs > 400_000);
+        let mut forest = Forest::new(400_000, 1_000_000);
+        let (o, _) = forest.outcome(&insns, (false, false)).unwrap();
+        assert_eq!(o, Outcome::Residual(0));
+        assert_eq!((forest.residuals.len(), forest.switches.len(), forest.budget_fallbacks), (1, 0, 1));
+        assert!(forest.steps_left < 400_000 / 2, "{}", forest.steps_left);
+        let mut forest = Forest::new(insns.len() * runs + 100_000, 1_000_000);
+        let (o, _) = forest.outcome(&insns, (false, false)).unwrap();
+        assert_eq!(o, Outcome::Switch(0));
+        assert_eq!(forest.switches[0].ranges.len(), runs);
     }
 }
