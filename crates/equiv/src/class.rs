@@ -359,7 +359,7 @@ fn cut(pieces: &[Piece], fixed: &Fixed, runs: u64, spend: &mut Spend<'_>) -> Res
     // Pricing costs at most this (a specialiser per program and the
     // samples' specialisations): only where it cannot eat the budget.
     let price_bound = work.saturating_mul(SAMPLED_VALUES as u64 + 1);
-    let Some((word, values)) = fewest_past_bound.filter(|_| price_bound <= affordable / 2) else { return Ok(None) };
+    let Some((word, values)) = fewest_past_bound.filter(|_| price_bound <= spend.room() / 4) else { return Ok(None) };
     let per_value = price(&distinct, 4 * word as u32, &values, spend)?;
     let affordable = spend.room() / 2;
     if per_value.saturating_mul(values.len() as u64) > affordable {
@@ -489,6 +489,93 @@ mod tests {
         assert_eq!(cut(&pieces, &fixed, 1, &mut spend(&limits)).unwrap(), Some(plain(4, &[0, 7, 8])));
         fixed[4] = Some(7);
         assert_eq!(cut(&pieces, &fixed, 1, &mut spend(&limits)).unwrap(), None);
+    }
+
+    /// A priced cut goes on while the steps are at its ceiling and gives up
+    /// once they are past it: with the ceiling at the steps already spent,
+    /// the first value is decided and the second is not; the enclosing
+    /// ceiling holds again afterwards.
+    #[test]
+    fn a_cut_gives_up_only_past_its_ceiling() {
+        let limits = Limits::default();
+        let mut spend = spend(&limits);
+        let mut decider = Decider::new(1, u32::MAX);
+        let p = Rc::new(on_word_4());
+        let pieces = [Piece::Prog(Rc::clone(&p)), Piece::Prog(p)];
+        // Building the one specialiser (the other piece is the same) costs
+        // the program's length: the ceiling is where the first value starts.
+        let cut = Cut { word: 4, values: vec![0, 7, 8], ceiling: on_word_4().len() as u64 };
+        let found = decider.decide_runs(&pieces, [None; 16], &cut, 1, &mut spend).unwrap();
+        assert_eq!(found, Err(GaveUp));
+        assert_eq!((spend.stats.word_runs, spend.ceiling), (1, u64::MAX));
+    }
+
+    /// Past the plain bound a cut is priced only where pricing (a
+    /// specialiser and eight sampled specialisations: at most nine times
+    /// the distinct programs' lengths plus one) fits a quarter of the steps
+    /// left: 81 runs of a 40-constant `jeq` list, priced at a few steps a
+    /// value, are then cut with a ceiling; one step less and no cut is made.
+    #[test]
+    fn a_cut_past_the_plain_bound_is_priced_only_where_pricing_fits_a_quarter() {
+        let tests: String = (1..=40).map(|i| format!("jeq #{}, l1\n", 10 * i)).collect();
+        let p = Rc::new(prog(&format!("ld [16]\n{tests}ret #2\nl1: ret #1\n")));
+        let pieces = [Piece::Prog(Rc::clone(&p))];
+        let work = p.len() as u64 + 1;
+        let unlimited = Limits { max_steps: u64::MAX, ..Limits::default() };
+        let mut scanned = spend(&unlimited);
+        let plain = cut(&pieces, &[None; 16], 1, &mut scanned).unwrap();
+        assert_eq!(plain.map(|c| (c.values.len(), c.ceiling)), Some((81, u64::MAX)));
+        let edge = scanned.stats.steps + 36 * work;
+        for (max_steps, priced) in [(edge, true), (edge - 1, false)] {
+            let limits = Limits { max_steps, ..Limits::default() };
+            let got = cut(&pieces, &[None; 16], 1, &mut spend(&limits)).unwrap();
+            assert_eq!(got.is_some_and(|c| c.ceiling < u64::MAX), priced, "{max_steps}");
+        }
+    }
+
+    /// A cut past the plain bound is made when its costliest sampled value
+    /// (the eight at `s * (n - 1) / 7`, each costing one plus what its
+    /// specialisation visits) times the runs fits half the steps left after
+    /// pricing, and not one step below. Constant `i` of 40 enters a tail of
+    /// `15 * i` additions on `args[1]` through a `ja` of its own, so the
+    /// sampled constants (the 6th, 23rd and 29th) cost apart; a second
+    /// piece that does not read the word counts in the plain bound only.
+    #[test]
+    fn a_priced_cut_is_made_at_exactly_its_costliest_sample_times_the_runs() {
+        let mut text = String::from("ld [16]\n");
+        for i in 1..=40 {
+            text.push_str(&format!("jeq #{}, j{i}, n{i}\nj{i}: ld [24]\nja t{i}\nn{i}: ", 10 * i));
+        }
+        text.push_str("ret #2\n");
+        for k in (1..=600).rev() {
+            let label = if k % 15 == 0 { format!("t{}: ", k / 15) } else { String::new() };
+            text.push_str(&format!("{label}add #1\n"));
+        }
+        text.push_str("ret a\n");
+        let p = Rc::new(prog(&text));
+        let q = Rc::new(prog(&format!("ld [32]\n{}ret a\n", "add #1\n".repeat(300))));
+        let pieces = [Piece::Prog(Rc::clone(&p)), Piece::Prog(q)];
+        let unlimited = Limits { max_steps: u64::MAX, ..Limits::default() };
+        let mut scanned = spend(&unlimited);
+        let plain = cut(&pieces, &[None; 16], 1, &mut scanned).unwrap().unwrap();
+        let n = plain.values.len();
+        assert_eq!((n, plain.ceiling), (81, u64::MAX));
+        let mut partial = Partial::new(&p).unwrap();
+        let samples: Vec<u64> = (0..8)
+            .map(|s| {
+                partial.specialize_word(16, plain.values[s * (n - 1) / 7]);
+                partial.last_work() as u64 + 1
+            })
+            .collect();
+        let costliest = *samples.iter().max().unwrap();
+        assert!(samples.iter().filter(|&&w| w == costliest).count() == 1, "{samples:?}");
+        let priced_at = scanned.stats.steps + p.len() as u64 + samples.iter().sum::<u64>();
+        let edge = priced_at + 2 * costliest * n as u64;
+        for (max_steps, made) in [(edge, true), (edge - 1, false)] {
+            let limits = Limits { max_steps, ..Limits::default() };
+            let got = cut(&pieces, &[None; 16], 1, &mut spend(&limits)).unwrap();
+            assert_eq!(got.is_some_and(|c| c.ceiling < u64::MAX), made, "{max_steps}");
+        }
     }
 
     /// A cut is made only when its runs times one value's work (each
