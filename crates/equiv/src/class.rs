@@ -520,17 +520,25 @@ mod tests {
         let tests: String = (1..=40).map(|i| format!("jeq #{}, l1\n", 10 * i)).collect();
         let p = Rc::new(prog(&format!("ld [16]\n{tests}ret #2\nl1: ret #1\n")));
         let pieces = [Piece::Prog(Rc::clone(&p))];
-        let work = p.len() as u64 + 1;
+        let (plain, scans) = plain_cut(&pieces);
+        assert_eq!((plain.values.len(), plain.ceiling), (81, u64::MAX));
+        let edge = scans + 36 * (p.len() as u64 + 1);
+        assert_eq!((priced(&pieces, edge), priced(&pieces, edge - 1)), (true, false));
+    }
+
+    /// The cut made with no step budget to speak of (within the plain
+    /// bound), and the steps its scans took.
+    fn plain_cut(pieces: &[Piece]) -> (Cut, u64) {
         let unlimited = Limits { max_steps: u64::MAX, ..Limits::default() };
         let mut scanned = spend(&unlimited);
-        let plain = cut(&pieces, &[None; 16], 1, &mut scanned).unwrap();
-        assert_eq!(plain.map(|c| (c.values.len(), c.ceiling)), Some((81, u64::MAX)));
-        let edge = scanned.stats.steps + 36 * work;
-        for (max_steps, priced) in [(edge, true), (edge - 1, false)] {
-            let limits = Limits { max_steps, ..Limits::default() };
-            let got = cut(&pieces, &[None; 16], 1, &mut spend(&limits)).unwrap();
-            assert_eq!(got.is_some_and(|c| c.ceiling < u64::MAX), priced, "{max_steps}");
-        }
+        let plain = cut(pieces, &[None; 16], 1, &mut scanned).unwrap().unwrap();
+        (plain, scanned.stats.steps)
+    }
+
+    /// Whether a priced cut (one with a ceiling) is made within `max_steps`.
+    fn priced(pieces: &[Piece], max_steps: u64) -> bool {
+        let limits = Limits { max_steps, ..Limits::default() };
+        cut(pieces, &[None; 16], 1, &mut spend(&limits)).unwrap().is_some_and(|c| c.ceiling < u64::MAX)
     }
 
     /// A cut past the plain bound is made when its costliest sampled value
@@ -555,9 +563,7 @@ mod tests {
         let p = Rc::new(prog(&text));
         let q = Rc::new(prog(&format!("ld [32]\n{}ret a\n", "add #1\n".repeat(300))));
         let pieces = [Piece::Prog(Rc::clone(&p)), Piece::Prog(q)];
-        let unlimited = Limits { max_steps: u64::MAX, ..Limits::default() };
-        let mut scanned = spend(&unlimited);
-        let plain = cut(&pieces, &[None; 16], 1, &mut scanned).unwrap().unwrap();
+        let (plain, scans) = plain_cut(&pieces);
         let n = plain.values.len();
         assert_eq!((n, plain.ceiling), (81, u64::MAX));
         let mut partial = Partial::new(&p).unwrap();
@@ -569,13 +575,9 @@ mod tests {
             .collect();
         let costliest = *samples.iter().max().unwrap();
         assert!(samples.iter().filter(|&&w| w == costliest).count() == 1, "{samples:?}");
-        let priced_at = scanned.stats.steps + p.len() as u64 + samples.iter().sum::<u64>();
+        let priced_at = scans + p.len() as u64 + samples.iter().sum::<u64>();
         let edge = priced_at + 2 * costliest * n as u64;
-        for (max_steps, made) in [(edge, true), (edge - 1, false)] {
-            let limits = Limits { max_steps, ..Limits::default() };
-            let got = cut(&pieces, &[None; 16], 1, &mut spend(&limits)).unwrap();
-            assert_eq!(got.is_some_and(|c| c.ceiling < u64::MAX), made, "{max_steps}");
-        }
+        assert_eq!((priced(&pieces, edge), priced(&pieces, edge - 1)), (true, false));
     }
 
     /// A cut is made only when its runs times one value's work (each
