@@ -483,4 +483,41 @@ fn optimize_writes_a_shorter_proved_filter_and_keeps_a_longer_layout_out() {
     // Socket filters are refused (not a seccomp filter: `ld [1]` is unaligned).
     let o = run(&["optimize", "--from", "asm", "-"], b"ldb [1]\nret #1\n");
     assert_rejected(&o, "");
+    // --prefer takes size or depth; depth keeps what it cannot make shallower.
+    let o = run(&["optimize", "--prefer", "depth", "--from", "asm", "-", "-o", "-"], jset.as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("note: the input is written unchanged"), "{}", stderr(&o));
+    assert_eq!(run(&["optimize", "--prefer", "breadth", &filter("allow306_end.bpf")], b"").status.code(), Some(2));
+}
+
+/// `optimize --prefer depth` on libseccomp's layout of an allow-list of
+/// 3,000 `ioctl` requests (one `jeq` each): the tree would pass 4096
+/// instructions, so the size-first layout is written, with a note; of 800,
+/// the tree is written (a path of at most 32).
+#[test]
+fn optimize_prefer_depth_writes_the_tree_or_says_why_not() {
+    let list = |n: u32| {
+        let mut text = String::from(
+            "ld [4]\njeq #0xc000003e, ok\nret #0\nok: ld [0]\njeq #16, args\nret #0x7fff0000\nargs: ld [24]\n",
+        );
+        let requests: Vec<u32> = (0..n).map(|i| 0x5400 + 7 * i).collect();
+        for (b, run) in requests.chunks(250).enumerate() {
+            for (i, r) in run.iter().enumerate() {
+                let next = if i + 1 == run.len() { format!(", n{b}") } else { String::new() };
+                text.push_str(&format!("jeq #{r}, a{b}{next}\n"));
+            }
+            text.push_str(&format!("a{b}: ret #0x7fff0000\nn{b}: "));
+        }
+        text + "ret #0x50001\n"
+    };
+    let o = run(&["optimize", "--prefer", "depth", "--stats", "--from", "asm", "-", "-o", "-"], list(3000).as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("note: the depth-first layout has"), "{}", stderr(&o));
+    let o = run(&["optimize", "--prefer", "depth", "--stats", "--from", "asm", "-", "-o", "-"], list(800).as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let path = stderr(&o)
+        .split("longest path ")
+        .nth(1)
+        .and_then(|t| t.split(" -> ").nth(1)?.split(',').next()?.parse::<usize>().ok());
+    assert!(path.is_some_and(|p| p <= 32), "{}", stderr(&o));
 }

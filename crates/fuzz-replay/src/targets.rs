@@ -592,7 +592,8 @@ const OPTIMIZE_REGION_CAP: usize = 1 << 8;
 /// A generated valid seccomp program through `optimize::optimize`, whose
 /// answer is held to what it promises, checked without its own code: the
 /// output validates again (seccomp mode, at most `BPF_MAXINSNS`), is no
-/// longer than the input, keeps every kernel-cached ALLOW the input has
+/// longer than the input unless depth is preferred (one byte after the
+/// program's chooses), keeps every kernel-cached ALLOW the input has
 /// (`seccomp::cache` on each input's arch and number), and returns the
 /// input's value on every branch-reaching input of either program, on
 /// generated inputs and, where the program only compares words with
@@ -604,9 +605,13 @@ pub fn optimize(data: &[u8]) {
     use ::optimize::{CheckError, OptimizeError};
     let mut u = Unstructured::new(data);
     let Ok(gen::Generated { program, mut pool }) = gen::program(&mut u, Mode::Seccomp) else { return };
+    // Read after the program, so that older inputs keep their programs
+    // (and prefer size, as they did).
+    let prefer = if u.arbitrary().unwrap_or(false) { ::optimize::Prefer::Depth } else { ::optimize::Prefer::Size };
     let options = ::optimize::Options {
         budget: seccomp::analysis::Budget::new(1 << 20, 1 << 10, 1 << 14),
         equiv: ::equiv::Options { limits: EQUIV_LIMITS, ..Default::default() },
+        prefer,
     };
     let out = match ::optimize::optimize(&program, &options) {
         Ok(out) => out.program,
@@ -619,7 +624,9 @@ pub fn optimize(data: &[u8]) {
     if let Err(e) = cbpf::validate(out.original(), Mode::Seccomp) {
         fail_on(format_args!("the output does not validate again: {e}"));
     }
-    if out.len() > program.len() || out.len() > cbpf::opcode::BPF_MAXINSNS {
+    // Longer than the input only where depth is preferred.
+    let may_grow = prefer == ::optimize::Prefer::Depth;
+    if (out.len() > program.len() && !may_grow) || out.len() > cbpf::opcode::BPF_MAXINSNS {
         fail_on(format_args!("the output has {} instructions, the input {}", out.len(), program.len()));
     }
     let mut inputs = test_kit::branch_inputs(&program);

@@ -263,6 +263,61 @@ fn blow_up_shapes_keep_their_answers() {
     }
 }
 
+/// `ioctl` allowed for `requests` of `args[1]` as libseccomp writes an
+/// allow-list (the high half 0, then runs of `jeq #k, allow` on the low
+/// half, one instruction a request, each run ending in a `ret ALLOW` within
+/// a jump's reach; ERRNO(1) past the last), other syscalls allowed, other
+/// arches killed.
+fn compact_allow_list(requests: &[u32]) -> Program {
+    let (allow, errno) = (0x7fff_0000, 0x0005_0001);
+    let mut insns = vec![cbpf::Insn::stmt(0x20, 4), cbpf::Insn::jump(0x15, AUDIT_ARCH_X86_64, 1, 0)];
+    insns.extend([cbpf::Insn::stmt(0x06, 0x8000_0000), cbpf::Insn::stmt(0x20, 0)]);
+    insns.extend([cbpf::Insn::jump(0x15, 16, 1, 0), cbpf::Insn::stmt(0x06, allow)]);
+    insns.extend([cbpf::Insn::stmt(0x20, 28), cbpf::Insn::jump(0x15, 0, 1, 0), cbpf::Insn::stmt(0x06, errno)]);
+    insns.push(cbpf::Insn::stmt(0x20, 24));
+    for run in requests.chunks(250) {
+        for (i, &r) in run.iter().enumerate() {
+            let last = i + 1 == run.len();
+            insns.push(cbpf::Insn::jump(0x15, r, (run.len() - 1 - i) as u8, u8::from(last)));
+        }
+        insns.push(cbpf::Insn::stmt(0x06, allow));
+    }
+    insns.push(cbpf::Insn::stmt(0x06, errno));
+    cbpf::validate(&insns, Mode::Seccomp).unwrap()
+}
+
+/// libseccomp's compact allow-list of 800 `ioctl` requests: its tree takes
+/// more instructions than the list, so `optimize` keeps the list (a path of
+/// about 800); preferring depth lays the tree out, proved equal, a path of
+/// at most 32 in more instructions than the input. At 3,000 requests the
+/// tree would pass `BPF_MAXINSNS`: the size-first layout is written, and
+/// the stats say why.
+#[test]
+fn preferring_depth_lays_out_the_tree_of_a_compact_allow_list() {
+    let requests: Vec<u32> = (0..800u32).map(|i| 0x5400 + 7 * i + i % 5).collect();
+    let input = compact_allow_list(&requests);
+    let by_size = optimized(&input);
+    assert!(by_size.stats.output_longest_path > 800, "{}", by_size.stats);
+    let options = optimize::Options { prefer: optimize::Prefer::Depth, ..Default::default() };
+    let out = optimize::optimize(&input, &options).unwrap();
+    let stats = out.stats;
+    assert_eq!((stats.kept_input, stats.depth_layout_too_long), (None, None), "{stats}");
+    assert!(stats.output_longest_path <= 32 && stats.output_insns > input.len(), "{stats}");
+    let (a, b) = (Interp::new(&input), Interp::new(&out.program));
+    for r in requests.iter().flat_map(|&r| [r - 1, r, r + 1]) {
+        for hi in [0u32, 1, u32::MAX] {
+            let mut d = SeccompData { nr: 16, arch: AUDIT_ARCH_X86_64, ..Default::default() };
+            d.args[1] = u64::from(hi) << 32 | u64::from(r);
+            assert_eq!(run(&a, &d), run(&b, &d), "request {r:#x}, high half {hi:#x}");
+        }
+    }
+    let input = compact_allow_list(&(0..3000u32).map(|i| 0x5400 + 7 * i).collect::<Vec<_>>());
+    let mut budget = Default::default();
+    let depth = optimize::build_preferring(&input, &mut budget, optimize::Prefer::Depth).unwrap();
+    assert!(depth.stats.depth_layout_too_long.is_some_and(|n| n > 4096), "{}", depth.stats);
+    assert_eq!(depth.program.original(), build(&input).program.original());
+}
+
 /// An allow-list of 800 `ioctl` requests on `args[1]`, laid out as
 /// libseccomp lays one out (the high half 0, then a `jeq` per request on
 /// the low half, ALLOW on a match, ERRNO past the last): `optimize` grows

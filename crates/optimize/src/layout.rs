@@ -25,7 +25,8 @@
 //! ([`PartitionResidual::reads_a`]) is entered through `ld #0`.
 //!
 //! A residual grown into a tree ([`Switch`]) is laid out as the tree when
-//! that is no longer than the residual ([`Choice`]): per switch `ld [k]`,
+//! that is no longer than the residual, or always when depth is preferred
+//! ([`Prefer`], [`Choice`]): per switch `ld [k]`,
 //! then `jset #bits` for a two-run split of masked bits (`(w & m) >= 2^j`
 //! is `w & (m >> j << j) != 0`), else `and #m` (unless the mask is the
 //! whole word) and the same balanced tree of `jge`/`jeq` as `nr`'s over
@@ -280,23 +281,43 @@ fn jset_bits(s: &Switch) -> Option<u32> {
     }
 }
 
-/// Which switches are laid out as trees: those whose tree (every switch
-/// and residual leaf under it once) is no longer than the residual it
-/// stands for. The others are laid out as that residual.
+/// What a layout favours where an argument tree is longer than the
+/// residual it stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Prefer {
+    /// The fewest instructions: a switch is laid out as a tree only where
+    /// the tree is no longer than its residual.
+    #[default]
+    Size,
+    /// The shortest paths: every switch is laid out as its tree (an
+    /// allow-list of n requests, one `jeq` each in libseccomp's layout,
+    /// becomes a tree of about log2(n) compares that takes more
+    /// instructions than the list).
+    Depth,
+}
+
+/// Which switches are laid out as trees: with [`Prefer::Size`] those whose
+/// tree (every switch and residual leaf under it once) is no longer than
+/// the residual it stands for, with [`Prefer::Depth`] all. The others are
+/// laid out as that residual.
 #[derive(Debug, Default)]
 struct Choice {
     trees: HashSet<usize>,
 }
 
 impl Choice {
-    fn of(partition: &Partition) -> Choice {
+    fn of(partition: &Partition, prefer: Prefer) -> Choice {
         let mut choice = Choice::default();
         // Children come before parents: sizes are known bottom-up.
         for (i, s) in partition.switches.iter().enumerate() {
-            let mut seen = HashSet::new();
-            let tree = choice.tree_cost(i, partition, &mut seen);
-            let residual = residual_cost(partition, s.residual);
-            if tree <= residual {
+            let tree_wins = match prefer {
+                Prefer::Depth => true,
+                Prefer::Size => {
+                    let mut seen = HashSet::new();
+                    choice.tree_cost(i, partition, &mut seen) <= residual_cost(partition, s.residual)
+                }
+            };
+            if tree_wins {
                 choice.trees.insert(i);
             }
         }
@@ -382,8 +403,13 @@ impl LayoutStats {
 
 /// Lays `partition` out as a classic program (user form, not validated):
 /// for every input, the program returns what the partition's outcome for
-/// its (arch, nr) gives.
+/// its (arch, nr) gives. Argument trees as [`Prefer::Size`] chooses.
 pub fn emit(partition: &Partition) -> (Vec<Insn>, LayoutStats) {
+    emit_preferring(partition, Prefer::Size)
+}
+
+/// [`emit`], with the argument trees [`Prefer`] chooses.
+pub fn emit_preferring(partition: &Partition, prefer: Prefer) -> (Vec<Insn>, LayoutStats) {
     let mut e = Emitter {
         rev: Vec::new(),
         near: HashMap::new(),
@@ -393,7 +419,7 @@ pub fn emit(partition: &Partition) -> (Vec<Insn>, LayoutStats) {
         work: Work::default(),
     };
     let mut stats = LayoutStats::default();
-    let choice = Choice::of(partition);
+    let choice = Choice::of(partition, prefer);
     // Distinct blocks in program order, and each arch's block.
     let mut blocks: Vec<&Ranges> = Vec::new();
     let mut block_of: Vec<usize> = Vec::new();

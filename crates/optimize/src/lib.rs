@@ -26,7 +26,11 @@
 //!
 //! When the layout is longer than the input (or its residuals alone are),
 //! the input is returned unchanged and [`Stats::kept_input`] says why: the
-//! output is never larger than the input.
+//! output is never larger than the input. [`Prefer::Depth`]
+//! ([`Options::prefer`]) trades that for the shortest paths: every argument
+//! tree is laid out even where it is longer than the checks it stands for
+//! (libseccomp's allow-list of 800 `ioctl` requests, 821 instructions and
+//! a path of 814, becomes 965 with a path of 24), up to `BPF_MAXINSNS`.
 //!
 //! ```
 //! use cbpf::{validate, Insn, Mode};
@@ -48,12 +52,13 @@ mod layout;
 pub mod passes;
 mod plan;
 
+use cbpf::opcode::BPF_MAXINSNS;
 use cbpf::{Insn, Mode, Program};
 use seccomp::analysis::{AnalysisError, Budget};
 use seccomp::fast::{Partition, PartitionError};
 
 pub use check::{CheckError, Maker};
-pub use layout::{emit as lay_out, LayoutStats};
+pub use layout::{emit as lay_out, emit_preferring as lay_out_preferring, LayoutStats, Prefer};
 pub use passes::PassStats;
 
 /// How to optimise.
@@ -64,6 +69,12 @@ pub struct Options {
     pub budget: Budget,
     /// Bounds the proof.
     pub equiv: equiv::Options,
+    /// Where an argument tree is longer than the checks it stands for: the
+    /// fewest instructions (the default; the output is never longer than
+    /// the input) or the shortest paths (an output longer than the input is
+    /// taken when it is shallower and at most `BPF_MAXINSNS` long; else the
+    /// size-first layout is tried instead).
+    pub prefer: Prefer,
 }
 
 /// Why the input was returned unchanged.
@@ -108,6 +119,10 @@ pub struct Stats {
     pub output_longest_path: usize,
     /// Set when the output is the input unchanged.
     pub kept_input: Option<KeptInput>,
+    /// With [`Prefer::Depth`]: the instructions of the depth-first layout
+    /// when it was past `BPF_MAXINSNS` and the size-first one was laid out
+    /// instead.
+    pub depth_layout_too_long: Option<usize>,
 }
 
 impl std::fmt::Display for Stats {
@@ -166,7 +181,7 @@ pub enum OptimizeError {
 /// The optimised filter, proved equal to `input` (see the crate docs).
 pub fn optimize(input: &Program, options: &Options) -> Result<Optimized, OptimizeError> {
     let mut budget = options.budget.clone();
-    let built = build(input, &mut budget)?;
+    let built = build_preferring(input, &mut budget, options.prefer)?;
     if built.stats.kept_input.is_some() {
         return Ok(built);
     }
@@ -176,8 +191,14 @@ pub fn optimize(input: &Program, options: &Options) -> Result<Optimized, Optimiz
 }
 
 /// The optimised layout of `input`, validated but not proved (the first
-/// half of [`optimize`]; tests compare it with the input by running both).
+/// half of [`optimize`]; tests compare it with the input by running both),
+/// argument trees laid out as [`Prefer::Size`] chooses.
 pub fn build(input: &Program, budget: &mut Budget) -> Result<Optimized, OptimizeError> {
+    build_preferring(input, budget, Prefer::Size)
+}
+
+/// [`build`], with the argument trees [`Prefer`] chooses.
+pub fn build_preferring(input: &Program, budget: &mut Budget, prefer: Prefer) -> Result<Optimized, OptimizeError> {
     if input.mode() != Mode::Seccomp {
         return Err(OptimizeError::NotSeccomp { mode: input.mode() });
     }
@@ -200,11 +221,30 @@ pub fn build(input: &Program, budget: &mut Budget) -> Result<Optimized, Optimize
     let (residuals, residual_insns) = range_residuals(&partition);
     stats.residuals = residuals;
     stats.residual_insns = residual_insns;
-    let (mut insns, layout) = layout::emit(&partition);
+    let lay_out = |prefer: Prefer| {
+        let (mut insns, layout) = layout::emit_preferring(&partition, prefer);
+        let passes = passes::run(&mut insns);
+        (insns, layout, passes)
+    };
+    let (mut insns, mut layout, mut passes) = lay_out(prefer);
+    // Depth preferred: a layout longer than the input is taken when the
+    // kernel takes it and it is shallower than the input, else the
+    // size-first one (the same where no tree was longer than its residual).
+    let mut longest = input.len();
+    if prefer == Prefer::Depth {
+        if insns.len() > BPF_MAXINSNS {
+            stats.depth_layout_too_long = Some(insns.len());
+        } else if longest_path(&insns) < stats.input_longest_path {
+            longest = BPF_MAXINSNS;
+        }
+        if longest < insns.len() {
+            (insns, layout, passes) = lay_out(Prefer::Size);
+        }
+    }
     stats.output_residual_insns = layout.residual_insns;
     stats.layout = layout;
-    stats.passes = passes::run(&mut insns);
-    if insns.len() > input.len() {
+    stats.passes = passes;
+    if insns.len() > longest {
         return kept(stats, KeptInput::Larger { output: insns.len() });
     }
     let program = check::validate(Maker::Optimize, &insns)?;

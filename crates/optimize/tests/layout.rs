@@ -264,3 +264,19 @@ fn a_layout_of_thousands_of_distinct_ranges_spends_the_planners_budget() {
     let built = optimize::build(&small, &mut seccomp::analysis::Budget::new(1 << 20, 1 << 10, 1 << 14)).unwrap();
     assert!(!built.stats.layout.plan_budget_spent && built.stats.layout.budget_note().is_none());
 }
+
+/// Preferring depth takes a longer output only when it is shallower: a
+/// `jset` on `nr` (every number a range of its own, a path of 2 in the
+/// input) lays out longer and no shallower, so the input is kept as with
+/// the size-first rule.
+#[test]
+fn depth_preferred_keeps_an_input_the_layout_does_not_make_shallower() {
+    let jset = [Insn::stmt(0x20, 0), Insn::jump(0x45, 1, 0, 1), Insn::stmt(0x06, ALLOW), Insn::stmt(0x06, 0)];
+    let program = validate(&jset, Mode::Seccomp).unwrap();
+    for prefer in [optimize::Prefer::Size, optimize::Prefer::Depth] {
+        let built = optimize::build_preferring(&program, &mut Default::default(), prefer).unwrap();
+        let kept = built.stats.kept_input;
+        assert!(matches!(kept, Some(optimize::KeptInput::Larger { output }) if output > 4), "{prefer:?}: {kept:?}");
+        assert_eq!(built.program.original(), &jset[..]);
+    }
+}

@@ -35,6 +35,20 @@ pub struct OptimizeArgs {
     /// Print sizes, longest paths and the layout's figures to stderr.
     #[arg(long)]
     stats: bool,
+    /// Where an argument tree is longer than the checks it stands for: the
+    /// fewest instructions (never longer than the input) or the shortest
+    /// paths (up to 4096 instructions).
+    #[arg(long, value_enum, default_value_t = PreferArg::Size)]
+    prefer: PreferArg,
+}
+
+/// `--prefer`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PreferArg {
+    /// The fewest instructions.
+    Size,
+    /// The shortest paths.
+    Depth,
 }
 
 /// `bpfconv optimize`.
@@ -46,9 +60,18 @@ pub fn optimize(args: &OptimizeArgs) -> Result<i32> {
         seccomp::analysis::Budget::DEFAULT_PATHS,
         seccomp::analysis::Budget::DEFAULT_CONDS,
     );
-    let options = ::optimize::Options { budget, ..Default::default() };
+    let prefer = match args.prefer {
+        PreferArg::Size => ::optimize::Prefer::Size,
+        PreferArg::Depth => ::optimize::Prefer::Depth,
+    };
+    let options = ::optimize::Options { budget, prefer, ..Default::default() };
     let out = ::optimize::optimize(&input, &options).map_err(Failure::rejected)?;
     let s = out.stats;
+    if let Some(n) = s.depth_layout_too_long {
+        eprintln!(
+            "note: the depth-first layout has {n} instructions, more than BPF_MAXINSNS (4096): the size-first one is used"
+        );
+    }
     if let Some(why) = s.kept_input {
         eprintln!("note: the input is written unchanged: {why}, the input {}", s.input_insns);
     }
