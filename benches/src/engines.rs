@@ -81,8 +81,14 @@ fn prepare_cbpf(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
     Ok(Box::new(move |data: &mut [u8; 64]| interp.run_seccomp(data).map_err(|e| e.to_string())))
 }
 
+/// The executor chosen once, as `bpfconv bench` does
+/// ([`ebpf::Vm::seccomp_runner`]); the general interpreter where there is
+/// none.
 fn prepare_ebpf(filter: &Filter) -> Result<Box<dyn Runner + '_>, String> {
     let (program, mut vm) = (&filter.ebpf_program, ebpf::Vm::new());
+    if let Some(runner) = vm.seccomp_runner(program) {
+        return Ok(Box::new(move |data: &mut [u8; 64]| runner.run(data).map_err(|e| e.to_string())));
+    }
     Ok(Box::new(move |data: &mut [u8; 64]| vm.run_seccomp_uncounted(program, data).map_err(|e| e.to_string())))
 }
 

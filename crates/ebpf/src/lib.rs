@@ -86,7 +86,7 @@ pub use isa::insn::{decode, encode, DecodeError, Insn, Pc};
 pub use isa::op::Op;
 pub use isa::{filter_h, insn, op, opcode};
 pub use load::{LoadError, LoadOptions};
-pub use vm::{Program, Vm};
+pub use vm::{Program, SeccompRunner, Vm};
 
 /// The paths of the module that held the run-time environment and the
 /// general interpreter before the crate was layered (now [`abi`],

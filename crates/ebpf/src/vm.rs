@@ -232,7 +232,36 @@ impl Vm {
     }
 }
 
+/// A program's converted-seccomp executor, chosen once for a [`Vm`]'s
+/// budget ([`Vm::seccomp_runner`]): runs as [`Vm::run_seccomp_uncounted`]
+/// does, without choosing the executor again on every call. What a timing
+/// loop holds: the choice costs a chain of dependent loads (the program,
+/// its executor, the budget) that a run of a short filter would otherwise
+/// pay each time.
+#[derive(Debug, Clone, Copy)]
+pub struct SeccompRunner<'p> {
+    prog: &'p SeccompProg,
+}
+
+impl SeccompRunner<'_> {
+    /// [`Vm::run_seccomp_uncounted`] on the executor chosen.
+    ///
+    /// Mirrors `___bpf_prog_run()` in kernel/bpf/core.c (Linux 6.18), as
+    /// the executor does.
+    #[inline]
+    pub fn run(&self, data: &[u8; 64]) -> Result<u32, ExecError> {
+        self.prog.run_uncounted(data).map(|r0| r0 as u32)
+    }
+}
+
 impl Vm {
+    /// The executor [`Vm::run_seccomp_uncounted`] runs `prog` on with this
+    /// budget, chosen now: `None` where it runs the general interpreter
+    /// instead (no executor, or a budget below the program's length).
+    pub fn seccomp_runner<'p>(&self, prog: &'p Program) -> Option<SeccompRunner<'p>> {
+        self.seccomp_executor(prog).map(|prog| SeccompRunner { prog })
+    }
+
     /// The program's seccomp executor ([`crate::exec::seccomp`]), if it has
     /// one and the step budget cannot be hit by it: its programs jump only
     /// forward, so a run executes at most `prog.len()` instructions.

@@ -91,10 +91,12 @@ fn runs_do_not_allocate() {
     // Warm up (nothing lazy should exist, but be fair).
     vm.run_seccomp(&p1, &data).unwrap();
     vm.run(&p2, Input::Skb(&skb)).unwrap();
+    let runner = vm.seccomp_runner(&p1).unwrap();
     let mut results = [0u64; 2];
     let before = ALLOCS.load(Ordering::SeqCst);
     COUNTING.with(|c| c.set(true));
     for _ in 0..1000 {
+        results[0] |= u64::from(runner.run(&data).unwrap());
         results[0] |= u64::from(vm.run_seccomp(&p1, &data).unwrap());
         results[0] |= u64::from(vm.run_seccomp_uncounted(&p1, &data).unwrap());
         results[0] |= vm.run(&p1, Input::Ctx(&data)).unwrap();

@@ -265,9 +265,11 @@ impl<'p> SeccompEngine<'p> {
     pub fn run_batch(&mut self, datas: &mut [[u8; 64]], rounds: u64) -> Result<(), EngineError> {
         match self {
             SeccompEngine::Cbpf(interp) => spin(datas, rounds, |d: &mut [u8; 64]| interp.run_seccomp(d)),
-            SeccompEngine::Ebpf { prog, vm } => {
-                spin(datas, rounds, |d: &mut [u8; 64]| vm.run_seccomp_uncounted(prog, d))
-            }
+            // The executor chosen once, as the engine is.
+            SeccompEngine::Ebpf { prog, vm } => match vm.seccomp_runner(prog) {
+                Some(runner) => spin(datas, rounds, |d: &mut [u8; 64]| runner.run(d)),
+                None => spin(datas, rounds, |d: &mut [u8; 64]| vm.run_seccomp_uncounted(prog, d)),
+            },
             SeccompEngine::Rbpf(r) => spin(datas, rounds, |d: &mut [u8; 64]| r.run(d)),
             SeccompEngine::Fast(fast) => spin(datas, rounds, |d: &mut [u8; 64]| fast.eval_bytes(d)),
             SeccompEngine::CbpfPlain(p) => spin(datas, rounds, |d: &mut [u8; 64]| p.run_seccomp(d)),

@@ -12,10 +12,10 @@ use test_kit::SplitMix64;
 
 const PLAIN: LoadOptions = LoadOptions { strict: false, no_superinstructions: true };
 
-/// Runs `data` through the executor (counting, uncounted, and `run` with a
-/// 64-byte context) and the general interpreter; describes any difference
-/// in result or executed count (the uncounted variant leaves
-/// `Vm::executed` as it was).
+/// Runs `data` through the executor (counting, uncounted, chosen once as a
+/// `SeccompRunner`, and `run` with a 64-byte context) and the general
+/// interpreter; describes any difference in result or executed count (the
+/// uncounted variant leaves `Vm::executed` as it was).
 fn compare(fast: &Program, plain: &Program, data: &[u8; 64]) -> Option<String> {
     let (mut a, mut b) = (Vm::new(), Vm::new());
     let ra = a.run_seccomp(fast, data);
@@ -24,14 +24,21 @@ fn compare(fast: &Program, plain: &Program, data: &[u8; 64]) -> Option<String> {
     let su = a.executed();
     let rc = a.run(fast, Input::Ctx(data));
     let sc = a.executed();
+    let rr = a.seccomp_runner(fast).map(|runner| runner.run(data));
     let rb = b.run_seccomp(plain, data);
     let sb = b.executed();
-    let same =
-        ra == rb && ru == rb && sa == sb && su == sa && rc == rb.clone().map(u64::from) && (rb.is_err() || sc == sb);
+    let same = ra == rb
+        && ru == rb
+        && rr.as_ref().is_none_or(|rr| *rr == rb)
+        && rr.is_some() == fast.has_seccomp_executor()
+        && sa == sb
+        && su == sa
+        && rc == rb.clone().map(u64::from)
+        && (rb.is_err() || sc == sb);
     (!same).then(|| {
         format!(
-            "executor {ra:?} ({sa} steps), uncounted {ru:?} (then {su} steps), run {rc:?} ({sc} steps), general {rb:?} \
-             ({sb} steps)"
+            "executor {ra:?} ({sa} steps), uncounted {ru:?} (then {su} steps), runner {rr:?}, run {rc:?} ({sc} steps), \
+             general {rb:?} ({sb} steps)"
         )
     })
 }
@@ -162,7 +169,7 @@ fn programs_outside_the_subset_fall_back_to_the_general_interpreter() {
     let mut failures = Vec::new();
     for (name, insns, want) in outside {
         let prog = load(&insns);
-        if prog.has_seccomp_executor() {
+        if prog.has_seccomp_executor() || Vm::new().seccomp_runner(&prog).is_some() {
             failures.push(format!("{name}: compiled for the seccomp executor"));
         }
         let got = Vm::new().run_seccomp(&prog, &data);
@@ -198,6 +205,10 @@ fn small_step_budgets_use_the_general_interpreter() {
     let steps = vm.executed();
     vm.set_step_budget(steps);
     assert_eq!(vm.run_seccomp(&prog, &data), Ok(want));
+    // The executor is chosen only where the budget covers every instruction.
+    assert!(vm.seccomp_runner(&prog).is_none());
+    vm.set_step_budget(prog.len() as u64);
+    assert_eq!(vm.seccomp_runner(&prog).map(|r| r.run(&data)), Some(Ok(want)));
     vm.set_step_budget(steps - 1);
     assert!(matches!(vm.run_seccomp(&prog, &data), Err(ExecError::StepBudgetExceeded { .. })));
     assert!(matches!(vm.run(&prog, Input::Ctx(&data)), Err(ExecError::StepBudgetExceeded { .. })));
