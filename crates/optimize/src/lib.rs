@@ -96,9 +96,12 @@ impl std::fmt::Display for KeptInput {
     }
 }
 
-/// Figures of one run.
+/// Figures of one run. `depth_layout_too_long`: with [`Prefer::Depth`],
+/// the depth-first layout's length when it was past `BPF_MAXINSNS` and the
+/// size-first one was laid out instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stats {
+    pub depth_layout_too_long: Option<usize>,
     pub input_insns: usize,
     pub output_insns: usize,
     /// Arches with a dispatch of their own (0: the filter never loads arch).
@@ -119,10 +122,6 @@ pub struct Stats {
     pub output_longest_path: usize,
     /// Set when the output is the input unchanged.
     pub kept_input: Option<KeptInput>,
-    /// With [`Prefer::Depth`]: the instructions of the depth-first layout
-    /// when it was past `BPF_MAXINSNS` and the size-first one was laid out
-    /// instead.
-    pub depth_layout_too_long: Option<usize>,
 }
 
 impl std::fmt::Display for Stats {
