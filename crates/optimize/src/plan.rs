@@ -11,7 +11,10 @@
 //! nothing. It is cubic in the ranges, so past [`DP_MAX`] ranges the tree
 //! splits in the middle until the parts are small enough, and all the
 //! plans of one layout share a budget of work ([`Work`]): past it, every
-//! part splits in the middle too.
+//! part splits in the middle too, down to parts that are one chain within
+//! the depth left (lone values on a background: an allow-list of
+//! thousands of argument values costs a compare a value and the splits
+//! above its chains).
 
 /// Most ranges planned by the dynamic program at once.
 pub const DP_MAX: usize = 192;
@@ -96,31 +99,60 @@ pub enum Plan<T> {
 pub fn plan<T: Copy + Eq>(ranges: &[(u32, T)], empty: T, work: &mut Work) -> Plan<T> {
     let n = ranges.len().max(1);
     let depth = (usize::BITS - (n - 1).leading_zeros()) as usize + DEPTH_SLACK;
-    plan_within(ranges, depth, empty, work)
+    plan_within(ranges, depth, empty, work, WHOLE)
 }
 
-fn plan_within<T: Copy + Eq>(ranges: &[(u32, T)], depth: usize, empty: T, work: &mut Work) -> Plan<T> {
+/// Where the last range of a whole word ends (exclusive).
+const WHOLE: u64 = 1 << 32;
+
+/// [`plan`] of a part whose last range ends before `end`.
+fn plan_within<T: Copy + Eq>(ranges: &[(u32, T)], depth: usize, empty: T, work: &mut Work, end: u64) -> Plan<T> {
     match ranges {
         [] => Plan::Leaf(empty),
         [(_, t)] => Plan::Leaf(*t),
         _ if ranges.len() > DP_MAX || depth == 0 || !work.take(ranges.len(), depth) => {
+            if let Some(chain) = chain_within(ranges, depth, end) {
+                return chain;
+            }
             let mid = ranges.len() / 2;
             let (left, right) = ranges.split_at(mid);
             let bound = right.first().map_or(0, |&(b, _)| b);
             Plan::Split {
                 bound,
-                left: Box::new(plan_within(left, depth.saturating_sub(1), empty, work)),
-                right: Box::new(plan_within(right, depth.saturating_sub(1), empty, work)),
+                left: Box::new(plan_within(left, depth.saturating_sub(1), empty, work, u64::from(bound))),
+                right: Box::new(plan_within(right, depth.saturating_sub(1), empty, work, end)),
             }
         }
         _ => Dp::new(ranges, depth, empty).plan(0, ranges.len(), depth),
     }
 }
 
+/// `ranges` (the last ending before `end`) as one chain of `jeq`s when it
+/// is one ([`Dp::chain`]'s rule) with at most `depth` exceptions: where the dynamic program does not
+/// plan, a part of lone values on a background (an allow-list of
+/// thousands of argument values: 4,001 ranges) costs one compare a value
+/// rather than the two of splits in the middle. Linear in the ranges, and
+/// tried only where a chain could fit (at most `2 * depth + 1` ranges).
+fn chain_within<T: Copy + Eq>(ranges: &[(u32, T)], depth: usize, end: u64) -> Option<Plan<T>> {
+    if ranges.len() > 2 * depth + 1 {
+        return None;
+    }
+    let mut scan = ChainScan::default();
+    let mut chain = None;
+    for (r, &(_, t)) in ranges.iter().enumerate() {
+        chain = scan.push(t, width(ranges, r, end) > 1);
+    }
+    let (background, k) = chain?;
+    (k as usize <= depth).then(|| Plan::Chain {
+        background,
+        exceptions: ranges.iter().copied().filter(|&(_, t)| t != background).collect(),
+    })
+}
+
 /// The balanced split of `ranges`, in the middle at every level (what a
 /// run the dynamic program finds no plan for within its depth gets).
 fn halved<T: Copy + Eq>(ranges: &[(u32, T)], empty: T) -> Plan<T> {
-    plan_within(ranges, 0, empty, &mut Work { left: 0, spent: false })
+    plan_within(ranges, 0, empty, &mut Work { left: 0, spent: false }, WHOLE)
 }
 
 /// `(compares, depth)` of the cheapest plan of a run, and how.
@@ -231,59 +263,81 @@ impl<'r, T: Copy + Eq> Dp<'r, T> {
 /// the whole of `optimize`'s time: seconds).
 fn chains<T: Copy + Eq>(ranges: &[(u32, T)]) -> Vec<Option<(T, u32)>> {
     let n = ranges.len();
-    let width = |r: usize| {
-        let start = ranges.get(r).map_or(0, |&(s, _)| u64::from(s));
-        let end = ranges.get(r + 1).map_or(1u64 << 32, |&(s, _)| u64::from(s));
-        end - start
-    };
     let mut out = vec![None; (n + 1) * (n + 1)];
-    // Per target: how many ranges of the run go there.
-    let mut counts: Vec<(T, u32)> = Vec::new();
     for i in 0..n {
-        counts.clear();
-        // The first wide range's target, and whether another wide range
-        // goes elsewhere (then no run from `i` on is a chain).
-        let mut wide: Option<T> = None;
-        let mut conflict = false;
-        // The most common target, the latest seen among equals: the range
-        // just added is the latest, so it wins any tie it makes.
-        let mut common: Option<(T, u32)> = None;
+        let mut scan = ChainScan::default();
         for (r, &(_, t)) in ranges.iter().enumerate().skip(i) {
-            let count = match counts.iter_mut().find(|(u, _)| *u == t) {
-                Some((_, c)) => {
-                    *c += 1;
-                    *c
-                }
-                None => {
-                    counts.push((t, 1));
-                    1
-                }
-            };
-            if common.is_none_or(|(_, best)| count >= best) {
-                common = Some((t, count));
-            }
-            if width(r) > 1 {
-                match wide {
-                    None => wide = Some(t),
-                    Some(b) if b != t => conflict = true,
-                    Some(_) => {}
-                }
-            }
-            let len = (r + 1 - i) as u32;
-            let chain = match (conflict, wide) {
-                (true, _) => None,
-                (false, Some(b)) => {
-                    let of_b = counts.iter().find(|(u, _)| *u == b).map_or(0, |&(_, c)| c);
-                    Some((b, len - of_b))
-                }
-                (false, None) => common.map(|(b, c)| (b, len - c)),
-            };
             if let Some(slot) = out.get_mut(i * (n + 1) + r + 1) {
-                *slot = chain;
+                *slot = scan.push(t, width(ranges, r, WHOLE) > 1);
             }
         }
     }
     out
+}
+
+/// How many values range `r` of `ranges` holds (the last to `end`).
+fn width<T>(ranges: &[(u32, T)], r: usize, end: u64) -> u64 {
+    let start = ranges.get(r).map_or(0, |&(s, _)| u64::from(s));
+    let next = ranges.get(r + 1).map_or(end, |&(s, _)| u64::from(s));
+    next.saturating_sub(start)
+}
+
+/// A run of ranges read as a chain one range at a time ([`Dp::chain`]'s
+/// rule): every range of more than one value must be the background; with
+/// none, the most common target is (ties: the one seen last).
+struct ChainScan<T> {
+    /// Per target: how many ranges of the run go there.
+    counts: Vec<(T, u32)>,
+    /// The first wide range's target, and whether another wide range goes
+    /// elsewhere (then no longer run is a chain).
+    wide: Option<T>,
+    conflict: bool,
+    /// The most common target, the latest seen among equals: the range
+    /// just added is the latest, so it wins any tie it makes.
+    common: Option<(T, u32)>,
+    len: u32,
+}
+
+impl<T> Default for ChainScan<T> {
+    fn default() -> Self {
+        ChainScan { counts: Vec::new(), wide: None, conflict: false, common: None, len: 0 }
+    }
+}
+
+impl<T: Copy + Eq> ChainScan<T> {
+    /// Adds a range going to `t` (`wide`: of more than one value): the
+    /// run's chain so far, its background and exception count.
+    fn push(&mut self, t: T, wide: bool) -> Option<(T, u32)> {
+        self.len += 1;
+        let count = match self.counts.iter_mut().find(|(u, _)| *u == t) {
+            Some((_, c)) => {
+                *c += 1;
+                *c
+            }
+            None => {
+                self.counts.push((t, 1));
+                1
+            }
+        };
+        if self.common.is_none_or(|(_, best)| count >= best) {
+            self.common = Some((t, count));
+        }
+        if wide {
+            match self.wide {
+                None => self.wide = Some(t),
+                Some(b) if b != t => self.conflict = true,
+                Some(_) => {}
+            }
+        }
+        match (self.conflict, self.wide) {
+            (true, _) => None,
+            (false, Some(b)) => {
+                let of_b = self.counts.iter().find(|(u, _)| *u == b).map_or(0, |&(_, c)| c);
+                Some((b, self.len - of_b))
+            }
+            (false, None) => self.common.map(|(b, c)| (b, self.len - c)),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -390,6 +444,32 @@ mod tests {
             for v in 0..130 {
                 assert_eq!(walk(halved, v), target_of(&ranges, v), "value {v}");
             }
+        }
+    }
+
+    /// Past the budget (and past [`DP_MAX`]), a part that is lone values on
+    /// a background is a chain once it fits the depth left: 2,000 lone
+    /// values (4,001 ranges) cost one compare a value and the splits above
+    /// the chains, not the balanced tree's 4,000, within the same depth
+    /// bound; every value still goes where it must.
+    #[test]
+    fn past_the_budget_lone_values_become_chains() {
+        let mut ranges: Vec<(u32, u32)> = vec![(0, 0)];
+        for i in 1..=2000u32 {
+            ranges.extend([(10 * i, 1), (10 * i + 1, 0)]);
+        }
+        let n = ranges.len();
+        let mut spent = Work { left: 0, spent: false };
+        let plan = plan(&ranges, 9, &mut spent);
+        let (compares, depth) = cost(&plan);
+        let bound = (usize::BITS - (n - 1).leading_zeros()) as usize + DEPTH_SLACK;
+        assert!(depth <= bound, "{depth} > {bound}");
+        // 2,000 `jeq`s and the 511 splits above 512 chains of about four
+        // (the balanced tree: 4,000; chains that took a part's last range
+        // for a wide one: 3,220).
+        assert!(compares <= 2000 + 512, "{compares}");
+        for v in 0..20_020 {
+            assert_eq!(walk(&plan, v), target_of(&ranges, v), "value {v}");
         }
     }
 
