@@ -491,7 +491,7 @@ fn optimize_writes_a_shorter_proved_filter_and_keeps_a_longer_layout_out() {
 }
 
 /// `optimize --prefer depth` on libseccomp's layout of an allow-list of
-/// 3,000 `ioctl` requests (one `jeq` each): the tree would pass 4096
+/// 3,900 `ioctl` requests (one `jeq` each): the tree would pass 4096
 /// instructions, so the size-first layout is written, with a note; of 800,
 /// the tree is written (a path of at most 32).
 #[test]
@@ -510,7 +510,7 @@ fn optimize_prefer_depth_writes_the_tree_or_says_why_not() {
         }
         text + "ret #0x50001\n"
     };
-    let o = run(&["optimize", "--prefer", "depth", "--stats", "--from", "asm", "-", "-o", "-"], list(3000).as_bytes());
+    let o = run(&["optimize", "--prefer", "depth", "--stats", "--from", "asm", "-", "-o", "-"], list(3900).as_bytes());
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).contains("note: the depth-first layout has"), "{}", stderr(&o));
     let o = run(&["optimize", "--prefer", "depth", "--stats", "--from", "asm", "-", "-o", "-"], list(800).as_bytes());

@@ -28,8 +28,9 @@
 //!    ([`seccomp::analysis::WordCuts`]), each run decided by one value
 //!    (every residual specialised on it, [`Partial::specialize_word`]), a
 //!    word at a time, identical problems once (module `class`). A cut
-//!    past [`Limits::max_word_runs`], or that could spend half the steps
-//!    left, is not made.
+//!    past [`Limits::max_word_runs`] is not made; one whose runs times the
+//!    programs' lengths pass half the steps left is made only where a few
+//!    sampled runs price it within that half, and gives up there.
 //! 4. **Bit-blasting.** Otherwise both sides become one circuit
 //!    (module `blast`, an and-inverter graph with structural hashing,
 //!    module `aig`), stacks combined as the kernel does, and a miter (some
@@ -123,13 +124,16 @@ pub struct Limits {
     /// Most runs the argument words cut within one class of (arch, nr)
     /// may multiply to along one path (module `class`); a word whose cut
     /// would pass it stays an input of the solver. 0: every class goes to
-    /// the solver whole.
+    /// the solver whole. The default, 2^15, holds a 64-bit argument cut
+    /// whole: its high half's runs (libseccomp tests it against 0: 2) times
+    /// its low half's (up to 8,193 for the 4,096 constants a filter can
+    /// compare). The steps bound what the runs cost.
     pub max_word_runs: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_steps: 1 << 24, max_conflicts: 1 << 18, max_clauses: 1 << 23, max_word_runs: 1 << 13 }
+        Limits { max_steps: 1 << 24, max_conflicts: 1 << 18, max_clauses: 1 << 23, max_word_runs: 1 << 15 }
     }
 }
 
