@@ -128,11 +128,12 @@ fn plan_within<T: Copy + Eq>(ranges: &[(u32, T)], depth: usize, empty: T, work: 
 }
 
 /// `ranges` (the last ending before `end`) as one chain of `jeq`s when it
-/// is one ([`Dp::chain`]'s rule) with at most `depth` exceptions: where the dynamic program does not
-/// plan, a part of lone values on a background (an allow-list of
-/// thousands of argument values: 4,001 ranges) costs one compare a value
-/// rather than the two of splits in the middle. Linear in the ranges, and
-/// tried only where a chain could fit (at most `2 * depth + 1` ranges).
+/// is one ([`Dp::chain`]'s rule) with at most `depth` exceptions: where
+/// the dynamic program does not plan, a part of lone values on a
+/// background (an allow-list of thousands of argument values: 4,001
+/// ranges) costs one compare a value rather than the two of splits in the
+/// middle. Linear in the ranges, and tried only where a chain could fit
+/// (at most `2 * depth + 1` ranges).
 fn chain_within<T: Copy + Eq>(ranges: &[(u32, T)], depth: usize, end: u64) -> Option<Plan<T>> {
     if ranges.len() > 2 * depth + 1 {
         return None;
