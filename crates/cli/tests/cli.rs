@@ -497,23 +497,20 @@ fn optimize_writes_a_shorter_proved_filter_and_keeps_a_longer_layout_out() {
 #[test]
 fn optimize_prefer_depth_writes_the_tree_or_says_why_not() {
     let list = |n: u32| {
-        let mut text = String::from(
-            "ld [4]\njeq #0xc000003e, ok\nret #0\nok: ld [0]\njeq #16, args\nret #0x7fff0000\nargs: ld [24]\n",
-        );
-        let requests: Vec<u32> = (0..n).map(|i| 0x5400 + 7 * i).collect();
-        for (b, run) in requests.chunks(250).enumerate() {
-            for (i, r) in run.iter().enumerate() {
-                let next = if i + 1 == run.len() { format!(", n{b}") } else { String::new() };
-                text.push_str(&format!("jeq #{r}, a{b}{next}\n"));
-            }
-            text.push_str(&format!("a{b}: ret #0x7fff0000\nn{b}: "));
-        }
-        text + "ret #0x50001\n"
+        let values: Vec<u32> = (0..n).map(|i| 0x5400 + 7 * i).collect();
+        let list = test_data::programs::AllowList {
+            nr: Some(16),
+            arg: 1,
+            high_zero: false,
+            run: test_data::programs::COMPACT_RUN,
+            values: &values,
+        };
+        test_data::RawInsn::to_records(&test_data::programs::allow_list(&list))
     };
-    let o = run(&["optimize", "--prefer", "depth", "--stats", "--from", "asm", "-", "-o", "-"], list(3900).as_bytes());
+    let o = run(&["optimize", "--prefer", "depth", "--stats", "--from", "raw", "-", "-o", "-"], &list(3900));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).contains("note: the depth-first layout has"), "{}", stderr(&o));
-    let o = run(&["optimize", "--prefer", "depth", "--stats", "--from", "asm", "-", "-o", "-"], list(800).as_bytes());
+    let o = run(&["optimize", "--prefer", "depth", "--stats", "--from", "raw", "-", "-o", "-"], &list(800));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let path = stderr(&o)
         .split("longest path ")

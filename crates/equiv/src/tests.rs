@@ -321,23 +321,22 @@ fn a_word_with_several_masks_is_not_cut() {
     }
 }
 
-/// `args[0].lo` checked against `values` as libseccomp lays out an
-/// allow-list: runs of `jeq #k, allow` (falling through when unequal), in
-/// blocks that each end in a `ret ALLOW` within a jump's reach, then
-/// ERRNO(1); other arches KILL.
-fn allow_list(values: &[u32]) -> String {
-    let blocks: Vec<&[u32]> = values.chunks(250).collect();
-    let mut text = String::from("ld [4]\njeq #0xc000003e, lok\nret #0x80000000\nlok: ld [16]\n");
-    for (b, block) in blocks.iter().enumerate() {
-        let next = if b + 1 == blocks.len() { "le".to_string() } else { format!("n{b}") };
-        for (i, v) in block.iter().enumerate() {
-            let label = if i == 0 && b > 0 { format!("n{}: ", b - 1) } else { String::new() };
-            let jf = if i + 1 == block.len() { format!(", {next}") } else { String::new() };
-            text.push_str(&format!("{label}jeq #{v}, a{b}{jf}\n"));
-        }
-        text.push_str(&format!("a{b}: ret #0x7fff0000\n"));
-    }
-    text + "le: ret #0x50001\n"
+/// `args[0].lo` of every syscall checked against `values` as libseccomp
+/// lays out an allow-list ([`test_data::programs::allow_list`]): runs of
+/// `jeq #k, allow`, then ERRNO(1); other arches KILL.
+fn allow_list(values: &[u32]) -> Program {
+    let list = test_data::programs::AllowList {
+        nr: None,
+        arg: 0,
+        high_zero: false,
+        run: test_data::programs::COMPACT_RUN,
+        values,
+    };
+    let insns: Vec<cbpf::Insn> = test_data::programs::allow_list(&list)
+        .into_iter()
+        .map(|r| cbpf::Insn { code: r.code, jt: r.jt, jf: r.jf, k: r.k })
+        .collect();
+    cbpf::validate(&insns, Mode::Seccomp).unwrap()
 }
 
 /// Two allow-lists of 3,000 `ioctl`-like requests in different orders: a
@@ -353,14 +352,15 @@ fn a_priced_cut_decides_a_long_allow_list() {
     for block in reordered.chunks_mut(250) {
         block.reverse();
     }
-    let (left, right) = (allow_list(&values), allow_list(&reordered));
-    let (v, s) = stats(&left, &right, &Options::default());
+    let left = allow_list(&values);
+    let decide = |right: &Program| check_with_stats(Side::single(&left), Side::single(right), &Options::default());
+    let (v, s) = decide(&allow_list(&reordered)).unwrap();
     assert_eq!(v, Verdict::Equal);
     assert_eq!(s.solver_calls, 0, "{s:?}");
     assert_eq!(s.word_runs, 2 * 3000 + 1, "{s:?}");
     let missing = reordered[1234];
     reordered[1234] = missing + 1;
-    let (v, s) = stats(&left, &allow_list(&reordered), &Options::default());
+    let (v, s) = decide(&allow_list(&reordered)).unwrap();
     let Verdict::Differ(found) = v else { panic!("equal") };
     assert!([missing, missing + 1].contains(&(found[0].data.args[0] as u32)), "{found:?}");
     assert_eq!(s.solver_calls, 0, "{s:?}");

@@ -264,26 +264,21 @@ fn blow_up_shapes_keep_their_answers() {
 }
 
 /// `ioctl` allowed for `requests` of `args[1]` as libseccomp writes an
-/// allow-list (the high half 0, then runs of `jeq #k, allow` on the low
-/// half, one instruction a request, each run ending in a `ret ALLOW` within
-/// a jump's reach; ERRNO(1) past the last), other syscalls allowed, other
-/// arches killed.
-fn compact_allow_list(requests: &[u32]) -> Program {
-    let (allow, errno) = (0x7fff_0000, 0x0005_0001);
-    let mut insns = vec![cbpf::Insn::stmt(0x20, 4), cbpf::Insn::jump(0x15, AUDIT_ARCH_X86_64, 1, 0)];
-    insns.extend([cbpf::Insn::stmt(0x06, 0x8000_0000), cbpf::Insn::stmt(0x20, 0)]);
-    insns.extend([cbpf::Insn::jump(0x15, 16, 1, 0), cbpf::Insn::stmt(0x06, allow)]);
-    insns.extend([cbpf::Insn::stmt(0x20, 28), cbpf::Insn::jump(0x15, 0, 1, 0), cbpf::Insn::stmt(0x06, errno)]);
-    insns.push(cbpf::Insn::stmt(0x20, 24));
-    for run in requests.chunks(250) {
-        for (i, &r) in run.iter().enumerate() {
-            let last = i + 1 == run.len();
-            insns.push(cbpf::Insn::jump(0x15, r, (run.len() - 1 - i) as u8, u8::from(last)));
-        }
-        insns.push(cbpf::Insn::stmt(0x06, allow));
-    }
-    insns.push(cbpf::Insn::stmt(0x06, errno));
+/// allow-list ([`test_data::programs::allow_list`]: the high half 0, then
+/// one `jeq` a request on the low half, `run` of them to a `ret ALLOW`),
+/// other syscalls allowed, other arches killed.
+fn allow_list(requests: &[u32], run: usize) -> Program {
+    let list = test_data::programs::AllowList { nr: Some(16), arg: 1, high_zero: true, run, values: requests };
+    let raw = test_data::programs::allow_list(&list);
+    let insns: Vec<cbpf::Insn> =
+        raw.into_iter().map(|r| cbpf::Insn { code: r.code, jt: r.jt, jf: r.jf, k: r.k }).collect();
     cbpf::validate(&insns, Mode::Seccomp).unwrap()
+}
+
+/// libseccomp's compact layout: [`test_data::programs::COMPACT_RUN`]
+/// requests to a `ret`.
+fn compact_allow_list(requests: &[u32]) -> Program {
+    allow_list(requests, test_data::programs::COMPACT_RUN)
 }
 
 /// libseccomp's compact allow-lists of 800 and 3,000 `ioctl` requests:
@@ -322,35 +317,17 @@ fn preferring_depth_lays_out_the_tree_of_a_compact_allow_list() {
 }
 
 /// An allow-list of 800 `ioctl` requests on `args[1]`, laid out as
-/// libseccomp lays one out (the high half 0, then a `jeq` per request on
-/// the low half, ALLOW on a match, ERRNO past the last): `optimize` grows
+/// libseccomp lays one out without its compact runs (the high half 0, then
+/// a `jeq` per request on the low half, each followed by its own `ret
+/// ALLOW`, ERRNO past the last): `optimize` grows
 /// a tree over the requests, and the proof of it concludes, because
 /// `equiv` cuts `args[1].lo` into the requests' runs (the solver alone was
 /// undecided from about 700 requests on). Every request, its neighbours
 /// and the high half's edges answer as the input does.
 #[test]
 fn a_long_argument_allow_list_is_optimised_and_proved() {
-    const ALLOW: u32 = 0x7fff_0000;
-    const ERRNO: u32 = 0x0005_0001;
-    const IOCTL: u32 = 16;
     let requests: Vec<u32> = (0..800u32).map(|i| 0x5400 + 7 * i + i % 5).collect();
-    let mut insns = vec![
-        cbpf::Insn::stmt(0x20, 4),
-        cbpf::Insn::jump(0x15, AUDIT_ARCH_X86_64, 1, 0),
-        cbpf::Insn::stmt(0x06, 0x8000_0000),
-        cbpf::Insn::stmt(0x20, 0),
-        cbpf::Insn::jump(0x15, IOCTL, 1, 0),
-        cbpf::Insn::stmt(0x06, ALLOW),
-        cbpf::Insn::stmt(0x20, 28),
-        cbpf::Insn::jump(0x15, 0, 1, 0),
-        cbpf::Insn::stmt(0x06, ERRNO),
-        cbpf::Insn::stmt(0x20, 24),
-    ];
-    for &r in &requests {
-        insns.extend([cbpf::Insn::jump(0x15, r, 0, 1), cbpf::Insn::stmt(0x06, ALLOW)]);
-    }
-    insns.push(cbpf::Insn::stmt(0x06, ERRNO));
-    let input = cbpf::validate(&insns, Mode::Seccomp).unwrap();
+    let input = allow_list(&requests, 1);
     let out = optimized(&input);
     let stats = out.stats;
     assert_eq!(stats.kept_input, None, "{stats}");
@@ -358,7 +335,7 @@ fn a_long_argument_allow_list_is_optimised_and_proved() {
     let (a, b) = (Interp::new(&input), Interp::new(&out.program));
     for r in requests.iter().flat_map(|&r| [r - 1, r, r + 1]) {
         for hi in [0u32, 1, u32::MAX] {
-            let mut d = SeccompData { nr: IOCTL as i32, arch: AUDIT_ARCH_X86_64, ..Default::default() };
+            let mut d = SeccompData { nr: 16, arch: AUDIT_ARCH_X86_64, ..Default::default() };
             d.args[1] = u64::from(hi) << 32 | u64::from(r);
             assert_eq!(run(&a, &d), run(&b, &d), "request {r:#x}, high half {hi:#x}");
         }

@@ -185,25 +185,19 @@ fn budget_fallback_is_counted() {
     assert!(stats.budget_fallback_entries > 0, "{stats:?}");
 }
 
-/// `ioctl` (16) allowed for 3,000 values of `args[1].lo` as libseccomp lays
-/// out an allow-list (runs of `jeq #k, allow` in blocks that end in a `ret
-/// ALLOW` within a jump's reach), everything else allowed, other arches
-/// killed.
+/// `ioctl` (16) allowed for `values` of `args[1].lo` as libseccomp lays
+/// out an allow-list ([`test_data::programs::allow_list`]), everything else
+/// allowed, other arches killed.
 fn ioctl_allow_list(values: &[u32]) -> Vec<Insn> {
-    let mut p = vec![Insn::stmt(LD, 4), Insn::jump(JEQ, 0xc000_003e, 1, 0), Insn::stmt(RET, 0)];
-    // ioctl's argument checks; every other syscall allowed.
-    p.extend([Insn::stmt(LD, 0), Insn::jump(JEQ, 16, 1, 0), Insn::stmt(RET, 0x7fff_0000), Insn::stmt(LD, 24)]);
-    for block in values.chunks(250) {
-        let n = block.len();
-        for (i, &v) in block.iter().enumerate() {
-            // Equal: to the block's `ret`; the last one skips it otherwise.
-            let last = i + 1 == n;
-            p.push(Insn::jump(JEQ, v, (n - 1 - i) as u8, u8::from(last)));
-        }
-        p.push(Insn::stmt(RET, 0x7fff_0000));
-    }
-    p.push(Insn::stmt(RET, 0x0005_0001));
-    p
+    let list = test_data::programs::AllowList {
+        nr: Some(16),
+        arg: 1,
+        high_zero: false,
+        run: test_data::programs::COMPACT_RUN,
+        values,
+    };
+    let raw = test_data::programs::allow_list(&list);
+    raw.into_iter().map(|r| Insn { code: r.code, jt: r.jt, jf: r.jf, k: r.k }).collect()
 }
 
 /// A 3,000-request allow-list is a tree in the fast engine: the cut of

@@ -16,8 +16,10 @@
 //! - [`eq_keys`]: the `jeq #k` key lists every builder of an equality-set
 //!   lookup refuses.
 //! - [`programs`]: raw classic programs of one shape (reloads of words a
-//!   `jeq` settled), which the interpreters' own tests and the converter's
-//!   share; the generators that need an instruction set stay above.
+//!   `jeq` settled, which the interpreters' own tests and the converter's
+//!   share; libseccomp's allow-list of one argument's values, which the
+//!   analyses' tests share); the generators that need an instruction set
+//!   stay above.
 
 pub mod eq_keys;
 pub mod filetest;
@@ -57,5 +59,21 @@ impl RawInsn {
                 k: u32::from_le_bytes([k0, k1, k2, k3]),
             })
             .collect())
+    }
+
+    /// `insns` as little-endian 8-byte records, what [`RawInsn::records`]
+    /// reads.
+    pub fn to_records(insns: &[RawInsn]) -> Vec<u8> {
+        insns
+            .iter()
+            .flat_map(|i| {
+                let mut record = [0u8; 8];
+                record[..2].copy_from_slice(&i.code.to_le_bytes());
+                record[2] = i.jt;
+                record[3] = i.jf;
+                record[4..].copy_from_slice(&i.k.to_le_bytes());
+                record
+            })
+            .collect()
     }
 }

@@ -1,6 +1,8 @@
 //! Raw classic seccomp programs of one shape, as plain [`RawInsn`]s, for
 //! the tests of both interpreters and the converter (which turn them into
-//! their own types): [`known_words`].
+//! their own types): [`known_words`], and libseccomp's compact allow-list
+//! of one argument's values ([`allow_list`]), which the analyses' tests
+//! share.
 
 use crate::rng::Rng;
 use crate::RawInsn;
@@ -18,6 +20,71 @@ const RET_A: u16 = 0x16;
 const MISC_TAX: u16 = 0x07;
 const MISC_TXA: u16 = 0x87;
 const ALU_AND_K: u16 = 0x54;
+
+/// x86_64's `AUDIT_ARCH_X86_64`, the arch an [`allow_list`] checks.
+pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+/// `SECCOMP_RET_KILL_PROCESS`: an [`allow_list`]'s answer on another arch.
+pub const RET_KILL_PROCESS: u32 = 0x8000_0000;
+/// `SECCOMP_RET_ALLOW`.
+pub const RET_ALLOW: u32 = 0x7fff_0000;
+/// `SECCOMP_RET_ERRNO | 1` (EPERM): an [`allow_list`]'s answer to a value
+/// it does not list.
+pub const RET_EPERM: u32 = 0x0005_0001;
+/// How many `jeq`s share one `ret` in libseccomp's compact
+/// [`allow_list`] (a run stays under the 255 a jump offset reaches).
+pub const COMPACT_RUN: usize = 250;
+
+/// What [`allow_list`] writes: an OCI profile allowing a syscall for the
+/// listed values of one argument, as libseccomp lays it out.
+#[derive(Debug, Clone, Copy)]
+pub struct AllowList<'a> {
+    /// The syscall whose argument is checked, every other one allowed;
+    /// `None`: no `nr` test, every syscall's argument is checked.
+    pub nr: Option<u32>,
+    /// The argument compared (`args[arg]`, its low word).
+    pub arg: usize,
+    /// Whether the argument's high word must first be 0 (else EPERM), as
+    /// libseccomp checks a 64-bit value; without it only the low word is
+    /// compared (a 32-bit check).
+    pub high_zero: bool,
+    /// How many `jeq`s share one `ret ALLOW`: [`COMPACT_RUN`] as
+    /// libseccomp writes a list, 1 for a `ret` after every `jeq`.
+    pub run: usize,
+    /// The values allowed, in the order the `jeq`s test them.
+    pub values: &'a [u32],
+}
+
+/// libseccomp's compact allow-list (its `ioctl` requests, say): on x86_64
+/// (else kill), `list.nr` (else allow), the high word 0 (else EPERM, when
+/// `list.high_zero`), then one `jeq #value` an allowed value in runs of
+/// `list.run` (at least 1, at most 256), each run's matches jumping to its
+/// own `ret ALLOW` and its last miss over it to the next run; EPERM after
+/// the last. In [`COMPACT_RUN`]s at most 4,096 instructions for up to about
+/// 4,000 values.
+pub fn allow_list(list: &AllowList<'_>) -> Vec<RawInsn> {
+    let stmt = |code, k| RawInsn { code, jt: 0, jf: 0, k };
+    let jeq = |k, jt, jf| RawInsn { code: JMP_JEQ_K, jt, jf, k };
+    // `struct seccomp_data`: nr at 0, arch at 4, args from 16.
+    let low = 16 + 8 * list.arg as u32;
+    let mut p = vec![stmt(LD_W_ABS, 4), jeq(AUDIT_ARCH_X86_64, 1, 0), stmt(RET_K, RET_KILL_PROCESS)];
+    if let Some(nr) = list.nr {
+        p.extend([stmt(LD_W_ABS, 0), jeq(nr, 1, 0), stmt(RET_K, RET_ALLOW)]);
+    }
+    if list.high_zero {
+        p.extend([stmt(LD_W_ABS, low + 4), jeq(0, 1, 0), stmt(RET_K, RET_EPERM)]);
+    }
+    p.push(stmt(LD_W_ABS, low));
+    for run in list.values.chunks(list.run.clamp(1, 256)) {
+        let n = run.len();
+        for (i, &v) in run.iter().enumerate() {
+            // A match jumps to the run's `ret`; the run's last miss skips it.
+            p.push(jeq(v, (n - 1 - i) as u8, u8::from(i + 1 == n)));
+        }
+        p.push(stmt(RET_K, RET_ALLOW));
+    }
+    p.push(stmt(RET_K, RET_EPERM));
+    p
+}
 
 /// Up to 31 pieces over the first two words of `struct seccomp_data`
 /// (`nr`, `arch`) and the constants 0..4, then `ret a`; jumps forward and
@@ -79,6 +146,29 @@ pub fn known_words(rng: &mut Rng) -> Vec<RawInsn> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every jump of an allow-list lands inside it, every value's `jeq`
+    /// on a `ret ALLOW`, and its runs' last misses on the next run.
+    #[test]
+    fn an_allow_list_jumps_as_libseccomp_lays_it_out() {
+        let values: Vec<u32> = (0..601).map(|i| 0x5400 + 3 * i).collect();
+        for (nr, high_zero, run, rets) in [(None, false, COMPACT_RUN, 3), (Some(16), true, 1, values.len())] {
+            let p = allow_list(&AllowList { nr, arg: 1, high_zero, run, values: &values });
+            let head = 4 + 3 * usize::from(nr.is_some()) + 3 * usize::from(high_zero);
+            assert_eq!(p.len(), head + values.len() + rets + 1);
+            assert_eq!(p[head - 1], RawInsn { code: LD_W_ABS, jt: 0, jf: 0, k: 24 });
+            for (pc, i) in p.iter().enumerate().skip(head) {
+                if i.code != JMP_JEQ_K {
+                    continue;
+                }
+                let (hit, miss) = (&p[pc + 1 + usize::from(i.jt)], &p[pc + 1 + usize::from(i.jf)]);
+                assert_eq!((hit.code, hit.k), (RET_K, RET_ALLOW), "{pc}");
+                assert!(miss.code == JMP_JEQ_K || miss.k == RET_EPERM, "{pc}: {miss:?}");
+            }
+            assert_eq!(p.last().map(|i| i.k), Some(RET_EPERM));
+            assert_eq!(RawInsn::records(&RawInsn::to_records(&p)), Ok(p));
+        }
+    }
 
     #[test]
     fn jumps_stay_inside_and_the_program_ends_with_ret_a() {
