@@ -208,6 +208,7 @@ impl SeccompProg {
         let start = match self.start_in {
             run::Start::First => "first op outside the loop",
             run::Start::FirstTwo => "first op and its tree outside the loop",
+            run::Start::Constant => "its ret outside the loop",
             run::Start::Loop => "the loop",
         };
         let mut out = format!("start (uncounted): {start}\nops:\n");

@@ -116,6 +116,25 @@ impl SeccompProg {
         (self.resume_uncounted)(self, data, exit.target as usize, a, t)
     }
 
+    /// An uncounted run of a program whose first op is its `w0 = K; exit`
+    /// ([`Kind::RetImm`]: a constant filter, `ret #K` converted): `K`,
+    /// without the loop's prologue and dispatch, as the classic
+    /// interpreter's entry returns its first `ret #k`.
+    ///
+    /// Mirrors `___bpf_prog_run()` in kernel/bpf/core.c (Linux 6.18) on
+    /// `BPF_ALU | BPF_MOV | BPF_K` then `BPF_JMP | BPF_EXIT`.
+    ///
+    /// # Deviations
+    /// Those of [`SeccompProg::run`].
+    #[inline(never)]
+    pub(super) fn run_constant(&self, data: &[u8; 64]) -> (u64, u64) {
+        let start = self.start as usize;
+        match self.uncounted_ops.get(start) {
+            Some(op) if op.kind == Kind::RetImm => (op.imm, 1),
+            _ => (self.resume_uncounted)(self, data, start, 0, 0),
+        }
+    }
+
     /// [`SeccompProg::run_entry`] for programs whose first op (the arch
     /// check) goes on to the syscall tree ([`Kind::LdTree`]) without being
     /// fused with it: a linked chain over several arches (docker_like_opt2),
@@ -650,6 +669,8 @@ pub(super) enum Start {
     /// [`Kind::LdTree`], or a linked chain whose exits all return or reach
     /// one.
     FirstTwo,
+    /// In [`SeccompProg::run_constant`]: the first op is the `ret`.
+    Constant,
     /// In the run loop.
     Loop,
 }
@@ -666,6 +687,7 @@ impl Start {
         };
         let Some(first) = ops.get(start) else { return (Start::Loop, None) };
         match first.kind {
+            Kind::RetImm => (Start::Constant, Some(SeccompProg::run_constant)),
             Kind::LdMovJneTree => (Start::First, Some(SeccompProg::run_entry::<true>)),
             Kind::LdLinked if every_exit(first.target, &|_| false) => {
                 (Start::First, Some(SeccompProg::run_entry::<false>))

@@ -831,3 +831,25 @@ fn argument_ladders_match_the_general_interpreter() {
     }
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// A constant filter (`ret #k` converted: the prologue, then `w0 = k;
+/// exit`) starts its uncounted runs in its `ret`, outside the loop
+/// (`Start::Constant`), and returns `k` zero-extended, as the general
+/// interpreter does, for a `k` with the top bit set too.
+#[test]
+fn a_constant_filter_returns_from_its_first_op() {
+    let datas: Vec<(String, [u8; 64])> = [(0, 0), (1, 0xc000_003e), (u32::MAX, u32::MAX)]
+        .map(|(w0, w1)| (format!("{w0:#x} {w1:#x}"), data(w0, w1)))
+        .into();
+    for k in [0x7fff_0000u32, 0x8000_0000, 0, 0x0005_0001, u32::MAX] {
+        let mut p = head(0, &[])[..3].to_vec();
+        p.extend([i(0xb4, 0, 0, 0, k as i32), i(0x95, 0, 0, 0, 0)]);
+        let prog = Subset::recognise(&p).unwrap().compile_with(None).unwrap();
+        let listing = prog.chain_listing();
+        assert_eq!(prog.start_in, super::run::Start::Constant, "{k:#x}:\n{listing}");
+        assert!(listing.starts_with("start (uncounted): its ret outside the loop\n"), "{listing}");
+        assert_eq!(prog.run_uncounted(&datas[1].1), Ok(u64::from(k)), "{k:#x}");
+        let failures = uncounted_differences(&prog, &p, &datas, "constant");
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+}
