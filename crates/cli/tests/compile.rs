@@ -119,6 +119,44 @@ fn refusals_are_one_line_with_the_place() {
     }
 }
 
+/// An allow-list of `ioctl` requests: 2,000 compile to a tree (a path of
+/// at most 32; the profile's reference lists the values one `jeq` each,
+/// where five a rule would pass 4096), and `equiv` proves the filter
+/// against the profile; 3,900 would pass 4096 with every tree, so the
+/// list is written, with a note; 4,200 do not fit at all (exit 1).
+#[test]
+fn a_long_allow_list_compiles_to_a_tree_or_a_list_that_fits() {
+    let profile = |n: u64| {
+        let mut syscalls = vec![r#"{"names": ["read", "close"], "action": "SCMP_ACT_ALLOW"}"#.to_string()];
+        syscalls.extend((0..n).map(|i| {
+            let request = 0x5400 + 7 * i;
+            format!(r#"{{"names": ["ioctl"], "action": "SCMP_ACT_ALLOW", "args": [{{"index": 1, "value": {request}, "op": "SCMP_CMP_EQ"}}]}}"#)
+        }));
+        format!(r#"{{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [{}]}}"#, syscalls.join(", "))
+    };
+    let figure = |err: &str, key: &str| {
+        err.split(key).nth(1).and_then(|t| t.trim_start().split([' ', ',', ')']).next()?.parse::<usize>().ok())
+    };
+    let json = tmp("ioctl_2000.json");
+    std::fs::write(&json, profile(2000)).unwrap();
+    let out = tmp("ioctl_2000.bpf");
+    let o = run(&["compile", &json, "--stats", "-o", &out], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(figure(&err, "longest path").is_some_and(|p| p <= 32), "{err}");
+    assert!(figure(&err, "(reference").is_some_and(|n| n < 2 * 2000), "{err}");
+    assert!(!err.contains("note: the layout with every argument tree"), "{err}");
+    let e = run(&["equiv", &json, &out], b"");
+    assert_eq!(e.status.code(), Some(0), "{}{}", stdout(&e), stderr(&e));
+    let o = run(&["compile", "-", "--stats", "-o", &tmp("ioctl_3900.bpf")], profile(3900).as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("note: the layout with every argument tree has"), "{err}");
+    assert!(figure(&err, "\ninstructions").is_some_and(|n| n <= 4096), "{err}");
+    let o = run(&["compile", "-", "-o", &tmp("ioctl_4200.bpf")], profile(4200).as_bytes());
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+}
+
 /// `decompile --approximate`: where no profile says what the filter does,
 /// the closest profile, what was approximated, and every class of (arch,
 /// nr) where it differs, proved by equiv; exit 0. Without the flag the

@@ -640,3 +640,44 @@ fn a_stale_accumulator_lets_read_6_through_libseccomp() {
         }
     }
 }
+
+/// A profile allowing `ioctl` for 2,000 values of `args[1]` (an allow-list
+/// of device requests), everything else EPERM: libseccomp compiles it to
+/// about one instruction a request (linear and `--optimize 2`), and both
+/// are proved equal to the profile's meaning, whose reference lists the
+/// values as compactly (five instructions a rule would pass
+/// `BPF_MAXINSNS`). Our own compile of it is a tree of at most 4,096
+/// instructions and a path of at most 32, proved equal to the same
+/// meaning; a request dropped from libseccomp's input is found.
+#[test]
+fn a_long_allow_list_profile_is_proved_against_libseccomp() {
+    if !libseccomp("a_long_allow_list_profile_is_proved_against_libseccomp") {
+        return;
+    }
+    let requests: Vec<u64> = (0..2000u64).map(|i| 0x5400 + 7 * i + i % 5).collect();
+    let profile = |requests: &[u64]| {
+        let mut syscalls = vec![json!({"names": ["read", "write", "close"], "action": "SCMP_ACT_ALLOW"})];
+        syscalls.extend(requests.iter().map(|r| {
+            json!({"names": ["ioctl"], "action": "SCMP_ACT_ALLOW", "args": [{"index": 1, "value": r, "op": "SCMP_CMP_EQ"}]})
+        }));
+        json!({"defaultAction": "SCMP_ACT_ERRNO", "syscalls": syscalls})
+    };
+    let full = profile(&requests);
+    let m = meaning_of(&full).unwrap();
+    let dropped = requests[1234];
+    let fewer: Vec<u64> = requests.iter().copied().filter(|&r| r != dropped).collect();
+    let dir = tempdir("long-list");
+    let jobs = [(full.clone(), None), (full, Some(2)), (profile(&fewer), None)];
+    let theirs: Vec<Program> = compile_all(&jobs, &dir).into_iter().map(|r| r.unwrap()).collect();
+    let reference = policy::compile::reference_program(&m).unwrap();
+    assert!(reference.len() < 2 * requests.len(), "{}", reference.len());
+    let decide = |filter: &Program| equiv::check(Side::single(&reference), Side::single(filter), &Options::default());
+    for (filter, layout) in theirs.iter().take(2).zip(["linear", "--optimize 2"]) {
+        assert!(filter.len() < requests.len() + 100, "{layout}: {}", filter.len());
+        assert_eq!(decide(filter).unwrap(), Verdict::Equal, "libseccomp's {layout}");
+    }
+    let Verdict::Differ(found) = decide(&theirs[2]).unwrap() else { panic!("a dropped request not found") };
+    assert_eq!(found[0].data.args[1], dropped, "{found:?}");
+    let ours = policy::compile::compile(&m, &Default::default()).unwrap();
+    assert!(ours.stats.longest_path <= 32 && ours.program.len() <= 4096, "{:?}", ours.stats);
+}

@@ -58,7 +58,7 @@ use seccomp::analysis::{AnalysisError, Budget};
 use seccomp::fast::{Partition, PartitionError};
 
 pub use check::{CheckError, Maker};
-pub use layout::{emit as lay_out, LayoutStats, Prefer};
+pub use layout::{emit as lay_out, emit_preferring as lay_out_preferring, LayoutStats, Prefer};
 pub use passes::PassStats;
 
 /// How to optimise.

@@ -4,7 +4,7 @@
 //! ```text
 //! Meaning ─► Partition (per arch value, nr ranges: ret #K or a syscall's argument checks)
 //!         ─► Partition::grow_trees (argument checks as trees over the words they test)
-//!         ─► optimize::lay_out (arch jeq, jge tree over the ranges, the trees, landings past 255)
+//!         ─► optimize::lay_out_preferring (arch jeq, jge tree over the ranges, the trees, landings past 255)
 //!         ─► optimize::passes (jumps threaded, redundant loads and dead code dropped)
 //!         ─► validate (seccomp mode, ≤ 4096) ─► kernel cache check ─► equiv against the reference program
 //! ```
@@ -13,10 +13,15 @@
 //! of its rules; [`seccomp::fast::Partition::grow_trees`] turns each into
 //! a tree over the words it tests (one level per word, a run of values per
 //! child, the same trees `bpfconv optimize` grows from a filter), and the
-//! layout keeps the tree wherever it is no longer than the chain.
+//! layout keeps every tree ([`optimize::Prefer::Depth`]: the shallowest
+//! filter) unless that passes 4,096 instructions; then each tree only
+//! where it is no longer than the chain (a chain lists a run of values one
+//! `jeq` each, as libseccomp does, so a long allow-list's tree may be the
+//! longer) and [`Stats::depth_layout_too_long`] says so.
 //!
 //! The reference program ([`crate::profile::reference`]) transcribes the
-//! meaning rule by rule and is tested against [`Meaning::eval`]; the
+//! meaning rule by rule (a run of single-value rules as one list) and is
+//! tested against [`Meaning::eval`]; the
 //! output is written only once `equiv` proves the two equal on every
 //! `struct seccomp_data`. Every (arch, nr) the meaning always allows (an
 //! unconditional ALLOW, or the default on a number without rules) must be
@@ -58,6 +63,9 @@ pub struct Stats {
     pub layout: optimize::LayoutStats,
     /// What the bytecode passes after the layout did.
     pub passes: optimize::PassStats,
+    /// The instructions of the layout with every argument tree, where that
+    /// passed `BPF_MAXINSNS` and the size-first layout was written.
+    pub depth_layout_too_long: Option<usize>,
 }
 
 impl std::fmt::Display for Stats {
@@ -124,8 +132,20 @@ pub fn compile(m: &Meaning, options: &Options) -> Result<Compiled, CompileError>
     let (mut partition, residual_insns) = partition(m)?;
     let residuals = partition.residuals.len();
     partition.grow_trees();
-    let (mut insns, layout) = optimize::lay_out(&partition);
-    let passes = optimize::passes::run(&mut insns);
+    let lay_out = |prefer| {
+        let (mut insns, layout) = optimize::lay_out_preferring(&partition, prefer);
+        let passes = optimize::passes::run(&mut insns);
+        (insns, layout, passes)
+    };
+    // Every argument tree laid out (the shallowest filter), unless that
+    // passes what the kernel takes: then each tree only where it is no
+    // longer than its syscall's checks.
+    let (mut insns, mut layout, mut passes) = lay_out(optimize::Prefer::Depth);
+    let mut depth_layout_too_long = None;
+    if insns.len() > BPF_MAXINSNS {
+        depth_layout_too_long = Some(insns.len());
+        (insns, layout, passes) = lay_out(optimize::Prefer::Size);
+    }
     if insns.len() > BPF_MAXINSNS {
         return Err(CompileError::TooLong { insns: insns.len(), max: BPF_MAXINSNS });
     }
@@ -140,6 +160,7 @@ pub fn compile(m: &Meaning, options: &Options) -> Result<Compiled, CompileError>
         residual_insns,
         layout,
         passes,
+        depth_layout_too_long,
     };
     Ok(Compiled { program, reference, stats })
 }

@@ -38,6 +38,11 @@ pub fn compile(args: &CompileArgs) -> Result<i32> {
     let meaning = load(&args.profile, args.from, &sel)?;
     print_notes(&meaning);
     let out = policy::compile::compile(&meaning, &Default::default()).map_err(Failure::rejected)?;
+    if let Some(n) = out.stats.depth_layout_too_long {
+        eprintln!(
+            "note: the layout with every argument tree has {n} instructions, more than BPF_MAXINSNS (4096): trees only where no longer than their checks"
+        );
+    }
     if let Some(note) = out.stats.layout.budget_note() {
         eprintln!("note: {note}");
     }

@@ -9,10 +9,14 @@
 //! PART:   ret #k (an unlisted ABI), or ja VIEW
 //! VIEW:   ld [0]; per chunk of 120 syscalls: jeq #nr, T (each), ja NEXT,
 //!         T: ret #K (first rule unconditional) or ja RULES; NEXT: ...  then ret #default
-//! RULES:  the syscall's rules in order (see rule_chain), then ret #default
+//! RULES:  the syscall's rules in order (see rule_chain), then ret #default;
+//!         a run of single-value rules as lists of values (see value_list)
 //! ```
 //!
-//! Every conditional jump stays within a rule; `ja` carries the long ones.
+//! Every conditional jump stays within a rule or a run of a list; `ja`
+//! carries the long ones.
+
+use std::collections::BTreeMap;
 
 use cbpf::opcode::{ALU_AND_K, JMP_JEQ_K, JMP_JGE_K, JMP_JGT_K, LD_W_ABS};
 use cbpf::Insn;
@@ -140,17 +144,88 @@ fn jump_if_eq(c: &mut Code, k: u32, to: Label) {
 /// The rules of one syscall as a first-match chain: each rule's
 /// conditions in order, a failed one jumping to the next rule, all held
 /// `ret #action`; after the last rule `ret #default`. Loads every word it
-/// compares (`ld [k]`), so it needs nothing in A or X at entry.
+/// compares (`ld [k]`), so it needs nothing in A or X at entry. A run of
+/// rules that each allow one value of the same argument with the same
+/// action (an allow-list of `ioctl` requests) is one list of those values
+/// ([`value_list`]): the rules of a run may match in any order, since
+/// the first of them to match gives the same action as any other.
 pub(crate) fn rule_chain(c: &mut Code, arch: Arch, rules: &[Rule], default: u32) {
-    for r in rules {
+    let mut rest = rules;
+    while let Some(r) = rest.first() {
+        let run = rest.iter().take_while(|o| same_list(r, o)).count();
+        if run >= 2 {
+            let (list, after) = rest.split_at(run);
+            value_list(c, arch, list);
+            rest = after;
+            continue;
+        }
         let fail = c.label();
         for cond in &r.conds {
             test(c, arch, cond, To::Label(fail));
         }
         c.ret(r.action);
         c.bind(fail);
+        rest = rest.get(1..).unwrap_or_default();
     }
     c.ret(default);
+}
+
+/// Whether `a` and `b` each allow one value of the same argument, compared
+/// as wide, with the same action: two members of one [`value_list`].
+fn same_list(a: &Rule, b: &Rule) -> bool {
+    match (&a.conds[..], &b.conds[..]) {
+        ([x], [y]) => {
+            x.cmp.op == CmpOp::Eq
+                && y.cmp.op == CmpOp::Eq
+                && (x.cmp.index, x.width) == (y.cmp.index, y.width)
+                && a.action == b.action
+        }
+        _ => false,
+    }
+}
+
+/// Values per run of a [`value_list`]: each `jeq` reaches the run's
+/// `ret`, within 255.
+const LIST_RUN: usize = 250;
+
+/// `rules` (of one [`same_list`] run) as lists of the low words compared,
+/// one per high word (64-bit compares: `ld hi; jeq #vh, 1, 0; ja NEXT`
+/// before it): `ld lo`, then runs of `jeq #v, RET` ending in `RET: ret
+/// #action`, the run's last miss jumping over it; a miss of every value
+/// falls through to what follows the rules. One `jeq` a value, where the
+/// rule-by-rule chain takes five.
+fn value_list(c: &mut Code, arch: Arch, rules: &[Rule]) {
+    let Some(first) = rules.first().and_then(|r| r.conds.first()) else { return };
+    let action = rules.first().map_or(0, |r| r.action);
+    let (hi_off, lo_off) = arg_offsets(arch, first.cmp.index);
+    let max = first.width.max();
+    let wide = first.width == Width::Bits64;
+    let mut by_high: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
+    for v in rules.iter().filter_map(|r| r.conds.first()).map(|cond| cond.cmp.value & max) {
+        by_high.entry((v >> 32) as u32).or_default().push(v as u32);
+    }
+    for (vh, lows) in by_high {
+        let next = c.label();
+        if wide {
+            c.stmt(LD_W_ABS, hi_off);
+            let same = c.label();
+            c.cond(JMP_JEQ_K, vh, To::Label(same), To::Next);
+            c.ja(next);
+            c.bind(same);
+        }
+        c.stmt(LD_W_ABS, lo_off);
+        for run in lows.chunks(LIST_RUN) {
+            let (hit, past) = (c.label(), c.label());
+            for (i, &vl) in run.iter().enumerate() {
+                let miss = if i + 1 == run.len() { To::Label(past) } else { To::Next };
+                c.cond(JMP_JEQ_K, vl, To::Label(hit), miss);
+            }
+            c.bind(hit);
+            c.ret(action);
+            c.bind(past);
+        }
+        c.bind(next);
+    }
 }
 
 /// Falls through when `cond` holds, jumps to `fail` when not.
