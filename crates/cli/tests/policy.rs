@@ -204,4 +204,19 @@ fn decompile_names_what_no_profile_can_say() {
     );
     // One name, two arches, two policies.
     assert_refused(&format!("{head}ret #0x50001\n{tail}"), &["read", "x86_64", "x32", "different rules"]);
+    // i386 traps `socket` and allows `socketcall`: runc would give
+    // `socket`'s rule to `socketcall(SYS_SOCKET, ...)` as well.
+    let muxed = "ld [4]\njeq #0x40000003, ok, bad\nok: ld [0]\njeq #359, trap\njeq #102, allow\nret #0x80000000\n\
+                 trap: ret #0x30000\nallow: ret #0x7fff0000\nbad: ret #0\n";
+    assert_refused(
+        muxed,
+        &["i386:socketcall", "the rules of socket", "returns TRAP(0) where the filter returns ALLOW"],
+    );
+    // With --approximate: the profile, the reason, and the class where it
+    // differs, proved.
+    let o = run(&["decompile", "--approximate", "--from", "asm", "-"], muxed.as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("note: approximated: i386:socketcall: runc's libseccomp also gives socketcall"), "{err}");
+    assert!(err.contains("differs: i386:socketcall: the filter returns ALLOW"), "{err}");
 }

@@ -7,7 +7,8 @@
 //! `socketcall` multiplexes on i386, `arch_prctl`), one that exists on
 //! none, every comparison and both widths, constants at the word
 //! boundaries, errnos at libseccomp's limit, Docker's `includes` and
-//! `excludes`, seccompiler's unconditional entries beside conditional ones.
+//! `excludes`, seccompiler's unconditional entries beside conditional ones,
+//! and allow-lists of up to 300 values of one argument.
 //! One input in eight is read as JSON text as it is, for the readers
 //! alone.
 
@@ -314,7 +315,29 @@ impl Gen<'_, '_> {
             }
             s += "}";
         }
+        if self.u.ratio(1u8, 4)? {
+            s += &self.value_list(entries > 0)?;
+        }
         s += "]}";
+        Ok(s)
+    }
+
+    /// An allow-list (libseccomp's `ioctl` requests): one syscall, one
+    /// action and one argument, an entry of one `SCMP_CMP_EQ` a value, up
+    /// to 300 values (past one 250-value run of the reference's list) on
+    /// both halves of the word; `comma` when entries came before.
+    fn value_list(&mut self, comma: bool) -> AResult<String> {
+        let name = self.name()?;
+        let action = self.oci_action("action", "errnoRet")?;
+        let index = self.u.int_in_range(0u8..=5)?;
+        let mut s = String::new();
+        for i in 0..self.u.int_in_range(2u16..=300)? {
+            if comma || i > 0 {
+                s += ", ";
+            }
+            let value = self.value()?.wrapping_add(u64::from(i) * 7);
+            write!(s, r#"{{"names": ["{name}"], {action}, "args": [{{"index": {index}, "value": {value}, "op": "SCMP_CMP_EQ"}}]}}"#).ok();
+        }
         Ok(s)
     }
 

@@ -7,7 +7,8 @@
 //!                    └─► read (arch views, numbers by name, the default)
 //!                          ├─► rules (paths → 64-bit argument comparisons, merged)
 //!                          ├─► text  (`analyze --explain`)
-//!                          └─► oci   (`decompile`: the OCI `linux.seccomp` profile)
+//!                          └─► oci   (the OCI `linux.seccomp` profile)
+//!                                └─► decompile (held to runc's multiplexing of socket/IPC calls)
 //! profile JSON ─► profile (its Meaning: the documented reference; eval; reference program)
 //!                    └─► compile (optimize's layout, cache check, proved by equiv)
 //! abi: which ABIs pass 64-bit arguments, where each word sits (below both)
@@ -28,6 +29,7 @@
 
 pub mod abi;
 pub mod compile;
+pub mod decompile;
 pub mod oci;
 pub mod profile;
 pub mod read;
@@ -35,6 +37,7 @@ pub mod rules;
 pub mod set;
 pub mod text;
 
-pub use oci::{decompile, decompile_with, DecompileError, Decompiled, Profile};
+pub use decompile::{decompile, decompile_with};
+pub use oci::{DecompileError, Decompiled, Profile};
 pub use read::{read, Reading};
 pub use text::explain_lines;

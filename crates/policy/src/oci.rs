@@ -114,6 +114,10 @@ pub enum DecompileError {
     /// The exploration of a number stopped at its limit.
     #[error("{view}:{name}: more paths than one number's exploration allows; the profile would be partial")]
     Truncated { view: String, name: String },
+    /// On an ABI where libseccomp multiplexes socket or IPC calls, the
+    /// rules the profile gives `names` would change what `mux` returns.
+    #[error("{view}:{mux}: runc's libseccomp also gives {mux} the rules of {names} (args[0] the call's number, their other conditions as written), and {why}; no profile says what the filter does for both")]
+    Multiplexed { view: String, mux: String, names: String, why: String },
 }
 
 /// The OCI action and errno/data of a return value.
@@ -162,11 +166,6 @@ const MAX_RULES_PER_NAME: usize = 4096;
 /// One rule: the action and its ANDed comparisons.
 type Rule = (u32, Vec<ArgCond>);
 
-/// The profile that means the filter `r` was read from.
-pub fn decompile(r: &Reading) -> Result<Profile, DecompileError> {
-    decompile_with(r, false).map(|d| d.profile)
-}
-
 /// A decompiled profile, and (approximate mode) what no profile could say,
 /// each as the error the exact mode gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,8 +194,11 @@ impl Approx {
     }
 }
 
-/// [`decompile`], or with `approximate` the closest profile: where no
-/// profile can say what the filter does, the nearest reading is taken and
+/// [`crate::decompile::decompile_with`] before runc's multiplexing of
+/// socket and IPC calls is checked: the profile whose rules, each applied
+/// to its own syscall, mean the filter; or with `approximate` the closest
+/// one: where no profile can say what the filter does, the nearest
+/// reading is taken and
 /// the reason kept in [`Decompiled::approximations`]: numbers reached by
 /// nr arithmetic read from the table numbers alone; unchecked arches, a
 /// rule on an unnamed number, a path that is not argument comparisons, a
@@ -204,7 +206,7 @@ impl Approx {
 /// (the default stands); no default: the most common action; per-arch
 /// rules for one name: the first arch's; an action the spec lacks (TRAP
 /// data): the nearest it has; an arch it has no name for: left out.
-pub fn decompile_with(r: &Reading, approximate: bool) -> Result<Decompiled, DecompileError> {
+pub(crate) fn profile_of(r: &Reading, approximate: bool) -> Result<Decompiled, DecompileError> {
     let mut ap = Approx { approximate, notes: Vec::new() };
     if !r.complete {
         ap.or_note(DecompileError::NrArithmetic { pc: r.nr_pc })?;
