@@ -145,10 +145,10 @@ fn jump_if_eq(c: &mut Code, k: u32, to: Label) {
 /// conditions in order, a failed one jumping to the next rule, all held
 /// `ret #action`; after the last rule `ret #default`. Loads every word it
 /// compares (`ld [k]`), so it needs nothing in A or X at entry. A run of
-/// rules that each allow one value of the same argument with the same
-/// action (an allow-list of `ioctl` requests) is one list of those values
-/// ([`value_list`]): the rules of a run may match in any order, since
-/// the first of them to match gives the same action as any other.
+/// rules that each hold for one value of the same argument and have the
+/// same action (an allow-list of `ioctl` requests) is one list of those
+/// values ([`value_list`]): the rules of a run may be tested in any order,
+/// since whichever of them matches first gives the same action.
 pub(crate) fn rule_chain(c: &mut Code, arch: Arch, rules: &[Rule], default: u32) {
     let mut rest = rules;
     while let Some(r) = rest.first() {
@@ -170,8 +170,9 @@ pub(crate) fn rule_chain(c: &mut Code, arch: Arch, rules: &[Rule], default: u32)
     c.ret(default);
 }
 
-/// Whether `a` and `b` each allow one value of the same argument, compared
-/// as wide, with the same action: two members of one [`value_list`].
+/// Whether `a` and `b` each hold for one value (`SCMP_CMP_EQ`) of the same
+/// argument at the same width, with the same action: two members of one
+/// [`value_list`].
 fn same_list(a: &Rule, b: &Rule) -> bool {
     match (&a.conds[..], &b.conds[..]) {
         ([x], [y]) => {
