@@ -84,6 +84,9 @@ fn multiplexed(profile: &Profile, arch: Arch, mux: &str, calls: &[(&str, u64)]) 
         why,
     };
     let own = only(&|n| n == mux);
+    if already_there(&own, &muxed, calls) {
+        return Ok(());
+    }
     let with_calls: Vec<Syscall> = own.iter().chain(&muxed).cloned().collect();
     let reference = |syscalls: Vec<Syscall>| {
         let p = Profile { architectures: vec![arch_name.to_string()], syscalls, flags: None, ..profile.clone() };
@@ -109,6 +112,40 @@ fn multiplexed(profile: &Profile, arch: Arch, mux: &str, calls: &[(&str, u64)]) 
         }
         Err(e) => Err(failed(format!("whether that changes what it returns is undecided: {e}"))),
     }
+}
+
+/// One entry as a rule: its action and its comparisons, in order.
+type EntryRule = (String, Option<u32>, Vec<(u32, String, u64, u64)>);
+
+/// Whether every rule runc would add to the multiplexer from `muxed` (an
+/// entry's comparisons with those on `args[0]` replaced by `args[0] ==` the
+/// call) is already one of its `own` entries, to the letter: then adding
+/// them changes nothing, which is what libseccomp's filters show (their
+/// multiplexer's rules are those images) and needs no proof, whatever
+/// their number. Entries that compare one argument twice (runc splits
+/// them into one rule a comparison) are left to the proof.
+fn already_there(own: &[Syscall], muxed: &[Syscall], calls: &[(&str, u64)]) -> bool {
+    let rule = |s: &Syscall, args: Vec<(u32, String, u64, u64)>| -> Option<EntryRule> {
+        let mut indices: Vec<u32> = args.iter().map(|a| a.0).collect();
+        indices.sort_unstable();
+        indices.dedup();
+        let mut args = args;
+        args.sort();
+        (indices.len() == args.len()).then(|| (s.action.clone(), s.errno_ret, args))
+    };
+    let compared = |s: &Syscall| -> Vec<(u32, String, u64, u64)> {
+        s.args.iter().map(|a| (a.index, a.op.clone(), a.value, a.value_two)).collect()
+    };
+    let own: Option<std::collections::BTreeSet<EntryRule>> = own.iter().map(|s| rule(s, compared(s))).collect();
+    let Some(own) = own else { return false };
+    muxed.iter().all(|s| {
+        s.names.iter().all(|name| {
+            let Some(&(_, call)) = calls.iter().find(|(c, _)| c == name) else { return false };
+            let mut args: Vec<_> = compared(s).into_iter().filter(|a| a.0 != 0).collect();
+            args.push((0, "SCMP_CMP_EQ".to_string(), call, 0));
+            rule(s, args).is_some_and(|r| own.contains(&r))
+        })
+    })
 }
 
 #[cfg(test)]
@@ -145,6 +182,35 @@ mod tests {
         let d = decompile_with(&r, true).unwrap();
         assert_eq!(d.approximations, [e]);
         assert_eq!(d.profile.syscalls.len(), 2);
+    }
+
+    fn entry(name: &str, args: &[(u32, &str, u64)]) -> Syscall {
+        let args = args
+            .iter()
+            .map(|&(index, op, value)| crate::oci::Arg { index, value, value_two: 0, op: format!("SCMP_CMP_{op}") })
+            .collect();
+        Syscall { names: vec![name.into()], action: "SCMP_ACT_ALLOW".into(), errno_ret: None, args }
+    }
+
+    /// The images runc would add, already among the multiplexer's own
+    /// entries (libseccomp's shape, whatever the number of rules): nothing
+    /// to prove. Not there, another action, or an argument compared twice
+    /// (which runc splits): left to the proof.
+    #[test]
+    fn images_already_among_the_multiplexers_entries_need_no_proof() {
+        let own = [entry("socketcall", &[(2, "EQ", 5), (0, "EQ", 14)]), entry("socketcall", &[(0, "EQ", 14)])];
+        let calls = &SOCKET_CALLS[..];
+        assert!(already_there(&own, &[entry("setsockopt", &[(2, "EQ", 5)])], calls));
+        // Its own conditions on args[0] are replaced by the call's number.
+        assert!(already_there(&own, &[entry("setsockopt", &[(0, "NE", 7), (2, "EQ", 5)])], calls));
+        assert!(already_there(&own, &[entry("setsockopt", &[])], calls));
+        assert!(!already_there(&own, &[entry("setsockopt", &[(2, "EQ", 6)])], calls));
+        assert!(!already_there(&own, &[entry("socket", &[(2, "EQ", 5)])], calls));
+        let mut trap = entry("setsockopt", &[(2, "EQ", 5)]);
+        trap.action = "SCMP_ACT_TRAP".into();
+        assert!(!already_there(&own, &[trap], calls));
+        let twice = [entry("socketcall", &[(0, "EQ", 14), (2, "GE", 5), (2, "LE", 9)])];
+        assert!(!already_there(&twice, &[entry("setsockopt", &[(2, "GE", 5), (2, "LE", 9)])], calls));
     }
 
     /// Both trapped: runc's added rule says what the filter does, and the

@@ -145,10 +145,11 @@ fn jump_if_eq(c: &mut Code, k: u32, to: Label) {
 /// conditions in order, a failed one jumping to the next rule, all held
 /// `ret #action`; after the last rule `ret #default`. Loads every word it
 /// compares (`ld [k]`), so it needs nothing in A or X at entry. A run of
-/// rules that each hold for one value of the same argument and have the
-/// same action (an allow-list of `ioctl` requests) is one list of those
-/// values ([`value_list`]): the rules of a run may be tested in any order,
-/// since whichever of them matches first gives the same action.
+/// rules that each hold for one value of the same argument, where the
+/// same other conditions hold, and have the same action (an allow-list of
+/// `ioctl` requests) is one list of those values ([`value_list`]): the
+/// rules of a run may be tested in any order, since whichever of them
+/// matches first gives the same action.
 pub(crate) fn rule_chain(c: &mut Code, arch: Arch, rules: &[Rule], default: u32) {
     let mut rest = rules;
     while let Some(r) = rest.first() {
@@ -170,16 +171,23 @@ pub(crate) fn rule_chain(c: &mut Code, arch: Arch, rules: &[Rule], default: u32)
     c.ret(default);
 }
 
-/// Whether `a` and `b` each hold for one value (`SCMP_CMP_EQ`) of the same
-/// argument at the same width, with the same action: two members of one
-/// [`value_list`].
+/// A rule's listed condition (its last `SCMP_CMP_EQ`) and the others, in
+/// order: what a [`value_list`] tests once for its run, then lists.
+fn listed(r: &Rule) -> Option<(&Cond, Vec<&Cond>)> {
+    let at = r.conds.iter().rposition(|c| c.cmp.op == CmpOp::Eq)?;
+    let rest = r.conds.iter().enumerate().filter(|&(i, _)| i != at).map(|(_, c)| c).collect();
+    Some((r.conds.get(at)?, rest))
+}
+
+/// Whether `a` and `b` are two members of one [`value_list`]: each holds
+/// for one value (`SCMP_CMP_EQ`) of the same argument at the same width
+/// where the same other conditions hold, with the same action (runc's
+/// multiplexed `socketcall` rules: `args[0] == SYS_SETSOCKOPT` and one
+/// value of `args[2]`).
 fn same_list(a: &Rule, b: &Rule) -> bool {
-    match (&a.conds[..], &b.conds[..]) {
-        ([x], [y]) => {
-            x.cmp.op == CmpOp::Eq
-                && y.cmp.op == CmpOp::Eq
-                && (x.cmp.index, x.width) == (y.cmp.index, y.width)
-                && a.action == b.action
+    match (listed(a), listed(b)) {
+        (Some((x, rest_a)), Some((y, rest_b))) => {
+            (x.cmp.index, x.width) == (y.cmp.index, y.width) && rest_a == rest_b && a.action == b.action
         }
         _ => false,
     }
@@ -189,20 +197,32 @@ fn same_list(a: &Rule, b: &Rule) -> bool {
 /// `ret`, within 255.
 const LIST_RUN: usize = 250;
 
-/// `rules` (of one [`same_list`] run) as lists of the low words compared,
-/// one per high word (64-bit compares: `ld hi; jeq #vh, 1, 0; ja NEXT`
-/// before it): `ld lo`, then runs of `jeq #v, RET` ending in `RET: ret
-/// #action`, the run's last miss jumping over it; a miss of every value
-/// falls through to what follows the rules. One `jeq` a value, where the
-/// rule-by-rule chain takes five.
+/// `rules` (of one [`same_list`] run): the conditions they share (a
+/// failed one jumping past the run: `ja END`), then lists of the low
+/// words compared, one per high word (64-bit compares: `ld hi; jeq #vh, 1,
+/// 0; ja NEXT` before it): `ld lo`, then runs of `jeq #v, RET` ending in
+/// `RET: ret #action`, the run's last miss jumping over it; a miss of
+/// every value falls through to what follows the rules. One `jeq` a value,
+/// where the rule-by-rule chain takes five or more.
 fn value_list(c: &mut Code, arch: Arch, rules: &[Rule]) {
-    let Some(first) = rules.first().and_then(|r| r.conds.first()) else { return };
+    let Some((first, shared)) = rules.first().and_then(listed) else { return };
     let action = rules.first().map_or(0, |r| r.action);
+    let end = c.label();
+    if !shared.is_empty() {
+        let (fail, pass) = (c.label(), c.label());
+        for cond in shared {
+            test(c, arch, cond, To::Label(fail));
+        }
+        c.ja(pass);
+        c.bind(fail);
+        c.ja(end);
+        c.bind(pass);
+    }
     let (hi_off, lo_off) = arg_offsets(arch, first.cmp.index);
     let max = first.width.max();
     let wide = first.width == Width::Bits64;
     let mut by_high: BTreeMap<u32, Vec<u32>> = BTreeMap::new();
-    for v in rules.iter().filter_map(|r| r.conds.first()).map(|cond| cond.cmp.value & max) {
+    for v in rules.iter().filter_map(listed).map(|(cond, _)| cond.cmp.value & max) {
         by_high.entry((v >> 32) as u32).or_default().push(v as u32);
     }
     for (vh, lows) in by_high {
@@ -227,6 +247,7 @@ fn value_list(c: &mut Code, arch: Arch, rules: &[Rule]) {
         }
         c.bind(next);
     }
+    c.bind(end);
 }
 
 /// Falls through when `cond` holds, jumps to `fail` when not.

@@ -655,3 +655,40 @@ fn a_run_of_single_values_is_one_list_that_means_its_rules() {
     // ALLOW, EPERM, EINVAL, LOG: every rule and the default were reached.
     assert_eq!(answers.len(), 4, "{answers:x?}");
 }
+
+/// runc's multiplexed rules of a list: on i386 `setsockopt` allowed for
+/// 300 values of `args[2]` is also `socketcall` allowed where `args[0] ==
+/// SYS_SETSOCKOPT` (14) and `args[2]` is one of them: one list behind the
+/// shared condition (`reference::value_list`), a failed one skipping the
+/// whole list. About one instruction a value on each of the three
+/// syscalls (x86_64's and i386's `setsockopt`, i386's `socketcall`); every
+/// value, its neighbours and the neighbouring calls answer as the
+/// definition does.
+#[test]
+fn a_list_behind_a_shared_condition_means_its_rules() {
+    let values: Vec<u64> = (0..300u64).map(|i| 3 * i + 1).collect();
+    let entries: Vec<String> = values
+        .iter()
+        .map(|v| {
+            format!(r#"{{"names": ["setsockopt"], "action": "SCMP_ACT_ALLOW", "args": [{{"index": 2, "value": {v}, "op": "SCMP_CMP_EQ"}}]}}"#)
+        })
+        .collect();
+    let json = format!(
+        r#"{{"defaultAction": "SCMP_ACT_ERRNO", "architectures": ["SCMP_ARCH_X86"], "syscalls": [{}]}}"#,
+        entries.join(", ")
+    );
+    let m = oci(&json).unwrap();
+    let prog = reference_of(&m);
+    assert!(prog.len() < 3 * values.len() + 100, "{}", prog.len());
+    let mut answers = std::collections::BTreeSet::new();
+    for &v in &values {
+        for probe in [v - 1, v, v + 1, v | 1 << 32] {
+            answers.insert(agree(&m, &prog, call(AUDIT_ARCH_X86_64, 54, [0, 0, probe, 0, 0, 0])));
+            answers.insert(agree(&m, &prog, call(AUDIT_ARCH_I386, 366, [0, 0, probe, 0, 0, 0])));
+            for call_nr in [13, 14, 15] {
+                answers.insert(agree(&m, &prog, call(AUDIT_ARCH_I386, 102, [call_nr, 0, probe, 0, 0, 0])));
+            }
+        }
+    }
+    assert_eq!(answers.len(), 2, "{answers:x?}");
+}
