@@ -20,7 +20,8 @@
 //! longer) and [`Stats::depth_layout_too_long`] says so.
 //!
 //! The reference program ([`crate::profile::reference`]) transcribes the
-//! meaning rule by rule (a run of single-value rules as one list) and is
+//! meaning rule by rule (a run of rules that differ in one compared value
+//! as one list) and is
 //! tested against [`Meaning::eval`]; the
 //! output is written only once `equiv` proves the two equal on every
 //! `struct seccomp_data`. Every (arch, nr) the meaning always allows (an

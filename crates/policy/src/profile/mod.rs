@@ -15,7 +15,7 @@
 //! is a [`View`]: one ABI's syscalls by number, each with its rules, and a
 //! default. [`Meaning::eval`] is the definition; the reference program
 //! ([`reference::program`]) transcribes it rule by rule (a run of rules
-//! that each allow one value of an argument as one list) and is tested
+//! that differ in one compared value as one list) and is tested
 //! against it; `bpfconv compile` proves its output equal to that program.
 //!
 //! # Names

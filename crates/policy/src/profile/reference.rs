@@ -10,7 +10,7 @@
 //! VIEW:   ld [0]; per chunk of 120 syscalls: jeq #nr, T (each), ja NEXT,
 //!         T: ret #K (first rule unconditional) or ja RULES; NEXT: ...  then ret #default
 //! RULES:  the syscall's rules in order (see rule_chain), then ret #default;
-//!         a run of single-value rules as lists of values (see value_list)
+//!         a run of rules differing in one compared value as lists (see value_list)
 //! ```
 //!
 //! Every conditional jump stays within a rule or a run of a list; `ja`
