@@ -52,6 +52,9 @@ pub struct Options {
 /// Figures of one compilation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Stats {
+    /// The instructions of the layout with every argument tree, where that
+    /// passed `BPF_MAXINSNS` and the size-first layout was written.
+    pub depth_layout_too_long: Option<usize>,
     pub insns: usize,
     /// The most instructions any path runs.
     pub longest_path: usize,
@@ -64,9 +67,6 @@ pub struct Stats {
     pub layout: optimize::LayoutStats,
     /// What the bytecode passes after the layout did.
     pub passes: optimize::PassStats,
-    /// The instructions of the layout with every argument tree, where that
-    /// passed `BPF_MAXINSNS` and the size-first layout was written.
-    pub depth_layout_too_long: Option<usize>,
 }
 
 impl std::fmt::Display for Stats {

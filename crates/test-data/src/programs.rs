@@ -20,19 +20,12 @@ const RET_A: u16 = 0x16;
 const MISC_TAX: u16 = 0x07;
 const MISC_TXA: u16 = 0x87;
 const ALU_AND_K: u16 = 0x54;
-
-/// x86_64's `AUDIT_ARCH_X86_64`, the arch an [`allow_list`] checks.
-pub const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
-/// `SECCOMP_RET_KILL_PROCESS`: an [`allow_list`]'s answer on another arch.
-pub const RET_KILL_PROCESS: u32 = 0x8000_0000;
-/// `SECCOMP_RET_ALLOW`.
-pub const RET_ALLOW: u32 = 0x7fff_0000;
-/// `SECCOMP_RET_ERRNO | 1` (EPERM): an [`allow_list`]'s answer to a value
-/// it does not list.
-pub const RET_EPERM: u32 = 0x0005_0001;
-/// How many `jeq`s share one `ret` in libseccomp's compact
-/// [`allow_list`] (a run stays under the 255 a jump offset reaches).
-pub const COMPACT_RUN: usize = 250;
+// What an `allow_list` checks and returns (linux/audit.h, linux/seccomp.h):
+// x86_64, KILL_PROCESS on another arch, ALLOW, ERRNO(EPERM).
+const AUDIT_ARCH_X86_64: u32 = 0xc000_003e;
+const RET_KILL_PROCESS: u32 = 0x8000_0000;
+const RET_ALLOW: u32 = 0x7fff_0000;
+const RET_EPERM: u32 = 0x0005_0001;
 
 /// What [`allow_list`] writes: an OCI profile allowing a syscall for the
 /// listed values of one argument, as libseccomp lays it out.
@@ -53,6 +46,10 @@ pub struct AllowList<'a> {
     /// The values allowed, in the order the `jeq`s test them.
     pub values: &'a [u32],
 }
+
+/// How many `jeq`s share one `ret` in libseccomp's compact
+/// [`allow_list`] (a run stays under the 255 a jump offset reaches).
+pub const COMPACT_RUN: usize = 250;
 
 /// libseccomp's compact allow-list (its `ioctl` requests, say): on x86_64
 /// (else kill), `list.nr` (else allow), the high word 0 (else EPERM, when
