@@ -59,14 +59,16 @@ pub fn decompile_with(r: &Reading, approximate: bool) -> Result<Decompiled, Deco
 fn multiplexed(profile: &Profile, arch: Arch, mux: &str, calls: &[(&str, u64)]) -> Result<(), DecompileError> {
     let Some(mux_nr) = arch.syscalls().and_then(|t| t.number(mux)) else { return Ok(()) };
     let Ok(arch_name) = oci_arch(arch) else { return Ok(()) };
-    // Every entry's names cut down to the multiplexer, or to the calls.
-    let only = |keep: &dyn Fn(&str) -> bool| -> Vec<Syscall> {
+    // Every entry's names cut down to the multiplexer, or to the calls,
+    // with its index in the profile (for messages).
+    let only = |keep: &dyn Fn(&str) -> bool| -> Vec<(usize, Syscall)> {
         profile
             .syscalls
             .iter()
-            .filter_map(|s| {
+            .enumerate()
+            .filter_map(|(i, s)| {
                 let names: Vec<String> = s.names.iter().filter(|n| keep(n)).cloned().collect();
-                (!names.is_empty()).then(|| Syscall { names, ..s.clone() })
+                (!names.is_empty()).then(|| (i, Syscall { names, ..s.clone() }))
             })
             .collect()
     };
@@ -74,7 +76,7 @@ fn multiplexed(profile: &Profile, arch: Arch, mux: &str, calls: &[(&str, u64)]) 
     if muxed.is_empty() {
         return Ok(());
     }
-    let mut names: Vec<String> = muxed.iter().flat_map(|s| s.names.iter().cloned()).collect();
+    let mut names: Vec<String> = muxed.iter().flat_map(|(_, s)| s.names.iter().cloned()).collect();
     names.sort();
     names.dedup();
     let failed = |why: String| DecompileError::Multiplexed {
@@ -84,13 +86,16 @@ fn multiplexed(profile: &Profile, arch: Arch, mux: &str, calls: &[(&str, u64)]) 
         why,
     };
     let own = only(&|n| n == mux);
-    if already_there(&own, &muxed, calls) {
+    let entries = |of: &[(usize, Syscall)]| -> Vec<Syscall> { of.iter().map(|(_, s)| s.clone()).collect() };
+    if already_there(&entries(&own), &entries(&muxed), calls) {
         return Ok(());
     }
-    let with_calls: Vec<Syscall> = own.iter().chain(&muxed).cloned().collect();
-    let reference = |syscalls: Vec<Syscall>| {
+    let with_calls: Vec<(usize, Syscall)> = own.iter().chain(&muxed).cloned().collect();
+    let reference = |of: Vec<(usize, Syscall)>| {
+        let (at, syscalls): (Vec<usize>, Vec<Syscall>) = of.into_iter().unzip();
         let p = Profile { architectures: vec![arch_name.to_string()], syscalls, flags: None, ..profile.clone() };
-        let meaning = runc::meaning(&p, &Selection::native(arch), Format::Oci).map_err(|e| e.to_string())?;
+        let meaning = runc::meaning_with_entries(&p, &Selection::native(arch), Format::Oci, Some(&at))
+            .map_err(|e| e.to_string())?;
         reference_program(&meaning).map_err(|e| e.to_string())
     };
     let alone = reference(own).map_err(|e| failed(format!("its own rules do not read: {e}")))?;
@@ -230,6 +235,22 @@ mod tests {
             "ld [16]\njeq #2, trap1, allow1\ntrap1: ret #0x30000\nallow1: ret #0x7fff0000",
             "ld [16]\njeq #1, trap2, allow2\ntrap2: ret #0x30000\nallow2: ret #0x7fff0000",
         ));
-        assert!(matches!(decompile(&narrow), Err(DecompileError::Multiplexed { .. })));
+        let e = decompile(&narrow).unwrap_err();
+        let DecompileError::Multiplexed { ref why, .. } = e else { panic!("{e}") };
+        // The overlap names the entries as the decompiled profile numbers
+        // them.
+        let p = decompile_with(&narrow, true).unwrap().profile;
+        let named: Vec<(usize, &str)> = why
+            .split("entry ")
+            .skip(1)
+            .filter_map(|t| {
+                let (i, rest) = t.split_once(" (")?;
+                Some((i.parse().ok()?, rest.split(')').next()?))
+            })
+            .collect();
+        assert_eq!(named.len(), 2, "{e}");
+        for (i, name) in named {
+            assert!(p.syscalls.get(i).is_some_and(|s| s.names.iter().any(|n| n == name)), "{i} {name}: {e}\n{p:?}");
+        }
     }
 }
