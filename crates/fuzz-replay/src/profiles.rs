@@ -148,12 +148,18 @@ fn check_compiled(text: &str, sel: &Selection, meaning: &Meaning, out: &Compiled
             }
         }
     }
-    // decompile: a profile only where one means the filter exactly.
+    // decompile: a profile only where one means the filter exactly, on a
+    // machine whose native arch is its first (FORMATS-EXTENSIONS: runc adds
+    // the native arch to every filter). That is the machine the profile
+    // came from, unless the filter's native view answers as an arch it
+    // does not check (everything killed) and so is not a view of its own.
     let mut budget = seccomp::analysis::Budget::default();
     let Ok(reading) = policy::read(&out.program, &mut budget) else { return };
     let Ok(back) = policy::decompile(&reading) else { return };
     let json = serde_json::to_string(&back).unwrap_or_else(|e| fail_on(format_args!("decompiled: {e}")));
-    let again = match policy::profile::read(&json, Some(Format::Oci), sel) {
+    let native = back.architectures.first().and_then(|a| policy::profile::runc::arch_of(a));
+    let machine = Selection { arches: native.into_iter().collect(), ..sel.clone() };
+    let again = match policy::profile::read(&json, Some(Format::Oci), &machine) {
         Ok(m) => m,
         Err(e) => fail_on(format_args!("the decompiled profile does not read: {e}\ndecompiled: {json}")),
     };
