@@ -49,7 +49,7 @@ commands:
                       (--time per mode, default 60; disagreements saved under --out, default target/fuzz-kernel)
   coverage [-- EXTRA cargo-llvm-cov ARGS]
                       line coverage per crate (cargo-llvm-cov)
-  mutants [--file validate|convert|cache|op-tables|chain]... [--jobs N] [--timeout SECONDS]
+  mutants [--file NAME]... [--jobs N] [--timeout SECONDS]
                       cargo-mutants on the kernel mirrors with their crates' tests (about 1.5 hours;
                       fails if a mutant survives; results in target/mutants/)";
 

@@ -1,6 +1,7 @@
 //! `cargo xtask mutants [--file NAME]... [--jobs N] [--timeout S]`: cargo-mutants
 //! over the kernel mirrors, the profile readers (runc's, moby's and
-//! seccompiler's rules) and the equivalence prover (`equiv`'s classes,
+//! seccompiler's rules), the reference program and decompile's
+//! multiplexing proof, and the equivalence prover (`equiv`'s classes,
 //! circuit and solver), each with the narrowest honest test set (the
 //! owning crate's tests that are about that file), then one row per file:
 //! caught / missed / unviable / timeout. Fails if any mutant is missed.
@@ -31,9 +32,10 @@ pub struct Target {
 }
 
 /// The kernel mirrors, the mirrors of runc's, moby's and seccompiler's
-/// profile rules, the equivalence prover and the classes it cuts, and
+/// profile rules, the reference program and decompile's proof, the
+/// equivalence prover and the classes it cuts, and
 /// their test sets (see docs/mutants.md for why each).
-pub const TARGETS: [Target; 19] = [
+pub const TARGETS: [Target; 24] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -99,6 +101,21 @@ pub const TARGETS: [Target; 19] = [
         package: "bpfconv-policy",
         tests: &["--lib"],
     },
+    Target {
+        name: "reference",
+        file: "crates/policy/src/profile/reference.rs",
+        package: "bpfconv-policy",
+        tests: &["--lib"],
+    },
+    Target { name: "decompile", file: "crates/policy/src/decompile.rs", package: "bpfconv-policy", tests: &["--lib"] },
+    Target { name: "compile", file: "crates/policy/src/compile.rs", package: "bpfconv-policy", tests: &["--lib"] },
+    Target {
+        name: "passes",
+        file: "crates/optimize/src/passes.rs",
+        package: "bpfconv-optimize",
+        tests: OPTIMIZE_TESTS,
+    },
+    Target { name: "plan", file: "crates/optimize/src/plan.rs", package: "bpfconv-optimize", tests: OPTIMIZE_TESTS },
     Target { name: "equiv", file: "crates/equiv/src/lib.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "class", file: "crates/equiv/src/class.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "aig", file: "crates/equiv/src/aig.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
@@ -111,6 +128,10 @@ pub const TARGETS: [Target; 19] = [
         tests: &["--lib", "--test", "analysis_cases", "--test", "analysis_filters", "--test", "fast_partition"],
     },
 ];
+
+/// The optimiser's own tests: its unit tests and the layouts of
+/// partitions (every value reached, far targets, the planner's budget).
+const OPTIMIZE_TESTS: &[&str] = &["--lib", "--test", "layout"];
 
 /// The prover's own tests: the unit tests and the ones that hold it to the
 /// classic interpreter (every ALU op, every layout of a compare).

@@ -14,7 +14,7 @@
 //! calls' rules added (what runc would make of the profile): equal, or a
 //! [`DecompileError::Multiplexed`] naming the input where they part.
 
-use equiv::{Options, Side, Verdict};
+use equiv::{Compare, Limits, Options, Side, Verdict};
 use seccomp::{Action, Arch};
 
 use crate::compile::reference_program;
@@ -93,14 +93,24 @@ fn multiplexed(profile: &Profile, arch: Arch, mux: &str, calls: &[(&str, u64)]) 
     let with_calls: Vec<(usize, Syscall)> = own.iter().chain(&muxed).cloned().collect();
     let reference = |of: Vec<(usize, Syscall)>| {
         let (at, syscalls): (Vec<usize>, Vec<Syscall>) = of.into_iter().unzip();
-        let p = Profile { architectures: vec![arch_name.to_string()], syscalls, flags: None, ..profile.clone() };
+        // This arch alone: the proof reads the multiplexer's class on it.
+        let p = Profile {
+            default_action: profile.default_action.clone(),
+            default_errno_ret: profile.default_errno_ret,
+            architectures: vec![arch_name.to_string()],
+            syscalls,
+            flags: None,
+        };
         let meaning = runc::meaning_with_entries(&p, &Selection::native(arch), Format::Oci, Some(&at))
             .map_err(|e| e.to_string())?;
         reference_program(&meaning).map_err(|e| e.to_string())
     };
     let alone = reference(own).map_err(|e| failed(format!("its own rules do not read: {e}")))?;
     let joined = reference(with_calls).map_err(|e| failed(format!("then its rules do not read: {e}")))?;
-    let options = Options { all: true, ..Options::default() };
+    // Every differing class, so that the multiplexer's is found whatever
+    // equiv's order (its classes run by nr ascending, and the multiplexer
+    // comes before its calls: `every_multiplexer_comes_before_its_calls`).
+    let options = Options { compare: Compare::Value, all: true, limits: Limits::default() };
     match equiv::check(Side::single(&alone), Side::single(&joined), &options) {
         Ok(Verdict::Equal) => Ok(()),
         Ok(Verdict::Differ(found)) => {
@@ -187,6 +197,15 @@ mod tests {
         let d = decompile_with(&r, true).unwrap();
         assert_eq!(d.approximations, [e]);
         assert_eq!(d.profile.syscalls.len(), 2);
+        // An entry that also names another call (`read`, 3, trapped
+        // with `socket`): the error names the multiplexed call alone.
+        let text = i386_filter("ret #0x30000", "ret #0x7fff0000")
+            .replace("jeq #359, direct", "jeq #359, direct\njeq #3, direct");
+        let e = decompile(&reading(&text)).unwrap_err();
+        let DecompileError::Multiplexed { ref names, .. } = e else { panic!("{e}") };
+        assert_eq!(names, "socket", "{e}");
+        let p = decompile_with(&reading(&text), true).unwrap().profile;
+        assert!(p.syscalls.iter().any(|s| s.names == ["read", "socket"]), "{p:?}");
     }
 
     fn entry(name: &str, args: &[(u32, &str, u64)]) -> Syscall {
@@ -195,6 +214,28 @@ mod tests {
             .map(|&(index, op, value)| crate::oci::Arg { index, value, value_two: 0, op: format!("SCMP_CMP_{op}") })
             .collect();
         Syscall { names: vec![name.into()], action: "SCMP_ACT_ALLOW".into(), errno_ret: None, args }
+    }
+
+    /// Why `multiplexed` finds the multiplexer's class even where equiv
+    /// stopped at the first: on every multiplexing ABI the multiplexer's
+    /// number is below each of its calls', and equiv lists classes by nr
+    /// ascending.
+    #[test]
+    fn every_multiplexer_comes_before_its_calls() {
+        let mut seen = 0;
+        for arch in Arch::ALL.into_iter().filter(|&a| runc::multiplexes(a)) {
+            let table = arch.syscalls().unwrap();
+            for (mux, calls) in [("socketcall", &SOCKET_CALLS[..]), ("ipc", &IPC_CALLS[..])] {
+                let Some(m) = table.number(mux) else { continue };
+                for (call, _) in calls {
+                    if let Some(n) = table.number(call) {
+                        assert!(m < n, "{arch}: {mux} {m} >= {call} {n}");
+                        seen += 1;
+                    }
+                }
+            }
+        }
+        assert!(seen > 100, "{seen}");
     }
 
     /// The images runc would add, already among the multiplexer's own

@@ -692,3 +692,32 @@ fn a_list_behind_a_shared_condition_means_its_rules() {
     }
     assert_eq!(answers.len(), 2, "{answers:x?}");
 }
+
+/// The reference's layout as `reference`'s docs state it, which sizes
+/// alone decide (the answers are the same either way): a syscall whose
+/// first rule has no condition is a `ret` where its `jeq` lands, not a rule
+/// chain; one with conditions is a `ja` to its rules. A 64-bit masked
+/// comparison whose mask has no high bits loads the low word alone.
+#[test]
+fn the_reference_returns_in_place_and_loads_only_the_words_it_tests() {
+    use cbpf::opcode::{JMP_JA, JMP_JEQ_K, LD_W_ABS, RET_K};
+    let m = oci(r#"{"defaultAction": "SCMP_ACT_ERRNO", "architectures": ["SCMP_ARCH_X86_64"],
+        "syscalls": [{"names": ["read"], "action": "SCMP_ACT_ALLOW"},
+            {"names": ["ioctl"], "action": "SCMP_ACT_ALLOW",
+             "args": [{"index": 1, "value": 255, "valueTwo": 84, "op": "SCMP_CMP_MASKED_EQ"}]}]}"#)
+    .unwrap();
+    let insns = reference::program(&m).unwrap();
+    let landing = |nr: u32| {
+        let (pc, jeq) = insns.iter().enumerate().find(|(_, i)| i.code == JMP_JEQ_K && i.k == nr).unwrap();
+        insns[pc + 1 + usize::from(jeq.jt)]
+    };
+    assert_eq!((landing(0).code, landing(0).k), (RET_K, ALLOW), "read: {insns:?}");
+    assert_eq!(landing(16).code, JMP_JA, "ioctl: {insns:?}");
+    // args[1] of x86_64: low word at 24, high word at 28.
+    let loads: Vec<u32> = insns.iter().filter(|i| i.code == LD_W_ABS).map(|i| i.k).collect();
+    assert!(loads.contains(&24) && !loads.contains(&28), "{loads:?}");
+    let prog = reference_of(&m);
+    for v in [84u64, 84 | 1 << 40, 85, 0x154] {
+        agree(&m, &prog, call(AUDIT_ARCH_X86_64, 16, [0, v, 0, 0, 0, 0]));
+    }
+}
