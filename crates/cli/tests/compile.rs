@@ -157,6 +157,46 @@ fn a_long_allow_list_compiles_to_a_tree_or_a_list_that_fits() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
 
+/// `decompile --arch`: the profile proved to mean the filter on that
+/// machine. A filter that checks i386 alone means its profile on an i386
+/// machine, and on an x86_64 one nothing: runc's libseccomp adds the
+/// native arch to every filter, so x86_64's `read` would be allowed where
+/// the filter kills it (exit 1, the class named). libseccomp's docker_like
+/// (x86_64, x86, x32) is proved on x86_64; `--approximate` reads its proof
+/// on the machine named; an arch no table has is a usage error.
+#[test]
+fn decompile_for_a_machine_proves_the_profile_there() {
+    let asm = b"ld [4]\njeq #0x40000003, ok, kill\nok: ld [0]\njeq #3, allow, deny\nallow: ret #0x7fff0000\n\
+                deny: ret #0x50001\nkill: ret #0\n";
+    let plain = run(&["decompile", "--format", "text", "-"], asm);
+    assert_eq!(plain.status.code(), Some(0), "{}", stderr(&plain));
+    let o = run(&["decompile", "--format", "text", "--arch", "i386", "-"], asm);
+    assert_eq!((o.status.code(), stdout(&o)), (Some(0), stdout(&plain)), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "default SCMP_ACT_ERRNO(1); arches SCMP_ARCH_X86\nSCMP_ACT_ALLOW read\n");
+    let o = run(&["decompile", "--arch", "x86_64", "-o", &tmp("i386_only.json"), "-"], asm);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(
+        stderr(&o).starts_with(
+            "error: with x86_64 native (the machine's arch, which libseccomp adds to every filter runc makes) \
+             the profile does not mean the filter: x86_64:read: the filter returns KILL_THREAD (0x00000000), the \
+             profile ALLOW (0x7fff0000): {"
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!std::path::Path::new(&tmp("i386_only.json")).exists(), "a refused profile is not written");
+    let o = run(&["decompile", "--approximate", "--arch", "x86_64", "-"], asm);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stderr(&o).contains("differs: x86_64:read: the filter returns KILL_THREAD"), "{}", stderr(&o));
+    let o = run(&["decompile", "--approximate", "--arch", "x86", "-"], asm);
+    assert!(stderr(&o).contains("note: proved: the profile means exactly what the filter does"), "{}", stderr(&o));
+    let docker = run(&["decompile", &profile("docker_like.bpf")], b"");
+    let o = run(&["decompile", "--arch", "x86_64", &profile("docker_like.bpf")], b"");
+    assert_eq!((o.status.code(), stdout(&o)), (Some(0), stdout(&docker)), "{}", stderr(&o));
+    let o = run(&["decompile", "--arch", "vax", "-"], asm);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
 /// `decompile --approximate`: where no profile says what the filter does,
 /// the closest profile, what was approximated, and every class of (arch,
 /// nr) where it differs, proved by equiv; exit 0. Without the flag the

@@ -33,6 +33,9 @@ pub struct DecompileArgs {
     /// Where no profile says what the filter does, print the closest one, then (stderr) every (arch, nr) class where it differs from the filter, proved by equiv.
     #[arg(long)]
     approximate: bool,
+    /// The machine the profile is for (runc's native arch, which libseccomp adds to every filter): the profile is proved by equiv to mean the filter there, or refused (exit 1). Default: the profile's first arch, unproved.
+    #[arg(long, value_name = "ARCH")]
+    arch: Option<String>,
     #[command(flatten)]
     budget: super::BudgetArgs,
 }
@@ -58,8 +61,8 @@ fn profile_text(profile: &policy::Profile, format: DecompileFormat) -> Result<St
 
 /// `--approximate`: the closest profile, what it approximates, and where
 /// it differs from the filter (`equiv --all` against its meaning, read as
-/// runc would with the profile's first arch native).
-fn approximate(prog: &cbpf::Program, args: &DecompileArgs) -> Result<(String, i32)> {
+/// runc would on `native`, by default the profile's first arch).
+fn approximate(prog: &cbpf::Program, args: &DecompileArgs, native: Option<seccomp::Arch>) -> Result<(String, i32)> {
     let mut budget = args.budget.budget();
     let reading = policy::read(prog, &mut budget).map_err(Failure::rejected)?;
     let d = policy::decompile_with(&reading, true).map_err(Failure::rejected)?;
@@ -67,10 +70,47 @@ fn approximate(prog: &cbpf::Program, args: &DecompileArgs) -> Result<(String, i3
     for a in &d.approximations {
         eprintln!("note: approximated: {a}");
     }
-    let native = d.profile.architectures.first().and_then(|a| policy::profile::runc::arch_of(a));
-    let sel = policy::profile::Selection::native(native.unwrap_or(seccomp::Arch::X86_64));
-    let meaning = policy::profile::runc::meaning(&d.profile, &sel, policy::profile::Format::Oci)
-        .map_err(|e| Failure::rejected(format!("the approximate profile: {e}")))?;
+    match differences(prog, &d.profile, native, "the approximate profile")? {
+        None => eprintln!("note: proved: the profile means exactly what the filter does"),
+        Some(lines) => {
+            eprintln!("note: the profile differs from the filter in {} class(es) of (arch, nr):", lines.len());
+            for l in lines {
+                eprintln!("differs: {l}");
+            }
+        }
+    }
+    Ok((text, 0))
+}
+
+/// `--arch` without `--approximate`: the exact profile, proved to mean the
+/// filter on a `native` machine, or the first class where it does not.
+fn exact_on(prog: &cbpf::Program, args: &DecompileArgs, native: seccomp::Arch) -> Result<(String, i32)> {
+    let reading = policy::read(prog, &mut args.budget.budget()).map_err(Failure::rejected)?;
+    let profile = policy::decompile(&reading).map_err(Failure::rejected)?;
+    let text = profile_text(&profile, args.format)?;
+    match differences(prog, &profile, Some(native), "the profile")?.and_then(|l| l.into_iter().next()) {
+        None => Ok((text, 0)),
+        Some(first) => Err(Failure::rejected(format!(
+            "with {native} native (the machine's arch, which libseccomp adds to every filter runc makes) the profile \
+             does not mean the filter: {first}"
+        ))),
+    }
+}
+
+/// Where `profile`, read as runc would on a `native` machine (default: its
+/// first arch), differs from `prog` (`equiv --all`): `None` when proved
+/// equal, else one line per differing class of (arch, nr). `what` names
+/// the profile in a refusal of its reading.
+fn differences(
+    prog: &cbpf::Program,
+    profile: &policy::Profile,
+    native: Option<seccomp::Arch>,
+    what: &str,
+) -> Result<Option<Vec<String>>> {
+    let first = profile.architectures.first().and_then(|a| policy::profile::runc::arch_of(a));
+    let sel = policy::profile::Selection::native(native.or(first).unwrap_or(seccomp::Arch::X86_64));
+    let meaning = policy::profile::runc::meaning(profile, &sel, policy::profile::Format::Oci)
+        .map_err(|e| Failure::rejected(format!("{what}: {e}")))?;
     let reference = policy::compile::reference_program(&meaning).map_err(Failure::rejected)?;
     let options = equiv::Options { all: true, ..Default::default() };
     // `x86_64:read`, `x32:#600`; an arch value the profile does not list
@@ -89,26 +129,23 @@ fn approximate(prog: &cbpf::Program, args: &DecompileArgs) -> Result<(String, i3
         }
     };
     match equiv::check(equiv::Side::single(prog), equiv::Side::single(&reference), &options) {
-        Ok(equiv::Verdict::Equal) => {
-            eprintln!("note: proved: the profile means exactly what the filter does");
-            Ok((text, 0))
-        }
-        Ok(equiv::Verdict::Differ(cexs)) => {
-            eprintln!("note: the profile differs from the filter in {} class(es) of (arch, nr):", cexs.len());
-            for c in &cexs {
-                let v = serde_json::json!({"arch": c.data.arch, "nr": c.data.nr, "ip": c.data.instruction_pointer,
-                    "args": c.data.args, "action": c.left, "left": c.left, "right": c.right});
-                eprintln!(
-                    "differs: {}: the filter returns {} ({:#010x}), the profile {} ({:#010x}): {v}",
-                    name(c),
-                    seccomp::Action::from_u32(c.left),
-                    c.left,
-                    seccomp::Action::from_u32(c.right),
-                    c.right
-                );
-            }
-            Ok((text, 0))
-        }
+        Ok(equiv::Verdict::Equal) => Ok(None),
+        Ok(equiv::Verdict::Differ(cexs)) => Ok(Some(
+            cexs.iter()
+                .map(|c| {
+                    let v = serde_json::json!({"arch": c.data.arch, "nr": c.data.nr, "ip": c.data.instruction_pointer,
+                        "args": c.data.args, "action": c.left, "left": c.left, "right": c.right});
+                    format!(
+                        "{}: the filter returns {} ({:#010x}), the profile {} ({:#010x}): {v}",
+                        name(c),
+                        seccomp::Action::from_u32(c.left),
+                        c.left,
+                        seccomp::Action::from_u32(c.right),
+                        c.right
+                    )
+                })
+                .collect(),
+        )),
         Err(equiv::EquivError::Budget { kind, limit }) => Err(Failure {
             code: crate::cmd::equiv::UNDECIDED,
             message: format!("where the profile differs is undecided: more than {limit} {kind}"),
@@ -119,11 +156,18 @@ fn approximate(prog: &cbpf::Program, args: &DecompileArgs) -> Result<(String, i3
 
 /// `bpfconv decompile`.
 pub fn decompile(args: &DecompileArgs) -> Result<i32> {
+    let native = match &args.arch {
+        Some(a) => Some(a.parse::<seccomp::Arch>().map_err(|e| Failure::usage(format!("--arch {a}: {e}")))?),
+        None => None,
+    };
     let insns = args.source.read()?;
     let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp)?;
     let mut budget = args.budget.budget();
-    let (text, code) =
-        if args.approximate { approximate(&prog, args)? } else { (render(&prog, args.format, &mut budget)?, 0) };
+    let (text, code) = match (args.approximate, native) {
+        (true, _) => approximate(&prog, args, native)?,
+        (false, Some(native)) => exact_on(&prog, args, native)?,
+        (false, None) => (render(&prog, args.format, &mut budget)?, 0),
+    };
     match args.output.as_deref() {
         Some(path) if path != "-" => {
             crate::io::write_atomic(std::path::Path::new(path), |f| f.write_all(text.as_bytes()))?;
