@@ -50,8 +50,9 @@ commands:
   coverage [-- EXTRA cargo-llvm-cov ARGS]
                       line coverage per crate (cargo-llvm-cov)
   mutants [--file NAME]... [--jobs N] [--timeout SECONDS]
-                      cargo-mutants on the kernel mirrors with their crates' tests (about 1.5 hours;
-                      fails if a mutant survives; results in target/mutants/)";
+                      cargo-mutants on the kernel mirrors and the files docs/mutants.md lists, with
+                      their crates' tests (about 4.5 hours; fails if a mutant survives; results in
+                      target/mutants/)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

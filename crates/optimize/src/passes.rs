@@ -51,13 +51,15 @@ const MAX_COND: usize = u8::MAX as usize;
 pub fn run(insns: &mut Vec<Insn>) -> PassStats {
     let mut stats = PassStats::default();
     for _ in 0..8 {
-        let threaded = thread_jumps(insns);
-        let loads = redundant_loads(insns);
-        let dead = dead_code(insns);
-        stats.threaded += threaded;
-        stats.redundant_loads += loads;
-        stats.dead += dead;
-        if threaded + loads + dead == 0 {
+        let round = PassStats {
+            threaded: thread_jumps(insns),
+            redundant_loads: redundant_loads(insns),
+            dead: dead_code(insns),
+        };
+        stats.threaded += round.threaded;
+        stats.redundant_loads += round.redundant_loads;
+        stats.dead += round.dead;
+        if round == PassStats::default() {
             break;
         }
     }
@@ -220,38 +222,35 @@ pub fn remove(insns: &mut Vec<Insn>, gone: &[bool]) -> usize {
     if count == 0 {
         return 0;
     }
-    // new_index[pc]: the position of the first kept instruction at or
-    // after pc.
-    let mut new_index = vec![0usize; insns.len() + 1];
-    let mut next = insns.len() - count;
-    for pc in (0..insns.len()).rev() {
+    // new_index[pc]: the instructions kept before pc, which is where the
+    // first kept instruction at or after pc lands (for pc = len, past the
+    // end).
+    let mut new_index = Vec::with_capacity(insns.len() + 1);
+    let mut kept = 0usize;
+    for pc in 0..insns.len() {
+        new_index.push(kept);
         if !gone.get(pc).copied().unwrap_or(false) {
-            next -= 1;
-        }
-        if let Some(slot) = new_index.get_mut(pc) {
-            *slot = next;
+            kept += 1;
         }
     }
-    if let Some(last) = new_index.last_mut() {
-        *last = insns.len() - count;
-    }
-    let at = |pc: usize| new_index.get(pc).copied().unwrap_or(0);
-    let mut out = Vec::with_capacity(insns.len() - count);
-    for (pc, &insn) in insns.iter().enumerate() {
-        if gone.get(pc).copied().unwrap_or(false) {
-            continue;
-        }
-        let here = at(pc);
-        let dist = |off: usize| at(pc + 1 + off).saturating_sub(here + 1);
-        let insn = match insn.op() {
-            Some(Op::Ja { k }) => Insn { k: dist(k as usize) as u32, ..insn },
-            Some(Op::Jmp { jt, jf, .. }) => {
-                Insn { jt: dist(usize::from(jt)) as u8, jf: dist(usize::from(jf)) as u8, ..insn }
+    new_index.push(kept);
+    let at = |pc: usize| new_index.get(pc).copied().unwrap_or(kept);
+    let out: Vec<Insn> = insns
+        .iter()
+        .enumerate()
+        .filter(|&(pc, _)| !gone.get(pc).copied().unwrap_or(false))
+        .map(|(pc, &insn)| {
+            let here = at(pc);
+            let dist = |off: usize| at(pc + 1 + off).saturating_sub(here + 1);
+            match insn.op() {
+                Some(Op::Ja { k }) => Insn { k: dist(k as usize) as u32, ..insn },
+                Some(Op::Jmp { jt, jf, .. }) => {
+                    Insn { jt: dist(usize::from(jt)) as u8, jf: dist(usize::from(jf)) as u8, ..insn }
+                }
+                _ => insn,
             }
-            _ => insn,
-        };
-        out.push(insn);
-    }
+        })
+        .collect();
     *insns = out;
     count
 }
@@ -321,6 +320,132 @@ mod tests {
             let mut insns = asm(&src);
             assert_eq!(redundant_loads(&mut insns), 0, "{writer}");
         }
+    }
+
+    /// A `ja` whose chain of `ja`s ends at a `ret` becomes that `ret`;
+    /// one that ends elsewhere jumps there directly, as do both arms of a
+    /// conditional jump; a `ja` already at its end stays. The count is
+    /// the jumps changed.
+    #[test]
+    fn jumps_go_where_their_chain_of_ja_ends() {
+        let mut rets = asm(r"
+                ja mid
+        mid:    ja end
+                ret #1
+        end:    ret #2
+        ");
+        assert_eq!(thread_jumps(&mut rets), 2);
+        assert_eq!(rets, asm("ret #2\nret #2\nret #1\nret #2\n"));
+        let mut chain = asm(r"
+                ld [0]
+                jeq #1, left, right
+        left:   ja target
+        right:  ja hop
+        hop:    ja target
+        target: ld [16]
+                ret a
+        ");
+        assert_eq!(thread_jumps(&mut chain), 3);
+        let want = asm(r"
+                ld [0]
+                jeq #1, target, target
+                ja target
+                ja target
+                ja target
+        target: ld [16]
+                ret a
+        ");
+        assert_eq!(chain, want);
+        // Threaded already: nothing changes.
+        assert_eq!(thread_jumps(&mut chain), 0);
+    }
+
+    /// A conditional jump is retargeted past a `ja` only where the `ja`'s
+    /// target is within its 255: at 255 it is, at 256 the landing stays.
+    #[test]
+    fn a_conditional_jump_is_threaded_only_within_its_reach() {
+        for (gap, threaded) in [(253, true), (254, false)] {
+            // jeq at 0, its landing at 1, `ret #0` at 2, `gap` fillers,
+            // the target at 3 + gap: 2 + gap from the jeq's next.
+            let mut text = String::from("ld [0]\njeq #1, land, no\nland: ja far\nno: ret #0\n");
+            text.push_str(&"ret #5\n".repeat(gap));
+            text.push_str("far: ld [16]\nret a\n");
+            let mut insns = asm(&text);
+            assert_eq!(thread_jumps(&mut insns), usize::from(threaded), "{gap}");
+            let jt = usize::from(insns[1].jt);
+            assert_eq!(jt, if threaded { gap + 2 } else { 0 }, "{gap}");
+        }
+    }
+
+    /// Unreachable instructions (after a `ret`, over a `ja`) and `ja 0`
+    /// go; every jump over them is relinked to the same instruction. A
+    /// `ja` that shrinks to `ja 0` goes in the next call.
+    #[test]
+    fn dead_code_and_empty_jumps_go_and_jumps_are_relinked() {
+        let mut insns = asm(r"
+                ld [0]
+                jeq #1, skip, next
+        skip:   ja next
+        next:   jeq #2, yes, over
+        yes:    ret #1
+                ret #9
+        over:   ja no
+                ret #8
+        no:     ret #2
+        ");
+        assert_eq!(dead_code(&mut insns), 3);
+        let want = asm(r"
+                ld [0]
+                jeq #1, next, next
+        next:   jeq #2, yes, over
+        yes:    ret #1
+        over:   ja no
+        no:     ret #2
+        ");
+        assert_eq!(insns, want);
+        assert_eq!(dead_code(&mut insns), 1);
+        assert_eq!(insns, asm("ld [0]\njeq #1, next, next\nnext: jeq #2, yes, no\nyes: ret #1\nno: ret #2\n"));
+        assert_eq!(dead_code(&mut insns), 0);
+    }
+
+    /// A load every path reaches with A holding its word goes, whether one
+    /// path or several bring it; the seccomp-internal load (0x21, what
+    /// seccomp_check_filter() makes of `ld [k]`) holds its word as `ld
+    /// [k]` does.
+    #[test]
+    fn a_load_every_path_reaches_holding_its_word_goes() {
+        use cbpf::opcode::{LDX_W_ABS, LD_W_ABS, RET_A};
+        let mut joined = asm(r"
+                ld [16]
+                jeq #1, load, other
+        other:  jeq #2, load, load
+        load:   ld [16]
+                ret a
+        ");
+        assert_eq!(redundant_loads(&mut joined), 1);
+        assert_eq!(joined, asm("ld [16]\njeq #1, load, other\nother: jeq #2, load, load\nload: ret a\n"));
+        let mut internal = vec![Insn::stmt(LDX_W_ABS, 16), Insn::stmt(LD_W_ABS, 16), Insn::stmt(RET_A, 0)];
+        assert_eq!(redundant_loads(&mut internal), 1);
+        assert_eq!(internal, [Insn::stmt(LDX_W_ABS, 16), Insn::stmt(RET_A, 0)]);
+    }
+
+    /// `run` repeats the passes until none changes the program, and its
+    /// counts are theirs: the load removed in the first round leaves a
+    /// landing the second threads past, and the `ja` then goes.
+    #[test]
+    fn run_repeats_the_passes_until_nothing_changes() {
+        let mut insns = asm(r"
+                ld [0]
+                jeq #1, hop, no
+        hop:    ld [0]
+                ja far
+        no:     ret #0
+        far:    ld [16]
+                ret a
+        ");
+        let stats = run(&mut insns);
+        assert_eq!(stats, PassStats { threaded: 1, dead: 1, redundant_loads: 1 });
+        assert_eq!(insns, asm("ld [0]\njeq #1, far, no\nno: ret #0\nfar: ld [16]\nret a\n"));
     }
 
     #[test]

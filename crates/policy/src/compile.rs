@@ -143,11 +143,11 @@ pub fn compile(m: &Meaning, options: &Options) -> Result<Compiled, CompileError>
     // longer than its syscall's checks.
     let (mut insns, mut layout, mut passes) = lay_out(optimize::Prefer::Depth);
     let mut depth_layout_too_long = None;
-    if insns.len() > BPF_MAXINSNS {
+    if !fits(&insns) {
         depth_layout_too_long = Some(insns.len());
         (insns, layout, passes) = lay_out(optimize::Prefer::Size);
     }
-    if insns.len() > BPF_MAXINSNS {
+    if !fits(&insns) {
         return Err(CompileError::TooLong { insns: insns.len(), max: BPF_MAXINSNS });
     }
     let program = check::validate(Maker::Compile, &insns)?;
@@ -164,6 +164,12 @@ pub fn compile(m: &Meaning, options: &Options) -> Result<Compiled, CompileError>
         depth_layout_too_long,
     };
     Ok(Compiled { program, reference, stats })
+}
+
+/// Whether seccomp(2) takes a program this long (`bpf_check_basics_ok()`:
+/// at most `BPF_MAXINSNS`).
+fn fits(insns: &[Insn]) -> bool {
+    insns.len() <= BPF_MAXINSNS
 }
 
 /// The meaning as `optimize`'s partition: per arch value, the numbers in
@@ -297,5 +303,114 @@ mod tests {
         assert!(out.stats.longest_path < out.stats.reference_longest_path, "{}", out.stats);
         // kill's checks are one program per ABI width: x86_64 (64-bit), i386 and x32 (32-bit, shared).
         assert_eq!(out.stats.residuals, 2, "{}", out.stats);
+        assert_eq!(out.stats.depth_layout_too_long, None, "{}", out.stats);
+        let s = out.stats;
+        assert!(
+            s.to_string().starts_with(&format!(
+                "instructions {} (reference {}), longest path {} (reference {}), ranges {}",
+                s.insns, s.reference_insns, s.longest_path, s.reference_longest_path, s.layout.ranges
+            )),
+            "{s}"
+        );
+    }
+
+    /// `ioctl` allowed for 3,400 requests: every argument tree would pass
+    /// 4,096 instructions, so the size-first layout is written (about one
+    /// instruction a request), and the stats say how long the other was.
+    #[test]
+    fn past_4096_with_every_tree_the_size_first_layout_is_written() {
+        let entries: Vec<String> = (0..3400u64)
+            .map(|i| {
+                format!(
+                    r#"{{"names": ["ioctl"], "action": "SCMP_ACT_ALLOW", "args": [{{"index": 1, "value": {}, "op": "SCMP_CMP_EQ"}}]}}"#,
+                    0x5400 + 7 * i
+                )
+            })
+            .collect();
+        let json = format!(
+            r#"{{"defaultAction": "SCMP_ACT_ERRNO", "architectures": ["SCMP_ARCH_X86_64"], "syscalls": [{}]}}"#,
+            entries.join(", ")
+        );
+        let m = read(&json, Some(Format::Oci), &Selection::native(Arch::X86_64)).unwrap();
+        let out = compile(&m, &Options::default()).unwrap();
+        let s = out.stats;
+        assert!(s.depth_layout_too_long.is_some_and(|n| n > BPF_MAXINSNS), "{s}");
+        assert!(s.insns < 3400 + 100, "{s}");
+    }
+
+    /// seccomp(2)'s bound, where both layouts are held to it.
+    #[test]
+    fn a_program_fits_up_to_bpf_maxinsns() {
+        let insns = vec![Insn::stmt(cbpf::opcode::RET_K, 0); BPF_MAXINSNS + 1];
+        assert!(fits(&insns[..BPF_MAXINSNS]));
+        assert!(!fits(&insns));
+    }
+
+    const ALLOW: u32 = SECCOMP_RET_ALLOW;
+    const EPERM: u32 = 0x0005_0001;
+
+    /// A meaning `compile` takes from any caller, not only from a profile's
+    /// reader: one view behind two parts of its arch value (below 100 and
+    /// from `u32::MAX`, as runc's x86_64 without x32 has), with rules on
+    /// the last number of a part (99, `u32::MAX`) and on a number the view
+    /// holds in another part's run (100, which the middle part kills).
+    /// Each number answers as the meaning does.
+    #[test]
+    fn a_view_is_compiled_only_over_its_parts() {
+        use crate::profile::{ArchValue, Cond, Origin, Part, Rule, Width};
+        use crate::rules::{ArgCond, CmpOp};
+        let json = r#"{"defaultAction": "SCMP_ACT_ERRNO", "architectures": ["SCMP_ARCH_X86_64"],
+            "syscalls": [{"names": ["read"], "action": "SCMP_ACT_ALLOW"}]}"#;
+        let mut m = read(json, Some(Format::Oci), &Selection::native(Arch::X86_64)).unwrap();
+        let cond = Cond { width: Width::Bits64, cmp: ArgCond { index: 0, op: CmpOp::Eq, value: 7, value_two: 0 } };
+        let rule = |action| Rule { action, conds: vec![cond], origin: Origin { entry: 0, name: "t".into() } };
+        let view = &mut m.arches[0].views[0];
+        view.syscalls.clear();
+        for nr in [99, 100, u32::MAX] {
+            view.syscalls.insert(nr, Syscall { name: "t", rules: vec![rule(ALLOW)] });
+        }
+        let a: &mut ArchValue = &mut m.arches[0];
+        a.parts = vec![
+            Part { first: 0, kind: PartKind::View(0) },
+            Part { first: 100, kind: PartKind::Action(0) },
+            Part { first: u32::MAX, kind: PartKind::View(0) },
+        ];
+        let arch = a.audit_arch;
+        let out = compile(&m, &Options::default()).unwrap();
+        let interp = cbpf::Interp::new(&out.program);
+        for nr in [0, 98, 99, 100, 101, u32::MAX - 1, u32::MAX] {
+            for arg in [7, 8] {
+                let d =
+                    seccomp::SeccompData { nr: nr as i32, arch, instruction_pointer: 0, args: [arg, 0, 0, 0, 0, 0] };
+                let got = interp.run_seccomp(&d.in_kernel_order().to_bytes()).unwrap();
+                assert_eq!(got, m.eval(&d), "nr {nr} arg {arg}");
+            }
+        }
+        assert_eq!(
+            m.eval(&seccomp::SeccompData { nr: 100, arch, instruction_pointer: 0, args: [7, 0, 0, 0, 0, 0] }),
+            0
+        );
+    }
+
+    /// `cache_lost` names the first number the meaning always allows that
+    /// a program leaves out of the kernel's cache: none for the compiled
+    /// filter; `read` (0) for one that reads an argument first.
+    #[test]
+    fn cache_lost_names_the_first_allowed_number_the_cache_misses() {
+        let json = r#"{"defaultAction": "SCMP_ACT_ERRNO", "architectures": ["SCMP_ARCH_X86_64"],
+            "syscalls": [{"names": ["read", "write"], "action": "SCMP_ACT_ALLOW"}]}"#;
+        let m = read(json, Some(Format::Oci), &Selection::native(Arch::X86_64)).unwrap();
+        let out = compile(&m, &Options::default()).unwrap();
+        assert_eq!(cache_lost(&m, &out.program), None);
+        let text = format!(
+            "ld [16]\njeq #9, deny, go\ngo: ld [0]\njgt #1, deny, allow\nallow: ret #{ALLOW}\ndeny: ret #{EPERM}\n"
+        );
+        let (_, insns) = cbpf::text::parse_auto(text.as_bytes()).unwrap();
+        let late = cbpf::validate(&insns, Mode::Seccomp).unwrap();
+        assert_eq!(cache_lost(&m, &late), Some((seccomp::arch::AUDIT_ARCH_X86_64, 0)));
+        // A number the meaning does not always allow is not asked for.
+        let json = json.replace("\"read\", ", "");
+        let m = read(&json, Some(Format::Oci), &Selection::native(Arch::X86_64)).unwrap();
+        assert_eq!(cache_lost(&m, &late), Some((seccomp::arch::AUDIT_ARCH_X86_64, 1)));
     }
 }
