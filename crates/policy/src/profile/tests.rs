@@ -700,7 +700,7 @@ fn a_list_behind_a_shared_condition_means_its_rules() {
 /// comparison whose mask has no high bits loads the low word alone.
 #[test]
 fn the_reference_returns_in_place_and_loads_only_the_words_it_tests() {
-    use cbpf::opcode::{JMP_JA, JMP_JEQ_K, LD_W_ABS, RET_K};
+    use cbpf::{JmpOp, Op, Size, Src};
     let m = oci(r#"{"defaultAction": "SCMP_ACT_ERRNO", "architectures": ["SCMP_ARCH_X86_64"],
         "syscalls": [{"names": ["read"], "action": "SCMP_ACT_ALLOW"},
             {"names": ["ioctl"], "action": "SCMP_ACT_ALLOW",
@@ -708,13 +708,26 @@ fn the_reference_returns_in_place_and_loads_only_the_words_it_tests() {
     .unwrap();
     let insns = reference::program(&m).unwrap();
     let landing = |nr: u32| {
-        let (pc, jeq) = insns.iter().enumerate().find(|(_, i)| i.code == JMP_JEQ_K && i.k == nr).unwrap();
-        insns[pc + 1 + usize::from(jeq.jt)]
+        let (pc, jt) = insns
+            .iter()
+            .enumerate()
+            .find_map(|(pc, i)| match i.op() {
+                Some(Op::Jmp { op: JmpOp::Jeq, src: Src::K, k, jt, .. }) if k == nr => Some((pc, jt)),
+                _ => None,
+            })
+            .unwrap();
+        insns[pc + 1 + usize::from(jt)].op()
     };
-    assert_eq!((landing(0).code, landing(0).k), (RET_K, ALLOW), "read: {insns:?}");
-    assert_eq!(landing(16).code, JMP_JA, "ioctl: {insns:?}");
+    assert_eq!(landing(0), Some(Op::RetK { k: ALLOW }), "read: {insns:?}");
+    assert!(matches!(landing(16), Some(Op::Ja { .. })), "ioctl: {insns:?}");
     // args[1] of x86_64: low word at 24, high word at 28.
-    let loads: Vec<u32> = insns.iter().filter(|i| i.code == LD_W_ABS).map(|i| i.k).collect();
+    let loads: Vec<u32> = insns
+        .iter()
+        .filter_map(|i| match i.op() {
+            Some(Op::LdAbs { size: Size::W, k }) => Some(k),
+            _ => None,
+        })
+        .collect();
     assert!(loads.contains(&24) && !loads.contains(&28), "{loads:?}");
     let prog = reference_of(&m);
     for v in [84u64, 84 | 1 << 40, 85, 0x154] {
