@@ -26,10 +26,10 @@ pub const DEPTH_SLACK: usize = 2;
 /// ([`Work`]). Measured (release build, AMD EPYC): a candidate costs about
 /// 60 x86 instructions, so the budget is a few tenths of a second. Docker's
 /// default profile (testdata/profiles/docker_like) plans 169 and 118
-/// ranges in 11.6 million, the most of every testdata filter (Chromium's
-/// 4.7 million, the others below 2.5); a generated filter whose `ret A`
+/// ranges in 10.5 million, the most of every testdata filter (Chromium's
+/// 4.3 million, the others below 1.3); a generated filter whose `ret A`
 /// gives each of its 4471 nr ranges a value of its own
-/// (fuzz/regressions/optimize) weighed about 160 million, 1.3 s in
+/// (fuzz/regressions/optimize) weighed about 145 million, 1.3 s in
 /// `optimize`, before there was a budget: 0.3 s with it.
 pub const MAX_DP_WORK: u64 = 1 << 25;
 
@@ -71,13 +71,13 @@ impl Work {
 }
 
 /// The split candidates the dynamic program over `n` ranges within `depth`
-/// levels weighs at most: every run (`n^2 / 2`), at every depth, tries
-/// every split inside it (a third of the run on average); its pruning
-/// weighs fewer. The one-pass chains cost `n^2` times the targets, below
-/// that.
+/// levels weighs at most: at each depth from 1, every run of `L >= 2`
+/// ranges tries its `L - 1` splits, `(n + 1) n (n - 1) / 6` in all (about
+/// `n^3 / 6`); its pruning weighs fewer. The one-pass chains cost `n^2`
+/// times the targets, below that.
 fn dp_work(n: usize, depth: usize) -> u64 {
     let n = n as u64;
-    n.saturating_mul(n).saturating_mul(n).saturating_mul(depth as u64 + 1) / 6
+    ((n + 1).saturating_mul(n).saturating_mul(n.saturating_sub(1)) / 6).saturating_mul(depth as u64)
 }
 
 /// A planned tree over `(start, target)` ranges.
@@ -97,9 +97,13 @@ pub enum Plan<T> {
 /// `work` is what the layout's plans may still weigh; a plan past it
 /// splits in the middle.
 pub fn plan<T: Copy + Eq>(ranges: &[(u32, T)], empty: T, work: &mut Work) -> Plan<T> {
-    let n = ranges.len().max(1);
-    let depth = (usize::BITS - (n - 1).leading_zeros()) as usize + DEPTH_SLACK;
-    plan_within(ranges, depth, empty, work, WHOLE)
+    plan_within(ranges, depth_bound(ranges.len()), empty, work, WHOLE)
+}
+
+/// How deep a plan of `n` ranges may go: the balanced tree's
+/// `ceil(log2 n)` and [`DEPTH_SLACK`].
+fn depth_bound(n: usize) -> usize {
+    (usize::BITS - n.saturating_sub(1).leading_zeros()) as usize + DEPTH_SLACK
 }
 
 /// Where the last range of a whole word ends (exclusive).
@@ -201,29 +205,25 @@ impl<'r, T: Copy + Eq> Dp<'r, T> {
         if let Some(Some(known)) = self.memo.get(slot) {
             return *known;
         }
-        let mut best = (u32::MAX, u32::MAX, Choice::Impossible);
-        if j - i == 1 {
-            best = (0, 0, Choice::Chain);
-        } else {
-            if let Some((_, k)) = self.chain(i, j) {
-                if k as usize <= d {
-                    best = (k, k, Choice::Chain);
+        // A lone range is a chain of no exceptions: a leaf.
+        let mut best = match self.chain(i, j) {
+            Some((_, k)) if k as usize <= d => (k, k, Choice::Chain),
+            _ => (u32::MAX, u32::MAX, Choice::Impossible),
+        };
+        if d > 0 {
+            for m in (i..j).skip(1) {
+                let (lc, ld, l) = self.best(i, m, d - 1);
+                // A left part as costly as the best so far cannot win.
+                if l == Choice::Impossible || lc >= best.0 {
+                    continue;
                 }
-            }
-            if d > 0 {
-                for m in i + 1..j {
-                    let (lc, ld, l) = self.best(i, m, d - 1);
-                    if l == Choice::Impossible || lc >= best.0 {
-                        continue;
-                    }
-                    let (rc, rd, r) = self.best(m, j, d - 1);
-                    if r == Choice::Impossible {
-                        continue;
-                    }
-                    let cand = (1 + lc + rc, 1 + ld.max(rd), Choice::Split(m));
-                    if (cand.0, cand.1) < (best.0, best.1) {
-                        best = cand;
-                    }
+                let (rc, rd, r) = self.best(m, j, d - 1);
+                if r == Choice::Impossible {
+                    continue;
+                }
+                let cand = (1 + lc + rc, 1 + ld.max(rd), Choice::Split(m));
+                if (cand.0, cand.1) < (best.0, best.1) {
+                    best = cand;
                 }
             }
         }
@@ -474,6 +474,179 @@ mod tests {
         }
     }
 
+    /// Deterministic pseudo-random range lists (xorshift).
+    struct Random(u64);
+
+    impl Default for Random {
+        fn default() -> Self {
+            Random(0x2545_f491_4f6c_dd1d)
+        }
+    }
+
+    impl Random {
+        fn next(&mut self, m: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % m
+        }
+
+        /// Up to `most` ranges from 0, neighbours differing: lone values and
+        /// wide ranges, 1 to 4 targets (ties for the most common included).
+        fn ranges(&mut self, most: u64) -> Vec<(u32, u32)> {
+            let n = 1 + self.next(most);
+            let targets = 1 + self.next(4);
+            let mut ranges: Vec<(u32, u32)> = Vec::new();
+            let mut start = 0u32;
+            for _ in 0..n {
+                let t = self.next(targets) as u32;
+                if ranges.last().is_some_and(|&(_, last)| last == t) {
+                    continue;
+                }
+                ranges.push((start, t));
+                start += if self.next(3) == 0 { 2 + self.next(5) as u32 } else { 1 };
+            }
+            ranges
+        }
+    }
+
+    /// The cheapest `(compares, depth)` of a plan of the run `i..j` within
+    /// `d` levels, by plain recursion over every plan: the run's chain
+    /// ([`chain_by_scan`], a lone range's costing nothing) if it fits, or
+    /// a split anywhere, one compare and one level above its halves. What
+    /// [`Dp::best`] must find, memo and pruning aside.
+    fn cheapest(ranges: &[(u32, u32)], i: usize, j: usize, d: usize) -> Option<(usize, usize)> {
+        let chain = chain_by_scan(ranges, i, j).map(|(_, k)| (k as usize, k as usize)).filter(|&(k, _)| k <= d);
+        let splits = (i + 1..j).filter(|_| d > 0).filter_map(|m| {
+            let (l, r) = (cheapest(ranges, i, m, d - 1)?, cheapest(ranges, m, j, d - 1)?);
+            Some((1 + l.0 + r.0, 1 + l.1.max(r.1)))
+        });
+        chain.into_iter().chain(splits).min()
+    }
+
+    /// The dynamic program against every plan, on small random range lists
+    /// at every depth from none to past the bound: the same cheapest
+    /// `(compares, depth)` (or none within the depth), a plan that has them
+    /// and sends every value where it must; and [`plan`] is the cheapest
+    /// within [`depth_bound`].
+    #[test]
+    fn the_dynamic_program_finds_the_cheapest_plan() {
+        let mut random = Random::default();
+        let (mut runs, mut impossible) = (0, 0);
+        for _ in 0..300 {
+            let ranges = random.ranges(12);
+            let n = ranges.len();
+            for d in 0..=depth_bound(n) + 1 {
+                let mut dp = Dp::new(&ranges, d, 99);
+                let (compares, depth, how) = dp.best(0, n, d);
+                let expected = cheapest(&ranges, 0, n, d);
+                if how == Choice::Impossible {
+                    assert_eq!(expected, None, "{ranges:?} within {d}");
+                    impossible += 1;
+                    continue;
+                }
+                assert_eq!(Some((compares as usize, depth as usize)), expected, "{ranges:?} within {d}");
+                let planned = dp.plan(0, n, d);
+                assert_eq!(cost(&planned), (compares as usize, depth as usize), "{planned:?}");
+                for &(s, _) in &ranges {
+                    for v in [s.wrapping_sub(1), s, s + 1] {
+                        assert_eq!(walk(&planned, v), target_of(&ranges, v), "{ranges:?} within {d}: {v}");
+                    }
+                }
+                runs += 1;
+            }
+            let planned = plan(&ranges, 99, &mut Work::default());
+            assert_eq!(Some(cost(&planned)), cheapest(&ranges, 0, n, depth_bound(n)), "{ranges:?}");
+        }
+        assert!(runs > 1000 && impossible > 100, "{runs} planned, {impossible} impossible");
+    }
+
+    /// `ceil(log2 n)` levels, the balanced tree's, and the slack.
+    #[test]
+    fn the_depth_bound_is_the_balanced_trees_and_the_slack() {
+        for n in 0..=4097usize {
+            let balanced = (0..).find(|&b| 1usize << b >= n).unwrap();
+            assert_eq!(depth_bound(n), balanced + DEPTH_SLACK, "{n}");
+        }
+    }
+
+    /// [`dp_work`] is the candidates the dynamic program weighs without
+    /// pruning, counted: at each depth from 1, the `n - L + 1` runs of
+    /// each length `L >= 2` try `L - 1` splits each.
+    #[test]
+    fn the_work_of_a_plan_counts_its_candidates() {
+        for n in 0..=DP_MAX as u64 {
+            let splits: u64 = (2..=n).map(|l| (n - l + 1) * (l - 1)).sum();
+            for depth in 0..=12 {
+                assert_eq!(dp_work(n as usize, depth), splits * depth as u64, "{n} ranges within {depth}");
+            }
+        }
+    }
+
+    /// No ranges is the empty target's leaf, and a lone range (where a tree
+    /// split in the middle ends) its target's leaf, never a chain of no
+    /// exceptions.
+    #[test]
+    fn no_ranges_and_lone_ranges_are_leaves() {
+        let mut spent = Work { left: 0, spent: true };
+        assert_eq!(plan::<u32>(&[], 7, &mut Work::default()), Plan::Leaf(7));
+        assert_eq!(plan::<u32>(&[], 7, &mut spent), Plan::Leaf(7));
+        assert_eq!(plan(&[(0, 3)], 7, &mut spent), Plan::Leaf(3));
+        let leaf = |t| Box::new(Plan::Leaf(t));
+        assert_eq!(halved(&[(0, 1), (5, 2)], 7), Plan::Split { bound: 5, left: leaf(1), right: leaf(2) });
+        assert_eq!(
+            halved(&[(0, 1), (5, 2), (9, 1)], 7),
+            Plan::Split {
+                bound: 5,
+                left: leaf(1),
+                right: Box::new(Plan::Split { bound: 9, left: leaf(2), right: leaf(1) })
+            }
+        );
+    }
+
+    /// Past the budget, a part of exactly `2 * depth + 1` ranges, `depth`
+    /// lone values on a background, is one chain; one more exception, or a
+    /// level less, and it splits in the middle.
+    #[test]
+    fn a_part_of_as_many_lone_values_as_levels_left_is_a_chain() {
+        for depth in 1..=6u32 {
+            let mut ranges = vec![(0u32, 0u32)];
+            for i in 1..=depth {
+                ranges.extend([(10 * i, 1), (10 * i + 1, 0)]);
+            }
+            let spent = || Work { left: 0, spent: true };
+            let exceptions: Vec<(u32, u32)> = (1..=depth).map(|i| (10 * i, 1)).collect();
+            let chain = Plan::Chain { background: 0, exceptions };
+            let d = depth as usize;
+            assert_eq!(plan_within(&ranges, d, 9, &mut spent(), WHOLE), chain, "depth {depth}");
+            assert!(matches!(plan_within(&ranges, d - 1, 9, &mut spent(), WHOLE), Plan::Split { .. }), "depth {depth}");
+            ranges.extend([(10 * depth + 5, 1), (10 * depth + 6, 0)]);
+            let longer = plan_within(&ranges, d, 9, &mut spent(), WHOLE);
+            assert!(matches!(longer, Plan::Split { .. }), "depth {depth}: {longer:?}");
+        }
+    }
+
+    /// Past [`DP_MAX`] ranges a tree splits in the middle before any
+    /// dynamic program, budget or not; at [`DP_MAX`] the dynamic program
+    /// plans the whole (here: a split nearer the start).
+    #[test]
+    fn past_dp_max_ranges_the_tree_splits_in_the_middle() {
+        let lone_values = |n: u32| -> Vec<(u32, u32)> {
+            (0..n).map(|i| (if i % 2 == 0 { 10 * i } else { 10 * i - 9 }, i % 2)).collect()
+        };
+        let at_most = lone_values(DP_MAX as u32);
+        let whole = Dp::new(&at_most, depth_bound(DP_MAX), 9).plan(0, DP_MAX, depth_bound(DP_MAX));
+        let Plan::Split { bound, .. } = whole else { panic!("{whole:?}") };
+        assert_ne!(bound, at_most[DP_MAX / 2].0);
+        assert_eq!(plan(&at_most, 9, &mut Work::default()), whole);
+        let past = lone_values(DP_MAX as u32 + 1);
+        let mid = past.len() / 2;
+        let mut work = Work::default();
+        let Plan::Split { bound, .. } = plan(&past, 9, &mut work) else { panic!() };
+        assert_eq!(bound, past[mid].0);
+        assert!(!work.spent());
+    }
+
     /// [`Dp::chain`] by its definition, one scan of the run: what
     /// [`chains`] must equal for every run.
     fn chain_by_scan(ranges: &[(u32, u32)], i: usize, j: usize) -> Option<(u32, u32)> {
@@ -499,27 +672,10 @@ mod tests {
         // Deterministic pseudo-random range lists: lone values and wide
         // ranges, 1 to 4 targets (ties for the most common target
         // included), lengths up to 40.
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |m: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % m
-        };
+        let mut random = Random::default();
         let mut checked = 0;
         for _ in 0..400 {
-            let n = 1 + next(40) as usize;
-            let targets = 1 + next(4) as u32;
-            let mut ranges: Vec<(u32, u32)> = Vec::new();
-            let mut start = 0u32;
-            for _ in 0..n {
-                let t = next(u64::from(targets)) as u32;
-                if ranges.last().is_some_and(|&(_, last)| last == t) {
-                    continue;
-                }
-                ranges.push((start, t));
-                start += if next(3) == 0 { 2 + next(5) as u32 } else { 1 };
-            }
+            let ranges = random.ranges(40);
             let table = chains(&ranges);
             let m = ranges.len();
             for i in 0..m {

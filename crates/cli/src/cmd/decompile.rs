@@ -107,8 +107,8 @@ fn differences(
     native: Option<seccomp::Arch>,
     what: &str,
 ) -> Result<Option<Vec<String>>> {
-    let first = profile.architectures.first().and_then(|a| policy::profile::runc::arch_of(a));
-    let sel = policy::profile::Selection::native(native.or(first).unwrap_or(seccomp::Arch::X86_64));
+    let machine = native.or(profile.first_arch()).unwrap_or(seccomp::Arch::X86_64);
+    let sel = policy::profile::Selection::native(machine);
     let meaning = policy::profile::runc::meaning(profile, &sel, policy::profile::Format::Oci)
         .map_err(|e| Failure::rejected(format!("{what}: {e}")))?;
     let reference = policy::compile::reference_program(&meaning).map_err(Failure::rejected)?;
