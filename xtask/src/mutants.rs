@@ -1,8 +1,8 @@
 //! `cargo xtask mutants [--file NAME]... [--jobs N] [--timeout S]`: cargo-mutants
 //! over the kernel mirrors, the profile readers (runc's, moby's and
 //! seccompiler's rules), the reference program, `compile`'s partition,
-//! decompile's multiplexing proof, optimize's bytecode passes and tree
-//! planner, and the
+//! decompile's multiplexing proof, optimize's layout, tree planner and
+//! bytecode passes, and the
 //! equivalence prover (`equiv`'s classes,
 //! circuit and solver), each with the narrowest honest test set (the
 //! owning crate's tests that are about that file), then one row per file:
@@ -35,9 +35,9 @@ pub struct Target {
 
 /// The kernel mirrors, the mirrors of runc's, moby's and seccompiler's
 /// profile rules, the reference program, `compile` and decompile's proof,
-/// optimize's passes and planner, the equivalence prover and the classes it cuts, and
+/// optimize's layout, planner and passes, the equivalence prover and the classes it cuts, and
 /// their test sets (see docs/mutants.md for why each).
-pub const TARGETS: [Target; 24] = [
+pub const TARGETS: [Target; 25] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -98,6 +98,7 @@ pub const TARGETS: [Target; 24] = [
     policy("compile", "crates/policy/src/compile.rs"),
     optimize("passes", "crates/optimize/src/passes.rs"),
     optimize("plan", "crates/optimize/src/plan.rs"),
+    optimize("layout", "crates/optimize/src/layout.rs"),
     Target { name: "equiv", file: "crates/equiv/src/lib.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "class", file: "crates/equiv/src/class.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "aig", file: "crates/equiv/src/aig.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },

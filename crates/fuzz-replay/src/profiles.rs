@@ -157,7 +157,7 @@ fn check_compiled(text: &str, sel: &Selection, meaning: &Meaning, out: &Compiled
     let Ok(reading) = policy::read(&out.program, &mut budget) else { return };
     let Ok(back) = policy::decompile(&reading) else { return };
     let json = serde_json::to_string(&back).unwrap_or_else(|e| fail_on(format_args!("decompiled: {e}")));
-    let machine = Selection { arches: back.first_arch().into_iter().collect(), ..sel.clone() };
+    let machine = Selection { arches: policy::profile::runc::first_arch(&back).into_iter().collect(), ..sel.clone() };
     let again = match policy::profile::read(&json, Some(Format::Oci), &machine) {
         Ok(m) => m,
         Err(e) => fail_on(format_args!("the decompiled profile does not read: {e}\ndecompiled: {json}")),

@@ -239,9 +239,12 @@ impl Emitter {
     /// The nr dispatch of one arch: `ld [0]` and the tree, or a leaf.
     fn block(&mut self, ranges: &Ranges, depth: &mut usize) -> Target {
         let targets: TargetRanges = ranges.iter().map(|&(start, o)| (start, leaf(o))).collect();
-        let root = self.tree(&targets, depth, 0);
-        match root {
-            Target::At(p) if p + 1 == self.next() => Target::At(self.push(Insn::stmt(LD_W_ABS, OFFSET_NR))),
+        match self.tree(&targets, depth, 0) {
+            // A tree's root is the compare laid out last: `ld` goes before it.
+            Target::At(p) => {
+                debug_assert_eq!(p + 1, self.next(), "a tree's root is laid out last");
+                Target::At(self.push(Insn::stmt(LD_W_ABS, OFFSET_NR)))
+            }
             leaf => leaf,
         }
     }
@@ -272,11 +275,12 @@ fn leaf(o: Outcome) -> Target {
 }
 
 /// The bits of a `jset` that makes a switch's two-run split of masked bits:
-/// `(w & m) >= 2^j` for a bit `j` of `m` is `w & (m >> j << j) != 0` (no
-/// `and`).
+/// `(w & m) >= 2^j` is `w & (m >> j << j) != 0`, one compare and no `and`
+/// (`jset #0` where `m` has no bit from `j` up: never, as `w & m` never
+/// reaches `2^j`). A whole word keeps its `jge #2^j`, as short.
 fn jset_bits(s: &Switch) -> Option<u32> {
     match s.ranges.as_slice() {
-        [(0, _), (c, _)] if s.mask != u32::MAX && c.is_power_of_two() && s.mask & c != 0 => Some(s.mask & !(c - 1)),
+        [(0, _), (c, _)] if s.mask != u32::MAX && c.is_power_of_two() => Some(s.mask & !(c - 1)),
         _ => None,
     }
 }
@@ -437,7 +441,8 @@ pub fn emit_preferring(partition: &Partition, prefer: Prefer) -> (Vec<Insn>, Lay
     stats.blocks = blocks.len();
     stats.ranges = blocks.iter().map(|b| b.len()).sum();
     // The last block using each residual or switch (usize::MAX: only the
-    // dispatch).
+    // dispatch, which comes before every block). Blocks are taken in
+    // program order, so the last to claim one is its last user.
     let mut last_user: HashMap<Outcome, usize> = HashMap::new();
     let other_arches = choice.outcome(partition.other_arches, partition);
     if !matches!(other_arches, Outcome::Action(_)) {
@@ -447,10 +452,7 @@ pub fn emit_preferring(partition: &Partition, prefer: Prefer) -> (Vec<Insn>, Lay
         for &(_, o) in ranges.iter() {
             let o = choice.outcome(o, partition);
             if !matches!(o, Outcome::Action(_)) {
-                let user = last_user.entry(o).or_insert(b);
-                if *user == usize::MAX || *user < b {
-                    *user = b;
-                }
+                last_user.insert(o, b);
             }
         }
     }
@@ -508,23 +510,25 @@ pub fn emit_preferring(partition: &Partition, prefer: Prefer) -> (Vec<Insn>, Lay
                 e.tree(&ranges, &mut arch_depth, 0)
             };
             match next {
-                Target::At(p) if p + 1 == e.next() => Target::At(e.push(Insn::stmt(LD_W_ABS, OFFSET_ARCH))),
+                Target::At(p) => {
+                    debug_assert_eq!(p + 1, e.next(), "the arch dispatch's root is laid out last");
+                    Target::At(e.push(Insn::stmt(LD_W_ABS, OFFSET_ARCH)))
+                }
                 leaf => leaf,
             }
         }
     };
-    // The entry must be the first instruction.
+    // The entry is the first instruction: a constant's `ret`, or what was
+    // laid out last (the dispatch's `ld`, or the one block's lone residual
+    // or switch, each laid out just before its user).
     let first = e.next().checked_sub(1);
     match entry {
-        Target::At(p) if Some(p) == first => {}
-        Target::Residual(i) if e.residual_at.get(&i).copied() == first => {}
-        Target::Switch(i) if e.switch_at.get(&i).copied() == first => {}
         Target::Ret(k) => {
             e.push(Insn::stmt(RET_K, k));
         }
-        t => {
-            e.land(t);
-        }
+        Target::At(p) => debug_assert_eq!(Some(p), first, "the dispatch is laid out last"),
+        Target::Residual(i) => debug_assert_eq!(e.residual_at.get(&i).copied(), first, "a lone residual is last"),
+        Target::Switch(i) => debug_assert_eq!(e.switch_at.get(&i).copied(), first, "a lone switch is last"),
     }
     stats.landings = e.landings;
     stats.plan_budget_spent = e.work.spent();

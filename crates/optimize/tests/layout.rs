@@ -4,7 +4,10 @@
 //! `ld [0]`/`ld [4]`, `jeq`/`jge #k`, `ja` and `ret #k` lead to a constant,
 //! and switches (argument trees) send each value of their word, masked,
 //! to its run's child, or are laid out as the residual they stand for
-//! when that is shorter.
+//! when that is shorter (at the boundary: a tree no longer than its
+//! residual wins). And the shapes: residuals after their last user, the
+//! layout's figures exactly, a lone residual or switch as the entry, a
+//! `jset` only at a power of two of masked bits.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
@@ -278,5 +281,272 @@ fn depth_preferred_keeps_an_input_the_layout_does_not_make_shallower() {
         let kept = built.stats.kept_input;
         assert!(matches!(kept, Some(optimize::KeptInput::Larger { output }) if output > 4), "{prefer:?}: {kept:?}");
         assert_eq!(built.program.original(), &jset[..]);
+    }
+}
+
+/// `ret #k` as the residual a range or a switch stands for.
+fn ret(k: u32) -> PartitionResidual {
+    residual(&[Insn::stmt(0x06, k)], false, false)
+}
+
+/// A residual of `len` instructions (`ld [16]`s, then `ret #k`).
+fn long_ret(len: usize, k: u32) -> PartitionResidual {
+    let mut insns = vec![Insn::stmt(0x20, 16); len - 1];
+    insns.push(Insn::stmt(0x06, k));
+    residual(&insns, false, false)
+}
+
+const I386: u32 = 0x4000_0003;
+
+/// A partition of x86_64's and i386's ranges, in that order.
+fn x86_64_and_i386(
+    x86_64: Vec<(u32, Outcome)>,
+    i386: Vec<(u32, Outcome)>,
+    other_arches: Outcome,
+    residuals: Vec<PartitionResidual>,
+) -> Partition {
+    let arch = |arch, ranges| ArchPartition { arch, ranges, cut: Cut::Classes };
+    Partition {
+        arches: vec![arch(X86_64, x86_64), arch(I386, i386)],
+        any_arch: None,
+        other_arches,
+        residuals,
+        switches: Vec::new(),
+    }
+}
+
+/// A residual used by two arches' blocks, and one used by a block and by
+/// the outcome of unnamed arches, are each laid out after their last user
+/// (classic jumps only go forward): every arch reaches them.
+#[test]
+fn residuals_shared_by_blocks_and_the_dispatch_follow_their_last_user() {
+    let partition = x86_64_and_i386(
+        vec![(0, Outcome::Residual(0)), (10, Outcome::Action(ALLOW)), (20, Outcome::Residual(1))],
+        vec![(0, Outcome::Action(ALLOW)), (5, Outcome::Residual(0)), (6, Outcome::Action(0))],
+        Outcome::Residual(1),
+        vec![ret(100), ret(200)],
+    );
+    let (insns, stats) = optimize::lay_out(&partition);
+    assert_eq!((stats.blocks, stats.landings), (2, 0), "{stats:?}");
+    let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+    let run =
+        |arch: u32, nr: i32| interp.run_seccomp(&SeccompData { nr, arch, ..Default::default() }.to_bytes()).unwrap();
+    let listing = cbpf::text::print_asm(&insns);
+    for (arch, nr, want) in
+        [(X86_64, 0, 100), (X86_64, 9, 100), (X86_64, 10, ALLOW), (X86_64, 20, 200), (I386, 4, ALLOW)]
+            .into_iter()
+            .chain([(I386, 5, 100), (I386, 6, 0), (0xc000_00b7, 5, 200), (0, 20, 200)])
+    {
+        assert_eq!(run(arch, nr), want, "arch {arch:#x} nr {nr}\n{listing}");
+    }
+}
+
+/// The layout's figures, exactly: x86_64's tree of four ranges is two
+/// levels deep (`jge #9`, then `jeq #3` on a background of ALLOW), and
+/// each jump past 255 instructions gets a landing: x86_64's tree a copy of
+/// the `ret #ALLOW` laid out after i386's tree, over x86_64's
+/// 300-instruction residual, and the arch dispatch a `ja` to i386's block.
+#[test]
+fn layout_figures_count_tree_levels_and_ret_copies() {
+    let partition = x86_64_and_i386(
+        vec![
+            (0, Outcome::Action(ALLOW)),
+            (3, Outcome::Residual(0)),
+            (4, Outcome::Action(ALLOW)),
+            (9, Outcome::Action(1)),
+        ],
+        vec![(0, Outcome::Action(ALLOW)), (7, Outcome::Action(2))],
+        Outcome::Action(0),
+        vec![long_ret(300, 100)],
+    );
+    let (insns, stats) = optimize::lay_out(&partition);
+    let listing = cbpf::text::print_asm(&insns);
+    assert_eq!((stats.tree_depth, stats.landings, stats.ranges), (2, 2, 6), "{stats:?}\n{listing}");
+    assert_eq!(insns.iter().filter(|i| i.code == 0x06 && i.k == ALLOW).count(), 2, "{listing}");
+    assert_eq!(insns.iter().filter(|i| i.code == 0x05).count(), 1, "{listing}");
+    let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+    let run =
+        |arch: u32, nr: i32| interp.run_seccomp(&SeccompData { nr, arch, ..Default::default() }.to_bytes()).unwrap();
+    for (nr, want) in [(0, ALLOW), (2, ALLOW), (3, 100), (4, ALLOW), (8, ALLOW), (9, 1)] {
+        assert_eq!(run(X86_64, nr), want, "nr {nr}\n{listing}");
+    }
+    assert_eq!((run(I386, 6), run(I386, 7)), (ALLOW, 2));
+    // The mirror image: `jge #9`, then `jeq #12` on ALLOW on its right.
+    let right_deep = Partition {
+        arches: vec![ArchPartition {
+            arch: X86_64,
+            ranges: vec![
+                (0, Outcome::Action(1)),
+                (9, Outcome::Action(ALLOW)),
+                (12, Outcome::Residual(0)),
+                (13, Outcome::Action(ALLOW)),
+            ],
+            cut: Cut::Classes,
+        }],
+        residuals: vec![ret(100)],
+        ..partition
+    };
+    let (insns, stats) = optimize::lay_out(&right_deep);
+    assert_eq!((stats.tree_depth, stats.landings), (2, 0), "{stats:?}\n{}", cbpf::text::print_asm(&insns));
+}
+
+/// A filter whose entry is a residual or a switch (one block, one range;
+/// or no arch named and unnamed arches sent to it) starts with it: no
+/// `ja` in front, exactly its instructions and the `ret`s it leads to.
+#[test]
+fn a_lone_residual_or_switch_is_the_programs_start() {
+    use seccomp::fast::Switch;
+    let lone = |any_arch: Option<Vec<(u32, Outcome)>>, other: Outcome| Partition {
+        arches: Vec::new(),
+        any_arch,
+        other_arches: other,
+        residuals: vec![long_ret(3, 100), long_ret(9, 200)],
+        switches: vec![Switch {
+            offset: 16,
+            mask: 0xff,
+            ranges: vec![(0, Outcome::Action(ALLOW)), (7, Outcome::Residual(0)), (8, Outcome::Action(0))],
+            residual: 1,
+        }],
+    };
+    // The switch: `ld [16]`, `and #0xff`, two compares, its residual
+    // child's 3, `ret #ALLOW` and `ret #0`.
+    for (partition, len) in [
+        (lone(Some(vec![(0, Outcome::Residual(0))]), Outcome::Action(0)), 3),
+        (lone(None, Outcome::Residual(0)), 3),
+        (lone(Some(vec![(0, Outcome::Switch(0))]), Outcome::Action(0)), 9),
+        (lone(None, Outcome::Switch(0)), 9),
+    ] {
+        let (insns, stats) = optimize::lay_out(&partition);
+        let listing = cbpf::text::print_asm(&insns);
+        assert_eq!((insns.len(), stats.landings), (len, 0), "{listing}");
+        assert_ne!(insns[0].code, 0x05, "{listing}");
+        let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+        let run = |arg: u64| {
+            let d = SeccompData { nr: 1, arch: X86_64, args: [arg, 0, 0, 0, 0, 0], ..Default::default() };
+            interp.run_seccomp(&d.to_bytes()).unwrap()
+        };
+        if len == 3 {
+            assert_eq!(run(7), 100, "{listing}");
+        } else {
+            let got = [run(0), run(6), run(7), run(0x107), run(8), run(0xff)];
+            assert_eq!(got, [ALLOW, ALLOW, 100, 100, 0, 0], "{listing}");
+        }
+    }
+}
+
+/// A switch of two runs split at a power of two of masked bits is one
+/// `jset` of the mask's bits from there up (no `and`), for any value of the
+/// word's other bits; split elsewhere it is `and` and `jge`; on the whole
+/// word it stays `jge`.
+#[test]
+fn two_run_switches_are_a_jset_only_at_a_power_of_two_of_masked_bits() {
+    use seccomp::fast::Switch;
+    let two_runs = |mask: u32, split: u32| Partition {
+        arches: Vec::new(),
+        any_arch: Some(vec![(0, Outcome::Switch(0))]),
+        other_arches: Outcome::Action(0),
+        residuals: vec![long_ret(20, 7)],
+        switches: vec![Switch {
+            offset: 16,
+            mask,
+            ranges: vec![(0, Outcome::Action(ALLOW)), (split, Outcome::Action(1))],
+            residual: 0,
+        }],
+    };
+    for (mask, split, code, k) in [
+        (0x0000_0f0c, 0x100, 0x45, 0x0000_0f00), // jset #0xf00
+        (0x0000_0f0c, 0x4, 0x45, 0x0000_0f0c),
+        (0x0000_0f0c, 0x108, 0x35, 0x108), // and #0xf0c; jge #0x108
+        (0x0000_0f0c, 0x30c, 0x35, 0x30c),
+        (u32::MAX, 0x100, 0x35, 0x100), // jge #0x100
+    ] {
+        let (insns, _) = optimize::lay_out(&two_runs(mask, split));
+        let listing = cbpf::text::print_asm(&insns);
+        let compares: Vec<(u16, u32)> = insns.iter().filter(|i| i.code & 0x07 == 0x05).map(|i| (i.code, i.k)).collect();
+        assert_eq!(compares, [(code, k)], "mask {mask:#x} split {split:#x}\n{listing}");
+        let ands = insns.iter().filter(|i| i.code == 0x54).count();
+        assert_eq!(ands, usize::from(code == 0x35 && mask != u32::MAX), "{listing}");
+        let interp = Interp::new(&validate(&insns, Mode::Seccomp).unwrap());
+        for word in [0u32, 0x4, 0xc, 0xf0, 0x100, 0x108, 0x30b, 0x30c, 0x800, 0xffff_f0f3, 0xffff_ffff, 0x1234_5678] {
+            let d = SeccompData { nr: 1, arch: X86_64, args: [u64::from(word), 0, 0, 0, 0, 0], ..Default::default() };
+            let want = if word & mask >= split { 1 } else { ALLOW };
+            assert_eq!(interp.run_seccomp(&d.to_bytes()).unwrap(), want, "word {word:#x}\n{listing}");
+        }
+    }
+}
+
+/// With the size-first rule a switch is laid out as its tree exactly when
+/// that takes no more instructions than the residual it stands for: `ld`,
+/// `and` unless the mask is the whole word, a compare per run but one (or
+/// `ld` and one `jset`), and each residual (with its entry `ld #0`,
+/// `ldx #0`) or switch under it once; `ret`s are not counted.
+#[test]
+fn size_first_lays_out_a_tree_no_longer_than_its_residual() {
+    use seccomp::fast::Switch;
+    let ret_a = Insn::stmt(0x16, 0);
+    // Each case: the switches (the first the filter's), the residuals
+    // after the stand-in's, and what the first tree costs.
+    let cases: Vec<(&str, Vec<Switch>, Vec<PartitionResidual>, usize)> = vec![
+        (
+            "jset",
+            vec![Switch {
+                offset: 16,
+                mask: 0xf0,
+                ranges: vec![(0, Outcome::Action(ALLOW)), (0x10, Outcome::Action(1))],
+                residual: 0,
+            }],
+            Vec::new(),
+            2,
+        ),
+        (
+            "whole word, three runs",
+            vec![Switch {
+                offset: 16,
+                mask: u32::MAX,
+                ranges: vec![(0, Outcome::Action(ALLOW)), (5, Outcome::Action(1)), (9, Outcome::Action(2))],
+                residual: 0,
+            }],
+            Vec::new(),
+            3,
+        ),
+        (
+            // ld, and, 2 compares; residual 1 (2 and its ld #0, ldx #0)
+            // under two runs, counted once; switch 0 (ld, jset).
+            "masked, three runs, a residual twice and a switch",
+            vec![
+                Switch {
+                    offset: 24,
+                    mask: 0xf0,
+                    ranges: vec![(0, Outcome::Action(ALLOW)), (0x10, Outcome::Action(1))],
+                    residual: 2,
+                },
+                Switch {
+                    offset: 16,
+                    mask: 0xff,
+                    ranges: vec![(0, Outcome::Residual(1)), (3, Outcome::Switch(0)), (4, Outcome::Residual(1))],
+                    residual: 0,
+                },
+            ],
+            vec![residual(&[Insn::stmt(0x07, 0), ret_a], true, true), long_ret(50, 3)],
+            10,
+        ),
+    ];
+    for (name, switches, rest, cost) in cases {
+        let top = switches.len() - 1;
+        for stand_in in [cost - 1, cost] {
+            let mut residuals = vec![long_ret(stand_in.max(1), 9)];
+            residuals.extend(rest.iter().cloned());
+            let partition = Partition {
+                arches: Vec::new(),
+                any_arch: Some(vec![(0, Outcome::Switch(top))]),
+                other_arches: Outcome::Action(0),
+                residuals,
+                switches: switches.clone(),
+            };
+            let (insns, stats) = optimize::lay_out(&partition);
+            let tree = stats.switches > 0;
+            assert_eq!(tree, stand_in >= cost, "{name}: a stand-in of {stand_in}\n{}", cbpf::text::print_asm(&insns));
+            validate(&insns, Mode::Seccomp).unwrap();
+        }
     }
 }

@@ -361,14 +361,6 @@ fn nearest_action(value: u32, ap: &mut Approx) -> Result<(&'static str, Option<u
 }
 
 impl Profile {
-    /// The arch of the profile's first `architectures` name: the machine a
-    /// decompiled profile is read on, since runc adds the native arch to
-    /// every filter and [`decompile`](crate::decompile()) means "the first
-    /// arch native". `None` for no arches or a name runc does not know.
-    pub fn first_arch(&self) -> Option<Arch> {
-        self.architectures.first().and_then(|a| crate::profile::runc::arch_of(a))
-    }
-
     /// The profile as readable lines: the default and arches, then one line
     /// per entry (`ALLOW socket when args[0] != 0x28`).
     pub fn text_lines(&self) -> Vec<String> {

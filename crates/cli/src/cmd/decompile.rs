@@ -107,7 +107,7 @@ fn differences(
     native: Option<seccomp::Arch>,
     what: &str,
 ) -> Result<Option<Vec<String>>> {
-    let machine = native.or(profile.first_arch()).unwrap_or(seccomp::Arch::X86_64);
+    let machine = native.or(policy::profile::runc::first_arch(profile)).unwrap_or(seccomp::Arch::X86_64);
     let sel = policy::profile::Selection::native(machine);
     let meaning = policy::profile::runc::meaning(profile, &sel, policy::profile::Format::Oci)
         .map_err(|e| Failure::rejected(format!("{what}: {e}")))?;

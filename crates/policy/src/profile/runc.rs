@@ -92,6 +92,14 @@ pub fn arch_of(name: &str) -> Option<Arch> {
     ARCH_NAMES.iter().find(|(n, _)| *n == name).map(|&(_, a)| a)
 }
 
+/// The arch of `profile`'s first `architectures` name: the machine a
+/// decompiled profile is read on, since runc adds the native arch to every
+/// filter and [`decompile`](crate::decompile()) means "the first arch
+/// native". `None` for no arches or a name runc does not know.
+pub fn first_arch(profile: &crate::oci::Profile) -> Option<Arch> {
+    profile.architectures.first().and_then(|a| arch_of(a))
+}
+
 /// The `SCMP_ARCH_*` name of an arch runc knows.
 pub fn arch_name(arch: Arch) -> Option<&'static str> {
     ARCH_NAMES.iter().find(|(_, a)| *a == arch).map(|&(n, _)| n)

@@ -379,17 +379,19 @@ fn runc_arch_names_round_trip() {
 /// arch, whatever follows; none without arches or for a name runc lacks.
 #[test]
 fn a_profiles_first_arch_is_its_first_names() {
-    let with = |names: &[&str]| crate::Profile {
-        default_action: "SCMP_ACT_ALLOW".into(),
-        default_errno_ret: None,
-        architectures: names.iter().map(|n| n.to_string()).collect(),
-        syscalls: Vec::new(),
-        flags: None,
+    let first = |names: &[&str]| {
+        runc::first_arch(&crate::Profile {
+            default_action: "SCMP_ACT_ALLOW".into(),
+            default_errno_ret: None,
+            architectures: names.iter().map(|n| n.to_string()).collect(),
+            syscalls: Vec::new(),
+            flags: None,
+        })
     };
-    assert_eq!(with(&["SCMP_ARCH_X86", "SCMP_ARCH_X86_64"]).first_arch(), Some(Arch::I386));
-    assert_eq!(with(&["SCMP_ARCH_AARCH64"]).first_arch(), Some(Arch::Aarch64));
-    assert_eq!(with(&[]).first_arch(), None);
-    assert_eq!(with(&["SCMP_ARCH_NATIVE", "SCMP_ARCH_X86"]).first_arch(), None);
+    assert_eq!(first(&["SCMP_ARCH_X86", "SCMP_ARCH_X86_64"]), Some(Arch::I386));
+    assert_eq!(first(&["SCMP_ARCH_AARCH64"]), Some(Arch::Aarch64));
+    assert_eq!(first(&[]), None);
+    assert_eq!(first(&["SCMP_ARCH_NATIVE", "SCMP_ARCH_X86"]), None);
 }
 
 /// libseccomp multiplexes the socket and IPC calls (`abi_rule_add` in
