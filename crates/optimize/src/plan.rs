@@ -344,6 +344,8 @@ impl<T: Copy + Eq> ChainScan<T> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::indexing_slicing, clippy::panic)]
 mod tests {
+    use test_data::rng::Rng;
+
     use super::*;
 
     /// The target of `v` under a plan.
@@ -474,41 +476,27 @@ mod tests {
         }
     }
 
-    /// Deterministic pseudo-random range lists (xorshift).
-    struct Random(u64);
-
-    impl Default for Random {
-        fn default() -> Self {
-            Random(0x2545_f491_4f6c_dd1d)
-        }
-    }
-
-    impl Random {
-        fn next(&mut self, m: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % m
-        }
-
-        /// Up to `most` ranges from 0, neighbours differing: lone values and
-        /// wide ranges, 1 to 4 targets (ties for the most common included).
-        fn ranges(&mut self, most: u64) -> Vec<(u32, u32)> {
-            let n = 1 + self.next(most);
-            let targets = 1 + self.next(4);
-            let mut ranges: Vec<(u32, u32)> = Vec::new();
-            let mut start = 0u32;
-            for _ in 0..n {
-                let t = self.next(targets) as u32;
-                if ranges.last().is_some_and(|&(_, last)| last == t) {
-                    continue;
-                }
-                ranges.push((start, t));
-                start += if self.next(3) == 0 { 2 + self.next(5) as u32 } else { 1 };
+    /// Up to `most` pseudo-random ranges from 0, neighbours differing: lone
+    /// values and wide ranges, 1 to 4 targets (ties for the most common
+    /// included).
+    fn random_ranges(rng: &mut Rng, most: usize) -> Vec<(u32, u32)> {
+        let n = 1 + rng.below(most);
+        let targets = 1 + rng.below(4);
+        let mut ranges: Vec<(u32, u32)> = Vec::new();
+        let mut start = 0u32;
+        for _ in 0..n {
+            let t = rng.below(targets) as u32;
+            if ranges.last().is_some_and(|&(_, last)| last == t) {
+                continue;
             }
-            ranges
+            ranges.push((start, t));
+            start += if rng.below(3) == 0 { 2 + rng.below(5) as u32 } else { 1 };
         }
+        ranges
     }
+
+    /// The seed of the range lists of every test here.
+    const SEED: u64 = 0x2545_f491_4f6c_dd1d;
 
     /// The cheapest `(compares, depth)` of a plan of the run `i..j` within
     /// `d` levels, by plain recursion over every plan: the run's chain
@@ -531,10 +519,10 @@ mod tests {
     /// within [`depth_bound`].
     #[test]
     fn the_dynamic_program_finds_the_cheapest_plan() {
-        let mut random = Random::default();
+        let mut rng = Rng(SEED);
         let (mut runs, mut impossible) = (0, 0);
         for _ in 0..300 {
-            let ranges = random.ranges(12);
+            let ranges = random_ranges(&mut rng, 12);
             let n = ranges.len();
             for d in 0..=depth_bound(n) + 1 {
                 let mut dp = Dp::new(&ranges, d, 99);
@@ -672,10 +660,10 @@ mod tests {
         // Deterministic pseudo-random range lists: lone values and wide
         // ranges, 1 to 4 targets (ties for the most common target
         // included), lengths up to 40.
-        let mut random = Random::default();
+        let mut rng = Rng(SEED);
         let mut checked = 0;
         for _ in 0..400 {
-            let ranges = random.ranges(40);
+            let ranges = random_ranges(&mut rng, 40);
             let table = chains(&ranges);
             let m = ranges.len();
             for i in 0..m {

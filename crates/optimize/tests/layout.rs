@@ -534,7 +534,7 @@ fn size_first_lays_out_a_tree_no_longer_than_its_residual() {
     for (name, switches, rest, cost) in cases {
         let top = switches.len() - 1;
         for stand_in in [cost - 1, cost] {
-            let mut residuals = vec![long_ret(stand_in.max(1), 9)];
+            let mut residuals = vec![long_ret(stand_in, 9)];
             residuals.extend(rest.iter().cloned());
             let partition = Partition {
                 arches: Vec::new(),
