@@ -197,6 +197,22 @@ fn dump_decompiles_a_live_process() {
     let file = Command::new(BIN).args(["decompile", path]).output().unwrap();
     let expected: serde_json::Value = serde_json::from_slice(&file.stdout).unwrap();
     assert_eq!(dumped, serde_json::json!([expected]));
+    // `--arch`: each profile proved on that machine, as `decompile --arch`.
+    let o = Command::new(BIN).args(["dump", "--pid", &pid, "--decompile", "--arch", "x86_64"]).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap(), dumped);
+    // Docker's filter kills every aarch64 call: on an aarch64 machine runc
+    // adds that arch to the profile, whose default allows them.
+    let o = Command::new(BIN).args(["dump", "--pid", &pid, "--decompile", "--arch", "aarch64"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.starts_with("error: filter 0 of 1 (oldest first): with aarch64 native "), "{err}");
+    assert!(err.contains("the filter returns KILL_THREAD"), "{err}");
+    assert!(o.stdout.is_empty());
+    for bad in [&["--decompile", "--arch", "vax"][..], &["--arch", "x86_64"]] {
+        let o = Command::new(BIN).args(["dump", "--pid", &pid]).args(bad).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&o.stderr));
+    }
     // The analysis budget binds here too, and says which flag raises it.
     let o = Command::new(BIN).args(["dump", "--pid", &pid, "--decompile", "--max-steps", "1000"]).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);

@@ -88,13 +88,27 @@ fn exact_on(prog: &cbpf::Program, args: &DecompileArgs, native: seccomp::Arch) -
     let reading = policy::read(prog, &mut args.budget.budget()).map_err(Failure::rejected)?;
     let profile = policy::decompile(&reading).map_err(Failure::rejected)?;
     let text = profile_text(&profile, args.format)?;
-    match differences(prog, &profile, Some(native), "the profile")?.and_then(|l| l.into_iter().next()) {
-        None => Ok((text, 0)),
+    proved_on(prog, &profile, native)?;
+    Ok((text, 0))
+}
+
+/// `Ok` once `equiv --all` proves that `profile`, read as runc would on a
+/// `native` machine, means `prog`; else the first class where it does not
+/// (exit 1), or undecided (exit 3). `decompile --arch` and `dump --pid
+/// --decompile --arch` refuse an unproved profile with it.
+pub(crate) fn proved_on(prog: &cbpf::Program, profile: &policy::Profile, native: seccomp::Arch) -> Result<()> {
+    match differences(prog, profile, Some(native), "the profile")?.and_then(|l| l.into_iter().next()) {
+        None => Ok(()),
         Some(first) => Err(Failure::rejected(format!(
             "with {native} native (the machine's arch, which libseccomp adds to every filter runc makes) the profile \
              does not mean the filter: {first}"
         ))),
     }
+}
+
+/// `--arch ARCH` as the machine a profile is for (a usage error, exit 2).
+pub(crate) fn native_arch(arch: Option<&str>) -> Result<Option<seccomp::Arch>> {
+    arch.map(|a| a.parse::<seccomp::Arch>().map_err(|e| Failure::usage(format!("--arch {a}: {e}")))).transpose()
 }
 
 /// Where `profile`, read as runc would on a `native` machine (default: its
@@ -156,10 +170,7 @@ fn differences(
 
 /// `bpfconv decompile`.
 pub fn decompile(args: &DecompileArgs) -> Result<i32> {
-    let native = match &args.arch {
-        Some(a) => Some(a.parse::<seccomp::Arch>().map_err(|e| Failure::usage(format!("--arch {a}: {e}")))?),
-        None => None,
-    };
+    let native = native_arch(args.arch.as_deref())?;
     let insns = args.source.read()?;
     let prog = cbpf::validate(&insns, cbpf::Mode::Seccomp)?;
     let mut budget = args.budget.budget();

@@ -21,6 +21,10 @@ pub struct DumpArgs {
     /// oldest first); exit 1 naming the filter and instruction where no profile can.
     #[arg(long, conflicts_with = "output")]
     decompile: bool,
+    /// With --decompile: the machine the profiles are for (runc's native arch): each is proved by
+    /// equiv to mean its filter there, or refused (exit 1). Default: unproved, as `decompile`.
+    #[arg(long, value_name = "ARCH", requires = "decompile")]
+    arch: Option<String>,
     /// With --decompile: the analysis budget, one for every filter of the process.
     #[command(flatten)]
     budget: super::BudgetArgs,
@@ -34,6 +38,7 @@ pub struct DumpArgs {
 
 /// `bpfconv dump`.
 pub fn dump(args: &DumpArgs) -> Result<i32> {
+    let native = super::decompile::native_arch(args.arch.as_deref())?;
     let filters = kernel::dump_filters(args.pid)?;
     if filters.is_empty() {
         eprintln!("process {} has no seccomp filters", args.pid);
@@ -44,12 +49,18 @@ pub fn dump(args: &DumpArgs) -> Result<i32> {
         let mut profiles = Vec::new();
         let mut budget = args.budget.budget();
         for (n, f) in filters.iter().enumerate() {
-            let of = |e: Failure| {
-                Failure::rejected(format!("filter {n} of {} (oldest first): {}", filters.len(), e.message))
+            // The failure's exit code kept (1, or 3 for a proof left undecided).
+            let of = |e: Failure| Failure {
+                code: e.code,
+                message: format!("filter {n} of {} (oldest first): {}", filters.len(), e.message),
             };
             let prog = cbpf::validate(f, cbpf::Mode::Seccomp).map_err(|e| of(Failure::rejected(e)))?;
             let reading = policy::read(&prog, &mut budget).map_err(|e| of(Failure::rejected(e)))?;
-            profiles.push(policy::decompile(&reading).map_err(|e| of(Failure::rejected(e)))?);
+            let profile = policy::decompile(&reading).map_err(|e| of(Failure::rejected(e)))?;
+            if let Some(native) = native {
+                super::decompile::proved_on(&prog, &profile, native).map_err(of)?;
+            }
+            profiles.push(profile);
         }
         let text = serde_json::to_string_pretty(&profiles).map_err(Failure::rejected)?;
         outln!(out, "{text}")?;
