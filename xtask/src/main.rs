@@ -51,7 +51,7 @@ commands:
                       line coverage per crate (cargo-llvm-cov)
   mutants [--file NAME]... [--jobs N] [--timeout SECONDS]
                       cargo-mutants on the kernel mirrors and the files docs/mutants.md lists, with
-                      their crates' tests (about 4.5 hours; fails if a mutant survives; results in
+                      their crates' tests (about 5.5 hours; fails if a mutant survives; results in
                       target/mutants/)";
 
 fn main() -> ExitCode {

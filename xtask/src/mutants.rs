@@ -1,15 +1,15 @@
 //! `cargo xtask mutants [--file NAME]... [--jobs N] [--timeout S]`: cargo-mutants
-//! over the kernel mirrors, the profile readers (runc's, moby's and
-//! seccompiler's rules), the reference program, `compile`'s partition,
-//! decompile's multiplexing proof, optimize's layout, tree planner and
-//! bytecode passes, and the
-//! equivalence prover (`equiv`'s classes,
-//! circuit and solver), each with the narrowest honest test set (the
-//! owning crate's tests that are about that file), then one row per file:
-//! caught / missed / unviable / timeout. Fails if any mutant is missed.
+//! over the kernel mirrors, the classic interpreter (the converter's oracle),
+//! the profile readers (runc's, moby's and seccompiler's rules), the
+//! reference program, `compile`'s partition, decompile's multiplexing proof,
+//! optimize's layout, tree planner and bytecode passes, and the equivalence
+//! prover (`equiv`'s classes, circuit and solver), each with the narrowest
+//! honest test set (the owning crate's tests that are about that file), then
+//! one row per file: caught / missed / unviable / timeout. Fails if any
+//! mutant is missed.
 //!
 //! Not part of `.ci/run`: each mutant is a rebuild, so a full run takes about
-//! 4.5 hours on two cores. docs/mutants.md has the last results, the reason
+//! 5.5 hours on two cores. docs/mutants.md has the last results, the reason
 //! each test set is what it is, and every excluded mutant (`.cargo/mutants.toml`).
 //!
 //! Installs cargo-mutants if it is missing (`cargo install --locked
@@ -33,11 +33,11 @@ pub struct Target {
     pub tests: &'static [&'static str],
 }
 
-/// The kernel mirrors, the mirrors of runc's, moby's and seccompiler's
-/// profile rules, the reference program, `compile` and decompile's proof,
+/// The kernel mirrors, the classic interpreter, the mirrors of runc's,
+/// moby's and seccompiler's profile rules, the reference program, `compile` and decompile's proof,
 /// optimize's layout, planner and passes, the equivalence prover and the classes it cuts, and
 /// their test sets (see docs/mutants.md for why each).
-pub const TARGETS: [Target; 25] = [
+pub const TARGETS: [Target; 30] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -86,6 +86,11 @@ pub const TARGETS: [Target; 25] = [
             "internal",
         ],
     },
+    classic("interp", "crates/cbpf/src/exec/interp/mod.rs"),
+    classic("interp-compile", "crates/cbpf/src/exec/interp/compile.rs"),
+    classic("interp-tree", "crates/cbpf/src/exec/interp/tree.rs"),
+    classic("interp-eq-set", "crates/cbpf/src/exec/interp/eq_set.rs"),
+    classic("interp-ladder", "crates/cbpf/src/exec/interp/ladder.rs"),
     Target { name: "chain", file: "crates/chain/src/lib.rs", package: "bpfconv-chain", tests: &["--lib"] },
     Target { name: "ladder", file: "crates/chain/src/ladder.rs", package: "bpfconv-chain", tests: &["--lib"] },
     Target { name: "known", file: "crates/chain/src/known.rs", package: "bpfconv-chain", tests: &["--lib"] },
@@ -111,6 +116,29 @@ pub const TARGETS: [Target; 25] = [
         tests: &["--lib", "--test", "analysis_cases", "--test", "analysis_filters", "--test", "fast_partition"],
     },
 ];
+
+/// A file of the classic interpreter (the converter's oracle), with its
+/// crate's tests that run it: every opcode in both contexts, the testdata
+/// filters' kernel-checked vectors, the fast path against the trace on
+/// random programs, and what it compiles the chain filetests to.
+const fn classic(name: &'static str, file: &'static str) -> Target {
+    Target {
+        name,
+        file,
+        package: "bpfconv-cbpf",
+        tests: &[
+            "--lib",
+            "--test",
+            "interp_ops",
+            "--test",
+            "interp_filters",
+            "--test",
+            "interp_proptest",
+            "--test",
+            "chain_listings",
+        ],
+    }
+}
 
 /// A file of the policy crate, with that crate's unit tests (the suites
 /// against libseccomp sit above it).

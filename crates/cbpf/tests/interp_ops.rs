@@ -67,6 +67,13 @@ fn scratch_memory() {
     let all: Vec<Insn> =
         (0..16).flat_map(|i| [s(LD_IMM, i * 10), s(ST, i)]).chain((0..16).map(|i| s(LDX_MEM, i))).collect();
     assert_eq!(alu(&[&all[..], &[s(MISC_TXA, 0)]].concat()), 150);
+    // Sixteen words, each kept apart: the sum of M[0..16] read back.
+    let sum: Vec<Insn> = (0..16)
+        .flat_map(|i| [s(LD_IMM, i * 10 + 1), s(ST, i)])
+        .chain([s(LD_IMM, 0)])
+        .chain((0..16).flat_map(|i| [s(LDX_MEM, i), s(ALU_ADD_X, 0)]))
+        .collect();
+    assert_eq!(alu(&sum), 1216);
 }
 
 #[test]
@@ -143,6 +150,58 @@ fn jumps_k_and_x() {
     }
     let ja = [s(JMP_JA, 2), s(RET_K, 1), s(RET_K, 2), s(RET_K, 3)];
     assert_eq!(on_packet(&ja, &[]), 3);
+}
+
+/// A jump to a reload of a word the run already knows goes past the
+/// compares it settles (`chain::known`) only to an instruction that
+/// overwrites `A`: an ALU op reads it, so there the reload must run. Here
+/// the jump at 3 reaches the reload of `nr` (known 5) holding args[0].
+#[test]
+fn a_jump_past_a_known_reload_lands_only_where_a_is_overwritten() {
+    for word in [0, 16] {
+        let insns = [
+            s(LD_W_ABS, word),
+            j(JMP_JEQ_K, 5, 0, 7),
+            s(LD_W_ABS, 24),
+            j(JMP_JEQ_K, 7, 1, 0),
+            s(RET_K, 1),
+            s(LD_W_ABS, word),
+            j(JMP_JEQ_K, 5, 0, 2),
+            s(ALU_ADD_K, 1),
+            RET_ACC,
+            s(RET_K, 0),
+        ];
+        let mut data = SeccompData { args: [7, 7, 0, 0, 0, 0], ..SeccompData::default() };
+        if word == 0 {
+            data.nr = 5;
+        } else {
+            data.args[0] = 5;
+            data.args[1] = 7;
+        }
+        assert_eq!(on_seccomp(&insns, &data), 6, "word {word}");
+    }
+}
+
+/// libseccomp's rule ladders (`ld [0]; jeq #k, 0, 1; ret; ld [0]; ...`)
+/// of every length around the point where the interpreter takes them as
+/// one chain entered at each load (16 tests): every value of `nr` gives
+/// the trace's answer.
+#[test]
+fn rule_ladders_of_every_length_answer_as_the_trace() {
+    for rungs in 1..=40u32 {
+        let mut insns = vec![];
+        for i in 0..rungs {
+            insns.extend([s(LD_W_ABS, 0), j(JMP_JEQ_K, 3 * i + 1, 0, 1), s(RET_K, i + 1)]);
+        }
+        insns.push(s(RET_K, 0));
+        let i = interp(&insns, Mode::Seccomp);
+        for nr in 0..3 * rungs + 3 {
+            let data = SeccompData { nr: nr as i32, ..SeccompData::default() }.to_bytes();
+            let want = if nr % 3 == 1 && nr / 3 < rungs { nr / 3 + 1 } else { 0 };
+            assert_eq!(i.run_seccomp(&data), Ok(want), "{rungs} rungs, nr {nr}");
+            assert_eq!(i.trace_seccomp(&data, |_| {}), Ok(want), "{rungs} rungs, nr {nr}");
+        }
+    }
 }
 
 #[test]
@@ -469,6 +528,22 @@ fn running_in_the_wrong_mode_is_an_error() {
         cbpf::trace_socket(&program, &Skb::test_bpf(&[]), |_| {}),
         Err(ExecError::ModeMismatch { program: Mode::Seccomp, context: Mode::Socket })
     );
+}
+
+/// What an interpreter says of its program: the mode and the instructions
+/// it was built from, as validated (a seccomp `ld [k]` rewritten to 0x21).
+#[test]
+fn an_interpreter_reports_its_program() {
+    let insns = [s(LD_W_ABS, 4), j(JMP_JEQ_K, 0xc000_003e, 0, 1), s(RET_K, 0x7fff_0000), s(RET_K, 0)];
+    for mode in [Mode::Seccomp, Mode::Socket] {
+        let program = validate(&insns, mode).unwrap();
+        let i = Interp::new(&program);
+        assert_eq!(i.mode(), mode);
+        assert_eq!((i.len(), i.is_empty()), (4, false));
+        assert_eq!(i.insns(), program.insns());
+    }
+    let seccomp = validate(&insns, Mode::Seccomp).unwrap();
+    assert_eq!(Interp::new(&seccomp).insns()[0], s(0x21, 4));
 }
 
 #[test]

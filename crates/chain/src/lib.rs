@@ -620,9 +620,6 @@ pub trait Code {
     /// Whether `pc` loads context word `word` into the chain's value (a
     /// reload when the value already holds it: it changes nothing).
     fn reloads(&self, pc: usize, word: u8) -> bool;
-    /// The value a run returns at `pc` if `pc` ends it with a constant
-    /// (`ret #k`, `w0 = K; exit`).
-    fn ret_k(&self, pc: usize) -> Option<u64>;
 
     /// The context word `pc` loads into the chain's value, if it loads
     /// one: by default asked of [`Code::reloads`] word by word; each

@@ -11,7 +11,6 @@
 use cbpf::{validate, Insn, Mode};
 use convert::{convert, filetest_text, Options};
 use test_data::filetest;
-use test_data::paths::{files_ending, read_text, testdata};
 
 /// What the converter prints for one filetest, in the runner's format.
 fn listing(t: &filetest::FileTest) -> Result<String, String> {
@@ -32,17 +31,11 @@ fn listing(t: &filetest::FileTest) -> Result<String, String> {
 
 #[test]
 fn every_filetest_converts_to_its_expected_listing() {
-    let files = files_ending(&testdata().join("convert"), ".txt").unwrap();
-    assert!(files.len() >= 80, "only {} filetests", files.len());
-    let mut failures = Vec::new();
-    for path in &files {
-        let name = path.file_name().unwrap().to_string_lossy();
-        let t = filetest::parse(&read_text(path).unwrap()).unwrap();
-        match listing(&t) {
-            Ok(got) if got == t.expected => {}
-            Ok(got) => failures.push(format!("{name}: got\n{got}")),
-            Err(e) => failures.push(format!("{name}: {e}")),
-        }
-    }
-    assert!(failures.is_empty(), "{} of {} differ:\n{}", failures.len(), files.len(), failures.join("\n"));
+    let (count, failures) = filetest::check_each("convert", |t| match listing(t)? {
+        got if got == t.expected => Ok(()),
+        got => Err(format!("got\n{got}")),
+    })
+    .unwrap();
+    assert!(count >= 80, "only {count} filetests");
+    assert!(failures.is_empty(), "{} of {count} differ:\n{}", failures.len(), failures.join("\n"));
 }

@@ -14,7 +14,7 @@
 //! the expected block, verbatim
 //! ```
 
-use crate::paths::{filters_dir, read_bytes};
+use crate::paths::{files_ending, filters_dir, read_bytes, read_text, testdata};
 use crate::RawInsn;
 
 /// A directive line, `; key: value`.
@@ -101,6 +101,25 @@ fn directive(line: &str) -> Option<(&str, &str)> {
         .then(|| (key, value.trim()))
 }
 
+/// Reads every filetest of `testdata/FOLDER/` (`*.txt`, in name order)
+/// and hands each to `check`: how many there are, and each failure (of
+/// reading or of `check`) named by its file. An error only when the folder
+/// cannot be read.
+pub fn check_each(
+    folder: &str,
+    mut check: impl FnMut(&FileTest) -> Result<(), String>,
+) -> Result<(usize, Vec<String>), String> {
+    let files = files_ending(&testdata().join(folder), ".txt")?;
+    let mut failures = Vec::new();
+    for path in &files {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if let Err(e) = read_text(path).and_then(|text| parse(&text)).and_then(|t| check(&t)) {
+            failures.push(format!("{name}: {e}"));
+        }
+    }
+    Ok((files.len(), failures))
+}
+
 /// Reads a filetest; errors name the line.
 pub fn parse(text: &str) -> Result<FileTest, String> {
     let mut t = FileTest {
@@ -149,6 +168,23 @@ pub fn parse(text: &str) -> Result<FileTest, String> {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
     use super::*;
+
+    /// `check_each` counts every file and names each failure by its file.
+    #[test]
+    fn check_each_names_the_files_that_fail() {
+        let mut seen = Vec::new();
+        let (count, failures) = check_each("chains", |t| {
+            seen.push(t.value("mode").unwrap_or("").to_string());
+            if t.value("filter") == Some("seed_fast") {
+                return Err("refused".into());
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(count >= 6 && seen.len() == count, "{count} files, {} checked", seen.len());
+        assert_eq!(failures, ["filter_seed_fast.txt: refused"]);
+        assert!(check_each("no such folder", |_| Ok(())).is_err());
+    }
 
     #[test]
     fn a_filetest_reads_into_directives_program_and_blocks() {

@@ -37,9 +37,6 @@ impl Code for Prog {
     fn reloads(&self, pc: usize, word: u8) -> bool {
         self.0.get(pc) == Some(&Insn::Ld(word))
     }
-    fn ret_k(&self, _: usize) -> Option<u64> {
-        None
-    }
 }
 
 impl Flow for Prog {

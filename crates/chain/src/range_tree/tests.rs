@@ -35,9 +35,6 @@ impl Code for Prog {
     fn reloads(&self, pc: usize, word: u8) -> bool {
         matches!(self.0.get(pc), Some(&Insn::Ld(w)) if w == word)
     }
-    fn ret_k(&self, _: usize) -> Option<u64> {
-        None
-    }
 }
 
 /// Whether a compare belongs to a region: every range compare, and a `&`

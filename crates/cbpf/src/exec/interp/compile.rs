@@ -164,13 +164,6 @@ impl chain::Code for Classic<'_> {
     fn loaded_word(&self, pc: usize) -> Option<u8> {
         u8::try_from(seccomp_load(self.insns, pc)?).ok()
     }
-
-    fn ret_k(&self, pc: usize) -> Option<u64> {
-        match self.insns.get(pc)?.op()? {
-            View::RetK { k } => Some(u64::from(k)),
-            _ => None,
-        }
-    }
 }
 
 impl chain::known::Flow for Classic<'_> {
@@ -754,7 +747,7 @@ fn decode(pc: usize, view: View) -> Step {
         View::St { k } => Step::St(mem_index(k)),
         View::Stx { k } => Step::Stx(mem_index(k)),
         View::LdAbs { size, k } => {
-            if k >= SKF_AD_OFF && is_ancillary(k) {
+            if is_ancillary(k) {
                 Ancillary::from_offset(k - SKF_AD_OFF).map_or(Step::RetK(0), Step::Anc)
             } else {
                 Step::LdAbs { size: size_bytes(size), k }

@@ -264,6 +264,13 @@ pub(super) struct Shapes<'a> {
 }
 
 impl Shapes<'_> {
+    /// The value a run returns at `pc` if it ends there with a constant:
+    /// `w0 = K; exit` (a converted `ret #k`).
+    pub(super) fn ret_k(&self, pc: usize) -> Option<u64> {
+        let (o, next) = (self.base.get(pc)?, self.base.get(pc + 1)?);
+        (o.kind == Kind::MovK && o.dst == RA && next.kind == Kind::Exit).then_some(o.imm)
+    }
+
     pub(super) fn live(&self, pc: usize) -> u8 {
         self.live_in.get(pc).copied().unwrap_or(0)
     }
@@ -342,12 +349,6 @@ impl chain::Code for Shapes<'_> {
 
     fn loaded_word(&self, pc: usize) -> Option<u8> {
         self.base.get(pc).filter(|o| o.kind == Kind::LdCtx && o.dst == RA).map(|o| o.aux)
-    }
-
-    /// `w0 = K; exit`.
-    fn ret_k(&self, pc: usize) -> Option<u64> {
-        let (o, next) = (self.base.get(pc)?, self.base.get(pc + 1)?);
-        (o.kind == Kind::MovK && o.dst == RA && next.kind == Kind::Exit).then_some(o.imm)
     }
 }
 

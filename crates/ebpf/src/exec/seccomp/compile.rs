@@ -239,7 +239,7 @@ impl Subset {
         let mut chains = built.finish();
         // Exits that land on `w0 = K; exit` end the run there.
         for t in chains.exits.iter_mut() {
-            if let Some(k) = chain::Code::ret_k(&shapes, t.exit.target as usize) {
+            if let Some(k) = shapes.ret_k(t.exit.target as usize) {
                 t.exit.ret = k;
             }
         }

@@ -16,7 +16,7 @@ use super::chains::{ChainExit, Shapes, NOT_RET};
 /// that ends the run where it lands on `w0 = K; exit`.
 pub(super) fn find(shapes: &Shapes<'_>, n: usize) -> Ladders<ChainExit> {
     Ladders::build(shapes, n, |pc| {
-        let ret = chain::Code::ret_k(shapes, pc).unwrap_or(NOT_RET);
+        let ret = shapes.ret_k(pc).unwrap_or(NOT_RET);
         Some(ChainExit { target: u32::try_from(pc).ok()?, skip: 0, ret })
     })
 }

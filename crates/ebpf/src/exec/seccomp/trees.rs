@@ -54,7 +54,7 @@ impl Trees {
     pub(super) fn build(shapes: &Shapes<'_>, n: usize, policy: Option<Policy>) -> Trees {
         let Some(policy) = policy else { return Trees::default() };
         let exit = |leave: Leave| {
-            let ret = chain::Code::ret_k(shapes, leave.pc).unwrap_or(NOT_RET);
+            let ret = shapes.ret_k(leave.pc).unwrap_or(NOT_RET);
             Some(ChainExit { target: u32::try_from(leave.pc).ok()?, skip: leave.skip, ret })
         };
         let merged = RangeTrees::build_with(policy, shapes, 0..n, |pc| exit(Leave { pc, skip: 0 }));

@@ -304,6 +304,28 @@ fn jumps_pass_reloads_of_a_known_word_and_the_compares_they_settle() {
     }
 }
 
+/// The facts follow every word of `struct seccomp_data` (a reload of
+/// `args[0]`, word 4, is threaded as one of `nr`), and a `ret a` ends a
+/// path: the instruction after it is reached only by the jump that knows
+/// the word, so the jump still goes past the reload there.
+#[test]
+fn reloads_of_every_word_are_threaded_and_ret_a_ends_a_path() {
+    use crate::opcode::*;
+    for k in [0, 16, 60] {
+        let insns = [
+            Insn::stmt(LD_W_ABS, k),        // 0
+            Insn::jump(JMP_JEQ_K, 5, 1, 0), // 1: word == 5 -> 3, else 2
+            Insn::stmt(RET_A, 0),           // 2
+            Insn::stmt(LD_W_ABS, k),        // 3: from 1 only: word == 5
+            Insn::jump(JMP_JEQ_K, 5, 0, 1), // 4: -> 5
+            Insn::stmt(RET_K, 1),           // 5
+            Insn::stmt(RET_K, 2),           // 6
+        ];
+        let prog = crate::validate(&insns, crate::Mode::Seccomp).unwrap();
+        assert_eq!(thread_jumps(prog.insns())[3], 5, "word at {k}");
+    }
+}
+
 /// `Entry::choose`, which decides where a run starts: a first chain whose
 /// exits all end at a `ret` (directly or through the chain it links to)
 /// starts in `Interp::seccomp_entry`, as does one with a single exit that
