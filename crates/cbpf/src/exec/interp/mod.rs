@@ -50,9 +50,9 @@
 //! fewer instructions, but 1.5-2x slower than dispatching one op per
 //! comparison on the shared VM, so it is not used.)
 //!
-//! Measured: see `benches/interp.rs` (criterion, side by side with rbpf 0.4's
-//! interpreter on the converted program) and `benches/interp_count.rs`
-//! (instruction counts under callgrind).
+//! Measured: see `crates/integration/benches/cbpf_interp.rs` (criterion,
+//! side by side with rbpf 0.4's interpreter on the converted program) and
+//! `cargo xtask callgrind` (instruction counts under callgrind).
 //!
 //! A long chain of distinct `jeq #k` exits (an allow-list, up to a few other
 //! tests before it) runs as a lookup table indexed by `A` instead
