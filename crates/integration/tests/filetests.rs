@@ -32,66 +32,29 @@ use std::path::Path;
 
 use cbpf::{validate, Insn, Mode, Program};
 use convert::{convert, filetest_text, Options};
+use test_data::filetest::Run;
 use test_kit::{Oracle, SocketInput};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../testdata/convert");
 const MARKER: &str = "== expect";
 
 #[derive(Debug)]
-enum Run {
-    Seccomp { data: [u8; 64], want: u32, line: usize },
-    Socket { packet: Vec<u8>, want: u32, line: usize },
-}
-
-#[derive(Debug)]
 struct FileTest {
     mode: Mode,
     options: Options,
     insns: Vec<Insn>,
-    runs: Vec<Run>,
+    /// The `; run:` lines, with their line numbers.
+    runs: Vec<(usize, Run)>,
     summary_only: bool,
     /// Text up to and including the marker line.
     head: String,
     expected: String,
 }
 
-fn parse_run(spec: &str, line: usize) -> Result<Run, String> {
-    let (inputs, want) = spec.split_once("=>").ok_or("run line without `=>`")?;
-    let want = common::parse_u64(want).ok_or_else(|| format!("bad expected value {want:?}"))? as u32;
-    let (mut nr, mut arch, mut ip, mut args, mut packet) = (0u32, 0xc000_003eu32, 0u64, [0u64; 6], None);
-    for kv in inputs.split_whitespace() {
-        let (key, value) = kv.split_once('=').ok_or_else(|| format!("bad run field {kv:?}"))?;
-        let bad = || format!("bad value in {kv:?}");
-        match key {
-            "nr" => nr = common::parse_u64(value).ok_or_else(bad)? as u32,
-            "arch" => arch = common::parse_arch(value).ok_or_else(bad)?,
-            "ip" => ip = common::parse_u64(value).ok_or_else(bad)?,
-            "args" => {
-                for (slot, a) in args.iter_mut().zip(value.split(',')) {
-                    *slot = common::parse_u64(a).ok_or_else(bad)?;
-                }
-            }
-            "packet" => {
-                let hex: Vec<u8> = (0..value.len() / 2)
-                    .map(|i| u8::from_str_radix(&value[2 * i..2 * i + 2], 16))
-                    .collect::<Result<_, _>>()
-                    .map_err(|_| bad())?;
-                packet = Some(hex);
-            }
-            _ => return Err(format!("unknown run field {key:?}")),
-        }
-    }
-    Ok(match packet {
-        Some(packet) => Run::Socket { packet, want, line },
-        None => Run::Seccomp { data: common::seccomp_data(nr, arch, ip, args), want, line },
-    })
-}
-
 fn parse_file(text: &str) -> Result<FileTest, String> {
     let t = test_data::filetest::parse(text)?;
     let mut mode = None;
     let mut options = Options::default();
-    let mut runs = Vec::new();
     for d in &t.directives {
         let lineno = d.line;
         match d.key.as_str() {
@@ -107,7 +70,6 @@ fn parse_file(text: &str) -> Result<FileTest, String> {
                     }
                 }
             }
-            "run" => runs.push(parse_run(&d.value, lineno).map_err(|e| format!("line {lineno}: {e}"))?),
             _ => {}
         }
     }
@@ -118,6 +80,7 @@ fn parse_file(text: &str) -> Result<FileTest, String> {
         None => return Err(format!("no `{MARKER}` line")),
     };
     let insns = t.insns.iter().map(|r| Insn { code: r.code, jt: r.jt, jf: r.jf, k: r.k }).collect();
+    let runs = t.runs()?;
     let head = format!("{}== {}\n", t.head, t.marker.unwrap_or_default());
     Ok(FileTest {
         mode: mode.ok_or("no `; mode:` line")?,
@@ -166,10 +129,7 @@ fn check_file(path: &Path, update: bool, stats: &mut Stats) -> Result<(), String
         }
         _ => None,
     };
-    for run in &t.runs {
-        let line = match run {
-            Run::Seccomp { line, .. } | Run::Socket { line, .. } => *line,
-        };
+    for (line, run) in &t.runs {
         let (Some((_, insns)), Some(oracle)) = (&converted, oracle.as_mut()) else {
             let _ = writeln!(problems, "line {line}: run line but the program did not convert");
             continue;
@@ -217,7 +177,7 @@ struct Stats {
     socket_runs: usize,
 }
 
-/// `struct seccomp_data` from the 64 bytes `common::seccomp_data` builds.
+/// `struct seccomp_data` from the 64 bytes a run line reads into.
 fn seccomp_data(bytes: &[u8; 64]) -> cbpf::SeccompData {
     let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
     let data = cbpf::SeccompData {

@@ -9,7 +9,8 @@
 //!   developer's machine, a failure under `CI=true` or when
 //!   `BPFCONV_REQUIRE` names it.
 //! - Readers of `testdata/` into plain numbers and bytes: [`filters`] (the
-//!   seccomp filters and their vectors), [`vectors`] (JSON Lines),
+//!   seccomp filters and their vectors), [`converted`] (the converter's
+//!   output for them and for the chain filetests), [`vectors`] (JSON Lines),
 //!   [`filetest`] (the converter, chain and socket filetests), [`pcap`]
 //!   (savefiles, written and read), [`test_bpf`] (lib/test_bpf.c's classic
 //!   suite); [`paths`] finds the folder.
@@ -21,6 +22,7 @@
 //!   analyses' tests share); the generators that need an instruction set
 //!   stay above.
 
+pub mod converted;
 pub mod eq_keys;
 pub mod filetest;
 pub mod filters;

@@ -36,18 +36,6 @@ pub fn files_with_extension(dir: &Path, ext: &str) -> Vec<PathBuf> {
     test_data::paths::files_ending(dir, &format!(".{ext}")).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// `struct seccomp_data` (64 bytes, little-endian): nr, arch, ip, args[6].
-pub fn seccomp_data(nr: u32, arch: u32, ip: u64, args: [u64; 6]) -> [u8; 64] {
-    let mut d = [0u8; 64];
-    d[0..4].copy_from_slice(&nr.to_le_bytes());
-    d[4..8].copy_from_slice(&arch.to_le_bytes());
-    d[8..16].copy_from_slice(&ip.to_le_bytes());
-    for (i, a) in args.iter().enumerate() {
-        d[16 + 8 * i..24 + 8 * i].copy_from_slice(&a.to_le_bytes());
-    }
-    d
-}
-
 /// Runs a converted program on rbpf's interpreter with `ctx` as its memory
 /// (r1 points at it) and returns the low 32 bits of r0, the filter's result.
 pub fn run_rbpf(insns: &[ebpf::Insn], ctx: &mut [u8]) -> Result<u32, String> {
@@ -66,31 +54,4 @@ pub fn run_rbpf_many(insns: &[ebpf::Insn], ctxs: &mut [[u8; 64]]) -> Result<Vec<
         .iter_mut()
         .map(|ctx| vm.execute_program(ctx).map(|r0| r0 as u32).map_err(|e| format!("rbpf run: {e}")))
         .collect())
-}
-
-/// `AUDIT_ARCH_*` by the names FORMATS.md uses, or a number.
-pub fn parse_arch(s: &str) -> Option<u32> {
-    Some(match s {
-        "x86_64" => 0xc000_003e,
-        "i386" => 0x4000_0003,
-        "x32" => 0xc000_003e,
-        "aarch64" => 0xc000_00b7,
-        "arm" => 0x4000_0028,
-        "riscv64" => 0xc000_00f3,
-        "s390x" => 0x8000_0016,
-        "ppc64le" => 0xc000_0015,
-        _ => return parse_u64(s).and_then(|v| u32::try_from(v).ok()),
-    })
-}
-
-/// A decimal or `0x` hexadecimal number; a leading `-` wraps (as C's `int`).
-pub fn parse_u64(s: &str) -> Option<u64> {
-    let s = s.trim();
-    if let Some(neg) = s.strip_prefix('-') {
-        return parse_u64(neg).map(|v| v.wrapping_neg());
-    }
-    match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
-        Some(hex) => u64::from_str_radix(hex, 16).ok(),
-        None => s.parse().ok(),
-    }
 }

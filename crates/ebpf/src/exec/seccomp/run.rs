@@ -86,20 +86,20 @@ impl SeccompProg {
     pub(super) fn run_entry<const TREE: bool>(&self, data: &[u8; 64]) -> (u64, u64) {
         let chains = &self.chains.table;
         let start = self.start as usize;
-        let (mut a, t, exit) = match self.uncounted_ops.get(start) {
-            Some(op) if TREE && op.kind == Kind::LdMovJneTree => {
-                let (a, t) = (word(data, op.aux), u64::from(op.imm as u32));
-                if a != t {
-                    return (self.resume_uncounted)(self, data, op.target as usize, a, t);
-                }
-                let a = word(data, op.src);
-                (a, t, &self.chains.trees.exit::<false>((op.imm >> 32) as u32, a as u32))
+        // `Start::choose` chose this function for the first op's kind,
+        // `LdMovJneTree` (TREE) or `LdLinked`: not asked again here.
+        let Some(op) = self.uncounted_ops.get(start) else { return (self.resume_uncounted)(self, data, start, 0, 0) };
+        debug_assert_eq!(op.kind, if TREE { Kind::LdMovJneTree } else { Kind::LdLinked });
+        let (mut a, t, exit) = if TREE {
+            let (a, t) = (word(data, op.aux), u64::from(op.imm as u32));
+            if a != t {
+                return (self.resume_uncounted)(self, data, op.target as usize, a, t);
             }
-            Some(op) if !TREE && op.kind == Kind::LdLinked => {
-                let a = word(data, op.aux);
-                (a, 0, chains.linked_exit(a as u32, op.target as usize))
-            }
-            _ => return (self.resume_uncounted)(self, data, start, 0, 0),
+            let a = word(data, op.src);
+            (a, t, &self.chains.trees.exit::<false>((op.imm >> 32) as u32, a as u32))
+        } else {
+            let a = word(data, op.aux);
+            (a, 0, chains.linked_exit(a as u32, op.target as usize))
         };
         let exit = follow_links(chains, data, &mut a, exit);
         self.entry_leaves(data, exit, a, t)
@@ -129,9 +129,13 @@ impl SeccompProg {
     #[inline(never)]
     pub(super) fn run_constant(&self, data: &[u8; 64]) -> (u64, u64) {
         let start = self.start as usize;
+        // Chosen for a first op that is `RetImm` (`Start::choose`).
         match self.uncounted_ops.get(start) {
-            Some(op) if op.kind == Kind::RetImm => (op.imm, 1),
-            _ => (self.resume_uncounted)(self, data, start, 0, 0),
+            Some(op) => {
+                debug_assert_eq!(op.kind, Kind::RetImm);
+                (op.imm, 1)
+            }
+            None => (self.resume_uncounted)(self, data, start, 0, 0),
         }
     }
 
@@ -158,38 +162,32 @@ impl SeccompProg {
         let ops = &self.uncounted_ops[..];
         let chains = &self.chains.table;
         let start = self.start as usize;
-        let (mut a, t, pc) = match ops.get(start) {
-            Some(op) if !LINKED && matches!(op.kind, Kind::LdMovJne | Kind::LdMovJeq) => {
-                let (a, t) = (word(data, op.aux), op.imm);
-                let (second, other) = match op.kind {
-                    Kind::LdMovJne => (start + 3, op.target as usize),
-                    _ => (op.target as usize, start + 3),
-                };
-                // The lookup is on the side where the word is the arch.
-                if a == t {
-                    (a, t, second)
-                } else {
-                    return (self.resume_uncounted)(self, data, other, a, t);
-                }
+        // `Start::choose` chose this function for the first op's kind,
+        // `LdLinked` (LINKED) or `LdMovJeq`, and for where it goes on: a
+        // `LdTree` (or a `ret`, for the linked chain's exits). Neither is
+        // asked again here.
+        let Some(op) = ops.get(start) else { return (self.resume_uncounted)(self, data, start, 0, 0) };
+        debug_assert_eq!(op.kind, if LINKED { Kind::LdLinked } else { Kind::LdMovJeq });
+        let (mut a, t, pc) = if LINKED {
+            let mut a = word(data, op.aux);
+            let first = chains.linked_exit(a as u32, op.target as usize);
+            let exit = follow_links(chains, data, &mut a, first);
+            if exit.ret != NOT_RET {
+                return (exit.ret, 1);
             }
-            Some(op) if LINKED && op.kind == Kind::LdLinked => {
-                let mut a = word(data, op.aux);
-                let first = chains.linked_exit(a as u32, op.target as usize);
-                let exit = follow_links(chains, data, &mut a, first);
-                if exit.ret != NOT_RET {
-                    return (exit.ret, 1);
-                }
-                (a, 0, exit.target as usize)
+            (a, 0, exit.target as usize)
+        } else {
+            let (a, t) = (word(data, op.aux), op.imm);
+            // The lookup is on the hit's side, where the word is the arch.
+            if a != t {
+                return (self.resume_uncounted)(self, data, start + 3, a, t);
             }
-            _ => return (self.resume_uncounted)(self, data, start, 0, 0),
+            (a, t, op.target as usize)
         };
-        let exit = match ops.get(pc) {
-            Some(op) if op.kind == Kind::LdTree => {
-                a = word(data, op.aux);
-                self.chains.trees.exit::<false>(op.target, a as u32)
-            }
-            _ => return (self.resume_uncounted)(self, data, pc, a, t),
-        };
+        let Some(tree) = ops.get(pc) else { return (self.resume_uncounted)(self, data, pc, a, t) };
+        debug_assert_eq!(tree.kind, Kind::LdTree);
+        a = word(data, tree.aux);
+        let exit = self.chains.trees.exit::<false>(tree.target, a as u32);
         let exit = follow_links(chains, data, &mut a, &exit);
         self.entry_leaves(data, exit, a, t)
     }
@@ -665,9 +663,10 @@ pub(super) enum Start {
     /// exit is a `ret`.
     First,
     /// In [`SeccompProg::run_entry_two`], which runs the first two: an
-    /// arch check (`LdMovJne`, `LdMovJeq`) whose side that goes on is a
-    /// [`Kind::LdTree`], or a linked chain whose exits all return or reach
-    /// one.
+    /// arch check (`LdMovJeq`) whose hit is a [`Kind::LdTree`], or a linked
+    /// chain whose exits all return or reach one. (An `LdMovJne` falling
+    /// through to a tree is fused with it at load: [`Kind::LdMovJneTree`],
+    /// [`Start::First`].)
     FirstTwo,
     /// In [`SeccompProg::run_constant`]: the first op is the `ret`.
     Constant,
@@ -694,9 +693,6 @@ impl Start {
             }
             Kind::LdLinked if every_exit(first.target, &|pc| is(pc, Kind::LdTree)) => {
                 (Start::FirstTwo, Some(SeccompProg::run_entry_two::<true>))
-            }
-            Kind::LdMovJne if is(start + 3, Kind::LdTree) => {
-                (Start::FirstTwo, Some(SeccompProg::run_entry_two::<false>))
             }
             Kind::LdMovJeq if is(first.target as usize, Kind::LdTree) => {
                 (Start::FirstTwo, Some(SeccompProg::run_entry_two::<false>))

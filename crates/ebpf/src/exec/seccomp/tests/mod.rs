@@ -9,6 +9,8 @@ use super::{SeccompProg, Subset};
 use crate::isa::insn::Insn;
 use crate::{Helpers, LoadOptions, Program, Vm};
 
+mod flow;
+
 /// The executor's form of `insns`, if they are in the subset.
 fn compile(insns: &[Insn]) -> Option<SeccompProg> {
     Subset::recognise(insns)?.compile()

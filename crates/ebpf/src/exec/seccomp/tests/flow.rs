@@ -1,0 +1,228 @@
+//! The executor's register, stack and control-flow facts against the
+//! general interpreter: the prologue where it stands, TMP kept where it is
+//! read, the sixteen scratch words, a second fused arch check and its tree,
+//! and the jumps uncounted runs thread (`chain::known`): what the analysis
+//! takes from each kind of op.
+
+use super::super::ops::Kind;
+use super::super::trees::DIRECT;
+use super::super::Subset;
+use super::{compile, data, differences, differences_on, head, i, tree, words};
+use crate::{Helpers, LoadOptions, Program, Vm};
+
+/// The converter's prologue (`w0 ^= w0; w7 ^= w7; r6 = r1`) fused into
+/// one op ([`Kind::Prologue`]) where it stands later in a program too, not
+/// only first (where a run starts past it): there it clears A and X and
+/// goes on three instructions later, with the general interpreter's result
+/// and count.
+#[test]
+fn a_prologue_after_the_first_instruction_clears_a_and_x_and_counts_three() {
+    let prologue = &head(0, &[])[..3];
+    let mut p = prologue.to_vec();
+    // A = word 0, X = word 1; then the prologue again: both zero.
+    p.extend([i(0x61, 0, 6, 0, 0), i(0x61, 7, 6, 4, 0)]);
+    p.extend_from_slice(prologue);
+    // A += X + 3, so that A is 3 only if both were cleared.
+    p.extend([i(0x0c, 0, 7, 0, 0), i(0x04, 0, 0, 0, 3), i(0x95, 0, 0, 0, 0)]);
+    let prog = compile(&p).unwrap();
+    assert_eq!(prog.ops.iter().filter(|o| o.kind == Kind::Prologue).count(), 2, "{}", prog.chain_listing());
+    let datas: Vec<(String, [u8; 64])> =
+        [(7, 9), (u32::MAX, 1), (0, 0)].map(|(w0, w1)| (format!("{w0} {w1}"), data(w0, w1))).into();
+    let failures = differences_on("second prologue", &p, &datas);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(prog.run(&datas[0].1), Ok((3, 11)));
+}
+
+/// `w2 = K; if r0 == r2` is a chain's test only where TMP (r2) is dead on
+/// both ways out (the chain does not write it): here every way out reads
+/// it, so the three compares run as written and `w0 = w2` returns the
+/// constant last written, as on the general interpreter.
+#[test]
+fn compares_whose_tmp_is_read_after_them_keep_their_writes() {
+    let mut p = head(0, &[])[..3].to_vec();
+    p.push(i(0x61, 0, 6, 0, 0));
+    for (n, k) in [5, 6, 7].into_iter().enumerate() {
+        // To the `w0 = w2` at the end: 2 * (2 - n) + 2 further on.
+        p.extend([i(0xb4, 2, 0, 0, k), i(0x1d, 0, 2, (2 * (2 - n) + 2) as i16, 0)]);
+    }
+    p.extend([
+        i(0xbc, 0, 2, 0, 0),
+        i(0x95, 0, 0, 0, 0),
+        i(0xbc, 0, 2, 0, 0),
+        i(0x04, 0, 0, 0, 100),
+        i(0x95, 0, 0, 0, 0),
+    ]);
+    let failures = differences("tmp read", &p, &words(&[5, 6, 7]));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let prog = compile(&p).unwrap();
+    let results: Vec<u64> = [5, 6, 7, 8].map(|w0| prog.run(&data(w0, 0)).unwrap().0).into();
+    assert_eq!(results, [105, 106, 107, 7], "{}", prog.chain_listing());
+}
+
+/// The sixteen scratch words `bpf_convert_filter()` puts at `fp - 4(k+1)`
+/// (`M[k]`), each holding its own value: word 0 plus `7k` stored in slot
+/// k, then the sum of `(k+1) * M[k]` read back; slots that shared storage,
+/// or a word read from the wrong slot, would change it.
+#[test]
+fn the_sixteen_scratch_words_hold_sixteen_values() {
+    let mut p = head(0, &[])[..3].to_vec();
+    for k in 0..16i32 {
+        let off = (-4 * (k + 1)) as i16;
+        p.extend([i(0x61, 0, 6, 0, 0), i(0x04, 0, 0, 0, 7 * k), i(0x63, 10, 0, off, 0)]);
+    }
+    p.push(i(0xb4, 0, 0, 0, 0));
+    for k in 0..16i32 {
+        let off = (-4 * (k + 1)) as i16;
+        p.extend([i(0x61, 7, 10, off, 0), i(0x24, 7, 0, 0, k + 1), i(0x0c, 0, 7, 0, 0)]);
+    }
+    p.push(i(0x95, 0, 0, 0, 0));
+    let prog = compile(&p).unwrap();
+    let failures = differences("scratch", &p, &words(&[0, 1000]));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    // sum (k+1)(w + 7k) = 136 w + 7 * sum k(k+1) = 136 w + 7 * 1360.
+    assert_eq!(prog.run(&data(1, 0)).map(|r| r.0), Ok(136 + 7 * 1360));
+}
+
+/// Two arch checks, each fused with its own syscall tree
+/// ([`Kind::LdMovJneTree`]: x86_64's, then i386's when the arch is not
+/// x86_64): the second names tree 1 (its index in the op's high word),
+/// and runs in the loop, counted or not (after `w7 = 1`, which keeps the
+/// two checks from forming one chain); every input agrees with the
+/// general interpreter.
+#[test]
+fn a_second_arch_check_searches_its_own_tree() {
+    let (x86, i386) = (0xc000_003e_u32, 0x4000_0003_u32);
+    let keys = [(0..40u32).map(|k| 5 * k + 3).collect::<Vec<_>>(), (0..40u32).map(|k| 7 * k + 2).collect()];
+    let (first, second) = (tree(&keys[0], false).0, tree(&keys[1], false).0);
+    let check = |arch: u32, to_next: usize| {
+        [i(0x61, 0, 6, 4, 0), i(0xb4, 2, 0, 0, arch as i32), i(0x5d, 0, 2, to_next as i16, 0), i(0x61, 0, 6, 0, 0)]
+    };
+    let mut p = head(0, &[])[..3].to_vec();
+    p.extend(check(x86, 1 + first.len()));
+    p.extend(first);
+    // X = 1 first, so that the checks do not form one chain.
+    p.push(i(0xb4, 7, 0, 0, 1));
+    p.extend(check(i386, 1 + second.len()));
+    p.extend(second);
+    p.extend([i(0xb4, 0, 0, 0, 9), i(0x95, 0, 0, 0, 0)]);
+    let prog = Subset::recognise(&p).unwrap().compile_with(Some(chain::Policy::EVERY_TREE)).unwrap();
+    let trees: Vec<u64> = prog.ops.iter().filter(|o| o.kind == Kind::LdMovJneTree).map(|o| o.imm >> 32).collect();
+    assert_eq!(trees.len(), 2, "{}", prog.chain_listing());
+    assert_ne!(trees[0] & !u64::from(DIRECT), trees[1] & !u64::from(DIRECT));
+    let slow =
+        Program::load(&p, &LoadOptions { no_superinstructions: true, ..LoadOptions::default() }, &Helpers::new())
+            .unwrap();
+    let mut vm = Vm::new();
+    let mut failures = Vec::new();
+    for w0 in keys.iter().flatten().flat_map(|&k| [k - 1, k, k + 1]).chain([0, u32::MAX]) {
+        for w1 in [x86, i386, 1] {
+            let d = data(w0, w1);
+            let want = vm.run_seccomp(&slow, &d).map(|r| (u64::from(r), vm.executed()));
+            let got = prog.run(&d).map(|(r, steps)| (r as u32 as u64, steps));
+            let uncounted = prog.run_uncounted(&d).map(|r| r as u32 as u64);
+            if got != want || uncounted != want.clone().map(|(r, _)| r) {
+                failures
+                    .push(format!("word0 {w0:#x} word1 {w1:#x}: executor {got:?} / {uncounted:?}, general {want:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Uncounted runs take the threaded jumps (`chain::known`), counted runs
+/// the jumps as written: in OpenSSH's futex rounds (the converted
+/// `testdata/chains/seccomp_known_reload.txt`), where a missed round's
+/// jump lands on a reload of nr that the taken `jeq #futex` settled, the
+/// uncounted ops jump past it, further on than the counted ones, and
+/// nowhere back; both answer as the general interpreter.
+#[test]
+fn uncounted_runs_take_the_threaded_jumps() {
+    let bytes = test_data::converted::read("chains", "seccomp_known_reload").unwrap();
+    let p = crate::decode(&bytes).unwrap();
+    let prog = compile(&p).unwrap();
+    let moved: Vec<(usize, u32, u32)> = (prog.ops.iter().zip(prog.uncounted_ops.iter()).enumerate())
+        .filter(|(_, (c, u))| c.kind.jumps_to_pc() && c.target != u.target)
+        .map(|(pc, (c, u))| (pc, c.target, u.target))
+        .collect();
+    assert!(moved.len() >= 2, "threaded: {moved:?}\n{}", prog.chain_listing());
+    assert!(moved.iter().all(|&(_, counted, uncounted)| uncounted > counted), "{moved:?}");
+    let mut datas = Vec::new();
+    for nr in [0xca, 0xcb, 0, 60] {
+        for op in [0, 1, 9, 0x80, 0x81, 0x189, 5] {
+            let mut d = data(nr, 0xc000_003e);
+            d[24..28].copy_from_slice(&(op as u32).to_le_bytes());
+            datas.push((format!("nr {nr:#x} op {op:#x}"), d));
+        }
+    }
+    let failures = differences_on("known reload", &p, &datas);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The known-words analysis (`chain::known`) threads a jump past a reload
+/// only where the reloaded r0 (A) is overwritten where the jump lands;
+/// writing X (`w7 = word 2`, `w7 = 9`, `w7 = w2`) or storing A does not
+/// overwrite it. Here the `ja` lands on `w0 = word 0`, whose compare
+/// `word 0 == 7` settled, and that compare leads to such a write, then to
+/// what returns A: the jump keeps its reload, and the run returns word 0
+/// (7), not word 1, on every way of running.
+#[test]
+fn writing_x_or_storing_a_does_not_overwrite_a() {
+    let landings = [
+        ("w7 = word 2", vec![i(0x61, 7, 6, 8, 0)]),
+        ("w7 = 9", vec![i(0xb4, 7, 0, 0, 9)]),
+        ("w7 = w2", vec![i(0xbc, 7, 2, 0, 0)]),
+        ("M[0] = w0; w0 = word 2; w0 = M[0]", vec![i(0x63, 10, 0, -4, 0), i(0x61, 0, 6, 8, 0), i(0x61, 0, 10, -4, 0)]),
+    ];
+    for (what, landing) in landings {
+        let n = landing.len() as i16;
+        let mut p = head(0, &[])[..3].to_vec();
+        p.extend([
+            i(0x61, 0, 6, 0, 0),     // 3: w0 = word 0
+            i(0x55, 0, 0, 8 + n, 7), // 4: if r0 != 7 goto the `exit 3`
+            i(0x61, 0, 6, 4, 0),     // 5: w0 = word 1
+            i(0xb4, 2, 0, 0, 0),     // 6: w2 = 0
+            i(0x05, 0, 0, 0, 0),     // 7: ja 8
+            i(0x61, 0, 6, 0, 0),     // 8: w0 = word 0
+            i(0x15, 0, 0, 2, 7),     // 9: if r0 == 7 goto 12
+            i(0xb4, 0, 0, 0, 1),     // 10
+            i(0x95, 0, 0, 0, 0),     // 11: exit 1
+        ]);
+        p.extend(landing); // 12
+        p.extend([i(0x95, 0, 0, 0, 0), i(0xb4, 0, 0, 0, 3), i(0x95, 0, 0, 0, 0)]);
+        let words = [(7, 5), (6, 5)];
+        let failures = differences(what, &p, &words);
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        let prog = compile(&p).unwrap();
+        let got: Vec<u64> = words.map(|(w0, w1)| prog.run_uncounted(&data(w0, w1)).unwrap()).into();
+        assert_eq!(got, [7, 3], "{what}");
+    }
+}
+
+/// An ALU op on A changes it: a compare after `w0 = word 0; w0 += 1` says
+/// nothing of word 0, so a later reload of word 0 and the same compare are
+/// not settled by it (the jump to them is not threaded), on every way of
+/// running.
+#[test]
+fn a_compare_after_alu_on_a_says_nothing_of_the_word() {
+    let mut p = head(0, &[])[..3].to_vec();
+    p.extend([
+        i(0x61, 0, 6, 0, 0), // 3: w0 = word 0
+        i(0x04, 0, 0, 0, 1), // 4: w0 += 1
+        i(0x55, 0, 0, 7, 8), // 5: if r0 != 8 goto 13
+        i(0x05, 0, 0, 0, 0), // 6: ja 7
+        i(0x61, 0, 6, 0, 0), // 7: w0 = word 0
+        i(0x15, 0, 0, 2, 8), // 8: if r0 == 8 goto 11
+        i(0xb4, 0, 0, 0, 1), // 9
+        i(0x95, 0, 0, 0, 0), // 10: exit 1
+        i(0xb4, 0, 0, 0, 2), // 11
+        i(0x95, 0, 0, 0, 0), // 12: exit 2
+        i(0xb4, 0, 0, 0, 3), // 13
+        i(0x95, 0, 0, 0, 0), // 14: exit 3
+    ]);
+    let words = [(7, 0), (8, 0), (0, 0)];
+    let failures = differences("alu on a", &p, &words);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let prog = compile(&p).unwrap();
+    let got: Vec<u64> = words.map(|(w0, w1)| prog.run_uncounted(&data(w0, w1)).unwrap()).into();
+    assert_eq!(got, [1, 3, 3]);
+}
