@@ -7,7 +7,7 @@ use crate::isa::op::AluOp;
 
 use super::chains::{ChainBuilder, ChainExit, EntryBlock, Shapes, MIN_CHAIN, NOT_RET, RELOAD, SAME, WINDOW};
 use super::ops::{alu_code, Kind, SOp, EQ, GE, GT, LE, LT, NE, RA, RK, RT, RX, SET};
-use super::subset::Subset;
+use super::subset::{Plain, Subset};
 use super::trees::{Trees, DIRECT};
 use super::{Resume, Runner, SeccompProg};
 
@@ -26,6 +26,26 @@ pub(super) struct EntryAt {
     pub(super) len: usize,
 }
 
+/// The registers (a bit per code: [`RA`], [`RT`], [`RX`]) live on entry
+/// to each pc, and none past the end: read on some path from there before
+/// they are written. Jumps only go forward, so one backward pass is
+/// exact. What chain building asks of TMP: a compare's `w2 = K` is a
+/// chain's test (and not written) only where TMP is dead after it.
+pub(super) fn live_in(plains: &[Plain]) -> Option<Vec<u8>> {
+    let mut live_in = vec![0u8; plains.len() + 1];
+    for (pc, p) in plains.iter().enumerate().rev() {
+        let mut out = 0;
+        if p.falls {
+            out |= live_in.get(pc + 1).copied()?;
+        }
+        if p.jumps {
+            out |= live_in.get(p.op.target as usize).copied()?;
+        }
+        *live_in.get_mut(pc)? = p.uses | (out & !p.defs);
+    }
+    Some(live_in)
+}
+
 impl Subset {
     /// Compiles the recognised program for the executor (module docs of
     /// [`super`]), compare trees where the measured [`chain::Policy`] says
@@ -39,18 +59,7 @@ impl Subset {
     pub(crate) fn compile_with(self, trees: Option<chain::Policy>) -> Option<SeccompProg> {
         let plains = self.plains;
         let n = plains.len();
-        let mut live_in = vec![0u8; n + 1];
-        for pc in (0..n).rev() {
-            let p = plains.get(pc)?;
-            let mut out = 0;
-            if p.falls {
-                out |= live_in.get(pc + 1).copied()?;
-            }
-            if p.jumps {
-                out |= live_in.get(p.op.target as usize).copied()?;
-            }
-            *live_in.get_mut(pc)? = p.uses | (out & !p.defs);
-        }
+        let live_in = live_in(&plains)?;
         let base: Vec<SOp> = plains.iter().map(|p| p.op).collect();
         let mut ops = base.clone();
         let threaded = chain::known::thread(&Shapes { base: &base, live_in: &live_in, threaded: &[] }, n);

@@ -34,29 +34,58 @@ fn a_prologue_after_the_first_instruction_clears_a_and_x_and_counts_three() {
 }
 
 /// `w2 = K; if r0 == r2` is a chain's test only where TMP (r2) is dead on
-/// both ways out (the chain does not write it): here every way out reads
-/// it, so the three compares run as written and `w0 = w2` returns the
-/// constant last written, as on the general interpreter.
+/// both ways out (the chain does not write it). Here every way out reads
+/// it a few instructions on (a hit: `w7 = w2; w0 = w2; w0 += w7`, reading
+/// TMP where it stays live; a miss: through a `ja`, past a write of X), so
+/// the liveness must carry it back through falls, jumps and writes of
+/// other registers: the three compares run as written, and a hit returns
+/// twice its constant, a miss the constant last written, as on the general
+/// interpreter; and compares whose last miss alone reads TMP.
 #[test]
 fn compares_whose_tmp_is_read_after_them_keep_their_writes() {
     let mut p = head(0, &[])[..3].to_vec();
-    p.push(i(0x61, 0, 6, 0, 0));
+    p.push(i(0x61, 0, 6, 0, 0)); // 3: w0 = word 0
     for (n, k) in [5, 6, 7].into_iter().enumerate() {
-        // To the `w0 = w2` at the end: 2 * (2 - n) + 2 further on.
-        p.extend([i(0xb4, 2, 0, 0, k), i(0x1d, 0, 2, (2 * (2 - n) + 2) as i16, 0)]);
+        // 4 + 2n: w2 = k; if r0 == r2 goto 11
+        p.extend([i(0xb4, 2, 0, 0, k), i(0x1d, 0, 2, (2 * (2 - n) + 1) as i16, 0)]);
     }
     p.extend([
-        i(0xbc, 0, 2, 0, 0),
-        i(0x95, 0, 0, 0, 0),
-        i(0xbc, 0, 2, 0, 0),
-        i(0x04, 0, 0, 0, 100),
-        i(0x95, 0, 0, 0, 0),
+        i(0x05, 0, 0, 4, 0), // 10: ja 15
+        i(0xbc, 7, 2, 0, 0), // 11: w7 = w2
+        i(0xbc, 0, 2, 0, 0), // 12: w0 = w2
+        i(0x0c, 0, 7, 0, 0), // 13: w0 += w7
+        i(0x95, 0, 0, 0, 0), // 14: exit
+        i(0xb4, 7, 0, 0, 1), // 15: w7 = 1
+        i(0xbc, 0, 2, 0, 0), // 16: w0 = w2
+        i(0x95, 0, 0, 0, 0), // 17: exit
     ]);
     let failures = differences("tmp read", &p, &words(&[5, 6, 7]));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let prog = compile(&p).unwrap();
     let results: Vec<u64> = [5, 6, 7, 8].map(|w0| prog.run(&data(w0, 0)).unwrap().0).into();
-    assert_eq!(results, [105, 106, 107, 7], "{}", prog.chain_listing());
+    assert_eq!(results, [10, 12, 14, 7], "{}", prog.chain_listing());
+    // Three compares whose hits return a constant and whose last miss
+    // reads TMP past a `ja` and a write of X: TMP is live after the last
+    // only through that jump and those falls.
+    let mut p = head(0, &[])[..3].to_vec();
+    p.push(i(0x61, 0, 6, 0, 0)); // 3: w0 = word 0
+    for (n, k) in [5, 6, 7].into_iter().enumerate() {
+        // 4 + 2n: w2 = k; if r0 == r2 goto 11
+        p.extend([i(0xb4, 2, 0, 0, k), i(0x1d, 0, 2, (2 * (2 - n) + 1) as i16, 0)]);
+    }
+    p.extend([
+        i(0x05, 0, 0, 2, 0), // 10: ja 13
+        i(0xb4, 0, 0, 0, 1), // 11: w0 = 1
+        i(0x95, 0, 0, 0, 0), // 12: exit
+        i(0xb4, 7, 0, 0, 1), // 13: w7 = 1
+        i(0xbc, 0, 2, 0, 0), // 14: w0 = w2
+        i(0x95, 0, 0, 0, 0), // 15: exit
+    ]);
+    let failures = differences("tmp read past a ja", &p, &words(&[5, 6, 7]));
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let prog = compile(&p).unwrap();
+    let results: Vec<u64> = [5, 7, 8].map(|w0| prog.run(&data(w0, 0)).unwrap().0).into();
+    assert_eq!(results, [1, 1, 7], "{}", prog.chain_listing());
 }
 
 /// The sixteen scratch words `bpf_convert_filter()` puts at `fp - 4(k+1)`
@@ -225,4 +254,117 @@ fn a_compare_after_alu_on_a_says_nothing_of_the_word() {
     let prog = compile(&p).unwrap();
     let got: Vec<u64> = words.map(|(w0, w1)| prog.run_uncounted(&data(w0, w1)).unwrap()).into();
     assert_eq!(got, [1, 3, 3]);
+}
+
+/// `w0 = word; w2 = K; if r0 op r2` is one op (`LdMovJ*`); with another
+/// register on either side of the compare (`if r7 > r2`, `if r0 > r7`) it
+/// is not, and runs as written, on every way of running.
+#[test]
+fn a_load_and_a_constant_fuse_only_with_their_compare() {
+    for (what, compare) in
+        [("r7 > r2", i(0x2d, 7, 2, 2, 0)), ("r0 > r7", i(0x2d, 0, 7, 2, 0)), ("r0 > r2", i(0x2d, 0, 2, 2, 0))]
+    {
+        let mut p = head(0, &[])[..3].to_vec();
+        p.extend([
+            i(0x61, 7, 6, 4, 0), // 3: w7 = word 1
+            i(0x61, 0, 6, 0, 0), // 4: w0 = word 0
+            i(0xb4, 2, 0, 0, 5), // 5: w2 = 5
+            compare,             // 6: if .. goto 9
+            i(0xb4, 0, 0, 0, 1), // 7
+            i(0x95, 0, 0, 0, 0), // 8: exit 1
+            i(0xb4, 0, 0, 0, 2), // 9
+            i(0x95, 0, 0, 0, 0), // 10: exit 2
+        ]);
+        let words = [(4, 6), (6, 4), (5, 5), (9, 9), (0, 7)];
+        let failures = differences(what, &p, &words);
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+        let fused = compile(&p).unwrap().ops.iter().any(|o| o.kind == Kind::LdMovJgt);
+        assert_eq!(fused, what == "r0 > r2", "{what}");
+    }
+}
+
+/// The liveness of A, TMP and X (`compile::live_in`) on three compares
+/// whose last miss reads TMP past a `ja` and a write of X, by hand: TMP
+/// live through the jump, the falls and the write of X, dead before each
+/// `w2 = K`; A live into each compare and `exit`; X only before `w7 ^= w7`.
+#[test]
+fn liveness_carries_tmp_through_jumps_falls_and_other_writes() {
+    let mut p = head(0, &[])[..3].to_vec();
+    p.push(i(0x61, 0, 6, 0, 0)); // 3: w0 = word 0
+    for (n, k) in [5, 6, 7].into_iter().enumerate() {
+        p.extend([i(0xb4, 2, 0, 0, k), i(0x1d, 0, 2, (2 * (2 - n) + 1) as i16, 0)]);
+    }
+    p.extend([
+        i(0x05, 0, 0, 2, 0), // 10: ja 13
+        i(0xb4, 0, 0, 0, 1), // 11: w0 = 1
+        i(0x95, 0, 0, 0, 0), // 12: exit
+        i(0xb4, 7, 0, 0, 1), // 13: w7 = 1
+        i(0xbc, 0, 2, 0, 0), // 14: w0 = w2
+        i(0x95, 0, 0, 0, 0), // 15: exit
+    ]);
+    let live = super::super::compile::live_in(&Subset::recognise(&p).unwrap().plains).unwrap();
+    let (a, t, x) = (1u8, 2u8, 4u8);
+    let want = [a | x, x, 0, 0, a, a | t, a, a | t, a, a | t, t, 0, a, t, t, a, 0];
+    assert_eq!(live, want);
+}
+
+/// A load followed by a compare with a constant is one op (`LdJ*`), and
+/// `w2 = K` followed by `if r0 op r2` one op (`MovJ*`), for each of the
+/// seven conditions, where no chain takes the compare (a lone one); each
+/// answers as the general interpreter around its constant.
+#[test]
+fn a_lone_compare_fuses_with_its_load_or_its_constant() {
+    let conds = [
+        (0x15, 0x1d, Kind::LdJeq, Kind::MovJeq),
+        (0x55, 0x5d, Kind::LdJne, Kind::MovJne),
+        (0x25, 0x2d, Kind::LdJgt, Kind::MovJgt),
+        (0x35, 0x3d, Kind::LdJge, Kind::MovJge),
+        (0xa5, 0xad, Kind::LdJlt, Kind::MovJlt),
+        (0xb5, 0xbd, Kind::LdJle, Kind::MovJle),
+        (0x45, 0x4d, Kind::LdJset, Kind::MovJset),
+    ];
+    let k = 0x30;
+    let ret = [i(0xb4, 0, 0, 0, 1), i(0x95, 0, 0, 0, 0), i(0xb4, 0, 0, 0, 2), i(0x95, 0, 0, 0, 0)];
+    for (code_k, code_x, ld_kind, mov_kind) in conds {
+        let mut with_load = head(0, &[])[..3].to_vec();
+        with_load.extend([i(0x61, 0, 6, 0, 0), i(code_k, 0, 0, 2, k)]);
+        with_load.extend(ret);
+        // `w7 = 0` between the load and `w2 = K`: no `LdMovJ*`.
+        let mut with_constant = head(0, &[])[..3].to_vec();
+        with_constant.extend([i(0x61, 0, 6, 0, 0), i(0xb4, 7, 0, 0, 0), i(0xb4, 2, 0, 0, k), i(code_x, 0, 2, 2, 0)]);
+        with_constant.extend(ret);
+        for (p, pc, kind) in [(&with_load, 3, ld_kind), (&with_constant, 5, mov_kind)] {
+            let prog = compile(p).unwrap();
+            assert_eq!(prog.ops.get(pc).map(|o| o.kind), Some(kind), "{}", prog.chain_listing());
+            let failures = differences(&format!("{kind:?}"), p, &words(&[k as u32, 0x10, 0x20]));
+            assert!(failures.is_empty(), "{}", failures.join("\n"));
+        }
+    }
+}
+
+/// Only `w0 ^= w0; w7 ^= w7; r6 = r1` exactly is the prologue op: each
+/// sequence that differs from it in one field (the operation, a register
+/// of either `xor`, the third instruction) runs as written, here on A and
+/// X holding words 0 and 1, with the general interpreter's results.
+#[test]
+fn only_the_prologue_itself_is_fused_as_one() {
+    let variants = [
+        ("w0 += w0", [i(0x0c, 0, 0, 0, 0), i(0xac, 7, 7, 0, 0), i(0xbf, 6, 1, 0, 0)]),
+        ("w7 ^= w0 first", [i(0xac, 7, 0, 0, 0), i(0xac, 7, 7, 0, 0), i(0xbf, 6, 1, 0, 0)]),
+        ("w0 ^= w7", [i(0xac, 0, 7, 0, 0), i(0xac, 7, 7, 0, 0), i(0xbf, 6, 1, 0, 0)]),
+        ("w7 += w7", [i(0xac, 0, 0, 0, 0), i(0x0c, 7, 7, 0, 0), i(0xbf, 6, 1, 0, 0)]),
+        ("w0 ^= w0 twice", [i(0xac, 0, 0, 0, 0), i(0xac, 0, 0, 0, 0), i(0xbf, 6, 1, 0, 0)]),
+        ("w7 ^= w0 second", [i(0xac, 0, 0, 0, 0), i(0xac, 7, 0, 0, 0), i(0xbf, 6, 1, 0, 0)]),
+        ("w7 = 5 third", [i(0xac, 0, 0, 0, 0), i(0xac, 7, 7, 0, 0), i(0xb4, 7, 0, 0, 5)]),
+    ];
+    for (what, variant) in variants {
+        let mut p = head(0, &[])[..3].to_vec();
+        p.extend([i(0x61, 0, 6, 0, 0), i(0x61, 7, 6, 4, 0)]);
+        p.extend(variant);
+        p.extend([i(0x0c, 0, 7, 0, 0), i(0x95, 0, 0, 0, 0)]);
+        let prog = compile(&p).unwrap();
+        assert_ne!(prog.ops.get(5).map(|o| o.kind), Some(Kind::Prologue), "{what}");
+        let failures = differences(what, &p, &[(3, 40), (0x8000_0001, 7)]);
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
 }
