@@ -368,3 +368,24 @@ fn only_the_prologue_itself_is_fused_as_one() {
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
 }
+
+/// `w0 = word; w0 &= M; if r0 op K` is one op (`LdAndJcc`: OpenSSH's flag
+/// masks); a load into X, or a constant set into A, before the mask is not
+/// part of it, and runs as written, on every way of running.
+#[test]
+fn a_mask_fuses_only_with_a_load_of_a() {
+    let cases = [
+        ("w0 = word 0", i(0x61, 0, 6, 0, 0), true),
+        ("w7 = word 0", i(0x61, 7, 6, 0, 0), false),
+        ("w0 = 0x35", i(0xb4, 0, 0, 0, 0x35), false),
+    ];
+    for (what, first, fused) in cases {
+        let mut p = head(0, &[])[..3].to_vec();
+        p.extend([i(0x61, 0, 6, 4, 0), first, i(0x54, 0, 0, 0, 0xf), i(0x15, 0, 0, 2, 5)]);
+        p.extend([i(0xb4, 0, 0, 0, 1), i(0x95, 0, 0, 0, 0), i(0xb4, 0, 0, 0, 2), i(0x95, 0, 0, 0, 0)]);
+        let prog = compile(&p).unwrap();
+        assert_eq!(prog.ops.get(4).is_some_and(|o| o.kind == Kind::LdAndJcc), fused, "{what}");
+        let failures = differences(what, &p, &[(0x15, 0x25), (0x25, 0x15), (5, 6), (6, 5)]);
+        assert!(failures.is_empty(), "{}", failures.join("\n"));
+    }
+}
