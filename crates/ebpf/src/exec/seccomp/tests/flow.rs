@@ -389,3 +389,26 @@ fn a_mask_fuses_only_with_a_load_of_a() {
         assert!(failures.is_empty(), "{}", failures.join("\n"));
     }
 }
+
+/// Chains stop at a tree's root and at the load of A right before it
+/// (where the tree's op goes), not at any instruction before a root: two
+/// `jset` tests (masks no tree takes) falling into a tree's root are one
+/// chain op that leaves to the tree, and every input agrees with the
+/// general interpreter.
+#[test]
+fn tests_before_a_tree_root_are_one_chain_that_leaves_to_it() {
+    let keys: Vec<u32> = (0..40u32).map(|k| 5 * k + 3).collect();
+    let (tree_body, _) = tree(&keys, false);
+    let hit = tree_body.len() - 4;
+    let mut body = vec![i(0x45, 0, 0, (hit + 1) as i16, 1), i(0x45, 0, 0, hit as i16, 2)];
+    body.extend(tree_body);
+    let p = head(0, &body);
+    let prog = compile(&p).unwrap();
+    // `head` is 6 instructions: the tests are body[0] and body[1].
+    let kinds = [6, 7, 8].map(|pc| prog.ops.get(pc).map(|o| o.kind));
+    assert_eq!(kinds[0], Some(Kind::MaskedLinked), "{}", prog.chain_listing());
+    assert_eq!(kinds[2], Some(Kind::Tree), "{}", prog.chain_listing());
+    let consts: Vec<u32> = keys.iter().copied().chain([0, 1, 2, 3]).collect();
+    let failures = differences("tests before a tree", &p, &words(&consts));
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}

@@ -10,6 +10,7 @@ use crate::isa::insn::Insn;
 use crate::{Helpers, LoadOptions, Program, Vm};
 
 mod flow;
+mod subset;
 
 /// The executor's form of `insns`, if they are in the subset.
 fn compile(insns: &[Insn]) -> Option<SeccompProg> {
