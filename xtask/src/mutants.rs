@@ -3,14 +3,15 @@
 //! the eBPF seccomp executor,
 //! the profile readers (runc's, moby's and seccompiler's rules), the
 //! reference program, `compile`'s partition, decompile's multiplexing proof,
-//! optimize's layout, tree planner and bytecode passes, and the equivalence
+//! optimize's layout, tree planner and bytecode passes, the fast engine's
+//! argument trees, and the equivalence
 //! prover (`equiv`'s classes, circuit and solver), each with the narrowest
 //! honest test set (the owning crate's tests that are about that file), then
 //! one row per file: caught / missed / unviable / timeout. Fails if any
 //! mutant is missed.
 //!
 //! Not part of `.ci/run`: each mutant is a rebuild, so a full run takes about
-//! 6.5 hours on two cores. docs/mutants.md has the last results, the reason
+//! 7 hours on two cores. docs/mutants.md has the last results, the reason
 //! each test set is what it is, and every excluded mutant (`.cargo/mutants.toml`).
 //!
 //! Installs cargo-mutants if it is missing (`cargo install --locked
@@ -36,9 +37,9 @@ pub struct Target {
 
 /// The kernel mirrors, the classic interpreter, the mirrors of runc's,
 /// moby's and seccompiler's profile rules, the reference program, `compile` and decompile's proof,
-/// optimize's layout, planner and passes, the equivalence prover and the classes it cuts, and
-/// their test sets (see docs/mutants.md for why each).
-pub const TARGETS: [Target; 38] = [
+/// optimize's layout, planner and passes, the fast engine's argument trees, the equivalence prover
+/// and the classes it cuts, and their test sets (see docs/mutants.md for why each).
+pub const TARGETS: [Target; 40] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -118,6 +119,8 @@ pub const TARGETS: [Target; 38] = [
     Target { name: "aig", file: "crates/equiv/src/aig.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "blast", file: "crates/equiv/src/blast.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "sat", file: "crates/equiv/src/sat.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
+    fast("fast-tree", "crates/seccomp/src/fast/tree.rs"),
+    fast("fast-switch", "crates/seccomp/src/fast/switch_table.rs"),
     Target {
         name: "classes",
         file: "crates/seccomp/src/analysis/classes.rs",
@@ -170,6 +173,31 @@ const fn executor(name: &'static str, file: &'static str) -> Target {
             "interp_memory",
             "--test",
             "interp_alloc",
+        ],
+    }
+}
+
+/// A file of the fast engine's argument trees, with the seccomp crate's
+/// tests of that engine: its unit tests, every testdata filter's vectors and
+/// a sweep around every table against the classic interpreter, the other
+/// arches, the partition, the budgets, and random valid programs.
+const fn fast(name: &'static str, file: &'static str) -> Target {
+    Target {
+        name,
+        file,
+        package: "bpfconv-seccomp",
+        tests: &[
+            "--lib",
+            "--test",
+            "fast_filters",
+            "--test",
+            "fast_other_arches",
+            "--test",
+            "fast_partition",
+            "--test",
+            "fast_proptest",
+            "--test",
+            "fast_budget",
         ],
     }
 }

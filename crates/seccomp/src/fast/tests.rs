@@ -20,18 +20,7 @@ fn data_bytes_match_to_bytes() {
 fn near_switches_answer_as_their_runs() {
     for starts in [&[0u32][..], &[0, 1], &[0, 5, 0x8000_0000], &[0, 1, 2, u32::MAX], &[0, 7, 9, 100, 200]] {
         let slots: Box<[Slot]> = (0..starts.len() as u32).map(Slot::Action).collect();
-        let last = slots.last().copied().unwrap();
-        let near = SwitchTable {
-            offset: 16,
-            mask: u32::MAX,
-            is_near: starts.len() <= NEAR_RUNS,
-            near: std::array::from_fn(|i| starts.get(i + 1).copied().unwrap_or(u32::MAX)),
-            near_slots: std::array::from_fn(|i| slots.get(i).copied().unwrap_or(last)),
-            starts: starts.into(),
-            slots: slots.clone(),
-            residual: 9,
-            guarded: false,
-        };
+        let near = switch(16, starts, &slots, 9);
         let far = SwitchTable { is_near: false, ..near.clone() };
         let words = starts.iter().flat_map(|&s| [s.wrapping_sub(1), s, s.wrapping_add(1)]).chain([0, u32::MAX]);
         for v in words {
@@ -114,5 +103,59 @@ fn x32_numbers_told_apart_get_a_window() {
         }
         let data = SeccompData { nr: x32 as i32, arch: 0xc000_003e, ..Default::default() };
         assert_eq!(fast.eval(&data), ALLOW);
+    }
+}
+
+/// A switch of `starts` to `slots` at word `offset`, as `build` makes one.
+fn switch(offset: u32, starts: &[u32], slots: &[Slot], residual: u32) -> SwitchTable {
+    let last = slots.last().copied().unwrap_or(Slot::Residual(residual));
+    SwitchTable {
+        offset,
+        mask: u32::MAX,
+        is_near: (1..=NEAR_RUNS).contains(&starts.len()),
+        near: std::array::from_fn(|i| starts.get(i + 1).copied().unwrap_or(u32::MAX)),
+        near_slots: std::array::from_fn(|i| slots.get(i).copied().unwrap_or(last)),
+        starts: starts.into(),
+        slots: slots.into(),
+        residual,
+        guarded: false,
+    }
+}
+
+/// `fuse_guards` fuses a parent whose one single-value run (first, or
+/// between two runs of one answer) leads to an earlier, unguarded switch:
+/// the parent becomes a guarded copy of the child that keeps its own
+/// residual, with the guard of its word, mask, value and other answer. A
+/// run wider than one value, two different other answers, or a child that
+/// has a guard already: left as they are.
+#[test]
+fn fuse_guards_fuses_single_value_parents_only() {
+    let (kill, allow, errno) = (Slot::Action(0), Slot::Action(0x7fff_0000), Slot::Action(0x0005_0001));
+    let child = switch(16, &[0, 100], &[allow, errno], 1);
+    let mut tables = vec![
+        child.clone(),
+        switch(20, &[0, 1], &[Slot::Switch(0), kill], 2),
+        switch(20, &[0, 7, 8], &[kill, Slot::Switch(0), kill], 3),
+        switch(20, &[0, 7, 10], &[kill, Slot::Switch(0), kill], 4),
+        switch(20, &[0, 7, 8], &[kill, Slot::Switch(0), errno], 5),
+        // Its child (1) is guarded once fused.
+        switch(24, &[0, 1], &[Slot::Switch(1), kill], 6),
+    ];
+    let before = tables.clone();
+    let guards = fuse_guards(&mut tables);
+    let guard = |value| Guard { offset: 20, mask: u32::MAX, value, other: kill };
+    assert_eq!(guards, [Guard::NONE, guard(0), guard(7), Guard::NONE, Guard::NONE, Guard::NONE]);
+    for (p, residual) in [(1, 2), (2, 3)] {
+        let t = &tables[p];
+        assert!(t.guarded, "{p}");
+        assert_eq!((t.offset, &*t.starts, &*t.slots, t.residual), (16, &child.starts[..], &child.slots[..], residual));
+    }
+    for p in [0, 3, 4, 5] {
+        let (t, b) = (&tables[p], &before[p]);
+        assert_eq!(
+            (t.guarded, t.offset, &*t.starts, &*t.slots, t.residual),
+            (false, b.offset, &*b.starts, &*b.slots, b.residual),
+            "{p}"
+        );
     }
 }

@@ -556,4 +556,164 @@ mod tests {
         assert_eq!(o, Outcome::Switch(0));
         assert_eq!(forest.switches[0].ranges.len(), runs);
     }
+
+    /// A user-form program from bpf_asm text.
+    fn program(text: &str) -> Vec<Insn> {
+        cbpf::text::parse_auto(text.as_bytes()).unwrap().1
+    }
+
+    /// `args[0].lo == 5`: ALLOW, else KILL (a switch of constants).
+    const ONE_TEST: &str = "ld [16]\njeq #5, hit\nret #0\nhit: ret #0x7fff0000\n";
+
+    /// The instruction budget admits a residual of exactly its size and
+    /// refuses a longer one, counted, keeping nothing; the step budget, too
+    /// small to choose a word, leaves the residual a leaf, counted, having
+    /// charged nothing.
+    #[test]
+    fn budgets_admit_what_fits_and_count_each_refusal() {
+        let insns = program(ONE_TEST);
+        let mut forest = Forest::new(1_000_000, insns.len());
+        assert_eq!(forest.outcome(&insns, (false, false)).map(|(o, _)| o), Ok(Outcome::Switch(0)));
+        assert_eq!(forest.budget_fallbacks, 0);
+        let mut forest = Forest::new(1_000_000, insns.len() - 1);
+        assert_eq!(forest.outcome(&insns, (false, false)), Err(Refused::Budget));
+        assert_eq!((forest.residuals.len(), forest.budget_fallbacks), (0, 1));
+        // Too few steps to choose a word (one loaded word: the program's
+        // length): refused before anything is charged.
+        let mut forest = Forest::new(insns.len() - 1, 1_000_000);
+        assert_eq!(forest.outcome(&insns, (false, false)).map(|(o, _)| o), Ok(Outcome::Residual(0)));
+        assert_eq!((forest.switches.len(), forest.budget_fallbacks, forest.steps_left), (0, 1, insns.len() - 1));
+    }
+
+    /// Masked tests of `args[0].lo` with two masks (`jset #6`, `& 1`) and
+    /// no single bit: switched by fixing bits, where a child that reads
+    /// only `args[1].lo` is a child (it no longer reads the word); and
+    /// with a single-bit `jset` (`#4`, the runs of that bit, the word still
+    /// read, each run knowing its bit as one or zero): both trees, and
+    /// every answer the classic interpreter's.
+    #[test]
+    fn words_tested_with_several_masks_are_trees_with_the_interpreters_answers() {
+        for first in ["jset #6, out", "jset #4, out"] {
+            let text = format!(
+                "ld [16]\n{first}\nld [16]\nand #1\njeq #1, chk\nret #0x7fff0000\n\
+                 chk: ld [24]\njeq #9, pass\nout: ret #0\npass: ret #0x50001\n"
+            );
+            let insns = program(&text);
+            let mut forest = Forest::new(1_000_000, 1_000_000);
+            let (o, _) = forest.outcome(&insns, (false, false)).unwrap();
+            assert!(matches!(o, Outcome::Switch(_)), "{first}: {o:?}");
+            // Each run knows its bits: no child is the switch's own program.
+            for sw in &forest.switches {
+                assert!(sw.ranges.iter().all(|&(_, c)| c != Outcome::Residual(sw.residual)), "{first}: {sw:?}");
+            }
+            let prog = cbpf::validate(&insns, Mode::Seccomp).unwrap();
+            let (fast, interp) = (super::super::FastFilter::build(&prog).unwrap(), cbpf::Interp::new(&prog));
+            for a0 in 0..16u64 {
+                for a1 in [8, 9, 10] {
+                    let data = cbpf::SeccompData {
+                        nr: 1,
+                        arch: AUDIT_ARCH_X86_64,
+                        args: [a0, a1, 0, 0, 0, 0],
+                        ..Default::default()
+                    };
+                    let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+                    assert_eq!(fast.eval(&data), want, "{first}: args {a0} {a1}");
+                }
+            }
+        }
+    }
+
+    /// The sample is spread over the word: where only the runs at its top
+    /// are costly (the 350 constants `10 * i` end at once, every other
+    /// value above 2,000 runs a 1,000-instruction tail), the samples at its
+    /// top find them and the cut is given up before it is tried, counted,
+    /// having spent only the samples.
+    #[test]
+    fn a_cut_costly_only_at_the_top_of_the_word_is_priced_by_the_sample() {
+        let mut text = String::from("ld [16]\n");
+        for (b, block) in (1..=350u32).collect::<Vec<_>>().chunks(200).enumerate() {
+            text.extend(block.iter().map(|i| format!("jeq #{}, t{b}\n", 10 * i)));
+            text.push_str(&format!("ja n{b}\nt{b}: ret #0\nn{b}: "));
+        }
+        text += "jgt #2000, tail\nret #0x50001\ntail: ld [24]\n";
+        text += &"add #1\n".repeat(1000);
+        text += "ret a\n";
+        let insns = program(&text);
+        let mut forest = Forest::new(400_000, 1_000_000);
+        let (o, _) = forest.outcome(&insns, (false, false)).unwrap();
+        assert_eq!(o, Outcome::Residual(0));
+        assert_eq!(forest.budget_fallbacks, 1);
+        assert!(forest.steps_left > 400_000 / 2, "{}", forest.steps_left);
+    }
+
+    /// The deepest path below `o`, in switches.
+    fn depth(forest: &Forest, o: Outcome) -> u32 {
+        match o {
+            Outcome::Switch(j) => {
+                1 + forest.switches[j].ranges.iter().map(|&(_, c)| depth(forest, c)).max().unwrap_or(0)
+            }
+            _ => 0,
+        }
+    }
+
+    /// Sixteen single-bit `jset`s of one word, each a level of its own (the
+    /// runs of one bit, the word still read): the tree stops
+    /// [`MAX_TREE_DEPTH`] levels down, a residual leaf below.
+    #[test]
+    fn trees_stop_at_the_depth_bound() {
+        let mut text = String::from("ld [16]\n");
+        for b in 0..16 {
+            text += &format!("jset #{:#x}, out\n", 1u32 << b);
+        }
+        text += "ld [24]\nand #3\njeq #1, out\nret #0x7fff0000\nout: ret #0\n";
+        let insns = program(&text);
+        let mut forest = Forest::new(10_000_000, 10_000_000);
+        let (o, _) = forest.outcome(&insns, (false, false)).unwrap();
+        assert_eq!(depth(&forest, o), MAX_TREE_DEPTH);
+    }
+
+    /// A word whose runs all lead to the same residual is no switch: the
+    /// run's child stands in its place (here every way through the masked
+    /// tests of `args[0]` goes on to the same test of `args[1]`, one switch
+    /// on it).
+    #[test]
+    fn a_switch_of_one_child_is_that_child() {
+        let tail = |l: &str| format!("ld [24]\njeq #1, p{l}\nret #0\np{l}: ret #0x7fff0000\n");
+        let text = format!(
+            "ld [16]\njset #6, lx\nld [16]\nand #1\njeq #1, ly\n{}lx: {}ly: {}",
+            tail("a"),
+            tail("b"),
+            tail("c")
+        );
+        let insns = program(&text);
+        let mut forest = Forest::new(1_000_000, 1_000_000);
+        let (o, _) = forest.outcome(&insns, (false, false)).unwrap();
+        assert_eq!(o, Outcome::Switch(0));
+        assert_eq!(forest.switches.iter().map(|s| s.offset).collect::<Vec<_>>(), [24]);
+    }
+
+    /// A word switched by fixing bits (`jset #6` and `& 1`), and one whose
+    /// whole-word `jeq` is peeled beside a narrower test: given the steps
+    /// to choose the word and grow (one loaded word: the program's length
+    /// each) but short of the bit search's second specialisation or of the
+    /// peel's `peel.len() + 1`, each stays a residual leaf, counted; with
+    /// enough, a switch.
+    #[test]
+    fn the_bit_search_and_the_peel_keep_to_the_step_budget() {
+        let bits = "ld [16]\njset #6, out\nld [16]\nand #1\njeq #1, out\nret #0x7fff0000\nout: ret #0\n";
+        let peel = "ld [16]\njeq #0x3d0f00, pass\nld [16]\nand #0x100\njeq #0x100, out\nret #0x7fff0000\n\
+                    out: ret #0\npass: ret #0x50001\n";
+        // The bit search: the length to choose, the length to grow, then its
+        // first specialisation charged, its second refused. The peel: the
+        // length to choose and to grow, one short of twice it to peel.
+        for (text, lengths, less) in [(bits, 2, 0), (peel, 3, 1)] {
+            let insns = program(text);
+            let mut forest = Forest::new(lengths * insns.len() - less, 1_000_000);
+            let (o, _) = forest.outcome(&insns, (false, false)).unwrap();
+            assert_eq!((o, forest.switches.len(), forest.budget_fallbacks), (Outcome::Residual(0), 0, 1), "{text}");
+            let mut forest = Forest::new(1_000_000, 1_000_000);
+            let (o, _) = forest.outcome(&insns, (false, false)).unwrap();
+            assert!(matches!(o, Outcome::Switch(_)), "{text}: {o:?}");
+        }
+    }
 }
