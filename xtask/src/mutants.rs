@@ -4,14 +4,14 @@
 //! the profile readers (runc's, moby's and seccompiler's rules), the
 //! reference program, `compile`'s partition, decompile's multiplexing proof,
 //! optimize's layout, tree planner and bytecode passes, the fast engine's
-//! argument trees, and the equivalence
+//! argument trees, partition, pc sets and stacks, and the equivalence
 //! prover (`equiv`'s classes, circuit and solver), each with the narrowest
 //! honest test set (the owning crate's tests that are about that file), then
 //! one row per file: caught / missed / unviable / timeout. Fails if any
 //! mutant is missed.
 //!
 //! Not part of `.ci/run`: each mutant is a rebuild, so a full run takes about
-//! 7 hours on two cores. docs/mutants.md has the last results, the reason
+//! 7.5 hours on two cores. docs/mutants.md has the last results, the reason
 //! each test set is what it is, and every excluded mutant (`.cargo/mutants.toml`).
 //!
 //! Installs cargo-mutants if it is missing (`cargo install --locked
@@ -39,7 +39,7 @@ pub struct Target {
 /// moby's and seccompiler's profile rules, the reference program, `compile` and decompile's proof,
 /// optimize's layout, planner and passes, the fast engine's argument trees, the equivalence prover
 /// and the classes it cuts, and their test sets (see docs/mutants.md for why each).
-pub const TARGETS: [Target; 40] = [
+pub const TARGETS: [Target; 43] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -121,6 +121,9 @@ pub const TARGETS: [Target; 40] = [
     Target { name: "sat", file: "crates/equiv/src/sat.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     fast("fast-tree", "crates/seccomp/src/fast/tree.rs"),
     fast("fast-switch", "crates/seccomp/src/fast/switch_table.rs"),
+    fast("fast-partition", "crates/seccomp/src/fast/partition.rs"),
+    fast("fast-bits", "crates/seccomp/src/fast/bits.rs"),
+    fast("fast-stack", "crates/seccomp/src/fast/stack.rs"),
     Target {
         name: "classes",
         file: "crates/seccomp/src/analysis/classes.rs",
@@ -177,7 +180,8 @@ const fn executor(name: &'static str, file: &'static str) -> Target {
     }
 }
 
-/// A file of the fast engine's argument trees, with the seccomp crate's
+/// A file of the fast engine (its argument trees, partition, pc sets and
+/// filter stacks), with the seccomp crate's
 /// tests of that engine: its unit tests, every testdata filter's vectors and
 /// a sweep around every table against the classic interpreter, the other
 /// arches, the partition, the budgets, and random valid programs.

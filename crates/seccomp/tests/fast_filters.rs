@@ -586,3 +586,48 @@ fn residuals_keep_the_kernels_load_store_verdict_after_a_ret() {
         assert_eq!(fast.eval(&data), interp.run_seccomp(&data.to_bytes()).unwrap(), "nr {nr}");
     }
 }
+
+/// A stack's combined table holds the numbers past the dense part that a
+/// filter compares (x32 numbers) with their own answers, and the stack
+/// keeps its filters, newest first.
+#[test]
+fn a_stack_answers_numbers_past_its_dense_part() {
+    let filter = |x32: u32, hit: u32, other: u32| {
+        let insns = [
+            Insn::stmt(0x20, 4),
+            Insn::jump(0x15, X86_64, 1, 0),
+            Insn::stmt(0x06, 0),
+            Insn::stmt(0x20, 0),
+            Insn::jump(0x35, 0x4000_0000, 0, 3), // below the x32 numbers: `other`
+            Insn::jump(0x35, x32, 0, 1),
+            Insn::jump(0x35, x32 + 1, 0, 2), // exactly `x32`: `hit`
+            Insn::stmt(0x06, EPERM),
+            Insn::stmt(0x06, other),
+            Insn::stmt(0x06, hit),
+        ];
+        validate(&insns, Mode::Seccomp).unwrap()
+    };
+    let (newer, older) = (filter(X32_BIT | 2, 0x0005_0002, ALLOW), filter(X32_BIT | 7, 0x0005_0007, ALLOW));
+    let stack = FastStack::build(&[newer.clone(), older.clone()]).unwrap();
+    assert_eq!(stack.filters().len(), 2);
+    let interps = [Interp::new(&newer), Interp::new(&older)];
+    for nr in [
+        0,
+        1,
+        2,
+        7,
+        600,
+        X32_BIT - 1,
+        X32_BIT,
+        X32_BIT | 1,
+        X32_BIT | 2,
+        X32_BIT | 3,
+        X32_BIT | 7,
+        X32_BIT | 8,
+        u32::MAX,
+    ] {
+        let data = SeccompData { nr: nr as i32, arch: X86_64, ..Default::default() };
+        let want = combine(interps.iter().map(|i| i.run_seccomp(&data.to_bytes()).unwrap()));
+        assert_eq!(stack.eval(&data), want, "nr {nr:#x}");
+    }
+}

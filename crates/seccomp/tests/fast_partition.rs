@@ -13,7 +13,7 @@ mod common;
 
 use cbpf::{Interp, Program, SeccompData};
 use common::asm;
-use seccomp::fast::{Cut, Outcome, Partition, Ranges};
+use seccomp::fast::{Cut, Outcome, Partition, PartitionError, Ranges};
 
 const X86_64: u32 = 0xc000_003e;
 const I386: u32 = 0x4000_0003;
@@ -186,4 +186,74 @@ fn unnamed_arches_get_the_filter_specialised_on_none_of_them() {
     assert_eq!(part.arches.iter().map(|a| a.arch).collect::<Vec<_>>(), vec![X86_64, I386]);
     // The argument check: a tree over args[0].lo.
     assert!(matches!(part.other_arches, Outcome::Switch(_)), "{:?}", part.other_arches);
+}
+
+/// `max_insns` bounds the instructions of the distinct residuals the
+/// ranges need: a filter with an argument check is refused under 0 with
+/// the typed error naming the limit, built at the least limit that holds
+/// its residuals (their instructions, exactly), and refused one below.
+#[test]
+fn the_residual_bound_refuses_one_instruction_short() {
+    let p = asm(r"
+                ld [4]
+                jeq #0xc000003e, nr, kill
+        nr:     ld [0]
+                jeq #1, allow, args
+        allow:  ret #0x7fff0000
+        args:   ld [16]
+                add #1
+                jeq #0x29, errno, kill
+        errno:  ret #0x50001
+        kill:   ret #0
+        ");
+    let build = |max: usize| Partition::build(&p, &mut Default::default(), max);
+    let refused = |max: usize| matches!(build(max), Err(PartitionError::ResidualInsns { limit }) if limit == max);
+    assert!(refused(0));
+    // The least limit that builds (a partition point: every larger one
+    // does too).
+    let least = (0..1 << 12).collect::<Vec<usize>>().partition_point(|&m| build(m).is_err());
+    assert!(refused(least - 1));
+    let part = build(least).unwrap();
+    agrees("bounded", &p, &part);
+    // That limit is exactly what the ranges' distinct residuals hold (a
+    // switch's: the residual it stands for).
+    let mut needed: Vec<usize> = part.arches[0]
+        .ranges
+        .iter()
+        .map(|&(_, o)| o)
+        .chain([part.other_arches])
+        .filter_map(|o| match o {
+            Outcome::Residual(i) => Some(i),
+            Outcome::Switch(j) => Some(part.switches[j].residual),
+            Outcome::Action(_) => None,
+        })
+        .collect();
+    needed.sort_unstable();
+    needed.dedup();
+    assert_eq!(least, needed.iter().map(|&i| part.residuals[i].program.len()).sum::<usize>());
+}
+
+/// Cut per table number, a compared number past the table (an x32
+/// number) is a range of its own, and the numbers between the table and it
+/// run the filter specialised on the arch alone, as every other number.
+#[test]
+fn a_number_past_the_table_is_a_range_of_its_own() {
+    let p = asm(r"
+                ld [4]
+                jeq #0xc000003e, x86_64
+                ret #0
+        x86_64: ld [0]
+                jset #4, kill
+                jeq #2, allow
+                jeq #0x40000002, allow
+                ret #0x50001
+        allow:  ret #0x7fff0000
+        kill:   ret #0x80000000
+        ");
+    let part = check("x32 number past the table", &p);
+    assert_eq!(part.arches[0].cut, Cut::Table);
+    let ranges = &part.arches[0].ranges;
+    assert_eq!(outcome(ranges, 0x4000_0002), Outcome::Action(0x7fff_0000));
+    // Past the table and before the x32 number: the arch-only residual.
+    assert!(!matches!(outcome(ranges, 0x3fff_ffff), Outcome::Action(_)), "{ranges:?}");
 }
