@@ -37,8 +37,9 @@ pub struct Target {
 
 /// The kernel mirrors, the classic interpreter, the mirrors of runc's,
 /// moby's and seccompiler's profile rules, the reference program, `compile` and decompile's proof,
-/// optimize's layout, planner and passes, the fast engine's argument trees, the equivalence prover
-/// and the classes it cuts, and their test sets (see docs/mutants.md for why each).
+/// optimize's layout, planner and passes, the fast engine's argument trees, partition, pc sets
+/// and stacks, the equivalence prover and the classes it cuts, and their test sets (see
+/// docs/mutants.md for why each).
 pub const TARGETS: [Target; 43] = [
     Target {
         name: "validate",
@@ -181,10 +182,10 @@ const fn executor(name: &'static str, file: &'static str) -> Target {
 }
 
 /// A file of the fast engine (its argument trees, partition, pc sets and
-/// filter stacks), with the seccomp crate's
-/// tests of that engine: its unit tests, every testdata filter's vectors and
-/// a sweep around every table against the classic interpreter, the other
-/// arches, the partition, the budgets, and random valid programs.
+/// filter stacks), with the seccomp crate's tests of that engine: its unit
+/// tests, every testdata filter's vectors and a sweep around every table
+/// against the classic interpreter, the other arches, the partition, the
+/// budgets, and random valid programs.
 const fn fast(name: &'static str, file: &'static str) -> Target {
     Target {
         name,

@@ -405,9 +405,8 @@ fn tests_before_a_tree_root_are_one_chain_that_leaves_to_it() {
     let p = head(0, &body);
     let prog = compile(&p).unwrap();
     // `head` is 6 instructions: the tests are body[0] and body[1].
-    let kinds = [6, 7, 8].map(|pc| prog.ops.get(pc).map(|o| o.kind));
-    assert_eq!(kinds[0], Some(Kind::MaskedLinked), "{}", prog.chain_listing());
-    assert_eq!(kinds[2], Some(Kind::Tree), "{}", prog.chain_listing());
+    let (first, root) = (prog.ops.get(6).map(|o| o.kind), prog.ops.get(8).map(|o| o.kind));
+    assert_eq!((first, root), (Some(Kind::MaskedLinked), Some(Kind::Tree)), "{}", prog.chain_listing());
     let consts: Vec<u32> = keys.iter().copied().chain([0, 1, 2, 3]).collect();
     let failures = differences("tests before a tree", &p, &words(&consts));
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
