@@ -67,20 +67,7 @@ fn compares_whose_tmp_is_read_after_them_keep_their_writes() {
     // Three compares whose hits return a constant and whose last miss
     // reads TMP past a `ja` and a write of X: TMP is live after the last
     // only through that jump and those falls.
-    let mut p = head(0, &[])[..3].to_vec();
-    p.push(i(0x61, 0, 6, 0, 0)); // 3: w0 = word 0
-    for (n, k) in [5, 6, 7].into_iter().enumerate() {
-        // 4 + 2n: w2 = k; if r0 == r2 goto 11
-        p.extend([i(0xb4, 2, 0, 0, k), i(0x1d, 0, 2, (2 * (2 - n) + 1) as i16, 0)]);
-    }
-    p.extend([
-        i(0x05, 0, 0, 2, 0), // 10: ja 13
-        i(0xb4, 0, 0, 0, 1), // 11: w0 = 1
-        i(0x95, 0, 0, 0, 0), // 12: exit
-        i(0xb4, 7, 0, 0, 1), // 13: w7 = 1
-        i(0xbc, 0, 2, 0, 0), // 14: w0 = w2
-        i(0x95, 0, 0, 0, 0), // 15: exit
-    ]);
+    let p = tmp_read_past_a_ja();
     let failures = differences("tmp read past a ja", &p, &words(&[5, 6, 7]));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     let prog = compile(&p).unwrap();
@@ -289,19 +276,7 @@ fn a_load_and_a_constant_fuse_only_with_their_compare() {
 /// `w2 = K`; A live into each compare and `exit`; X only before `w7 ^= w7`.
 #[test]
 fn liveness_carries_tmp_through_jumps_falls_and_other_writes() {
-    let mut p = head(0, &[])[..3].to_vec();
-    p.push(i(0x61, 0, 6, 0, 0)); // 3: w0 = word 0
-    for (n, k) in [5, 6, 7].into_iter().enumerate() {
-        p.extend([i(0xb4, 2, 0, 0, k), i(0x1d, 0, 2, (2 * (2 - n) + 1) as i16, 0)]);
-    }
-    p.extend([
-        i(0x05, 0, 0, 2, 0), // 10: ja 13
-        i(0xb4, 0, 0, 0, 1), // 11: w0 = 1
-        i(0x95, 0, 0, 0, 0), // 12: exit
-        i(0xb4, 7, 0, 0, 1), // 13: w7 = 1
-        i(0xbc, 0, 2, 0, 0), // 14: w0 = w2
-        i(0x95, 0, 0, 0, 0), // 15: exit
-    ]);
+    let p = tmp_read_past_a_ja();
     let live = super::super::compile::live_in(&Subset::recognise(&p).unwrap().plains).unwrap();
     let (a, t, x) = (1u8, 2u8, 4u8);
     let want = [a | x, x, 0, 0, a, a | t, a, a | t, a, a | t, t, 0, a, t, t, a, 0];
@@ -410,4 +385,24 @@ fn tests_before_a_tree_root_are_one_chain_that_leaves_to_it() {
     let consts: Vec<u32> = keys.iter().copied().chain([0, 1, 2, 3]).collect();
     let failures = differences("tests before a tree", &p, &words(&consts));
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// Three compares (`w2 = K; if r0 == r2`, K = 5, 6, 7) whose hits return
+/// 1 and whose last miss reads TMP past a `ja` and a write of X.
+fn tmp_read_past_a_ja() -> Vec<crate::isa::insn::Insn> {
+    let mut p = head(0, &[])[..3].to_vec();
+    p.push(i(0x61, 0, 6, 0, 0)); // 3: w0 = word 0
+    for (n, k) in [5, 6, 7].into_iter().enumerate() {
+        // 4 + 2n: w2 = k; if r0 == r2 goto 11
+        p.extend([i(0xb4, 2, 0, 0, k), i(0x1d, 0, 2, (2 * (2 - n) + 1) as i16, 0)]);
+    }
+    p.extend([
+        i(0x05, 0, 0, 2, 0), // 10: ja 13
+        i(0xb4, 0, 0, 0, 1), // 11: w0 = 1
+        i(0x95, 0, 0, 0, 0), // 12: exit
+        i(0xb4, 7, 0, 0, 1), // 13: w7 = 1
+        i(0xbc, 0, 2, 0, 0), // 14: w0 = w2
+        i(0x95, 0, 0, 0, 0), // 15: exit
+    ]);
+    p
 }
