@@ -556,34 +556,38 @@ fn arch_free_filters_share_one_table_for_every_arch() {
 /// The kernel's `check_load_and_stores()` lets the state before a `ret` flow
 /// into the next instruction (SPEC §2.3). Here the unreachable `ja` at 7
 /// resets it in the original; the residual for an unknown `nr` drops that
-/// `ja`, so `ret a` (whose block never stores `M[0]`) directly precedes the
-/// `ldx M[0]` block, and without a repair the kernel's check rejects a
+/// `ja`, so `ret a` (whose block never stores `M[k]`) directly precedes the
+/// `ldx M[k]` block, and without a repair the kernel's check rejects a
 /// residual whose every path stores first (fuzz regression
 /// `fast_equiv/arch_free_residual_fails_validation`).
 #[test]
 fn residuals_keep_the_kernels_load_store_verdict_after_a_ret() {
-    let insns = [
-        Insn::stmt(0x20, 0),         // 0: ld [0]
-        Insn::jump(0x25, 8, 3, 0),   // 1: jgt #8, 5, 2
-        Insn::stmt(0x02, 0),         // 2: st M[0]
-        Insn::jump(0x25, 100, 4, 0), // 3: jgt #100, 8, 4
-        Insn::stmt(0x06, 1),         // 4: ret #1
-        Insn::stmt(0x20, 16),        // 5: ld [16]
-        Insn::stmt(0x16, 0),         // 6: ret a
-        Insn::stmt(0x05, 3),         // 7: ja 11 (unreachable)
-        Insn::stmt(0x61, 0),         // 8: ldx M[0]
-        Insn::stmt(0x87, 0),         // 9: txa
-        Insn::stmt(0x16, 0),         // 10: ret a
-        Insn::stmt(0x06, 2),         // 11: ret #2
-    ];
-    let prog = validate(&insns, Mode::Seccomp).unwrap();
-    let fast = FastFilter::build(&prog).unwrap();
-    assert_eq!(fast.stats().whole_filter_entries, 0, "{:?}", fast.stats());
-    check_against_interp(&prog, &fast, "ret fall-through");
-    let interp = Interp::new(&prog);
-    for nr in [0u32, 7, 8, 9, 100, 101, 5000, 0x4000_0000, u32::MAX] {
-        let data = SeccompData { nr: nr as i32, arch: X86_64, instruction_pointer: 0x77, args: [0; 6] };
-        assert_eq!(fast.eval(&data), interp.run_seccomp(&data.to_bytes()).unwrap(), "nr {nr}");
+    // The first, a middle and the last scratch word: the repair stores
+    // the word it is about.
+    for k in [0, 5, 15] {
+        let insns = [
+            Insn::stmt(0x20, 0),         // 0: ld [0]
+            Insn::jump(0x25, 8, 3, 0),   // 1: jgt #8, 5, 2
+            Insn::stmt(0x02, k),         // 2: st M[k]
+            Insn::jump(0x25, 100, 4, 0), // 3: jgt #100, 8, 4
+            Insn::stmt(0x06, 1),         // 4: ret #1
+            Insn::stmt(0x20, 16),        // 5: ld [16]
+            Insn::stmt(0x16, 0),         // 6: ret a
+            Insn::stmt(0x05, 3),         // 7: ja 11 (unreachable)
+            Insn::stmt(0x61, k),         // 8: ldx M[k]
+            Insn::stmt(0x87, 0),         // 9: txa
+            Insn::stmt(0x16, 0),         // 10: ret a
+            Insn::stmt(0x06, 2),         // 11: ret #2
+        ];
+        let prog = validate(&insns, Mode::Seccomp).unwrap();
+        let fast = FastFilter::build(&prog).unwrap();
+        assert_eq!(fast.stats().whole_filter_entries, 0, "M[{k}]: {:?}", fast.stats());
+        check_against_interp(&prog, &fast, "ret fall-through");
+        let interp = Interp::new(&prog);
+        for nr in [0u32, 7, 8, 9, 100, 101, 5000, 0x4000_0000, u32::MAX] {
+            let data = SeccompData { nr: nr as i32, arch: X86_64, instruction_pointer: 0x77, args: [0; 6] };
+            assert_eq!(fast.eval(&data), interp.run_seccomp(&data.to_bytes()).unwrap(), "M[{k}] nr {nr}");
+        }
     }
 }
 

@@ -309,33 +309,31 @@ pub struct FastFilter {
 }
 
 /// Builds residual programs and their trees ([`Forest`]), sharing identical
-/// ones; index 0 of the compiled residuals is the whole filter.
+/// ones; index 0 of the compiled residuals is the whole filter. The forest
+/// counts what its budget refused, each refusal once
+/// ([`Forest::budget_fallbacks`]).
 struct Residuals {
     whole: Residual,
     forest: Forest,
     whole_filter_entries: usize,
-    budget_fallback_entries: usize,
 }
 
 impl Residuals {
     fn new(program: &Program) -> Self {
+        Residuals::with_budget(program, BUILD_STEP_BUDGET, BUILD_INSN_BUDGET)
+    }
+
+    /// With a budget of `steps` forward-pass steps and `insns` residual
+    /// instructions.
+    fn with_budget(program: &Program, steps: usize, insns: usize) -> Self {
         let whole = Residual { program: program.clone(), interp: Interp::new(program) };
-        Residuals {
-            whole,
-            forest: Forest::new(BUILD_STEP_BUDGET, BUILD_INSN_BUDGET),
-            whole_filter_entries: 0,
-            budget_fallback_entries: 0,
-        }
+        Residuals { whole, forest: Forest::new(steps, insns), whole_filter_entries: 0 }
     }
 
     /// Whether the budget still allows a specialisation (at most `work`
-    /// steps); a refusal is counted.
+    /// steps); the forest counts a refusal.
     fn affordable(&mut self, work: usize) -> bool {
-        let ok = self.forest.affordable(work);
-        if !ok {
-            self.budget_fallback_entries += 1;
-        }
-        ok
+        self.forest.affordable(work)
     }
 
     /// Charges `work` forward-pass steps.
@@ -356,17 +354,15 @@ impl Residuals {
                     self.whole_filter_entries += 1;
                     Slot::Residual(0)
                 }
-                // Over the residual budget: the whole filter (exact).
-                Err(Refused::Budget) => {
-                    self.budget_fallback_entries += 1;
-                    Slot::Residual(0)
-                }
+                // Over the residual budget (counted by the forest): the
+                // whole filter, which is exact.
+                Err(Refused::Budget) => Slot::Residual(0),
             },
         }
     }
 
-    /// The compiled residuals (the whole filter first), switches and their
-    /// guards.
+    /// The compiled residuals (the whole filter first), switches, their
+    /// guards, and what the budget refused.
     fn compile(self) -> (Vec<Residual>, Vec<SwitchTable>, Vec<Guard>, usize) {
         let mut residuals = vec![self.whole];
         residuals.extend(
@@ -565,20 +561,20 @@ impl FastFilter {
         // every arch: one table serves them all (instead of the whole filter).
         let reads_arch =
             program.insns().iter().any(|i| matches!(i.op(), Some(cbpf::Op::LdxAbsSeccomp { k }) if k == OFFSET_ARCH));
-        let any_arch = (!reads_arch).then(|| table_for(None, &mut stats, &tables));
         // Arches the filter never names all fail its arch tests alike: one
         // specialisation serves them (the whole filter past the budget).
-        let other_arch = if reads_arch && residuals.affordable(program.len()) {
+        let (any_arch, other_arch) = if !reads_arch {
+            (Some(table_for(None, &mut stats, &tables)), Slot::Residual(0))
+        } else if residuals.affordable(program.len()) {
             let slot = residuals.slot(partition::other_arches(&mut spec, arches_named), FROM_START);
             residuals.charge(spec.last_work());
-            slot
+            (None, slot)
         } else {
-            Slot::Residual(0)
+            (None, Slot::Residual(0))
         };
         stats.whole_filter_entries = residuals.whole_filter_entries;
-        let residuals_fallbacks = residuals.budget_fallback_entries;
-        let (list, switches, guards, tree_fallbacks) = residuals.compile();
-        stats.budget_fallback_entries = residuals_fallbacks + tree_fallbacks;
+        let (list, switches, guards, budget_fallbacks) = residuals.compile();
+        stats.budget_fallback_entries = budget_fallbacks;
         stats.residual_programs = list.len();
         stats.residual_insns = list.iter().map(|r| r.program.len()).sum();
         stats.switches = switches.len();

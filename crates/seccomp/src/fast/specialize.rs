@@ -77,9 +77,10 @@ const fn bit(reg: u32) -> u32 {
 enum Plan {
     /// Control goes to this pc (a decided branch, `ja`, or `pc + 1`).
     Goto(u16),
-    /// The result in `reg` is known; at run time only `materialize` (which
-    /// reads `uses`) is needed, and only if `reg` is live afterwards.
-    Known { reg: u32, materialize: Insn, uses: u32 },
+    /// The result in A or X (`reg`) is known; at run time only
+    /// `materialize` (`ld #k` or `ldx #k`, which reads nothing) is needed,
+    /// and only if `reg` is live afterwards.
+    Known { reg: u32, materialize: Insn },
     /// Kept straight-line instruction; `pure` ones may be deleted when
     /// nothing reads what they write.
     Step { insn: Insn, uses: u32, defs: u32, pure: bool },
@@ -196,8 +197,10 @@ struct Results {
 
 impl Results {
     fn add(&mut self, value: Option<u32>) {
+        // A first known value after an unknown one is kept too: `varies`
+        // already rules the set out as a constant.
         match (value, self.first) {
-            (Some(v), None) if !self.varies => self.first = Some(v),
+            (Some(v), None) => self.first = Some(v),
             (Some(v), Some(f)) if v == f => {}
             _ => self.varies = true,
         }
@@ -600,10 +603,10 @@ impl Specializer {
             };
             let (live, land, emit) = match plan {
                 Plan::Goto(t) => jump(self, t),
-                Plan::Known { reg, materialize, uses } => {
+                Plan::Known { reg, materialize } => {
                     let out = self.live_at(next);
                     if out & bit(reg) != 0 {
-                        ((out & !bit(reg)) | uses, pc, Emit::Fall(materialize))
+                        (out & !bit(reg), pc, Emit::Fall(materialize))
                     } else {
                         (out, self.land_at(next), Emit::None)
                     }
@@ -780,7 +783,7 @@ fn step(
             X => Insn::stmt(LDX_IMM, v),
             _ => Insn::stmt(LD_IMM, v),
         };
-        Plan::Known { reg, materialize, uses: 0 }
+        Plan::Known { reg, materialize }
     };
     let keep = |insn: Insn, uses: u32, defs: u32| Plan::Step { insn, uses, defs, pure: true };
     let ret = |results: &mut Results, v: Val| {
@@ -849,12 +852,11 @@ fn straight_line(op: Op, s: &State, known: impl Fn(u32, u32) -> Plan, keep: impl
         Op::LdxImm { k } => known(X, k),
         Op::LdMem { k } => s.a.known().map_or_else(|| keep(op.to_insn(), bit(mem_reg(k)), bit(A)), |v| known(A, v)),
         Op::LdxMem { k } => s.x.known().map_or_else(|| keep(op.to_insn(), bit(mem_reg(k)), bit(X)), |v| known(X, v)),
+        // A store stays a store, of a known value or not: kept where its
+        // word is loaded at run time.
         Op::St { k } | Op::Stx { k } => {
             let src = if matches!(op, Op::St { .. }) { A } else { X };
-            match s.mem(k) {
-                Val::Known(_) => Plan::Known { reg: mem_reg(k), materialize: op.to_insn(), uses: bit(src) },
-                _ => keep(op.to_insn(), bit(src), bit(mem_reg(k))),
-            }
+            keep(op.to_insn(), bit(src), bit(mem_reg(k)))
         }
         Op::LdxAbsSeccomp { k } => {
             s.a.known().map_or_else(|| keep(Insn::stmt(LD_W_ABS, k), 0, bit(A)), |v| known(A, v))

@@ -1,6 +1,9 @@
-//! Unit tests of the fast engine's tables (near switches, guards, the x32 window).
+//! Unit tests of the fast engine's tables (near switches, guards, the x32
+//! window, dense sizes, what its figures count); `specialize`: the specialiser.
 
 use super::*;
+
+mod specialize;
 
 #[test]
 fn data_bytes_match_to_bytes() {
@@ -103,6 +106,138 @@ fn x32_numbers_told_apart_get_a_window() {
         }
         let data = SeccompData { nr: x32 as i32, arch: 0xc000_003e, ..Default::default() };
         assert_eq!(fast.eval(&data), ALLOW);
+    }
+}
+
+/// Either reason gives the window: an x32 number compared (here by `jset`,
+/// which leaves `nr` without classes, so no runs are cut); the compared
+/// numbers outside the window (`-1`) stay in the sparse search.
+#[test]
+fn a_compared_x32_number_alone_gives_a_window() {
+    const ALLOW: u32 = 0x7fff_0000;
+    let insns = [
+        cbpf::Insn::stmt(0x20, 4),
+        cbpf::Insn::jump(0x15, 0xc000_003e, 0, 6),
+        cbpf::Insn::stmt(0x20, 0),
+        cbpf::Insn::jump(0x15, u32::MAX, 0, 1),
+        cbpf::Insn::stmt(0x06, 0x0005_0001),
+        cbpf::Insn::jump(0x45, HIGH_BASE | 0x10, 0, 1),
+        cbpf::Insn::stmt(0x06, ALLOW),
+        cbpf::Insn::stmt(0x06, 0x0005_0002),
+        cbpf::Insn::stmt(0x06, 0),
+    ];
+    let prog = cbpf::validate(&insns, Mode::Seccomp).unwrap();
+    let fast = FastFilter::build(&prog).unwrap();
+    let table = &fast.arches[0];
+    assert!(table.ranges.is_empty(), "{:?}", table.ranges);
+    assert_eq!(table.high.len(), DENSE_LIMIT as usize);
+    assert_eq!(&*table.sparse, &[(u32::MAX, Slot::Action(0x0005_0001))]);
+    let interp = Interp::new(&prog);
+    for nr in (HIGH_BASE - 2..HIGH_BASE + DENSE_LIMIT + 2).chain([0, 0x10, 1000, u32::MAX - 1, u32::MAX]) {
+        let data = SeccompData { nr: nr as i32, arch: 0xc000_003e, ..Default::default() };
+        let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+        assert_eq!(fast.eval(&data), want, "nr {nr:#x}");
+    }
+}
+
+/// A residual the budget refuses, or one that does not validate, runs the
+/// whole filter; each is counted once, in its own figure (the forest
+/// counts the budget's refusals, `Residuals` the whole-filter entries).
+#[test]
+fn residuals_count_each_fallback_once() {
+    let prog = cbpf::validate(&[cbpf::Insn::stmt(0x06, 0x7fff_0000)], Mode::Seccomp).unwrap();
+    let mut residuals = Residuals::with_budget(&prog, 10, 3);
+    assert!(residuals.affordable(10));
+    residuals.charge(8);
+    assert!(!residuals.affordable(3));
+    assert_eq!(residuals.slot(Specialized::Action(7), FROM_START), Slot::Action(7));
+    assert_eq!(residuals.slot(Specialized::Whole, FROM_START), Slot::Residual(0));
+    // Unaligned and without a return: refused by the validator.
+    let invalid = [cbpf::Insn::stmt(0x20, 1)];
+    assert_eq!(residuals.slot(Specialized::Residual(&invalid), FROM_START), Slot::Residual(0));
+    // Four instructions, three left: refused by the budget.
+    let long = [
+        cbpf::Insn::stmt(0x20, 16),
+        cbpf::Insn::jump(0x15, 1, 0, 1),
+        cbpf::Insn::stmt(0x06, 0x7fff_0000),
+        cbpf::Insn::stmt(0x06, 0),
+    ];
+    assert_eq!(residuals.slot(Specialized::Residual(&long), FROM_START), Slot::Residual(0));
+    assert_eq!(residuals.whole_filter_entries, 2);
+    let (list, switches, _, budget_fallbacks) = residuals.compile();
+    assert_eq!((list.len(), switches.len(), budget_fallbacks), (1, 0, 2));
+}
+
+/// The dense table: the arch's syscall table, else [`MIN_DENSE`], grown to
+/// the highest compared number below [`DENSE_LIMIT`] and one past it.
+#[test]
+fn dense_tables_cover_compared_numbers_below_the_limit() {
+    let unknown = 0x1234;
+    let x86_64 = crate::syscalls::table(Arch::from_audit_arch(0xc000_003e)).unwrap().nr_syscalls;
+    let cases: [(u32, &[u32], u32); 7] = [
+        (unknown, &[], MIN_DENSE),
+        (unknown, &[10], MIN_DENSE),
+        (unknown, &[100, 7], 101),
+        (unknown, &[DENSE_LIMIT - 1], DENSE_LIMIT),
+        (unknown, &[DENSE_LIMIT, 5, u32::MAX], MIN_DENSE),
+        (0xc000_003e, &[5, DENSE_LIMIT + 1], x86_64),
+        (0xc000_003e, &[x86_64 + 10], x86_64 + 11),
+    ];
+    for (arch, compared, want) in cases {
+        assert_eq!(dense_len(arch, compared), want, "{arch:#x} {compared:?}");
+    }
+}
+
+/// Each dense and sparse entry is counted once, by what it runs: a
+/// constant, a residual (two arguments compared with each other: no
+/// tree), or a switch (an argument against a constant).
+#[test]
+fn stats_count_each_entry_by_kind() {
+    const ALLOW: u32 = 0x7fff_0000;
+    let insns = [
+        cbpf::Insn::stmt(0x20, 4),
+        cbpf::Insn::jump(0x15, 0xc000_003e, 0, 11),
+        cbpf::Insn::stmt(0x20, 0),
+        cbpf::Insn::jump(0x15, u32::MAX, 10, 0), // -1: ERRNO
+        cbpf::Insn::jump(0x15, 5, 0, 5),
+        cbpf::Insn::stmt(0x20, 24),
+        cbpf::Insn::stmt(0x07, 0), // tax
+        cbpf::Insn::stmt(0x20, 16),
+        cbpf::Insn::jump(0x1d, 0, 6, 0), // arg 0 == arg 1: ALLOW
+        cbpf::Insn::stmt(0x06, 0),
+        cbpf::Insn::jump(0x15, 6, 0, 4),
+        cbpf::Insn::stmt(0x20, 16),
+        cbpf::Insn::jump(0x15, 1, 2, 0), // arg 0 == 1: ALLOW
+        cbpf::Insn::stmt(0x06, 0),
+        cbpf::Insn::stmt(0x06, 0x0005_0001),
+        cbpf::Insn::stmt(0x06, ALLOW),
+    ];
+    let prog = cbpf::validate(&insns, Mode::Seccomp).unwrap();
+    let fast = FastFilter::build(&prog).unwrap();
+    let dense = crate::syscalls::table(Arch::from_audit_arch(0xc000_003e)).unwrap().nr_syscalls as usize;
+    let stats = fast.stats();
+    assert_eq!(
+        (stats.arches, stats.entries, stats.constant_entries, stats.residual_entries, stats.switch_entries),
+        (1, dense + 1, dense - 1, 1, 1),
+        "{stats:?}"
+    );
+    assert_eq!((stats.whole_filter_entries, stats.budget_fallback_entries), (0, 0));
+    // The one switch as native code where the host has it: a load, a mask,
+    // compares and branches, two leaves.
+    if cfg!(all(target_arch = "x86_64", target_os = "linux")) {
+        assert_eq!(fast.native_refusal(), None);
+        assert!(stats.native_code_bytes >= 16, "{stats:?}");
+    } else {
+        assert!(fast.native_refusal().is_some());
+    }
+    assert!(matches!(fast.slot(0xc000_003e, 5), Slot::Residual(_)));
+    assert!(matches!(fast.slot(0xc000_003e, 6), Slot::Switch(_)));
+    assert_eq!(fast.slot(0xc000_003e, u32::MAX), Slot::Action(0x0005_0001));
+    let interp = Interp::new(&prog);
+    for (nr, a0, a1) in [(5, 1, 1), (5, 1, 2), (6, 1, 0), (6, 2, 0), (7, 0, 0), (-1, 0, 0)] {
+        let data = SeccompData { nr, arch: 0xc000_003e, args: [a0, a1, 0, 0, 0, 0], ..Default::default() };
+        let want = interp.run_seccomp(&data.to_bytes()).unwrap();
+        assert_eq!(fast.eval(&data), want, "{nr} {a0} {a1}");
     }
 }
 
