@@ -41,7 +41,7 @@ pub struct Target {
 /// optimize's layout, planner and passes, the fast engine (every file of `seccomp/src/fast/` with a function
 /// to mutate), the equivalence prover and the classes it cuts, and their test sets (see
 /// docs/mutants.md for why each).
-pub const TARGETS: [Target; 46] = [
+pub const TARGETS: [Target; 48] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -95,6 +95,7 @@ pub const TARGETS: [Target; 46] = [
     classic("interp-tree", "crates/cbpf/src/exec/interp/tree.rs"),
     classic("interp-eq-set", "crates/cbpf/src/exec/interp/eq_set.rs"),
     classic("interp-ladder", "crates/cbpf/src/exec/interp/ladder.rs"),
+    classic("trace", "crates/cbpf/src/exec/trace.rs"),
     executor("executor", "crates/ebpf/src/exec/seccomp/mod.rs"),
     executor("executor-run", "crates/ebpf/src/exec/seccomp/run.rs"),
     executor("executor-ops", "crates/ebpf/src/exec/seccomp/ops.rs"),
@@ -116,6 +117,7 @@ pub const TARGETS: [Target; 46] = [
     optimize("passes", "crates/optimize/src/passes.rs"),
     optimize("plan", "crates/optimize/src/plan.rs"),
     optimize("layout", "crates/optimize/src/layout.rs"),
+    optimize("check", "crates/optimize/src/check.rs"),
     Target { name: "equiv", file: "crates/equiv/src/lib.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "class", file: "crates/equiv/src/class.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "aig", file: "crates/equiv/src/aig.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },

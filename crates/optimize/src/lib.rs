@@ -325,3 +325,6 @@ pub fn cache_lost(input: &Program, output: &Program) -> Option<(u32, u32)> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests;

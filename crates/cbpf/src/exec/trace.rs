@@ -94,7 +94,7 @@ pub(super) fn run<C: Context>(insns: &[Insn], ctx: &C, mut on_step: impl FnMut(&
             Op::LdxMem { k } => step.x = mem(&step.mem, k),
             Op::St { k } => set_mem(&mut step.mem, k, a),
             Op::Stx { k } => set_mem(&mut step.mem, k, x),
-            Op::LdAbs { size, k } if k >= SKF_AD_OFF && is_ancillary(k) => {
+            Op::LdAbs { size, k } if is_ancillary(k) => {
                 let _ = size; // ancillary loads ignore the size
                 let Some(which) = Ancillary::from_offset(k - SKF_AD_OFF) else { return 0 };
                 match ctx.ancillary(which, a, x) {
