@@ -3,7 +3,7 @@
 //! the eBPF seccomp executor,
 //! the profile readers (runc's, moby's and seccompiler's rules), the
 //! reference program, `compile`'s partition, decompile's multiplexing proof,
-//! optimize's layout, tree planner and bytecode passes, the fast engine
+//! optimize's layout, tree planner, bytecode passes and choice of layout, the fast engine
 //! (its tables, specialiser, argument trees and their native code,
 //! partition, pc sets and stacks), and the equivalence
 //! prover (`equiv`'s classes, circuit and solver), each with the narrowest
@@ -38,10 +38,10 @@ pub struct Target {
 
 /// The kernel mirrors, the classic interpreter, the mirrors of runc's,
 /// moby's and seccompiler's profile rules, the reference program, `compile` and decompile's proof,
-/// optimize's layout, planner and passes, the fast engine (every file of `seccomp/src/fast/` with a function
+/// optimize's layout, planner, passes and choice of layout, the fast engine (every file of `seccomp/src/fast/` with a function
 /// to mutate), the equivalence prover and the classes it cuts, and their test sets (see
 /// docs/mutants.md for why each).
-pub const TARGETS: [Target; 48] = [
+pub const TARGETS: [Target; 49] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -118,6 +118,7 @@ pub const TARGETS: [Target; 48] = [
     optimize("plan", "crates/optimize/src/plan.rs"),
     optimize("layout", "crates/optimize/src/layout.rs"),
     optimize("check", "crates/optimize/src/check.rs"),
+    optimize("optimize", "crates/optimize/src/lib.rs"),
     Target { name: "equiv", file: "crates/equiv/src/lib.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "class", file: "crates/equiv/src/class.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "aig", file: "crates/equiv/src/aig.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },

@@ -1,5 +1,7 @@
-//! Unit tests of the crate's figures and checks: the longest path, the
-//! cache's ALLOWs an output must keep, what `Stats` and `KeptInput` print.
+//! Unit tests of the crate's figures, checks and choice of layout: the
+//! longest path, the cache's ALLOWs an output must keep, what `Stats` and
+//! `KeptInput` print, and which layout `Prefer::Depth` hands out at each of
+//! its bounds (as long as the input, as deep, `BPF_MAXINSNS`).
 
 use super::*;
 
@@ -102,6 +104,8 @@ fn build_reports_the_inputs_figures() {
     let stats = built.stats;
     assert_eq!((stats.input_insns, stats.input_longest_path), (9, 7));
     assert_eq!((stats.arches, stats.residuals, stats.residual_insns), (1, 1, 4));
+    // As long as the input: the layout is taken.
+    assert_eq!((stats.kept_input, stats.output_insns), (None, 9));
     assert_eq!(stats.output_insns, built.program.len());
     assert_eq!(stats.output_longest_path, longest_path(built.program.original()));
 }
@@ -124,4 +128,141 @@ fn depth_preferred_takes_a_longer_shallower_layout() {
     assert!(depth.output_insns > depth.input_insns, "{depth:?}");
     assert!(depth.output_longest_path < depth.input_longest_path, "{depth:?}");
     assert!(size.output_insns <= size.input_insns, "{size:?}");
+}
+
+/// `body` for syscall `nr` only: `jeq #nr` past it (over a `ja` when it is
+/// longer than a jump offset reaches), falling through to what follows.
+fn guarded(nr: u32, body: Vec<Insn>) -> Vec<Insn> {
+    let mut insns = match u8::try_from(body.len()) {
+        Ok(skip) => vec![Insn::jump(0x15, nr, 0, skip)],
+        Err(_) => vec![Insn::jump(0x15, nr, 1, 0), Insn::stmt(0x05, body.len() as u32)],
+    };
+    insns.extend(body);
+    insns
+}
+
+/// `args[0].lo` compared with `values` one `jeq` each, libseccomp's
+/// allow-list: ALLOW on a match, else ERRNO(1). In runs of 200, each but
+/// the last followed by `ja` over a `ret ALLOW` of its own, so every
+/// offset fits.
+fn allow_list(values: &[u32]) -> Vec<Insn> {
+    let mut body = vec![Insn::stmt(0x20, 16)];
+    let runs: Vec<&[u32]> = values.chunks(200).collect();
+    for (r, run) in runs.iter().enumerate() {
+        let n = run.len();
+        body.extend(run.iter().enumerate().map(|(i, &v)| Insn::jump(0x15, v, (n - i) as u8, 0)));
+        let miss = if r + 1 == runs.len() { Insn::stmt(0x06, 0x0005_0001) } else { Insn::stmt(0x05, 1) };
+        body.extend([miss, Insn::stmt(0x06, ALLOW)]);
+    }
+    body
+}
+
+/// `args[0].lo + steps` compared with 5: arithmetic, so no tree; a long
+/// path the layout cannot shorten.
+fn arithmetic(steps: u32) -> Vec<Insn> {
+    let mut body = vec![Insn::stmt(0x20, 16)];
+    body.extend((0..steps).map(|_| Insn::stmt(0x04, 1)));
+    body.extend([Insn::jump(0x15, 5, 0, 1), Insn::stmt(0x06, ALLOW), Insn::stmt(0x06, 0x0005_0002)]);
+    body
+}
+
+/// An x86_64 filter of `blocks`, ALLOW for every other syscall.
+fn filter(blocks: impl IntoIterator<Item = Vec<Insn>>) -> Program {
+    let mut insns = x86_64_head();
+    insns.extend(blocks.into_iter().flatten());
+    insns.push(Insn::stmt(0x06, ALLOW));
+    seccomp(&insns)
+}
+
+/// The layout `prefer` gives `input` after the passes, before any choice
+/// between layouts: its length and longest path.
+fn laid_out(input: &Program, prefer: Prefer) -> (usize, usize) {
+    let partition = Partition::build(input, &mut Budget::default(), usize::MAX).unwrap();
+    let (mut insns, _) = layout::emit_preferring(&partition, prefer);
+    passes::run(&mut insns);
+    (insns.len(), longest_path(&insns))
+}
+
+fn stats_preferring(input: &Program, prefer: Prefer) -> Stats {
+    build_preferring(input, &mut Budget::default(), prefer).unwrap().stats
+}
+
+fn step_values(n: u32, step: u32, base: u32) -> Vec<u32> {
+    (0..n).map(|i| base + i * step).collect()
+}
+
+/// A depth layout no longer than the input is taken even where it is no
+/// shallower: one as long as the input (the size-first layout is one
+/// longer, so `Prefer::Size` keeps the input), and one shorter than the
+/// input and than the size-first layout.
+#[test]
+fn depth_preferred_takes_a_layout_no_longer_than_the_input() {
+    // Four values of `getpid`'s argument; every other syscall shares the
+    // list's `ret ALLOW`.
+    let list = allow_list(&step_values(4, 3, 0));
+    let mut insns = x86_64_head();
+    insns.push(Insn::jump(0x15, 39, 0, (list.len() - 1) as u8));
+    insns.extend(list.iter().copied());
+    let as_long = seccomp(&insns);
+    let (input_len, input_path) = (as_long.len(), longest_path(as_long.original()));
+    assert_eq!(laid_out(&as_long, Prefer::Depth), (input_len, input_path));
+    assert_eq!(laid_out(&as_long, Prefer::Size).0, input_len + 1);
+    let depth = stats_preferring(&as_long, Prefer::Depth);
+    assert_eq!((depth.kept_input, depth.output_insns), (None, input_len), "{depth:?}");
+    assert_eq!(stats_preferring(&as_long, Prefer::Size).kept_input, Some(KeptInput::Larger { output: input_len + 1 }));
+
+    // The same list before a `ret ALLOW` of the filter's own.
+    let shorter = filter([guarded(39, list)]);
+    let (depth_len, depth_path) = laid_out(&shorter, Prefer::Depth);
+    assert_eq!((depth_len + 1, depth_path), (shorter.len(), longest_path(shorter.original())));
+    assert_eq!(laid_out(&shorter, Prefer::Size).0, shorter.len());
+    let depth = stats_preferring(&shorter, Prefer::Depth);
+    assert_eq!((depth.kept_input, depth.output_insns), (None, depth_len), "{depth:?}");
+}
+
+/// A depth layout longer than the input and no shallower (the longest
+/// path is the arithmetic's, which no tree shortens) gives way to the
+/// size-first layout.
+#[test]
+fn depth_preferred_gives_way_when_longer_and_no_shallower() {
+    let input = filter([guarded(1, arithmetic(20)), guarded(39, allow_list(&step_values(14, 3, 0)))]);
+    let input_path = longest_path(input.original());
+    let (depth_len, depth_path) = laid_out(&input, Prefer::Depth);
+    assert_eq!((depth_len, depth_path), (input.len() + 1, input_path));
+    let size = laid_out(&input, Prefer::Size);
+    assert!(size.0 <= input.len(), "{size:?}");
+    let depth = stats_preferring(&input, Prefer::Depth);
+    assert_eq!(depth, stats_preferring(&input, Prefer::Size));
+    assert_eq!((depth.kept_input, depth.output_insns, depth.depth_layout_too_long), (None, size.0, None));
+}
+
+/// A shallower depth layout is taken up to `BPF_MAXINSNS` instructions
+/// and not one past it (where the size-first layout is taken and the
+/// length refused is reported). Five allow-lists of about 700 values: the
+/// last list's length is found so the depth layout is exactly 4,096 (each
+/// value adds one instruction there).
+#[test]
+fn depth_preferred_is_bounded_by_bpf_maxinsns() {
+    let lists = |last: u32| {
+        filter((0..5u32).map(|nr| {
+            let n = if nr == 4 { last } else { 700 };
+            guarded(nr, allow_list(&step_values(n, 3, nr * 100_000)))
+        }))
+    };
+    let first_guess = 600;
+    let (guess_len, _) = laid_out(&lists(first_guess), Prefer::Depth);
+    let last = first_guess + (BPF_MAXINSNS - guess_len) as u32;
+    let (at_most, one_past) = (lists(last), lists(last + 1));
+    for (input, len) in [(&at_most, BPF_MAXINSNS), (&one_past, BPF_MAXINSNS + 1)] {
+        let (depth_len, depth_path) = laid_out(input, Prefer::Depth);
+        assert_eq!(depth_len, len);
+        assert!(input.len() < BPF_MAXINSNS && depth_path < longest_path(input.original()));
+    }
+
+    let taken = stats_preferring(&at_most, Prefer::Depth);
+    assert_eq!((taken.kept_input, taken.depth_layout_too_long, taken.output_insns), (None, None, BPF_MAXINSNS));
+    let refused = stats_preferring(&one_past, Prefer::Depth);
+    assert_eq!(refused.depth_layout_too_long, Some(BPF_MAXINSNS + 1));
+    let size = stats_preferring(&one_past, Prefer::Size);
+    assert_eq!((refused.kept_input, refused.output_insns), (None, size.output_insns));
 }
