@@ -478,19 +478,15 @@ impl KernelEngine {
         // setrlimit, seccomp, clone, waitpid, the stub) and stores to shared
         // atomics; all memory it reads was prepared before the fork.
         let pid = unsafe { sys::fork_child(zygote) }.map_err(|errno| KernelError::Os { op: "fork", errno })?;
-        // The timeout bounds a stretch without progress, not the whole
-        // batch (a batch of many killing inputs may legitimately be long).
-        let mut seen = u64::MAX;
+        let mut progress = Progress::default();
         let exit = loop {
             match sys::wait_child(pid, self.timeout) {
                 Ok(Some(exit)) => break exit,
                 Ok(None) => {
-                    let now = get(words, STARTED);
-                    if now == seen {
+                    if progress.stalled(get(words, STARTED)) {
                         sys::kill_child(pid);
                         return Err(KernelError::Timeout { timeout: self.timeout });
                     }
-                    seen = now;
                 }
                 Err(errno) => {
                     sys::kill_child(pid);
@@ -512,17 +508,39 @@ impl KernelEngine {
             Exit::Code(code) => return Err(KernelError::ChildExit { code }),
             Exit::Signal(signal) => return Err(KernelError::ChildDied { signal }),
         }
-        let mut raws = Vec::with_capacity(jobs.len());
-        for n in 0..jobs.len() {
-            let value = get(words, RESULTS + 2 * n) as i64;
-            let tag = get(words, RESULTS + 2 * n + 1);
-            raws.push(match tag {
-                TAG_RETURNED => Raw::Returned(value),
-                t if t & TAG_DIED != 0 => Raw::Died((t & !TAG_DIED) as i32),
-                _ => return Err(KernelError::ChildExit { code: 0 }),
-            });
-        }
-        Ok(raws)
+        (0..jobs.len())
+            .map(|n| {
+                raw_result(get(words, RESULTS + 2 * n), get(words, RESULTS + 2 * n + 1))
+                    .ok_or(KernelError::ChildExit { code: 0 })
+            })
+            .collect()
+    }
+}
+
+/// The zygote's progress seen by the parent's waits: the timeout bounds a
+/// stretch without a job started, not the whole batch (a batch of many
+/// killing inputs may legitimately be long).
+#[derive(Debug, Default)]
+struct Progress {
+    /// Jobs started at the last wait that timed out.
+    seen: Option<u64>,
+}
+
+impl Progress {
+    /// Whether `started` (jobs started so far) is where the last timed-out
+    /// wait found it; the first wait never counts as a stall.
+    fn stalled(&mut self, started: u64) -> bool {
+        self.seen.replace(started) == Some(started)
+    }
+}
+
+/// A job's raw result from its two shared words; `None` for a job the
+/// zygote never tagged although it exited 0 (its bookkeeping broken).
+fn raw_result(value: u64, tag: u64) -> Option<Raw> {
+    match tag {
+        TAG_RETURNED => Some(Raw::Returned(value as i64)),
+        t if t & TAG_DIED != 0 => Some(Raw::Died((t & !TAG_DIED) as i32)),
+        _ => None,
     }
 }
 
@@ -599,6 +617,10 @@ mod tests {
         assert_eq!(rw.insns[PROLOGUE_LEN + 2], Insn::stmt(RET_K, SECCOMP_RET_ERRNO | 1));
         assert_eq!(rw.insns[PROLOGUE_LEN + 4], Insn::stmt(RET_K, SECCOMP_RET_ERRNO | 1));
         assert_eq!(rw.insns[PROLOGUE_LEN + 5], Insn::stmt(RET_K, SECCOMP_RET_ERRNO | 2));
+        // The prologue reads `instruction_pointer` (offset 8) high half
+        // first. Checked here, before any kernel test runs: a prologue that
+        // missed the stubs would let their calls through for real.
+        assert_eq!((rw.insns[0], rw.insns[2]), (Insn::stmt(LD_W_ABS, 12), Insn::stmt(LD_W_ABS, 8)));
         assert_eq!(rw.insns[1].k, 0x5ec0);
         assert_eq!(rw.insns[3].k, 0x19);
         assert_eq!(rw.insns[4].k, 0x11a);
@@ -614,6 +636,88 @@ mod tests {
         assert_eq!(PROLOGUE_LEN + 1 + 1 + ja.k as usize, PROLOGUE_LEN + filter.len());
         assert_eq!(rw.insns[PROLOGUE_LEN + 2], Insn::stmt(ALU_RSH_K, 20));
         assert_eq!(rw.insns.last(), Some(&Insn::stmt(RET_A, 0)));
+    }
+
+    /// Every `ret a`, wherever it is, jumps to the first instruction of
+    /// the tail (`rsh`), which follows the user's program.
+    #[test]
+    fn every_ret_a_jumps_to_the_tail() {
+        let filter = [
+            Insn::stmt(LD_W_ABS, 16),
+            Insn::jump(JMP_JEQ_K, 1, 0, 1),
+            Insn::stmt(RET_A, 0),
+            Insn::stmt(LD_IMM, 5),
+            Insn::stmt(RET_A, 0),
+            Insn::stmt(RET_K, 0),
+        ];
+        let rw = rewrite(&filter, IPS, 10).unwrap();
+        let tail = PROLOGUE_LEN + filter.len();
+        assert_eq!(rw.insns[tail], Insn::stmt(ALU_RSH_K, 10));
+        for pc in [2, 4] {
+            let ja = rw.insns[PROLOGUE_LEN + pc];
+            assert_eq!((ja.code, PROLOGUE_LEN + pc + 1 + ja.k as usize), (JMP_JA, tail), "pc {pc}");
+        }
+        assert_eq!(rw.insns[tail + 2], Insn::stmt(ALU_OR_K, SECCOMP_RET_ERRNO | RET_A_BASE));
+        assert_eq!(rw.insns.len(), tail + 4);
+    }
+
+    /// The limits are exact: 0xbff distinct `ret #k` values (the errno
+    /// codes below the `ret a` chunks), and `BPF_MAXINSNS` instructions
+    /// with the prologue and, where the filter has a `ret a`, the tail.
+    #[test]
+    fn limits_are_exact() {
+        let values = |n: u32| -> Vec<Insn> { (0..n).map(|k| Insn::stmt(RET_K, k)).collect() };
+        let most = rewrite(&values(0xbff), IPS, 0).unwrap();
+        assert_eq!(most.ret_values.len(), RET_K_CODES);
+        assert_eq!(most.insns.last(), Some(&Insn::stmt(RET_K, SECCOMP_RET_ERRNO | 0xbff)));
+        assert_eq!(decode(-0xbff, &most.ret_values), Decoded::RetK(0xbfe));
+        assert_eq!(
+            rewrite(&values(0xc00), IPS, 0).unwrap_err(),
+            KernelError::TooManyReturnValues { distinct: 0xc00, max: RET_K_CODES }
+        );
+
+        let fill = |n: usize, last: Insn| {
+            let mut f = vec![Insn::stmt(LD_IMM, 0); n - 1];
+            f.push(last);
+            f
+        };
+        let (ret_k, ret_a) = (Insn::stmt(RET_K, 0), Insn::stmt(RET_A, 0));
+        assert_eq!(rewrite(&fill(MAX_INSNS - 7, ret_k), IPS, 0).unwrap().insns.len(), MAX_INSNS);
+        assert_eq!(
+            rewrite(&fill(MAX_INSNS - 6, ret_k), IPS, 0).unwrap_err(),
+            KernelError::TooLong { len: MAX_INSNS - 6, max: MAX_INSNS - 7 }
+        );
+        assert_eq!(rewrite(&fill(MAX_INSNS - 11, ret_a), IPS, 0).unwrap().insns.len(), MAX_INSNS);
+        assert_eq!(
+            rewrite(&fill(MAX_INSNS - 10, ret_a), IPS, 0).unwrap_err(),
+            KernelError::TooLong { len: MAX_INSNS - 10, max: MAX_INSNS - 11 }
+        );
+    }
+
+    #[test]
+    fn the_timeout_is_the_one_set() {
+        assert_eq!(KernelEngine::new().timeout, Duration::from_secs(20));
+        assert_eq!(KernelEngine::new().with_timeout(Duration::from_millis(5)).timeout, Duration::from_millis(5));
+    }
+
+    /// A stall is a timed-out wait that finds as many jobs started as the
+    /// last one did; the first never is.
+    #[test]
+    fn a_stall_is_no_job_started_between_two_waits() {
+        let mut progress = Progress::default();
+        assert!(!progress.stalled(0));
+        assert!(progress.stalled(0));
+        assert!(!progress.stalled(3));
+        assert!(!progress.stalled(4));
+        assert!(progress.stalled(4));
+    }
+
+    #[test]
+    fn raw_results_come_from_the_tag() {
+        assert_eq!(raw_result(5, TAG_RETURNED), Some(Raw::Returned(5)));
+        assert_eq!(raw_result(-13i64 as u64, TAG_RETURNED), Some(Raw::Returned(-13)));
+        assert_eq!(raw_result(0, TAG_DIED | 31), Some(Raw::Died(31)));
+        assert_eq!(raw_result(7, 0), None);
     }
 
     #[test]

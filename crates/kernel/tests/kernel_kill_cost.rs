@@ -1,12 +1,14 @@
 //! Issue 13, finding 11: killing inputs on the kernel engine. A filter that
 //! divides by zero kills on every input; 2000 such inputs must all come back
 //! as `Action(0)` (the kernel's real verdict) and leave no child behind.
-//! Speed is measured with the release CLI, not asserted here.
+//! Speed is measured with the release CLI, not asserted here. Under outer
+//! seccomp filters (a container's) a kill cannot be attributed to the
+//! filter run, and is reported so.
 
 #![allow(clippy::unwrap_used, clippy::panic, clippy::indexing_slicing)]
 
 use cbpf::Insn;
-use kernel::{run_vectors, seccomp_available, Input, KernelError, Outcome, AUDIT_ARCH_X86_64};
+use kernel::{run_vectors, seccomp_available, Input, KernelError, Outcome, Unobservable, AUDIT_ARCH_X86_64};
 use test_data::require::{self, Need};
 
 /// `ld #0; tax; ld #1; div x; ret a`.
@@ -71,20 +73,17 @@ fn many_killing_vectors_are_exact_and_reaped() {
     assert!(left.is_empty(), "children left behind: {left:?}");
 }
 
+/// nr == 1 -> ret ALLOW; else divide by zero (a kill).
+fn allow_1_else_kill() -> Vec<Insn> {
+    let mut filter = vec![Insn::stmt(0x20, 0), Insn::jump(0x15, 1, 0, 1), Insn::stmt(0x06, 0x7fff_0000)];
+    filter.extend(div_by_zero());
+    filter
+}
+
 #[test]
 fn kills_mixed_with_returns_keep_order() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // nr == 1 -> ret ERRNO-free constant 0x7fff0000 (ALLOW); else divide by zero.
-    let filter = vec![
-        Insn::stmt(0x20, 0),
-        Insn::jump(0x15, 1, 0, 1),
-        Insn::stmt(0x06, 0x7fff_0000),
-        Insn::stmt(0x00, 0),
-        Insn::stmt(0x07, 0),
-        Insn::stmt(0x00, 1),
-        Insn::stmt(0x3c, 0),
-        Insn::stmt(0x16, 0),
-    ];
+    let filter = allow_1_else_kill();
     let inputs: Vec<Input> =
         (0..600).map(|i| Input { arch: AUDIT_ARCH_X86_64, nr: i % 3, args: [0; 6], ip: 0 }).collect();
     let Some(outcomes) = kernel_run("kills_mixed_with_returns_keep_order", &filter, &inputs) else { return };
@@ -95,4 +94,56 @@ fn kills_mixed_with_returns_keep_order() {
         }
     }
     assert!(children_of_self().is_empty());
+}
+
+/// Set in the copy of this test binary that runs under an outer filter.
+const UNDER_OUTER_FILTER: &str = "BPFCONV_TEST_UNDER_OUTER_FILTER";
+/// What that copy prints once its assertions hold (a copy that ran no test
+/// would also exit 0).
+const OUTER_CHECKED: &str = "outer filter: kills not attributed";
+/// The distribution's Python, which has libseccomp (python3-seccomp).
+const PYTHON: &str = "/usr/bin/python3";
+
+/// Run under an outer seccomp filter (an ALLOW-all one loaded by the
+/// distribution's libseccomp, then this test binary executed again), the
+/// engine reports a kill as `OuterFilters`: the kernel runs every filter of
+/// the stack and the child's death by SIGSYS may come from any of them.
+/// Returns are still exact.
+#[test]
+fn kills_under_outer_filters_are_not_attributed() {
+    const TEST: &str = "kills_under_outer_filters_are_not_attributed";
+    let inputs = [1, 2, 1].map(|nr| Input { arch: AUDIT_ARCH_X86_64, nr, args: [0; 6], ip: 0 });
+    if std::env::var_os(UNDER_OUTER_FILTER).is_some() {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        assert!(status.lines().any(|l| l.split_whitespace().eq(["Seccomp:", "2"])), "no outer filter:\n{status}");
+        let outcomes = run_vectors(&allow_1_else_kill(), &inputs).unwrap();
+        let allow = Outcome::Action(0x7fff_0000);
+        assert_eq!(outcomes, [allow.clone(), Outcome::NotObservable(Unobservable::OuterFilters), allow]);
+        println!("{OUTER_CHECKED}");
+        return;
+    }
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if require::have(TEST, Need::Kernel, seccomp_available()).is_none() {
+        return;
+    }
+    let probe = match std::process::Command::new(PYTHON).args(["-c", "import seccomp"]).output() {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!("{PYTHON} cannot import seccomp: {}", String::from_utf8_lossy(&o.stderr).trim())),
+        Err(e) => Err(format!("{PYTHON}: {e}")),
+    };
+    if require::have(TEST, Need::Libseccomp, probe).is_none() {
+        return;
+    }
+    let script =
+        "import os, sys, seccomp\nseccomp.SyscallFilter(seccomp.ALLOW).load()\nos.execv(sys.argv[1], sys.argv[1:])";
+    let out = std::process::Command::new(PYTHON)
+        .args(["-c", script])
+        .arg(std::env::current_exe().unwrap())
+        .args([TEST, "--exact", "--nocapture"])
+        .env(UNDER_OUTER_FILTER, "1")
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{}\n{stdout}\n{stderr}", out.status);
+    assert!(stdout.contains(OUTER_CHECKED), "{stdout}\n{stderr}");
 }
