@@ -1,6 +1,7 @@
 //! `cargo xtask mutants [--file NAME]... [--jobs N] [--timeout S]`: cargo-mutants
 //! over the kernel mirrors, the classic interpreter (the converter's oracle),
-//! the running kernel as a seccomp engine (the rewrite, the zygote's bookkeeping),
+//! the running kernel as a seccomp engine (the rewrite, the zygote's bookkeeping)
+//! and its eBPF door (loads, test runs and the `sk_buff` they build, the memory harness),
 //! the eBPF seccomp executor,
 //! the profile readers (runc's, moby's and seccompiler's rules), the
 //! reference program, `compile`'s partition, decompile's multiplexing proof,
@@ -37,12 +38,12 @@ pub struct Target {
     pub tests: &'static [&'static str],
 }
 
-/// The kernel mirrors, the classic interpreter, the kernel engine, the mirrors of runc's,
+/// The kernel mirrors, the classic interpreter, the kernel engine and eBPF door, the mirrors of runc's,
 /// moby's and seccompiler's profile rules, the reference program, `compile` and decompile's proof,
 /// optimize's layout, planner, passes and choice of layout, the fast engine (every file of `seccomp/src/fast/` with a function
 /// to mutate), the equivalence prover and the classes it cuts, and their test sets (see
 /// docs/mutants.md for why each).
-pub const TARGETS: [Target; 50] = [
+pub const TARGETS: [Target; 52] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -125,6 +126,18 @@ pub const TARGETS: [Target; 50] = [
         file: "crates/kernel/src/engine.rs",
         package: "bpfconv-kernel",
         tests: &["--lib", "--test", "kernel", "--test", "kernel_kill_cost"],
+    },
+    Target {
+        name: "kernel-bpf",
+        file: "crates/kernel/src/bpf.rs",
+        package: "bpfconv-kernel",
+        tests: &["--lib", "--test", "bpf"],
+    },
+    Target {
+        name: "kernel-bpf-memory",
+        file: "crates/kernel/src/bpf/memory.rs",
+        package: "bpfconv-kernel",
+        tests: &["--lib", "--test", "bpf"],
     },
     Target { name: "equiv", file: "crates/equiv/src/lib.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "class", file: "crates/equiv/src/class.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },

@@ -363,10 +363,12 @@ const ARPHRD_LOOPBACK: u16 = 772;
 /// network header 14 bytes in; `protocol` is the EtherType when it is at
 /// least `ETH_P_802_3_MIN` (0x600), else `ETH_P_802_3` for an IPX-style
 /// 0xFFFF payload and `ETH_P_802_2` otherwise; `pkt_type` is
-/// `PACKET_HOST` for the loopback's own address, `PACKET_BROADCAST` /
-/// `PACKET_MULTICAST` for group addresses and `PACKET_OTHERHOST` for the
-/// rest; `mark` from the context ([`skb_ctx`]); queue, hash and VLAN
-/// fields 0 (nothing sets them). The frame is at least [`MIN_PACKET`]
+/// `PACKET_HOST` for the loopback's own address (all zeros),
+/// `PACKET_MULTICAST` for every group address (the loopback's broadcast
+/// address is all zeros too, so ff:ff:ff:ff:ff:ff is not
+/// `PACKET_BROADCAST` there) and `PACKET_OTHERHOST` for the rest; `mark`
+/// from the context ([`skb_ctx`]); queue, hash and VLAN fields 0 (nothing
+/// sets them). The frame is at least [`MIN_PACKET`]
 /// bytes (shorter ones are refused).
 ///
 /// # Deviations
@@ -387,15 +389,16 @@ pub fn test_run_skb(frame: &[u8], mark: u32) -> cbpf::Skb<'_> {
     } else {
         ETH_P_802_2
     };
+    // eth_skb_pkt_type() against the loopback, whose `dev_addr` and
+    // `broadcast` are both all zeros (gen_lo_setup() sets neither): a
+    // destination of zeros is the device's own, and no group address,
+    // ff:ff:ff:ff:ff:ff included, equals its broadcast address, so a test
+    // run never sees PACKET_BROADCAST.
     let dest = frame.get(..6).unwrap_or(&[]);
     let pkt_type = if dest.iter().all(|&b| b == 0) {
         0 // PACKET_HOST
     } else if dest.first().is_some_and(|b| b & 1 != 0) {
-        if dest.iter().all(|&b| b == 0xff) {
-            1 // PACKET_BROADCAST
-        } else {
-            2 // PACKET_MULTICAST
-        }
+        2 // PACKET_MULTICAST
     } else {
         3 // PACKET_OTHERHOST
     };
@@ -409,5 +412,31 @@ pub fn test_run_skb(frame: &[u8], mark: u32) -> cbpf::Skb<'_> {
         // Nothing else is set: queue, hash and VLAN stay 0, as on the
         // AF_UNIX path's fresh skb.
         ..crate::socket::unix_dgram_skb(frame)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn program_types_have_their_bpftool_names() {
+        let shown = [ProgType::SocketFilter, ProgType::SchedCls, ProgType::Xdp].map(|t| (t.to_string(), t.raw()));
+        assert_eq!(shown, [("socket".to_string(), 1), ("tc".to_string(), 3), ("xdp".to_string(), 6)]);
+    }
+
+    /// The reason is the last line before the verifier's statistics.
+    #[test]
+    fn the_reason_skips_the_verifiers_trailer() {
+        let log = "0: R1=ctx() R10=fp0\n0: (ac) w0 ^= w0\nR0 !read_ok\n\
+                   processed 1 insns (limit 1000000) max_states_per_insn 0 total_states 0\n\n\
+                   verification time 12 usec\nstack depth 0\n  \n";
+        let refused = BpfError::Rejected { prog_type: ProgType::Xdp, len: 2, errno: libc::EACCES, log: log.into() };
+        assert_eq!(refused.reason(), Some("R0 !read_ok"));
+        for trailer in ["processed 1 insns", "verification time 3 usec", "stack depth 8", " ", ""] {
+            assert!(is_log_trailer(trailer), "{trailer:?}");
+        }
+        assert!(!is_log_trailer("R0 !read_ok"));
+        assert_eq!(BpfError::TooLong { len: 2, max: 1 }.reason(), None);
     }
 }

@@ -6,7 +6,10 @@
 //! a failure under `CI=true`: CI runs as root).
 
 use ebpf::Insn;
-use kernel::bpf::{available, BpfError, Prog, ProgType, TestRun};
+use kernel::bpf::{
+    available, max_packet, skb_ctx, test_run_refuses, test_run_skb, BpfError, Prog, ProgType, TestRun, MAX_INSNS,
+    MIN_PACKET,
+};
 use test_data::require::{self, Need};
 
 /// `Some(())` when programs can be loaded here; otherwise
@@ -135,6 +138,170 @@ fn a_test_run_the_kernel_refuses_is_an_error() {
     ));
 }
 
+/// A program's length is checked before the kernel sees it: one past
+/// `MAX_INSNS` is refused here, `MAX_INSNS` goes to the verifier (which
+/// refuses these, an invalid `ld_imm` first).
+#[test]
+fn the_length_limit_is_exact() {
+    let zeros = |n: usize| vec![Insn::new(0, 0, 0, 0, 0); n];
+    assert_eq!(
+        Prog::load(ProgType::Xdp, &zeros(MAX_INSNS + 1)).unwrap_err(),
+        BpfError::TooLong { len: MAX_INSNS + 1, max: MAX_INSNS }
+    );
+    let Some(()) = bpf_here("the_length_limit_is_exact") else { return };
+    assert!(matches!(Prog::load(ProgType::Xdp, &zeros(MAX_INSNS)), Err(BpfError::Rejected { len: MAX_INSNS, .. })));
+    let prog = Prog::load(ProgType::SchedCls, &[mov64_imm(0, 2), EXIT]).unwrap();
+    assert_eq!((prog.len(), prog.is_empty(), prog.prog_type()), (2, false, ProgType::SchedCls));
+}
+
+const PROG_TYPES: [ProgType; 3] = [ProgType::SocketFilter, ProgType::SchedCls, ProgType::Xdp];
+
+/// A frame of `len` bytes: `dest`, a fixed source address, `ethertype`,
+/// then each payload byte its own offset (so offsets can be told apart).
+fn frame(len: usize, dest: [u8; 6], ethertype: u16) -> Vec<u8> {
+    let mut f: Vec<u8> = (0..len).map(|i| i as u8).collect();
+    let head = [dest.as_slice(), &[0x02, 0, 0, 0, 0, 0x01], &ethertype.to_be_bytes()].concat();
+    for (to, from) in f.iter_mut().zip(head) {
+        *to = from;
+    }
+    f
+}
+
+/// Whether a test run of `prog_type` takes `frame` whole, by the kernel's
+/// own answer: the run fails (`EINVAL`), or the program sees fewer bytes
+/// (an XDP packet past the linear area goes to fragments).
+fn kernel_takes_whole(prog_type: ProgType, frame: &[u8]) -> bool {
+    let len = frame.len();
+    let insns = match prog_type {
+        // r2 = data; r3 = data_end; r2 += len; if r2 > r3 goto short;
+        // r0 = 1; exit; short: r0 = 0; exit
+        ProgType::Xdp => vec![
+            Insn::new(0x61, 2, 1, 0, 0),
+            Insn::new(0x61, 3, 1, 4, 0),
+            Insn::new(0x07, 2, 0, 0, len as i32),
+            Insn::new(0x2d, 2, 3, 2, 0),
+            mov64_imm(0, 1),
+            EXIT,
+            mov64_imm(0, 0),
+            EXIT,
+        ],
+        // r0 = skb->len
+        _ => vec![Insn::new(0x61, 0, 1, 0, 0), EXIT],
+    };
+    let prog = Prog::load(prog_type, &insns).unwrap_or_else(|e| panic!("{prog_type} {len}: {e}"));
+    match prog.retval(frame) {
+        Err(BpfError::TestRun { errno: libc::EINVAL, .. }) => false,
+        Err(e) => panic!("{prog_type} {len}: {e}"),
+        Ok(r) => match prog_type {
+            ProgType::Xdp => r == 1,
+            // A socket filter's packet starts past the Ethernet header.
+            ProgType::SocketFilter => r as usize + MIN_PACKET == len,
+            ProgType::SchedCls => r as usize == len,
+        },
+    }
+}
+
+/// `test_run_refuses` says what the kernel does: at each bound of the
+/// packet's length (`ETH_HLEN`, an IPv4 or IPv6 header past it, the
+/// linear area) for each program type and EtherType.
+#[test]
+fn test_run_refusals_are_the_kernels() {
+    let Some(()) = bpf_here("test_run_refusals_are_the_kernels") else { return };
+    for prog_type in PROG_TYPES {
+        let max = max_packet(prog_type);
+        for len in [0, 1, 13, 14, 15, 33, 34, 35, 53, 54, 55, 64, max - 1, max, max + 1] {
+            for ethertype in [0x0800u16, 0x86dd, 0x0806] {
+                let f = frame(len, [0; 6], ethertype);
+                let refused = test_run_refuses(prog_type, &f);
+                assert_eq!(
+                    refused.is_none(),
+                    kernel_takes_whole(prog_type, &f),
+                    "{prog_type}, {len} bytes, EtherType {ethertype:#06x}: {refused:?}"
+                );
+            }
+        }
+    }
+}
+
+/// `struct __sk_buff` offsets (include/uapi/linux/bpf.h).
+const SKB_FIELDS: [(&str, i16); 8] = [
+    ("pkt_type", 4),
+    ("mark", 8),
+    ("queue_mapping", 12),
+    ("protocol", 16),
+    ("vlan_tci", 24),
+    ("vlan_proto", 28),
+    ("ifindex", 40),
+    ("hash", 68),
+];
+
+/// What `test_run_skb` says a field of `struct __sk_buff` holds, as the
+/// kernel's context load gives it (`protocol` and `vlan_proto` in network
+/// byte order).
+fn modelled(skb: &cbpf::Skb<'_>, field: &str) -> u32 {
+    match field {
+        "pkt_type" => u32::from(skb.pkt_type),
+        "mark" => skb.mark,
+        "queue_mapping" => u32::from(skb.queue_mapping),
+        "protocol" => u32::from(skb.protocol.to_be()),
+        "vlan_tci" => u32::from(skb.vlan_tci),
+        "vlan_proto" => u32::from(skb.vlan_proto.to_be()),
+        "ifindex" => skb.dev.map_or(0, |d| d.ifindex as u32),
+        "hash" => skb.rxhash,
+        _ => unreachable!("{field}"),
+    }
+}
+
+/// `test_run_skb` is the `sk_buff` a socket or tc test run builds: each
+/// field a program reads, and the bytes at the network and MAC headers
+/// (`ld_abs` at `SKF_NET_OFF` and `SKF_LL_OFF`), for destinations of each
+/// packet type, EtherTypes on both sides of `ETH_P_802_3_MIN` (with and
+/// without the IPX-style 0xFFFF payload) and two marks.
+#[test]
+fn the_test_run_skb_is_the_kernels() {
+    let Some(()) = bpf_here("the_test_run_skb_is_the_kernels") else { return };
+    let dests =
+        [[0; 6], [0xff; 6], [0x01, 0x00, 0x5e, 0, 0, 1], [0x02, 0, 0, 0, 0, 9], [0xff, 0xff, 0xff, 0xff, 0xff, 0xfe]];
+    let mut frames = Vec::new();
+    for dest in dests {
+        for ethertype in [0x0800u16, 0x86dd, 0x0806, 0x0600, 0x05ff, 0x0042] {
+            frames.push(frame(80, dest, ethertype));
+        }
+    }
+    // 802.3 with an IPX-style payload: 0xFFFF right after the header.
+    let mut ipx = frame(80, [0x02, 0, 0, 0, 0, 9], 0x0100);
+    ipx[14..16].copy_from_slice(&[0xff, 0xff]);
+    frames.push(ipx);
+    for prog_type in [ProgType::SocketFilter, ProgType::SchedCls] {
+        let fields: Vec<(&str, Prog)> = SKB_FIELDS
+            .iter()
+            .map(|&(name, off)| {
+                let prog = Prog::load(prog_type, &[Insn::new(0x61, 0, 1, off, 0), EXIT]);
+                (name, prog.unwrap_or_else(|e| panic!("{prog_type} {name}: {e}")))
+            })
+            .collect();
+        // r6 = r1; r0 = *(u8 *)skb[k] (ld_abs); exit
+        let byte_at =
+            |k: u32| Prog::load(prog_type, &[Insn::new(0xbf, 6, 1, 0, 0), Insn::new(0x30, 0, 0, 0, k as i32), EXIT]);
+        let net = byte_at(cbpf::opcode::SKF_NET_OFF).unwrap();
+        let mac = byte_at(cbpf::opcode::SKF_LL_OFF).unwrap();
+        for (i, f) in frames.iter().enumerate() {
+            assert_eq!(test_run_refuses(prog_type, f), None, "frame {i}");
+            for mark in [0, 0xdead_beef] {
+                let skb = test_run_skb(f, mark);
+                let ctx = skb_ctx(mark);
+                for (name, prog) in &fields {
+                    let out = prog.test_run(&TestRun { data: f, ctx: Some(&ctx), repeat: 1 }).unwrap();
+                    assert_eq!(out.retval, modelled(&skb, name), "{prog_type} frame {i} mark {mark:#x}: {name}");
+                }
+                let at = |offset: Option<usize>| offset.and_then(|o| f.get(o)).map(|&b| u32::from(b));
+                assert_eq!(Some(net.retval(f).unwrap()), at(Some(skb.network_offset)), "{prog_type} frame {i}");
+                assert_eq!(Some(mac.retval(f).unwrap()), at(skb.mac_offset), "{prog_type} frame {i}");
+            }
+        }
+    }
+}
+
 mod memory {
     use super::*;
     use kernel::bpf::memory::{harness, Args, MemoryProg, END_PRELUDE, MAX_MEMORY};
@@ -160,6 +327,7 @@ mod memory {
         let prog = [Insn::new(0x79, 0, 1, 0, 0), Insn::new(0x0f, 0, 2, 0, 0), Insn::new(0x72, 1, 0, 8, 0x5a), EXIT];
         let mut mem: Vec<u8> = (1..=9).collect();
         let loaded = MemoryProg::load(&prog, mem.len()).unwrap();
+        assert_eq!(loaded.mem_len(), 9);
         let out = loaded.run(&mut mem).unwrap();
         assert_eq!(out.r0, 0x0807_0605_0403_0201 + 9);
         assert_eq!(mem, [1, 2, 3, 4, 5, 6, 7, 8, 0x5a], "the store comes back");

@@ -297,6 +297,18 @@ mod tests {
         assert_eq!(ebpf::listing::format_insn(&with_end[5], None), "(2d) if r2 > r3 goto pc+9");
     }
 
+    /// A program given the memory's end needs at least `ETH_HLEN` bytes
+    /// (the test run pads shorter packets).
+    #[test]
+    fn the_end_needs_a_whole_ethernet_header() {
+        assert!(harness(&[exit_insn()], ETH_HLEN, Args::WithEnd).is_ok());
+        assert_eq!(
+            harness(&[exit_insn()], ETH_HLEN - 1, Args::WithEnd),
+            Err(BpfError::MemoryTooShort { len: ETH_HLEN - 1, min: ETH_HLEN })
+        );
+        assert!(harness(&[exit_insn()], 0, Args::Conformance).is_ok());
+    }
+
     #[test]
     fn memory_past_the_packet_is_refused() {
         assert!(harness(&[exit_insn()], MAX_MEMORY, Args::Conformance).is_ok());
