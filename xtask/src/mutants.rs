@@ -1,7 +1,8 @@
 //! `cargo xtask mutants [--file NAME]... [--jobs N] [--timeout S]`: cargo-mutants
 //! over the kernel mirrors, the classic interpreter (the converter's oracle),
 //! the running kernel as a seccomp engine (the rewrite, the zygote's bookkeeping)
-//! and its eBPF door (loads, test runs and the `sk_buff` they build, the memory harness),
+//! and its eBPF door (loads, test runs and the `sk_buff` they build, the memory harness)
+//! and socket filters (the AF_UNIX path's `sk_buff`, what it cannot reproduce),
 //! the eBPF seccomp executor,
 //! the profile readers (runc's, moby's and seccompiler's rules), the
 //! reference program, `compile`'s partition, decompile's multiplexing proof,
@@ -38,12 +39,12 @@ pub struct Target {
     pub tests: &'static [&'static str],
 }
 
-/// The kernel mirrors, the classic interpreter, the kernel engine and eBPF door, the mirrors of runc's,
+/// The kernel mirrors, the classic interpreter, the kernel engine, eBPF door and socket path, the mirrors of runc's,
 /// moby's and seccompiler's profile rules, the reference program, `compile` and decompile's proof,
 /// optimize's layout, planner, passes and choice of layout, the fast engine (every file of `seccomp/src/fast/` with a function
 /// to mutate), the equivalence prover and the classes it cuts, and their test sets (see
 /// docs/mutants.md for why each).
-pub const TARGETS: [Target; 52] = [
+pub const TARGETS: [Target; 53] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -138,6 +139,12 @@ pub const TARGETS: [Target; 52] = [
         file: "crates/kernel/src/bpf/memory.rs",
         package: "bpfconv-kernel",
         tests: &["--lib", "--test", "bpf"],
+    },
+    Target {
+        name: "kernel-socket",
+        file: "crates/kernel/src/socket.rs",
+        package: "bpfconv-kernel",
+        tests: &["--lib", "--test", "socket_attach", "--test", "socket_delivery"],
     },
     Target { name: "equiv", file: "crates/equiv/src/lib.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "class", file: "crates/equiv/src/class.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },

@@ -147,11 +147,10 @@ fn step_reads_other_metadata(insn: Insn, x: u32, skb: &Skb<'_>, kernel: &Skb<'_>
             let len = |s: &Skb<'_>| s.wire_len.map_or(s.data.len() as u64, u64::from);
             differs("skb->len", len(skb).to_string(), len(kernel).to_string())
         }
-        // convert_bpf_extensions() takes exactly these offsets (any size);
-        // any other negative `ld [k]` is an ordinary load.
-        Op::LdAbs { k, .. } if k >= SKF_AD_OFF && (k - SKF_AD_OFF) < SKF_AD_MAX && k % 4 == 0 => {
-            ancillary(k - SKF_AD_OFF, skb, kernel, path)
-        }
+        // convert_bpf_extensions() takes exactly the ancillary offsets (any
+        // size; bpf_check_classic() refuses every other `ld [k]` from
+        // SKF_AD_OFF up); any other negative `ld [k]` is an ordinary load.
+        Op::LdAbs { k, .. } if cbpf::validate::is_ancillary(k) => ancillary(k - SKF_AD_OFF, skb, kernel, path),
         Op::LdAbs { k, .. } | Op::LdxMsh { k } => negative_offset(k, skb, kernel, path),
         Op::LdInd { k, .. } => negative_offset(x.wrapping_add(k), skb, kernel, path),
         _ => None,
@@ -287,5 +286,154 @@ impl SocketFilter {
             None => Ok(Delivery::Dropped),
             Some(kept) => Ok(Delivery::Kept { kept: u32::try_from(kept).unwrap_or(u32::MAX), len }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `insns` validated as a socket filter.
+    fn socket(insns: &[Insn]) -> Program {
+        match cbpf::validate(insns, cbpf::Mode::Socket) {
+            Ok(p) => p,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// `ld [k]; ret a`.
+    fn load(k: u32) -> Program {
+        socket(&[Insn::stmt(LD_W_ABS, k), Insn::stmt(RET_A, 0)])
+    }
+
+    /// An IPv4/TCP frame of 40 bytes from its network header.
+    const IPV4_TCP: [u8; 40] = {
+        let mut p = [0u8; 40];
+        p[0] = 0x45;
+        p[9] = 6;
+        p
+    };
+
+    /// What `unobservable` says of `program` on the AF_UNIX path's own skb
+    /// changed by `change`.
+    fn changed(program: &Program, data: &[u8], change: impl FnOnce(&mut Skb<'_>)) -> Option<String> {
+        let mut skb = unix_dgram_skb(data);
+        change(&mut skb);
+        unobservable(program, &skb)
+    }
+
+    /// Each metadata load is unobservable exactly when the field it reads
+    /// differs from the AF_UNIX path's, and says which.
+    #[test]
+    fn a_load_of_other_metadata_is_named() {
+        let data = [0u8; 64];
+        type Change = fn(&mut Skb<'_>);
+        let cases: [(u32, Change, &str); 12] = [
+            (SKF_AD_PROTOCOL, |s| s.protocol = 0x0800, "skb->protocol: 0x0800 here, 0x0000 on the AF_UNIX path"),
+            (SKF_AD_PKTTYPE, |s| s.pkt_type = 3, "skb->pkt_type: 3 here, 0 on"),
+            (SKF_AD_IFINDEX, |s| s.dev = Some(cbpf::NetDevice { ifindex: 1, hatype: 772 }), "skb->dev"),
+            (SKF_AD_HATYPE, |s| s.dev = Some(cbpf::NetDevice { ifindex: 1, hatype: 772 }), "skb->dev"),
+            (SKF_AD_MARK, |s| s.mark = 9, "skb->mark: 9 here, 0 on"),
+            (SKF_AD_QUEUE, |s| s.queue_mapping = 2, "skb->queue_mapping: 2 here"),
+            (SKF_AD_RXHASH, |s| s.rxhash = 5, "skb->hash: 5 here"),
+            (SKF_AD_VLAN_TAG, |s| s.vlan_tci = 7, "the VLAN tag: tci 0x7 tpid 0x0 here"),
+            (SKF_AD_VLAN_TAG_PRESENT, |s| s.vlan_proto = 0x8100, "the VLAN tag"),
+            (SKF_AD_VLAN_TPID, |s| s.vlan_tci = 1, "the VLAN tag"),
+            (SKF_AD_PAY_OFFSET, |s| s.protocol = 0x0800, "the payload offset (skb_get_poff()): 40 here, 0 on"),
+            (SKF_AD_MARK, |s| s.wire_len = Some(100), ""),
+        ];
+        for (which, change, reason) in cases {
+            let program = load(SKF_AD_OFF + which);
+            let data: &[u8] = if which == SKF_AD_PAY_OFFSET { &IPV4_TCP } else { &data };
+            assert_eq!(changed(&program, data, |_| {}), None, "ad {which}: the path's own skb");
+            match changed(&program, data, change) {
+                Some(why) if !reason.is_empty() => assert!(why.contains(reason), "ad {which}: {why}"),
+                None if reason.is_empty() => {}
+                other => panic!("ad {which}: {other:?}"),
+            }
+        }
+        // `ld len` reads the wire length where one is given.
+        let len = socket(&[Insn::stmt(LD_W_LEN, 0), Insn::stmt(RET_A, 0)]);
+        let ldx_len = socket(&[Insn::stmt(LDX_W_LEN, 0), Insn::stmt(RET_A, 0)]);
+        for program in [&len, &ldx_len] {
+            assert_eq!(changed(program, &data, |_| {}), None);
+            assert_eq!(changed(program, &data, |s| s.wire_len = Some(64)), None);
+            let why = changed(program, &data, |s| s.wire_len = Some(100));
+            assert_eq!(why.as_deref(), Some("the filter reads skb->len: 100 here, 64 on the AF_UNIX path"));
+        }
+        // SKF_AD_CPU and SKF_AD_RANDOM are never reproducible.
+        for which in [SKF_AD_CPU, SKF_AD_RANDOM] {
+            assert!(changed(&load(SKF_AD_OFF + which), &data, |_| {}).is_some(), "ad {which}");
+        }
+        // A packet load reads no metadata.
+        assert_eq!(changed(&load(0), &data, |s| s.mark = 1), None);
+    }
+
+    /// Netlink attributes are searched in the linear data: a packet with
+    /// paged data, or longer than the path keeps linear, is not reproduced.
+    #[test]
+    fn netlink_attributes_need_a_linear_packet() {
+        let nlattr = |which| {
+            socket(&[
+                Insn::stmt(LDX_IMM, 1),
+                Insn::stmt(LD_IMM, 0),
+                Insn::stmt(LD_W_ABS, SKF_AD_OFF + which),
+                Insn::stmt(RET_A, 0),
+            ])
+        };
+        let longest = vec![0u8; LINEAR_MAX];
+        let longer = vec![0u8; LINEAR_MAX + 1];
+        for which in [SKF_AD_NLATTR, SKF_AD_NLATTR_NEST] {
+            let program = nlattr(which);
+            assert_eq!(changed(&program, &longest, |_| {}), None);
+            let why = changed(&program, &longer, |_| {}).unwrap_or_default();
+            assert!(why.contains("15361-byte packet; the AF_UNIX path may page past 15360"), "{why}");
+            let why = changed(&program, &longest, |s| s.headlen = 100).unwrap_or_default();
+            assert!(why.contains("paged data"), "{why}");
+        }
+    }
+
+    /// Loads below 0 are relative to the network header from `SKF_NET_OFF`
+    /// up (to just below the ancillary offsets) and to the MAC header from
+    /// `SKF_LL_OFF` up; below `SKF_LL_OFF` a load fails anywhere.
+    #[test]
+    fn negative_offsets_are_relative_to_a_header() {
+        let data = [0u8; 64];
+        let net = |s: &mut Skb<'_>| s.network_offset = 14;
+        let mac = |s: &mut Skb<'_>| s.mac_offset = Some(0);
+        for k in [SKF_NET_OFF, SKF_NET_OFF + 3, SKF_AD_OFF - 4] {
+            let why = changed(&load(k), &data, net).unwrap_or_default();
+            assert!(why.contains("network header: at 14 here, at 0 on"), "{k:#x}: {why}");
+            assert_eq!(changed(&load(k), &data, mac), None, "{k:#x}");
+        }
+        for k in [SKF_LL_OFF, SKF_NET_OFF - 4] {
+            let why = changed(&load(k), &data, mac).unwrap_or_default();
+            assert!(why.contains("MAC header: at 0 here, unset on"), "{k:#x}: {why}");
+            assert_eq!(changed(&load(k), &data, net), None, "{k:#x}");
+        }
+        assert_eq!(changed(&load(SKF_LL_OFF - 4), &data, |s| (net(s), mac(s)).1), None);
+        // `ld [x + k]` where X brings it to the network header, and
+        // `ldx 4*([k]&0xf)` at a negative offset.
+        let ind = socket(&[Insn::stmt(LDX_IMM, 16), Insn::stmt(LD_B_IND, SKF_NET_OFF - 16), Insn::stmt(RET_A, 0)]);
+        assert!(changed(&ind, &data, net).is_some_and(|w| w.contains("network header")));
+        let ind_positive = socket(&[Insn::stmt(LDX_IMM, 16), Insn::stmt(LD_B_IND, 0), Insn::stmt(RET_A, 0)]);
+        assert_eq!(changed(&ind_positive, &data, net), None);
+        let msh = socket(&[Insn::stmt(LDX_B_MSH, SKF_NET_OFF), Insn::stmt(RET_A, 0)]);
+        assert!(changed(&msh, &data, net).is_some_and(|w| w.contains("network header")));
+    }
+
+    /// `sk_filter_trim_cap()` with cap 1: 0 drops, anything else keeps
+    /// `min(ret, len)` bytes, at least one.
+    #[test]
+    fn a_delivery_agrees_with_the_values_that_give_it() {
+        assert!(Delivery::Dropped.agrees_with(0));
+        assert!(!Delivery::Dropped.agrees_with(1));
+        let part = Delivery::Kept { kept: 5, len: 10 };
+        assert!(part.agrees_with(5) && !part.agrees_with(4) && !part.agrees_with(6) && !part.agrees_with(0));
+        let whole = Delivery::Kept { kept: 10, len: 10 };
+        assert!(whole.agrees_with(10) && whole.agrees_with(11) && whole.agrees_with(u32::MAX) && !whole.agrees_with(9));
+        let empty = Delivery::Kept { kept: 0, len: 0 };
+        assert!(empty.agrees_with(1) && !empty.agrees_with(0));
+        assert!(!Delivery::NotSent { errno: libc::EMSGSIZE }.agrees_with(0));
     }
 }
