@@ -2,7 +2,8 @@
 //! over the kernel mirrors, the classic interpreter (the converter's oracle),
 //! the running kernel as a seccomp engine (the rewrite, the zygote's bookkeeping)
 //! and its eBPF door (loads, test runs and the `sk_buff` they build, the memory harness)
-//! and socket filters (the AF_UNIX path's `sk_buff`, what it cannot reproduce),
+//! socket filters (the AF_UNIX path's `sk_buff`, what it cannot reproduce) and
+//! forked children (the attach check, the benchmarks' samples, filter dumps),
 //! the eBPF seccomp executor,
 //! the profile readers (runc's, moby's and seccompiler's rules), the
 //! reference program, `compile`'s partition, decompile's multiplexing proof,
@@ -39,12 +40,12 @@ pub struct Target {
     pub tests: &'static [&'static str],
 }
 
-/// The kernel mirrors, the classic interpreter, the kernel engine, eBPF door and socket path, the mirrors of runc's,
+/// The kernel mirrors, the classic interpreter, the kernel crate (engine, eBPF door, socket path, children), the mirrors of runc's,
 /// moby's and seccompiler's profile rules, the reference program, `compile` and decompile's proof,
 /// optimize's layout, planner, passes and choice of layout, the fast engine (every file of `seccomp/src/fast/` with a function
 /// to mutate), the equivalence prover and the classes it cuts, and their test sets (see
 /// docs/mutants.md for why each).
-pub const TARGETS: [Target; 53] = [
+pub const TARGETS: [Target; 56] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -146,6 +147,9 @@ pub const TARGETS: [Target; 53] = [
         package: "bpfconv-kernel",
         tests: &["--lib", "--test", "socket_attach", "--test", "socket_delivery"],
     },
+    kernel_process("kernel-dump", "crates/kernel/src/dump.rs"),
+    kernel_process("kernel-child", "crates/kernel/src/child.rs"),
+    kernel_process("kernel-bench", "crates/kernel/src/bench.rs"),
     Target { name: "equiv", file: "crates/equiv/src/lib.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "class", file: "crates/equiv/src/class.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "aig", file: "crates/equiv/src/aig.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
@@ -249,6 +253,12 @@ const fn policy(name: &'static str, file: &'static str) -> Target {
 
 /// A file of the optimiser, with its unit tests and the layouts of
 /// partitions (every value reached, far targets, the planner's budget).
+/// The kernel crate's forked children: the attach check, the benchmarks
+/// and the filter dumps, with the tests that fork them.
+const fn kernel_process(name: &'static str, file: &'static str) -> Target {
+    Target { name, file, package: "bpfconv-kernel", tests: &["--lib", "--test", "kernel", "--test", "dump"] }
+}
+
 const fn optimize(name: &'static str, file: &'static str) -> Target {
     Target { name, file, package: "bpfconv-optimize", tests: &["--lib", "--test", "layout"] }
 }
@@ -337,6 +347,11 @@ pub fn run(args: &[String]) -> Result<(), String> {
         // libseccomp) fails instead of skipping: here a skip would let every
         // mutant it should catch survive, and the baseline fails loudly.
         cmd.env("CI", "true");
+        // ... and so do the two that depend on the host's kernel, as in
+        // `.ci/run` (CI's machine is built like ours).
+        if std::env::var_os("BPFCONV_REQUIRE").is_none() {
+            cmd.env("BPFCONV_REQUIRE", "int80,ptrace");
+        }
         cmd.current_dir(&root).args(["mutants", "--file", t.file, "--test-package", t.package, "--jobs", &args.jobs]);
         if let Some(timeout) = &args.timeout {
             cmd.args(["--timeout", timeout]);

@@ -309,5 +309,15 @@ mod tests {
             assert_eq!(interp.run_seccomp(&other).unwrap(), cbpf::uapi::seccomp::SECCOMP_RET_ALLOW);
         }
         assert!(refusing(&vec![Insn::stmt(cbpf::opcode::RET_K, 0); 4093], 1).is_none());
+        // ERRNO(EPERM): the call fails at once, the timing child lives on.
+        assert_eq!(REFUSED, 0x0005_0001);
+    }
+
+    #[test]
+    fn the_median_is_the_middle_sample() {
+        let ns = |v: &[u64]| v.iter().map(|&n| Duration::from_nanos(n)).collect::<Vec<_>>();
+        assert_eq!(median(&ns(&[5, 1, 4, 2, 3])), Duration::from_nanos(3));
+        assert_eq!(median(&ns(&[9, 7])), Duration::from_nanos(9));
+        assert_eq!(median(&[]), Duration::ZERO);
     }
 }

@@ -305,6 +305,8 @@ fn a_filter_the_kernel_refuses_is_an_error() {
     let filter = [Insn::stmt(0x20, 1), Insn::stmt(0x06, ALLOW)];
     let err = run_vectors(&filter, &[x86_64(1, [0; 6])]).unwrap_err();
     assert!(matches!(err, kernel::KernelError::FilterRejected { errno, .. } if errno == 22), "{err:?}");
+    // The attach check installs it unmodified, and is refused the same way.
+    assert_eq!(seccomp_attach(&filter).unwrap(), kernel::socket::Attach::Rejected { errno: 22 });
 }
 
 #[test]
@@ -362,15 +364,30 @@ fn benchmark_primitives_report_their_samples() {
     }
     const GETPPID: i64 = 110;
     let args = [SyscallArg::Value(0); 6];
+    // Each sample is one run's time over its calls, whole ns and exact,
+    // both from the same run; the time per call is their median.
+    let consistent = |t: &kernel::SyscallTiming| {
+        assert_eq!((t.samples.len(), t.samples_ns.len()), (5, 5), "{t:?}");
+        for (whole, exact) in t.samples.iter().zip(&t.samples_ns) {
+            let whole = whole.as_nanos() as f64;
+            assert!(whole > 0.0 && *exact >= whole && *exact < whole + 1.0, "{t:?}");
+        }
+        let mut sorted = t.samples.clone();
+        sorted.sort();
+        assert_eq!(t.per_call, sorted[2], "{t:?}");
+    };
     let none = kernel::time_syscalls(&[], GETPPID, args, 2000).unwrap();
-    assert_eq!(none.samples.len(), 5);
+    consistent(&none);
     assert_eq!(none.clock, kernel::TimingClock::ThreadCpu);
     // A filter that kills everything but getppid also kills clock_gettime:
     // the primitive must fall back to the child's rusage rather than fail.
     let only_getppid =
         vec![Insn::stmt(0x20, 0), Insn::jump(0x15, 110, 0, 1), Insn::stmt(0x06, ALLOW), Insn::stmt(0x06, 0x8000_0000)];
-    let t = kernel::time_syscalls(std::slice::from_ref(&only_getppid), GETPPID, args, 2000).unwrap();
+    // Enough calls that the second child's extra CPU time stands well
+    // above the noise of starting a child.
+    let t = kernel::time_syscalls(std::slice::from_ref(&only_getppid), GETPPID, args, 200_000).unwrap();
     assert_eq!(t.clock, kernel::TimingClock::ChildCpuDifference);
+    consistent(&t);
     // fremovexattr(100, buffer): the classic 199 workload with a valid pointer.
     let mut xattr_args = [SyscallArg::Value(0); 6];
     xattr_args[0] = SyscallArg::Value(100);
