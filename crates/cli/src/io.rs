@@ -261,7 +261,9 @@ fn byte_order_hint(bytes: &[u8], insns: &[Insn], endian: Endian) -> Option<Strin
 /// not a plausible `sock_filter` (raw programs start with a binary opcode).
 fn stray_byte_in_text(bytes: &[u8]) -> Option<Failure> {
     let is_text = |b: u8| matches!(b, b'\t' | b'\n' | b'\r' | 0x0b | 0x0c | 0x20..=0x7e);
-    if bytes.len() < 8 || bytes.iter().take(8).any(|&b| !is_text(b)) {
+    // (Input shorter than 10 bytes never is: one stray byte in 9 is more
+    // than 10%.)
+    if bytes.iter().take(8).any(|&b| !is_text(b)) {
         return None;
     }
     let texty = bytes.iter().filter(|&&b| is_text(b)).count();
@@ -335,6 +337,98 @@ pub(crate) mod tests {
         // A real raw program is still raw.
         let raw = cbpf::raw::encode(&[Insn { code: 0x06, jt: 0, jf: 0, k: 0 }]);
         assert_eq!(parse_classic(&raw, None).unwrap().len(), 1);
+    }
+
+    /// Where `file` lives, by its descriptor.
+    fn path_of(file: &std::fs::File) -> std::path::PathBuf {
+        use std::os::fd::AsRawFd;
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).unwrap()
+    }
+
+    /// Input up to the cap is read whole; one byte more is refused.
+    #[test]
+    fn the_input_cap_is_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("big");
+        let f = std::fs::File::create(&file).unwrap();
+        f.set_len(INPUT_CAP).unwrap();
+        let name = file.to_str().unwrap();
+        assert_eq!(read_input(name).unwrap().len() as u64, INPUT_CAP);
+        f.set_len(INPUT_CAP + 1).unwrap();
+        let e = read_input(name).unwrap_err();
+        assert!(e.message.ends_with("input larger than the 16 MiB cap"), "{}", e.message);
+    }
+
+    /// The temporary file is made next to the target (a rename never
+    /// crosses file systems), and names taken already are skipped.
+    #[test]
+    fn the_temporary_file_is_next_to_the_target_under_a_free_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.bin");
+        let mut first = std::path::PathBuf::new();
+        write_atomic(&target, |f| {
+            first = path_of(f);
+            f.write_all(b"one")
+        })
+        .unwrap();
+        assert_eq!(first.parent(), Some(dir.path().canonicalize().unwrap().as_path()));
+        let n = |p: &std::path::Path| -> u64 { p.to_str().unwrap().rsplit('.').next().unwrap().parse().unwrap() };
+        let taken: Vec<std::path::PathBuf> = (1..=50)
+            .map(|k| dir.path().join(format!(".out.bin.tmp.{}.{}", std::process::id(), n(&first) + k)))
+            .collect();
+        for t in &taken {
+            std::fs::write(t, b"").unwrap();
+        }
+        let mut second = std::path::PathBuf::new();
+        write_atomic(&target, |f| {
+            second = path_of(f);
+            f.write_all(b"two")
+        })
+        .unwrap();
+        assert!(n(&second) > n(&first) + 50, "{second:?}");
+        assert_eq!(std::fs::read(&target).unwrap(), b"two");
+        assert_eq!(leftovers(dir.path()).len(), 50);
+        assert!(taken.iter().all(|t| std::fs::read(t).unwrap().is_empty()));
+    }
+
+    /// A UTF-8 byte-order mark is text's; raw records keep their bytes.
+    #[test]
+    fn a_byte_order_mark_is_skipped_only_before_text() {
+        let raw = [0xef, 0xbb, 0xbf, 0, 0, 0, 0, 0, 0x06, 0, 0, 0, 0, 0, 0, 0];
+        let insns = parse_classic(&raw, Some(From::Raw)).unwrap();
+        assert_eq!(insns.iter().map(|i| i.code).collect::<Vec<_>>(), [0xbbef, 0x06]);
+        assert_eq!(parse_classic(b"\xef\xbb\xbfret #0\n", Some(From::Asm)).unwrap().len(), 1);
+    }
+
+    /// Mostly text (at least 90% of the bytes, the first 8 all text) with a
+    /// stray byte is named at its line:col; shorter input, input that is
+    /// all text, valid UTF-8 and mostly binary input are left to the parsers.
+    #[test]
+    fn what_counts_as_text_with_a_stray_byte() {
+        let stray = |b: &[u8]| stray_byte_in_text(b).map(|f| f.message);
+        let at = |b: &[u8]| stray(b).map(|m| m.split(": ").next().unwrap().to_string());
+        // 9 text bytes and a NUL: 90%, flagged; 8 and two NULs: 80%, not.
+        assert_eq!(at(b"ret #0 ;\n\0").as_deref(), Some("2:1"));
+        assert_eq!(at(b"ret #0 ;\0\0"), None);
+        // Fewer than 8 bytes, or a binary byte among the first 8.
+        assert_eq!(at(b"ret #0\0"), None);
+        assert_eq!(at(b"ret #\x010 ; a long comment"), None);
+        // All text; valid UTF-8 with a non-ASCII letter.
+        assert_eq!(at(b"ret #0 ; fine\n"), None);
+        assert_eq!(at("ret #0 ; caf\u{e9}\n".as_bytes()), None);
+        // A control character or invalid UTF-8, at its line:col.
+        assert_eq!(at(b"ld [0]\nret #0\nld\x01 [4]\n").as_deref(), Some("3:3"));
+        // DEL alone is valid text for the parsers to refuse; before a NUL it
+        // is the first stray byte.
+        assert_eq!(at(b"ld [0]\nret #0\nld [4]\x7f\n"), None);
+        assert_eq!(at(b"ld [0]\nret #0\nld [4]\x7f ; \0\n").as_deref(), Some("3:7"));
+        assert_eq!(at(b"ld [0]\nret #0 ; caf\xe9\n").as_deref(), Some("2:13"));
+        // The earlier of the first bad byte and the end of valid UTF-8.
+        assert_eq!(at(b"ld [0]\nret #0 ; \xff ... \0\n").as_deref(), Some("2:10"));
+        assert_eq!(
+            stray(b"ld [0]\nret\0 #0 ; long enough\n").as_deref(),
+            Some("2:4: byte 0x00 in text input (give --from raw if this is a raw program)")
+        );
     }
 
     #[test]

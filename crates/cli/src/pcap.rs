@@ -100,6 +100,21 @@ mod tests {
         }
     }
 
+    /// Ethernet (1) and raw IP (101) captures are read; the link type's
+    /// upper bits (FCS length) are ignored; Linux cooked captures (113)
+    /// are refused.
+    #[test]
+    fn reads_ethernet_and_raw_ip_only() {
+        let with_link = |link: u32| {
+            let mut f = capture(false, &[(&[0x45; 20], 20)]);
+            f[20..24].copy_from_slice(&link.to_le_bytes());
+            f
+        };
+        assert_eq!(parse(&with_link(101)).unwrap().link_type, 101);
+        assert_eq!(parse(&with_link(0x1000_0001)).unwrap().link_type, 1);
+        assert_eq!(parse(&with_link(113)).unwrap_err(), PcapError::LinkType(113));
+    }
+
     #[test]
     fn rejects_garbage_and_truncation() {
         assert_eq!(parse(&[0; 3]).unwrap_err(), PcapError::ShortHeader);

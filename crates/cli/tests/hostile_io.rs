@@ -124,6 +124,15 @@ fn inputs_over_the_cap_are_refused() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("16 MiB cap"), "{err}");
+    // The same cap on stdin, exact: 16 MiB are read (and refused as a
+    // program), one byte more is refused unread.
+    const CAP: usize = 16 << 20;
+    let over = run(&["check", "-"], &vec![0; CAP + 1]);
+    assert!(String::from_utf8_lossy(&over.stderr).contains("-: input larger than the 16 MiB cap"), "{over:?}");
+    let at = run(&["check", "-"], &vec![0; CAP]);
+    let err = String::from_utf8_lossy(&at.stderr);
+    assert_eq!(at.status.code(), Some(1), "{err}");
+    assert!(!err.contains("cap"), "{err}");
 }
 
 /// `dump` end to end on a live process with two filters: into /dev/full it
