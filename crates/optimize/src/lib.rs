@@ -24,6 +24,10 @@
 //!    that tells them apart, or [`CheckError::Undecided`] within the
 //!    budget; never an unproved output.
 //!
+//! A tree is left out where it is longer than the residual it stands for,
+//! priced before the passes; the layout with every tree is then made too
+//! and taken when it comes out shorter.
+//!
 //! When the layout is longer than the input (or its residuals alone are),
 //! the input is returned unchanged and [`Stats::kept_input`] says why: the
 //! output is never larger than the input. [`Prefer::Depth`]
@@ -226,6 +230,16 @@ pub fn build_preferring(input: &Program, budget: &mut Budget, prefer: Prefer) ->
         (insns, layout, passes)
     };
     let (mut insns, mut layout, mut passes) = lay_out(prefer);
+    // Size preferred: `Choice` prices each tree against its residual before
+    // the passes and the sharing of leaves, so where it kept a residual the
+    // all-trees layout can still come out shorter; the shorter one is taken
+    // (on a tie, the shallower).
+    if prefer == Prefer::Size && layout.switches < partition.switches.len() {
+        let trees = lay_out(Prefer::Depth);
+        if (trees.0.len(), longest_path(&trees.0)) < (insns.len(), longest_path(&insns)) {
+            (insns, layout, passes) = trees;
+        }
+    }
     // Depth preferred: a layout longer than the input is taken when the
     // kernel takes it and it is shallower than the input, else the
     // size-first one (the same where no tree was longer than its residual).
