@@ -197,14 +197,16 @@ pub fn classic(insns: &[cbpf::Insn], returns: Returns, default_arch: Option<secc
                 .iter()
                 .enumerate()
                 .map(|(pc, &insn)| {
-                    let shown = match insn.op() {
-                        Some(cbpf::Op::Jmp { .. }) => cbpf::Insn { jt: 1, jf: 1, ..insn },
-                        _ => insn,
-                    };
-                    let text = seccomp::disasm::insn_text(pc, shown, facts.get(pc).copied().flatten(), default_arch);
-                    let text = match text.find(" goto ") {
-                        Some(i) if shown.jt != 0 => text.get(..i).unwrap_or(&text).to_string(),
-                        _ => text,
+                    let text =
+                        |insn| seccomp::disasm::insn_text(pc, insn, facts.get(pc).copied().flatten(), default_arch);
+                    let text = match insn.op() {
+                        // With `jt` non-zero the text starts `if (condition
+                        // as tested) goto`, whatever `jf`: cut at the goto.
+                        Some(cbpf::Op::Jmp { .. }) => {
+                            let branch = text(cbpf::Insn { jt: 1, ..insn });
+                            branch.split(" goto ").next().unwrap_or_default().to_string()
+                        }
+                        _ => text(insn),
                     };
                     format!("{pc:04}: {text}")
                 })
@@ -295,3 +297,6 @@ pub fn ebpf(insns: &[ebpf::Insn], returns: Returns, helper_name: ebpf::listing::
     };
     graph("ebpf", insns.len(), returns, text, flow)
 }
+
+#[cfg(test)]
+mod tests;

@@ -71,6 +71,54 @@ fn usage_errors_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
 
+/// `optimize --max-steps` bounds the partition's analysis: a budget too
+/// small for Docker's profile is an `error:` line naming the flag.
+#[test]
+fn optimize_takes_its_step_budget_from_the_flag() {
+    let file = format!("{}/../../testdata/profiles/docker_like.bpf", env!("CARGO_MANIFEST_DIR"));
+    let o = run(&["optimize", "--max-steps", "1000", &file, "-o", "/dev/null"], b"");
+    assert_rejected(&o, "more than 1000 analysis steps (raise it with --max-steps N)");
+    let o = run(&["optimize", "--max-steps", "10000000", &file, "-o", "/dev/null"], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+/// `analyze`'s constant-action cache is the one of the kernel that runs the
+/// arch: an allow-all filter is cached for every number of a native or a
+/// compat arch (`SECCOMP_ARCH_*_NR` is 470 for each in Linux 6.18), and
+/// for none on x32, whose numbers carry bit 30 (`seccomp_cache_check_allow()`
+/// finds them past the bitmap).
+#[test]
+fn analyze_reports_the_cache_of_the_kernel_that_runs_the_arch() {
+    for (arch, cached) in [("x86_64", 470), ("i386", 470), ("aarch64", 470), ("arm", 470), ("s390", 470), ("x32", 0)] {
+        let o = run(&["analyze", "--from", "asm", "--arch", arch, "--format", "json", "-"], b"ret #0x7fff0000\n");
+        assert_eq!(o.status.code(), Some(0), "{arch}: {}", stderr(&o));
+        let json: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let allowed = json["kernel_cache_allow"].as_array().unwrap();
+        assert_eq!(allowed.len(), cached, "{arch}");
+        let nrs: Vec<u64> = allowed.iter().map(|v| v.as_u64().unwrap()).collect();
+        assert!(nrs.iter().copied().eq(0..cached as u64), "{arch}");
+    }
+}
+
+/// A missing subcommand is a usage error: the help goes to stderr with
+/// exit 2 (clap shows it as help, but nobody asked for it). Help asked for
+/// goes to stdout with exit 0.
+#[test]
+fn a_missing_subcommand_shows_help_as_a_usage_error() {
+    for args in [&[][..], &["ebpf"][..]] {
+        let o = run(args, b"");
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert_eq!(stdout(&o), "", "{args:?}");
+        assert!(stderr(&o).contains("Usage: bpfconv"), "{args:?}: {}", stderr(&o));
+    }
+    for args in [&["--help"][..], &["ebpf", "--help"][..]] {
+        let o = run(args, b"");
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).contains("Usage: bpfconv"), "{args:?}");
+        assert_eq!(stderr(&o), "", "{args:?}");
+    }
+}
+
 #[test]
 fn disasm_asm_round_trip_through_stdin_and_stdout() {
     let raw = std::fs::read(filter("seed_slow.bpf")).unwrap();

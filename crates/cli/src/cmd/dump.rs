@@ -138,6 +138,17 @@ mod tests {
         assert_eq!(std::fs::read(&name).unwrap(), cbpf::raw::encode(&filters()[0]));
     }
 
+    /// A file that cannot be created for another reason than being there
+    /// says why, without the `--force` advice (procfs has no such entry).
+    #[test]
+    fn other_creation_errors_are_not_taken_for_an_existing_file() {
+        let mut out = Out::stdout();
+        let dir = Path::new("/proc/self");
+        let err = write_filters(dir, 123, &filters(), false, cbpf::raw::Endian::Little, &mut out).unwrap_err();
+        assert!(err.message.starts_with("creating /proc/self/123-0.bpf: "), "{}", err.message);
+        assert!(!err.message.contains("--force"), "{}", err.message);
+    }
+
     #[test]
     fn an_existing_file_is_refused_without_force() {
         let dir = tempfile::tempdir().unwrap();

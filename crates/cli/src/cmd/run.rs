@@ -207,15 +207,22 @@ fn socket_engine(kind: EngineKind, prepared: &Prepared, target: HookTargetArg) -
     match SocketEngine::for_hook(kind, prepared, target.target()) {
         Ok(engine) => Ok(engine),
         Err(engine::EngineError::Kernel(kernel::KernelError::FilterRejected { errno, .. })) => {
-            let why = std::io::Error::from_raw_os_error(errno);
-            Err(Failure::rejected(if why.kind() == std::io::ErrorKind::OutOfMemory {
-                format!("kernel: SO_ATTACH_FILTER: {why}: the converted filter exceeds net.core.optmem_max (`check --mode socket` accepts it: valid, converts)")
-            } else {
-                format!("kernel: SO_ATTACH_FILTER refused the filter: {why}; `check --mode socket` accepts it (a disagreement)")
-            }))
+            Err(attach_refused(errno))
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// `SO_ATTACH_FILTER`'s refusal of a filter our check accepts: over
+/// `net.core.optmem_max` (ENOMEM: `__sk_filter_charge()`, the check
+/// `sock_kmalloc()` makes), or a disagreement.
+fn attach_refused(errno: i32) -> Failure {
+    let why = std::io::Error::from_raw_os_error(errno);
+    Failure::rejected(if why.kind() == std::io::ErrorKind::OutOfMemory {
+        format!("kernel: SO_ATTACH_FILTER: {why}: the converted filter exceeds net.core.optmem_max (`check --mode socket` accepts it: valid, converts)")
+    } else {
+        format!("kernel: SO_ATTACH_FILTER refused the filter: {why}; `check --mode socket` accepts it (a disagreement)")
+    })
 }
 
 fn run_seccomp(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut Out) -> Result<i32> {
@@ -562,3 +569,6 @@ fn run_socket(args: &RunArgs, kind: EngineKind, prepared: &Prepared, out: &mut O
     }
     Ok(0)
 }
+
+#[cfg(test)]
+mod tests;
