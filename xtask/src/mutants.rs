@@ -43,7 +43,7 @@ pub struct Target {
 }
 
 /// The kernel mirrors, the classic interpreter, the kernel crate (engine, eBPF door, socket path, children),
-/// the CLI's input and output, the mirrors of runc's,
+/// the CLI (its input and output, the DOT graph, every command but `bench`), the mirrors of runc's,
 /// moby's and seccompiler's profile rules, the reference program, `compile` and decompile's proof,
 /// optimize's layout, planner, passes and choice of layout, the fast engine (every file of `seccomp/src/fast/` with a function
 /// to mutate), the equivalence prover and the classes it cuts, and their test sets (see

@@ -5,7 +5,7 @@
 use std::process::Output;
 
 mod common;
-use common::{filter, run, stderr, stdout, FILTERS};
+use common::{filter, run, stderr, stdout, write_in, FILTERS};
 use test_data::require::{self, Need};
 
 /// Asserts a rejection: exit 1, exactly one stderr line starting `error: ` and containing `needle`.
@@ -378,11 +378,7 @@ fn socket_kernel_engine_runs_packets_and_pcaps_and_compares_refusals() {
         );
     }
     let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, text: &str| {
-        let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p.to_str().unwrap().to_string()
-    };
+    let write = |name: &str, text: &str| write_in(dir.path(), name, text);
     let ip = write("ip.asm", "ldh [12]\njeq #0x800, yes, no\nyes: ret #4\nno: ret #0\n");
     let proto = write("proto.asm", "ld proto\nret a\n");
     let mut frame = vec![0u8; 60];
@@ -565,4 +561,82 @@ fn optimize_prefer_depth_writes_the_tree_or_says_why_not() {
         .nth(1)
         .and_then(|t| t.split(" -> ").nth(1)?.split(',').next()?.parse::<usize>().ok());
     assert!(path.is_some_and(|p| p <= 32), "{}", stderr(&o));
+}
+
+/// `equiv`'s sides: stdin on one side (not both), a stack `NEWEST,OLDEST`,
+/// a file whose name holds a comma as one file, a profile only alone.
+#[test]
+fn equiv_reads_stdin_stacks_and_names_with_commas() {
+    let dir = tempfile::tempdir().unwrap();
+    let allow_getpid = "ld [0]\njeq #39, yes, no\nyes: ret #0x7fff0000\nno: ret #0x50001\n";
+    let comma = write_in(dir.path(), "get,pid.asm", allow_getpid);
+    let comma = comma.as_str();
+    let o = run(&["equiv", "-", comma], allow_getpid.as_bytes());
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("equivalent: "), "{}", stdout(&o));
+    assert_eq!(run(&["equiv", "-", "-"], b"").status.code(), Some(2));
+    // A stack: the newest filter's ERRNO(1) for `getpid` wins over the
+    // older's ALLOW (the kernel's precedence), so it differs from the older.
+    let write = |name: &str, text: &str| write_in(dir.path(), name, text);
+    let errno_all = write("errno.asm", "ret #0x50001\n");
+    let plain = write("getpid.asm", allow_getpid);
+    let stack = format!("{errno_all},{plain}");
+    let o = run(&["equiv", &stack, &errno_all], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = run(&["equiv", &stack, comma], b"");
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("differ: "), "{}", stdout(&o));
+    // A profile in a stack.
+    let profile = format!("{}/../../testdata/profiles/docker_like.json", env!("CARGO_MANIFEST_DIR"));
+    let o = run(&["equiv", &format!("{profile},{plain}"), comma], b"");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("is a profile; a stack holds filters"), "{}", stderr(&o));
+}
+
+/// `equiv`'s three budgets reach the prover: `3 * args[0].lo == 15` and
+/// `args[0].lo == 5` are equal (3 is invertible modulo 2^32), which takes
+/// the solver a few conflicts.
+#[test]
+fn equiv_takes_its_budgets_from_the_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| write_in(dir.path(), name, text);
+    let times3 = write("l.asm", "ld [16]\nmul #3\njeq #15, yes, no\nyes: ret #0x7fff0000\nno: ret #0\n");
+    let five = write("r.asm", "ld [16]\njeq #5, yes, no\nyes: ret #0x7fff0000\nno: ret #0\n");
+    let o = run(&["equiv", &times3, &five], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for (flag, limit, what) in [
+        ("--max-steps", "1", "more than 1 abstract steps"),
+        ("--max-conflicts", "0", "more than 0 solver conflicts"),
+        ("--max-clauses", "1", "more than 1 solver clauses"),
+    ] {
+        let o = run(&["equiv", flag, limit, &times3, &five], b"");
+        assert_eq!(o.status.code(), Some(3), "{flag}: {}", stderr(&o));
+        assert_eq!(stderr(&o), format!("error: undecided: {what} (raise it with {flag} N)\n"));
+    }
+}
+
+/// `ebpf run` without `--from`: text when it assembles, its error when it
+/// does not (line and column), raw instructions when the bytes hold a NUL
+/// even if they are valid UTF-8.
+#[test]
+fn ebpf_run_tells_text_from_raw_instructions() {
+    let o = run(&["ebpf", "run", "-"], b"mov %r0, 7\nexit\n");
+    assert_eq!((o.status.code(), stdout(&o)), (Some(0), "0x7\n".to_string()), "{}", stderr(&o));
+    let o = run(&["ebpf", "run", "-"], b"mov %r0, 7\nbogus\nexit\n");
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("2:1: invalid mnemonic `bogus`"), "{}", stderr(&o));
+    // `r0 += 0xc2000000; exit`: the immediate's last byte and `exit`'s
+    // opcode (0xc2 0x95) make a valid UTF-8 pair, the rest NULs and 0x07.
+    let raw = [0x07, 0, 0, 0, 0, 0, 0, 0xc2, 0x95, 0, 0, 0, 0, 0, 0, 0];
+    assert!(std::str::from_utf8(&raw).is_ok());
+    let o = run(&["ebpf", "run", "-"], &raw);
+    assert_eq!((o.status.code(), stdout(&o)), (Some(0), "0xffffffffc2000000\n".to_string()), "{}", stderr(&o));
+}
+
+/// `decompile -o -` is stdout, not a file named `-`.
+#[test]
+fn decompile_dash_o_dash_is_stdout() {
+    let o = run(&["decompile", "-o", "-", &filter("seed_fast.bpf")], b"");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"defaultAction\""), "{}", stdout(&o));
 }

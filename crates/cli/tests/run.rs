@@ -8,7 +8,7 @@
 use std::process::Output;
 
 mod common;
-use common::{filter, run, stderr, stdout};
+use common::{filter, run, stderr, stdout, write_in};
 use test_data::require::{self, Need};
 
 const ALLOW: u32 = 0x7fff_0000;
@@ -28,11 +28,7 @@ fn vector(arch: u32, nr: i32, action: Option<u32>) -> String {
 /// `filter` (bpf_asm text) and `vectors` in a temporary folder: their paths.
 fn files(filter: &str, vectors: &str) -> (tempfile::TempDir, String, String) {
     let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("f.asm");
-    let v = dir.path().join("v.jsonl");
-    std::fs::write(&f, filter).unwrap();
-    std::fs::write(&v, vectors).unwrap();
-    let (f, v) = (f.to_str().unwrap().to_string(), v.to_str().unwrap().to_string());
+    let (f, v) = (write_in(dir.path(), "f.asm", filter), write_in(dir.path(), "v.jsonl", vectors));
     (dir, f, v)
 }
 

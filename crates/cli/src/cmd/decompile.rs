@@ -127,20 +127,8 @@ fn differences(
         .map_err(|e| Failure::rejected(format!("{what}: {e}")))?;
     let reference = policy::compile::reference_program(&meaning).map_err(Failure::rejected)?;
     let options = equiv::Options { all: true, ..Default::default() };
-    // `x86_64:read`, `x32:#600`; an arch value the profile does not list
-    // by its number.
-    let name = |c: &equiv::Counterexample| -> String {
-        let nr = c.data.nr as u32;
-        let listed = meaning.arches.iter().any(|a| a.audit_arch == c.data.arch);
-        let abi = match seccomp::Arch::from_audit_arch(c.data.arch) {
-            seccomp::Arch::X86_64 if nr & seccomp::arch::X32_SYSCALL_BIT != 0 => seccomp::Arch::X32,
-            a => a,
-        };
-        match (listed, abi.syscalls().and_then(|t| t.name(nr))) {
-            (true, Some(n)) => format!("{abi}:{n}"),
-            (true, None) => format!("{abi}:#{nr}"),
-            (false, _) => format!("arch {:#x} (not in the profile) nr {nr}", c.data.arch),
-        }
+    let name = |c: &equiv::Counterexample| {
+        class_name(c.data.arch, c.data.nr as u32, meaning.arches.iter().any(|a| a.audit_arch == c.data.arch))
     };
     match equiv::check(equiv::Side::single(prog), equiv::Side::single(&reference), &options) {
         Ok(equiv::Verdict::Equal) => Ok(None),
@@ -168,6 +156,22 @@ fn differences(
     }
 }
 
+/// A differing class by its syscall: `x86_64:read`, `x32:read` (x32's
+/// numbers are x86_64's arch value with `__X32_SYSCALL_BIT`), `x86_64:#600`
+/// for a number without a name (as `seccomp_data.nr` holds it); an arch
+/// value the profile does not list (`listed` false) by its number.
+fn class_name(arch: u32, nr: u32, listed: bool) -> String {
+    let abi = match seccomp::Arch::from_audit_arch(arch) {
+        seccomp::Arch::X86_64 if nr & seccomp::arch::X32_SYSCALL_BIT != 0 => seccomp::Arch::X32,
+        a => a,
+    };
+    match (listed, abi.syscalls().and_then(|t| t.name(nr))) {
+        (true, Some(n)) => format!("{abi}:{n}"),
+        (true, None) => format!("{abi}:#{nr}"),
+        (false, _) => format!("arch {arch:#x} (not in the profile) nr {nr}"),
+    }
+}
+
 /// `bpfconv decompile`.
 pub fn decompile(args: &DecompileArgs) -> Result<i32> {
     let native = native_arch(args.arch.as_deref())?;
@@ -192,4 +196,20 @@ pub fn decompile(args: &DecompileArgs) -> Result<i32> {
         }
     }
     Ok(code)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::class_name;
+
+    #[test]
+    fn classes_are_named_by_their_abis_syscall() {
+        const X86_64: u32 = 0xc000_003e;
+        assert_eq!(class_name(X86_64, 0, true), "x86_64:read");
+        assert_eq!(class_name(X86_64, 0x4000_0000, true), "x32:read");
+        assert_eq!(class_name(X86_64, 0x4000_0000 | 600, true), "x32:#1073742424");
+        assert_eq!(class_name(X86_64, 600, true), "x86_64:#600");
+        assert_eq!(class_name(0x4000_0003, 102, true), "i386:socketcall");
+        assert_eq!(class_name(0x4000_0003, 102, false), "arch 0x40000003 (not in the profile) nr 102");
+    }
 }

@@ -99,8 +99,11 @@ fn read_program(path: &str, from: Option<EbpfFrom>) -> Result<Vec<ebpf::Insn>> {
             Some(r) => Ok(r?),
             None => Err(Failure::rejected(format!("{path}: not UTF-8 text"))),
         },
+        // Text when it assembles (the assembler refuses a text without an
+        // instruction); a text error is reported unless a NUL byte says the
+        // bytes were raw instructions that happen to be UTF-8.
         None => match as_text() {
-            Some(Ok(p)) if !p.is_empty() => Ok(p),
+            Some(Ok(p)) => Ok(p),
             Some(Err(e)) if !bytes.contains(&0) => Err(e.into()),
             _ => Ok(ebpf::decode(&bytes)?),
         },

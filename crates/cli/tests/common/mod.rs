@@ -39,3 +39,10 @@ pub fn stdout(o: &Output) -> String {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// Writes `contents` to `dir/name`; its path.
+pub fn write_in(dir: &std::path::Path, name: &str, contents: impl AsRef<[u8]>) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    path.to_str().unwrap().to_string()
+}
