@@ -48,7 +48,7 @@ pub struct Target {
 /// optimize's layout, planner, passes and choice of layout, the fast engine (every file of `seccomp/src/fast/` with a function
 /// to mutate), the equivalence prover and the classes it cuts, and their test sets (see
 /// docs/mutants.md for why each).
-pub const TARGETS: [Target; 74] = [
+pub const TARGETS: [Target; 81] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -174,6 +174,13 @@ pub const TARGETS: [Target; 74] = [
     command("cli-ebpf", "crates/cli/src/cmd/ebpf.rs"),
     command("cli-equiv", "crates/cli/src/cmd/equiv.rs"),
     command("cli-decompile", "crates/cli/src/cmd/decompile.rs"),
+    bench("cli-bench", "crates/cli/src/cmd/bench/mod.rs"),
+    bench("cli-bench-inputs", "crates/cli/src/cmd/bench/inputs.rs"),
+    bench("cli-bench-seccomp", "crates/cli/src/cmd/bench/seccomp.rs"),
+    bench("cli-bench-socket", "crates/cli/src/cmd/bench/socket.rs"),
+    bench("cli-bench-jit", "crates/cli/src/cmd/bench/jit.rs"),
+    bench("cli-bench-kernel", "crates/cli/src/cmd/bench/kernel.rs"),
+    bench("cli-bench-report", "crates/cli/src/cmd/bench/report.rs"),
     Target { name: "equiv", file: "crates/equiv/src/lib.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "class", file: "crates/equiv/src/class.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
     Target { name: "aig", file: "crates/equiv/src/aig.rs", package: "bpfconv-equiv", tests: EQUIV_TESTS },
@@ -316,6 +323,13 @@ const COMMAND_TESTS: &[&str] = &[
     "--test",
     "bounded_work",
 ];
+
+/// `bench`: its unit tests (the timing plan and arithmetic, the kernel's
+/// checks and columns, the report's exact text and JSON) and the suite that
+/// runs the binary on every testdata filter and engine.
+const fn bench(name: &'static str, file: &'static str) -> Target {
+    Target { name, file, package: "bpfconv-cli", tests: &["--bins", "--test", "bench"] }
+}
 
 const fn optimize(name: &'static str, file: &'static str) -> Target {
     Target { name, file, package: "bpfconv-optimize", tests: &["--lib", "--test", "layout"] }

@@ -363,6 +363,9 @@ fn a_disagreeing_or_bad_request_is_refused() {
         (vec!["--time", "0"], 2, "--time"),
         (vec!["--pcap", "x.pcap"], 2, "--mode socket"),
         (vec!["--nr", "nosuchcall"], 2, "no syscall"),
+        (vec!["--mode", "socket", "--nr", "read"], 2, "--vectors and --nr are for seccomp filters"),
+        (vec!["--mode", "socket", "--vectors", "v.jsonl"], 2, "--vectors and --nr are for seccomp filters"),
+        (vec!["--mode", "socket"], 2, "bench --mode socket needs --pcap FILE"),
     ] {
         let o = Command::new(BIN).args(["bench", &seed]).args(&args).output().unwrap();
         assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
@@ -416,6 +419,11 @@ fn socket_filters_are_timed_per_packet_on_cbpf_ebpf_and_kernel_jit() {
     assert_eq!(inputs.len(), 2);
     assert_eq!(inputs[0]["ret"], u32::MAX);
     assert_eq!(inputs[1]["ret"], 0);
+    // ldh, jeq, ret: three classic instructions on each packet.
+    assert!(inputs.iter().all(|i| i["cbpf_path"] == 3 && i["ebpf_path"].as_u64() >= Some(3)), "{inputs:?}");
+    // A cell per (packet, deepest, mix) and engine, every engine listed.
+    let engines = doc["engines"].as_array().unwrap().len();
+    assert_eq!(doc["cells"].as_array().unwrap().len(), (inputs.len() + 2) * engines, "{doc}");
     // kernel-jit: one column per hook, measured where bpf(2) is allowed.
     let jit = kernel::bpf::available().is_ok();
     for c in doc["cells"].as_array().unwrap() {
@@ -426,4 +434,123 @@ fn socket_filters_are_timed_per_packet_on_cbpf_ebpf_and_kernel_jit() {
     }
     let engines: Vec<&str> = doc["engines"].as_array().unwrap().iter().filter_map(|e| e.as_str()).collect();
     assert!(engines.ends_with(&["kernel-jit:xdp", "kernel-jit:tc", "kernel-jit:socket", "kernel"]), "{engines:?}");
+}
+
+/// `ld`, then 4,000 `add #1` and a `ret` on one input, 3 instructions on
+/// the other: the branch `head` takes.
+fn long_and_short(head: &str, ret: &str) -> String {
+    let mut text = format!("{head}\nshort: ret {ret}\nlong: ld #0\n");
+    text.push_str(&"add #1\n".repeat(4000));
+    text.push_str(&format!("ret {ret}\n"));
+    text
+}
+
+/// The ns of engine `engine` on input `input` in a `bench --format json`
+/// document.
+fn ns_of(doc: &Value, engine: &str, input: &str) -> f64 {
+    let cells = doc["cells"].as_array().unwrap();
+    let cell = cells.iter().find(|c| c["engine"] == engine && c["input"] == input).unwrap_or_else(|| panic!("{doc}"));
+    cell["ns"].as_f64().unwrap_or_else(|| panic!("{cell}"))
+}
+
+/// The rounds run the engines they time: an input whose path is over a
+/// thousand times longer costs more than the other on each engine, in both
+/// modes. (Not a speed figure: the long path costs a hundred times the
+/// short one's or more in every run here, busy machine or not; an engine
+/// left out of the loop would cost the loop's floor on both inputs.)
+#[test]
+fn the_rounds_run_the_engines_they_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let seccomp = dir.path().join("seccomp.asm");
+    std::fs::write(&seccomp, long_and_short("ld [0]\njeq #1, long, short", "#0x7fff0000")).unwrap();
+    let vectors = dir.path().join("v.jsonl");
+    let vector = |nr: u32| format!(r#"{{"arch":3221225534,"nr":{nr},"ip":0,"args":[0,0,0,0,0,0],"action":0}}"#);
+    std::fs::write(&vectors, format!("{}\n{}\n", vector(1), vector(2))).unwrap();
+    let socket = dir.path().join("socket.asm");
+    std::fs::write(&socket, long_and_short("ldh [12]\njeq #0x800, long, short", "#-1")).unwrap();
+    let (mut ip, mut arp) = (vec![0u8; 60], vec![0u8; 42]);
+    (ip[12], arp[12], arp[13]) = (0x08, 0x08, 0x06);
+    let capture = dir.path().join("c.pcap");
+    std::fs::write(&capture, pcap(&[ip, arp])).unwrap();
+    let runs = [
+        (vec!["--vectors", vectors.to_str().unwrap(), seccomp.to_str().unwrap()], "line 1", "line 2"),
+        (
+            vec!["--mode", "socket", "--pcap", capture.to_str().unwrap(), socket.to_str().unwrap()],
+            "packet 0",
+            "packet 1",
+        ),
+    ];
+    for (args, long, short) in runs {
+        let o = Command::new(BIN)
+            .arg("bench")
+            .args(&args)
+            .args(["--engines", "cbpf,ebpf", "--time", "0.1", "--format", "json"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        for engine in ["cbpf", "ebpf"] {
+            let (l, s) = (ns_of(&doc, engine, long), ns_of(&doc, engine, short));
+            assert!(l > s, "{args:?}: {engine}: {l} ns on the long path, {s} ns on the short one");
+        }
+    }
+}
+
+/// The kernel's calls per sample share `--time` among its timing tasks:
+/// two per input it times and two for the cache's cost, so three inputs in
+/// 48 ms make eight tasks of 6 ms, 3,333 calls of about 300 ns each six times.
+#[test]
+fn the_kernel_shares_the_time_among_its_tasks() {
+    let need = test_data::require::Need::Kernel;
+    let test = "the_kernel_shares_the_time_among_its_tasks";
+    if test_data::require::have(test, need, kernel::seccomp_available()).is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let filter = dir.path().join("f.asm");
+    std::fs::write(&filter, "ld [0]\njeq #-1, bad, ok\nbad: ret #0x50001\nok: ret #0x7fff0000\n").unwrap();
+    let vectors = dir.path().join("v.jsonl");
+    let vector = |nr: u32| format!(r#"{{"arch":3221225534,"nr":{nr},"ip":0,"args":[0,0,0,0,0,0],"action":0}}"#);
+    std::fs::write(&vectors, format!("{}\n{}\n{}\n", vector(39), vector(40), vector(41))).unwrap();
+    let o = Command::new(BIN)
+        .args(["bench", filter.to_str().unwrap(), "--vectors", vectors.to_str().unwrap()])
+        .args(["--engines", "kernel", "--time", "0.048", "--format", "json"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(doc["kernel"]["iterations"], 3333, "{doc}");
+}
+
+/// Inputs the user chose (`--nr`, `--vectors`, here from stdin) are timed
+/// as given: no deeper input is searched for beside them, though the
+/// filter has one (`args[0] == 5` reads one more argument).
+#[test]
+fn chosen_inputs_are_timed_as_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let filter = dir.path().join("f.asm");
+    let text = "ld [0]\njeq #39, chk, allow\nchk: ld [16]\njeq #5, more, allow\nmore: ld [24]\njeq #1, kill, allow\n\
+                allow: ret #0x7fff0000\nkill: ret #0\n";
+    std::fs::write(&filter, text).unwrap();
+    let filter = filter.to_str().unwrap();
+    let inputs = |extra: &[&str], stdin: &str| {
+        let mut child = Command::new(BIN)
+            .args(["bench", filter, "--engines", "cbpf", "--time", "0.02", "--format", "json"])
+            .args(extra)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{extra:?}: {}", stderr(&o));
+        let doc: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        doc["inputs"].as_array().unwrap().iter().map(|i| i["input"].as_str().unwrap().to_string()).collect::<Vec<_>>()
+    };
+    // By default, one input per number compared and the deeper one found.
+    assert_eq!(inputs(&[], ""), ["x86_64:getpid", "x86_64:getpid deepest"]);
+    assert_eq!(inputs(&["--nr", "getpid"], ""), ["x86_64:getpid"]);
+    let vector = r#"{"arch":3221225534,"nr":39,"ip":0,"args":[0,0,0,0,0,0],"action":0}"#;
+    assert_eq!(inputs(&["--vectors", "-"], vector), ["line 1"]);
 }

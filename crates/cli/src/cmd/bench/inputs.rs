@@ -11,14 +11,13 @@ use crate::fail::{Failure, Result};
 
 /// `arch:name` of a syscall (`x86_64:read`, `x32:read`, `aarch64:#500`).
 pub(super) fn input_name(arch: u32, nr: u32) -> String {
-    use cbpf::uapi::x86_64::X32_SYSCALL_BIT;
-    let a = seccomp::Arch::from_audit_arch(arch);
-    let x32 = a == seccomp::Arch::X86_64
-        && nr & X32_SYSCALL_BIT != 0
-        && seccomp::syscalls::name(seccomp::Arch::X32, nr).is_some();
-    let (shown, table) = if x32 { (seccomp::Arch::X32, seccomp::Arch::X32) } else { (a, a) };
-    let arch_name = shown.name().map_or_else(|| format!("{arch:#x}"), str::to_string);
-    match seccomp::syscalls::name(table, nr) {
+    let mut a = seccomp::Arch::from_audit_arch(arch);
+    // x32's table numbers its calls with bit 30 set, as x86_64 sees them.
+    if a == seccomp::Arch::X86_64 && seccomp::syscalls::name(seccomp::Arch::X32, nr).is_some() {
+        a = seccomp::Arch::X32;
+    }
+    let arch_name = a.name().map_or_else(|| format!("{arch:#x}"), str::to_string);
+    match seccomp::syscalls::name(a, nr) {
         Some(n) => format!("{arch_name}:{n}"),
         None => format!("{arch_name}:#{}", nr as i32),
     }

@@ -10,7 +10,7 @@ use std::time::Instant;
 use engine::{EngineKind, Prepared};
 use timing::stats::Stats;
 
-use super::{BenchArgs, Cell, Column, Input, ROUNDS};
+use super::{kernel_mix, BenchArgs, Cell, Column, Input, ROUNDS};
 use crate::fail::{Failure, Result};
 
 /// What the seccomp `kernel-jit` column measured besides its cells.
@@ -79,14 +79,10 @@ pub(super) fn seccomp_column(
             Err(e) => return Err(Failure::rejected(format!("engine kernel-jit fails on input {}: {e}", input.name))),
         }
     }
-    let rounds = rounds.max(3);
-    // Each measurement as long as `--time` allows for 3 rounds of every
-    // input, from 50 µs to 1 ms, each input's `repeat` sized for it (a
-    // costly input's runs last longer than the harness's).
-    let measurement = (args.time / (3 * (packets.len() + 1)) as f64).clamp(
-        engine::kernel_jit::SHORTEST_MEASUREMENT.as_secs_f64(),
-        engine::kernel_jit::MIN_MEASUREMENT.as_secs_f64(),
-    );
+    let rounds = rounds.max(MIN_ROUNDS);
+    // Each input's `repeat` sized for it (a costly input's runs last longer
+    // than the harness's).
+    let measurement = measurement(args.time, packets.len());
     let repeats = clock
         .repeats(&packets, std::time::Duration::from_secs_f64(measurement))
         .map_err(|e| Failure::rejected(format!("engine {name}: {e}")))?;
@@ -94,7 +90,7 @@ pub(super) fn seccomp_column(
     let mut samples = vec![Vec::with_capacity(rounds); inputs.len() + 1];
     let mut harness = Vec::with_capacity(rounds);
     let start = Instant::now();
-    while harness.len() < rounds && (harness.len() < 3 || start.elapsed().as_secs_f64() < args.time) {
+    while more_rounds(harness.len(), rounds, start.elapsed().as_secs_f64(), args.time) {
         let (base, runs) =
             clock.round_with(&packets, &repeats).map_err(|e| Failure::rejected(format!("engine {name}: {e}")))?;
         harness.push(base);
@@ -105,7 +101,7 @@ pub(super) fn seccomp_column(
             s.push(*ns);
         }
         if let Some(mix) = samples.last_mut() {
-            mix.push(runs.iter().map(|r| r.1).sum::<f64>() / runs.len().max(1) as f64);
+            mix.push(mean_ns(&runs));
         }
         bar.inc(1);
     }
@@ -119,6 +115,16 @@ pub(super) fn seccomp_column(
         cycle_inputs,
     };
     Ok((column, summary))
+}
+
+/// Seconds each `BPF_PROG_TEST_RUN` measurement lasts: as long as `time`
+/// allows for 3 rounds of the harness and `inputs` inputs, from 50 µs to
+/// 1 ms (`engine::kernel_jit::SHORTEST_MEASUREMENT`, `MIN_MEASUREMENT`).
+pub(super) fn measurement(time: f64, inputs: usize) -> f64 {
+    (time / (3 * (inputs + 1)) as f64).clamp(
+        engine::kernel_jit::SHORTEST_MEASUREMENT.as_secs_f64(),
+        engine::kernel_jit::MIN_MEASUREMENT.as_secs_f64(),
+    )
 }
 
 /// The `kernel-jit` mix with the inputs in turn ([`engine::kernel_jit::CycleClock`]):
@@ -143,9 +149,9 @@ fn cycled_mix(
     let repeats = clock
         .repeats(&chunks, std::time::Duration::from_secs_f64(measurement))
         .map_err(|e| Failure::rejected(format!("engine {name} (inputs in turn): {e}")))?;
-    let mut mixes = Vec::with_capacity(rounds.max(3));
+    let mut mixes = Vec::with_capacity(rounds.max(MIN_ROUNDS));
     let start = Instant::now();
-    while mixes.len() < rounds.max(3) && (mixes.len() < 3 || start.elapsed().as_secs_f64() < args.time) {
+    while more_rounds(mixes.len(), rounds, start.elapsed().as_secs_f64(), args.time) {
         let (_, runs) = clock
             .round(&chunks, &repeats)
             .map_err(|e| Failure::rejected(format!("engine {name} (inputs in turn): {e}")))?;
@@ -158,9 +164,24 @@ fn cycled_mix(
                 )));
             }
         }
-        mixes.push(runs.iter().map(|r| r.1).sum::<f64>() / runs.len().max(1) as f64);
+        mixes.push(mean_ns(&runs));
     }
     Ok((cell(&mixes), Some(clock.inputs())))
+}
+
+/// Fewest rounds of a `kernel-jit` column, whatever `--time` says.
+const MIN_ROUNDS: usize = 3;
+
+/// Whether a `kernel-jit` loop makes another round after `done`: up to
+/// `asked` (at least [`MIN_ROUNDS`]), and past the minimum only while
+/// `elapsed` seconds are under `time`.
+pub(super) fn more_rounds(done: usize, asked: usize, elapsed: f64, time: f64) -> bool {
+    done < asked.max(MIN_ROUNDS) && (done < MIN_ROUNDS || elapsed < time)
+}
+
+/// A round's sample of a mix: the mean of its test runs' ns.
+pub(super) fn mean_ns(runs: &[(u32, f64)]) -> f64 {
+    runs.iter().map(|r| r.1).sum::<f64>() / runs.len().max(1) as f64
 }
 
 fn cell(samples: &[f64]) -> Cell {
@@ -221,30 +242,37 @@ pub(super) fn socket_columns(prepared: &Prepared, inputs: &[Input], time: f64) -
         };
         let call = Instant::now();
         let repeat = repeat_for(|r| Ok(jit.duration(packet(first), first_mark, r)?.1), MIN_MEASUREMENT)?;
-        let per_call = call.elapsed().as_secs_f64() / 3.0;
-        let rounds = ((time / (per_call * (timed.len() + 1) as f64)) as usize).clamp(3, ROUNDS);
+        let rounds = hook_rounds(time, call.elapsed().as_secs_f64(), timed.len());
         let mut samples = vec![Vec::with_capacity(rounds); timed.len()];
         for _ in 0..rounds {
             let baseline = f64::from(base.duration(packet(first), first_mark, repeat)?);
             for (&(i, mark), s) in timed.iter().zip(samples.iter_mut()) {
-                s.push(f64::from(jit.duration(packet(i), mark, repeat)?.1) - baseline);
+                s.push(above(jit.duration(packet(i), mark, repeat)?.1, baseline));
             }
         }
-        let mut measured = Vec::new();
         for (&(i, _), s) in timed.iter().zip(&samples) {
             if let (Some(stats), Some(cell)) = (Stats::from_samples(s), cells.get_mut(i)) {
-                measured.push(stats);
                 *cell = Cell::Measured(stats);
             }
         }
-        let n = measured.len().max(1) as f64;
-        cells.push(Cell::Measured(Stats {
-            median: measured.iter().map(|s| s.median).sum::<f64>() / n,
-            min: measured.iter().map(|s| s.min).sum::<f64>() / n,
-            max: measured.iter().map(|s| s.max).sum::<f64>() / n,
-            samples: measured.iter().map(|s| s.samples).min().unwrap_or(0),
-        }));
+        let mix = kernel_mix(&cells);
+        cells.push(mix);
         columns.push(Column { name, cells, cached: Vec::new() });
     }
     Ok(columns)
+}
+
+/// Rounds of a hook target's column: as many as fit in `time` seconds, at
+/// one test run of the baseline and of each of `timed` inputs a round,
+/// each costing a third of `sizing` (the seconds `repeat_for` took to size
+/// `repeat`, about three test runs), from [`MIN_ROUNDS`] to [`ROUNDS`].
+pub(super) fn hook_rounds(time: f64, sizing: f64, timed: usize) -> usize {
+    let per_call = sizing / 3.0;
+    ((time / (per_call * (timed + 1) as f64)) as usize).clamp(MIN_ROUNDS, ROUNDS)
+}
+
+/// A hook target's sample: the kernel's mean ns per run of the filter above
+/// the baseline's in the same round.
+pub(super) fn above(ns: u32, baseline: f64) -> f64 {
+    f64::from(ns) - baseline
 }

@@ -6,7 +6,7 @@
 use engine::{EngineKind, Outcome, Prepared, SeccompEngine};
 use timing::stats::Stats;
 
-use super::{Cell, Column, Input, KERNEL_FORCED};
+use super::{kernel_mix, Cell, Column, Input, KERNEL_FORCED};
 
 /// Which inputs the kernel can time (x86_64 native calls), each checked
 /// against the classic interpreter on the kernel engine first.
@@ -128,21 +128,9 @@ pub(super) fn kernel_columns(
         forced.cells.push(cell);
         forced.cached.push(cached);
     }
-    // The mix: the mean over the inputs the kernel timed.
     for col in [&mut installed, &mut forced] {
-        let measured: Vec<Stats> =
-            col.cells.iter().filter_map(|c| if let Cell::Measured(s) = c { Some(*s) } else { None }).collect();
-        let n = measured.len() as f64;
-        col.cells.push(if measured.is_empty() {
-            Cell::Unavailable("no input timed in the kernel".to_string())
-        } else {
-            Cell::Measured(Stats {
-                median: measured.iter().map(|s| s.median).sum::<f64>() / n,
-                min: measured.iter().map(|s| s.min).sum::<f64>() / n,
-                max: measured.iter().map(|s| s.max).sum::<f64>() / n,
-                samples: measured.iter().map(|s| s.samples).min().unwrap_or(0),
-            })
-        });
+        let mix = kernel_mix(&col.cells);
+        col.cells.push(mix);
         col.cached.push(None);
     }
     (installed, forced, hit)

@@ -336,6 +336,30 @@ fn rounds_made(samples: &[Vec<Vec<f64>>], planned: usize) -> usize {
     samples.iter().flatten().map(Vec::len).find(|&n| n > 0).unwrap_or(planned)
 }
 
+/// The timing rounds of a run: each round times every cell once (each
+/// live engine on each input, then on their mix), each for `sample`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Schedule {
+    rounds: usize,
+    sample: Duration,
+    /// Cells per round.
+    cells: usize,
+}
+
+impl Schedule {
+    /// `time` seconds over `lanes` live engines and `inputs` inputs.
+    fn new(time: f64, lanes: usize, inputs: usize) -> Schedule {
+        let cells = lanes * (inputs + 1);
+        let (rounds, sample) = plan(time, cells);
+        Schedule { rounds, sample, cells }
+    }
+
+    /// The cells the rounds time: a progress bar's steps.
+    fn steps(&self) -> u64 {
+        (self.rounds * self.cells) as u64
+    }
+}
+
 /// Rounds and sample length for `time` seconds over `cells` cells per round
 /// (calibration costs about a fifth of a sample per cell more).
 fn plan(time: f64, cells: usize) -> (usize, Duration) {
@@ -348,6 +372,26 @@ fn plan(time: f64, cells: usize) -> (usize, Duration) {
         }
         rounds -= 2;
     }
+}
+
+/// A kernel column's mix (`kernel`, `kernel-forced`, a socket filter's
+/// `kernel-jit:` targets): the mean over the inputs the kernel timed of
+/// their medians, minima and maxima (each input is timed on its own, so
+/// there is no sample of them all together), with the fewest samples any
+/// of them had.
+fn kernel_mix(cells: &[Cell]) -> Cell {
+    let measured: Vec<Stats> =
+        cells.iter().filter_map(|c| if let Cell::Measured(s) = c { Some(*s) } else { None }).collect();
+    let n = measured.len() as f64;
+    if measured.is_empty() {
+        return Cell::Unavailable("no input timed in the kernel".to_string());
+    }
+    Cell::Measured(Stats {
+        median: measured.iter().map(|s| s.median).sum::<f64>() / n,
+        min: measured.iter().map(|s| s.min).sum::<f64>() / n,
+        max: measured.iter().map(|s| s.max).sum::<f64>() / n,
+        samples: measured.iter().map(|s| s.samples).min().unwrap_or(0),
+    })
 }
 
 /// A progress bar on stderr for runs expected to last over a second
@@ -366,23 +410,4 @@ fn progress(total: u64, seconds: f64) -> indicatif::ProgressBar {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use inputs::input_name;
-
-    #[test]
-    fn plan_fits_the_time() {
-        let (rounds, sample) = plan(2.0, 100);
-        assert_eq!(rounds, ROUNDS);
-        assert!(sample.as_secs_f64() * (rounds * 100) as f64 <= 2.0);
-        let (rounds, sample) = plan(0.001, 10_000);
-        assert_eq!((rounds, sample), (5, MIN_SAMPLE));
-    }
-
-    #[test]
-    fn names_say_arch_and_syscall() {
-        assert_eq!(input_name(cbpf::uapi::audit::AUDIT_ARCH_X86_64, 0), "x86_64:read");
-        assert_eq!(input_name(cbpf::uapi::audit::AUDIT_ARCH_X86_64, 0x4000_0000), "x32:read");
-        assert_eq!(input_name(0x1234, 5), "0x1234:#5");
-    }
-}
+mod tests;

@@ -142,19 +142,21 @@ pub(super) fn text(r: &Results) -> String {
         }
         None => {}
     }
+    // Without argument switches there is nothing to say of their form.
     match &r.fast {
-        Some(f) if f.switches > 0 && f.native_code_bytes > 0 => {
+        None => {}
+        Some(f) if f.switches == 0 => {}
+        Some(f) if f.native_code_bytes > 0 => {
             let _ = writeln!(
                 out,
                 "fast: its {} argument-check switches ran as x86-64 code ({} bytes), compares and branches.",
                 f.switches, f.native_code_bytes
             );
         }
-        Some(f) if f.switches > 0 => {
+        Some(f) => {
             let why = f.native_refusal.as_deref().unwrap_or("no native code");
             let _ = writeln!(out, "fast: its {} argument-check switches were walked as tables ({why}).", f.switches);
         }
-        _ => {}
     }
     if let Some(floor) = &r.call_floor {
         let _ = writeln!(
@@ -225,7 +227,7 @@ pub(super) fn json(r: &Results) -> Value {
                 json!(x.map(|x| x.cbpf_path)),
                 json!(x.map(|x| x.ebpf_path)),
             )
-        } else if *slot == r.deepest && i == r.inputs.len() {
+        } else if i == r.inputs.len() && r.inputs.get(r.deepest).is_some() {
             let x = r.inputs.get(*slot);
             ("deepest".to_string(), json!(x.map(|x| x.cbpf_path)), json!(x.map(|x| x.ebpf_path)))
         } else {
@@ -332,18 +334,25 @@ pub(super) fn object(v: Value) -> serde_json::Map<String, Value> {
     }
 }
 
-/// Cost per input and engine; the kernel line is the forced cost. Colours
-/// follow the fixed engine order (`EngineKind::ALL`, then the kernel's).
+/// Cost per input and engine; the kernel line is the forced cost.
 pub(super) fn svg(r: &Results) -> std::result::Result<String, String> {
-    use timing::plot::{line_chart_svg, Series, XScale};
+    use timing::plot::{line_chart_svg, XScale};
     let mut labels: Vec<String> = r.inputs.iter().map(|i| i.name.clone()).collect();
     labels.push("mix".to_string());
+    line_chart_svg(&format!("{}: cost per input", r.file), "input", &XScale::Labels(labels), &series(r))
+}
+
+/// The chart's lines: each column but `kernel` (the installed filter,
+/// whose cached cells are the cache's cost) with its positive medians (the
+/// y axis is logarithmic), x the input's slot. Colours follow the fixed
+/// engine order (`EngineKind::ALL`, then the kernel's), so an engine keeps
+/// its colour whichever engines ran.
+pub(super) fn series(r: &Results) -> Vec<timing::plot::Series> {
     let fixed: Vec<&str> = EngineKind::ALL.iter().map(|k| k.name()).chain([KERNEL_FORCED]).collect();
-    let series: Vec<Series> = r
-        .columns
+    r.columns
         .iter()
         .filter(|c| c.name != "kernel")
-        .map(|c| Series {
+        .map(|c| timing::plot::Series {
             name: c.name.clone(),
             points: c
                 .cells
@@ -357,6 +366,5 @@ pub(super) fn svg(r: &Results) -> std::result::Result<String, String> {
             color: fixed.iter().position(|f| *f == c.name).unwrap_or(fixed.len()),
         })
         .filter(|s| !s.points.is_empty())
-        .collect();
-    line_chart_svg(&format!("{}: cost per input", r.file), "input", &XScale::Labels(labels), &series)
+        .collect()
 }

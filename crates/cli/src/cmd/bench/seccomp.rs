@@ -11,7 +11,7 @@ use timing::stats::Stats;
 
 use super::inputs::{deepest_arguments, input_name, named_inputs, optimized_paths, seccomp_input, vector_inputs};
 use super::kernel::{kernel_check, kernel_columns, kernel_iterations};
-use super::{deepest, plan, progress, rounds_made, BenchArgs, Cell, Column, Input, Lane, Lanes, Results};
+use super::{deepest, progress, rounds_made, BenchArgs, Cell, Column, Input, Lane, Lanes, Results, Schedule};
 use crate::fail::{Failure, Result};
 
 /// `bench --mode seccomp`.
@@ -72,18 +72,16 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
     let kernel_inputs = if want_kernel { kernel_check(prepared, &inputs) } else { Vec::new() };
 
     let mut datas: Vec<[u8; 64]> = inputs.iter().map(|i| i.data.to_bytes()).collect();
-    let cells_per_round = lanes.iter().filter(|l| l.1.is_ok()).count() * (inputs.len() + 1);
-    let (rounds, sample) = plan(args.time, cells_per_round);
+    let live = lanes.iter().filter(|l| l.1.is_ok()).count();
+    let schedule = Schedule::new(args.time, live, inputs.len());
     let kernel_tasks = kernel_inputs.iter().filter(|k| k.is_ok()).count() as u64 * 2 + u64::from(want_kernel) * 2;
-    let bar = progress(
-        (rounds * cells_per_round) as u64 + kernel_tasks,
-        args.time + if want_kernel { args.time } else { 0.0 },
-    );
+    let bar = progress_of(&schedule, kernel_tasks, args.time, want_kernel);
     let grid = &mut Lanes { lanes: &mut lanes, inputs: datas.as_mut_slice() };
-    let samples = interleaved_within(grid, rounds, sample, Duration::from_secs_f64(args.time), || bar.inc(1));
-    let rounds = rounds_made(&samples, rounds);
+    let budget = Duration::from_secs_f64(args.time);
+    let samples = interleaved_within(grid, schedule.rounds, schedule.sample, budget, || bar.inc(1));
+    let rounds = rounds_made(&samples, schedule.rounds);
     let call_floor = if lanes.iter().any(|(_, lane)| lane.is_ok()) {
-        let floor = interleaved(&mut CallFloor(datas.as_mut_slice()), rounds, sample, || {});
+        let floor = interleaved(&mut CallFloor(datas.as_mut_slice()), rounds, schedule.sample, || {});
         floor.first().and_then(|lane| lane.first()).and_then(|s| Stats::from_samples(s))
     } else {
         None
@@ -131,10 +129,22 @@ pub(super) fn bench_seccomp(args: &BenchArgs, kinds: &[EngineKind], prepared: &P
     })
 }
 
+/// A seccomp run's progress bar: a step per timed cell and per kernel
+/// task, over `time` seconds for the engines and as long again for the
+/// kernel when it runs.
+pub(super) fn progress_of(
+    schedule: &Schedule,
+    kernel_tasks: u64,
+    time: f64,
+    want_kernel: bool,
+) -> indicatif::ProgressBar {
+    progress(schedule.steps() + kernel_tasks, time + if want_kernel { time } else { 0.0 })
+}
+
 /// The mix of the inputs through the engines' timing loop with a call
 /// that does no work ([`engine::call_floor`]): what the loop and a call
 /// cost, timed for as many rounds as the engines were.
-struct CallFloor<'d>(&'d mut [[u8; 64]]);
+pub(super) struct CallFloor<'d>(pub(super) &'d mut [[u8; 64]]);
 
 impl Grid for CallFloor<'_> {
     fn lanes(&self) -> usize {

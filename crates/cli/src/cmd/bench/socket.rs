@@ -10,7 +10,7 @@ use engine::{EngineKind, Prepared, SocketBatch, SocketEngine};
 use timing::rounds::interleaved_within;
 use timing::stats::Stats;
 
-use super::{deepest, plan, progress, rounds_made, BenchArgs, Cell, Column, Input, Lanes, Results, MAX_PACKETS};
+use super::{deepest, progress, rounds_made, BenchArgs, Cell, Column, Input, Lanes, Results, Schedule, MAX_PACKETS};
 use crate::fail::{Failure, Result};
 use crate::io::read_input;
 use crate::pcap;
@@ -66,12 +66,12 @@ pub(super) fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Pr
         }
         lanes.push((kind, Ok(engine)));
     }
-    let slots = inputs.len() + 1;
-    let (rounds, sample) = plan(args.time, lanes.len() * slots);
-    let bar = progress((rounds * lanes.len() * slots) as u64, args.time);
+    let schedule = Schedule::new(args.time, lanes.len(), inputs.len());
+    let bar = progress(schedule.steps(), args.time);
     let grid = &mut Lanes { lanes: &mut lanes, inputs: &mut batch };
-    let samples = interleaved_within(grid, rounds, sample, Duration::from_secs_f64(args.time), || bar.inc(1));
-    let rounds = rounds_made(&samples, rounds);
+    let budget = Duration::from_secs_f64(args.time);
+    let samples = interleaved_within(grid, schedule.rounds, schedule.sample, budget, || bar.inc(1));
+    let rounds = rounds_made(&samples, schedule.rounds);
     bar.finish_and_clear();
     let mut columns: Vec<Column> = Vec::new();
     for kind in kinds {
@@ -96,7 +96,7 @@ pub(super) fn bench_socket(args: &BenchArgs, kinds: &[EngineKind], prepared: &Pr
                     Cell::Unavailable(format!(
                         "bench times socket filters on cbpf, ebpf and kernel-jit only (not {kind})"
                     ));
-                    slots
+                    inputs.len() + 1
                 ]
             }
         };
