@@ -6,14 +6,18 @@ use cbpf::text::{parse, Format, ParseError};
 /// Refused texts: the format they are parsed in, the `(line, col)` the error
 /// must name, and the error's kind (its variant).
 const REFUSED: &[(&str, Format, (usize, usize), &str)] = &[
-    // Garbage. A lone letter is not a token (labels need two characters).
-    ("ret #0\nq", Format::Asm, (2, 1), "UnexpectedChar"),
+    // Garbage.
+    ("ret #0\n@", Format::Asm, (2, 1), "UnexpectedChar"),
+    // A lone letter other than a register is not a token (bpf_exp.l: labels
+    // need two characters).
+    ("ret #0\nq", Format::Asm, (2, 1), "OneLetterWord"),
     // Column counts characters, not bytes.
     ("ld #1 ; é\né", Format::Asm, (2, 1), "UnexpectedChar"),
     ("{ 0x6, 0, 0, 0 } @", Format::C, (1, 18), "UnexpectedChar"),
     ("1\n6 0 x 0", Format::Ddd, (2, 5), "UnexpectedChar"),
-    // One-letter labels do not exist: `t` is not a token.
-    ("ld #1\nja t\nt: ret #0", Format::Asm, (2, 4), "UnexpectedChar"),
+    // One-letter labels do not exist: `t` is not a token, `a` a register.
+    ("ld #1\nja t\nt: ret #0", Format::Asm, (2, 4), "OneLetterWord"),
+    ("ld [0]\njeq #15, a, bb\nbb: ret #0", Format::Asm, (2, 10), "Syntax"),
     // Syntax errors say what was expected.
     ("ld [12\nret #0", Format::Asm, (2, 1), "Syntax"),
     ("  jlt #1, a1, b1\na1: b1: ret #0", Format::Asm, (1, 13), "Syntax"),
@@ -142,6 +146,11 @@ fn messages_start_with_the_place() {
     assert_eq!(e.to_string(), "2:3: unexpected character '@'");
     let e = parse(b"ld [12\nret #0", Format::Asm).unwrap_err();
     assert_eq!(e.to_string(), "2:1: expected `]`, found `ret`");
+    let e = parse(b"ld [0]\njeq #15, a, b\n", Format::Asm).unwrap_err();
+    let want = "2:13: `b` is neither a register (a, x, M) nor a label (labels have two or more characters)";
+    assert_eq!(e.to_string(), want);
+    let e = parse(b"ld [0]\njeq #15, X, bb\n", Format::Asm).unwrap_err();
+    assert_eq!(e.to_string(), "2:10: expected a label (`a`, `x` and `M` are registers), found `X`");
 }
 
 #[test]

@@ -271,7 +271,10 @@ fn lex(src: Source<'_>) -> Result<Vec<Token<'_>>, ParseError> {
                         b'x' => Tok::X,
                         b'a' => Tok::A,
                         b'm' => Tok::M,
-                        _ => return Err(err_char(start)),
+                        _ => {
+                            let (line, col) = src.pos(start);
+                            return Err(ParseError::OneLetterWord { line, col, letter: char::from(b) });
+                        }
                     }
                 } else if let Some(m) = mnemonic(word) {
                     Tok::Mnem(m)
@@ -485,6 +488,7 @@ impl<'a> Parser<'a> {
                 self.fixups.push(Fixup { pc: self.insns.len(), field, label, at: t.at });
                 Ok(())
             }
+            Tok::A | Tok::X | Tok::M => Err(self.error(t, "a label (`a`, `x` and `M` are registers)")),
             _ => Err(self.error(t, "a label")),
         }
     }

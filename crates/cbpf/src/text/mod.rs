@@ -92,6 +92,13 @@ pub enum ParseError {
     /// A character no token of the syntax starts with.
     #[error("{line}:{col}: unexpected character {ch:?}")]
     UnexpectedChar { line: usize, col: usize, ch: char },
+    /// A one-letter word that is not a register (bpf_asm's lexer, `bpf_exp.l`:
+    /// `a`, `x` and `M` are tokens of their own, a label is two or more
+    /// characters, and any other letter alone is an unknown character).
+    #[error(
+        "{line}:{col}: `{letter}` is neither a register (a, x, M) nor a label (labels have two or more characters)"
+    )]
+    OneLetterWord { line: usize, col: usize, letter: char },
     /// A token that does not fit the grammar here.
     #[error("{line}:{col}: expected {expected}, found {found}")]
     Syntax { line: usize, col: usize, expected: String, found: String },
@@ -154,6 +161,7 @@ impl ParseError {
     fn pos(&self) -> (usize, usize) {
         match *self {
             ParseError::UnexpectedChar { line, col, .. }
+            | ParseError::OneLetterWord { line, col, .. }
             | ParseError::Syntax { line, col, .. }
             | ParseError::UnterminatedComment { line, col }
             | ParseError::NumberOutOfRange { line, col, .. }
