@@ -13,6 +13,9 @@ use timing::stats::Stats;
 use super::{kernel_mix, BenchArgs, Cell, Column, Input, ROUNDS};
 use crate::fail::{Failure, Result};
 
+/// Fewest rounds of a `kernel-jit` column, whatever `--time` says.
+const MIN_ROUNDS: usize = 3;
+
 /// What the seccomp `kernel-jit` column measured besides its cells.
 #[derive(Debug, Clone)]
 pub(super) struct JitSummary {
@@ -80,9 +83,9 @@ pub(super) fn seccomp_column(
         }
     }
     let rounds = rounds.max(MIN_ROUNDS);
+    let measurement = measurement(args.time, packets.len());
     // Each input's `repeat` sized for it (a costly input's runs last longer
     // than the harness's).
-    let measurement = measurement(args.time, packets.len());
     let repeats = clock
         .repeats(&packets, std::time::Duration::from_secs_f64(measurement))
         .map_err(|e| Failure::rejected(format!("engine {name}: {e}")))?;
@@ -168,9 +171,6 @@ fn cycled_mix(
     }
     Ok((cell(&mixes), Some(clock.inputs())))
 }
-
-/// Fewest rounds of a `kernel-jit` column, whatever `--time` says.
-const MIN_ROUNDS: usize = 3;
 
 /// Whether a `kernel-jit` loop makes another round after `done`: up to
 /// `asked` (at least [`MIN_ROUNDS`]), and past the minimum only while

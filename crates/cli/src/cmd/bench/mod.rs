@@ -382,10 +382,10 @@ fn plan(time: f64, cells: usize) -> (usize, Duration) {
 fn kernel_mix(cells: &[Cell]) -> Cell {
     let measured: Vec<Stats> =
         cells.iter().filter_map(|c| if let Cell::Measured(s) = c { Some(*s) } else { None }).collect();
-    let n = measured.len() as f64;
     if measured.is_empty() {
         return Cell::Unavailable("no input timed in the kernel".to_string());
     }
+    let n = measured.len() as f64;
     Cell::Measured(Stats {
         median: measured.iter().map(|s| s.median).sum::<f64>() / n,
         min: measured.iter().map(|s| s.min).sum::<f64>() / n,
