@@ -455,9 +455,9 @@ fn ns_of(doc: &Value, engine: &str, input: &str) -> f64 {
 
 /// The rounds run the engines they time: an input whose path is over a
 /// thousand times longer costs more than the other on each engine, in both
-/// modes. (Not a speed figure: the long path costs a hundred times the
-/// short one's or more in every run here, busy machine or not; an engine
-/// left out of the loop would cost the loop's floor on both inputs.)
+/// modes. (Not a speed figure: the long path costs fifty times the short
+/// one's or more in every run here, busy machine or not; an engine left
+/// out of the loop would cost the loop's floor on both inputs.)
 #[test]
 fn the_rounds_run_the_engines_they_time() {
     let dir = tempfile::tempdir().unwrap();

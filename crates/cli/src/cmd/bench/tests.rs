@@ -340,7 +340,6 @@ fn the_kernel_times_native_calls_it_answers_as_the_interpreter_does() {
     }
     let p = prepared(MINUS_ONE_REFUSED);
     let mut inputs = inputs_of(&p, &[x86_64(-1), x86_64(39), x86_64(40), x86_64(0x4000_0000)]);
-    inputs[3].data.arch = AUDIT_ARCH_X86_64;
     let mut i386 = x86_64(20);
     i386.arch = AUDIT_ARCH_I386;
     inputs.extend(inputs_of(&p, &[i386]));
