@@ -42,13 +42,13 @@ pub struct Target {
     pub tests: &'static [&'static str],
 }
 
-/// The kernel mirrors, the classic interpreter, the kernel crate (engine, eBPF door, socket path, children),
+/// The kernel mirrors, the classic interpreter, the classic text forms, the kernel crate (engine, eBPF door, socket path, children),
 /// the CLI (its input and output, the DOT graph, every command but `bench`), the mirrors of runc's,
 /// moby's and seccompiler's profile rules, the reference program, `compile` and decompile's proof,
 /// optimize's layout, planner, passes and choice of layout, the fast engine (every file of `seccomp/src/fast/` with a function
 /// to mutate), the equivalence prover and the classes it cuts, and their test sets (see
 /// docs/mutants.md for why each).
-pub const TARGETS: [Target; 81] = [
+pub const TARGETS: [Target; 90] = [
     Target {
         name: "validate",
         file: "crates/cbpf/src/validate.rs",
@@ -103,6 +103,15 @@ pub const TARGETS: [Target; 81] = [
     classic("interp-eq-set", "crates/cbpf/src/exec/interp/eq_set.rs"),
     classic("interp-ladder", "crates/cbpf/src/exec/interp/ladder.rs"),
     classic("trace", "crates/cbpf/src/exec/trace.rs"),
+    text("text", "crates/cbpf/src/text/mod.rs"),
+    text("text-asm", "crates/cbpf/src/text/asm.rs"),
+    text("text-ddd", "crates/cbpf/src/text/ddd.rs"),
+    text("text-pcap", "crates/cbpf/src/text/pcap.rs"),
+    text("text-symbols", "crates/cbpf/src/text/symbols.rs"),
+    text("text-c", "crates/cbpf/src/text/c/mod.rs"),
+    text("text-c-lex", "crates/cbpf/src/text/c/lex.rs"),
+    text("text-c-expr", "crates/cbpf/src/text/c/expr.rs"),
+    text("text-c-read", "crates/cbpf/src/text/c/read.rs"),
     executor("executor", "crates/ebpf/src/exec/seccomp/mod.rs"),
     executor("executor-run", "crates/ebpf/src/exec/seccomp/run.rs"),
     executor("executor-ops", "crates/ebpf/src/exec/seccomp/ops.rs"),
@@ -224,6 +233,29 @@ const fn classic(name: &'static str, file: &'static str) -> Target {
         ],
     }
 }
+
+/// A reader or printer of the classic text forms (bpf_asm, tcpdump's
+/// `-d`/`-dd`/`-ddd`, C arrays with the UAPI headers' names), with the
+/// crate's text suites: every error with its place and message, the
+/// reference tools' outputs, every form's round trip, the nesting caps and
+/// the property tests.
+const fn text(name: &'static str, file: &'static str) -> Target {
+    Target { name, file, package: "bpfconv-cbpf", tests: TEXT_TESTS }
+}
+
+const TEXT_TESTS: &[&str] = &[
+    "--lib",
+    "--test",
+    "text_errors",
+    "--test",
+    "text_parse",
+    "--test",
+    "text_roundtrip",
+    "--test",
+    "text_depth",
+    "--test",
+    "text_proptest",
+];
 
 /// A file of the eBPF seccomp executor (what the `ebpf` engine runs a
 /// converted filter on), with its unit tests (every entry of chains,

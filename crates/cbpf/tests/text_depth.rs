@@ -93,6 +93,48 @@ fn realistic_nesting_still_parses() {
     assert!(c(&over).is_err());
 }
 
+/// Both macro budgets are exact: 2^20 macro-body tokens visited over the
+/// whole text (here expanding to nothing, so only this budget can stop
+/// them), and 2^20 + 1 tokens out (the check runs before each token is
+/// added: one past the budget is the last it lets in).
+#[test]
+fn macro_budgets_are_exact() {
+    let empties = vec!["E"; 1024].join(" ");
+    let uses = vec!["Z"; 1024].join(" ");
+    let work = |extra: &str| format!("#define E\n#define Y E\n#define Z {empties}\n{uses} {extra}\n{{ 6, 0, 0, 5 }}\n");
+    assert_eq!(c(&work("")), Ok(1));
+    let e = c(&work("Y")).unwrap_err();
+    assert_eq!(
+        e,
+        ParseError::BadExpression {
+            line: 4,
+            col: 2 * 1024 + 1,
+            what: "macro expansion over its budget of 1048576 tokens (limit)"
+        }
+    );
+    // `void f ( void ) {` (6), 1023 uses of 1024 `;`, `n` more `;`, `}`,
+    // and `{ 6 , 0 , 0 , 5 }` (9): 1,047,568 + n tokens out.
+    let semis = vec![";"; 1024].join(" ");
+    let out = |n: usize| {
+        format!(
+            "#define S {semis}\nvoid f(void) {{ {} {} }}\n{{ 6, 0, 0, 5 }}\n",
+            vec!["S"; 1023].join(" "),
+            ";".repeat(n)
+        )
+    };
+    assert_eq!(c(&out(1009)), Ok(1));
+    let e = c(&out(1010)).unwrap_err();
+    // The token refused is the last: the closing brace of `{ 6, 0, 0, 5 }`.
+    assert_eq!(
+        e,
+        ParseError::BadExpression {
+            line: 3,
+            col: 14,
+            what: "macro expansion over its budget of 1048576 output tokens (limit)"
+        }
+    );
+}
+
 /// No 1 MiB text makes the reader hang. (Its cost is linear by
 /// construction; the clock here is only a generous hang guard, the CLI's
 /// bounded_work test holds the real limits.)

@@ -14,6 +14,17 @@ const REFUSED: &[(&str, Format, (usize, usize), &str)] = &[
     // Column counts characters, not bytes.
     ("ld #1 ; é\né", Format::Asm, (2, 1), "UnexpectedChar"),
     ("{ 0x6, 0, 0, 0 } @", Format::C, (1, 18), "UnexpectedChar"),
+    // A backslash splices only a newline; `#` is a directive only first on its line.
+    ("{ 6, 0, 0, \\ 5 }", Format::C, (1, 12), "UnexpectedChar"),
+    ("{ 6, 0, 0, \\\r 5 }", Format::C, (1, 12), "UnexpectedChar"),
+    ("{ 6, 0, 0, 0 } #", Format::C, (1, 16), "UnexpectedChar"),
+    ("#define K # 5\n{ 6, 0, 0, K }", Format::C, (1, 11), "UnexpectedChar"),
+    // A string or character literal left open, at its quote.
+    ("{ 6, 0, 0, 5 }\nchar *s = \"ab\\\"", Format::C, (2, 11), "UnexpectedChar"),
+    ("{ 6, 0, 0, 5 }\nchar *s = \"ab\ncd\";", Format::C, (2, 11), "UnexpectedChar"),
+    ("#define Q 'a\n{ 6, 0, 0, 5 }", Format::C, (1, 11), "UnexpectedChar"),
+    // `#define F(x)` is function-like: never expanded, its use unknown.
+    ("#define F(x) x\n{ 6, 0, 0, F(5) }", Format::C, (2, 12), "UnknownIdentifier"),
     ("1\n6 0 x 0", Format::Ddd, (2, 5), "UnexpectedChar"),
     // One-letter labels do not exist: `t` is not a token, `a` a register.
     ("ld #1\nja t\nt: ret #0", Format::Asm, (2, 4), "OneLetterWord"),
@@ -56,7 +67,12 @@ const REFUSED: &[(&str, Format, (usize, usize), &str)] = &[
     // Malformed numbers.
     ("ld #08", Format::Asm, (1, 5), "MalformedNumber"),
     ("ld #12ab", Format::Asm, (1, 5), "MalformedNumber"),
+    // `0b` with no binary digit after it is a zero glued to a letter.
+    ("ld #0b 01", Format::Asm, (1, 5), "MalformedNumber"),
     ("{ 6, 0, 0, 09 }", Format::C, (1, 12), "MalformedNumber"),
+    ("{ 6, 0, 0, 0b2 }", Format::C, (1, 12), "MalformedNumber"),
+    ("{ 6, 0, 0, 0x }", Format::C, (1, 12), "MalformedNumber"),
+    ("{ 6, 0, 0, 12uz }", Format::C, (1, 12), "MalformedNumber"),
     ("1\n6 0 0 1x", Format::Ddd, (2, 7), "MalformedNumber"),
     // `ldxb` needs `4*` and `&0xf`.
     ("ldx 4*([14]&0xe)", Format::Asm, (1, 5), "BadMsh"),
@@ -110,6 +126,87 @@ fn refused_exactly() -> Vec<(String, Format, ParseError)> {
             ParseError::BadExpression { line: 1, col: 31, what: "overflow" },
         ),
         ("3\n6 0 0 0\n".into(), Format::Ddd, ParseError::CountMismatch { line: 1, col: 1, count: 3, found: 1 }),
+        // The C reader's arithmetic: what C leaves undefined is refused, at the operator.
+        (
+            "{ 6, 0, 0, (-0x7fffffffffffffff - 1) / -1 }".into(),
+            Format::C,
+            ParseError::BadExpression { line: 1, col: 38, what: "overflow" },
+        ),
+        (
+            "{ 6, 0, 0, 1 % 0 }".into(),
+            Format::C,
+            ParseError::BadExpression { line: 1, col: 14, what: "division by zero" },
+        ),
+        ("{ 6, 0, 0, 1 << 64 }".into(), Format::C, ParseError::BadExpression { line: 1, col: 14, what: "overflow" }),
+        ("{ 6, 0, 0, 1 >> -1 }".into(), Format::C, ParseError::BadExpression { line: 1, col: 14, what: "overflow" }),
+        // A value missing is named where it should start.
+        (
+            "{ 6, 0, 0, 1 + * 2 }".into(),
+            Format::C,
+            ParseError::Syntax { line: 1, col: 16, expected: "a value".into(), found: "`*`".into() },
+        ),
+        // `int` alone in parentheses with more is no cast.
+        (
+            "{ 6, 0, 0, (int + 1) }".into(),
+            Format::C,
+            ParseError::UnknownIdentifier { line: 1, col: 13, name: "int".into() },
+        ),
+        // Brackets close in kind; an item of a list is one group.
+        (
+            "{ 6, 0, 0, (1 }".into(),
+            Format::C,
+            ParseError::Syntax {
+                line: 1,
+                col: 15,
+                expected: "`)` closing the `(` at 1:12".into(),
+                found: "`}`".into(),
+            },
+        ),
+        (
+            "{ 6, 0, 0, x[0 }".into(),
+            Format::C,
+            ParseError::Syntax {
+                line: 1,
+                col: 16,
+                expected: "`]` closing the `[` at 1:13".into(),
+                found: "`}`".into(),
+            },
+        ),
+        ("{ 6, 0, 0, x[0] }".into(), Format::C, ParseError::UnknownIdentifier { line: 1, col: 12, name: "x".into() }),
+        ("{ 6, 0, 0, f() }".into(), Format::C, ParseError::UnknownIdentifier { line: 1, col: 12, name: "f".into() }),
+        (
+            "{ { 6, 0, 0, 5 } x }".into(),
+            Format::C,
+            ParseError::Syntax { line: 1, col: 18, expected: "`,` or `}`".into(), found: "`x`".into() },
+        ),
+        (
+            "{ { .len = 1 } }".into(),
+            Format::C,
+            ParseError::Syntax {
+                line: 1,
+                col: 5,
+                expected: "`.code`, `.jt`, `.jf` or `.k`".into(),
+                found: "`.`".into(),
+            },
+        ),
+        (
+            "BPF_STMT;".into(),
+            Format::C,
+            ParseError::Syntax { line: 1, col: 9, expected: "`(`".into(), found: "`;`".into() },
+        ),
+        // offsetof knows one struct.
+        (
+            "{ 6, 0, 0, offsetof(struct sock_fprog, len) }".into(),
+            Format::C,
+            ParseError::Syntax {
+                line: 1,
+                col: 28,
+                expected: "`struct seccomp_data`".into(),
+                found: "`sock_fprog`".into(),
+            },
+        ),
+        // The error quotes the number with all that is glued to it.
+        ("1\n6 0 0 1x_y z".into(), Format::Ddd, ParseError::MalformedNumber { line: 2, col: 7, text: "1x_y".into() }),
     ]
 }
 
@@ -151,6 +248,17 @@ fn messages_start_with_the_place() {
     assert_eq!(e.to_string(), want);
     let e = parse(b"ld [0]\njeq #15, X, bb\n", Format::Asm).unwrap_err();
     assert_eq!(e.to_string(), "2:10: expected a label (`a`, `x` and `M` are registers), found `X`");
+    // Input that ends where a token is due says so.
+    let e = parse(b"ret #0\nld [12", Format::Asm).unwrap_err();
+    assert_eq!(e.to_string(), "2:7: expected `]`, found end of input");
+    // Two labels before one instruction, against a label with no colon.
+    let e = parse(b"ld #1\naa: bb: ret #0", Format::Asm).unwrap_err();
+    assert_eq!(e.to_string(), "2:5: expected one label per instruction, then an instruction, found `bb`");
+    let e = parse(b"ret #0\nfoo bar", Format::Asm).unwrap_err();
+    assert_eq!(e.to_string(), "2:1: expected an instruction, found `foo`");
+    // `ldx` takes a packet load only as the `4*([k]&0xf)` header length.
+    let e = parse(b"ldx [12]", Format::Asm).unwrap_err();
+    assert_eq!(e.to_string(), "1:5: expected `#k`, `len`, `M[k]` or `4*([k]&0xf)`, found `[`");
 }
 
 #[test]

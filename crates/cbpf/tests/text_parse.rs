@@ -184,6 +184,8 @@ fn numbers_as_the_lexer_reads_them() {
     ];
     for &(n, want) in cases {
         assert_eq!(asm1(&format!("ld #{n}")), s(0, want), "{n}");
+        // The same number further into a text, with more after it.
+        assert_eq!(asm(&format!("ret #0\nld #{n}\nret a ; more text")), vec![s(6, 0), s(0, want), s(0x16, 0)], "{n}");
     }
 }
 
@@ -201,6 +203,8 @@ fn comments_case_and_labels() {
     assert!(parse(b"ja Foo\nfoo: ret #0", Format::Asm).is_err());
     // A line that is exactly `#len` is the token, as flex's rule order makes it.
     assert_eq!(asm("ld\n#len\nret a"), vec![s(0x80, 0), s(0x16, 0)]);
+    // A whole line `#word` that is no keyword is still a comment.
+    assert_eq!(asm("#comment\nret #0"), vec![s(0x06, 0)]);
 }
 
 #[test]
@@ -316,6 +320,163 @@ static int install(void)
         vec![j(0x15, 0xc000_00b7, 0, 1)]
     );
     assert_eq!(parse(b"{ 6, 0, 0, (unsigned)-1 }", Format::C).unwrap(), vec![s(6, 0xffff_ffff)]);
+    // Every scalar field of struct seccomp_data (include/uapi/linux/seccomp.h),
+    // and the negative packet bases of filter.h.
+    let fields = "BPF_STMT(BPF_LD|BPF_W|BPF_ABS, offsetof(struct seccomp_data, nr)),\n\
+        BPF_STMT(BPF_LD|BPF_W|BPF_ABS, offsetof(struct seccomp_data, instruction_pointer) + 4),\n\
+        BPF_STMT(BPF_LD|BPF_W|BPF_ABS, offsetof(struct seccomp_data, args)),\n\
+        BPF_STMT(BPF_LD|BPF_B|BPF_ABS, SKF_NET_OFF + 9),\n\
+        BPF_STMT(BPF_LD|BPF_H|BPF_ABS, SKF_LL_OFF + 12),\n\
+        BPF_STMT(BPF_LD|BPF_B|BPF_ABS, BPF_NET_OFF),\n\
+        BPF_STMT(BPF_LD|BPF_H|BPF_ABS, BPF_LL_OFF),";
+    assert_eq!(
+        parse(fields.as_bytes(), Format::C).unwrap(),
+        vec![
+            s(0x20, 0),
+            s(0x20, 12),
+            s(0x20, 16),
+            s(0x30, 0xfff0_0009),
+            s(0x28, 0xffe0_000c),
+            s(0x30, 0xfff0_0000),
+            s(0x28, 0xffe0_0000),
+        ]
+    );
+}
+
+#[test]
+fn c_lines_spliced_and_commented() {
+    // A backslash before a newline (LF or CRLF) splices lines, in a
+    // `#define` and in the text; `//` hides the rest of its line.
+    let rows: &[&str] = &[
+        "#define K \\\n  5\n{ 6, 0, 0, K }",
+        "#define K \\\r\n  5\r\n{ 6, 0, 0, K }",
+        "{ 6, 0, \\\n 0, 5 }",
+        "{ 6, 0, \\\r\n 0, 5 }",
+        "// { 6, 0, 0, 1 },\n{ 6, 0, 0, 5 }",
+        "#define ALLOW { 6, 0, 0, 5 } // a comment\nALLOW",
+        "{ 6, /* jt */0, /* jf */0, 5 }",
+        // Directives: blanks around the words, `#undef`, and others skipped.
+        "#  define K 5\n{ 6, 0, 0, K }",
+        "#define  K\t5\n{ 6, 0, 0, K }",
+        "#define K 7\n#undef K\n#define K 5\n{ 6, 0, 0, K }",
+        "#define K 5\n#ifdef K\n#endif\n{ 6, 0, 0, K }",
+        // A comment is a blank to a directive, even one across lines.
+        "#define K 5 /* five,\n   as C reads it */\n{ 6, 0, 0, K }",
+        "#define K 5 // five\n{ 6, 0, 0, K }",
+        // A string's contents are never lexed.
+        "static const char *why = \"a@b \\\" /* {\";\n{ 6, 0, 0, 5 }",
+        "static const char sep = '@', quote = '\\'';\n{ 6, 0, 0, 5 }",
+        // A block comment runs across lines to its `*/`, not to a lone `*`.
+        "/* a * /\n{ 6, 0, 0, 1 } */\n{ 6, 0, 0, 5 }",
+        "{ 6, /* a\n b */ 0, 0, 5 }",
+    ];
+    for text in rows {
+        assert_eq!(parse(text.as_bytes(), Format::C), Ok(vec![s(6, 5)]), "{text:?}");
+    }
+    // A macro means what it was defined as on the lines before its use (the
+    // text is read a logical line at a time): no division, line comment or
+    // closed block comment on an earlier line joins it to the lines that
+    // redefine the macro later.
+    for first in [
+        "{ 6, 0, 0, 10 / 2 }",
+        "// x /* y",
+        "// {",
+        "/* x */ { 6, 0, 0, 5 }",
+        "/**/ { 6, 0, 0, 5 }",
+        "{ 6, 0, 0, 5 } /* x */",
+        "{ 6, 0, 0, 5 } /**/",
+        "{ 6, 0, 0, 10 / 2 } /* a\n */",
+    ] {
+        let text = format!("{first}\n#define K 5\n{{ 6, 0, 0, K }}\n#undef K\n#define K 7\n");
+        let got = parse(text.as_bytes(), Format::C).unwrap();
+        assert_eq!(got.last(), Some(&s(6, 5)), "{text:?}");
+    }
+}
+
+#[test]
+fn c_fields_by_name_and_k_signed() {
+    // Designated initialisers in any order, a missing field 0; `k` takes
+    // -2^31..2^32-1 in every form (C's conversion to `__u32`).
+    let rows: &[(&str, Insn)] = &[
+        ("{ .code = 0x15, .jt = 1, .jf = 2, .k = 5 }", j(0x15, 5, 1, 2)),
+        ("{ .k = 5, .jf = 2, .code = 0x15 }", j(0x15, 5, 0, 2)),
+        ("{ .code = 6, .k = -1 }", s(6, 0xffff_ffff)),
+        ("{ .code = 6, .k = -0x80000000 }", s(6, 0x8000_0000)),
+        ("{ 6, 0, 0, -0x80000000 }", s(6, 0x8000_0000)),
+        ("BPF_STMT(6, -1)", s(6, 0xffff_ffff)),
+        ("BPF_JUMP(0x15, -0x80000000, 1, 0)", j(0x15, 0x8000_0000, 1, 0)),
+    ];
+    for (text, want) in rows {
+        assert_eq!(parse(text.as_bytes(), Format::C), Ok(vec![*want]), "{text}");
+    }
+    // One past the least `k` is refused in every form.
+    for text in ["{ .code = 6, .k = -0x80000001 }", "BPF_STMT(6, -0x80000001)", "BPF_JUMP(0x15, -0x80000001, 1, 0)"] {
+        assert!(parse(text.as_bytes(), Format::C).is_err(), "{text}");
+    }
+}
+
+#[test]
+fn c_constant_expressions() {
+    // C's operators, precedence (all left-associative) and casts, evaluated
+    // in 64 bits; `k` keeps the low 32 bits.
+    let rows: &[(&str, u32)] = &[
+        // Literals: every base, with suffixes.
+        ("0b101", 5),
+        ("0B11u", 3),
+        ("0x1fUL", 31),
+        ("0XFF", 255),
+        ("017", 15),
+        ("0", 0),
+        ("10lu", 10),
+        ("6 | 3", 7),
+        ("6 ^ 3", 5),
+        ("6 & 3", 2),
+        ("1 << 4", 16),
+        ("256 >> 4", 16),
+        ("10 - 3 - 2", 5),
+        ("6 * 7", 42),
+        ("17 / 5", 3),
+        ("17 % 5", 2),
+        ("100 / 10 / 5", 2),
+        ("1 | 6 ^ 3 & 5", 7),
+        ("1 + 2 * 3 << 1", 14),
+        ("+5", 5),
+        ("-5", 0xffff_fffb),
+        ("~0", 0xffff_ffff),
+        ("!0", 1),
+        ("!7", 0),
+        ("- -5", 5),
+        ("(1 + 2) * 3", 9),
+        ("(const unsigned char)0x1ff", 0xff),
+        ("(signed char)0x80", 0xffff_ff80),
+        ("(short)0x18000 + 0", 0xffff_8000),
+        ("(short)0x17fff", 0x7fff),
+        ("(__u16)-1", 0xffff),
+        ("(unsigned long)-1 >> 32", 0xffff_ffff),
+        ("sizeof(__u64) + sizeof(short)", 10),
+        // One type of each family: 8 + 16 + 2 * 256 + 4 * 4096 + 8 * 65536.
+        (
+            "sizeof(size_t) + sizeof(int8_t) * 16 + sizeof(__s16) * 256 + sizeof(s32) * 4096 + sizeof(int64_t) * 65536",
+            541_208,
+        ),
+        ("(__s8)0xff", 0xffff_ffff),
+        ("(uint32_t)-1 - (u8)0x1ff", 0xffff_ff00),
+        ("(volatile long)-1 >> 32", 0xffff_ffff),
+        ("offsetof(struct seccomp_data, args[5])", 56),
+        ("offsetof(struct seccomp_data, args[2]) + 4", 36),
+    ];
+    for &(expr, want) in rows {
+        let text = format!("{{ 6, 0, 0, {expr} }}");
+        let got = parse(text.as_bytes(), Format::C).map(|p| p[0].k);
+        assert_eq!(got, Ok(want), "{expr}");
+    }
+    // Unary operators one after another are not nesting: the depth cap
+    // counts only what is open.
+    let long = vec!["-1"; 300].join(" + ");
+    assert_eq!(
+        parse(format!("{{ 6, 0, 0, {long} }}").as_bytes(), Format::C).map(|p| p[0].k),
+        Ok(300u32.wrapping_neg())
+    );
 }
 
 #[test]
@@ -354,4 +515,46 @@ fn detect_rules() {
     assert_eq!(detect(b"BPF_STMT(BPF_RET|BPF_K, 0)"), Format::C);
     assert_eq!(detect(b"#include <x>\n{ 6, 0, 0, 0 }"), Format::C);
     assert_eq!(detect(b"1\n6 0 0 0\n"), Format::Ddd);
+    // What is skipped before the first token: each row's answer is not the
+    // assembly that an unskipped byte would give.
+    let skipped: &[(&[u8], Format)] = &[
+        (b"  \t\x0b\x0c\r\n{ 6, 0, 0, 0 }", Format::C),
+        (b"/* c */{ 6, 0, 0, 0 }", Format::C),
+        (b"// x\n{ 6, 0, 0, 0 }", Format::C),
+        (b"; x\n1\n6 0 0 0", Format::Ddd),
+        // Not skipped: a lone `/`, an unterminated comment, a `#` that does
+        // not start its line, punctuation.
+        (b"/x\n{ 6, 0, 0, 0 }", Format::Asm),
+        (b"/* never ends\n{ 6, 0, 0, 0 }", Format::Asm),
+        (b"/* c */ #x\n{ 6, 0, 0, 0 }", Format::Asm),
+        (b"(6)", Format::Asm),
+        // A word may start with `_`.
+        (b"_start: ret #0", Format::Asm),
+        (b"__u32 k;", Format::C),
+    ];
+    for &(text, want) in skipped {
+        assert_eq!(detect(text), want, "{:?}", String::from_utf8_lossy(text));
+    }
+    // The names the command line spells.
+    let names: Vec<String> = [Format::Raw, Format::C, Format::Ddd, Format::Asm].iter().map(|f| f.to_string()).collect();
+    assert_eq!(names, ["raw", "c", "ddd", "asm"]);
+}
+
+#[test]
+fn asm_printer_forms() {
+    // `ret x` (BPF_RET | BPF_X), which bpf_asm writes and the kernel refuses.
+    assert_eq!(print_asm(&[s(0x0e, 0)]), "\tret x\n");
+    // Ancillary loads by name; bitwise immediates in hex, others by fmt_k.
+    assert_eq!(
+        print_asm(&[s(0x20, 0xffff_f000), s(0x54, 255), s(0x04, 255)]),
+        "\tld #proto\n\tand #0xff\n\tadd #255\n"
+    );
+    // Constants are decimal below 4096, hex from there.
+    assert_eq!(print_asm(&[s(0x00, 4095), s(0x06, 4096)]), "\tld #4095\n\tret #0x1000\n");
+    // A jump whose target is one past the last instruction.
+    let past = print_asm(&[s(0x05, 0)]);
+    assert!(past.starts_with("\t.raw 0x0005, 0, 0, 0x00000000\t; jump past the last instruction"), "{past}");
+    // A jump on X with `k` set is named as a jump (its label may not exist).
+    let odd = print_asm(&[j(0x1d, 5, 0, 0), s(0x06, 0)]);
+    assert!(odd.starts_with("\t.raw 0x001d, 0, 0, 0x00000005\t; jump, with fields the kernel ignores set"), "{odd}");
 }

@@ -309,7 +309,8 @@ fn lex_number(src: Source<'_>, at: usize) -> Result<(u32, usize), ParseError> {
     } else if first == b'0' && matches!(next, b'b' | b'B') && matches!(bytes.get(at + 2), Some(b'0' | b'1')) {
         (at + 2, 2, run_end(at + 2, |b| b == b'0' || b == b'1'), false)
     } else if first == b'0' && matches!(next, b'0'..=b'7') {
-        (at + 1, 8, run_end(at + 1, |b| (b'0'..=b'7').contains(&b)), false)
+        // The leading 0 is an octal digit too: the run starts on it.
+        (at, 8, run_end(at, |b| (b'0'..=b'7').contains(&b)), false)
     } else if first == b'0' {
         (at, 10, at + 1, false)
     } else {

@@ -272,7 +272,6 @@ fn classify_text(text: &str) -> Format {
             b'#' if line_start => i = skip_line(bytes, i),
             b'{' => return Format::C,
             b'0'..=b'9' => return Format::Ddd,
-            b'.' => return Format::Asm,
             b if b.is_ascii_alphabetic() || b == b'_' => {
                 let end = bytes
                     .iter()
@@ -283,6 +282,7 @@ fn classify_text(text: &str) -> Format {
                 let next = bytes.iter().skip(end).find(|c| !matches!(c, b' ' | b'\t'));
                 return if asm::is_mnemonic(word) || next == Some(&b':') { Format::Asm } else { Format::C };
             }
+            // `.raw`, and anything else: the assembler says what is wrong.
             _ => return Format::Asm,
         }
     }

@@ -3,7 +3,7 @@
 //! `offsetof(struct seccomp_data, ..)` and the UAPI names of
 //! [`crate::text::symbols`].
 
-use super::lex::{int_type, is_type_word, Tok, T};
+use super::lex::{int_type, Tok, T};
 use super::MAX_DEPTH;
 use crate::text::{symbols, ParseError, Source};
 
@@ -135,22 +135,26 @@ impl<'a> Expr<'_, 'a> {
                 Ok(i64::from(self.unary()? == 0))
             }
             Tok::Punct("(") => {
-                // A cast if the parenthesis holds only integer type words.
+                // A cast if the parenthesis holds only integer type words
+                // (`int_type` answers for one or more of them, `const`
+                // included). A field's brackets are balanced (`Reader::items`
+                // matched them), so a `)` right after the words is this
+                // parenthesis's own, inside the field.
                 let mut j = self.i + 1;
                 let mut words = Vec::new();
-                while let Some(T { tok: Tok::Ident(w), .. }) = self.toks.get(j).filter(|_| j < self.hi) {
+                while let Some(T { tok: Tok::Ident(w), .. }) = self.toks.get(j) {
                     words.push(*w);
                     j += 1;
                 }
-                let closes = matches!(self.toks.get(j), Some(T { tok: Tok::Punct(")"), .. })) && j < self.hi;
-                if closes && !words.is_empty() && words.iter().all(|w| is_type_word(w) || *w == "const") {
-                    if let Some((bits, signed)) = int_type(&words) {
+                let closes = matches!(self.toks.get(j), Some(T { tok: Tok::Punct(")"), .. }));
+                match int_type(&words) {
+                    Some((bits, signed)) if closes => {
                         self.i = j + 1;
                         let v = self.unary()?;
-                        return Ok(convert(v, bits, signed));
+                        Ok(convert(v, bits, signed))
                     }
+                    _ => self.primary(),
                 }
-                self.primary()
             }
             _ => self.primary(),
         }
@@ -245,7 +249,9 @@ pub(super) fn apply(p: &str, a: i64, b: i64) -> Option<i64> {
         "^" => Some(a ^ b),
         "&" => Some(a & b),
         "<<" | ">>" => {
-            let s = u32::try_from(b).ok().filter(|&s| s < 64)?;
+            // A count outside 0..64 is C's undefined behaviour: refused
+            // (`checked_shl`/`checked_shr` refuse 64 and more).
+            let s = u32::try_from(b).ok()?;
             if p == "<<" {
                 a.checked_shl(s)
             } else {

@@ -113,13 +113,14 @@ impl<'a> Lexer<'a> {
                     Tok::Int(v)
                 }
                 b'"' | b'\'' => {
+                    // To the closing quote, stepping over escapes; a newline
+                    // or the range's end first leaves the literal open.
                     let mut j = i + 1;
                     loop {
-                        match bytes.get(j) {
-                            Some(&c) if c == b && j < hi => break,
-                            Some(b'\\') if j + 1 < hi => j += 2,
+                        match bytes.get(j).filter(|_| j < hi) {
+                            Some(&c) if c == b => break,
+                            Some(b'\\') => j += 2,
                             Some(b'\n') | None => return Err(unexpected(i)),
-                            Some(_) if j >= hi => return Err(unexpected(i)),
                             Some(_) => j += 1,
                         }
                     }
@@ -146,19 +147,14 @@ impl<'a> Lexer<'a> {
         Ok(toks)
     }
 
-    /// Handles a preprocessor line starting at `at`; returns where it ends.
-    /// Records object-like `#define`s, honours `#undef`, skips the rest.
+    /// Handles a preprocessor line starting at `at`, the first token of its
+    /// chunk (`logical_line_end`: lines spliced by backslashes and block
+    /// comments read as one, as C does before it reads directives), so the
+    /// directive runs to the chunk's end `hi`, which it returns. Records
+    /// object-like `#define`s, honours `#undef`, skips the rest.
     pub(super) fn directive(&mut self, at: usize, hi: usize) -> Result<usize, ParseError> {
         let bytes = self.src.text.as_bytes();
-        // The logical line: up to a newline not preceded by a backslash.
-        let mut end = at;
-        while end < hi {
-            match bytes.get(end) {
-                Some(b'\n') if end > 0 && bytes.get(end - 1) == Some(&b'\\') => end += 1,
-                Some(b'\n') | None => break,
-                Some(_) => end += 1,
-            }
-        }
+        let end = hi;
         let line = self.src.text.get(at + 1..end).unwrap_or("");
         let trimmed = line.trim_start_matches([' ', '\t']);
         let word_at = at + 1 + (line.len() - trimmed.len());
@@ -274,20 +270,21 @@ pub(super) fn logical_line_end(bytes: &[u8], lo: usize) -> usize {
             i += 2;
             continue;
         } else if b == b'/' && bytes.get(i + 1) == Some(&b'/') {
-            // A line comment runs to the newline; stop there.
-            while let Some(&c) = bytes.get(i) {
-                if c == b'\n' {
-                    return i + 1;
-                }
-                i += 1;
-            }
-            return bytes.len();
-        } else if b == b'\n' && !(i > lo && bytes.get(i - 1) == Some(&b'\\')) {
+            // A line comment runs to its newline, which ends the chunk.
+            return bytes.iter().skip(i).position(|&c| c == b'\n').map_or(bytes.len(), |n| i + n + 1);
+        } else if b == b'\n' && !is_spliced(bytes, lo, i) {
             return i + 1;
         }
         i += 1;
     }
     bytes.len()
+}
+
+/// Is the newline at `nl` spliced to the next line by a backslash right
+/// before it, or before its carriage return (a CRLF file; `lex_range` skips
+/// both forms), the backslash at or after `lo`?
+fn is_spliced(bytes: &[u8], lo: usize, nl: usize) -> bool {
+    bytes.get(lo..nl).is_some_and(|before| before.ends_with(b"\\") || before.ends_with(b"\\\r"))
 }
 
 /// Reads a C integer literal at `at`.
@@ -321,7 +318,8 @@ pub(super) fn lex_int(src: Source<'_>, at: usize, hi: usize) -> Result<(u64, usi
     })
 }
 
-/// Integer types a cast or `sizeof` may name: (bits, signed).
+/// Integer types a cast or `sizeof` may name: (bits, signed); `None` for no
+/// words or any word that is not part of an integer type.
 pub(super) fn int_type(words: &[&str]) -> Option<(u32, bool)> {
     let mut bits = 32;
     let mut signed = true;
@@ -346,8 +344,4 @@ pub(super) fn int_type(words: &[&str]) -> Option<(u32, bool)> {
         }
     }
     seen.then_some((bits, signed))
-}
-
-pub(super) fn is_type_word(w: &str) -> bool {
-    int_type(&[w]).is_some()
 }
