@@ -386,6 +386,11 @@ fn c_lines_spliced_and_commented() {
         "{ 6, 0, 0, 5 } /* x */",
         "{ 6, 0, 0, 5 } /**/",
         "{ 6, 0, 0, 10 / 2 } /* a\n */",
+        // A comment's opening inside a literal is text, on any line.
+        "char *s = \"a/*\", c = '/';",
+        "char *s = \"a\"; /* a comment\n   that ends here */",
+        "#define S \"/* \\\" //\"",
+        "#error don't",
     ] {
         let text = format!("{first}\n#define K 5\n{{ 6, 0, 0, K }}\n#undef K\n#define K 7\n");
         let got = parse(text.as_bytes(), Format::C).unwrap();

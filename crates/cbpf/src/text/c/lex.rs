@@ -254,7 +254,8 @@ pub(super) fn lex(src: Source<'_>) -> Result<Vec<T<'_>>, ParseError> {
 }
 
 /// End (exclusive, after the newline) of the chunk starting at `lo`: through
-/// the next newline that is outside a comment and not escaped by `\`.
+/// the next newline that is outside a comment or literal and not escaped by
+/// `\`.
 pub(super) fn logical_line_end(bytes: &[u8], lo: usize) -> usize {
     let mut i = lo;
     let mut in_block = false;
@@ -272,10 +273,32 @@ pub(super) fn logical_line_end(bytes: &[u8], lo: usize) -> usize {
         } else if b == b'/' && bytes.get(i + 1) == Some(&b'/') {
             // A line comment runs to its newline, which ends the chunk.
             return bytes.iter().skip(i).position(|&c| c == b'\n').map_or(bytes.len(), |n| i + n + 1);
+        } else if b == b'"' || b == b'\'' {
+            // A `/*` or `//` inside a literal opens no comment.
+            i = literal_end(bytes, i);
+            continue;
         } else if b == b'\n' && !is_spliced(bytes, lo, i) {
             return i + 1;
         }
         i += 1;
+    }
+    bytes.len()
+}
+
+/// Where the string or character literal opening at `at` ends: just past its
+/// closing quote, stepping over escapes as `lex_range` does, or at the
+/// newline (or the text's end) that leaves it open, for `lex_range` to report.
+fn literal_end(bytes: &[u8], at: usize) -> usize {
+    let quote = bytes.get(at).copied();
+    let mut j = at + 1;
+    while let Some(&c) = bytes.get(j) {
+        if Some(c) == quote {
+            return j + 1;
+        }
+        if c == b'\n' {
+            return j;
+        }
+        j += if c == b'\\' { 2 } else { 1 };
     }
     bytes.len()
 }
