@@ -1,5 +1,7 @@
 //! `cargo xtask mutants [--file NAME]... [--jobs N] [--timeout S]`: cargo-mutants
 //! over the kernel mirrors, the classic interpreter (the converter's oracle),
+//! the readers and printers of the classic text forms (bpf_asm, tcpdump's,
+//! C with the UAPI names),
 //! the running kernel as a seccomp engine (the rewrite, the zygote's bookkeeping)
 //! and its eBPF door (loads, test runs and the `sk_buff` they build, the memory harness)
 //! socket filters (the AF_UNIX path's `sk_buff`, what it cannot reproduce) and
@@ -18,7 +20,7 @@
 //! mutant is missed.
 //!
 //! Not part of `.ci/run`: each mutant is a rebuild, so a full run takes about
-//! 11 hours on two cores. docs/mutants.md has the last results, the reason
+//! 14 hours on two cores. docs/mutants.md has the last results, the reason
 //! each test set is what it is, and every excluded mutant (`.cargo/mutants.toml`).
 //!
 //! Installs cargo-mutants if it is missing (`cargo install --locked
