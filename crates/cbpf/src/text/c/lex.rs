@@ -113,18 +113,10 @@ impl<'a> Lexer<'a> {
                     Tok::Int(v)
                 }
                 b'"' | b'\'' => {
-                    // To the closing quote, stepping over escapes; a newline
-                    // or the range's end first leaves the literal open.
-                    let mut j = i + 1;
-                    loop {
-                        match bytes.get(j).filter(|_| j < hi) {
-                            Some(&c) if c == b => break,
-                            Some(b'\\') => j += 2,
-                            Some(b'\n') | None => return Err(unexpected(i)),
-                            Some(_) => j += 1,
-                        }
-                    }
-                    i = j + 1;
+                    // The range is a chunk (or a directive's rest of one),
+                    // which `logical_line_end` split with the same rule: a
+                    // literal opened in it closes in it or not at all.
+                    i = literal_end(bytes, i).map_err(|_| unexpected(start))?;
                     Tok::Str
                 }
                 c if c.is_ascii_alphabetic() || c == b'_' => {
@@ -275,7 +267,7 @@ pub(super) fn logical_line_end(bytes: &[u8], lo: usize) -> usize {
             return bytes.iter().skip(i).position(|&c| c == b'\n').map_or(bytes.len(), |n| i + n + 1);
         } else if b == b'"' || b == b'\'' {
             // A `/*` or `//` inside a literal opens no comment.
-            i = literal_end(bytes, i);
+            i = literal_end(bytes, i).unwrap_or_else(|open_to| open_to);
             continue;
         } else if b == b'\n' && !is_spliced(bytes, lo, i) {
             return i + 1;
@@ -285,22 +277,23 @@ pub(super) fn logical_line_end(bytes: &[u8], lo: usize) -> usize {
     bytes.len()
 }
 
-/// Where the string or character literal opening at `at` ends: just past its
-/// closing quote, stepping over escapes as `lex_range` does, or at the
-/// newline (or the text's end) that leaves it open, for `lex_range` to report.
-fn literal_end(bytes: &[u8], at: usize) -> usize {
+/// Where the string or character literal opening at `at` ends, stepping over
+/// escapes: `Ok` just past its closing quote, or `Err` at the newline (or
+/// the text's end) that leaves it open. The lexer and `logical_line_end`
+/// both read literals with it.
+fn literal_end(bytes: &[u8], at: usize) -> Result<usize, usize> {
     let quote = bytes.get(at).copied();
     let mut j = at + 1;
     while let Some(&c) = bytes.get(j) {
         if Some(c) == quote {
-            return j + 1;
+            return Ok(j + 1);
         }
         if c == b'\n' {
-            return j;
+            return Err(j);
         }
         j += if c == b'\\' { 2 } else { 1 };
     }
-    bytes.len()
+    Err(bytes.len())
 }
 
 /// Is the newline at `nl` spliced to the next line by a backslash right
