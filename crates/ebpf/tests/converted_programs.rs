@@ -6,34 +6,49 @@
 //! `== ebpf` block, as crates/integration/tests/chain_filetests.rs prints
 //! it), and every run of every testdata filter on all three ways into it
 //! (counted, uncounted, a held [`SeccompRunner`]) against the general
-//! interpreter, instruction counts included, and against the running
-//! kernel's actions. So a change to the executor fails in this crate's
+//! interpreter, instruction counts included, the plain interpreter (the
+//! `ebpf-plain` engine's model of the kernel's loop) too, and against the
+//! running kernel's actions. So a change to the executor fails in this crate's
 //! tests, not only in the integration suite above the converter.
 
+use ebpf::plain::PlainProgram;
 use ebpf::{decode, Helpers, LoadOptions, Program, Vm};
 use test_data::filetest::{self, FileTest, Run};
 use test_data::filters::{self, Source};
 use test_data::{converted, paths};
 
-/// `bytes` loaded twice: as the seccomp engines load it (the executor,
-/// where the program is in its subset), and without superinstructions
-/// (the general interpreter only).
-fn load(bytes: &[u8], helpers: &Helpers) -> Result<(Program, Program), String> {
+/// One converted program, loaded every way a seccomp engine runs it.
+struct Loaded {
+    /// As the seccomp engines load it (the executor, where the program is
+    /// in its subset).
+    fast: Program,
+    /// Without superinstructions: the general interpreter only.
+    slow: Program,
+    /// For the plain interpreter.
+    plain: PlainProgram,
+}
+
+fn load(bytes: &[u8], helpers: &Helpers) -> Result<Loaded, String> {
     let insns = decode(bytes).map_err(|e| format!("decode: {e}"))?;
-    let plain = LoadOptions { no_superinstructions: true, ..LoadOptions::default() };
+    let unfused = LoadOptions { no_superinstructions: true, ..LoadOptions::default() };
     let fast = Program::load(&insns, &LoadOptions::default(), helpers).map_err(|e| format!("load: {e}"))?;
-    let slow = Program::load(&insns, &plain, helpers).map_err(|e| format!("load: {e}"))?;
+    let slow = Program::load(&insns, &unfused, helpers).map_err(|e| format!("load: {e}"))?;
     if slow.has_seccomp_executor() {
-        return Err("the plain load has the executor".into());
+        return Err("the unfused load has the executor".into());
     }
-    Ok((fast, slow))
+    if !fast.is_converted_seccomp() || !slow.is_converted_seccomp() {
+        return Err("outside the converted-seccomp subset".into());
+    }
+    let plain = PlainProgram::new(&insns).map_err(|e| format!("plain: {e}"))?;
+    Ok(Loaded { fast, slow, plain })
 }
 
 /// Runs `data` every way the crate has: counted, uncounted and through a
-/// held runner on `fast`, and on the general interpreter (`slow`);
-/// describes any difference in result or instruction count, else the
-/// result.
-fn run_every_way(fast: &Program, slow: &Program, data: &[u8; 64]) -> Result<u32, String> {
+/// held runner on `fast`, on the general interpreter (`slow`) and on the
+/// plain one; describes any difference in result or instruction count,
+/// else the result.
+fn run_every_way(loaded: &Loaded, data: &[u8; 64]) -> Result<u32, String> {
+    let Loaded { fast, slow, plain } = loaded;
     let (mut vf, mut vs) = (Vm::new(), Vm::new());
     let general = vs.run_seccomp(slow, data);
     let counted = vf.run_seccomp(fast, data);
@@ -49,7 +64,11 @@ fn run_every_way(fast: &Program, slow: &Program, data: &[u8; 64]) -> Result<u32,
             vs.executed()
         ));
     }
-    general.map_err(|e| format!("both: {e}"))
+    let general = general.map_err(|e| format!("both: {e}"))?;
+    match plain.run_counted(data) {
+        Ok((r0, n)) if r0 == general && n == steps => Ok(general),
+        other => Err(format!("plain {other:?}, general {general:#x} ({steps} steps)")),
+    }
 }
 
 /// The inputs around a vector: itself, the next syscall number, and the
@@ -70,20 +89,20 @@ fn every_testdata_filter_runs_alike_every_way_and_as_the_kernel_did() {
     let mut failures = Vec::new();
     let (mut runs, mut checked) = (0usize, 0usize);
     for name in &names {
-        let (fast, slow) = match converted::read("filters", name).and_then(|b| load(&b, &Helpers::new())) {
+        let loaded = match converted::read("filters", name).and_then(|b| load(&b, &Helpers::new())) {
             Ok(p) => p,
             Err(e) => {
                 failures.push(format!("{name}: {e}"));
                 continue;
             }
         };
-        if !fast.has_seccomp_executor() {
+        if !loaded.fast.has_seccomp_executor() {
             failures.push(format!("{name}: not on the seccomp executor"));
         }
         for (source, v) in filters::all_vectors(name).unwrap() {
             for (i, data) in around(v.data_bytes()).iter().enumerate() {
                 runs += 1;
-                match (run_every_way(&fast, &slow, data), v.action) {
+                match (run_every_way(&loaded, data), v.action) {
                     (Err(e), _) => failures.push(format!("{name} {source:?} line {} input {i}: {e}", v.line)),
                     (Ok(got), Some(want)) if i == 0 && source == Source::Kernel => {
                         checked += 1;
@@ -150,14 +169,14 @@ fn every_converter_filetest_gives_its_run_values_every_way() {
         if bytes.is_empty() {
             return Ok(()); // refused by the validator or the converter
         }
-        let (fast, slow) = load(&bytes, &Helpers::new())?;
+        let loaded = load(&bytes, &Helpers::new())?;
         programs += 1;
-        on_executor += usize::from(fast.has_seccomp_executor());
+        on_executor += usize::from(loaded.fast.has_seccomp_executor());
         for (line, run) in t.runs()? {
             let Run::Seccomp { data, want } = run else { return Err(format!("line {line}: a socket run")) };
             runs += 1;
             for (i, data) in around(data).iter().enumerate() {
-                match run_every_way(&fast, &slow, data) {
+                match run_every_way(&loaded, data) {
                     Err(e) => return Err(format!("line {line} input {i}: {e}")),
                     Ok(got) if i == 0 && got != want => return Err(format!("line {line}: {got:#x}, want {want:#x}")),
                     Ok(_) => {}

@@ -6,7 +6,7 @@
 use ebpf::abi::error::Access;
 use ebpf::abi::region::{CTX_BASE, MEM_BASE, PACKET_BASE, STACK_BASE};
 use ebpf::{skb, Helpers, Insn, LoadOptions, Program, SkbContext, SkbMeta};
-use ebpf::{ExecError, Input, Vm};
+use ebpf::{ExecError, Input, Pc, Vm};
 use proptest::prelude::*;
 
 fn i(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
@@ -208,4 +208,94 @@ proptest! {
             (f, p) => prop_assert_eq!(f.is_ok(), p.is_ok()),
         }
     }
+}
+
+/// Test helper 100: the sum of the `r2` bytes at `r1`, through
+/// `Memory::bytes` (what a helper reads a buffer argument with).
+fn sum_bytes(mem: &mut ebpf::interp::Memory<'_>, args: [u64; 5]) -> Result<u64, ebpf::HelperError> {
+    let (addr, size) = (args[0], args[1] as usize);
+    let b = mem.bytes(addr, size).ok_or(ebpf::HelperError::BadAccess { addr, size })?;
+    Ok(b.iter().map(|&x| u64::from(x)).sum())
+}
+
+/// Test helper 101: the little-endian `r2`-byte word at `r1`, through
+/// `Memory::load`.
+fn load_word(mem: &mut ebpf::interp::Memory<'_>, args: [u64; 5]) -> Result<u64, ebpf::HelperError> {
+    let (addr, size) = (args[0], args[1] as usize);
+    mem.load(addr, size).ok_or(ebpf::HelperError::BadAccess { addr, size })
+}
+
+/// What a helper sees of each region: the context, the packet, the
+/// current stack frame (not the frames below it) and the user's memory,
+/// bounded by each; no other address.
+#[test]
+fn helpers_read_every_region_within_its_bounds() {
+    let helpers = Helpers::new().with(100, sum_bytes).with(101, load_word);
+    // *(u64 *)(r10 - 8) = 0x0102_0304_0506_0708 (via r3); r0 = helper(r1 = addr, r2 = size)
+    let call = |id: i32, addr_from_fp: Option<i32>, addr: u64, size: i32| {
+        let mut p = lddw(3, 0x0102_0304_0506_0708).to_vec();
+        p.push(i(0x7b, 10, 3, -8, 0));
+        match addr_from_fp {
+            Some(off) => p.extend([i(0xbf, 1, 10, 0, 0), i(0x07, 1, 0, 0, off)]),
+            None => p.extend(lddw(1, addr)),
+        }
+        p.extend([i(0xb7, 2, 0, 0, size), i(0x85, 0, 0, 0, id), EXIT]);
+        Program::load(&p, &LoadOptions::default(), &helpers).unwrap()
+    };
+    let skb = SkbContext::new(&[1, 2, 3, 4, 5, 6], &SkbMeta::default());
+    let ctx = [9u8; 20];
+    let mut user = [0u8, 10, 20, 30, 40];
+    let bad =
+        |addr, size| Err(ExecError::Helper { pc: Pc(6), id: 100, source: ebpf::HelperError::BadAccess { addr, size } });
+    let mut vm = Vm::new();
+    assert_eq!(vm.run(&call(100, None, CTX_BASE + 18, 2), Input::Ctx(&ctx)), Ok(18));
+    assert_eq!(vm.run(&call(100, None, CTX_BASE + 18, 3), Input::Ctx(&ctx)), bad(CTX_BASE + 18, 3));
+    assert_eq!(vm.run(&call(100, None, PACKET_BASE + 2, 4), Input::Skb(&skb)), Ok(3 + 4 + 5 + 6));
+    assert_eq!(vm.run(&call(100, None, PACKET_BASE + 2, 5), Input::Skb(&skb)), bad(PACKET_BASE + 2, 5));
+    assert_eq!(vm.run(&call(100, None, MEM_BASE + 1, 4), Input::Memory(&mut user)), Ok(100));
+    assert_eq!(vm.run(&call(100, None, MEM_BASE + 1, 5), Input::Memory(&mut user)), bad(MEM_BASE + 1, 5));
+    // The frame's own 8 bytes; one byte below the frame is another frame's.
+    assert_eq!(vm.run(&call(100, Some(-8), 0, 8), Input::None), Ok(36));
+    let top = STACK_BASE + 8 * 512;
+    assert_eq!(vm.run(&call(100, Some(-512), 0, 1), Input::None), Ok(0));
+    assert_eq!(vm.run(&call(100, Some(-513), 0, 1), Input::None), bad(top - 513, 1));
+    assert_eq!(vm.run(&call(100, None, 5 << 32, 1), Input::None), bad(5 << 32, 1));
+    // Memory::load: little-endian words of each size.
+    let load_err =
+        |addr, size| Err(ExecError::Helper { pc: Pc(6), id: 101, source: ebpf::HelperError::BadAccess { addr, size } });
+    for (size, want) in [(1, 0x08), (2, 0x0708), (4, 0x0506_0708), (8, 0x0102_0304_0506_0708)] {
+        assert_eq!(vm.run(&call(101, Some(-8), 0, size), Input::None), Ok(want), "size {size}");
+    }
+    assert_eq!(vm.run(&call(101, Some(-4), 0, 8), Input::None), load_err(top - 4, 8));
+}
+
+/// The registry: later registrations of an id replace earlier ones, and
+/// `get` answers the one registered.
+#[test]
+fn a_helper_id_resolves_to_its_last_registration() {
+    let address = |f: Option<ebpf::HelperFn>| f.map(|f| f as *const () as usize);
+    let mut helpers = Helpers::new().with(100, sum_bytes);
+    assert!(helpers.get(101).is_none());
+    assert_eq!(address(helpers.get(100)), address(Some(sum_bytes)));
+    helpers.register(100, load_word);
+    assert_eq!(address(helpers.get(100)), address(Some(load_word)));
+    assert!(Helpers::socket().get(skb::helper::SKB_LOAD_8).is_some());
+    assert!(Helpers::socket().get(skb::helper::SKB_LOAD_8 - 1).is_none());
+}
+
+/// A fault names its access: the messages of a load and of a store.
+#[test]
+fn a_fault_says_whether_it_loaded_or_stored() {
+    let mut vm = Vm::new();
+    let load_fault = vm.run(&access(MEM_BASE, 0, false), Input::None).unwrap_err();
+    assert_eq!(
+        load_fault.to_string(),
+        format!("pc 2: load of 4 bytes at {MEM_BASE:#x} is outside every memory region")
+    );
+    let store_fault = vm.run(&access(MEM_BASE, 0, true), Input::None).unwrap_err();
+    assert_eq!(
+        store_fault.to_string(),
+        format!("pc 2: store of 4 bytes at {MEM_BASE:#x} is outside every memory region")
+    );
+    assert_eq!((Access::Load.to_string(), Access::Store.to_string()), ("load".into(), "store".into()));
 }

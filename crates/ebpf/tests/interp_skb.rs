@@ -100,6 +100,21 @@ fn load_helpers_read_big_endian_linear_paged_and_negative_offsets() {
     assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_NET_OFF + 50), &paged) as i64, skb::EFAULT, "past end");
     assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_LL_OFF - 1), &linear) as i64, skb::EFAULT);
     assert_eq!(run(&load_helper(helper::SKB_LOAD_8, i32::MIN), &linear) as i64, skb::EFAULT);
+    // -EFAULT (include/uapi/asm-generic/errno-base.h), which the converted
+    // program's `if r0 s>= 0` tells from a loaded byte.
+    assert_eq!(run(&load_helper(helper::SKB_LOAD_32, 61), &linear) as i64, -14);
+    // A MAC header set past `data`'s start: SKF_LL_OFF counts from it.
+    let mac_at_3 = SkbContext::new(&packet, &SkbMeta { mac_header: Some(3), ..SkbMeta::default() });
+    assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_LL_OFF + 5), &mac_at_3), 8);
+    assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_LL_OFF + 60), &mac_at_3), 63);
+    assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_LL_OFF + 61), &mac_at_3) as i64, skb::EFAULT);
+    // skb_copy_bits() itself: the whole packet, linear and paged; nothing
+    // past it; no headroom before `data`.
+    assert_eq!(paged.copy_bits(60, 4), Some(&packet[60..]));
+    assert_eq!(paged.copy_bits(61, 4), None);
+    assert_eq!(paged.copy_bits(0, 64), Some(&packet[..]));
+    assert_eq!(paged.copy_bits(-1, 1), None);
+    assert_eq!(paged.copy_bits(i32::MAX, 1), None);
     let no_mac = SkbContext::new(&packet, &SkbMeta { mac_header: None, ..SkbMeta::default() });
     assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_LL_OFF + 5), &no_mac) as i64, skb::EFAULT);
     assert_eq!(run(&load_helper(helper::SKB_LOAD_8, skb::SKF_NET_OFF + 5), &no_mac), 19);
@@ -129,11 +144,32 @@ fn nlattr_helpers_match_test_bpf() {
     assert_eq!(run(&anc(helper::SKB_GET_NLATTR, 2, 3), &short), 0);
     assert_eq!(run(&anc(helper::SKB_GET_NLATTR, 2, 9), &full), 0, "absent type");
     assert_eq!(run(&anc(helper::SKB_GET_NLATTR, 17, 3), &full), 0, "a > len - 4");
+    // `a == len - 4`: the last header fits exactly (bpf_skb_get_nlattr()'s
+    // `A > skb->len - sizeof(struct nlattr)` lets it through).
+    let last = SkbContext::new(&hex("ffffffff04000300"), &SkbMeta::default());
+    assert_eq!(run(&anc(helper::SKB_GET_NLATTR, 4, 3), &last), 4);
+    assert_eq!(run(&anc(helper::SKB_GET_NLATTR, 5, 3), &last), 0);
+    assert_eq!(run(&anc(helper::SKB_GET_NLATTR, -1, 3), &last), 0, "a is unsigned");
+    // An attribute longer than the bytes left fails nla_ok(); the search
+    // walks every attribute up to the packet's end.
+    // (nla_len 12: more than the 8 bytes from a, fewer than len + a.)
+    let long = SkbContext::new(&hex("ffff0c00030000000000"), &SkbMeta::default());
+    assert_eq!(run(&anc(helper::SKB_GET_NLATTR, 2, 3), &long), 0);
+    let fourth = SkbContext::new(&hex("ffff0400010004000100040001000400030000000000"), &SkbMeta::default());
+    assert_eq!(run(&anc(helper::SKB_GET_NLATTR, 2, 3), &fourth), 14);
     let nest = hex("ffff0c0001000400020004000300000000000000");
     let full = SkbContext::new(&nest, &SkbMeta::default());
     assert_eq!(run(&anc(helper::SKB_GET_NLATTR_NEST, 2, 3), &full), 10);
     assert_eq!(run(&anc(helper::SKB_GET_NLATTR_NEST, 2, 2), &full), 6);
     assert_eq!(run(&anc(helper::SKB_GET_NLATTR_NEST, 2, 3), &SkbContext::new(&nest[..4], &SkbMeta::default())), 0);
+    // The nest ends where its own length says: an attribute after it is
+    // not in it; a nest longer than the bytes after `a` fails nla_ok().
+    let nest_then_more = SkbContext::new(&hex("ffff08000100040002000400030000000000000000"), &SkbMeta::default());
+    assert_eq!(run(&anc(helper::SKB_GET_NLATTR_NEST, 2, 2), &nest_then_more), 6);
+    assert_eq!(run(&anc(helper::SKB_GET_NLATTR_NEST, 2, 3), &nest_then_more), 0, "after the nest");
+    // (nla_len 22: more than the 20 bytes from a, fewer than len + a.)
+    let too_long = SkbContext::new(&hex("ffff1600010004000300000000000000000000000000"), &SkbMeta::default());
+    assert_eq!(run(&anc(helper::SKB_GET_NLATTR_NEST, 2, 3), &too_long), 0, "nla_len past the packet");
     // Non-linear buffers give 0.
     let paged = SkbContext::new(&nest, &SkbMeta { headlen: Some(10), ..SkbMeta::default() });
     assert_eq!(run(&anc(helper::SKB_GET_NLATTR_NEST, 2, 3), &paged), 0);

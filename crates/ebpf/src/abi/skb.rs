@@ -276,19 +276,21 @@ impl SkbContext {
     }
 
     /// Mirrors `skb_copy_bits()` in net/core/skbuff.c (Linux 6.18) for a
-    /// read of `len` bytes at `offset` into the linear + paged packet.
+    /// read of `len` bytes at `offset` into the linear + paged packet: its
+    /// `offset > skb->len - len` refusal is the slice's bound (our paged
+    /// data is one contiguous fragment after the linear bytes).
     ///
     /// # Deviations
-    /// None (our paged data is one contiguous fragment).
+    /// A negative offset fails: the kernel copies from the headroom before
+    /// `skb->data`, which this context does not have. No caller here passes
+    /// one: `data` is at the MAC header, so converted offsets are never
+    /// negative.
     pub fn copy_bits(&self, offset: i32, len: usize) -> Option<&[u8]> {
         self.copy_bits_at(i64::from(offset), len)
     }
 
     /// [`SkbContext::copy_bits`] for an offset already widened to 64 bits.
     pub(crate) fn copy_bits_at(&self, offset: i64, len: usize) -> Option<&[u8]> {
-        if offset < 0 || offset > self.packet.len() as i64 - len as i64 {
-            return None;
-        }
         let start = usize::try_from(offset).ok()?;
         self.packet.get(start..start.checked_add(len)?)
     }
@@ -358,17 +360,11 @@ impl SkbContext {
     /// helpers converted programs call ([`helper_skb_load_8`](crate::abi::helpers::socket::helper_skb_load_8)).
     ///
     /// # Deviations
-    /// None.
+    /// None. (`skb_header_pointer()` reads the linear area in place when
+    /// the bytes lie there and copies them with `skb_copy_bits()` when not;
+    /// our packet is one contiguous buffer, so both are [`SkbContext::copy_bits`].)
     pub fn header_pointer(&self, k: i32, size: usize) -> Option<u32> {
-        let bytes = if k >= 0 {
-            if (self.headlen as i64) - i64::from(k) >= size as i64 {
-                self.packet.get(k as usize..k as usize + size)
-            } else {
-                self.copy_bits(k, size)
-            }
-        } else {
-            self.load_pointer_neg(k, size)
-        }?;
+        let bytes = if k >= 0 { self.copy_bits(k, size) } else { self.load_pointer_neg(k, size) }?;
         Some(be(bytes))
     }
 }

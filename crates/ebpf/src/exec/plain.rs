@@ -39,6 +39,8 @@ use crate::isa::opcode::*;
 pub enum PlainError {
     #[error("pc {pc}: opcode {code:#04x} is outside the converted-seccomp subset the plain interpreter models")]
     Unsupported { pc: Pc, code: u8 },
+    #[error("pc {pc}: opcode {code:#04x} with off {off} is outside the converted-seccomp subset the plain interpreter models")]
+    UnsupportedOffset { pc: Pc, code: u8, off: i16 },
     #[error("pc {pc}: the plain interpreter takes forward jumps inside the program only")]
     Jump { pc: Pc },
     #[error("pc {pc}: access of {size} bytes at {addr:#x} is outside the context and the stack")]
@@ -142,14 +144,19 @@ pub struct PlainProgram {
 }
 
 impl PlainProgram {
-    /// Checks that every opcode is one the model handles and every jump
-    /// goes forward inside the program.
+    /// Checks that every opcode is one the model handles (an ALU `off`
+    /// included: `movsx` shares `mov`'s opcode) and every jump goes forward
+    /// inside the program.
     pub fn new(insns: &[Insn]) -> Result<PlainProgram, PlainError> {
         for (pc, insn) in insns.iter().enumerate() {
+            let class = insn.code & 0x07;
+            let is_alu = class == BPF_ALU || class == BPF_ALU64;
             if !SUPPORTED.contains(&insn.code) {
                 return Err(PlainError::Unsupported { pc: Pc(pc), code: insn.code });
             }
-            let class = insn.code & 0x07;
+            if is_alu && insn.code & 0xf0 != BPF_NEG && alu_op(insn.code & 0xf0, insn.off).is_none() {
+                return Err(PlainError::UnsupportedOffset { pc: Pc(pc), code: insn.code, off: insn.off });
+            }
             if (class == BPF_JMP || class == BPF_JMP32) && insn.code != JMP_EXIT {
                 let delta = if insn.code == JMP32_JA { insn.imm } else { i32::from(insn.off) };
                 let target = pc as i64 + 1 + i64::from(delta);
@@ -360,13 +367,9 @@ fn alu<const W64: bool, const X: bool, const OP: u8>(regs: &mut [u64; 16], insn:
     let Some(op) = alu_op(OP, insn.off) else { return FAULT };
     let d = dst(insn);
     let s = if X { reg(regs, src(insn)) } else { insn.imm as i64 as u64 };
-    let v = if W64 {
-        let s = if op.is_shift() { s & 63 } else { s };
-        op.eval64(reg(regs, d), s)
-    } else {
-        let s = if op.is_shift() { s & 31 } else { s };
-        u64::from(op.eval32(reg(regs, d) as u32, s as u32))
-    };
+    // The evaluations take shift amounts modulo the width, as the kernel's
+    // `SRC & 63` / `& 31` do.
+    let v = if W64 { op.eval64(reg(regs, d), s) } else { u64::from(op.eval32(reg(regs, d) as u32, s as u32)) };
     set(regs, d, v);
     0
 }

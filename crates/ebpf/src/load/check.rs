@@ -88,9 +88,8 @@ impl Decoder<'_> {
             Ok(op) => op,
             Err(e) => {
                 self.before_variant(pc, insn, class, e)?;
-                // A bad second slot is that slot's error.
-                let slot = if e == OpError::BadLdImm64SecondSlot { pc + 1 } else { pc };
-                return Err(LoadError::Decode { pc: Pc(slot), op: e });
+                // Never a broken ld_imm64: `load::decode` refused those first.
+                return Err(LoadError::Decode { pc: at, op: e });
             }
         };
         let res = |field: &'static str| {
@@ -129,14 +128,10 @@ impl Decoder<'_> {
                 if !matches!(alu, AluOp::Div | AluOp::SDiv | AluOp::Mod | AluOp::SMod) {
                     res("off")?;
                 }
-                // Shift amounts: RFC 9669 masks them (the kernel leaves K
-                // unmasked but its verifier rejects K outside the width, so
-                // the two agree on every program the kernel runs).
-                let imm = match width {
-                    Width::W64 if alu.is_shift() => imm & 63,
-                    Width::W32 if alu.is_shift() => imm & 31,
-                    _ => imm,
-                };
+                // Shift amounts, K or X, are masked where they are evaluated
+                // (`AluOp::eval64`/`eval32`), as RFC 9669 says: the kernel
+                // leaves K unmasked but its verifier rejects K outside the
+                // width, so the two agree on every program the kernel runs.
                 op(alu_kind(width, alu), dst, src, 0, imm)
             }
             isa::Op::Neg { width, dst } => {

@@ -241,7 +241,7 @@ pub(crate) fn fuse(prog: &mut Decoded) {
             && next.kind == StepKind::Exit
         {
             if let Some(slot) = ops.get_mut(pc).filter(|s| s.kind == o.kind) {
-                *slot = Step { kind: StepKind::RetImm, ..*o };
+                *slot = Step { kind: StepKind::RetImm, dst: o.dst, src: o.src, size: o.size, a: o.a, imm: o.imm };
                 fused += 1;
             }
         }

@@ -111,11 +111,13 @@ pub(crate) fn decode(insns: &[Insn], opts: &LoadOptions, helpers: &Helpers) -> R
         return Err(LoadError::TooLong { len: insns.len(), max: MAX_INSNS });
     }
     let len = insns.len();
-    // Second slots of ld_imm64.
+    // Second slots of ld_imm64, and broken pairs refused before any other
+    // check, as the verifier's resolve_pseudo_ldimm64() does before
+    // do_check() reads an instruction's fields.
     let mut second = vec![false; len];
     let mut i = 0;
-    while i < len {
-        if insns.get(i).is_some_and(|x| isa::Op::is_wide(*x)) {
+    while let Some(&insn) = insns.get(i) {
+        if isa::Op::is_wide(insn) {
             match isa::Op::decode_at(insns, i) {
                 Err(op @ OpError::IncompleteLdImm64) => return Err(LoadError::Decode { pc: Pc(i), op }),
                 Err(op @ OpError::BadLdImm64SecondSlot) => return Err(LoadError::Decode { pc: Pc(i + 1), op }),

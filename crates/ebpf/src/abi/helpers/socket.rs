@@ -101,19 +101,19 @@ fn nla_find(buf: &[u8], start: usize, len: i64, attrtype: i32) -> Option<usize> 
 pub fn helper_skb_get_nlattr(mem: &mut Memory<'_>, args: [u64; 5]) -> Result<u64, HelperError> {
     let skb = mem.skb().ok_or(HelperError::NoSkb)?;
     let (a, x) = (args[1] as u32, args[2] as u32);
-    let Some(len) = nlattr_guard(skb, a) else { return Ok(0) };
+    let Some(len) = nlattr_guard(skb) else { return Ok(0) };
     let found = nla_find(skb.packet(), a as usize, len - i64::from(a), x as i32);
     Ok(found.map_or(0, |p| p as u64))
 }
 
-/// Common guards of the two nlattr helpers; returns `skb->len`.
-fn nlattr_guard(skb: &SkbContext, a: u32) -> Option<i64> {
-    let len = skb.packet().len() as i64;
-    // skb_is_nonlinear(), skb->len < sizeof(struct nlattr), a > len - 4.
-    if skb.linear().len() != skb.packet().len() || len < NLA_HDRLEN as i64 || i64::from(a) > len - NLA_HDRLEN as i64 {
-        return None;
-    }
-    Some(len)
+/// Common guard of the two nlattr helpers, `skb_is_nonlinear()`; returns
+/// `skb->len`. Their other guards, `skb->len < sizeof(struct nlattr)` and
+/// `A > skb->len - sizeof(struct nlattr)` (unsigned arithmetic in the
+/// kernel), refuse exactly the `a` whose header does not fit in the packet:
+/// here the header's read ([`nla_header`]) is bounds-checked and fails on
+/// those, with the same answer, 0.
+fn nlattr_guard(skb: &SkbContext) -> Option<i64> {
+    (skb.linear().len() == skb.packet().len()).then_some(skb.packet().len() as i64)
 }
 
 /// Mirrors `bpf_skb_get_nlattr_nest()` in net/core/filter.c (Linux 6.18):
@@ -125,7 +125,7 @@ fn nlattr_guard(skb: &SkbContext, a: u32) -> Option<i64> {
 pub fn helper_skb_get_nlattr_nest(mem: &mut Memory<'_>, args: [u64; 5]) -> Result<u64, HelperError> {
     let skb = mem.skb().ok_or(HelperError::NoSkb)?;
     let (a, x) = (args[1] as u32, args[2] as u32);
-    let Some(len) = nlattr_guard(skb, a) else { return Ok(0) };
+    let Some(len) = nlattr_guard(skb) else { return Ok(0) };
     let Some((nla_len, _)) = nla_header(skb.packet(), a as usize) else { return Ok(0) };
     if !nla_ok(nla_len, len - i64::from(a)) {
         return Ok(0);

@@ -173,8 +173,8 @@ table! {
 }
 
 /// `AluOp::$name`: `dst op src` on `$u` as `___bpf_prog_run()` computes it,
-/// signed forms through `$s`; shift amounts wrap at the width (the caller's
-/// load masked them); division and modulo by zero follow `do_misc_fixups()`:
+/// signed forms through `$s`; shift amounts wrap at the width (the kernel's
+/// `SRC & 63` and `& 31`); division and modulo by zero follow `do_misc_fixups()`:
 /// `x / 0 = 0`, `x % 0 = x`. One body for both widths.
 macro_rules! alu_eval {
     ($(#[$doc:meta])* $name:ident: $u:ty, $s:ty) => {
@@ -242,7 +242,7 @@ impl AluOp {
         }
     }
 
-    /// Whether this is a shift (its K operand is masked at load).
+    /// Whether this is a shift (its amount is taken modulo the width).
     pub const fn is_shift(self) -> bool {
         matches!(self, AluOp::Lsh | AluOp::Rsh | AluOp::Arsh)
     }
